@@ -1,0 +1,525 @@
+from drover.api.types.v1 import allocation_pb2 as _allocation_pb2
+from drover.api.types.v1 import deployment_pb2 as _deployment_pb2
+from drover.api.types.v1 import evaluation_pb2 as _evaluation_pb2
+from drover.api.types.v1 import job_pb2 as _job_pb2
+from drover.api.types.v1 import node_pb2 as _node_pb2
+from drover.api.types.v1 import query_pb2 as _query_pb2
+from drover.api.types.v1 import scheduler_pb2 as _scheduler_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Topic(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TOPIC_UNSPECIFIED: _ClassVar[Topic]
+    TOPIC_JOB: _ClassVar[Topic]
+    TOPIC_EVALUATION: _ClassVar[Topic]
+    TOPIC_DEPLOYMENT: _ClassVar[Topic]
+    TOPIC_ALLOCATION: _ClassVar[Topic]
+    TOPIC_NODE: _ClassVar[Topic]
+    TOPIC_SCHEDULER_CONFIG: _ClassVar[Topic]
+
+class EventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EVENT_TYPE_UNSPECIFIED: _ClassVar[EventType]
+    EVENT_TYPE_UPSERT: _ClassVar[EventType]
+    EVENT_TYPE_DELETE: _ClassVar[EventType]
+TOPIC_UNSPECIFIED: Topic
+TOPIC_JOB: Topic
+TOPIC_EVALUATION: Topic
+TOPIC_DEPLOYMENT: Topic
+TOPIC_ALLOCATION: Topic
+TOPIC_NODE: Topic
+TOPIC_SCHEDULER_CONFIG: Topic
+EVENT_TYPE_UNSPECIFIED: EventType
+EVENT_TYPE_UPSERT: EventType
+EVENT_TYPE_DELETE: EventType
+
+class RegisterJobRequest(_message.Message):
+    __slots__ = ("job", "enforce_index", "job_modify_index")
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    ENFORCE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    job: _job_pb2.Job
+    enforce_index: bool
+    job_modify_index: int
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., enforce_index: _Optional[bool] = ..., job_modify_index: _Optional[int] = ...) -> None: ...
+
+class RegisterJobResponse(_message.Message):
+    __slots__ = ("job_modify_index", "eval_id", "deployment_id", "version", "index", "warnings")
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    job_modify_index: int
+    eval_id: str
+    deployment_id: str
+    version: int
+    index: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job_modify_index: _Optional[int] = ..., eval_id: _Optional[str] = ..., deployment_id: _Optional[str] = ..., version: _Optional[int] = ..., index: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetJobRequest(_message.Message):
+    __slots__ = ("namespace", "id", "version", "query")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    version: int
+    query: _query_pb2.QueryOptions
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., version: _Optional[int] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+
+class GetJobResponse(_message.Message):
+    __slots__ = ("job", "meta")
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    job: _job_pb2.Job
+    meta: _query_pb2.QueryMeta
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
+
+class ListJobsRequest(_message.Message):
+    __slots__ = ("namespace", "prefix", "filter", "order_by", "page_size", "page_token", "query")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    ORDER_BY_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    prefix: str
+    filter: str
+    order_by: str
+    page_size: int
+    page_token: str
+    query: _query_pb2.QueryOptions
+    def __init__(self, namespace: _Optional[str] = ..., prefix: _Optional[str] = ..., filter: _Optional[str] = ..., order_by: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+
+class ListJobsResponse(_message.Message):
+    __slots__ = ("jobs", "next_page_token", "meta")
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[_job_pb2.Job]
+    next_page_token: str
+    meta: _query_pb2.QueryMeta
+    def __init__(self, jobs: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
+
+class ListJobVersionsRequest(_message.Message):
+    __slots__ = ("namespace", "id", "query")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    query: _query_pb2.QueryOptions
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+
+class ListJobVersionsResponse(_message.Message):
+    __slots__ = ("versions", "meta")
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    versions: _containers.RepeatedCompositeFieldContainer[_job_pb2.Job]
+    meta: _query_pb2.QueryMeta
+    def __init__(self, versions: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
+
+class DeregisterJobRequest(_message.Message):
+    __slots__ = ("namespace", "id", "purge")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    PURGE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    purge: bool
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., purge: _Optional[bool] = ...) -> None: ...
+
+class DeregisterJobResponse(_message.Message):
+    __slots__ = ("eval_id", "job_modify_index", "index")
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    job_modify_index: int
+    index: int
+    def __init__(self, eval_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ...) -> None: ...
+
+class GetEvaluationRequest(_message.Message):
+    __slots__ = ("namespace", "id", "include_related", "query")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_RELATED_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    include_related: bool
+    query: _query_pb2.QueryOptions
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., include_related: _Optional[bool] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+
+class GetEvaluationResponse(_message.Message):
+    __slots__ = ("evaluation", "related", "meta")
+    EVALUATION_FIELD_NUMBER: _ClassVar[int]
+    RELATED_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    evaluation: _evaluation_pb2.Evaluation
+    related: _containers.RepeatedCompositeFieldContainer[_evaluation_pb2.Evaluation]
+    meta: _query_pb2.QueryMeta
+    def __init__(self, evaluation: _Optional[_Union[_evaluation_pb2.Evaluation, _Mapping]] = ..., related: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
+
+class ListEvaluationsRequest(_message.Message):
+    __slots__ = ("namespace", "prefix", "filter", "order_by", "page_size", "page_token", "query")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    ORDER_BY_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    prefix: str
+    filter: str
+    order_by: str
+    page_size: int
+    page_token: str
+    query: _query_pb2.QueryOptions
+    def __init__(self, namespace: _Optional[str] = ..., prefix: _Optional[str] = ..., filter: _Optional[str] = ..., order_by: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+
+class ListEvaluationsResponse(_message.Message):
+    __slots__ = ("evaluations", "next_page_token", "meta")
+    EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    evaluations: _containers.RepeatedCompositeFieldContainer[_evaluation_pb2.Evaluation]
+    next_page_token: str
+    meta: _query_pb2.QueryMeta
+    def __init__(self, evaluations: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
+
+class CountEvaluationsRequest(_message.Message):
+    __slots__ = ("namespace", "filter", "query")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    filter: str
+    query: _query_pb2.QueryOptions
+    def __init__(self, namespace: _Optional[str] = ..., filter: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+
+class CountEvaluationsResponse(_message.Message):
+    __slots__ = ("count", "meta")
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    meta: _query_pb2.QueryMeta
+    def __init__(self, count: _Optional[int] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
+
+class DeleteEvaluationsRequest(_message.Message):
+    __slots__ = ("ids", "filter", "namespace", "job_id", "page_size", "page_token", "dry_run")
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    filter: str
+    namespace: str
+    job_id: str
+    page_size: int
+    page_token: str
+    dry_run: bool
+    def __init__(self, ids: _Optional[_Iterable[str]] = ..., filter: _Optional[str] = ..., namespace: _Optional[str] = ..., job_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class DeleteEvaluationsResponse(_message.Message):
+    __slots__ = ("deleted", "next_page_token", "index")
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    deleted: int
+    next_page_token: str
+    index: int
+    def __init__(self, deleted: _Optional[int] = ..., next_page_token: _Optional[str] = ..., index: _Optional[int] = ...) -> None: ...
+
+class UpsertEvaluationsRequest(_message.Message):
+    __slots__ = ("evaluations",)
+    EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    evaluations: _containers.RepeatedCompositeFieldContainer[_evaluation_pb2.Evaluation]
+    def __init__(self, evaluations: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ...) -> None: ...
+
+class UpsertEvaluationsResponse(_message.Message):
+    __slots__ = ("eval_ids", "index")
+    EVAL_IDS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    eval_ids: _containers.RepeatedScalarFieldContainer[str]
+    index: int
+    def __init__(self, eval_ids: _Optional[_Iterable[str]] = ..., index: _Optional[int] = ...) -> None: ...
+
+class GetDeploymentRequest(_message.Message):
+    __slots__ = ("namespace", "id", "query")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    query: _query_pb2.QueryOptions
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+
+class GetDeploymentResponse(_message.Message):
+    __slots__ = ("deployment", "meta")
+    DEPLOYMENT_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    deployment: _deployment_pb2.Deployment
+    meta: _query_pb2.QueryMeta
+    def __init__(self, deployment: _Optional[_Union[_deployment_pb2.Deployment, _Mapping]] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
+
+class ListDeploymentsRequest(_message.Message):
+    __slots__ = ("namespace", "prefix", "filter", "order_by", "page_size", "page_token", "query")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    ORDER_BY_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    prefix: str
+    filter: str
+    order_by: str
+    page_size: int
+    page_token: str
+    query: _query_pb2.QueryOptions
+    def __init__(self, namespace: _Optional[str] = ..., prefix: _Optional[str] = ..., filter: _Optional[str] = ..., order_by: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+
+class ListDeploymentsResponse(_message.Message):
+    __slots__ = ("deployments", "next_page_token", "meta")
+    DEPLOYMENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    deployments: _containers.RepeatedCompositeFieldContainer[_deployment_pb2.Deployment]
+    next_page_token: str
+    meta: _query_pb2.QueryMeta
+    def __init__(self, deployments: _Optional[_Iterable[_Union[_deployment_pb2.Deployment, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
+
+class GetAllocationRequest(_message.Message):
+    __slots__ = ("namespace", "id", "query")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    query: _query_pb2.QueryOptions
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+
+class GetAllocationResponse(_message.Message):
+    __slots__ = ("allocation", "meta")
+    ALLOCATION_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    allocation: _allocation_pb2.Allocation
+    meta: _query_pb2.QueryMeta
+    def __init__(self, allocation: _Optional[_Union[_allocation_pb2.Allocation, _Mapping]] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
+
+class ListAllocationsRequest(_message.Message):
+    __slots__ = ("namespace", "prefix", "filter", "order_by", "page_size", "page_token", "query")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    ORDER_BY_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    prefix: str
+    filter: str
+    order_by: str
+    page_size: int
+    page_token: str
+    query: _query_pb2.QueryOptions
+    def __init__(self, namespace: _Optional[str] = ..., prefix: _Optional[str] = ..., filter: _Optional[str] = ..., order_by: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+
+class ListAllocationsResponse(_message.Message):
+    __slots__ = ("allocations", "next_page_token", "meta")
+    ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    allocations: _containers.RepeatedCompositeFieldContainer[_allocation_pb2.Allocation]
+    next_page_token: str
+    meta: _query_pb2.QueryMeta
+    def __init__(self, allocations: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
+
+class UpsertAllocationsRequest(_message.Message):
+    __slots__ = ("allocations",)
+    ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    allocations: _containers.RepeatedCompositeFieldContainer[_allocation_pb2.Allocation]
+    def __init__(self, allocations: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ...) -> None: ...
+
+class UpsertAllocationsResponse(_message.Message):
+    __slots__ = ("allocation_ids", "index")
+    ALLOCATION_IDS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    allocation_ids: _containers.RepeatedScalarFieldContainer[str]
+    index: int
+    def __init__(self, allocation_ids: _Optional[_Iterable[str]] = ..., index: _Optional[int] = ...) -> None: ...
+
+class AllocationUpdate(_message.Message):
+    __slots__ = ("namespace", "id", "client_status", "client_description", "healthy")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_STATUS_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    HEALTHY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    client_status: _allocation_pb2.AllocClientStatus
+    client_description: str
+    healthy: bool
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., client_status: _Optional[_Union[_allocation_pb2.AllocClientStatus, str]] = ..., client_description: _Optional[str] = ..., healthy: _Optional[bool] = ...) -> None: ...
+
+class UpdateAllocationsRequest(_message.Message):
+    __slots__ = ("updates",)
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    updates: _containers.RepeatedCompositeFieldContainer[AllocationUpdate]
+    def __init__(self, updates: _Optional[_Iterable[_Union[AllocationUpdate, _Mapping]]] = ...) -> None: ...
+
+class UpdateAllocationsResponse(_message.Message):
+    __slots__ = ("index",)
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    def __init__(self, index: _Optional[int] = ...) -> None: ...
+
+class UpsertNodeRequest(_message.Message):
+    __slots__ = ("node",)
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    node: _node_pb2.Node
+    def __init__(self, node: _Optional[_Union[_node_pb2.Node, _Mapping]] = ...) -> None: ...
+
+class UpsertNodeResponse(_message.Message):
+    __slots__ = ("index",)
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    def __init__(self, index: _Optional[int] = ...) -> None: ...
+
+class GetNodeRequest(_message.Message):
+    __slots__ = ("id", "query")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    query: _query_pb2.QueryOptions
+    def __init__(self, id: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+
+class GetNodeResponse(_message.Message):
+    __slots__ = ("node", "meta")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    node: _node_pb2.Node
+    meta: _query_pb2.QueryMeta
+    def __init__(self, node: _Optional[_Union[_node_pb2.Node, _Mapping]] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
+
+class ListNodesRequest(_message.Message):
+    __slots__ = ("prefix", "filter", "order_by", "page_size", "page_token", "query")
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    ORDER_BY_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    prefix: str
+    filter: str
+    order_by: str
+    page_size: int
+    page_token: str
+    query: _query_pb2.QueryOptions
+    def __init__(self, prefix: _Optional[str] = ..., filter: _Optional[str] = ..., order_by: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+
+class ListNodesResponse(_message.Message):
+    __slots__ = ("nodes", "next_page_token", "meta")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[_node_pb2.Node]
+    next_page_token: str
+    meta: _query_pb2.QueryMeta
+    def __init__(self, nodes: _Optional[_Iterable[_Union[_node_pb2.Node, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
+
+class GetSchedulerConfigRequest(_message.Message):
+    __slots__ = ("query",)
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    query: _query_pb2.QueryOptions
+    def __init__(self, query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+
+class GetSchedulerConfigResponse(_message.Message):
+    __slots__ = ("config", "meta")
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    config: _scheduler_pb2.SchedulerConfig
+    meta: _query_pb2.QueryMeta
+    def __init__(self, config: _Optional[_Union[_scheduler_pb2.SchedulerConfig, _Mapping]] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
+
+class SetSchedulerConfigRequest(_message.Message):
+    __slots__ = ("config", "cas_index")
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    CAS_INDEX_FIELD_NUMBER: _ClassVar[int]
+    config: _scheduler_pb2.SchedulerConfig
+    cas_index: int
+    def __init__(self, config: _Optional[_Union[_scheduler_pb2.SchedulerConfig, _Mapping]] = ..., cas_index: _Optional[int] = ...) -> None: ...
+
+class SetSchedulerConfigResponse(_message.Message):
+    __slots__ = ("updated", "index")
+    UPDATED_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    updated: bool
+    index: int
+    def __init__(self, updated: _Optional[bool] = ..., index: _Optional[int] = ...) -> None: ...
+
+class SubscribeRequest(_message.Message):
+    __slots__ = ("topics", "keys", "namespace", "from_index")
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    FROM_INDEX_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedScalarFieldContainer[Topic]
+    keys: _containers.RepeatedScalarFieldContainer[str]
+    namespace: str
+    from_index: int
+    def __init__(self, topics: _Optional[_Iterable[_Union[Topic, str]]] = ..., keys: _Optional[_Iterable[str]] = ..., namespace: _Optional[str] = ..., from_index: _Optional[int] = ...) -> None: ...
+
+class Event(_message.Message):
+    __slots__ = ("topic", "type", "namespace", "key", "index", "job", "evaluation", "deployment", "allocation", "node", "scheduler_config")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    EVALUATION_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENT_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULER_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    topic: Topic
+    type: EventType
+    namespace: str
+    key: str
+    index: int
+    job: _job_pb2.Job
+    evaluation: _evaluation_pb2.Evaluation
+    deployment: _deployment_pb2.Deployment
+    allocation: _allocation_pb2.Allocation
+    node: _node_pb2.Node
+    scheduler_config: _scheduler_pb2.SchedulerConfig
+    def __init__(self, topic: _Optional[_Union[Topic, str]] = ..., type: _Optional[_Union[EventType, str]] = ..., namespace: _Optional[str] = ..., key: _Optional[str] = ..., index: _Optional[int] = ..., job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., evaluation: _Optional[_Union[_evaluation_pb2.Evaluation, _Mapping]] = ..., deployment: _Optional[_Union[_deployment_pb2.Deployment, _Mapping]] = ..., allocation: _Optional[_Union[_allocation_pb2.Allocation, _Mapping]] = ..., node: _Optional[_Union[_node_pb2.Node, _Mapping]] = ..., scheduler_config: _Optional[_Union[_scheduler_pb2.SchedulerConfig, _Mapping]] = ...) -> None: ...
+
+class SubscribeResponse(_message.Message):
+    __slots__ = ("events", "index")
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[Event]
+    index: int
+    def __init__(self, events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., index: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,90 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class AllocDesiredStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ALLOC_DESIRED_STATUS_UNSPECIFIED: _ClassVar[AllocDesiredStatus]
+    ALLOC_DESIRED_STATUS_RUN: _ClassVar[AllocDesiredStatus]
+    ALLOC_DESIRED_STATUS_STOP: _ClassVar[AllocDesiredStatus]
+    ALLOC_DESIRED_STATUS_EVICT: _ClassVar[AllocDesiredStatus]
+
+class AllocClientStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ALLOC_CLIENT_STATUS_UNSPECIFIED: _ClassVar[AllocClientStatus]
+    ALLOC_CLIENT_STATUS_PENDING: _ClassVar[AllocClientStatus]
+    ALLOC_CLIENT_STATUS_RUNNING: _ClassVar[AllocClientStatus]
+    ALLOC_CLIENT_STATUS_COMPLETE: _ClassVar[AllocClientStatus]
+    ALLOC_CLIENT_STATUS_FAILED: _ClassVar[AllocClientStatus]
+    ALLOC_CLIENT_STATUS_LOST: _ClassVar[AllocClientStatus]
+ALLOC_DESIRED_STATUS_UNSPECIFIED: AllocDesiredStatus
+ALLOC_DESIRED_STATUS_RUN: AllocDesiredStatus
+ALLOC_DESIRED_STATUS_STOP: AllocDesiredStatus
+ALLOC_DESIRED_STATUS_EVICT: AllocDesiredStatus
+ALLOC_CLIENT_STATUS_UNSPECIFIED: AllocClientStatus
+ALLOC_CLIENT_STATUS_PENDING: AllocClientStatus
+ALLOC_CLIENT_STATUS_RUNNING: AllocClientStatus
+ALLOC_CLIENT_STATUS_COMPLETE: AllocClientStatus
+ALLOC_CLIENT_STATUS_FAILED: AllocClientStatus
+ALLOC_CLIENT_STATUS_LOST: AllocClientStatus
+
+class AllocDeploymentStatus(_message.Message):
+    __slots__ = ("healthy", "timestamp", "canary", "modify_index")
+    HEALTHY_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    CANARY_FIELD_NUMBER: _ClassVar[int]
+    MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    healthy: bool
+    timestamp: _timestamp_pb2.Timestamp
+    canary: bool
+    modify_index: int
+    def __init__(self, healthy: _Optional[bool] = ..., timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., canary: _Optional[bool] = ..., modify_index: _Optional[int] = ...) -> None: ...
+
+class Allocation(_message.Message):
+    __slots__ = ("id", "namespace", "name", "job_id", "job_version", "task_group", "node_id", "deployment_id", "eval_id", "desired_status", "desired_description", "client_status", "client_description", "deployment_status", "previous_allocation", "create_index", "modify_index", "create_time", "modify_time")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TASK_GROUP_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    DESIRED_STATUS_FIELD_NUMBER: _ClassVar[int]
+    DESIRED_DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_STATUS_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENT_STATUS_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_ALLOCATION_FIELD_NUMBER: _ClassVar[int]
+    CREATE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    MODIFY_TIME_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    namespace: str
+    name: str
+    job_id: str
+    job_version: int
+    task_group: str
+    node_id: str
+    deployment_id: str
+    eval_id: str
+    desired_status: AllocDesiredStatus
+    desired_description: str
+    client_status: AllocClientStatus
+    client_description: str
+    deployment_status: AllocDeploymentStatus
+    previous_allocation: str
+    create_index: int
+    modify_index: int
+    create_time: _timestamp_pb2.Timestamp
+    modify_time: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., task_group: _Optional[str] = ..., node_id: _Optional[str] = ..., deployment_id: _Optional[str] = ..., eval_id: _Optional[str] = ..., desired_status: _Optional[_Union[AllocDesiredStatus, str]] = ..., desired_description: _Optional[str] = ..., client_status: _Optional[_Union[AllocClientStatus, str]] = ..., client_description: _Optional[str] = ..., deployment_status: _Optional[_Union[AllocDeploymentStatus, _Mapping]] = ..., previous_allocation: _Optional[str] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., modify_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,135 @@
+import datetime
+
+from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class JobType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    JOB_TYPE_UNSPECIFIED: _ClassVar[JobType]
+    JOB_TYPE_SERVICE: _ClassVar[JobType]
+    JOB_TYPE_BATCH: _ClassVar[JobType]
+    JOB_TYPE_SYSTEM: _ClassVar[JobType]
+
+class JobStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    JOB_STATUS_UNSPECIFIED: _ClassVar[JobStatus]
+    JOB_STATUS_PENDING: _ClassVar[JobStatus]
+    JOB_STATUS_RUNNING: _ClassVar[JobStatus]
+    JOB_STATUS_DEAD: _ClassVar[JobStatus]
+JOB_TYPE_UNSPECIFIED: JobType
+JOB_TYPE_SERVICE: JobType
+JOB_TYPE_BATCH: JobType
+JOB_TYPE_SYSTEM: JobType
+JOB_STATUS_UNSPECIFIED: JobStatus
+JOB_STATUS_PENDING: JobStatus
+JOB_STATUS_RUNNING: JobStatus
+JOB_STATUS_DEAD: JobStatus
+
+class UpdateStrategy(_message.Message):
+    __slots__ = ("max_parallel", "canary", "min_healthy_time", "healthy_deadline", "progress_deadline", "auto_revert", "auto_promote")
+    MAX_PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    CANARY_FIELD_NUMBER: _ClassVar[int]
+    MIN_HEALTHY_TIME_FIELD_NUMBER: _ClassVar[int]
+    HEALTHY_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    AUTO_REVERT_FIELD_NUMBER: _ClassVar[int]
+    AUTO_PROMOTE_FIELD_NUMBER: _ClassVar[int]
+    max_parallel: int
+    canary: int
+    min_healthy_time: _duration_pb2.Duration
+    healthy_deadline: _duration_pb2.Duration
+    progress_deadline: _duration_pb2.Duration
+    auto_revert: bool
+    auto_promote: bool
+    def __init__(self, max_parallel: _Optional[int] = ..., canary: _Optional[int] = ..., min_healthy_time: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., healthy_deadline: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., progress_deadline: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., auto_revert: _Optional[bool] = ..., auto_promote: _Optional[bool] = ...) -> None: ...
+
+class Task(_message.Message):
+    __slots__ = ("name", "driver", "config")
+    class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DRIVER_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    driver: str
+    config: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., driver: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class TaskGroup(_message.Message):
+    __slots__ = ("name", "count", "update", "tasks", "meta")
+    class MetaEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    count: int
+    update: UpdateStrategy
+    tasks: _containers.RepeatedCompositeFieldContainer[Task]
+    meta: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., update: _Optional[_Union[UpdateStrategy, _Mapping]] = ..., tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ..., meta: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class Job(_message.Message):
+    __slots__ = ("id", "namespace", "name", "type", "priority", "datacenters", "task_groups", "version", "stable", "stop", "status", "status_description", "meta", "create_index", "modify_index", "job_modify_index", "submit_time")
+    class MetaEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    DATACENTERS_FIELD_NUMBER: _ClassVar[int]
+    TASK_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    STABLE_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    CREATE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    SUBMIT_TIME_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    namespace: str
+    name: str
+    type: JobType
+    priority: int
+    datacenters: _containers.RepeatedScalarFieldContainer[str]
+    task_groups: _containers.RepeatedCompositeFieldContainer[TaskGroup]
+    version: int
+    stable: bool
+    stop: bool
+    status: JobStatus
+    status_description: str
+    meta: _containers.ScalarMap[str, str]
+    create_index: int
+    modify_index: int
+    job_modify_index: int
+    submit_time: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., type: _Optional[_Union[JobType, str]] = ..., priority: _Optional[int] = ..., datacenters: _Optional[_Iterable[str]] = ..., task_groups: _Optional[_Iterable[_Union[TaskGroup, _Mapping]]] = ..., version: _Optional[int] = ..., stable: _Optional[bool] = ..., stop: _Optional[bool] = ..., status: _Optional[_Union[JobStatus, str]] = ..., status_description: _Optional[str] = ..., meta: _Optional[_Mapping[str, str]] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., job_modify_index: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

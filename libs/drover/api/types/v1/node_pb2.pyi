@@ -1,0 +1,68 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class NodeStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    NODE_STATUS_UNSPECIFIED: _ClassVar[NodeStatus]
+    NODE_STATUS_INITIALIZING: _ClassVar[NodeStatus]
+    NODE_STATUS_READY: _ClassVar[NodeStatus]
+    NODE_STATUS_DOWN: _ClassVar[NodeStatus]
+    NODE_STATUS_DISCONNECTED: _ClassVar[NodeStatus]
+
+class NodeSchedulingEligibility(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    NODE_SCHEDULING_ELIGIBILITY_UNSPECIFIED: _ClassVar[NodeSchedulingEligibility]
+    NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE: _ClassVar[NodeSchedulingEligibility]
+    NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE: _ClassVar[NodeSchedulingEligibility]
+NODE_STATUS_UNSPECIFIED: NodeStatus
+NODE_STATUS_INITIALIZING: NodeStatus
+NODE_STATUS_READY: NodeStatus
+NODE_STATUS_DOWN: NodeStatus
+NODE_STATUS_DISCONNECTED: NodeStatus
+NODE_SCHEDULING_ELIGIBILITY_UNSPECIFIED: NodeSchedulingEligibility
+NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE: NodeSchedulingEligibility
+NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE: NodeSchedulingEligibility
+
+class Node(_message.Message):
+    __slots__ = ("id", "name", "datacenter", "node_class", "address", "status", "scheduling_eligibility", "drain", "attributes", "create_index", "modify_index", "status_updated_at")
+    class AttributesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DATACENTER_FIELD_NUMBER: _ClassVar[int]
+    NODE_CLASS_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_ELIGIBILITY_FIELD_NUMBER: _ClassVar[int]
+    DRAIN_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    CREATE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    STATUS_UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    datacenter: str
+    node_class: str
+    address: str
+    status: NodeStatus
+    scheduling_eligibility: NodeSchedulingEligibility
+    drain: bool
+    attributes: _containers.ScalarMap[str, str]
+    create_index: int
+    modify_index: int
+    status_updated_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., datacenter: _Optional[str] = ..., node_class: _Optional[str] = ..., address: _Optional[str] = ..., status: _Optional[_Union[NodeStatus, str]] = ..., scheduling_eligibility: _Optional[_Union[NodeSchedulingEligibility, str]] = ..., drain: _Optional[bool] = ..., attributes: _Optional[_Mapping[str, str]] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., status_updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,1 @@
+"""Local development helpers: a real etcd on loopback and the process supervisor of `drover dev`."""

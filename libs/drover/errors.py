@@ -1,0 +1,108 @@
+"""The one error root of drover's libraries and services.
+
+Every error a caller can act on is a :class:`DroverError` subclass named by
+its cause (``InvalidPageToken``, ``FenceLost``, ...). Each carries a *kind*
+(what a gRPC status code would say), a machine-readable ``reason`` (the
+google.rpc.ErrorInfo reason, UPPER_SNAKE) and optional ``metadata``. This
+module is pure: it knows no gRPC. The single mapping from kind to gRPC status
+lives in :mod:`drover.rpc.errors`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+
+DOMAIN = "drover"
+
+
+class Kind(enum.Enum):
+    """What went wrong, in the vocabulary of gRPC status codes."""
+
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    NOT_FOUND = "NOT_FOUND"
+    ALREADY_EXISTS = "ALREADY_EXISTS"
+    FAILED_PRECONDITION = "FAILED_PRECONDITION"
+    ABORTED = "ABORTED"
+    OUT_OF_RANGE = "OUT_OF_RANGE"
+    UNAVAILABLE = "UNAVAILABLE"
+    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
+    RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
+    INTERNAL = "INTERNAL"
+
+
+class DroverError(Exception):
+    """Root of every drover error.
+
+    Subclasses set ``kind`` and ``reason`` as class attributes; instances
+    carry the human message and optional ErrorInfo metadata (string to
+    string, e.g. ``{"field": "page_token"}``).
+    """
+
+    kind: Kind = Kind.INTERNAL
+    reason: str = "INTERNAL"
+
+    def __init__(self, message: str, *, metadata: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.metadata: dict[str, str] = dict(metadata or {})
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, reason={self.reason})"
+
+
+class InvalidArgument(DroverError):
+    kind = Kind.INVALID_ARGUMENT
+    reason = "INVALID_ARGUMENT"
+
+
+class NotFound(DroverError):
+    kind = Kind.NOT_FOUND
+    reason = "NOT_FOUND"
+
+
+class AlreadyExists(DroverError):
+    kind = Kind.ALREADY_EXISTS
+    reason = "ALREADY_EXISTS"
+
+
+class FailedPrecondition(DroverError):
+    kind = Kind.FAILED_PRECONDITION
+    reason = "FAILED_PRECONDITION"
+
+
+class Conflict(DroverError):
+    """An optimistic-concurrency compare failed; safe to re-read and retry."""
+
+    kind = Kind.ABORTED
+    reason = "CONFLICT"
+
+
+class Unavailable(DroverError):
+    kind = Kind.UNAVAILABLE
+    reason = "UNAVAILABLE"
+
+
+class NotLeader(Unavailable):
+    """A leader-only call reached a follower; ``metadata['leader']`` hints."""
+
+    reason = "NOT_LEADER"
+
+    def __init__(self, service: str, leader: str | None) -> None:
+        hint = f"; the leader is {leader}" if leader else "; no leader is known yet"
+        super().__init__(
+            f"this {service} replica is not the leader{hint}",
+            metadata={"leader": leader} if leader else None,
+        )
+        self.leader = leader
+
+
+class FenceLost(FailedPrecondition):
+    """A leader write's fence compare failed: the writer is no longer leader."""
+
+    reason = "FENCE_LOST"
+
+
+class Internal(DroverError):
+    kind = Kind.INTERNAL
+    reason = "INTERNAL"

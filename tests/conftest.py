@@ -1,0 +1,57 @@
+"""Shared test harness: a real etcd for the whole session.
+
+``--etcd-endpoint host:port`` uses an external etcd instead of starting one.
+Every test gets its own key prefix (``etcd_prefix``), so tests share one etcd
+without seeing each other's keys.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from drover.coord.keys import Keyspace
+from drover.dev.etcd import EtcdServer
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--etcd-endpoint",
+        default=None,
+        help="use this etcd (host:port) instead of starting one on loopback",
+    )
+
+
+@pytest.fixture(scope="session")
+def etcd_server(request: pytest.FixtureRequest) -> Iterator[EtcdServer | None]:
+    """The session's etcd process (None with --etcd-endpoint)."""
+    if request.config.getoption("--etcd-endpoint"):
+        yield None
+        return
+    server = EtcdServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def etcd_endpoint(request: pytest.FixtureRequest, etcd_server: EtcdServer | None) -> str:
+    external = request.config.getoption("--etcd-endpoint")
+    if external:
+        return str(external)
+    assert etcd_server is not None
+    return etcd_server.endpoint
+
+
+@pytest.fixture
+def etcd_prefix() -> str:
+    """A key root no other test uses (``/t<hex>/drover``)."""
+    return f"/t{uuid.uuid4().hex[:12]}/drover"
+
+
+@pytest.fixture
+def keyspace(etcd_prefix: str) -> Keyspace:
+    return Keyspace(etcd_prefix)
