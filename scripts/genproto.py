@@ -57,10 +57,17 @@ def generate(out: Path) -> None:
     )
 
 
+def _files(root: Path) -> set[Path]:
+    return {
+        p.relative_to(root)
+        for p in root.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
 def _same_tree(a: Path, b: Path) -> list[str]:
     diffs: list[str] = []
-    files_a = {p.relative_to(a) for p in a.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
-    files_b = {p.relative_to(b) for p in b.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    files_a, files_b = _files(a), _files(b)
     diffs += [f"missing: {p}" for p in sorted(files_b - files_a)]
     diffs += [f"extra: {p}" for p in sorted(files_a - files_b)]
     for p in sorted(files_a & files_b):

@@ -96,7 +96,7 @@ class EtcdServer:
             "--log-outputs", "stderr",
             *self.extra_args,
         ]
-        log = open(self.log_path or os.path.join(self.data_dir, "etcd.log"), "ab")  # noqa: SIM115
+        log = open(self.log_path or os.path.join(self.data_dir, "etcd.log"), "ab")
         env = dict(os.environ, ETCD_UNSUPPORTED_ARCH=os.environ.get("ETCD_UNSUPPORTED_ARCH", ""))
         self._proc = subprocess.Popen(
             args, stdout=log, stderr=log, env=env, start_new_session=True

@@ -1,0 +1,58 @@
+# drover: `make run` (local suite) and `make test` (all tests) work on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: help venv etcd node run test test-unit lint proto proto-check bench clean
+
+help:
+	@echo "make run    - local etcd + state, broker, deployments, proxy (Ctrl-C stops all)"
+	@echo "make test   - every test (unit, integration, system) against a real etcd"
+	@echo "make lint   - ruff, mypy, buf lint"
+	@echo "make proto  - regenerate libs/drover/api from protos/"
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev]'
+	@touch $@
+
+venv: $(STAMP)
+
+etcd:
+	@bash scripts/ensure-etcd.sh
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+node: node_modules/.package-lock.json
+
+run: venv etcd
+	$(BIN)/drover dev
+
+test: venv etcd
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test-unit: venv
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+lint: venv node
+	$(BIN)/ruff check .
+	$(BIN)/mypy libs services
+	npx --no-install buf lint
+
+proto: venv
+	$(BIN)/python scripts/genproto.py
+
+proto-check: venv
+	$(BIN)/python scripts/genproto.py --check
+
+bench: venv etcd
+	@for b in bench/*.py; do case $$b in bench/_*) continue;; esac; echo "== $$b"; $(BIN)/python $$b; done
+
+clean:
+	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache

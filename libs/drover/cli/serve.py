@@ -1,0 +1,98 @@
+"""`drover serve <service>`: run one drover service in the foreground.
+
+Every flag can also be given as ``DROVER_<FLAG>`` in the environment (flag >
+env > default), which is how the container image and Kubernetes manifests
+configure it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+
+from drover.config import EtcdSettings, ServeSettings, TlsFiles
+from drover.rpc.app import load_app_factory, service_names
+from drover.rpc.server import DroverServer, run_until_signal
+from drover.telemetry import setup
+
+
+def _split(value: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+@click.command()
+@click.argument("service", type=click.Choice(["state", "broker", "deployments", "proxy"]))
+@click.option("--etcd", envvar="DROVER_ETCD", default="127.0.0.1:2379", show_default=True,
+              help="etcd endpoints, comma separated host:port")
+@click.option("--etcd-prefix", envvar="DROVER_ETCD_PREFIX", default="/drover", show_default=True,
+              help="root of drover's keys in etcd")
+@click.option("--etcd-ca", envvar="DROVER_ETCD_CA", default="", help="CA bundle for etcd TLS")
+@click.option("--etcd-cert", envvar="DROVER_ETCD_CERT", default="", help="client cert for etcd")
+@click.option("--etcd-key", envvar="DROVER_ETCD_KEY", default="", help="client key for etcd")
+@click.option("--session-ttl", envvar="DROVER_SESSION_TTL", default=10, show_default=True,
+              type=click.IntRange(min=2), help="lease TTL in seconds (leadership, membership)")
+@click.option("--listen", envvar="DROVER_LISTEN", default="127.0.0.1:0", show_default=True,
+              help="gRPC listen address host:port")
+@click.option("--advertise", envvar="DROVER_ADVERTISE", default="",
+              help="address other processes dial (default: the listen address)")
+@click.option("--replica", envvar="DROVER_REPLICA", default="",
+              help="replica name (default: hostname-random)")
+@click.option("--metrics-listen", envvar="DROVER_METRICS_LISTEN", default="",
+              help="Prometheus /metrics on host:port")
+@click.option("--health-listen", envvar="DROVER_HEALTH_LISTEN", default="",
+              help="extra plaintext health-only port (Kubernetes probes with TLS on)")
+@click.option("--tls-cert", envvar="DROVER_TLS_CERT", default="", help="server certificate")
+@click.option("--tls-key", envvar="DROVER_TLS_KEY", default="", help="server key")
+@click.option("--tls-ca", envvar="DROVER_TLS_CA", default="", help="CA for client certs (mTLS)")
+@click.option("--state-address", envvar="DROVER_STATE_ADDRESS", default="",
+              help="state service address(es), comma separated (default: from membership)")
+@click.option("--backup-servers", envvar="DROVER_BACKUP_SERVERS", default="",
+              help="proxy: static backup servers, comma separated")
+@click.option("--shutdown-grace", envvar="DROVER_SHUTDOWN_GRACE", default=5.0, show_default=True,
+              type=click.FloatRange(min=0), help="seconds in-flight calls get on shutdown")
+@click.option("--log-level", envvar="DROVER_LOG_LEVEL", default="INFO", show_default=True)
+@click.option("--log-json/--no-log-json", envvar="DROVER_LOG_JSON", default=False)
+def serve(service: str, **opts: object) -> None:
+    """Run SERVICE (state, broker, deployments or proxy) until SIGTERM."""
+    try:
+        settings = settings_from_options(service, opts)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from e
+    setup(service=service, log_level=settings.log_level, log_json=settings.log_json,
+          metrics_listen=settings.metrics_listen)
+    factory = load_app_factory(service)
+    asyncio.run(run_until_signal(DroverServer(settings, factory(settings))))
+
+
+def settings_from_options(service: str, opts: dict[str, object]) -> ServeSettings:
+    def s(name: str) -> str:
+        return str(opts.get(name) or "")
+
+    etcd = EtcdSettings(
+        endpoints=EtcdSettings.parse_endpoints(s("etcd")),
+        prefix=s("etcd_prefix") or "/drover",
+        tls=TlsFiles(ca=s("etcd_ca"), cert=s("etcd_cert"), key=s("etcd_key")),
+        session_ttl=int(opts.get("session_ttl") or 10),  # type: ignore[call-overload]
+    )
+    kwargs: dict[str, object] = {}
+    if s("replica"):
+        kwargs["replica"] = s("replica")
+    return ServeSettings(
+        service=service,
+        listen=s("listen") or "127.0.0.1:0",
+        advertise=s("advertise"),
+        etcd=etcd,
+        metrics_listen=s("metrics_listen"),
+        health_listen=s("health_listen"),
+        tls=TlsFiles(ca=s("tls_ca"), cert=s("tls_cert"), key=s("tls_key")),
+        shutdown_grace=float(opts.get("shutdown_grace") or 5.0),  # type: ignore[arg-type]
+        log_level=s("log_level") or "INFO",
+        log_json=bool(opts.get("log_json")),
+        state_addresses=_split(s("state_address")),
+        backup_servers=_split(s("backup_servers")),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+__all__ = ["serve", "service_names", "settings_from_options"]

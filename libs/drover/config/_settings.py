@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+
+from drover.coord.keys import DEFAULT_ROOT
+
+ENV_PREFIX = "DROVER_"
+
+#: The rpc version every drover server speaks; the proxy skips newer ones.
+RPC_VERSION = 1
+
+
+def env_default(name: str, default: str) -> str:
+    """``DROVER_<name>`` from the environment, else ``default``."""
+    return os.environ.get(ENV_PREFIX + name, default)
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM files for a TLS client (etcd) or server. All empty: plaintext."""
+
+    ca: str = ""
+    cert: str = ""
+    key: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.ca or self.cert)
+
+
+@dataclass(frozen=True)
+class EtcdSettings:
+    """How to reach etcd. ``endpoints`` are ``host:port``; the first is used
+    first and the others on failure."""
+
+    endpoints: tuple[str, ...] = ("127.0.0.1:2379",)
+    prefix: str = DEFAULT_ROOT
+    tls: TlsFiles = field(default_factory=TlsFiles)
+    session_ttl: int = 10
+    dial_timeout: float = 5.0
+
+    @classmethod
+    def parse_endpoints(cls, value: str) -> tuple[str, ...]:
+        eps = []
+        for raw in value.split(","):
+            ep = raw.strip().removeprefix("http://").removeprefix("https://").rstrip("/")
+            if ep:
+                if ":" not in ep:
+                    raise ValueError(f"etcd endpoint {raw!r} must be host:port")
+                eps.append(ep)
+        if not eps:
+            raise ValueError("at least one etcd endpoint is required")
+        return tuple(eps)
+
+
+def _default_replica() -> str:
+    return f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """Everything ``drover serve <service>`` needs.
+
+    ``advertise`` is the address other processes dial (membership, leader
+    hints); it defaults to ``listen`` with a wildcard host replaced by
+    127.0.0.1. ``health_listen`` is an optional extra plaintext port serving
+    only grpc.health.v1 (for Kubernetes probes when TLS is on).
+    """
+
+    service: str
+    listen: str = "127.0.0.1:0"
+    advertise: str = ""
+    replica: str = field(default_factory=_default_replica)
+    etcd: EtcdSettings = field(default_factory=EtcdSettings)
+    metrics_listen: str = ""
+    health_listen: str = ""
+    tls: TlsFiles = field(default_factory=TlsFiles)
+    shutdown_grace: float = 5.0
+    log_level: str = "INFO"
+    log_json: bool = False
+    rpc_version: int = RPC_VERSION
+    # Backend addresses for services that call others (watcher/broker → state,
+    # proxy static backups). Empty: discover through membership.
+    state_addresses: tuple[str, ...] = ()
+    backup_servers: tuple[str, ...] = ()
+
+    def advertised(self, bound_port: int) -> str:
+        if self.advertise:
+            return self.advertise
+        host, _, _ = self.listen.rpartition(":")
+        if host in ("", "0.0.0.0", "[::]", "::"):
+            host = "127.0.0.1"
+        return f"{host}:{bound_port}"

@@ -1,0 +1,162 @@
+"""The one place where drover errors become gRPC statuses, and back.
+
+Servers raise :class:`drover.errors.DroverError` subclasses; the
+:class:`ErrorInterceptor` (installed by :mod:`drover.rpc.server`) turns them
+into a status with a google.rpc.ErrorInfo detail (reason, domain ``drover``,
+metadata) and, for :class:`~drover.errors.NotLeader`, the ``drover-leader``
+trailing metadata the proxy follows. Clients read them back with
+:func:`error_info`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from drover.errors import DOMAIN, DroverError, Kind, NotLeader
+
+log = logging.getLogger(__name__)
+
+LEADER_METADATA = "drover-leader"
+
+_CODES: dict[Kind, grpc.StatusCode] = {
+    Kind.INVALID_ARGUMENT: grpc.StatusCode.INVALID_ARGUMENT,
+    Kind.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    Kind.ALREADY_EXISTS: grpc.StatusCode.ALREADY_EXISTS,
+    Kind.FAILED_PRECONDITION: grpc.StatusCode.FAILED_PRECONDITION,
+    Kind.ABORTED: grpc.StatusCode.ABORTED,
+    Kind.OUT_OF_RANGE: grpc.StatusCode.OUT_OF_RANGE,
+    Kind.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
+    Kind.DEADLINE_EXCEEDED: grpc.StatusCode.DEADLINE_EXCEEDED,
+    Kind.RESOURCE_EXHAUSTED: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    Kind.INTERNAL: grpc.StatusCode.INTERNAL,
+}
+
+
+def status_code(kind: Kind) -> grpc.StatusCode:
+    return _CODES[kind]
+
+
+def to_status(err: DroverError) -> tuple[grpc.Status, tuple[tuple[str, str], ...]]:
+    """The rich status for ``err`` plus extra trailing metadata."""
+    code = _CODES[err.kind]
+    info = error_details_pb2.ErrorInfo(reason=err.reason, domain=DOMAIN, metadata=err.metadata)
+    detail = status_pb2.Status(
+        code=getattr(code_pb2, code.name), message=err.message
+    )
+    detail.details.add().Pack(info)
+    status = rpc_status.to_status(detail)
+    extra: tuple[tuple[str, str], ...] = ()
+    if isinstance(err, NotLeader) and err.leader:
+        extra = ((LEADER_METADATA, err.leader),)
+        status = _RichStatus(status.code, status.details, (*status.trailing_metadata, *extra))
+    return status, extra
+
+
+class _RichStatus(grpc.Status):
+    """A status whose trailing metadata holds details plus drover headers."""
+
+    def __init__(self, code: grpc.StatusCode, details: str, trailing: tuple[Any, ...]) -> None:
+        self.code = code
+        self.details = details
+        self.trailing_metadata = trailing
+
+
+async def abort(context: grpc.aio.ServicerContext[Any, Any], err: DroverError) -> None:
+    """Abort the call with ``err`` mapped to its status (never returns)."""
+    status, _ = to_status(err)
+    await context.abort_with_status(status)
+
+
+def error_info(err: grpc.RpcError) -> error_details_pb2.ErrorInfo | None:
+    """The ErrorInfo detail of a failed call, if the server sent one."""
+    try:
+        status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    except Exception:  # a status without parseable details
+        return None
+    if status is None:
+        return None
+    for detail in status.details:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            return info
+    return None
+
+
+def leader_hint(err: grpc.RpcError) -> str | None:
+    """The ``drover-leader`` address a follower answered with, if any."""
+    call = err if hasattr(err, "trailing_metadata") else None
+    if call is None:
+        return None
+    for key, value in call.trailing_metadata() or ():  # type: ignore[attr-defined]
+        if key == LEADER_METADATA:
+            return str(value)
+    return None
+
+
+Handler = Callable[..., Awaitable[Any]]
+
+
+def _wrap_unary(behavior: Handler) -> Handler:
+    async def wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        try:
+            return await behavior(request, context)
+        except DroverError as err:
+            await abort(context, err)
+
+    return wrapper
+
+
+def _wrap_stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
+    async def wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        try:
+            async for item in behavior(request, context):
+                yield item
+        except DroverError as err:
+            await abort(context, err)
+
+    return wrapper
+
+
+class ErrorInterceptor(grpc.aio.ServerInterceptor):
+    """Maps :class:`DroverError` raised by any handler to its status."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        if handler.unary_unary:
+            return grpc.unary_unary_rpc_method_handler(
+                _wrap_unary(handler.unary_unary),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream:
+            return grpc.unary_stream_rpc_method_handler(
+                _wrap_stream(handler.unary_stream),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.stream_unary:
+            return grpc.stream_unary_rpc_method_handler(
+                _wrap_unary(handler.stream_unary),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.stream_stream:
+            return grpc.stream_stream_rpc_method_handler(
+                _wrap_stream(handler.stream_stream),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler

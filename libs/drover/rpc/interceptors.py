@@ -1,0 +1,133 @@
+"""Server interceptors: structured access logs, a trace span per call, and
+the ``rpc.server.call.duration`` histogram (seconds, OpenTelemetry semantic
+conventions), labelled by service, method and status code.
+
+Order in the server: observe (outermost, sees the final status) then errors
+(maps DroverError to a status). Streaming calls are timed until the stream
+ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from drover.telemetry import meter, tracer
+
+log = logging.getLogger("drover.rpc.access")
+
+
+def _split(method: str) -> tuple[str, str]:
+    _, service, name = method.split("/", 2) if method.count("/") >= 2 else ("", "", method)
+    return service, name
+
+
+def _code_of(context: grpc.aio.ServicerContext[Any, Any], err: BaseException | None) -> str:
+    if isinstance(err, grpc.RpcError) and hasattr(err, "code"):
+        return str(err.code().name)
+    try:
+        code = context.code()
+    except Exception:
+        code = None
+    if code is None:
+        return "OK" if err is None else "UNKNOWN"
+    if isinstance(code, grpc.StatusCode):
+        return code.name
+    return str(code)
+
+
+class ObserveInterceptor(grpc.aio.ServerInterceptor):
+    """Logs, traces and times every call."""
+
+    def __init__(self, service: str) -> None:
+        self._service = service
+        self._tracer = tracer("drover.rpc")
+        self._duration = meter("drover.rpc").create_histogram(
+            "rpc.server.call.duration",
+            unit="s",
+            description="Duration of drover server calls",
+        )
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        if handler is None:
+            return handler
+        method = details.method
+        rpc_service, rpc_method = _split(method)
+        if rpc_service.startswith("grpc.reflection"):
+            return handler
+
+        def finish(context: Any, start: float, err: BaseException | None) -> None:
+            code = _code_of(context, err)
+            elapsed = time.perf_counter() - start
+            labels = {
+                "rpc.service": rpc_service,
+                "rpc.method": rpc_method,
+                "rpc.grpc.status_code": code,
+            }
+            self._duration.record(elapsed, labels)
+            quiet = code == "OK" or rpc_service.startswith("grpc.health")
+            level = logging.DEBUG if quiet else logging.INFO
+            log.log(
+                level,
+                "%s %s",
+                method,
+                code,
+                extra={"fields": {"ms": round(elapsed * 1000, 2), "peer": context.peer()}},
+            )
+
+        def unary(behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+            async def wrapper(request: Any, context: Any) -> Any:
+                start = time.perf_counter()
+                with self._tracer.start_as_current_span(method, kind=SpanKind.SERVER) as span:
+                    err: BaseException | None = None
+                    try:
+                        return await behavior(request, context)
+                    except BaseException as e:
+                        err = e
+                        span.set_status(Status(StatusCode.ERROR, str(e)))
+                        raise
+                    finally:
+                        finish(context, start, err)
+
+            return wrapper
+
+        def stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
+            async def wrapper(request: Any, context: Any) -> Any:
+                start = time.perf_counter()
+                with self._tracer.start_as_current_span(method, kind=SpanKind.SERVER) as span:
+                    err: BaseException | None = None
+                    try:
+                        async for item in behavior(request, context):
+                            yield item
+                    except BaseException as e:
+                        err = e
+                        span.set_status(Status(StatusCode.ERROR, str(e)))
+                        raise
+                    finally:
+                        finish(context, start, err)
+
+            return wrapper
+
+        kw = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
+        if handler.unary_unary:
+            return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), **kw)
+        if handler.unary_stream:
+            return grpc.unary_stream_rpc_method_handler(stream(handler.unary_stream), **kw)
+        if handler.stream_unary:
+            return grpc.stream_unary_rpc_method_handler(unary(handler.stream_unary), **kw)
+        if handler.stream_stream:
+            return grpc.stream_stream_rpc_method_handler(stream(handler.stream_stream), **kw)
+        return handler

@@ -1,0 +1,226 @@
+"""One way to build a drover server.
+
+Every service is an :class:`App`: a set of gRPC service bindings plus
+``start``/``stop`` hooks. :class:`DroverServer` wraps it in a grpc.aio server
+with the health service (NOT_SERVING until the app says it is ready), server
+reflection (v1 and v1alpha) for every drover service, the observe and error
+interceptors, optional TLS, an optional plaintext health-only port (so
+Kubernetes gRPC probes work when TLS is on), and graceful shutdown:
+
+1. health NOT_SERVING everywhere (probes and balancers stop sending),
+2. ``app.stop()`` (leaders resign, long polls end with a leader hint),
+3. ``server.stop(grace)``: in-flight calls get ``grace`` seconds, then are
+   cancelled.
+
+SIGTERM and SIGINT trigger it when :func:`run_until_signal` drives the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection, reflection_pb2
+
+from drover.config import ServeSettings
+from drover.rpc.errors import ErrorInterceptor
+from drover.rpc.health import Health
+from drover.rpc.interceptors import ObserveInterceptor
+
+log = logging.getLogger(__name__)
+
+REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
+
+#: Generous message limits: pages of objects can be large.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+SERVER_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.so_reuseport", 0),
+)
+
+
+@dataclass(frozen=True)
+class ServiceBinding:
+    """A servicer and the generated function that adds it to a server."""
+
+    name: str
+    servicer: Any
+    add: Callable[[Any, grpc.aio.Server], None]
+
+
+@dataclass
+class AppContext:
+    """What a running app gets from its server."""
+
+    settings: ServeSettings
+    health: Health
+    address: str
+    port: int
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+
+class App(Protocol):
+    """A drover service: bindings plus lifecycle hooks.
+
+    ``start`` may spawn background tasks (append them to ``ctx.tasks``) and
+    must mark readiness through ``ctx.health`` when the service can serve.
+    ``stop`` is called after health turned NOT_SERVING and before the server
+    stops; it must return within the shutdown grace.
+    """
+
+    @property
+    def bindings(self) -> Sequence[ServiceBinding]: ...
+
+    async def start(self, ctx: AppContext) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+def _reflection_v1_handler(servicer: Any) -> grpc.GenericRpcHandler:
+    # v1 and v1alpha reflection are wire-identical; newer grpcurl/buf curl ask
+    # for v1 first, so answer it with the same servicer.
+    method = grpc.stream_stream_rpc_method_handler(
+        servicer.ServerReflectionInfo,
+        request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+        response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
+    )
+    return grpc.method_handlers_generic_handler(REFLECTION_V1, {"ServerReflectionInfo": method})
+
+
+def _server_credentials(settings: ServeSettings) -> grpc.ServerCredentials | None:
+    tls = settings.tls
+    if not tls.cert:
+        return None
+    key = Path(tls.key).read_bytes()
+    cert = Path(tls.cert).read_bytes()
+    ca = Path(tls.ca).read_bytes() if tls.ca else None
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=ca, require_client_auth=ca is not None
+    )
+
+
+class DroverServer:
+    """A grpc.aio server hosting one :class:`App`."""
+
+    def __init__(self, settings: ServeSettings, app: App) -> None:
+        self.settings = settings
+        self.app = app
+        names = [b.name for b in app.bindings]
+        self.health = Health(names)
+        self._server: grpc.aio.Server | None = None
+        self._health_server: grpc.aio.Server | None = None
+        self._stopped = asyncio.Event()
+        self._stopping = False
+        self.ctx: AppContext | None = None
+        self.health_port: int | None = None
+
+    async def start(self) -> AppContext:
+        settings = self.settings
+        server = grpc.aio.server(
+            interceptors=[ObserveInterceptor(settings.service), ErrorInterceptor()],
+            options=SERVER_OPTIONS,
+        )
+        for binding in self.app.bindings:
+            binding.add(binding.servicer, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, server)
+        names = [b.name for b in self.app.bindings]
+        reflection_names = [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                            reflection.SERVICE_NAME, REFLECTION_V1]
+        refl = reflection.aio.ReflectionServicer(reflection_names)
+        from grpc_reflection.v1alpha import reflection_pb2_grpc
+
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(refl, server)
+        server.add_generic_rpc_handlers((_reflection_v1_handler(refl),))
+        creds = _server_credentials(settings)
+        if creds is None:
+            port = server.add_insecure_port(settings.listen)
+        else:
+            port = server.add_secure_port(settings.listen, creds)
+        if port == 0:
+            raise OSError(f"cannot listen on {settings.listen}")
+        await self.health.init()
+        await server.start()
+        self._server = server
+        if settings.health_listen:
+            hs = grpc.aio.server()
+            health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, hs)
+            self.health_port = hs.add_insecure_port(settings.health_listen)
+            await hs.start()
+            self._health_server = hs
+        address = settings.advertised(port)
+        self.ctx = AppContext(settings=settings, health=self.health, address=address, port=port)
+        log.info(
+            "serving %s on %s", settings.service, address,
+            extra={"fields": {"replica": settings.replica, "services": ",".join(names)}},
+        )
+        try:
+            await self.app.start(self.ctx)
+        except BaseException:
+            await self.stop()
+            raise
+        return self.ctx
+
+    @property
+    def port(self) -> int:
+        assert self.ctx is not None, "server not started"
+        return self.ctx.port
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Graceful shutdown; safe to call more than once."""
+        if self._stopping:
+            await self._stopped.wait()
+            return
+        self._stopping = True
+        grace = self.settings.shutdown_grace if grace is None else grace
+        try:
+            await self.health.shutdown()
+            try:
+                await asyncio.wait_for(self.app.stop(), timeout=max(grace, 0.1))
+            except TimeoutError:
+                log.warning("app stop exceeded %.1fs grace; stopping the server anyway", grace)
+            except Exception:
+                log.exception("app stop failed")
+            if self.ctx is not None:
+                for task in self.ctx.tasks:
+                    task.cancel()
+                for task in self.ctx.tasks:
+                    with contextlib.suppress(BaseException):
+                        await task
+            if self._server is not None:
+                await self._server.stop(grace)
+            if self._health_server is not None:
+                await self._health_server.stop(0)
+        finally:
+            self._stopped.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+
+async def run_until_signal(server: DroverServer) -> None:
+    """Start ``server``, then stop it gracefully on SIGTERM or SIGINT."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    waiter = asyncio.create_task(stop.wait())
+    done = asyncio.create_task(server.wait_stopped())
+    await asyncio.wait({waiter, done}, return_when=asyncio.FIRST_COMPLETED)
+    log.info("shutting down %s", server.settings.service)
+    await server.stop()
+    waiter.cancel()
