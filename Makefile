@@ -26,7 +26,7 @@ etcd:
 	@bash scripts/ensure-etcd.sh
 
 node_modules/.package-lock.json: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	npm install --no-audit --no-fund --loglevel=error
 	@touch $@
 
 node: node_modules/.package-lock.json
