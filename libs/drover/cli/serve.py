@@ -62,7 +62,7 @@ def serve(service: str, **opts: object) -> None:
     setup(service=service, log_level=settings.log_level, log_json=settings.log_json,
           metrics_listen=settings.metrics_listen)
     factory = load_app_factory(service)
-    asyncio.run(run_until_signal(DroverServer(settings, factory(settings))))
+    asyncio.run(run_until_signal(DroverServer(settings, factory(settings), membership=True)))
 
 
 def settings_from_options(service: str, opts: dict[str, object]) -> ServeSettings:

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from drover.config import ServeSettings
+from drover.coord import Keyspace, Member, Registration, connect
+from drover.errors import DroverError
 from drover.rpc.errors import ErrorInterceptor
 from drover.rpc.health import Health
 from drover.rpc.interceptors import ObserveInterceptor
@@ -64,13 +67,21 @@ class ServiceBinding:
 
 @dataclass
 class AppContext:
-    """What a running app gets from its server."""
+    """What a running app gets from its server.
+
+    With membership on, ``etcd`` is the server's control client (sessions,
+    elections, membership; never bulk watches) and ``registration`` keeps
+    this replica's ``members/<service>/<replica>`` entry, whose applied
+    revision the app advances.
+    """
 
     settings: ServeSettings
     health: Health
     address: str
     port: int
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    etcd: Any = None
+    registration: Registration | None = None
 
 
 class App(Protocol):
@@ -116,9 +127,10 @@ def _server_credentials(settings: ServeSettings) -> grpc.ServerCredentials | Non
 class DroverServer:
     """A grpc.aio server hosting one :class:`App`."""
 
-    def __init__(self, settings: ServeSettings, app: App) -> None:
+    def __init__(self, settings: ServeSettings, app: App, *, membership: bool = False) -> None:
         self.settings = settings
         self.app = app
+        self.membership = membership
         names = [b.name for b in app.bindings]
         self.health = Health(names)
         self._server: grpc.aio.Server | None = None
@@ -163,6 +175,8 @@ class DroverServer:
             self._health_server = hs
         address = settings.advertised(port)
         self.ctx = AppContext(settings=settings, health=self.health, address=address, port=port)
+        if self.membership:
+            await self._register(self.ctx)
         log.info(
             "serving %s on %s", settings.service, address,
             extra={"fields": {"replica": settings.replica, "services": ",".join(names)}},
@@ -173,6 +187,25 @@ class DroverServer:
             await self.stop()
             raise
         return self.ctx
+
+    async def _register(self, ctx: AppContext) -> None:
+        settings = self.settings
+        try:
+            ctx.etcd = await connect(settings.etcd, purpose="control")
+        except DroverError:
+            await self.stop(0)
+            raise
+        member = Member(
+            service=settings.service,
+            replica=settings.replica,
+            address=ctx.address,
+            rpc_version=settings.rpc_version,
+            started_at=time.time(),
+        )
+        ctx.registration = Registration(
+            ctx.etcd, Keyspace(settings.etcd.prefix), member, ttl=settings.etcd.session_ttl
+        )
+        ctx.registration.start()
 
     @property
     def port(self) -> int:
@@ -200,6 +233,12 @@ class DroverServer:
                 for task in self.ctx.tasks:
                     with contextlib.suppress(BaseException):
                         await task
+                if self.ctx.registration is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(self.ctx.registration.close(), 2.0)
+                if self.ctx.etcd is not None:
+                    with contextlib.suppress(Exception):
+                        await self.ctx.etcd.close()
             if self._server is not None:
                 await self._server.stop(grace)
             if self._health_server is not None:

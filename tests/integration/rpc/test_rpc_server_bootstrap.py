@@ -189,3 +189,25 @@ async def test_metrics_endpoint_exports_call_duration(gated: Any) -> None:
     text = body.decode()
     assert "rpc_server_call_duration" in text
     assert 'rpc_method="GetJob"' in text
+
+
+async def test_membership_entry_lives_with_the_server(etcd_endpoint: str, etcd_prefix: str) -> None:
+    from drover.config import EtcdSettings
+    from drover.coord import Keyspace, connect, list_members
+
+    etcd = EtcdSettings(endpoints=(etcd_endpoint,), prefix=etcd_prefix, session_ttl=3)
+    settings = ServeSettings(service="state", replica="state-a", etcd=etcd)
+    server = DroverServer(settings, _GatedApp(), membership=True)
+    ctx = await server.start()
+    client = await connect(etcd, purpose="control")
+    try:
+        assert ctx.registration is not None
+        await asyncio.wait_for(ctx.registration.registered.wait(), 5)
+        members = await list_members(client, Keyspace(etcd_prefix), "state")
+        assert [(m.replica, m.address, m.rpc_version) for m in members.members] == [
+            ("state-a", ctx.address, settings.rpc_version)]
+        await server.stop(0)
+        members = await list_members(client, Keyspace(etcd_prefix), "state")
+        assert members.members == ()
+    finally:
+        await client.close()
