@@ -1,0 +1,106 @@
+"""Coordination on etcd: sessions, election, fencing, leadership, membership,
+watches. The public surface is pinned in ``__all__``; see each module's
+docstring for its guarantees.
+
+Open two clients (:func:`connect`): ``purpose="control"`` for sessions,
+elections and membership, ``purpose="bulk"`` for :class:`ResilientWatch`.
+"""
+
+from drover.coord.clock import Clock, monotonic
+from drover.coord.connect import EtcdClient, connect
+from drover.coord.decide import Action, decide
+from drover.coord.election import Election, LeaderInfo, observe, observe_changes
+from drover.coord.errors import (
+    EstablishFailed,
+    EtcdUnavailable,
+    FenceLost,
+    InvalidFence,
+    InvalidMember,
+    NotCandidate,
+    SessionLost,
+    WatchCompacted,
+)
+from drover.coord.fence import (
+    FENCE_METADATA,
+    Fence,
+    fence_compare,
+    fence_compare_pb,
+    fenced_txn,
+    parse_fence,
+)
+from drover.coord.keys import Keyspace
+from drover.coord.latest import Latest, LatestChannel, Seen
+from drover.coord.leadership import Leadership, LeadershipConfig
+from drover.coord.membership import (
+    Member,
+    MemberList,
+    Registration,
+    list_members,
+    watch_members,
+)
+from drover.coord.session import DEFAULT_TTL, LeaseClock, Session
+from drover.coord.term import LeaderComponent, Term, TermScope
+from drover.coord.watch import ResilientWatch, WatchConfig, WatchHealth
+from drover.coord.watch_buffer import (
+    Batch,
+    EventType,
+    KeyValue,
+    Resync,
+    WatchBuffer,
+    WatchEvent,
+    WatchMessage,
+)
+
+__all__ = [
+    "DEFAULT_TTL",
+    "FENCE_METADATA",
+    "Action",
+    "Batch",
+    "Clock",
+    "Election",
+    "EstablishFailed",
+    "EtcdClient",
+    "EtcdUnavailable",
+    "EventType",
+    "Fence",
+    "FenceLost",
+    "InvalidFence",
+    "InvalidMember",
+    "KeyValue",
+    "Keyspace",
+    "Latest",
+    "LatestChannel",
+    "LeaderComponent",
+    "LeaderInfo",
+    "Leadership",
+    "LeadershipConfig",
+    "LeaseClock",
+    "Member",
+    "MemberList",
+    "NotCandidate",
+    "Registration",
+    "ResilientWatch",
+    "Resync",
+    "Seen",
+    "Session",
+    "SessionLost",
+    "Term",
+    "TermScope",
+    "WatchBuffer",
+    "WatchCompacted",
+    "WatchConfig",
+    "WatchEvent",
+    "WatchHealth",
+    "WatchMessage",
+    "connect",
+    "decide",
+    "fence_compare",
+    "fence_compare_pb",
+    "fenced_txn",
+    "list_members",
+    "monotonic",
+    "observe",
+    "observe_changes",
+    "parse_fence",
+    "watch_members",
+]

@@ -1,0 +1,116 @@
+"""Raw etcd KV/watch calls that aetcd does not expose (range with limit,
+revision, sort by create, count-only, min_mod_revision; watch with filters
+and full responses), plus the one retry policy for reads.
+
+Reads are idempotent, so they retry on UNAVAILABLE/DEADLINE_EXCEEDED with
+tenacity, bounded by ``deadline`` seconds; writes never retry here (a
+timed-out write may have been applied).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+from aetcd import rpc, utils
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception,
+    stop_after_delay,
+    wait_exponential,
+)
+
+from drover.coord.errors import EtcdUnavailable
+
+_RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    return bytes(utils.prefix_range_end(prefix))
+
+
+def _retryable(e: BaseException) -> bool:
+    return isinstance(e, rpc.AioRpcError) and e.code() in _RETRYABLE
+
+
+async def range_(
+    client: Any,
+    key: bytes,
+    range_end: bytes = b"",
+    *,
+    limit: int = 0,
+    revision: int = 0,
+    sort_create: bool = False,
+    count_only: bool = False,
+    keys_only: bool = False,
+    min_mod_revision: int = 0,
+    serializable: bool = False,
+    rpc_timeout: float = 5.0,
+    deadline: float = 0.0,
+) -> Any:
+    """One RangeRequest (linearizable unless ``serializable``); retried on
+    UNAVAILABLE for up to ``deadline`` seconds (0: no retry)."""
+    await client.connect()
+    req = rpc.RangeRequest(
+        key=key,
+        range_end=range_end,
+        limit=limit,
+        revision=revision,
+        count_only=count_only,
+        keys_only=keys_only,
+        min_mod_revision=min_mod_revision,
+        serializable=serializable,
+    )
+    if sort_create:
+        req.sort_target = rpc.RangeRequest.CREATE
+        req.sort_order = rpc.RangeRequest.ASCEND
+    try:
+        async for attempt in AsyncRetrying(
+            stop=stop_after_delay(deadline),
+            wait=wait_exponential(multiplier=0.05, max=1.0),
+            retry=retry_if_exception(_retryable),
+            reraise=True,
+        ):
+            with attempt:
+                return await client.kvstub.Range(req, timeout=rpc_timeout)
+    except rpc.AioRpcError as e:
+        raise EtcdUnavailable(f"etcd range failed: {e.code().name}: {e.details()}") from e
+    raise AssertionError("unreachable")
+
+
+async def txn(client: Any, request: Any, *, rpc_timeout: float = 5.0) -> Any:
+    await client.connect()
+    try:
+        return await client.kvstub.Txn(request, timeout=rpc_timeout)
+    except rpc.AioRpcError as e:
+        raise EtcdUnavailable(f"etcd txn failed: {e.code().name}: {e.details()}") from e
+
+
+def watch_create(
+    key: bytes,
+    range_end: bytes,
+    start_revision: int,
+    *,
+    no_put: bool = False,
+    progress_notify: bool = False,
+    watch_id: int = 0,
+) -> Any:
+    create = rpc.WatchCreateRequest(
+        key=key,
+        range_end=range_end,
+        start_revision=start_revision,
+        progress_notify=progress_notify,
+        watch_id=watch_id,
+    )
+    if no_put:
+        create.filters.append(rpc.WatchCreateRequest.FilterType.NOPUT)
+    return rpc.WatchRequest(create_request=create)
+
+
+async def open_watch(client: Any, request: Any) -> Any:
+    """A Watch stream with one create request written; iterate it for responses."""
+    await client.connect()
+    call = client.watchstub.Watch() if hasattr(client, "watchstub") else (
+        rpc.WatchStub(client.channel).Watch())
+    await call.write(request)
+    return call

@@ -1,0 +1,81 @@
+"""Errors of the coordination library, each a :mod:`drover.errors` subclass.
+
+Named by cause, so a caller can act on the class: a lost session or an
+unreachable etcd is UNAVAILABLE (retry elsewhere / later), a malformed fence
+header is INVALID_ARGUMENT, a compacted watch start is OUT_OF_RANGE (the
+consumer must resync, like HTTP 410 Gone). :class:`drover.errors.FenceLost`
+is reused as is for a failed fence compare.
+"""
+
+from __future__ import annotations
+
+from drover.errors import (
+    DroverError,
+    FailedPrecondition,
+    FenceLost,
+    InvalidArgument,
+    Kind,
+    Unavailable,
+)
+
+__all__ = [
+    "EstablishFailed",
+    "EtcdUnavailable",
+    "FenceLost",
+    "InvalidFence",
+    "InvalidMember",
+    "NotCandidate",
+    "SessionLost",
+    "WatchCompacted",
+]
+
+
+class EtcdUnavailable(Unavailable):
+    """etcd did not answer (down, partitioned, frozen) within the deadline."""
+
+    reason = "ETCD_UNAVAILABLE"
+
+
+class SessionLost(Unavailable):
+    """The session's lease expired, was revoked, or could not be renewed in time."""
+
+    reason = "SESSION_LOST"
+
+
+class NotCandidate(Unavailable):
+    """Our election key vanished while campaigning (lease expired): not leader."""
+
+    reason = "NOT_CANDIDATE"
+
+
+class InvalidFence(InvalidArgument):
+    """A ``drover-fence`` header value is not ``<leader_key>@<term>``."""
+
+    reason = "INVALID_FENCE"
+
+
+class InvalidMember(InvalidArgument):
+    """A membership record could not be decoded."""
+
+    reason = "INVALID_MEMBER"
+
+
+class EstablishFailed(FailedPrecondition):
+    """A leader component's ``establish`` raised or missed its deadline."""
+
+    reason = "ESTABLISH_FAILED"
+
+
+class WatchCompacted(DroverError):
+    """The requested watch start revision was compacted away; resync."""
+
+    kind = Kind.OUT_OF_RANGE
+    reason = "WATCH_COMPACTED"
+
+    def __init__(self, requested: int, compact_revision: int) -> None:
+        super().__init__(
+            f"revision {requested} is compacted (compact revision {compact_revision})",
+            metadata={"requested": str(requested), "compact_revision": str(compact_revision)},
+        )
+        self.requested = requested
+        self.compact_revision = compact_revision

@@ -1,0 +1,208 @@
+"""Membership: who is alive, where it listens, what it has applied.
+
+Each replica keeps ``<root>/v1/members/<service>/<replica>`` = JSON of a
+:class:`Member`, bound to its own session lease: when the replica dies (or
+is paused past its TTL), etcd deletes the entry, no reaper needed.
+
+``set_applied_revision`` is called on every applied change by busy replicas
+(the proxy's convergence barrier reads it), so it only records the newest
+value; a background writer puts it at most once per ``flush_interval``
+(coalescing, never blocking the caller). A lost session is replaced and the
+entry re-registered; the entry is therefore present whenever the replica
+can reach etcd, and absent within one TTL after it cannot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from aetcd import rpc
+
+from drover.coord import _kv
+from drover.coord.errors import EtcdUnavailable, InvalidMember
+from drover.coord.keys import Keyspace
+from drover.coord.latest import LatestChannel
+from drover.coord.session import Session
+from drover.coord.watch import ResilientWatch, WatchConfig
+from drover.coord.watch_buffer import Batch, EventType, Resync
+
+__all__ = [
+    "Member",
+    "MemberList",
+    "Registration",
+    "list_members",
+    "watch_members",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Member:
+    service: str
+    replica: str
+    address: str
+    rpc_version: int
+    applied_revision: int = 0
+    started_at: float = 0.0  # unix seconds
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> Member:
+        try:
+            d = json.loads(raw)
+            return cls(service=str(d["service"]), replica=str(d["replica"]),
+                       address=str(d["address"]), rpc_version=int(d["rpc_version"]),
+                       applied_revision=int(d.get("applied_revision", 0)),
+                       started_at=float(d.get("started_at", 0.0)))
+        except (ValueError, KeyError, TypeError) as e:
+            raise InvalidMember(f"bad membership record: {e!r}") from e
+
+
+@dataclass(frozen=True)
+class MemberList:
+    members: tuple[Member, ...]
+    revision: int  # etcd revision this list is current at
+
+
+def _decode(items: Any) -> dict[bytes, Member]:
+    out: dict[bytes, Member] = {}
+    for kv in items:
+        try:
+            out[kv.key] = Member.from_json(kv.value)
+        except InvalidMember as e:
+            log.warning("skipping membership key %r: %s", kv.key, e)
+    return out
+
+
+def _as_list(members: dict[bytes, Member], revision: int) -> MemberList:
+    return MemberList(tuple(members[k] for k in sorted(members)), revision)
+
+
+async def list_members(client: Any, keyspace: Keyspace, service: str) -> MemberList:
+    prefix = keyspace.members_prefix(service).encode()
+    resp = await _kv.range_(client, prefix, _kv.prefix_end(prefix), deadline=5.0)
+    return _as_list(_decode(resp.kvs), resp.header.revision)
+
+
+async def watch_members(client: Any, keyspace: Keyspace, service: str, *,
+                        config: WatchConfig | None = None) -> AsyncIterator[MemberList]:
+    """Yield the full member list now and after every change (coalesced per
+    batch of etcd events). Resilient like :class:`ResilientWatch`."""
+    prefix = keyspace.members_prefix(service).encode()
+    members: dict[bytes, Member] = {}
+    async with ResilientWatch(client, prefix, config=config) as watch:
+        while True:
+            revision = 0
+            for msg in await watch.get():
+                revision = msg.revision
+                if isinstance(msg, Resync):
+                    members = _decode(msg.items)
+                elif isinstance(msg, Batch):
+                    for ev in msg.events:
+                        if ev.type is EventType.DELETE:
+                            members.pop(ev.kv.key, None)
+                        else:
+                            members.update(_decode([ev.kv]))
+            yield _as_list(members, revision)
+
+
+class Registration:
+    """Keeps this replica's membership entry alive. Run :meth:`run` as a task."""
+
+    def __init__(self, client: Any, keyspace: Keyspace, member: Member, *, ttl: int = 10,
+                 flush_interval: float = 0.5, retry_backoff: float = 0.5) -> None:
+        self.client = client
+        self.key = keyspace.member(member.service, member.replica).encode()
+        self.ttl = ttl
+        self.flush_interval = flush_interval
+        self.retry_backoff = retry_backoff
+        self.registered = asyncio.Event()
+        self._applied: LatestChannel[int] = LatestChannel(member.applied_revision)
+        self._member = member
+        self._session: Session | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def member(self) -> Member:
+        return replace(self._member, applied_revision=self._applied.value)
+
+    def set_applied_revision(self, revision: int) -> None:
+        """Record the newest applied revision; written soon. Never blocks."""
+        if revision > self._applied.value:
+            self._applied.publish(revision)
+
+    def start(self) -> asyncio.Task[None]:
+        self._task = asyncio.create_task(self.run(), name=f"membership-{self._member.replica}")
+        return self._task
+
+    async def close(self) -> None:
+        """Stop, delete the entry and revoke the lease (both bounded)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        session, self._session = self._session, None
+        if session is not None:
+            with contextlib.suppress(EtcdUnavailable):
+                await _kv.txn(self.client, rpc.TxnRequest(
+                    compare=[rpc.Compare(key=self.key, target=rpc.Compare.LEASE,
+                                         result=rpc.Compare.EQUAL, lease=session.lease_id)],
+                    success=[rpc.RequestOp(
+                        request_delete_range=rpc.DeleteRangeRequest(key=self.key))],
+                ), rpc_timeout=1.0)
+            await session.close()
+
+    async def _put(self, session: Session) -> None:
+        await _kv.txn(self.client, rpc.TxnRequest(success=[rpc.RequestOp(
+            request_put=rpc.PutRequest(key=self.key, value=self.member.to_json(),
+                                       lease=session.lease_id))]))
+
+    async def run(self) -> None:
+        while True:
+            try:
+                session = await Session.open(self.client, self.ttl)
+            except EtcdUnavailable as e:
+                log.warning("membership %s: no session: %s", self._member.replica, e)
+                await asyncio.sleep(self.retry_backoff)
+                continue
+            self._session = session
+            try:
+                await self._keep(session)
+            except EtcdUnavailable as e:
+                log.warning("membership %s: %s; re-registering", self._member.replica, e)
+            finally:
+                self.registered.clear()
+                if self._session is session:
+                    self._session = None
+                    await session.close()
+            await asyncio.sleep(self.retry_backoff)
+
+    async def _keep(self, session: Session) -> None:
+        seen = self._applied.version
+        await self._put(session)
+        self.registered.set()
+        while not session.lost.is_set():
+            changed = asyncio.ensure_future(self._applied.wait_newer(seen))
+            lost = asyncio.ensure_future(session.lost.wait())
+            try:
+                await asyncio.wait({changed, lost}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                changed.cancel()
+                lost.cancel()
+            if session.lost.is_set():
+                return
+            seen = self._applied.version
+            await self._put(session)
+            await asyncio.sleep(self.flush_interval)  # coalesce bursts of updates
+
+
+

@@ -1,0 +1,230 @@
+"""A session: one etcd lease, kept alive over one LeaseKeepAlive stream.
+
+aetcd has no keepalive helper (``Lease.refresh`` opens a stream per call),
+so this module drives the lease stub itself: one bidirectional stream,
+a request every TTL/3, replies matched to requests in order.
+
+Timing guarantees, all on the monotonic clock and measured from the *send*
+time of the request a reply answers (never from the receive time: a reply
+that sat in a buffer while the process was paused proves nothing about now):
+
+* ``expires_at`` = send time + granted TTL of the newest answered request.
+  etcd cannot expire the lease before it (etcd starts its TTL when it
+  receives the request, which is after we sent it).
+* ``act_until`` = send time + ``act_fraction`` x TTL (2/3 by default). Past
+  it, :attr:`Session.unsafe` fires: leaders stop acting with a third of the
+  TTL to spare for clock drift and in-flight writes.
+* :attr:`Session.lost` fires when ``expires_at`` passes without renewal or
+  a reply carries TTL <= 0 (the lease is gone). A lost session is over; the
+  owner opens a new one.
+
+:class:`LeaseClock` is the pure core; :class:`Session` the async shell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections import deque
+from typing import Any
+
+from aetcd import rpc
+
+from drover.coord.clock import Clock, monotonic
+from drover.coord.errors import EtcdUnavailable, SessionLost
+
+__all__ = ["DEFAULT_TTL", "LeaseClock", "Session"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TTL = 10
+ACT_FRACTION = 2 / 3
+
+
+class LeaseClock:
+    """Deadlines of one lease. Pure: the caller passes ``now`` in."""
+
+    def __init__(self, ttl: float, granted_sent_at: float, *,
+                 act_fraction: float = ACT_FRACTION) -> None:
+        if ttl <= 0:
+            raise ValueError(f"lease TTL must be positive, got {ttl}")
+        if not 0 < act_fraction <= 1:
+            raise ValueError(f"act_fraction must be in (0, 1], got {act_fraction}")
+        self.ttl = ttl
+        self.interval = ttl / 3
+        self.act_fraction = act_fraction
+        self.expires_at = granted_sent_at + ttl
+        self.act_until = granted_sent_at + ttl * act_fraction
+        self.last_sent = granted_sent_at
+        self.gone = False
+        self._pending: deque[float] = deque()
+
+    @property
+    def next_send_at(self) -> float:
+        return self.last_sent + self.interval
+
+    def on_send(self, now: float) -> None:
+        self.last_sent = now
+        self._pending.append(now)
+
+    def on_reply(self, ttl: int, now: float) -> None:
+        """A keepalive reply; ``ttl <= 0`` means etcd no longer has the lease."""
+        sent = self._pending.popleft() if self._pending else None
+        if ttl <= 0:
+            self.gone = True
+            return
+        if sent is None:
+            return  # unmatched (stream reset raced a reply): proves nothing
+        self.expires_at = max(self.expires_at, sent + ttl)
+        self.act_until = max(self.act_until, sent + ttl * self.act_fraction)
+
+    def stream_reset(self) -> None:
+        """Requests on a broken stream will never be answered."""
+        self._pending.clear()
+
+    def unsafe(self, now: float) -> bool:
+        return self.gone or now >= self.act_until
+
+    def lost(self, now: float) -> bool:
+        return self.gone or now >= self.expires_at
+
+    def remaining(self, now: float) -> float:
+        return self.expires_at - now
+
+
+class Session:
+    """An etcd lease kept alive in the background. Use :meth:`open`."""
+
+    def __init__(self, client: Any, lease_id: int, ttl: int, core: LeaseClock,
+                 clock: Clock) -> None:
+        self.client = client
+        self.lease_id = lease_id
+        self.ttl = ttl
+        self.lost = asyncio.Event()
+        self.unsafe = asyncio.Event()
+        self.lost_reason = ""
+        self._core = core
+        self._clock = clock
+        self._kick = asyncio.Event()
+        self._closed = False
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def lease_hex(self) -> str:
+        return f"{self.lease_id:x}"
+
+    @property
+    def expires_at(self) -> float:
+        return self._core.expires_at
+
+    @property
+    def act_until(self) -> float:
+        return self._core.act_until
+
+    @classmethod
+    async def open(cls, client: Any, ttl: int = DEFAULT_TTL, *,
+                   clock: Clock = monotonic, act_fraction: float = ACT_FRACTION) -> Session:
+        if ttl <= 0:
+            raise ValueError(f"session TTL must be positive, got {ttl}")
+        await client.connect()
+        sent = clock()
+        try:
+            async with asyncio.timeout(ttl):
+                reply = await client.leasestub.LeaseGrant(rpc.LeaseGrantRequest(TTL=ttl))
+        except (TimeoutError, rpc.AioRpcError) as e:
+            raise EtcdUnavailable(f"lease grant failed: {e!r}") from e
+        core = LeaseClock(reply.TTL, sent, act_fraction=act_fraction)
+        session = cls(client, reply.ID, reply.TTL, core, clock)
+        session._task = asyncio.create_task(session._keepalive(), name=f"lease-{reply.ID:x}")
+        return session
+
+    def check(self) -> None:
+        """Raise :class:`SessionLost` if the session may no longer be relied on."""
+        if self.lost.is_set() or self.unsafe.is_set():
+            raise SessionLost(f"session {self.lease_hex} lost: {self.lost_reason or 'unsafe'}")
+
+    async def wait_lost(self) -> None:
+        await self.lost.wait()
+
+    async def close(self, *, revoke: bool = True, grace: float = 1.0) -> None:
+        """Stop renewing and (best effort, bounded) revoke the lease."""
+        self._closed = True
+        self._fire_lost("closed")
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if revoke:
+            try:
+                async with asyncio.timeout(grace):
+                    await self.client.leasestub.LeaseRevoke(
+                        rpc.LeaseRevokeRequest(ID=self.lease_id))
+            except (TimeoutError, rpc.AioRpcError) as e:
+                log.info("lease %s revoke failed (it will expire): %r", self.lease_hex, e)
+
+    def _fire_lost(self, reason: str) -> None:
+        if not self.lost.is_set():
+            self.lost_reason = reason
+            if not self._closed:
+                log.warning("session %s lost: %s", self.lease_hex, reason)
+            self.unsafe.set()
+            self.lost.set()
+
+    async def _read(self, call: Any) -> None:
+        try:
+            async for reply in call:
+                self._core.on_reply(reply.TTL, self._clock())
+                self._kick.set()
+        except (rpc.AioRpcError, asyncio.InvalidStateError) as e:
+            log.info("keepalive stream of %s broke: %r", self.lease_hex, e)
+        finally:  # also when the call was cancelled locally after a failed write
+            self._core.stream_reset()
+            self._kick.set()
+
+    async def _keepalive(self) -> None:
+        call: Any = None
+        reader: asyncio.Task[None] | None = None
+        core = self._core
+        try:
+            while True:
+                now = self._clock()
+                if core.gone:
+                    self._fire_lost("lease is gone (keepalive TTL <= 0)")
+                    return
+                if core.lost(now):
+                    self._fire_lost(f"no renewal within TTL {self.ttl}s")
+                    return
+                if core.unsafe(now) and not self.unsafe.is_set():
+                    log.warning("session %s: no renewal for %.0f%% of TTL; stop acting",
+                                self.lease_hex, core.act_fraction * 100)
+                    self.unsafe.set()
+                if reader is not None and reader.done():
+                    call, reader = None, None
+                    await asyncio.sleep(min(0.1, core.interval / 4))  # reconnect backoff
+                    continue
+                if call is None:
+                    call = self.client.leasestub.LeaseKeepAlive()
+                    reader = asyncio.create_task(self._read(call))
+                if now >= core.next_send_at:
+                    core.on_send(now)
+                    try:
+                        async with asyncio.timeout(core.interval):
+                            await call.write(rpc.LeaseKeepAliveRequest(ID=self.lease_id))
+                    except (TimeoutError, rpc.AioRpcError, asyncio.InvalidStateError) as e:
+                        log.info("keepalive write of %s failed: %r", self.lease_hex, e)
+                        call.cancel()
+                wake = min(core.next_send_at, core.expires_at,
+                           math.inf if self.unsafe.is_set() else core.act_until)
+                self._kick.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(max(0.0, wake - self._clock())):
+                        await self._kick.wait()
+        finally:
+            if call is not None:
+                call.cancel()
+            if reader is not None:
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reader

@@ -1,0 +1,263 @@
+"""A prefix watch that survives errors, compaction, slow consumers and a
+frozen etcd.
+
+What it guarantees to the consumer (e.g. the state service's watch-fed
+cache): a sequence of :class:`Resync` (full state at R) and :class:`Batch`
+(all events of one revision) messages with strictly increasing revisions,
+where every event after a Resync at R is delivered exactly once, in order.
+
+How:
+
+* resume: after any stream error it re-watches from the last delivered
+  revision + 1 (progress notifications advance that point too);
+* compaction: when etcd answers that the resume revision is compacted, it
+  re-lists the prefix at the current revision R (paged, all pages at R),
+  emits ``Resync(R, items)`` and watches from R + 1;
+* slow consumer: the buffer is bounded by events (:mod:`.watch_buffer`); when
+  full, the etcd stream is cancelled and re-opened after the consumer
+  drains, from the last buffered revision + 1;
+* frozen etcd: aetcd's and gRPC's watch streams can hang silently (etcd
+  SIGSTOPped keeps its sockets open). A liveness task does a linearizable
+  count read every ``liveness_interval``; if it fails or takes longer than
+  ``liveness_timeout``, :attr:`ResilientWatch.health` turns unhealthy (so
+  the worst-case report delay is interval + timeout). When reads succeed
+  again the stream is re-opened. The same read also counts keys modified
+  after our revision: two probes in a row that see such keys without the
+  stream advancing mean the stream is stuck, and it is re-opened.
+* Events are converted and buffered per etcd response; the consumer takes
+  everything buffered in one ``await get()``, never one await per event.
+
+Open it on a *bulk* client (:func:`drover.coord.connect`), not the one
+carrying session keepalives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from aetcd import rpc
+
+from drover.coord import _kv
+from drover.coord.clock import Clock, monotonic
+from drover.coord.errors import EtcdUnavailable
+from drover.coord.latest import LatestChannel
+from drover.coord.watch_buffer import (
+    Resync,
+    WatchBuffer,
+    WatchMessage,
+    batches_from_events,
+    kv_from_pb,
+)
+
+__all__ = ["ResilientWatch", "WatchConfig", "WatchHealth"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WatchConfig:
+    max_buffered_events: int = 10_000
+    liveness_interval: float = 2.0
+    liveness_timeout: float = 1.0
+    retry_backoff: float = 0.2
+    resync_page: int = 1000
+    rpc_timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class WatchHealth:
+    healthy: bool
+    since: float
+    detail: str = ""
+
+
+class ResilientWatch:
+    """Watch every key under ``prefix``. ``start_revision=0``: begin with a
+    Resync of the current state; else resume from that revision."""
+
+    def __init__(self, client: Any, prefix: bytes, *, start_revision: int = 0,
+                 config: WatchConfig | None = None, probe_client: Any = None,
+                 clock: Clock = monotonic) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.range_end = _kv.prefix_end(prefix)
+        self.config = config or WatchConfig()
+        self.probe_client = probe_client or client
+        self.clock = clock
+        self.health: LatestChannel[WatchHealth] = LatestChannel(WatchHealth(True, clock()))
+        self.resyncs = 0
+        self.restarts = 0
+        self._buffer = WatchBuffer(self.config.max_buffered_events)
+        self._next = start_revision  # next revision to watch from; 0: resync first
+        self._ready = asyncio.Event()
+        self._space = asyncio.Event()
+        self._restart = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._error: BaseException | None = None
+        self._call: Any = None
+
+    @property
+    def healthy(self) -> bool:
+        return self.health.value.healthy
+
+    @property
+    def next_revision(self) -> int:
+        return self._next
+
+    async def start(self) -> ResilientWatch:
+        self._tasks = [asyncio.create_task(self._reader(), name="watch-reader"),
+                       asyncio.create_task(self._liveness(), name="watch-liveness")]
+        return self
+
+    async def close(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        self._tasks = []
+
+    async def __aenter__(self) -> ResilientWatch:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def get(self, max_messages: int = 4096) -> list[WatchMessage]:
+        """Everything buffered (at least one message), oldest first."""
+        while not len(self._buffer):
+            if self._error is not None:
+                raise self._error
+            self._ready.clear()
+            await self._ready.wait()
+        out = self._buffer.pop_many(max_messages)
+        if not self._buffer.full:
+            self._space.set()
+        return out
+
+    async def __aiter__(self) -> AsyncIterator[WatchMessage]:
+        while True:
+            for msg in await self.get():
+                yield msg
+
+    def _deliver(self, msg: WatchMessage) -> None:
+        self._buffer.push(msg)
+        self._next = msg.revision + 1
+        self._ready.set()
+
+    async def _resync(self, reason: str) -> None:
+        cfg = self.config
+        items: list[Any] = []
+        key, revision = self.prefix, 0
+        while True:
+            resp = await _kv.range_(self.client, key, self.range_end, limit=cfg.resync_page,
+                                    revision=revision, rpc_timeout=cfg.rpc_timeout,
+                                    deadline=cfg.rpc_timeout)
+            revision = revision or resp.header.revision
+            items.extend(kv_from_pb(kv) for kv in resp.kvs)
+            if not resp.more or not resp.kvs:
+                break
+            key = resp.kvs[-1].key + b"\0"
+        self.resyncs += 1
+        log.info("watch %r: resync at revision %d (%d keys): %s", self.prefix, revision,
+                 len(items), reason)
+        self._deliver(Resync(revision, tuple(items), reason))
+
+    async def _reader(self) -> None:
+        try:
+            while True:
+                if self._next == 0:
+                    await self._resync("initial")
+                while self._buffer.full:
+                    self._space.clear()
+                    await self._space.wait()
+                try:
+                    await self._stream_once()
+                except (rpc.AioRpcError, EtcdUnavailable) as e:
+                    log.info("watch %r: stream error, resuming from %d: %r", self.prefix,
+                             self._next, e)
+                    await asyncio.sleep(self.config.retry_backoff)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:
+            self._error = e
+            self._ready.set()
+            raise
+
+    async def _stream_once(self) -> None:
+        self._restart.clear()
+        call = await _kv.open_watch(self.client, _kv.watch_create(
+            self.prefix, self.range_end, self._next, progress_notify=True))
+        self._call = call
+        self.restarts += 1
+        try:
+            async for resp in call:
+                if resp.compact_revision:
+                    await self._resync(f"revision {self._next} compacted "
+                                       f"(compact revision {resp.compact_revision})")
+                    return
+                if resp.canceled:
+                    log.info("watch %r canceled by etcd: %s", self.prefix, resp.cancel_reason)
+                    return
+                if resp.events:
+                    for batch in batches_from_events(resp.events):
+                        if batch.revision >= self._next:
+                            self._deliver(batch)
+                elif not resp.created and resp.header.revision >= self._next:
+                    # Progress notification: nothing under the prefix up to it.
+                    self._next = resp.header.revision + 1
+                if self._buffer.full:
+                    return  # pause: resume from self._next after the consumer drains
+                if self._restart.is_set():
+                    return
+        except asyncio.CancelledError:
+            # The liveness task cancels the call to re-open a stuck stream;
+            # only a cancellation of this task itself must propagate.
+            task = asyncio.current_task()
+            if not self._restart.is_set() or (task is not None and task.cancelling()):
+                raise
+        finally:
+            self._call = None
+            call.cancel()
+
+    def _set_health(self, healthy: bool, detail: str) -> None:
+        if self.health.value.healthy != healthy:
+            (log.info if healthy else log.warning)(
+                "watch %r: etcd %s", self.prefix, "live again" if healthy else detail)
+            self.health.publish(WatchHealth(healthy, self.clock(), detail))
+
+    async def _liveness(self) -> None:
+        cfg = self.config
+        stuck_at = -1
+        while True:
+            await asyncio.sleep(cfg.liveness_interval)
+            probe_from = self._next
+            try:
+                async with asyncio.timeout(cfg.liveness_timeout):
+                    resp = await _kv.range_(self.probe_client, self.prefix, self.range_end,
+                                            count_only=True,
+                                            min_mod_revision=max(probe_from, 1),
+                                            rpc_timeout=cfg.liveness_timeout)
+            except (TimeoutError, EtcdUnavailable) as e:
+                self._set_health(False, f"unresponsive: linearizable read failed: {e!r}")
+                continue
+            if not self.healthy:
+                self._set_health(True, "")
+                self._kick_stream()
+                continue
+            lagging = probe_from > 0 and resp.count > 0 and not self._buffer.full
+            if lagging and stuck_at == probe_from == self._next:
+                log.warning("watch %r: stream stuck before revision %d; re-opening",
+                            self.prefix, probe_from)
+                self._kick_stream()
+            stuck_at = probe_from if lagging else -1
+
+    def _kick_stream(self) -> None:
+        self._restart.set()
+        if self._call is not None:
+            self._call.cancel()
