@@ -308,6 +308,32 @@ class ListDeploymentsResponse(_message.Message):
     meta: _query_pb2.QueryMeta
     def __init__(self, deployments: _Optional[_Iterable[_Union[_deployment_pb2.Deployment, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
 
+class UpdateDeploymentRequest(_message.Message):
+    __slots__ = ("deployment", "stable_job_version", "revert_job", "revert_expected_job_modify_index", "evaluations", "allocation_updates")
+    DEPLOYMENT_FIELD_NUMBER: _ClassVar[int]
+    STABLE_JOB_VERSION_FIELD_NUMBER: _ClassVar[int]
+    REVERT_JOB_FIELD_NUMBER: _ClassVar[int]
+    REVERT_EXPECTED_JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_UPDATES_FIELD_NUMBER: _ClassVar[int]
+    deployment: _deployment_pb2.Deployment
+    stable_job_version: int
+    revert_job: _job_pb2.Job
+    revert_expected_job_modify_index: int
+    evaluations: _containers.RepeatedCompositeFieldContainer[_evaluation_pb2.Evaluation]
+    allocation_updates: _containers.RepeatedCompositeFieldContainer[AllocationUpdate]
+    def __init__(self, deployment: _Optional[_Union[_deployment_pb2.Deployment, _Mapping]] = ..., stable_job_version: _Optional[int] = ..., revert_job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., revert_expected_job_modify_index: _Optional[int] = ..., evaluations: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ..., allocation_updates: _Optional[_Iterable[_Union[AllocationUpdate, _Mapping]]] = ...) -> None: ...
+
+class UpdateDeploymentResponse(_message.Message):
+    __slots__ = ("index", "eval_ids", "reverted_job_version")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    EVAL_IDS_FIELD_NUMBER: _ClassVar[int]
+    REVERTED_JOB_VERSION_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    eval_ids: _containers.RepeatedScalarFieldContainer[str]
+    reverted_job_version: int
+    def __init__(self, index: _Optional[int] = ..., eval_ids: _Optional[_Iterable[str]] = ..., reverted_job_version: _Optional[int] = ...) -> None: ...
+
 class GetAllocationRequest(_message.Message):
     __slots__ = ("namespace", "id", "query")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]

@@ -98,6 +98,11 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.ListDeploymentsRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ListDeploymentsResponse.FromString,
                 _registered_method=True)
+        self.UpdateDeployment = channel.unary_unary(
+                '/drover.state.v1.StateService/UpdateDeployment',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateDeploymentRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateDeploymentResponse.FromString,
+                _registered_method=True)
         self.GetAllocation = channel.unary_unary(
                 '/drover.state.v1.StateService/GetAllocation',
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.GetAllocationRequest.SerializeToString,
@@ -232,6 +237,15 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateDeployment(self, request, context):
+        """The deployment watcher's one atomic write (leader only, fenced): a
+        deployment's new state with the job stability, auto-revert, allocation
+        health and evaluations it implies.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetAllocation(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -359,6 +373,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.ListDeployments,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ListDeploymentsRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.ListDeploymentsResponse.SerializeToString,
+            ),
+            'UpdateDeployment': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateDeployment,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateDeploymentRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateDeploymentResponse.SerializeToString,
             ),
             'GetAllocation': grpc.unary_unary_rpc_method_handler(
                     servicer.GetAllocation,
@@ -739,6 +758,33 @@ class StateService:
             '/drover.state.v1.StateService/ListDeployments',
             drover_dot_state_dot_v1_dot_state__pb2.ListDeploymentsRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.ListDeploymentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateDeployment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/UpdateDeployment',
+            drover_dot_state_dot_v1_dot_state__pb2.UpdateDeploymentRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.UpdateDeploymentResponse.FromString,
             options,
             channel_credentials,
             insecure,
