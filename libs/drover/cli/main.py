@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import click
 
+from drover.cli.deployments import deployment_group
 from drover.cli.dev import dev
+from drover.cli.evals import eval_group
+from drover.cli.jobs import job_group
+from drover.cli.operator import operator_group
 from drover.cli.serve import serve
 
 
@@ -16,6 +20,10 @@ def cli() -> None:
 
 cli.add_command(serve)
 cli.add_command(dev)
+cli.add_command(job_group)
+cli.add_command(eval_group)
+cli.add_command(deployment_group)
+cli.add_command(operator_group)
 
 
 def main() -> None:

@@ -1,0 +1,119 @@
+"""What every client command shares: the address, stubs, output and errors.
+
+A command calls :func:`run` with a coroutine; gRPC failures become one clear
+line on stderr (message plus the ErrorInfo reason) and a non-zero exit code,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import click
+import grpc
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from rich.console import Console
+from rich.table import Table
+
+from drover.rpc.channels import channel
+from drover.rpc.errors import error_info, leader_hint
+
+#: The proxy of the local `make run` suite.
+DEFAULT_ADDRESS = "127.0.0.1:7100"
+
+T = TypeVar("T")
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    address: str
+    json: bool
+    timeout: float
+
+
+def client_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--address/DROVER_ADDR, --json and --timeout on a command."""
+    f = click.option("--timeout", default=30.0, show_default=True, type=float,
+                     help="seconds per call")(f)
+    f = click.option("--json", "as_json", is_flag=True, help="machine-readable JSON output")(f)
+    f = click.option("--address", envvar="DROVER_ADDR", default=DEFAULT_ADDRESS,
+                     show_default=True, help="drover server (the proxy, or a service)")(f)
+    return f
+
+
+def options(address: str, as_json: bool, timeout: float) -> ClientOptions:
+    return ClientOptions(address=address, json=as_json, timeout=timeout)
+
+
+class CommandFailed(click.ClickException):
+    """A failure already explained in one line."""
+
+    exit_code = 1
+
+    def show(self, file: Any = None) -> None:
+        err_console.print(f"[red]Error:[/red] {self.message}", highlight=False)
+
+
+def describe(err: grpc.RpcError) -> str:
+    code = err.code().name if hasattr(err, "code") else "UNKNOWN"
+    details = err.details() if hasattr(err, "details") else str(err)
+    info = error_info(err)
+    reason = f"{info.reason}" if info is not None else code
+    line = f"{details} ({reason})"
+    hint = leader_hint(err)
+    if hint:
+        line += f"; leader: {hint}"
+    return line
+
+
+def run(opts: ClientOptions, body: Callable[[grpc.aio.Channel], Awaitable[T]]) -> T:
+    async def main() -> T:
+        async with channel(opts.address) as ch:
+            return await body(ch)
+
+    try:
+        return asyncio.run(main())
+    except grpc.RpcError as err:
+        code = err.code() if hasattr(err, "code") else None
+        if code == grpc.StatusCode.UNAVAILABLE and error_info(err) is None:
+            raise CommandFailed(
+                f"cannot reach drover at {opts.address} ({err.details()}); "
+                "is it running (`make run`)? set --address or DROVER_ADDR"
+            ) from None
+        raise CommandFailed(describe(err)) from None
+
+
+def to_dict(msg: Message) -> dict[str, Any]:
+    return json_format.MessageToDict(msg, preserving_proto_field_name=True)
+
+
+def print_json(value: Any) -> None:
+    if isinstance(value, Message):
+        value = to_dict(value)
+    elif isinstance(value, list):
+        value = [to_dict(v) if isinstance(v, Message) else v for v in value]
+    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    table = Table(title=title, show_edge=False, header_style="bold")
+    for col in columns:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*("" if v is None else str(v) for v in row))
+    console.print(table)
+
+
+def enum_name(value: int, enum: Any, prefix: str) -> str:
+    """EVALUATION_STATUS_PENDING -> pending."""
+    name: str = enum.Name(value)
+    return name.removeprefix(prefix).lower()

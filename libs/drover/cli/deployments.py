@@ -1,0 +1,159 @@
+"""`drover deployment ...`: list, status, promote, pause, resume, fail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import grpc
+
+from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import deployment_pb2
+from drover.cli._client import client_options, enum_name, options, print_json, print_table, run
+
+
+def _status(value: int) -> str:
+    return enum_name(value, deployment_pb2.DeploymentStatus, "DEPLOYMENT_STATUS_")
+
+
+@click.group(name="deployment")
+def deployment_group() -> None:
+    """Deployments: list, status, promote, pause, resume, fail."""
+
+
+@deployment_group.command(name="list")
+@click.option("--namespace", "-n", default="*", show_default=True)
+@click.option("--filter", "filter_", default="")
+@click.option("--page-size", default=100, show_default=True, type=click.IntRange(min=1))
+@client_options
+def list_deployments(namespace: str, filter_: str, page_size: int, address: str,
+                     as_json: bool, timeout: float) -> None:
+    """List deployments, following every page."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> list[Any]:
+        stub = state_pb2_grpc.StateServiceStub(ch)
+        out: list[Any] = []
+        token = ""
+        while True:
+            resp = await stub.ListDeployments(state_pb2.ListDeploymentsRequest(
+                namespace=namespace, filter=filter_, page_size=page_size, page_token=token),
+                timeout=opts.timeout)
+            out.extend(resp.deployments)
+            token = resp.next_page_token
+            if not token:
+                return out
+
+    deps = run(opts, body)
+    if opts.json:
+        print_json(deps)
+        return
+    print_table(None, ["ID", "Namespace", "Job", "Version", "Status", "Description"], (
+        [d.id, d.namespace, d.job_id, d.job_version, _status(d.status), d.status_description]
+        for d in deps))
+
+
+@deployment_group.command(name="status")
+@click.argument("deployment_id")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@client_options
+def deployment_status(deployment_id: str, namespace: str, address: str, as_json: bool,
+                      timeout: float) -> None:
+    """Show one deployment with per-group progress."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await state_pb2_grpc.StateServiceStub(ch).GetDeployment(
+            state_pb2.GetDeploymentRequest(namespace=namespace, id=deployment_id),
+            timeout=opts.timeout)
+
+    d = run(opts, body).deployment
+    if opts.json:
+        print_json(d)
+        return
+    click.echo(f"{d.id}  job {d.job_id} v{d.job_version}  {_status(d.status)}  "
+               f"{d.status_description}")
+    print_table(None, ["Group", "Desired", "Canaries", "Placed", "Healthy", "Unhealthy",
+                       "Promoted"], (
+        [name, g.desired_total, g.desired_canaries, g.placed_allocs, g.healthy_allocs,
+         g.unhealthy_allocs, g.promoted] for name, g in sorted(d.task_groups.items())))
+
+
+def _result(opts: Any, result: deployments_pb2.DeploymentUpdateResult, verb: str) -> None:
+    if opts.json:
+        print_json(result)
+        return
+    msg = f"deployment {result.deployment.id or ''} {verb}".replace("  ", " ")
+    if result.eval_id:
+        msg += f"; evaluation {result.eval_id}"
+    if result.HasField("reverted_job_version"):
+        msg += f"; job reverted to version {result.reverted_job_version}"
+    click.echo(msg)
+
+
+@deployment_group.command(name="promote")
+@click.argument("deployment_id")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@click.option("--group", "groups", multiple=True, help="promote only these groups")
+@client_options
+def promote(deployment_id: str, namespace: str, groups: tuple[str, ...], address: str,
+            as_json: bool, timeout: float) -> None:
+    """Promote canaries (all groups unless --group)."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await deployments_pb2_grpc.DeploymentWatcherServiceStub(ch).PromoteDeployment(
+            deployments_pb2.PromoteDeploymentRequest(
+                namespace=namespace, deployment_id=deployment_id, all=not groups,
+                groups=list(groups)), timeout=opts.timeout)
+
+    _result(opts, run(opts, body).result, "promoted")
+
+
+def _pause(deployment_id: str, namespace: str, pause: bool, opts: Any) -> None:
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await deployments_pb2_grpc.DeploymentWatcherServiceStub(ch).PauseDeployment(
+            deployments_pb2.PauseDeploymentRequest(
+                namespace=namespace, deployment_id=deployment_id, pause=pause),
+            timeout=opts.timeout)
+
+    _result(opts, run(opts, body).result, "paused" if pause else "resumed")
+
+
+@deployment_group.command(name="pause")
+@click.argument("deployment_id")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@client_options
+def pause(deployment_id: str, namespace: str, address: str, as_json: bool,
+          timeout: float) -> None:
+    """Pause a running deployment."""
+    _pause(deployment_id, namespace, True, options(address, as_json, timeout))
+
+
+@deployment_group.command(name="resume")
+@click.argument("deployment_id")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@client_options
+def resume(deployment_id: str, namespace: str, address: str, as_json: bool,
+           timeout: float) -> None:
+    """Resume a paused deployment."""
+    _pause(deployment_id, namespace, False, options(address, as_json, timeout))
+
+
+@deployment_group.command(name="fail")
+@click.argument("deployment_id")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@client_options
+def fail(deployment_id: str, namespace: str, address: str, as_json: bool,
+         timeout: float) -> None:
+    """Fail a deployment (rolls back where auto-revert is set)."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await deployments_pb2_grpc.DeploymentWatcherServiceStub(ch).FailDeployment(
+            deployments_pb2.FailDeploymentRequest(namespace=namespace,
+                                                  deployment_id=deployment_id),
+            timeout=opts.timeout)
+
+    _result(opts, run(opts, body).result, "failed")

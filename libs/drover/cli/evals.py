@@ -1,0 +1,215 @@
+"""`drover eval ...`: list, count, status and delete evaluations.
+
+Deleting by filter is the big-backlog flow: count first, ask, then loop on
+``next_page_token`` (each call is one small bounded etcd txn on the server)
+with a progress bar, and report what was actually deleted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import grpc
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import evaluation_pb2
+from drover.cli._client import (
+    CommandFailed,
+    client_options,
+    enum_name,
+    err_console,
+    options,
+    print_json,
+    print_table,
+    run,
+)
+from drover.rpc.errors import error_info
+
+PAUSE_HINT = "pause it first with `drover operator scheduler pause` (and resume it afterwards)"
+
+
+def _status(value: int) -> str:
+    return enum_name(value, evaluation_pb2.EvaluationStatus, "EVALUATION_STATUS_")
+
+
+def _row(ev: evaluation_pb2.Evaluation) -> list[Any]:
+    return [ev.id, ev.namespace, ev.job_id, ev.type, ev.priority, ev.triggered_by,
+            _status(ev.status), ev.create_index]
+
+
+COLUMNS = ["ID", "Namespace", "Job", "Type", "Priority", "Triggered by", "Status", "Create index"]
+
+
+@click.group(name="eval")
+def eval_group() -> None:
+    """Evaluations: list, count, status, delete."""
+
+
+@eval_group.command(name="list")
+@click.option("--namespace", "-n", default="*", show_default=True, help='"*" for all')
+@click.option("--filter", "filter_", default="", help='CEL, e.g. status == "pending"')
+@click.option("--order", type=click.Choice(["asc", "desc"]), default="asc", show_default=True)
+@click.option("--page-size", default=100, show_default=True, type=click.IntRange(min=1))
+@click.option("--prefix", default="", help="id prefix")
+@click.option("--limit", default=0, type=click.IntRange(min=0), help="stop after N (0: all)")
+@client_options
+def list_evals(namespace: str, filter_: str, order: str, page_size: int, prefix: str,
+               limit: int, address: str, as_json: bool, timeout: float) -> None:
+    """List evaluations, following every page."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> list[evaluation_pb2.Evaluation]:
+        stub = state_pb2_grpc.StateServiceStub(ch)
+        out: list[evaluation_pb2.Evaluation] = []
+        token = ""
+        while True:
+            resp = await stub.ListEvaluations(state_pb2.ListEvaluationsRequest(
+                namespace=namespace, filter=filter_, page_size=page_size, page_token=token,
+                prefix=prefix, order_by="create_index desc" if order == "desc" else "create_index",
+            ), timeout=opts.timeout)
+            out.extend(resp.evaluations)
+            token = resp.next_page_token
+            if not token or (limit and len(out) >= limit):
+                return out[:limit] if limit else out
+
+    evals = run(opts, body)
+    if opts.json:
+        print_json(list(evals))
+    else:
+        print_table(None, COLUMNS, (_row(e) for e in evals))
+
+
+@eval_group.command(name="count")
+@click.option("--namespace", "-n", default="*", show_default=True)
+@click.option("--filter", "filter_", default="")
+@client_options
+def count_evals(namespace: str, filter_: str, address: str, as_json: bool,
+                timeout: float) -> None:
+    """Count evaluations matching a filter."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> int:
+        resp = await state_pb2_grpc.StateServiceStub(ch).CountEvaluations(
+            state_pb2.CountEvaluationsRequest(namespace=namespace, filter=filter_),
+            timeout=opts.timeout)
+        return int(resp.count)
+
+    n = run(opts, body)
+    print_json({"count": n}) if opts.json else click.echo(n)
+
+
+@eval_group.command(name="status")
+@click.argument("eval_id")
+@click.option("--related", is_flag=True, help="also show previous/next/blocked evaluations")
+@client_options
+def eval_status(eval_id: str, related: bool, address: str, as_json: bool,
+                timeout: float) -> None:
+    """Show one evaluation."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> state_pb2.GetEvaluationResponse:
+        return await state_pb2_grpc.StateServiceStub(ch).GetEvaluation(
+            state_pb2.GetEvaluationRequest(id=eval_id, include_related=related),
+            timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(resp)
+        return
+    ev = resp.evaluation
+    print_table(None, ["Field", "Value"], [
+        ["ID", ev.id], ["Namespace", ev.namespace], ["Job", ev.job_id], ["Type", ev.type],
+        ["Priority", ev.priority], ["Triggered by", ev.triggered_by],
+        ["Status", _status(ev.status)], ["Description", ev.status_description],
+        ["Deployment", ev.deployment_id], ["Previous", ev.previous_eval],
+        ["Next", ev.next_eval], ["Blocked", ev.blocked_eval],
+        ["Create index", ev.create_index], ["Modify index", ev.modify_index],
+    ])
+    if resp.related:
+        print_table("Related", COLUMNS, (_row(e) for e in resp.related))
+
+
+def _refused(err: grpc.RpcError) -> None:
+    info = error_info(err)
+    if info is not None and info.reason == "BROKER_NOT_PAUSED":
+        raise CommandFailed(f"the eval broker is not paused: {PAUSE_HINT}")
+
+
+@eval_group.command(name="delete")
+@click.argument("eval_ids", nargs=-1)
+@click.option("--filter", "filter_", default="", help="delete every evaluation matching this")
+@click.option("--namespace", "-n", default="*", show_default=True, help="scope of --filter")
+@click.option("--job", default="", help="scope of --filter: one job")
+@click.option("--page-size", default=0, type=click.IntRange(min=0),
+              help="evaluations per call (0: server default)")
+@click.option("--yes", "-y", is_flag=True, help="do not ask for confirmation")
+@click.option("--dry-run", is_flag=True, help="count what would be deleted, delete nothing")
+@client_options
+def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: str,
+                 page_size: int, yes: bool, dry_run: bool, address: str, as_json: bool,
+                 timeout: float) -> None:
+    """Delete evaluations by ID (all or nothing) or by --filter (paged).
+
+    The eval broker must be paused (`drover operator scheduler pause`).
+    """
+    if bool(eval_ids) == bool(filter_):
+        raise click.UsageError("give evaluation IDs or --filter, not both and not neither")
+    opts = options(address, as_json, timeout)
+
+    async def by_ids(ch: grpc.aio.Channel) -> int:
+        stub = state_pb2_grpc.StateServiceStub(ch)
+        try:
+            resp = await stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
+                ids=list(eval_ids), dry_run=dry_run), timeout=opts.timeout)
+        except grpc.RpcError as err:
+            _refused(err)
+            raise
+        return int(resp.deleted)
+
+    async def count(ch: grpc.aio.Channel) -> int:
+        scope = filter_ if not job else f"({filter_}) && job_id == {job!r}".replace("'", '"')
+        resp = await state_pb2_grpc.StateServiceStub(ch).CountEvaluations(
+            state_pb2.CountEvaluationsRequest(namespace=namespace, filter=scope),
+            timeout=opts.timeout)
+        return int(resp.count)
+
+    async def by_filter(ch: grpc.aio.Channel, total: int) -> int:
+        stub = state_pb2_grpc.StateServiceStub(ch)
+        deleted = 0
+        token = ""
+        with Progress(TextColumn("deleting"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err_console,
+                      disable=opts.json) as progress:
+            task = progress.add_task("delete", total=total)
+            while True:
+                try:
+                    resp = await stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
+                        filter=filter_, namespace=namespace, job_id=job, page_size=page_size,
+                        page_token=token, dry_run=dry_run), timeout=opts.timeout)
+                except grpc.RpcError as err:
+                    _refused(err)
+                    raise
+                deleted += resp.deleted
+                progress.update(task, completed=min(deleted, total) if total else deleted)
+                token = resp.next_page_token
+                if not token:
+                    return deleted
+
+    verb = "would delete" if dry_run else "deleted"
+    if eval_ids:
+        n = run(opts, by_ids)
+    else:
+        total = run(opts, count)
+        if total == 0:
+            n = 0
+        else:
+            if not yes and not dry_run:
+                click.confirm(f"Delete {total} evaluations?", default=False, abort=True,
+                              err=True)
+            n = run(opts, lambda ch: by_filter(ch, total))
+    if opts.json:
+        print_json({"deleted": n, "dry_run": dry_run})
+    else:
+        click.echo(f"{verb} {n} evaluations")

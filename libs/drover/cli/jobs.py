@@ -1,0 +1,125 @@
+"""`drover job ...`: run a job spec file, show its status, stop it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import grpc
+import yaml
+from google.protobuf import json_format
+
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import job_pb2
+from drover.cli._client import client_options, enum_name, options, print_json, print_table, run
+
+
+def load_job(path: str) -> job_pb2.Job:
+    """A Job from a JSON or YAML file (proto JSON names or field names)."""
+    text = Path(path).read_text()
+    try:
+        data: Any = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as e:
+        raise click.BadParameter(f"{path}: not valid JSON/YAML: {e}") from e
+    if isinstance(data, dict) and "job" in data and isinstance(data["job"], dict):
+        data = data["job"]
+    if not isinstance(data, dict):
+        raise click.BadParameter(f"{path}: expected a job object at the top level")
+    try:
+        return json_format.ParseDict(data, job_pb2.Job())
+    except json_format.ParseError as e:
+        raise click.BadParameter(f"{path}: {e}") from e
+
+
+@click.group(name="job")
+def job_group() -> None:
+    """Jobs: run, status, stop."""
+
+
+@job_group.command(name="run")
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@click.option("--check-index", type=int, default=None,
+              help="register only if the job's modify index is this (0: must be new)")
+@client_options
+def run_job(spec: str, check_index: int | None, address: str, as_json: bool,
+            timeout: float) -> None:
+    """Register the job in SPEC (JSON or YAML)."""
+    job = load_job(spec)
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> state_pb2.RegisterJobResponse:
+        return await state_pb2_grpc.StateServiceStub(ch).RegisterJob(
+            state_pb2.RegisterJobRequest(job=job, enforce_index=check_index is not None,
+                                         job_modify_index=check_index or 0),
+            timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(resp)
+        return
+    click.echo(f"job {job.id!r} registered as version {resp.version}")
+    click.echo(f"evaluation {resp.eval_id}")
+    if resp.deployment_id:
+        click.echo(f"deployment {resp.deployment_id}")
+    for w in resp.warnings:
+        click.echo(f"warning: {w}", err=True)
+
+
+@job_group.command(name="status")
+@click.argument("job_id")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@client_options
+def job_status(job_id: str, namespace: str, address: str, as_json: bool,
+               timeout: float) -> None:
+    """Show a job and its versions."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> tuple[Any, Any]:
+        stub = state_pb2_grpc.StateServiceStub(ch)
+        job = await stub.GetJob(state_pb2.GetJobRequest(namespace=namespace, id=job_id),
+                                timeout=opts.timeout)
+        versions = await stub.ListJobVersions(
+            state_pb2.ListJobVersionsRequest(namespace=namespace, id=job_id),
+            timeout=opts.timeout)
+        return job, versions
+
+    job_resp, versions = run(opts, body)
+    job = job_resp.job
+    if opts.json:
+        print_json({"job": json_format.MessageToDict(job, preserving_proto_field_name=True),
+                    "versions": [v.version for v in versions.versions]})
+        return
+    print_table(None, ["Field", "Value"], [
+        ["ID", job.id], ["Namespace", job.namespace],
+        ["Type", enum_name(job.type, job_pb2.JobType, "JOB_TYPE_")],
+        ["Priority", job.priority], ["Version", job.version], ["Stable", job.stable],
+        ["Stop", job.stop], ["Status", enum_name(job.status, job_pb2.JobStatus, "JOB_STATUS_")],
+    ])
+    print_table("Task groups", ["Group", "Count", "Max parallel", "Canary"], (
+        [g.name, g.count, g.update.max_parallel, g.update.canary] for g in job.task_groups))
+    print_table("Versions", ["Version", "Stable", "Modify index"],
+                ([v.version, v.stable, v.job_modify_index] for v in versions.versions))
+
+
+@job_group.command(name="stop")
+@click.argument("job_id")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@click.option("--purge", is_flag=True, help="remove the job and its history")
+@client_options
+def stop_job(job_id: str, namespace: str, purge: bool, address: str, as_json: bool,
+             timeout: float) -> None:
+    """Stop (or purge) a job."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> state_pb2.DeregisterJobResponse:
+        return await state_pb2_grpc.StateServiceStub(ch).DeregisterJob(
+            state_pb2.DeregisterJobRequest(namespace=namespace, id=job_id, purge=purge),
+            timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(resp)
+    else:
+        click.echo(f"job {job_id!r} {'purged' if purge else 'stopped'}; evaluation {resp.eval_id}")

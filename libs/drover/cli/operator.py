@@ -1,0 +1,117 @@
+"""`drover operator ...`: scheduler pause/resume, members, convergence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import grpc
+from google.protobuf import duration_pb2
+
+from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.cli._client import CommandFailed, client_options, options, print_json, print_table, run
+
+
+@click.group(name="operator")
+def operator_group() -> None:
+    """Cluster operations."""
+
+
+@operator_group.group(name="scheduler")
+def scheduler_group() -> None:
+    """Scheduler configuration (pause/resume the eval broker)."""
+
+
+def _set_paused(paused: bool, opts: Any) -> bool:
+    async def body(ch: grpc.aio.Channel) -> bool:
+        stub = state_pb2_grpc.StateServiceStub(ch)
+        current = (await stub.GetSchedulerConfig(state_pb2.GetSchedulerConfigRequest(),
+                                                  timeout=opts.timeout)).config
+        if current.pause_eval_broker == paused:
+            return False
+        config = type(current)()
+        config.CopyFrom(current)
+        config.pause_eval_broker = paused
+        resp = await stub.SetSchedulerConfig(state_pb2.SetSchedulerConfigRequest(
+            config=config, cas_index=current.modify_index), timeout=opts.timeout)
+        if not resp.updated:
+            raise CommandFailed("the scheduler config changed concurrently; try again")
+        return True
+
+    return run(opts, body)
+
+
+@scheduler_group.command(name="pause")
+@client_options
+def pause(address: str, as_json: bool, timeout: float) -> None:
+    """Pause the eval broker (no deliveries; evaluations may be deleted)."""
+    opts = options(address, as_json, timeout)
+    changed = _set_paused(True, opts)
+    print_json({"paused": True, "changed": changed}) if opts.json else click.echo(
+        "eval broker paused" if changed else "eval broker was already paused")
+
+
+@scheduler_group.command(name="resume")
+@client_options
+def resume(address: str, as_json: bool, timeout: float) -> None:
+    """Resume the eval broker."""
+    opts = options(address, as_json, timeout)
+    changed = _set_paused(False, opts)
+    print_json({"paused": False, "changed": changed}) if opts.json else click.echo(
+        "eval broker resumed" if changed else "eval broker was not paused")
+
+
+@operator_group.command(name="members")
+@click.option("--service", default="", help="only this backend service")
+@client_options
+def members(service: str, address: str, as_json: bool, timeout: float) -> None:
+    """Replicas the proxy knows, per service, in the order it uses them."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> proxy_pb2.ListServersResponse:
+        return await proxy_pb2_grpc.ClientProxyServiceStub(ch).ListServers(
+            proxy_pb2.ListServersRequest(service=service), timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(resp)
+        return
+    rows = []
+    for lst in resp.lists:
+        for s in lst.servers:
+            rows.append([lst.service, s.replica, s.address, s.rpc_version,
+                         "yes" if s.healthy else "no", "leader" if s.leader else "",
+                         "backup" if s.backup else ""])
+    print_table(f"membership revision {resp.revision}",
+                ["Service", "Replica", "Address", "RPC", "Healthy", "Role", ""], rows)
+
+
+@operator_group.command(name="convergence")
+@click.option("--revision", required=True, type=click.IntRange(min=1))
+@click.option("--wait", default=10.0, show_default=True, type=click.FloatRange(min=0),
+              help="seconds to wait for every proxy replica")
+@client_options
+def convergence(revision: int, wait: float, address: str, as_json: bool,
+                timeout: float) -> None:
+    """Wait until every proxy replica has applied membership REVISION."""
+    opts = options(address, as_json, max(timeout, wait + 5))
+
+    async def body(ch: grpc.aio.Channel) -> proxy_pb2.WaitForConvergenceResponse:
+        secs = int(wait)
+        return await proxy_pb2_grpc.ClientProxyServiceStub(ch).WaitForConvergence(
+            proxy_pb2.WaitForConvergenceRequest(
+                revision=revision,
+                timeout=duration_pb2.Duration(seconds=secs, nanos=int((wait - secs) * 1e9))),
+            timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(resp)
+    else:
+        print_table("converged" if resp.converged else "NOT converged",
+                    ["Replica", "Address", "Applied revision", ""],
+                    ([r.replica, r.address, r.applied_revision,
+                      "behind" if r.applied_revision < revision else ""] for r in resp.replicas))
+    if not resp.converged:
+        raise SystemExit(2)

@@ -1,0 +1,220 @@
+"""Compile a CEL filter against a schema, once, and match objects fast.
+
+:class:`FilterCompiler` turns an expression into a :class:`Filter` and keeps
+the last ``cache_size`` in an LRU keyed by the expression string: clients
+page with the same filter again and again. Compilation is where every
+mistake surfaces as :class:`InvalidFilter` (reason ``INVALID_FILTER``):
+
+* syntax errors, with line and column and a caret under the spot;
+* unknown fields, naming the field and listing the valid ones;
+* a field compared with a literal of the wrong type (see
+  :mod:`drover.filter.analysis`);
+* a result that is not a bool, or a type error, found by probing the
+  program once with every field at its zero value.
+
+Matching reads only the fields the expression references (a CEL call costs
+about one microsecond per activation entry, so a full activation would be
+an order of magnitude slower). At run time a data-dependent failure -- a
+missing map key, an index out of range, a division by zero, a function
+rejecting its argument -- means "does not match"; a type error or a non-bool
+result is the filter's fault and raises :class:`InvalidFilter`.
+
+Fields named like CEL reserved words (``namespace``) are usable: they are
+rewritten to a same-length alias before CEL sees them, so positions in
+messages stay those of the original text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from functools import lru_cache
+from typing import Any
+
+import cel
+
+from drover.filter.analysis import analyze, bound_names, position
+from drover.filter.errors import InvalidFilter
+from drover.filter.lexer import Tok, tokenize
+from drover.filter.schema import Getter, Schema
+
+__all__ = ["CEL_RESERVED", "Filter", "FilterCompiler"]
+
+CEL_RESERVED = frozenset(
+    "as break const continue else for function if import let loop package namespace "
+    "return var void while".split()
+)
+_CEL_ERROR = re.compile(r"<input>:(\d+):(\d+): (.*)")
+# Data-dependent failures: the object simply does not match.
+_NO_MATCH = (KeyError, IndexError, ZeroDivisionError, OverflowError, RuntimeError, ValueError)
+
+
+class Filter:
+    """A compiled filter: ``matches(obj)`` plus what index selection needs."""
+
+    __slots__ = ("_plan", "_program", "constraints", "exact", "expression", "fields")
+
+    def __init__(
+        self,
+        expression: str,
+        program: Any,
+        plan: tuple[tuple[str, Getter], ...],
+        fields: tuple[str, ...],
+        constraints: Mapping[str, frozenset[Hashable]],
+        exact: bool,
+    ) -> None:
+        self.expression = expression
+        self._program = program
+        self._plan = plan
+        # Fields the expression references, by schema name.
+        self.fields = fields
+        self.constraints = constraints
+        self.exact = exact
+
+    def __repr__(self) -> str:
+        return f"Filter({self.expression!r})"
+
+    def matches(self, obj: Any) -> bool:
+        program = self._program
+        if program is None:
+            return True
+        activation = {alias: get(obj) for alias, get in self._plan}
+        try:
+            result = program.execute(activation)
+        except TypeError as exc:
+            raise InvalidFilter(f"filter {self.expression!r} has a type error: {exc}") from exc
+        except _NO_MATCH:
+            return False
+        if result is True or result is False:
+            return result
+        raise _not_bool(self.expression, result)
+
+
+MATCH_ALL_EXPRESSION = ""
+
+
+class FilterCompiler:
+    """Compiles expressions for one schema; an LRU keeps recent ones."""
+
+    def __init__(self, schema: Schema, *, cache_size: int = 256) -> None:
+        self.schema = schema
+        self._aliases = _aliases(schema)
+        self._cache: OrderedDict[str, Filter] = OrderedDict()
+        self._cache_size = cache_size
+
+    def compile(self, expression: str) -> Filter:
+        cached = self._cache.get(expression)
+        if cached is not None:
+            self._cache.move_to_end(expression)
+            return cached
+        compiled = self._compile(expression)
+        self._cache[expression] = compiled
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return compiled
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def _compile(self, expression: str) -> Filter:
+        if not expression.strip():
+            return Filter(expression, None, (), (), {}, True)
+        tokens = tokenize(expression)
+        reverse = {alias: name for name, alias in self._aliases.items()}
+        for i, tok in enumerate(tokens):  # an alias spelled by hand is no field
+            member = i > 0 and tokens[i - 1].text == "."
+            if tok.text in reverse and tok.kind is Tok.IDENT and not member:
+                raise self._unknown(expression, tokens, tok.text)
+        source, tokens = self._rewrite(expression, tokens)
+        try:
+            program = cel.compile(source)
+        except ValueError as exc:
+            raise _syntax_error(expression, str(exc)) from exc
+        bound = bound_names(tokens)
+        names: dict[str, str] = {}
+        for written in program.variables():
+            if written in bound:
+                continue
+            name = reverse.get(written, written)
+            if name not in self.schema:
+                raise self._unknown(expression, tokens, written)
+            names[written] = name
+        analysis = analyze(expression, tokens, self.schema, names, _evaluate_literal)
+        plan = tuple((written, self.schema.getter(name)) for written, name in names.items())
+        self._probe(expression, program, names)
+        fields = tuple(sorted(names.values()))
+        return Filter(expression, program, plan, fields, analysis.constraints, analysis.exact)
+
+    def _rewrite(self, expression: str, tokens: list) -> tuple[str, list]:
+        if not self._aliases:
+            return expression, tokens
+        chars = list(expression)
+        out = []
+        for i, tok in enumerate(tokens):
+            alias = self._aliases.get(tok.text) if tok.kind is Tok.IDENT else None
+            if alias is not None and not (i and tokens[i - 1].text == "."):
+                chars[tok.start : tok.end] = alias
+                tok = type(tok)(tok.kind, alias, tok.start)
+            out.append(tok)
+        return "".join(chars), out
+
+    def _unknown(self, expression: str, tokens: list, written: str) -> InvalidFilter:
+        offset = next((t.start for t in tokens if t.text == written), None)
+        if offset is None:
+            offset, shown = 0, written
+        else:  # aliases keep the length, so the original spelling is right here
+            shown = expression[offset : offset + len(written)]
+        line, column = position(expression, offset)
+        valid = ", ".join(self.schema.names())
+        return InvalidFilter(
+            f"invalid filter at line {line}, column {column}: unknown field {shown!r}; "
+            f"valid fields: {valid}",
+            metadata={"path": shown, "line": str(line), "column": str(column)},
+        )
+
+    def _probe(self, expression: str, program: Any, names: Mapping[str, str]) -> None:
+        activation = {w: self.schema.field(n).zero() for w, n in names.items()}
+        try:
+            result = program.execute(activation)
+        except TypeError as exc:
+            raise InvalidFilter(f"filter {expression!r} has a type error: {exc}") from exc
+        except _NO_MATCH:
+            return  # depends on the data; the zero object proves nothing
+        if not isinstance(result, bool):
+            raise _not_bool(expression, result)
+
+
+@lru_cache(maxsize=1024)
+def _evaluate_literal(text: str) -> object:
+    return cel.evaluate(text)
+
+
+def _aliases(schema: Schema) -> dict[str, str]:
+    aliases = {}
+    for name in schema.fields:
+        if name in CEL_RESERVED:
+            alias = name[0].upper() + name[1:]
+            if alias in schema:
+                alias = "_" + name[1:]
+            aliases[name] = alias
+    return aliases
+
+
+def _not_bool(expression: str, result: object) -> InvalidFilter:
+    kind = "null" if result is None else type(result).__name__
+    return InvalidFilter(f"filter {expression!r} must evaluate to a bool, not {kind}")
+
+
+def _syntax_error(expression: str, detail: str) -> InvalidFilter:
+    match = _CEL_ERROR.search(detail)
+    if match is None:
+        return InvalidFilter(f"invalid filter: {detail}")
+    line, column, what = int(match[1]), int(match[2]), match[3].strip()
+    lines = expression.splitlines() or [""]
+    source_line = lines[line - 1] if line <= len(lines) else ""
+    caret = " " * (column - 1) + "^"
+    return InvalidFilter(
+        f"invalid filter at line {line}, column {column}: {what}\n  {source_line}\n  {caret}",
+        metadata={"line": str(line), "column": str(column)},
+    )

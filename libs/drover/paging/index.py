@@ -1,0 +1,122 @@
+"""Ordered key sets: the create-order index and per-field secondary indexes.
+
+Every listed object has a :class:`Key` ``(create_index, id)``: the etcd create
+revision, then an id unique within the collection to break ties between keys
+created in one transaction. A key never changes while the object exists, so
+"strictly after key K in key order" is a cursor that stays valid while other
+objects are written: later creations sort after every existing key, deletions
+just vanish, and nothing present throughout is seen twice or skipped.
+
+:class:`OrderedIndex` is a sorted set of keys (``sortedcontainers.SortedList``:
+O(log n) insert, delete and seek, lazy iteration from any cursor, about 8
+bytes per key besides the shared key tuple). :class:`SecondaryIndex` maps a
+field value to the ordered keys of the objects having it; iterating several
+values merges their buckets in key order. Pure data structures: no I/O, not
+thread-safe, and a collection must not be changed while an iterator over it
+is being consumed (the async shell scans within one synchronous call).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Hashable, Iterable, Iterator
+from typing import NamedTuple
+
+from sortedcontainers import SortedList
+
+__all__ = ["Key", "OrderedIndex", "SecondaryIndex"]
+
+
+class Key(NamedTuple):
+    create_index: int
+    id: str
+
+
+class OrderedIndex:
+    """A sorted set of keys with O(log n) seek to a cursor."""
+
+    __slots__ = ("_keys",)
+
+    def __init__(self, keys: Iterable[Key] = ()) -> None:
+        self._keys: SortedList = SortedList(keys)
+
+    def add(self, key: Key) -> None:
+        if key not in self._keys:
+            self._keys.add(key)
+
+    def discard(self, key: Key) -> None:
+        self._keys.discard(key)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter(self._keys)
+
+    def iter_from(self, after: Key | None = None, *, descending: bool = False) -> Iterator[Key]:
+        """Keys strictly after ``after`` in the walk's direction (all if None)."""
+        if after is None:
+            return reversed(self._keys) if descending else iter(self._keys)
+        if descending:
+            return self._keys.irange(maximum=after, inclusive=(True, False), reverse=True)
+        return self._keys.irange(minimum=after, inclusive=(False, True))
+
+
+class SecondaryIndex:
+    """Field value -> :class:`OrderedIndex` of the keys having that value."""
+
+    __slots__ = ("_buckets",)
+
+    def __init__(self) -> None:
+        self._buckets: dict[Hashable, OrderedIndex] = {}
+
+    def add(self, value: Hashable, key: Key) -> None:
+        bucket = self._buckets.get(value)
+        if bucket is None:
+            bucket = self._buckets[value] = OrderedIndex()
+        bucket.add(key)
+
+    def discard(self, value: Hashable, key: Key) -> None:
+        bucket = self._buckets.get(value)
+        if bucket is None:
+            return
+        bucket.discard(key)
+        if not bucket:
+            del self._buckets[value]
+
+    def load(self, pairs: Iterable[tuple[Hashable, Key]]) -> None:
+        """Replace the contents in one go (sorting once beats n inserts)."""
+        grouped: dict[Hashable, list[Key]] = {}
+        for value, key in pairs:
+            grouped.setdefault(value, []).append(key)
+        self._buckets = {value: OrderedIndex(keys) for value, keys in grouped.items()}
+
+    def size(self, value: Hashable) -> int:
+        bucket = self._buckets.get(value)
+        return 0 if bucket is None else len(bucket)
+
+    def count(self, values: Iterable[Hashable]) -> int:
+        # Bucket sizes add up because an object has exactly one value per field.
+        return sum(self.size(v) for v in set(values))
+
+    def values(self) -> Iterator[Hashable]:
+        return iter(self._buckets)
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def iter_from(
+        self, values: Iterable[Hashable], after: Key | None = None, *, descending: bool = False
+    ) -> Iterator[Key]:
+        """Keys of objects whose value is one of ``values``, in key order."""
+        buckets = [b for b in (self._buckets.get(v) for v in set(values)) if b is not None]
+        if not buckets:
+            return iter(())
+        if len(buckets) == 1:
+            return buckets[0].iter_from(after, descending=descending)
+        return heapq.merge(
+            *(b.iter_from(after, descending=descending) for b in buckets), reverse=descending
+        )
