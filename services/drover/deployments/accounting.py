@@ -1,0 +1,95 @@
+"""Health accounting: per task group counts of a deployment's allocations.
+
+Counts are recomputed from the allocations the watcher knows rather than
+incremented on events, so a missed, repeated or reordered event can't skew
+them: the answer depends only on the current set. An allocation counts as
+healthy or unhealthy only once its ``deployment_status.healthy`` is set (by
+the client or SetAllocHealth); unset means "not decided yet".
+
+The group predicates read only the stored ``DeploymentGroupState`` so that
+the deadline rule (:mod:`.deadline`) can use them without allocations.
+Before promotion only canaries are placed in a canary group, so its
+``healthy_allocs`` is its number of healthy canaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from drover.api.types.v1 import allocation_pb2, deployment_pb2
+
+
+@dataclass(frozen=True)
+class GroupTally:
+    placed: int = 0
+    canaries: tuple[str, ...] = ()
+    healthy: int = 0
+    unhealthy: int = 0
+    healthy_canaries: int = 0
+
+
+def health_of(alloc: allocation_pb2.Allocation) -> bool | None:
+    """True/False once decided, None while the allocation's health is unknown."""
+    status = alloc.deployment_status
+    return status.healthy if status.HasField("healthy") else None
+
+
+def tally(allocs: Iterable[allocation_pb2.Allocation]) -> dict[str, GroupTally]:
+    """Counts per task group name; canary ids sorted so equal sets compare equal."""
+    placed: dict[str, int] = {}
+    canaries: dict[str, list[str]] = {}
+    healthy: dict[str, int] = {}
+    unhealthy: dict[str, int] = {}
+    healthy_canaries: dict[str, int] = {}
+    for alloc in allocs:
+        group = alloc.task_group
+        placed[group] = placed.get(group, 0) + 1
+        canary = alloc.deployment_status.canary
+        if canary:
+            canaries.setdefault(group, []).append(alloc.id)
+        health = health_of(alloc)
+        if health is True:
+            healthy[group] = healthy.get(group, 0) + 1
+            if canary:
+                healthy_canaries[group] = healthy_canaries.get(group, 0) + 1
+        elif health is False:
+            unhealthy[group] = unhealthy.get(group, 0) + 1
+    return {
+        group: GroupTally(
+            placed=n,
+            canaries=tuple(sorted(canaries.get(group, ()))),
+            healthy=healthy.get(group, 0),
+            unhealthy=unhealthy.get(group, 0),
+            healthy_canaries=healthy_canaries.get(group, 0),
+        )
+        for group, n in placed.items()
+    }
+
+
+def has_canaries(group: deployment_pb2.DeploymentGroupState) -> bool:
+    return group.desired_canaries > 0
+
+
+def promotion_done(group: deployment_pb2.DeploymentGroupState) -> bool:
+    """No canaries to promote, or they were promoted: the rollout may proceed."""
+    return not has_canaries(group) or group.promoted
+
+
+def group_complete(group: deployment_pb2.DeploymentGroupState) -> bool:
+    """Every desired allocation healthy, after promotion where there are canaries."""
+    return promotion_done(group) and group.healthy_allocs >= group.desired_total
+
+
+def awaiting_promotion(group: deployment_pb2.DeploymentGroupState) -> bool:
+    """All canaries healthy, the group waits for someone to promote it."""
+    return (
+        has_canaries(group)
+        and not group.promoted
+        and group.healthy_allocs >= group.desired_canaries
+    )
+
+
+def deployment_complete(deployment: deployment_pb2.Deployment) -> bool:
+    groups = deployment.task_groups.values()
+    return bool(groups) and all(group_complete(g) for g in groups)

@@ -1,0 +1,156 @@
+"""Retry safety: reads by name, the failure-kind table, and leader hints."""
+
+from __future__ import annotations
+
+import pytest
+
+from drover.api.broker.v1 import broker_pb2
+from drover.api.deployments.v1 import deployments_pb2
+from drover.api.state.v1 import state_pb2
+from drover.proxy.retry import (
+    CallFailure,
+    FailureKind,
+    RetryAction,
+    decide_retry,
+    is_read,
+    method_name,
+)
+
+# Every forwarded drover RPC, classified by hand. A new RPC fails
+# test_every_drover_rpc_is_classified until it is added here.
+EXPECTED_READS = {
+    "drover.state.v1.StateService": {
+        "GetJob",
+        "ListJobs",
+        "ListJobVersions",
+        "GetEvaluation",
+        "ListEvaluations",
+        "CountEvaluations",
+        "GetDeployment",
+        "ListDeployments",
+        "GetAllocation",
+        "ListAllocations",
+        "GetNode",
+        "ListNodes",
+        "GetSchedulerConfig",
+        "Subscribe",
+    },
+    "drover.broker.v1.EvalBrokerService": {"GetBrokerStats", "ListQueue"},
+    "drover.deployments.v1.DeploymentWatcherService": {"GetWatcherStats"},
+}
+EXPECTED_WRITES = {
+    "drover.state.v1.StateService": {
+        "RegisterJob",
+        "DeregisterJob",
+        "DeleteEvaluations",
+        "UpsertEvaluations",
+        "UpsertAllocations",
+        "UpdateAllocations",
+        "UpsertNode",
+        "SetSchedulerConfig",
+    },
+    "drover.broker.v1.EvalBrokerService": {
+        "Dequeue",
+        "Ack",
+        "Nack",
+        "OutstandingReset",
+        "CancelEvaluation",
+    },
+    "drover.deployments.v1.DeploymentWatcherService": {
+        "PromoteDeployment",
+        "PauseDeployment",
+        "FailDeployment",
+        "SetAllocHealth",
+    },
+}
+
+
+def test_every_drover_rpc_is_classified() -> None:
+    for module in (state_pb2, broker_pb2, deployments_pb2):
+        for service in module.DESCRIPTOR.services_by_name.values():
+            names = {m.name for m in service.methods}
+            reads = EXPECTED_READS[service.full_name]
+            writes = EXPECTED_WRITES[service.full_name]
+            assert names == reads | writes, service.full_name
+            for name in names:
+                path = f"/{service.full_name}/{name}"
+                assert is_read(path) is (name in reads), path
+
+
+@pytest.mark.parametrize(
+    ("method", "read"),
+    [
+        ("/grpc.health.v1.Health/Check", True),
+        ("/grpc.health.v1.Health/Watch", True),
+        ("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", True),
+        ("GetJob", True),
+        ("drover.state.v1.StateService/ListJobs", True),
+        ("Getaway", False),  # the prefix must start a word
+        ("Counter", False),
+        ("Listen", False),
+        ("Get", False),
+        ("", False),
+        ("Dequeue", False),
+    ],
+)
+def test_is_read_by_name(method: str, read: bool) -> None:
+    assert is_read(method) is read
+
+
+def test_method_name() -> None:
+    assert method_name("/drover.state.v1.StateService/GetJob") == "GetJob"
+    assert method_name("GetJob") == "GetJob"
+
+
+READ = "/drover.state.v1.StateService/GetJob"
+WRITE = "/drover.state.v1.StateService/RegisterJob"
+K = FailureKind
+A = RetryAction
+
+# (method, kind, hint, relayed) -> (action, report the server as failed)
+TABLE = [
+    (READ, K.NOT_SENT, None, False, A.RETRY_NEXT, True),
+    (WRITE, K.NOT_SENT, None, False, A.RETRY_NEXT, True),
+    (READ, K.CONNECTION_LOST, None, False, A.RETRY_NEXT, True),
+    (WRITE, K.CONNECTION_LOST, None, False, A.FAIL, True),
+    (READ, K.REFUSED_UNAVAILABLE, None, False, A.RETRY_NEXT, True),
+    (WRITE, K.REFUSED_UNAVAILABLE, None, False, A.FAIL, True),
+    (READ, K.REFUSED_UNAVAILABLE, "10.0.0.2:1", False, A.FOLLOW_LEADER, False),
+    (WRITE, K.REFUSED_UNAVAILABLE, "10.0.0.2:1", False, A.FOLLOW_LEADER, False),
+    (WRITE, K.REFUSED_PRECONDITION, "10.0.0.2:1", False, A.FOLLOW_LEADER, False),
+    (WRITE, K.REFUSED_PRECONDITION, None, False, A.FAIL, False),
+    (READ, K.REFUSED_PRECONDITION, None, False, A.FAIL, False),
+    # A hint naming the server that refused would loop: ignored.
+    (WRITE, K.REFUSED_UNAVAILABLE, "10.0.0.1:1", False, A.FAIL, True),
+    (READ, K.DEADLINE_EXCEEDED, None, False, A.FAIL, False),
+    (WRITE, K.DEADLINE_EXCEEDED, None, False, A.FAIL, False),
+    (READ, K.CANCELLED, None, False, A.FAIL, False),
+    (READ, K.ANSWERED, None, False, A.FAIL, False),
+    (WRITE, K.ANSWERED, "10.0.0.2:1", False, A.FAIL, False),
+    # Once stream messages reached the client, nothing is retried.
+    ("/drover.state.v1.StateService/Subscribe", K.CONNECTION_LOST, None, True, A.FAIL, True),
+    ("/drover.state.v1.StateService/Subscribe", K.CONNECTION_LOST, None, False, A.RETRY_NEXT, True),
+    (READ, K.REFUSED_UNAVAILABLE, "10.0.0.2:1", True, A.FAIL, False),
+]
+
+
+@pytest.mark.parametrize(("method", "kind", "hint", "relayed", "action", "failed"), TABLE)
+def test_retry_policy_table(
+    method: str,
+    kind: FailureKind,
+    hint: str | None,
+    relayed: bool,
+    action: RetryAction,
+    failed: bool,
+) -> None:
+    failure = CallFailure(kind, server="10.0.0.1:1", leader_hint=hint, relayed=relayed)
+    decision = decide_retry(method, failure)
+    assert decision.action is action
+    assert decision.server_failed is failed
+    assert decision.reason
+    assert decision.leader == (hint if action is A.FOLLOW_LEADER else None)
+
+
+def test_every_failure_kind_has_a_rule() -> None:
+    covered = {row[1] for row in TABLE}
+    assert covered == set(FailureKind)
