@@ -44,6 +44,7 @@ EXPECTED_WRITES = {
         "DeregisterJob",
         "DeleteEvaluations",
         "UpsertEvaluations",
+        "UpdateDeployment",
         "UpsertAllocations",
         "UpdateAllocations",
         "UpsertNode",
