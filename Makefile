@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv etcd node run test test-unit lint proto proto-check bench clean
+.PHONY: help venv etcd node run test test-unit lint proto proto-check bench smoke clean
 
 help:
 	@echo "make run    - local etcd + state, broker, deployments, proxy (Ctrl-C stops all)"
@@ -44,6 +44,9 @@ lint: venv node
 	$(BIN)/ruff check .
 	$(BIN)/mypy libs services
 	npx --no-install buf lint
+
+smoke: node
+	bash scripts/smoke.sh
 
 proto: venv
 	$(BIN)/python scripts/genproto.py

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Smoke test of a running drover suite (`make run`, then `make smoke`), through
+# the proxy and directly. Uses grpcurl when it is on PATH, else `buf curl` with
+# the same JSON bodies; checks answers with jq; stops at the first failure.
+#
+# Addresses (defaults: the `make run` layout):
+#   DROVER_PROXY=127.0.0.1:7100 DROVER_STATE=127.0.0.1:7101
+#   DROVER_BROKER=127.0.0.1:7102 DROVER_DEPLOYMENTS=127.0.0.1:7103
+set -euo pipefail
+
+PROXY=${DROVER_PROXY:-127.0.0.1:7100}
+STATE=${DROVER_STATE:-127.0.0.1:7101}
+BROKER=${DROVER_BROKER:-127.0.0.1:7102}
+DEPLOYMENTS=${DROVER_DEPLOYMENTS:-127.0.0.1:7103}
+RUN=${SMOKE_RUN:-$(date +%s)-$$}
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+
+command -v jq >/dev/null || { echo "smoke: jq is required (apt-get install jq)" >&2; exit 2; }
+if command -v grpcurl >/dev/null; then
+  TOOL=grpcurl
+elif [ -x "$HERE/node_modules/.bin/buf" ]; then
+  TOOL="$HERE/node_modules/.bin/buf"
+elif command -v buf >/dev/null; then
+  TOOL=buf
+else
+  echo "smoke: need grpcurl or buf (npm install in the repo provides buf)" >&2; exit 2
+fi
+
+checks=0
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { checks=$((checks + 1)); echo "ok $checks - $*"; }
+
+# call ADDR SERVICE/METHOD JSON -> response JSON on stdout; non-zero on an error status.
+call() {
+  local addr=$1 method=$2 body=${3:-'{}'}
+  if [ "$TOOL" = grpcurl ]; then
+    grpcurl -plaintext -format-error -d "$body" "$addr" "$method"
+  else
+    "$TOOL" curl --protocol grpc --http2-prior-knowledge -d "$body" "http://$addr/$method"
+  fi
+}
+
+list_services() {
+  if [ "$TOOL" = grpcurl ]; then grpcurl -plaintext "$1" list
+  else "$TOOL" curl --protocol grpc --http2-prior-knowledge --list-services "http://$1"; fi
+}
+
+expect() {  # expect DESCRIPTION JQ-EXPR JSON
+  echo "$3" | jq -e "$2" >/dev/null || fail "$1: $(echo "$3" | head -c 600)"
+  ok "$1"
+}
+
+S=drover.state.v1.StateService
+B=drover.broker.v1.EvalBrokerService
+D=drover.deployments.v1.DeploymentWatcherService
+P=drover.proxy.v1.ClientProxyService
+
+echo "# smoke run $RUN with $TOOL"
+for pair in "$STATE:$S" "$BROKER:$B" "$DEPLOYMENTS:$D" "$PROXY:$P" "$PROXY:$S"; do
+  addr=${pair%:*}; svc=${pair##*:}
+  list_services "$addr" | grep -qx "$svc" || fail "$addr does not list $svc"
+  ok "$addr lists $svc"
+done
+for addr in "$STATE" "$BROKER" "$DEPLOYMENTS" "$PROXY"; do
+  expect "health of $addr" '.status == "SERVING"' "$(call "$addr" grpc.health.v1.Health/Check)"
+done
+
+# A service job with one canary: registering it makes an evaluation and a deployment.
+job=$(jq -nc --arg id "smoke-web-$RUN" '{job: {id: $id, namespace: "default", name: $id,
+  type: "JOB_TYPE_SERVICE", priority: 50, datacenters: ["dc1"],
+  taskGroups: [{name: "web", count: 2, update: {maxParallel: 1, canary: 1,
+    progressDeadline: "600s", healthyDeadline: "300s", autoPromote: false}}]}}')
+reg=$(call "$PROXY" "$S/RegisterJob" "$job")
+expect "register a service job through the proxy" '.evalId != null and .deploymentId != null' "$reg"
+deployment=$(echo "$reg" | jq -r .deploymentId)
+
+# Batch jobs to page through and delete.
+for i in $(seq 1 12); do
+  call "$PROXY" "$S/RegisterJob" "$(jq -nc --arg id "smoke-batch-$RUN-$i" \
+    '{job: {id: $id, namespace: "default", type: "JOB_TYPE_BATCH", priority: 40,
+      taskGroups: [{name: "g", count: 1}]}}')" >/dev/null
+done
+ok "registered 12 batch jobs"
+
+filter="job_id.startsWith(\"smoke-batch-$RUN-\")"
+count=$(call "$STATE" "$S/CountEvaluations" "$(jq -nc --arg f "$filter" '{namespace: "*", filter: $f}')")
+expect "count evaluations directly" '(.count | tonumber) == 12' "$count"
+
+seen=0; token=""; pages=0
+while :; do
+  page=$(call "$PROXY" "$S/ListEvaluations" "$(jq -nc --arg f "$filter" --arg t "$token" \
+    '{namespace: "*", filter: $f, pageSize: 5, pageToken: $t}')")
+  seen=$((seen + $(echo "$page" | jq '.evaluations // [] | length')))
+  pages=$((pages + 1))
+  token=$(echo "$page" | jq -r '.nextPageToken // ""')
+  [ -n "$token" ] || break
+done
+[ "$seen" -eq 12 ] && [ "$pages" -ge 3 ] || fail "paged list saw $seen evaluations in $pages pages"
+ok "listed 12 evaluations through the proxy in $pages pages of 5"
+
+bad=$(call "$STATE" "$S/ListEvaluations" '{"pageToken": "not-a-token"}' 2>&1 || true)
+echo "$bad" | grep -q INVALID_PAGE_TOKEN || fail "tampered token not refused: $bad"
+ok "a tampered page token is refused (INVALID_PAGE_TOKEN)"
+
+refused=$(call "$STATE" "$S/DeleteEvaluations" "$(jq -nc --arg f "$filter" '{filter: $f}')" 2>&1 || true)
+cfg=$(call "$STATE" "$S/GetSchedulerConfig")
+if [ "$(echo "$cfg" | jq -r '.config.pauseEvalBroker // false')" != "true" ]; then
+  echo "$refused" | grep -q BROKER_NOT_PAUSED || fail "delete with a running broker: $refused"
+  ok "delete is refused while the broker runs (BROKER_NOT_PAUSED)"
+fi
+expect "pause the eval broker" '.updated == true or .index != null' \
+  "$(call "$PROXY" "$S/SetSchedulerConfig" '{"config": {"pauseEvalBroker": true}}')"
+
+deleted=0; token=""
+while :; do
+  resp=$(call "$PROXY" "$S/DeleteEvaluations" "$(jq -nc --arg f "$filter" --arg t "$token" \
+    '{filter: $f, pageSize: 5, pageToken: $t}')")
+  deleted=$((deleted + $(echo "$resp" | jq -r '.deleted // 0')))
+  token=$(echo "$resp" | jq -r '.nextPageToken // ""')
+  [ -n "$token" ] || break
+done
+[ "$deleted" -eq 12 ] || fail "deleted $deleted of 12"
+ok "deleted 12 evaluations by filter, page by page"
+expect "nothing left" '((.count // "0") | tonumber) == 0' \
+  "$(call "$STATE" "$S/CountEvaluations" "$(jq -nc --arg f "$filter" '{namespace: "*", filter: $f}')")"
+expect "resume the eval broker" '.updated == true or .index != null' \
+  "$(call "$PROXY" "$S/SetSchedulerConfig" '{"config": {"pauseEvalBroker": false}}')"
+
+# Act as a scheduler worker: dequeue the service job's evaluation and ack it.
+got=""
+for _ in $(seq 1 10); do
+  d=$(call "$PROXY" "$B/Dequeue" '{"schedulers": ["service"], "timeout": "2s"}')
+  if [ "$(echo "$d" | jq -r '.evaluation.jobId // ""')" = "smoke-web-$RUN" ]; then got=$d; break; fi
+  if [ -n "$(echo "$d" | jq -r '.token // ""')" ]; then  # someone else's: give it back
+    call "$PROXY" "$B/Ack" "$(echo "$d" | jq -c '{evalId: .evaluation.id, token: .token}')" >/dev/null
+  fi
+done
+[ -n "$got" ] || fail "dequeue never returned the smoke job's evaluation"
+ok "dequeued the job's evaluation as a worker"
+expect "ack it" '.index != null' \
+  "$(call "$PROXY" "$B/Ack" "$(echo "$got" | jq -c '{evalId: .evaluation.id, token: .token}')")"
+
+# Place the canary as the scheduler would, report it healthy as the client would, promote.
+alloc="smoke-alloc-$RUN"
+call "$STATE" "$S/UpsertAllocations" "$(jq -nc --arg a "$alloc" --arg d "$deployment" \
+  --arg j "smoke-web-$RUN" '{allocations: [{id: $a, namespace: "default", jobId: $j,
+  taskGroup: "web", nodeId: "node-1", deploymentId: $d, desiredStatus: "ALLOC_DESIRED_STATUS_RUN",
+  clientStatus: "ALLOC_CLIENT_STATUS_RUNNING", deploymentStatus: {canary: true}}]}')" >/dev/null
+call "$STATE" "$S/UpdateAllocations" "$(jq -nc --arg a "$alloc" \
+  '{updates: [{id: $a, namespace: "default", clientStatus: "ALLOC_CLIENT_STATUS_RUNNING", healthy: true}]}')" >/dev/null
+ok "placed a healthy canary"
+promoted=""
+for _ in $(seq 1 20); do
+  if promoted=$(call "$PROXY" "$D/PromoteDeployment" "$(jq -nc --arg d "$deployment" \
+      '{namespace: "default", deploymentId: $d, all: true}')" 2>/dev/null); then break; fi
+  promoted=""; sleep 0.5
+done
+[ -n "$promoted" ] || fail "could not promote deployment $deployment"
+expect "promote the deployment through the proxy" '.result.deployment.taskGroups.web.promoted == true' "$promoted"
+
+servers=$(call "$PROXY" "$P/ListServers")
+expect "the proxy lists state servers" '[.lists[] | select(.service == "state") | .servers[]] | length >= 1' "$servers"
+rev=$(echo "$servers" | jq -r .revision)
+expect "every proxy replica converged on revision $rev" '.converged == true' \
+  "$(call "$PROXY" "$P/WaitForConvergence" "$(jq -nc --arg r "$rev" '{revision: $r, timeout: "5s"}')")"
+
+echo "$checks passed, 0 failed"
