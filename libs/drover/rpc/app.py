@@ -37,6 +37,9 @@ class StaticApp:
     def __init__(self, bindings: Sequence[ServiceBinding]) -> None:
         self.bindings = list(bindings)
 
+    async def prepare(self) -> None:
+        return None
+
     async def start(self, ctx: AppContext) -> None:
         await ctx.health.set_all_ready(True)
 

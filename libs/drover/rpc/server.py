@@ -87,7 +87,9 @@ class AppContext:
 class App(Protocol):
     """A drover service: bindings plus lifecycle hooks.
 
-    ``start`` may spawn background tasks (append them to ``ctx.tasks``) and
+    ``prepare`` runs before the gRPC server is built: it creates what the
+    servicers need (etcd clients, a loaded cache) so that ``bindings`` can
+    be read afterwards. ``start`` may spawn background tasks (append them to ``ctx.tasks``) and
     must mark readiness through ``ctx.health`` when the service can serve.
     ``stop`` is called after health turned NOT_SERVING and before the server
     stops; it must return within the shutdown grace.
@@ -95,6 +97,8 @@ class App(Protocol):
 
     @property
     def bindings(self) -> Sequence[ServiceBinding]: ...
+
+    async def prepare(self) -> None: ...
 
     async def start(self, ctx: AppContext) -> None: ...
 
@@ -131,8 +135,7 @@ class DroverServer:
         self.settings = settings
         self.app = app
         self.membership = membership
-        names = [b.name for b in app.bindings]
-        self.health = Health(names)
+        self.health = Health([])
         self._server: grpc.aio.Server | None = None
         self._health_server: grpc.aio.Server | None = None
         self._stopped = asyncio.Event()
@@ -142,6 +145,10 @@ class DroverServer:
 
     async def start(self) -> AppContext:
         settings = self.settings
+        prepare = getattr(self.app, "prepare", None)
+        if prepare is not None:
+            await prepare()
+        self.health = Health([b.name for b in self.app.bindings])
         server = grpc.aio.server(
             interceptors=[ObserveInterceptor(settings.service), ErrorInterceptor()],
             options=SERVER_OPTIONS,

@@ -44,6 +44,9 @@ class _GatedApp:
         self.ctx: AppContext | None = None
         self.stopped = False
 
+    async def prepare(self) -> None:
+        return None
+
     async def start(self, ctx: AppContext) -> None:
         self.ctx = ctx
 
@@ -160,16 +163,24 @@ async def test_graceful_stop_turns_health_off_and_stops_app() -> None:
     assert resp.status == health_pb2.HealthCheckResponse.NOT_SERVING
 
 
-async def test_every_service_app_starts_and_is_ready() -> None:
+async def test_every_service_app_starts_and_is_ready(etcd_endpoint: str,
+                                                    etcd_prefix: str) -> None:
+    from drover.config import EtcdSettings
+
     assert service_names() == ["broker", "deployments", "proxy", "state"]
+    etcd = EtcdSettings(endpoints=(etcd_endpoint,), prefix=etcd_prefix, session_ttl=3)
     for name in service_names():
-        app = load_app_factory(name)(ServeSettings(service=name))
-        server = DroverServer(ServeSettings(service=name), app)
+        settings = ServeSettings(service=name, etcd=etcd)
+        app = load_app_factory(name)(settings)
+        server = DroverServer(settings, app, membership=True)
         await server.start()
         try:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-                # StaticApp services are ready as soon as they serve.
-                assert await _health(channel) == health_pb2.HealthCheckResponse.SERVING
+                for _ in range(100):  # ready once the service can really serve
+                    if await _health(channel) == health_pb2.HealthCheckResponse.SERVING:
+                        break
+                    await asyncio.sleep(0.05)
+                assert await _health(channel) == health_pb2.HealthCheckResponse.SERVING, name
         finally:
             await server.stop(0)
 

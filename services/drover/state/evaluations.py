@@ -1,0 +1,235 @@
+"""Evaluation RPCs: get (with its chain), list, count, upsert, and the
+paged, compared delete that a million-evaluation backlog needs.
+
+DeleteEvaluations deletes at most one page per call in one txn. Every
+deleted evaluation is compared on the mod_revision it had when it matched,
+so one changed since (by a worker, say) is not deleted on a stale match: the
+call re-syncs, re-matches those candidates against fresh data and retries,
+and ``deleted`` reports what was actually applied. The scheduler config's
+mod_revision is compared too, so un-pausing the broker mid-call wins. The
+cursor is the last examined ``(create_index, key)``, and pages walk strictly
+after it, so deletions behind the cursor never shift what comes next
+(Nomad's offset-style paging skipped evaluations this way).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import evaluation_pb2, scheduler_pb2
+from drover.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
+from drover.state import codec
+from drover.state.query import Hit, page_size
+from drover.state.reads import ListRequest, check_name, messages, namespace_arg
+from drover.state.service_base import Base
+from drover.state.store import Compare, Delete, Op, Put
+
+RETRIES = 3
+
+
+class BrokerNotPaused(FailedPrecondition):
+    reason = "BROKER_NOT_PAUSED"
+
+
+def validate_eval(i: int, ev: evaluation_pb2.Evaluation) -> None:
+    f = f"evaluations[{i}]"
+    check_name(ev.id, f"{f}.id")
+    ev.namespace = ev.namespace or "default"
+    check_name(ev.namespace, f"{f}.namespace")
+    if ev.priority == 0:
+        ev.priority = 50
+    if not 1 <= ev.priority <= 100:
+        raise InvalidArgument(f"{f}.priority must be 1..100, got {ev.priority}",
+                              metadata={"field": f"{f}.priority"})
+    if not ev.type:
+        raise InvalidArgument(f"{f}.type is required (service, batch, system or _core)",
+                              metadata={"field": f"{f}.type"})
+    if ev.job_id:
+        check_name(ev.job_id, f"{f}.job_id")
+
+
+class EvaluationsRpc(Base):
+    def _find_eval(self, namespace: str, eval_id: str) -> tuple[str, Any] | None:
+        table = self.cache.tables[codec.EVALUATIONS]
+        namespaces = (
+            [namespace] if namespace not in ("", "*")
+            else list(table.secondary.get("namespace", {}))
+        )
+        for ns in namespaces:
+            e = table.objects.get(f"{ns}/{eval_id}")
+            if e is not None:
+                return f"{ns}/{eval_id}", e
+        return None
+
+    async def GetEvaluation(self, request: Any, context: Any) -> Any:
+        check_name(request.id, "id")
+        if request.namespace:
+            check_name(request.namespace, "namespace", allow_all=True)
+        index = await self.reader.prepare(codec.EVALUATIONS, request.query)
+        found = self._find_eval(request.namespace, request.id)
+        if found is None:
+            raise NotFound(f"evaluation {request.id!r} not found")
+        table = self.cache.tables[codec.EVALUATIONS]
+        ev = table.decode_entry(found[1])
+        related = []
+        if request.include_related:
+            for rid in (ev.previous_eval, ev.next_eval, ev.blocked_eval):
+                r = self._find_eval(ev.namespace, rid) if rid else None
+                if r is not None:
+                    related.append(table.decode_entry(r[1]))
+        return state_pb2.GetEvaluationResponse(evaluation=ev, related=related,
+                                               meta=self.reader.meta(index))
+
+    async def ListEvaluations(self, request: Any, context: Any) -> Any:
+        index = await self.reader.prepare(codec.EVALUATIONS, request.query)
+        hits, token = self.reader.list_page(ListRequest(
+            "ListEvaluations", codec.EVALUATIONS, namespace_arg(request.namespace),
+            request.prefix, request.filter, request.order_by, request.page_size,
+            request.page_token))
+        return state_pb2.ListEvaluationsResponse(
+            evaluations=messages(hits), next_page_token=token, meta=self.reader.meta(index))
+
+    async def CountEvaluations(self, request: Any, context: Any) -> Any:
+        index = await self.reader.prepare(codec.EVALUATIONS, request.query)
+        n = self.reader.count(ListRequest(
+            "CountEvaluations", codec.EVALUATIONS, namespace_arg(request.namespace),
+            filter=request.filter))
+        return state_pb2.CountEvaluationsResponse(count=n, meta=self.reader.meta(index))
+
+    async def UpsertEvaluations(self, request: Any, context: Any) -> Any:
+        if not request.evaluations:
+            raise InvalidArgument("evaluations must not be empty",
+                                  metadata={"field": "evaluations"})
+        self.writer.check_size(len(request.evaluations), "evaluations")
+        evs = []
+        for i, src in enumerate(request.evaluations):
+            ev = evaluation_pb2.Evaluation()
+            ev.CopyFrom(src)
+            validate_eval(i, ev)
+            evs.append(ev)
+        table = self.cache.tables[codec.EVALUATIONS]
+        for attempt in range(RETRIES):
+            await self.cache.sync()
+            compares, ops = [], []
+            for ev in evs:
+                key = self.keys.key(codec.EVALUATIONS, ev.namespace, ev.id)
+                old = table.objects.get(f"{ev.namespace}/{ev.id}")
+                compares.append(Compare(key, "mod", old[1] if old else 0))
+                if old is not None:
+                    ev.create_time.CopyFrom(table.decode_entry(old).create_time)
+                elif not ev.HasField("create_time"):
+                    ev.create_time.CopyFrom(self.now())
+                ev.modify_time.CopyFrom(self.now())
+                ops.append(Put(key, codec.encode(ev)))
+            try:
+                rev = await self.writer.commit(compares, ops, self.fence(context))
+            except Conflict:
+                if attempt == RETRIES - 1:
+                    raise
+                continue
+            return state_pb2.UpsertEvaluationsResponse(eval_ids=[e.id for e in evs], index=rev)
+        raise AssertionError("unreachable")
+
+    # -- delete -----------------------------------------------------------
+
+    def _broker_paused(self) -> Compare:
+        table = self.cache.tables[codec.SCHEDULER_CONFIG]
+        e = table.objects.get(f"{codec.GLOBAL_NS}/{codec.SCHEDULER_CONFIG_ID}")
+        cfg = table.decode_entry(e) if e else scheduler_pb2.SchedulerConfig()
+        if not cfg.pause_eval_broker:
+            raise BrokerNotPaused(
+                "evaluations may only be deleted while the eval broker is paused: run "
+                "`drover operator scheduler pause` (or SetSchedulerConfig with "
+                "pause_eval_broker=true), delete, then resume",
+            )
+        key = self.keys.key(codec.SCHEDULER_CONFIG, codec.GLOBAL_NS, codec.SCHEDULER_CONFIG_ID)
+        return Compare(key, "mod", e[1] if e else 0)
+
+    async def DeleteEvaluations(self, request: Any, context: Any) -> Any:
+        by_ids, by_filter = bool(request.ids), bool(request.filter.strip())
+        if by_ids == by_filter:
+            raise InvalidArgument("set exactly one of ids or filter",
+                                  metadata={"field": "ids" if by_ids else "filter"})
+        if by_ids and (request.page_token or request.job_id):
+            raise InvalidArgument("page_token and job_id apply only to a filter delete",
+                                  metadata={"field": "page_token" if request.page_token
+                                            else "job_id"})
+        if by_ids:
+            return await self._delete_ids(request, context)
+        return await self._delete_filter(request, context)
+
+    async def _delete_ids(self, request: Any, context: Any) -> Any:
+        ids = list(dict.fromkeys(request.ids))
+        for i, eid in enumerate(ids):
+            check_name(eid, f"ids[{i}]")
+        self.writer.check_size(len(ids), "ids")
+        ns = request.namespace
+        if ns:
+            check_name(ns, "namespace", allow_all=True)
+        for attempt in range(RETRIES):
+            await self.cache.sync()
+            compares = [self._broker_paused()]
+            ops: list[Op] = []
+            missing = []
+            for eid in ids:
+                found = self._find_eval(ns, eid)
+                if found is None:
+                    missing.append(eid)
+                    continue
+                key = self.keys.key(codec.EVALUATIONS, *found[0].split("/", 1))
+                compares.append(Compare(key, "mod", found[1][1]))
+                ops.append(Delete(key))
+            if missing:
+                raise NotFound(f"evaluation(s) not found: {', '.join(missing)}; nothing deleted",
+                               metadata={"ids": ",".join(missing[:20])})
+            if request.dry_run:
+                return state_pb2.DeleteEvaluationsResponse(deleted=len(ops),
+                                                           index=self.cache.revision)
+            try:
+                rev = await self.writer.commit(compares, ops, self.fence(context))
+            except Conflict:
+                if attempt == RETRIES - 1:
+                    raise
+                continue
+            return state_pb2.DeleteEvaluationsResponse(deleted=len(ops), index=rev)
+        raise AssertionError("unreachable")
+
+    async def _delete_filter(self, request: Any, context: Any) -> Any:
+        ns = namespace_arg(request.namespace or "*")
+        scope: tuple[tuple[str, Any], ...] = ()
+        if request.job_id:
+            scope = (("job_id", check_name(request.job_id, "job_id")),)
+        size = min(page_size(request.page_size, self.reader.limits), self.writer_limit())
+        req = ListRequest("DeleteEvaluations", codec.EVALUATIONS, ns, "", request.filter,
+                          "", size, request.page_token, scope)
+        await self.cache.sync()
+        paused = self._broker_paused()
+        hits, token = self.reader.list_page(req, max_size=self.writer_limit(), decode=False)
+        if request.dry_run or not hits:
+            return state_pb2.DeleteEvaluationsResponse(
+                deleted=len(hits), next_page_token=token, index=self.cache.revision)
+        for attempt in range(RETRIES):
+            compares = [paused] + [
+                Compare(self._eval_key(h), "mod", h.entry[1]) for h in hits
+            ]
+            try:
+                rev = await self.writer.commit(compares, [Delete(self._eval_key(h)) for h in hits],
+                                               self.fence(context))
+                return state_pb2.DeleteEvaluationsResponse(
+                    deleted=len(hits), next_page_token=token, index=rev)
+            except Conflict:
+                if attempt == RETRIES - 1:
+                    raise
+            await self.cache.sync()
+            paused = self._broker_paused()
+            plan, _ = self.reader.plan(req, decode=False)
+            hits = [h for h in (plan.match(h.order) for h in hits) if h is not None]
+            if not hits:
+                break
+        return state_pb2.DeleteEvaluationsResponse(
+            deleted=0, next_page_token=token, index=self.cache.revision)
+
+    def _eval_key(self, hit: Hit) -> bytes:
+        ns, eid = hit.order[1].split("/", 1)
+        return self.keys.key(codec.EVALUATIONS, ns, eid)

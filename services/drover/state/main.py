@@ -1,0 +1,88 @@
+"""Wiring for the server bootstrap: :func:`build_state_service`.
+
+The bootstrap (``drover.rpc.server``) owns the gRPC server, health and
+reflection; this module builds what the state service adds: the cache (listed
+before the function returns, so a replica is ready only when it can answer),
+the servicer, and the background task that keeps the cache watching.
+The page-token HMAC key is shared by all replicas through etcd (created once
+with a put-if-absent txn), so any replica continues another's pages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+
+from drover.api.state.v1 import state_pb2_grpc
+from drover.config import ServeSettings
+from drover.coord.keys import Keyspace
+from drover.state import codec
+from drover.state.cache import Cache, CacheConfig
+from drover.state.reads import Reader
+from drover.state.service import StateServicer
+from drover.state.store import Compare, EtcdStore, KVStore, Put
+from drover.state.subscribe import Hub, SubscribeConfig
+from drover.state.tokens import TokenCodec
+from drover.state.writes import Writer
+
+
+@dataclass
+class StateService:
+    """What the bootstrap wires: add ``register`` to the server, await
+    ``ready`` before reporting SERVING, keep ``tasks`` running, ``close``."""
+
+    servicer: StateServicer
+    cache: Cache
+    ready: asyncio.Event
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _closers: list[Callable[[], Any]] = field(default_factory=list)
+
+    def register(self, server: grpc.aio.Server) -> None:
+        state_pb2_grpc.add_StateServiceServicer_to_server(self.servicer, server)
+
+    async def close(self) -> None:
+        await self.cache.close()
+        for closer in self._closers:
+            res = closer()
+            if asyncio.iscoroutine(res):
+                await res
+
+
+async def token_key(store: KVStore, keys: codec.KeyCodec) -> bytes:
+    """The cluster's page-token key, created by the first replica."""
+    key = f"{keys.base}state/page-token-key".encode()
+    await store.txn([Compare(key, "create", 0)], [Put(key, os.urandom(32))])
+    page = await store.range(key, b"")
+    return page.kvs[0].value
+
+
+async def build_on_store(
+    store: KVStore, keyspace: Keyspace, *, cache_config: CacheConfig | None = None,
+    subscribe_config: SubscribeConfig | None = None,
+) -> StateService:
+    """The state service on any :class:`KVStore` (tests, benchmarks)."""
+    keys = codec.KeyCodec(keyspace)
+    cache = Cache(store, keys, cache_config or CacheConfig())
+    await cache.start()
+    reader = Reader(cache, TokenCodec(await token_key(store, keys)))
+    servicer = StateServicer(cache, reader, Writer(store, keys, cache), keys)
+    servicer.attach_hub(Hub(cache, subscribe_config or SubscribeConfig()))
+    tasks = [cache._task] if cache._task is not None else []
+    return StateService(servicer, cache, cache.ready, tasks)
+
+
+async def build_state_service(settings: ServeSettings) -> StateService:
+    """Connect to etcd (a "bulk" client: the cache's watch streams the whole
+    keyspace), list the cache, and return the service ready to register."""
+    from drover.coord.connect import connect
+
+    client = await connect(settings.etcd, purpose="bulk")
+    store = EtcdStore(client.channel)
+    service = await build_on_store(store, Keyspace(settings.etcd.prefix))
+    service._closers.append(client.close)
+    return service

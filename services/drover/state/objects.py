@@ -1,0 +1,203 @@
+"""Deployment, allocation, node and scheduler-config RPCs.
+
+Writes compare every touched object's mod_revision as read from the synced
+cache (optimistic concurrency) and retry a few times on a conflict, because
+their callers (workers, clients) send whole new states, not deltas against
+something they read. UpdateAllocations is the exception that merges: it
+changes only client status and deployment health of existing allocations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import allocation_pb2, node_pb2, scheduler_pb2
+from drover.errors import Conflict, InvalidArgument, NotFound
+from drover.state import codec
+from drover.state.reads import ListRequest, check_name, messages, namespace_arg
+from drover.state.service_base import Base
+from drover.state.store import Compare, Op, Put
+
+RETRIES = 3
+
+
+class ObjectsRpc(Base):
+    async def _retry(self, attempt: Callable[[], Awaitable[Any]]) -> Any:
+        for i in range(RETRIES):
+            await self.cache.sync()
+            try:
+                return await attempt()
+            except Conflict:
+                if i == RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _get(self, kind: str, ns: str, oid: str, what: str) -> Any:
+        msg = self.cache.tables[kind].decode(f"{ns}/{oid}")
+        if msg is None:
+            where = f" in namespace {ns!r}" if ns != codec.GLOBAL_NS else ""
+            raise NotFound(f"{what} {oid!r} not found{where}")
+        return msg
+
+    # -- deployments ------------------------------------------------------
+
+    async def GetDeployment(self, request: Any, context: Any) -> Any:
+        ns = namespace_arg(request.namespace, allow_all=False)
+        check_name(request.id, "id")
+        index = await self.reader.prepare(codec.DEPLOYMENTS, request.query)
+        d = self._get(codec.DEPLOYMENTS, ns, request.id, "deployment")
+        return state_pb2.GetDeploymentResponse(deployment=d, meta=self.reader.meta(index))
+
+    async def ListDeployments(self, request: Any, context: Any) -> Any:
+        index = await self.reader.prepare(codec.DEPLOYMENTS, request.query)
+        hits, token = self.reader.list_page(ListRequest(
+            "ListDeployments", codec.DEPLOYMENTS, namespace_arg(request.namespace),
+            request.prefix, request.filter, request.order_by, request.page_size,
+            request.page_token))
+        return state_pb2.ListDeploymentsResponse(
+            deployments=messages(hits), next_page_token=token, meta=self.reader.meta(index))
+
+    # -- allocations ------------------------------------------------------
+
+    async def GetAllocation(self, request: Any, context: Any) -> Any:
+        ns = namespace_arg(request.namespace, allow_all=False)
+        check_name(request.id, "id")
+        index = await self.reader.prepare(codec.ALLOCATIONS, request.query)
+        a = self._get(codec.ALLOCATIONS, ns, request.id, "allocation")
+        return state_pb2.GetAllocationResponse(allocation=a, meta=self.reader.meta(index))
+
+    async def ListAllocations(self, request: Any, context: Any) -> Any:
+        index = await self.reader.prepare(codec.ALLOCATIONS, request.query)
+        hits, token = self.reader.list_page(ListRequest(
+            "ListAllocations", codec.ALLOCATIONS, namespace_arg(request.namespace),
+            request.prefix, request.filter, request.order_by, request.page_size,
+            request.page_token))
+        return state_pb2.ListAllocationsResponse(
+            allocations=messages(hits), next_page_token=token, meta=self.reader.meta(index))
+
+    async def UpsertAllocations(self, request: Any, context: Any) -> Any:
+        if not request.allocations:
+            raise InvalidArgument("allocations must not be empty",
+                                  metadata={"field": "allocations"})
+        self.writer.check_size(len(request.allocations), "allocations")
+        allocs = []
+        for i, src in enumerate(request.allocations):
+            a = allocation_pb2.Allocation()
+            a.CopyFrom(src)
+            check_name(a.id, f"allocations[{i}].id")
+            a.namespace = a.namespace or "default"
+            check_name(a.namespace, f"allocations[{i}].namespace")
+            check_name(a.job_id, f"allocations[{i}].job_id")
+            allocs.append(a)
+        table = self.cache.tables[codec.ALLOCATIONS]
+
+        async def attempt() -> Any:
+            compares, ops = [], []
+            for a in allocs:
+                key = self.keys.key(codec.ALLOCATIONS, a.namespace, a.id)
+                old = table.objects.get(f"{a.namespace}/{a.id}")
+                compares.append(Compare(key, "mod", old[1] if old else 0))
+                a.create_time.CopyFrom(table.decode_entry(old).create_time if old else self.now())
+                a.modify_time.CopyFrom(self.now())
+                ops.append(Put(key, codec.encode(a)))
+            rev = await self.writer.commit(compares, ops, self.fence(context))
+            return state_pb2.UpsertAllocationsResponse(
+                allocation_ids=[a.id for a in allocs], index=rev)
+
+        return await self._retry(attempt)
+
+    async def UpdateAllocations(self, request: Any, context: Any) -> Any:
+        if not request.updates:
+            raise InvalidArgument("updates must not be empty", metadata={"field": "updates"})
+        self.writer.check_size(len(request.updates), "updates")
+        for i, u in enumerate(request.updates):
+            check_name(u.id, f"updates[{i}].id")
+            check_name(u.namespace or "default", f"updates[{i}].namespace")
+
+        async def attempt() -> Any:
+            compares: list[Compare] = []
+            ops: list[Op] = []
+            for u in request.updates:
+                ns = u.namespace or "default"
+                a = self._get(codec.ALLOCATIONS, ns, u.id, "allocation")
+                key = self.keys.key(codec.ALLOCATIONS, ns, u.id)
+                compares.append(Compare(key, "mod", a.modify_index))
+                if u.client_status:
+                    a.client_status = u.client_status
+                if u.client_description:
+                    a.client_description = u.client_description
+                if u.HasField("healthy"):
+                    a.deployment_status.healthy = u.healthy
+                    a.deployment_status.timestamp.CopyFrom(self.now())
+                a.modify_time.CopyFrom(self.now())
+                ops.append(Put(key, codec.encode(a)))
+            rev = await self.writer.commit(compares, ops, self.fence(context))
+            return state_pb2.UpdateAllocationsResponse(index=rev)
+
+        return await self._retry(attempt)
+
+    # -- nodes ------------------------------------------------------------
+
+    async def UpsertNode(self, request: Any, context: Any) -> Any:
+        node = node_pb2.Node()
+        node.CopyFrom(request.node)
+        check_name(node.id, "node.id")
+        if not node.status_updated_at.ByteSize():
+            node.status_updated_at.CopyFrom(self.now())
+        key = self.keys.key(codec.NODES, codec.GLOBAL_NS, node.id)
+        table = self.cache.tables[codec.NODES]
+
+        async def attempt() -> Any:
+            old = table.objects.get(f"{codec.GLOBAL_NS}/{node.id}")
+            rev = await self.writer.commit([Compare(key, "mod", old[1] if old else 0)],
+                                           [Put(key, codec.encode(node))], self.fence(context))
+            return state_pb2.UpsertNodeResponse(index=rev)
+
+        return await self._retry(attempt)
+
+    async def GetNode(self, request: Any, context: Any) -> Any:
+        check_name(request.id, "id")
+        index = await self.reader.prepare(codec.NODES, request.query)
+        node = self._get(codec.NODES, codec.GLOBAL_NS, request.id, "node")
+        return state_pb2.GetNodeResponse(node=node, meta=self.reader.meta(index))
+
+    async def ListNodes(self, request: Any, context: Any) -> Any:
+        index = await self.reader.prepare(codec.NODES, request.query)
+        hits, token = self.reader.list_page(ListRequest(
+            "ListNodes", codec.NODES, codec.GLOBAL_NS, request.prefix, request.filter,
+            request.order_by, request.page_size, request.page_token))
+        return state_pb2.ListNodesResponse(nodes=messages(hits), next_page_token=token,
+                                           meta=self.reader.meta(index))
+
+    # -- scheduler config -------------------------------------------------
+
+    def _config(self) -> tuple[scheduler_pb2.SchedulerConfig, int]:
+        table = self.cache.tables[codec.SCHEDULER_CONFIG]
+        e = table.objects.get(f"{codec.GLOBAL_NS}/{codec.SCHEDULER_CONFIG_ID}")
+        if e is None:
+            return scheduler_pb2.SchedulerConfig(), 0
+        return table.decode_entry(e), e[1]
+
+    async def GetSchedulerConfig(self, request: Any, context: Any) -> Any:
+        index = await self.reader.prepare(codec.SCHEDULER_CONFIG, request.query)
+        cfg, _ = self._config()
+        return state_pb2.GetSchedulerConfigResponse(config=cfg, meta=self.reader.meta(index))
+
+    async def SetSchedulerConfig(self, request: Any, context: Any) -> Any:
+        await self.cache.sync()
+        _, mod = self._config()
+        if request.HasField("cas_index") and request.cas_index != mod:
+            return state_pb2.SetSchedulerConfigResponse(updated=False, index=self.cache.revision)
+        key = self.keys.key(codec.SCHEDULER_CONFIG, codec.GLOBAL_NS, codec.SCHEDULER_CONFIG_ID)
+        try:
+            rev = await self.writer.commit([Compare(key, "mod", mod)],
+                                           [Put(key, codec.encode(request.config))],
+                                           self.fence(context))
+        except Conflict:
+            if request.HasField("cas_index"):
+                return state_pb2.SetSchedulerConfigResponse(updated=False,
+                                                            index=self.cache.revision)
+            raise
+        return state_pb2.SetSchedulerConfigResponse(updated=True, index=rev)

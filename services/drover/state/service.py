@@ -1,0 +1,27 @@
+"""The StateService gRPC servicer: the RPC groups composed into one class."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.state.evaluations import EvaluationsRpc
+from drover.state.jobs import JobsRpc
+from drover.state.objects import ObjectsRpc
+from drover.state.subscribe import Hub
+
+
+class StateServicer(
+    JobsRpc, EvaluationsRpc, ObjectsRpc, state_pb2_grpc.StateServiceServicer
+):
+    hub: Hub
+
+    def attach_hub(self, hub: Hub) -> None:
+        self.hub = hub
+
+    async def Subscribe(  # type: ignore[override]
+        self, request: Any, context: Any
+    ) -> AsyncIterator[state_pb2.SubscribeResponse]:
+        async for resp in self.hub.subscribe(request):
+            yield resp

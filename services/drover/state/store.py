@@ -1,0 +1,288 @@
+"""The etcd operations the state service uses, behind a narrow Protocol.
+
+:class:`KVStore` is the seam: paged ranges (etcd refuses responses over
+4 MiB, so every large read pages with ``limit`` and a moving start key),
+transactions of compares and puts/deletes (capped at :data:`MAX_TXN_OPS`,
+etcd's default ``--max-txn-ops``), the current revision, and a prefix watch
+that reports every response's revision, on-demand progress and compaction.
+
+:class:`EtcdStore` implements it on the raw etcd v3 stubs of an aetcd
+connection: aetcd's own range has no ``limit``/``revision`` and its watcher
+splits responses into single events, losing the revision boundaries and the
+progress notifications the cache needs to prove it is current.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import grpc
+from aetcd import rpc
+
+from drover.errors import DroverError, Unavailable
+
+#: etcd's default cap on operations (puts/deletes) in one transaction.
+MAX_TXN_OPS = 128
+
+
+class Compacted(DroverError):
+    """A watch asked for history etcd has compacted."""
+
+    def __init__(self, compact_revision: int) -> None:
+        super().__init__(f"etcd history before revision {compact_revision} is compacted")
+        self.compact_revision = compact_revision
+
+
+@dataclass(frozen=True, slots=True)
+class KV:
+    key: bytes
+    value: bytes
+    create_revision: int
+    mod_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    """``target(key) == value``; target is "mod", "create" or "version"."""
+
+    key: bytes
+    target: str
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class Put:
+    key: bytes
+    value: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    key: bytes
+
+
+Op = Put | Delete
+
+
+@dataclass(frozen=True, slots=True)
+class RangePage:
+    kvs: list[KV]
+    more: bool
+    revision: int
+    count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TxnResult:
+    succeeded: bool
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """A put (``deleted`` False) or delete of one key at ``kv.mod_revision``."""
+
+    kv: KV
+    deleted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WatchBatch:
+    """One watch response: events in revision order, and the revision the
+    watch has reached (every change up to ``revision`` has been sent)."""
+
+    events: list[WatchEvent] = field(default_factory=list)
+    revision: int = 0
+
+
+class Watch(Protocol):
+    def __aiter__(self) -> AsyncIterator[WatchBatch]: ...
+
+    def request_progress(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class KVStore(Protocol):
+    async def range(
+        self, key: bytes, range_end: bytes, *, limit: int = 0, revision: int = 0,
+        count_only: bool = False,
+    ) -> RangePage: ...
+
+    async def txn(self, compares: Sequence[Compare], ops: Sequence[Op]) -> TxnResult: ...
+
+    async def revision(self) -> int: ...
+
+    async def watch(self, key: bytes, range_end: bytes, start_revision: int) -> Watch: ...
+
+    async def compact(self, revision: int) -> None: ...
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The range end covering every key that starts with ``prefix``."""
+    b = bytearray(prefix)
+    while b:
+        if b[-1] < 0xFF:
+            b[-1] += 1
+            return bytes(b)
+        b.pop()
+    return b"\0"
+
+
+def _kv(kv: Any) -> KV:
+    return KV(kv.key, kv.value, kv.create_revision, kv.mod_revision)
+
+
+_TARGETS = {"mod": rpc.Compare.MOD, "create": rpc.Compare.CREATE, "version": rpc.Compare.VERSION}
+_FIELDS = {"mod": "mod_revision", "create": "create_revision", "version": "version"}
+
+
+def _unavailable(err: grpc.RpcError) -> Unavailable:
+    return Unavailable(f"etcd: {err.code().name}: {err.details()}")  # type: ignore[attr-defined]
+
+
+class EtcdStore:
+    """:class:`KVStore` on a gRPC channel to etcd (e.g. ``aetcd.Client.channel``)."""
+
+    def __init__(self, channel: grpc.aio.Channel, *, timeout: float = 10.0) -> None:
+        self._kv = rpc.KVStub(channel)
+        self._watch = rpc.WatchStub(channel)
+        self._maint = rpc.MaintenanceStub(channel)
+        self._timeout = timeout
+        self.last_contact: float | None = None
+
+    async def range(
+        self, key: bytes, range_end: bytes, *, limit: int = 0, revision: int = 0,
+        count_only: bool = False,
+    ) -> RangePage:
+        req = rpc.RangeRequest(
+            key=key, range_end=range_end, limit=limit, revision=revision, count_only=count_only
+        )
+        try:
+            resp = await self._kv.Range(req, timeout=self._timeout)
+        except grpc.RpcError as err:
+            raise _unavailable(err) from err
+        return RangePage([_kv(kv) for kv in resp.kvs], resp.more, resp.header.revision, resp.count)
+
+    async def txn(self, compares: Sequence[Compare], ops: Sequence[Op]) -> TxnResult:
+        if len(ops) > MAX_TXN_OPS:
+            raise ValueError(f"a txn holds at most {MAX_TXN_OPS} operations, not {len(ops)}")
+        cmp = []
+        for c in compares:
+            m = rpc.Compare(key=c.key, result=rpc.Compare.EQUAL, target=_TARGETS[c.target])
+            setattr(m, _FIELDS[c.target], c.value)
+            cmp.append(m)
+        req_ops = [
+            rpc.RequestOp(request_put=rpc.PutRequest(key=op.key, value=op.value))
+            if isinstance(op, Put)
+            else rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=op.key))
+            for op in ops
+        ]
+        try:
+            resp = await self._kv.Txn(
+                rpc.TxnRequest(compare=cmp, success=req_ops), timeout=self._timeout
+            )
+        except grpc.RpcError as err:
+            raise _unavailable(err) from err
+        return TxnResult(resp.succeeded, resp.header.revision)
+
+    async def revision(self) -> int:
+        # A linearizable read of one (probably absent) key: cheap, and its
+        # header carries the current revision of the whole store.
+        page = await self.range(b"\0", b"", count_only=True)
+        return page.revision
+
+    async def compact(self, revision: int) -> None:
+        try:
+            await self._kv.Compact(
+                rpc.CompactionRequest(revision=revision, physical=True), timeout=self._timeout
+            )
+        except grpc.RpcError as err:
+            raise _unavailable(err) from err
+
+    async def watch(self, key: bytes, range_end: bytes, start_revision: int) -> Watch:
+        w = _EtcdWatch(self._watch, key, range_end, start_revision)
+        await w.start()
+        return w
+
+
+class _EtcdWatch:
+    """One watch on its own stream, so a progress request speaks for it alone."""
+
+    def __init__(self, stub: Any, key: bytes, range_end: bytes, start_revision: int) -> None:
+        self._requests: asyncio.Queue[Any] = asyncio.Queue()
+        self._stub = stub
+        create = rpc.WatchCreateRequest(
+            key=key, range_end=range_end, start_revision=start_revision
+        )
+        self._requests.put_nowait(rpc.WatchRequest(create_request=create))
+        self._call: Any = None
+        self._closed = False
+
+    async def _iter_requests(self) -> AsyncIterator[Any]:
+        while True:
+            req = await self._requests.get()
+            if req is None:
+                return
+            yield req
+
+    async def start(self) -> None:
+        self._call = self._stub.Watch(self._iter_requests())
+        try:
+            first = await self._call.read()
+        except grpc.RpcError as err:
+            raise _unavailable(err) from err
+        if first is grpc.aio.EOF:
+            raise Unavailable("etcd closed the watch stream")
+        if first.compact_revision:
+            await self.close()
+            raise Compacted(first.compact_revision)
+        if first.canceled:
+            await self.close()
+            raise Unavailable(f"etcd refused the watch: {first.cancel_reason}")
+
+    def request_progress(self) -> None:
+        if not self._closed:
+            self._requests.put_nowait(
+                rpc.WatchRequest(progress_request=rpc.WatchProgressRequest())
+            )
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._requests.put_nowait(None)
+        if self._call is not None:
+            self._call.cancel()
+
+    async def __aiter__(self) -> AsyncIterator[WatchBatch]:
+        while True:
+            try:
+                resp = await self._call.read()
+            except asyncio.CancelledError:
+                raise
+            except grpc.RpcError as err:
+                if self._closed:
+                    return
+                raise _unavailable(err) from err
+            if resp is grpc.aio.EOF:
+                if self._closed:
+                    return
+                raise Unavailable("etcd closed the watch stream")
+            if resp.compact_revision:
+                with contextlib.suppress(Exception):
+                    await self.close()
+                raise Compacted(resp.compact_revision)
+            if resp.canceled:
+                raise Unavailable(f"etcd canceled the watch: {resp.cancel_reason}")
+            events = [WatchEvent(_kv(ev.kv), ev.type == 1) for ev in resp.events]
+            # With events, claim only their last revision: a catching-up watch
+            # may send a header revision ahead of what it has sent so far. An
+            # empty response is a progress notification, sent only when the
+            # watch is synced, so its header revision is safe.
+            rev = events[-1].kv.mod_revision if events else resp.header.revision
+            yield WatchBatch(events, rev)

@@ -1,0 +1,210 @@
+"""The event stream: changes in revision order, from any from_index etcd kept.
+
+The hub is a cache listener. Each subscriber has a bounded queue of whole
+revisions; one that falls behind by more than its buffer is ended with
+RESOURCE_EXHAUSTED ``SUBSCRIBER_TOO_SLOW`` rather than growing memory
+without bound (it re-reads and subscribes again from its last index).
+
+Where a stream starts: ``from_index`` 0 means "from now". Recent history is
+replayed from the hub's ring of the last ``replay_events`` events; older
+history is read from etcd with a watch from ``from_index + 1`` up to the
+revision at which the live queue took over, so nothing is missed or doubled.
+If etcd has compacted it, the call fails with OUT_OF_RANGE
+``INDEX_COMPACTED``: the client re-reads state and subscribes from the
+index of that read (like a 410 Gone). A cache re-list ends every stream the
+same way, since events between the lists are lost to the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from drover.api.state.v1 import state_pb2
+from drover.errors import DroverError, Kind
+from drover.state import codec
+from drover.state.cache import Cache, Change
+from drover.state.store import Compacted, prefix_end
+
+
+class IndexCompacted(DroverError):
+    kind = Kind.OUT_OF_RANGE
+    reason = "INDEX_COMPACTED"
+
+
+class SubscriberTooSlow(DroverError):
+    kind = Kind.RESOURCE_EXHAUSTED
+    reason = "SUBSCRIBER_TOO_SLOW"
+
+
+@dataclass(frozen=True)
+class SubscribeConfig:
+    buffer_revisions: int = 1000
+    replay_events: int = 20_000
+    heartbeat: float = 10.0
+
+
+@dataclass(frozen=True)
+class Interest:
+    topics: frozenset[int]
+    keys: frozenset[str]
+    namespace: str
+
+    def wants(self, c: Change) -> bool:
+        topic = codec.TOPICS.get(c.kind)
+        if topic is None:
+            return False
+        if self.topics and topic not in self.topics:
+            return False
+        if self.keys and c.id not in self.keys:
+            return False
+        return not (self.namespace not in ("", "*") and c.namespace != self.namespace)
+
+
+def to_event(c: Change) -> state_pb2.Event:
+    topic: Any = codec.TOPICS[c.kind]
+    ev = state_pb2.Event(
+        topic=topic, namespace="" if c.namespace == codec.GLOBAL_NS else c.namespace,
+        key=c.id, index=c.revision,
+        type=state_pb2.EVENT_TYPE_DELETE if c.deleted else state_pb2.EVENT_TYPE_UPSERT,
+    )
+    if not c.deleted:
+        msg = codec.decode(c.kind, c.value, c.create_revision, c.revision)
+        getattr(ev, codec.PAYLOAD_FIELD[c.kind]).CopyFrom(msg)
+    return ev
+
+
+def responses(changes: Iterable[Change], interest: Interest) -> list[state_pb2.SubscribeResponse]:
+    """Group wanted changes into one response per revision."""
+    out: list[state_pb2.SubscribeResponse] = []
+    for c in changes:
+        if not interest.wants(c):
+            continue
+        if not out or out[-1].index != c.revision:
+            out.append(state_pb2.SubscribeResponse(index=c.revision))
+        out[-1].events.append(to_event(c))
+    return out
+
+
+class _Sub:
+    def __init__(self, interest: Interest, size: int) -> None:
+        self.interest = interest
+        self.queue: asyncio.Queue[tuple[int, list[Change]] | None] = asyncio.Queue(size)
+        self.error: DroverError | None = None
+
+
+class Hub:
+    def __init__(self, cache: Cache, config: SubscribeConfig = SubscribeConfig()) -> None:
+        self.cache, self.config = cache, config
+        self._subs: set[_Sub] = set()
+        self._ring: collections.deque[Change] = collections.deque()
+        # Every change after ``_floor`` is in the ring.
+        self._floor = cache.revision
+        cache.listeners.append(self._on_batch)
+        cache.reset_listeners.append(self._on_reset)
+
+    def _on_batch(self, revision: int, changes: list[Change]) -> None:
+        self._ring.extend(changes)
+        while len(self._ring) > self.config.replay_events:
+            self._floor = self._ring.popleft().revision
+        # A revision may straddle the trim point: drop its remains too.
+        while self._ring and self._ring[0].revision <= self._floor:
+            self._ring.popleft()
+        for sub in list(self._subs):
+            try:
+                sub.queue.put_nowait((revision, changes))
+            except asyncio.QueueFull:
+                self._end(sub, SubscriberTooSlow(
+                    f"subscriber fell more than {self.config.buffer_revisions} revisions "
+                    "behind; re-read and subscribe again from the last index"))
+
+    def _on_reset(self, revision: int) -> None:
+        self._ring.clear()
+        self._floor = revision
+        for sub in list(self._subs):
+            self._end(sub, IndexCompacted(
+                "the state cache re-listed after losing its watch; re-read and subscribe "
+                f"again from index {revision}", metadata={"index": str(revision)}))
+
+    def _end(self, sub: _Sub, err: DroverError) -> None:
+        sub.error = err
+        self._subs.discard(sub)
+        while True:
+            try:
+                sub.queue.put_nowait(None)
+                return
+            except asyncio.QueueFull:
+                sub.queue.get_nowait()
+
+    async def _history(self, interest: Interest, start: int, until: int) -> (
+        AsyncIterator[state_pb2.SubscribeResponse]
+    ):
+        """Changes in (start, until] read back from etcd's history."""
+        if start >= until:
+            return
+        try:
+            async for r in self._read_history(interest, start, until):
+                yield r
+        except Compacted as err:
+            raise IndexCompacted(
+                f"index {start} is compacted in etcd (compacted up to {err.compact_revision}); "
+                "re-read and subscribe again from the index of that read",
+                metadata={"from_index": str(start),
+                          "compact_revision": str(err.compact_revision)},
+            ) from err
+
+    async def _read_history(self, interest: Interest, start: int, until: int) -> (
+        AsyncIterator[state_pb2.SubscribeResponse]
+    ):
+        prefix = self.cache.keys.base.encode()
+        watch = await self.cache.store.watch(prefix, prefix_end(prefix), start + 1)
+        try:
+            async for batch in watch:
+                changes = []
+                for ev in batch.events:
+                    ok = self.cache.keys.parse(ev.kv.key)
+                    if ok is None or ev.kv.mod_revision > until:
+                        continue
+                    changes.append(Change(ok.kind, ok.namespace, ok.id, ev.kv.mod_revision,
+                                          ev.deleted, ev.kv.value, ev.kv.create_revision))
+                for r in responses(changes, interest):
+                    yield r
+                if batch.revision >= until:
+                    return
+        finally:
+            await watch.close()
+
+    async def subscribe(self, request: Any) -> AsyncIterator[state_pb2.SubscribeResponse]:
+        interest = Interest(frozenset(request.topics), frozenset(request.keys),
+                            request.namespace)
+        sub = _Sub(interest, self.config.buffer_revisions)
+        self._subs.add(sub)
+        try:
+            now = self.cache.revision
+            start = request.from_index or now
+            if start < now:
+                if start >= self._floor:
+                    backlog = [c for c in self._ring if start < c.revision <= now]
+                    for r in responses(backlog, interest):
+                        yield r
+                else:
+                    async for r in self._history(interest, start, now):
+                        yield r
+            yield state_pb2.SubscribeResponse(index=now)
+            while True:
+                try:
+                    item = await asyncio.wait_for(sub.queue.get(), self.config.heartbeat)
+                except TimeoutError:
+                    yield state_pb2.SubscribeResponse(index=self.cache.revision)
+                    continue
+                if item is None:
+                    assert sub.error is not None
+                    raise sub.error
+                live = [c for c in item[1] if c.revision > start]
+                for r in responses(live, interest):
+                    yield r
+        finally:
+            self._subs.discard(sub)

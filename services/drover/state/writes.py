@@ -1,0 +1,75 @@
+"""Every object write: one etcd txn, compared, fenced, and marked.
+
+Each txn carries (a) the caller's compares (``mod_revision`` of every object
+it read, so a concurrent change aborts it rather than being overwritten),
+(b) for leader writers, the fence ``create_revision(leader_key) == term``
+from the ``drover-fence`` metadata, and (c) a put of the cache's revision
+marker (:func:`drover.state.cache.marker_put`), which is what makes
+consistent reads exact. A failed txn is either :class:`FenceLost` (the
+fence key is gone or has another term) or :class:`Conflict` (re-read and
+retry). After success the write waits briefly for this replica's cache to
+apply it, so the writer reads its own write here even with ``stale``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from drover.coord.fence import FENCE_METADATA, Fence, parse_fence
+from drover.errors import Conflict, FenceLost, InvalidArgument, Unavailable
+from drover.state import codec
+from drover.state.cache import Cache, marker_put
+from drover.state.store import MAX_TXN_OPS, Compare, KVStore, Op
+
+#: Object ops per txn: etcd's cap less the revision marker.
+MAX_OBJECT_OPS = MAX_TXN_OPS - 1
+
+
+def fence_from(context: Any) -> Fence | None:
+    """The ``drover-fence`` of a call's metadata, if any."""
+    if context is None:
+        return None
+    for key, value in context.invocation_metadata() or ():
+        if key == FENCE_METADATA:
+            return parse_fence(str(value))
+    return None
+
+
+class Writer:
+    def __init__(self, store: KVStore, keys: codec.KeyCodec, cache: Cache) -> None:
+        self.store, self.keys, self.cache = store, keys, cache
+
+    def check_size(self, ops: int, what: str) -> None:
+        if ops > MAX_OBJECT_OPS:
+            raise InvalidArgument(
+                f"{what} writes {ops} objects; one request may write at most "
+                f"{MAX_OBJECT_OPS} (split it)", metadata={"field": what},
+            )
+
+    async def commit(
+        self, compares: Sequence[Compare], ops: Sequence[Op], fence: Fence | None = None,
+        *, conflict: str = "an object changed concurrently; re-read and retry",
+    ) -> int:
+        """Apply ``ops`` if every compare holds; the txn's revision."""
+        self.check_size(len(ops), "request")
+        cmps = list(compares)
+        if fence is not None:
+            cmps.append(Compare(fence.leader_key.encode(), "create", fence.term))
+        result = await self.store.txn(cmps, [*ops, marker_put(self.keys)])
+        if not result.succeeded:
+            if fence is not None:
+                page = await self.store.range(fence.leader_key.encode(), b"")
+                current = page.kvs[0].create_revision if page.kvs else 0
+                if current != fence.term:
+                    raise FenceLost(
+                        f"fence {fence.header()} lost: the leader key "
+                        + (f"now has term {current}" if current else "is gone"),
+                        metadata={"leader_key": fence.leader_key, "term": str(fence.term)},
+                    )
+            raise Conflict(conflict)
+        try:
+            await self.cache.wait_for_revision(result.revision, within=2.0)
+        except Unavailable:
+            pass  # the write is durable; only read-your-write on this replica waits
+        return result.revision

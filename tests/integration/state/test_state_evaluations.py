@@ -1,0 +1,208 @@
+"""Evaluations against real etcd: paged delete, bad inputs, fences, blocking."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+import grpc
+import pytest
+from google.protobuf.duration_pb2 import Duration
+
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import evaluation_pb2, query_pb2, scheduler_pb2
+from drover.rpc.errors import error_info
+
+PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING
+COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE
+
+
+def _eval(rnd: random.Random, job: str, status: int, ns: str = "default") -> (
+    evaluation_pb2.Evaluation
+):
+    return evaluation_pb2.Evaluation(id=f"{rnd.getrandbits(64):016x}", namespace=ns,
+                                     job_id=job, status=status, type="service",
+                                     triggered_by="job-register", priority=50)
+
+
+async def _seed(stub, n: int, seed: int = 7) -> list[evaluation_pb2.Evaluation]:
+    rnd = random.Random(seed)
+    evs = [_eval(rnd, f"j{i % 5}", rnd.choice([PENDING, COMPLETE]), rnd.choice(["default", "b"]))
+           for i in range(n)]
+    i = 0
+    while i < len(evs):  # batches of random size: many different create revisions
+        k = rnd.randint(1, 9)
+        await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=evs[i:i + k]))
+        i += k
+    return evs
+
+
+async def _pause(stub, paused: bool = True) -> None:
+    await stub.SetSchedulerConfig(state_pb2.SetSchedulerConfigRequest(
+        config=scheduler_pb2.SchedulerConfig(pause_eval_broker=paused)))
+
+
+async def _expect(call, code: grpc.StatusCode, reason: str) -> str:
+    with pytest.raises(grpc.RpcError) as err:
+        await call
+    assert err.value.code() == code, err.value.details()
+    info = error_info(err.value)
+    assert info is not None and info.reason == reason, info
+    return str(err.value.details())
+
+
+async def _all_ids(stub) -> set[str]:
+    ids, token = set(), ""
+    while True:
+        r = await stub.ListEvaluations(state_pb2.ListEvaluationsRequest(
+            namespace="*", page_size=50, page_token=token))
+        ids |= {e.id for e in r.evaluations}
+        token = r.next_page_token
+        if not token:
+            return ids
+
+
+async def test_multi_page_delete_by_filter_deletes_exactly_the_matching_set(replica) -> None:
+    stub = replica.stub
+    evs = await _seed(stub, 300)
+    await _pause(stub)
+    flt = 'status == "pending" && job_id != "j3"'
+    want_gone = {e.id for e in evs if e.status == PENDING and e.job_id != "j3"}
+    count = await stub.CountEvaluations(state_pb2.CountEvaluationsRequest(namespace="*",
+                                                                          filter=flt))
+    assert count.count == len(want_gone)
+    dry = await stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
+        filter=flt, page_size=1000, dry_run=True))
+    assert dry.deleted == min(127, len(want_gone))
+    total, token, calls = 0, "", 0
+    while True:
+        r = await stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
+            filter=flt, page_size=13, page_token=token))
+        total += r.deleted
+        calls += 1
+        token = r.next_page_token
+        if not token:
+            break
+    left = await _all_ids(stub)
+    assert left == {e.id for e in evs} - want_gone
+    assert total == len(want_gone) and calls >= len(want_gone) // 13
+
+
+async def test_delete_is_refused_unless_the_broker_is_paused(replica) -> None:
+    await _seed(replica.stub, 3)
+    details = await _expect(replica.stub.DeleteEvaluations(
+        state_pb2.DeleteEvaluationsRequest(filter='status == "pending"')),
+        grpc.StatusCode.FAILED_PRECONDITION, "BROKER_NOT_PAUSED")
+    assert "drover operator scheduler pause" in details
+
+
+async def test_delete_by_ids_is_all_or_nothing(replica) -> None:
+    stub = replica.stub
+    evs = await _seed(stub, 6)
+    await _pause(stub)
+    ids = [evs[0].id, evs[1].id, "nope"]
+    await _expect(stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(ids=ids)),
+                  grpc.StatusCode.NOT_FOUND, "NOT_FOUND")
+    assert len(await _all_ids(stub)) == 6
+    r = await stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(ids=ids[:2]))
+    assert r.deleted == 2 and len(await _all_ids(stub)) == 4
+
+
+async def test_bad_inputs(replica) -> None:
+    stub = replica.stub
+    await _seed(stub, 30)
+    inv = grpc.StatusCode.INVALID_ARGUMENT
+    first = await stub.ListEvaluations(state_pb2.ListEvaluationsRequest(
+        namespace="*", page_size=5, filter='status == "pending"'))
+    token = first.next_page_token
+    assert token
+    # Tampered, mismatched (other filter / order), foreign (another method).
+    tampered = token[:-3] + ("A" if token[-3] != "A" else "B") + token[-2:]
+    for req in [
+        state_pb2.ListEvaluationsRequest(namespace="*", page_token=tampered,
+                                         filter='status == "pending"'),
+        state_pb2.ListEvaluationsRequest(namespace="*", page_token=token,
+                                         filter='status == "complete"'),
+        state_pb2.ListEvaluationsRequest(namespace="*", page_token=token,
+                                         filter='status == "pending"',
+                                         order_by="create_index desc"),
+    ]:
+        await _expect(stub.ListEvaluations(req), inv, "INVALID_PAGE_TOKEN")
+    await _expect(stub.ListJobs(state_pb2.ListJobsRequest(namespace="*", page_token=token)),
+                  inv, "INVALID_PAGE_TOKEN")
+    details = await _expect(stub.ListEvaluations(state_pb2.ListEvaluationsRequest(
+        filter="status == ")), inv, "INVALID_FILTER")
+    assert "1:11" in details
+    await _expect(stub.CountEvaluations(state_pb2.CountEvaluationsRequest(filter="nope == 1")),
+                  inv, "INVALID_FILTER")
+    await _expect(stub.ListEvaluations(state_pb2.ListEvaluationsRequest(page_size=-1)),
+                  inv, "INVALID_ARGUMENT")
+    await _expect(stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
+        ids=["a"], filter='status == "pending"')), inv, "INVALID_ARGUMENT")
+    await _expect(stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest()), inv,
+                  "INVALID_ARGUMENT")
+    bad_prio = evaluation_pb2.Evaluation(id="x", type="service", priority=101)
+    await _expect(stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
+        evaluations=[bad_prio])), inv, "INVALID_ARGUMENT")
+    no_id = evaluation_pb2.Evaluation(type="service")
+    await _expect(stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
+        evaluations=[no_id])), inv, "INVALID_ARGUMENT")
+    await _expect(stub.ListEvaluations(state_pb2.ListEvaluationsRequest(namespace="a/b")), inv,
+                  "INVALID_ARGUMENT")
+    await _expect(stub.GetEvaluation(state_pb2.GetEvaluationRequest(id="missing")),
+                  grpc.StatusCode.NOT_FOUND, "NOT_FOUND")
+
+
+async def test_fenced_writes(replica) -> None:
+    stub, store = replica.stub, replica.store
+    leader_key = f"{replica.service.cache.keys.base}election/broker/abc"
+    from drover.state.store import Put
+    res = await store.txn([], [Put(leader_key.encode(), b"me")])
+    ev = evaluation_pb2.Evaluation(id="fenced", type="service")
+    req = state_pb2.UpsertEvaluationsRequest(evaluations=[ev])
+    fence = (("drover-fence", f"{leader_key}@{res.revision}"),)
+    ok = await stub.UpsertEvaluations(req, metadata=fence)
+    assert ok.eval_ids == ["fenced"]
+    await _expect(stub.UpsertEvaluations(req, metadata=(
+        ("drover-fence", f"{leader_key}@{res.revision - 1}"),)),
+        grpc.StatusCode.FAILED_PRECONDITION, "FENCE_LOST")
+    await _expect(stub.UpsertEvaluations(req, metadata=(("drover-fence", "garbage"),)),
+                  grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FENCE")
+
+
+async def test_blocking_list_returns_on_change_or_after_max_wait(replica) -> None:
+    stub = replica.stub
+    await _seed(stub, 2)
+    first = await stub.ListEvaluations(state_pb2.ListEvaluationsRequest(namespace="*"))
+    idx = first.meta.index
+
+    async def write_later() -> None:
+        await asyncio.sleep(0.3)
+        await _seed(stub, 1, seed=99)
+
+    task = asyncio.create_task(write_later())
+    t0 = time.monotonic()
+    r = await stub.ListEvaluations(state_pb2.ListEvaluationsRequest(
+        namespace="*", query=query_pb2.QueryOptions(min_index=idx, max_wait=Duration(seconds=5))))
+    await task
+    assert r.meta.index > idx and len(r.evaluations) == 3
+    assert 0.25 < time.monotonic() - t0 < 3
+    t0 = time.monotonic()
+    r2 = await stub.CountEvaluations(state_pb2.CountEvaluationsRequest(
+        namespace="*", query=query_pb2.QueryOptions(
+            min_index=r.meta.index, max_wait=Duration(nanos=300_000_000))))
+    waited = time.monotonic() - t0
+    assert r2.meta.index == r.meta.index and r2.count == 3
+    assert 0.3 <= waited < 0.3 * (1 + 1 / 16) + 0.5
+
+
+async def test_get_evaluation_related(replica) -> None:
+    stub = replica.stub
+    a = evaluation_pb2.Evaluation(id="a", type="service", next_eval="b", blocked_eval="c")
+    b = evaluation_pb2.Evaluation(id="b", type="service", previous_eval="a")
+    c = evaluation_pb2.Evaluation(id="c", type="service", namespace="default")
+    await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[a, b, c]))
+    r = await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id="a", include_related=True))
+    assert r.evaluation.id == "a" and sorted(e.id for e in r.related) == ["b", "c"]
+    assert r.evaluation.create_index > 0 and r.meta.last_contact.ToTimedelta().total_seconds() < 5
