@@ -109,6 +109,15 @@ class ResilientWatch:
     def next_revision(self) -> int:
         return self._next
 
+    @property
+    def buffered_events(self) -> int:
+        return self._buffer.events
+
+    @property
+    def paused(self) -> bool:
+        """The buffer is full: the etcd stream is closed until the consumer drains."""
+        return self._buffer.full and self._call is None
+
     async def start(self) -> ResilientWatch:
         self._tasks = [asyncio.create_task(self._reader(), name="watch-reader"),
                        asyncio.create_task(self._liveness(), name="watch-liveness")]

@@ -26,7 +26,7 @@ class FakeKV:
     def __init__(self) -> None:
         self.leader: Term | None = None
 
-    async def Range(self, req: Any, timeout: float) -> Any:  # noqa: N802
+    async def Range(self, req: Any, **_: Any) -> Any:
         resp = rpc.RangeResponse(header=rpc.ResponseHeader(revision=100))
         if self.leader is not None:
             resp.kvs.append(rpc.KeyValue(key=self.leader.leader_key.encode(), value=b"a:1",
@@ -71,7 +71,7 @@ async def settle() -> None:
 async def test_gained_then_lost_before_acting_warns_and_does_nothing(
         caplog: pytest.LogCaptureFixture) -> None:
     comp = Recorder()
-    lead, client = make(comp)
+    lead, _ = make(comp)
     actuator = asyncio.create_task(lead._actuate())
     try:
         lead.notices.publish(term(5))
