@@ -34,7 +34,7 @@ node: node_modules/.package-lock.json
 run: venv etcd
 	$(BIN)/drover dev
 
-test: venv etcd
+test: venv etcd node
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test-unit: venv
