@@ -1,0 +1,60 @@
+"""Broker tunables, in one frozen dataclass; the defaults live here only.
+
+Numbers follow Nomad's eval broker: a 60 s nack timeout, a delivery limit of
+3, a 1 s first redelivery delay and 20 s times (n - 1) after that, and a
+failed evaluation's follow-up delayed by 1 min plus up to 5 min at random.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["BrokerConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    # An unacked evaluation is taken back (a nack) after this long without
+    # an Ack or OutstandingReset.
+    nack_timeout: float = 60.0
+    # Deliveries before an evaluation is failed instead of redelivered.
+    delivery_limit: int = 3
+    # Redelivery delay after the first nack ...
+    initial_nack_delay: float = 1.0
+    # ... and after the n-th nack (n >= 2): subsequent_nack_delay * (n - 1).
+    subsequent_nack_delay: float = 20.0
+    # Each nack delay is stretched by a random fraction in [0, jitter) so
+    # that evaluations nacked together (a crashed worker) do not return as
+    # a herd.
+    nack_delay_jitter: float = 0.1
+    # The follow-up of a failed evaluation waits base + uniform(0, range).
+    failed_follow_up_base: float = 60.0
+    failed_follow_up_range: float = 300.0
+    # Samples kept per timing summary (reservoir sampling: bounded memory,
+    # unbiased over the broker's lifetime).
+    timing_reservoir: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.nack_timeout <= 0:
+            raise ValueError("nack_timeout must be positive")
+        if self.delivery_limit < 1:
+            raise ValueError("delivery_limit must be at least 1")
+        for name in (
+            "initial_nack_delay",
+            "subsequent_nack_delay",
+            "nack_delay_jitter",
+            "failed_follow_up_base",
+            "failed_follow_up_range",
+        ):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+        if self.timing_reservoir < 1:
+            raise ValueError("timing_reservoir must be at least 1")
+
+    def nack_delay(self, deliveries: int) -> float:
+        """The redelivery delay after a nack of delivery number ``deliveries``, sans jitter."""
+        if deliveries <= 0:
+            return 0.0
+        if deliveries == 1:
+            return self.initial_nack_delay
+        return self.subsequent_nack_delay * (deliveries - 1)

@@ -1,0 +1,53 @@
+"""A hot standby's deferred cancellations.
+
+A standby applies the supersede rule exactly as the leader does, so that
+its queues match the leader's, but it must not write. The cancellations it
+would have written wait here, keyed by evaluation id, until either
+
+* the event stream shows the evaluation terminal (the leader wrote the
+  cancel, or the evaluation finished): the entry is discarded, or
+* the standby is promoted: the remaining entries become effects, so a
+  leader that died before writing them loses nothing.
+
+While an id waits here the standby ignores pending updates for it: it has
+already been superseded locally.
+"""
+
+from __future__ import annotations
+
+from drover.broker.effects import CancelSuperseded, Effect
+
+__all__ = ["DeferredCancels"]
+
+
+class DeferredCancels:
+    __slots__ = ("_by_id",)
+
+    def __init__(self) -> None:
+        # eval id -> (namespace, job_id, superseded by)
+        self._by_id: dict[str, tuple[str, str, str]] = {}
+
+    def defer(self, effects: list[Effect]) -> None:
+        for effect in effects:
+            if isinstance(effect, CancelSuperseded):
+                for eval_id in effect.eval_ids:
+                    self._by_id[eval_id] = (effect.namespace, effect.job_id, effect.by)
+
+    def discard(self, eval_id: str) -> None:
+        self._by_id.pop(eval_id, None)
+
+    def __contains__(self, eval_id: object) -> bool:
+        return eval_id in self._by_id
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def drain(self) -> list[Effect]:
+        """Everything still deferred, one effect per (job, superseding evaluation)."""
+        grouped: dict[tuple[str, str, str], list[str]] = {}
+        for eval_id, group in self._by_id.items():
+            grouped.setdefault(group, []).append(eval_id)
+        self._by_id.clear()
+        return [
+            CancelSuperseded(ns, job, tuple(ids), by) for (ns, job, by), ids in grouped.items()
+        ]

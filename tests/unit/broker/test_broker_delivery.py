@@ -1,0 +1,341 @@
+"""Dequeue, Ack, Nack, nack timeouts and the delivery limit of the broker core."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+from broker_builders import PENDING, make_broker, make_eval
+
+from drover.broker.config import BrokerConfig
+from drover.broker.effects import CreateFollowUp, MarkFailed
+from drover.broker.errors import (
+    BrokerDisabled,
+    NotFailed,
+    NotOutstanding,
+    TokenExpired,
+    TokenMismatch,
+    UnknownEvaluation,
+)
+from drover.broker.record import EvalState
+from drover.errors import FailedPrecondition, NotFound, Unavailable
+
+NO_JITTER = BrokerConfig(nack_delay_jitter=0.0)
+
+
+def test_enqueue_dequeue_ack_roundtrip() -> None:
+    broker, _ = make_broker()
+    broker.enqueue(make_eval("e1"))
+    assert broker.stats().total_ready == 1
+    delivery = broker.dequeue(["service"])
+    assert delivery is not None
+    assert delivery.evaluation.id == "e1"
+    assert delivery.deliveries == 1
+    assert len(delivery.token) == 36
+    stats = broker.stats()
+    assert (stats.total_ready, stats.total_unacked) == (0, 1)
+    assert stats.by_scheduler["service"].unacked == 1
+    assert broker.ack("e1", delivery.token) == []
+    stats = broker.stats()
+    assert (stats.total_ready, stats.total_unacked) == (0, 0)
+    assert broker.get("e1") is None
+
+
+def test_enqueue_same_id_is_a_noop() -> None:
+    broker, _ = make_broker()
+    evaluation = make_eval("e1")
+    broker.enqueue(evaluation)
+    broker.enqueue(evaluation)
+    assert broker.stats().total_ready == 1
+    delivery = broker.dequeue(["service"])
+    assert delivery is not None
+    broker.enqueue(evaluation)
+    assert broker.stats().total_ready == 0
+    assert broker.dequeue(["service"]) is None
+
+
+def test_dequeue_only_requested_schedulers() -> None:
+    broker, _ = make_broker()
+    broker.enqueue(make_eval("e1", scheduler="batch"))
+    assert broker.dequeue(["service"]) is None
+    delivery = broker.dequeue(["service", "batch"])
+    assert delivery is not None and delivery.evaluation.id == "e1"
+
+
+def test_priority_then_fifo() -> None:
+    broker, _ = make_broker()
+    broker.enqueue(make_eval("low", priority=10))
+    broker.enqueue(make_eval("old", priority=50))
+    broker.enqueue(make_eval("new", priority=50))
+    broker.enqueue(make_eval("high", priority=90))
+    order = []
+    while (delivery := broker.dequeue(["service"])) is not None:
+        order.append(delivery.evaluation.id)
+    assert order == ["high", "old", "new", "low"]
+
+
+def test_priority_across_schedulers() -> None:
+    broker, _ = make_broker()
+    broker.enqueue(make_eval("svc", scheduler="service", priority=20))
+    broker.enqueue(make_eval("bat", scheduler="batch", priority=80))
+    delivery = broker.dequeue(["service", "batch"])
+    assert delivery is not None and delivery.evaluation.id == "bat"
+
+
+def test_fairness_random_among_equal_heads() -> None:
+    broker, _ = make_broker(seed=3)
+    for i in range(200):
+        broker.enqueue(make_eval(f"s{i}", scheduler="service"))
+        broker.enqueue(make_eval(f"b{i}", scheduler="batch"))
+    picked: collections.Counter[str] = collections.Counter()
+    for _ in range(200):
+        delivery = broker.dequeue(["service", "batch"])
+        assert delivery is not None
+        picked[delivery.evaluation.type] += 1
+    # Older-first across types would give 200 / 0 after the first few picks.
+    assert 70 <= picked["service"] <= 130
+    assert picked["service"] + picked["batch"] == 200
+
+
+def test_fairness_is_deterministic_for_a_seed() -> None:
+    def run() -> list[str]:
+        broker, _ = make_broker(seed=11)
+        for i in range(20):
+            broker.enqueue(make_eval(f"s{i}", scheduler="service", create_index=1000 + 2 * i))
+            broker.enqueue(make_eval(f"b{i}", scheduler="batch", create_index=1001 + 2 * i))
+        out = []
+        while (delivery := broker.dequeue(["service", "batch"])) is not None:
+            out.append(delivery.evaluation.id)
+        return out
+
+    assert run() == run()
+
+
+def test_wait_index_is_highest_modify_index_of_job() -> None:
+    broker, _ = make_broker()
+    broker.enqueue(make_eval("a", job="j", create_index=10, modify_index=10))
+    broker.enqueue(make_eval("b", job="j", create_index=20, modify_index=25))
+    delivery = broker.dequeue(["service"])
+    assert delivery is not None and delivery.evaluation.id == "a"
+    assert delivery.wait_index == 25
+
+
+def test_ready_wait_and_processing_timings() -> None:
+    broker, clock = make_broker()
+    broker.enqueue(make_eval("e1"))
+    clock.advance(2.0)
+    delivery = broker.dequeue(["service"])
+    assert delivery is not None
+    clock.advance(5.0)
+    broker.outstanding_reset("e1", delivery.token)
+    clock.advance(1.0)
+    broker.ack("e1", delivery.token)
+    stats = broker.stats()
+    assert stats.ready_wait.count == 1 and stats.ready_wait.max == pytest.approx(2.0)
+    assert stats.processing.p50 == pytest.approx(6.0)
+
+
+def test_ack_and_nack_bad_inputs() -> None:
+    broker, _ = make_broker()
+    broker.enqueue(make_eval("e1"))
+    with pytest.raises(UnknownEvaluation) as unknown:
+        broker.ack("nope", "t")
+    assert isinstance(unknown.value, NotFound) and unknown.value.reason == "UNKNOWN_EVALUATION"
+    with pytest.raises(NotOutstanding) as not_out:
+        broker.ack("e1", "t")
+    assert not_out.value.reason == "NOT_OUTSTANDING"
+    assert isinstance(not_out.value, FailedPrecondition)
+    delivery = broker.dequeue(["service"])
+    assert delivery is not None
+    with pytest.raises(TokenMismatch) as mismatch:
+        broker.nack("e1", "not-the-token")
+    assert mismatch.value.reason == "TOKEN_MISMATCH"
+    with pytest.raises(TokenMismatch):
+        broker.outstanding_reset("e1", "not-the-token")
+    with pytest.raises(UnknownEvaluation):
+        broker.outstanding_reset("nope", delivery.token)
+    broker.ack("e1", delivery.token)
+    with pytest.raises(UnknownEvaluation):
+        broker.ack("e1", delivery.token)
+
+
+def test_nack_redelivers_after_initial_then_subsequent_delay() -> None:
+    broker, clock = make_broker(NO_JITTER)
+    broker.enqueue(make_eval("e1"))
+    first = broker.dequeue(["service"])
+    assert first is not None
+    broker.nack("e1", first.token)
+    assert broker.stats().total_waiting == 1
+    assert broker.dequeue(["service"]) is None
+    assert broker.next_deadline() == pytest.approx(clock.now + 1.0)
+    clock.advance(0.9)
+    broker.tick()
+    assert broker.dequeue(["service"]) is None
+    clock.advance(0.1)
+    broker.tick()
+    second = broker.dequeue(["service"])
+    assert second is not None and second.deliveries == 2
+    broker.nack("e1", second.token)
+    assert broker.next_deadline() == pytest.approx(clock.now + 20.0)
+    clock.advance(19.0)
+    broker.tick()
+    assert broker.dequeue(["service"]) is None
+    clock.advance(1.0)
+    broker.tick()
+    third = broker.dequeue(["service"])
+    assert third is not None and third.deliveries == 3
+
+
+def test_nack_delay_jitter_stays_within_bounds() -> None:
+    config = BrokerConfig(nack_delay_jitter=0.5)
+    broker, clock = make_broker(config)
+    broker.enqueue(make_eval("e1"))
+    delivery = broker.dequeue(["service"])
+    assert delivery is not None
+    broker.nack("e1", delivery.token)
+    deadline = broker.next_deadline()
+    assert deadline is not None
+    assert clock.now + 1.0 <= deadline < clock.now + 1.5
+
+
+def test_nack_timeout_takes_back_and_expires_token() -> None:
+    broker, clock = make_broker(NO_JITTER)
+    broker.enqueue(make_eval("e1"))
+    delivery = broker.dequeue(["service"])
+    assert delivery is not None
+    assert broker.next_deadline() == pytest.approx(clock.now + 60.0)
+    clock.advance(60.0)
+    assert broker.tick() == []
+    assert broker.get("e1").state is EvalState.WAITING  # type: ignore[union-attr]
+    with pytest.raises(TokenExpired) as expired:
+        broker.ack("e1", delivery.token)
+    assert expired.value.reason == "TOKEN_EXPIRED"
+    assert isinstance(expired.value, NotOutstanding)
+    clock.advance(1.0)
+    broker.tick()
+    again = broker.dequeue(["service"])
+    assert again is not None and again.token != delivery.token
+    with pytest.raises(TokenExpired):
+        broker.ack("e1", delivery.token)
+    broker.ack("e1", again.token)
+
+
+def test_outstanding_reset_extends_nack_timeout() -> None:
+    broker, clock = make_broker()
+    broker.enqueue(make_eval("e1"))
+    delivery = broker.dequeue(["service"])
+    assert delivery is not None
+    clock.advance(50.0)
+    broker.outstanding_reset("e1", delivery.token)
+    clock.advance(50.0)
+    broker.tick()
+    assert broker.stats().total_unacked == 1
+    clock.advance(10.0)
+    broker.tick()
+    assert broker.stats().total_unacked == 0
+    with pytest.raises(TokenExpired):
+        broker.outstanding_reset("e1", delivery.token)
+
+
+def test_delivery_limit_fails_with_follow_up() -> None:
+    broker, clock = make_broker(NO_JITTER)
+    broker.enqueue(make_eval("e1", job="j", priority=70))
+    broker.enqueue(make_eval("e2", job="j"))
+    effects = []
+    for attempt in range(3):
+        clock.advance(100.0)
+        broker.tick()
+        delivery = broker.dequeue(["service"])
+        assert delivery is not None and delivery.evaluation.id == "e1"
+        assert delivery.deliveries == attempt + 1
+        effects = broker.nack("e1", delivery.token)
+    failed, follow_up = effects
+    assert isinstance(failed, MarkFailed) and isinstance(follow_up, CreateFollowUp)
+    assert failed.eval_id == "e1" and "reached delivery limit (3)" in failed.description
+    assert failed.next_eval == follow_up.evaluation.id
+    new = follow_up.evaluation
+    assert (new.job_id, new.priority, new.previous_eval) == ("j", 70, "e1")
+    assert new.status == PENDING and new.triggered_by == "failed-follow-up"
+    delay = new.wait_until.ToNanoseconds() / 1e9 - clock.wall()
+    assert 60.0 <= delay <= 360.0
+    stats = broker.stats()
+    assert (stats.total_failed, stats.total_failed_held, stats.total_pending) == (1, 1, 1)
+    # The failed evaluation keeps the job's slot until its failure is written.
+    assert broker.dequeue(["service"]) is None
+    with pytest.raises(NotFailed):
+        broker.release_failed("e2")
+    broker.release_failed("e1")
+    delivery = broker.dequeue(["service"])
+    assert delivery is not None and delivery.evaluation.id == "e2"
+
+
+def test_nack_timeout_at_limit_fails_too() -> None:
+    broker, clock = make_broker(BrokerConfig(delivery_limit=1))
+    broker.enqueue(make_eval("e1"))
+    delivery = broker.dequeue(["service"])
+    assert delivery is not None
+    clock.advance(60.0)
+    effects = broker.tick()
+    assert [type(e) for e in effects] == [MarkFailed, CreateFollowUp]
+    with pytest.raises(TokenExpired):
+        broker.nack("e1", delivery.token)
+
+
+def test_ack_at_delivery_limit_succeeds() -> None:
+    broker, clock = make_broker(NO_JITTER)
+    broker.enqueue(make_eval("e1"))
+    for _ in range(2):
+        delivery = broker.dequeue(["service"])
+        assert delivery is not None
+        broker.nack("e1", delivery.token)
+        clock.advance(100.0)
+        broker.tick()
+    delivery = broker.dequeue(["service"])
+    assert delivery is not None and delivery.deliveries == 3
+    assert broker.ack("e1", delivery.token) == []
+    stats = broker.stats()
+    assert (stats.total_failed, stats.total_unacked, stats.total_ready) == (0, 0, 0)
+
+
+def test_worker_calls_refused_unless_leader() -> None:
+    broker, _ = make_broker(enable=False)
+    with pytest.raises(BrokerDisabled) as disabled:
+        broker.dequeue(["service"])
+    assert isinstance(disabled.value, Unavailable) and disabled.value.reason == "BROKER_DISABLED"
+    broker.standby()
+    for call in (
+        lambda: broker.dequeue(["service"]),
+        lambda: broker.ack("e", "t"),
+        lambda: broker.nack("e", "t"),
+        lambda: broker.outstanding_reset("e", "t"),
+        lambda: broker.cancel("e"),
+        lambda: broker.unblock_all(),
+    ):
+        with pytest.raises(BrokerDisabled):
+            call()
+
+
+def test_pause_stops_deliveries_but_keeps_queues() -> None:
+    broker, _ = make_broker()
+    broker.enqueue(make_eval("e1"))
+    broker.enqueue(make_eval("e2"))
+    delivery = broker.dequeue(["service"])
+    assert delivery is not None
+    broker.set_paused(True)
+    assert broker.dequeue(["service"]) is None
+    assert broker.ready_schedulers() == frozenset()
+    broker.ack("e1", delivery.token)
+    assert broker.stats().total_ready == 1 and broker.stats().paused
+    broker.set_paused(False)
+    assert broker.ready_schedulers() == frozenset({"service"})
+    again = broker.dequeue(["service"])
+    assert again is not None and again.evaluation.id == "e2"
+
+
+def test_config_validation() -> None:
+    with pytest.raises(ValueError, match="delivery_limit"):
+        BrokerConfig(delivery_limit=0)
+    with pytest.raises(ValueError, match="nack_timeout"):
+        BrokerConfig(nack_timeout=0)
+    assert BrokerConfig().nack_delay(1) == 1.0
+    assert BrokerConfig().nack_delay(3) == 40.0
