@@ -38,6 +38,11 @@ async def test_register_update_list_and_watch(client: EtcdClient, keyspace: Keys
             lists.append(ml)
 
     watcher = asyncio.create_task(follow())
+    for _ in range(250):  # the watch's initial list: from here on no change is missed
+        if lists:
+            break
+        await asyncio.sleep(0.02)
+    assert lists and lists[0].members == ()
     reg = Registration(client, keyspace, Member("proxy", "r1", "127.0.0.1:1", 1,
                                                 started_at=time.time()),
                        ttl=2, flush_interval=0.05)
