@@ -52,6 +52,11 @@ class EtcdServer:
     name: str = "drover-test"
     extra_args: tuple[str, ...] = ()
     log_path: str | None = None
+    #: Serve clients over TLS with this server cert/key; with ``client_ca``,
+    #: require client certificates signed by it.
+    tls_cert: str = ""
+    tls_key: str = ""
+    client_ca: str = ""
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _own_dir: bool = field(default=False, repr=False)
 
@@ -61,7 +66,8 @@ class EtcdServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.endpoint}"
+        scheme = "https" if self.tls_cert else "http"
+        return f"{scheme}://{self.endpoint}"
 
     @property
     def metrics_url(self) -> str:
@@ -92,6 +98,7 @@ class EtcdServer:
             "--initial-cluster", f"{self.name}={peer}",
             "--initial-cluster-state", "new",
             "--listen-metrics-urls", f"http://{self.host}:{self.metrics_port}",
+            *self._tls_args(),
             "--logger", "zap",
             "--log-outputs", "stderr",
             *self.extra_args,
@@ -112,9 +119,19 @@ class EtcdServer:
         self.stop()
         raise RuntimeError(f"etcd did not become healthy within {timeout}s")
 
+    def _tls_args(self) -> list[str]:
+        if not self.tls_cert:
+            return []
+        args = ["--cert-file", self.tls_cert, "--key-file", self.tls_key]
+        if self.client_ca:
+            args += ["--trusted-ca-file", self.client_ca, "--client-cert-auth"]
+        return args
+
     def healthy(self) -> bool:
+        # The plaintext metrics listener serves /health too, TLS or not.
         try:
-            with urllib.request.urlopen(f"{self.url}/health", timeout=1) as r:
+            with urllib.request.urlopen(f"http://{self.host}:{self.metrics_port}/health",
+                                        timeout=1) as r:
                 return b'"true"' in r.read()
         except OSError:
             return False
