@@ -6,33 +6,15 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import grpc
-import pytest
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2
-from drover.dev.ports import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def state_address(etcd_endpoint: str, etcd_prefix: str) -> object:
-    port = free_port()
-    proc = subprocess.Popen([
-        sys.executable, "-m", "drover.cli.main", "serve", "state", "--etcd", etcd_endpoint,
-        "--etcd-prefix", etcd_prefix, "--listen", f"127.0.0.1:{port}", "--session-ttl", "3",
-    ])
-    try:
-        assert wait_for_port("127.0.0.1", port, 30), "state service did not start"
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def test_node_client_sees_what_python_sees(state_address: str, tmp_path: Path) -> None:
