@@ -8,10 +8,12 @@ most 64 new connections per second per server when rebalancing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from drover.config import RPC_VERSION
 from drover.errors import InvalidArgument
+from drover.proxy.errors import InvalidBackupServer
 
 #: The backend services the proxy keeps a server list for (membership names).
 BACKEND_SERVICES: tuple[str, ...] = ("state", "broker", "deployments")
@@ -37,6 +39,12 @@ class ProxyConfig:
     services: tuple[str, ...] = BACKEND_SERVICES
     #: Backend services that route to their leader.
     leader_only_services: frozenset[str] = field(default=LEADER_ONLY_SERVICES)
+    #: Timeout of one health ping during a rebalance (seconds).
+    ping_timeout: float = 1.0
+    #: How often this replica's applied revision may be written to its
+    #: membership entry (seconds). Short: it bounds the convergence barrier's
+    #: latency, and it is written only when the server lists change.
+    applied_flush_interval: float = 0.02
 
     def __post_init__(self) -> None:
         if self.min_reuse <= 0:
@@ -57,5 +65,40 @@ class ProxyConfig:
             )
         if len(set(self.services)) != len(self.services) or not all(self.services):
             raise InvalidArgument(f"services must be distinct non-empty names: {self.services}")
+        if self.ping_timeout <= 0 or self.applied_flush_interval < 0:
+            raise InvalidArgument(
+                f"ping_timeout must be positive and applied_flush_interval not negative, got "
+                f"{self.ping_timeout} and {self.applied_flush_interval}"
+            )
         if self.rpc_version < 1:
             raise InvalidArgument(f"rpc_version must be at least 1, got {self.rpc_version}")
+
+
+def parse_backup_servers(
+    entries: Iterable[str], services: Iterable[str] = BACKEND_SERVICES
+) -> dict[str, tuple[str, ...]]:
+    """``("state=10.0.0.1:4650", "broker=10.0.0.2:4651")`` -> per-service backups.
+
+    ``ServeSettings.backup_servers`` (``--backup-servers``) is one flat list;
+    each entry names its backend service, so one flag configures every list.
+    Order within a service is kept (it is the fallback order).
+    """
+    known = tuple(services)
+    out: dict[str, list[str]] = {}
+    for raw in entries:
+        entry = raw.strip()
+        service, sep, address = entry.partition("=")
+        service, address = service.strip(), address.strip()
+        host, colon, port = address.rpartition(":")
+        if not sep or not service or not colon or not host or not port.isdigit():
+            raise InvalidBackupServer(
+                f"backup server {raw!r} must be service=host:port",
+                metadata={"entry": raw},
+            )
+        if service not in known:
+            raise InvalidBackupServer(
+                f"backup server {raw!r} names unknown service {service!r}; known: {known}",
+                metadata={"entry": raw, "service": service},
+            )
+        out.setdefault(service, []).append(address)
+    return {service: tuple(addresses) for service, addresses in out.items()}

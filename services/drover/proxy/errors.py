@@ -6,7 +6,7 @@ They subclass the roots in :mod:`drover.errors`, so the one gRPC mapping in
 
 from __future__ import annotations
 
-from drover.errors import InvalidArgument, NotFound
+from drover.errors import InvalidArgument, NotFound, Unavailable
 
 
 class UnknownService(NotFound):
@@ -47,3 +47,21 @@ class InvalidServer(InvalidArgument):
     """A server record is malformed (empty address, negative rpc version)."""
 
     reason = "INVALID_SERVER"
+
+
+class InvalidTimeout(InvalidArgument):
+    """A wait was asked for with a negative timeout."""
+
+    reason = "INVALID_TIMEOUT"
+
+
+class InvalidBackupServer(InvalidArgument):
+    """A backup server entry is not ``service=host:port``."""
+
+    reason = "INVALID_BACKUP_SERVER"
+
+
+class NoServer(Unavailable):
+    """The proxy knows no server it could forward a call for this service to."""
+
+    reason = "NO_SERVER"

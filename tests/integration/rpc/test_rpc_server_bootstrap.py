@@ -165,23 +165,30 @@ async def test_graceful_stop_turns_health_off_and_stops_app() -> None:
 
 async def test_every_service_app_starts_and_is_ready(etcd_endpoint: str,
                                                     etcd_prefix: str) -> None:
+    """Each service found through the entry points serves and reports SERVING
+    (state first: the others need its address)."""
     from drover.config import EtcdSettings
 
     assert service_names() == ["broker", "deployments", "proxy", "state"]
     etcd = EtcdSettings(endpoints=(etcd_endpoint,), prefix=etcd_prefix, session_ttl=3)
-    for name in service_names():
-        settings = ServeSettings(service=name, etcd=etcd)
-        app = load_app_factory(name)(settings)
-        server = DroverServer(settings, app, membership=True)
-        await server.start()
-        try:
+    servers: list[DroverServer] = []
+    state_address: tuple[str, ...] = ()
+    try:
+        for name in ["state", "broker", "deployments", "proxy"]:
+            settings = ServeSettings(service=name, etcd=etcd, state_addresses=state_address)
+            server = DroverServer(settings, load_app_factory(name)(settings), membership=True)
+            ctx = await server.start()
+            servers.append(server)
+            if name == "state":
+                state_address = (ctx.address,)
             async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-                for _ in range(100):  # ready once the service can really serve
+                for _ in range(200):  # ready once the service can really serve
                     if await _health(channel) == health_pb2.HealthCheckResponse.SERVING:
                         break
                     await asyncio.sleep(0.05)
                 assert await _health(channel) == health_pb2.HealthCheckResponse.SERVING, name
-        finally:
+    finally:
+        for server in reversed(servers):
             await server.stop(0)
 
 
