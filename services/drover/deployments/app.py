@@ -1,22 +1,94 @@
-"""Wiring of the deployment watcher for `drover serve deployments`."""
+"""Wiring of the deployment watcher for `drover serve deployments`.
+
+Every replica serves the API; one leads (etcd election under the service's
+name, session TTL from ``--etcd-session-ttl``) and only the leader runs the
+:class:`~.leader.WatcherLeader`. The server must run with membership on,
+which provides the control etcd client (``ctx.etcd``) the election uses.
+The state service is reached at ``settings.state_addresses[0]``.
+
+``stop`` resigns first (bounded): leader work is cancelled and the election
+key deleted, so a follower takes over at once instead of after the TTL.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+import grpc
+
 from drover.api.deployments.v1 import deployments_pb2_grpc
 from drover.config import ServeSettings
-from drover.rpc.app import StaticApp
-from drover.rpc.server import App, ServiceBinding
+from drover.coord import Keyspace, Leadership, LeadershipConfig, observe
+from drover.errors import DroverError
+from drover.rpc.channels import channel
+from drover.rpc.server import App, AppContext, ServiceBinding
+
+from .leader import LeaderConfig, WatcherLeader
+from .servicer import DeploymentWatcherServicer
+from .state_api import GrpcStateApi
 
 SERVICE = "drover.deployments.v1.DeploymentWatcherService"
 
 
+class DeploymentsApp:
+    def __init__(self, settings: ServeSettings, *, leader_config: LeaderConfig | None = None,
+                 leadership_config: LeadershipConfig | None = None) -> None:
+        self.settings = settings
+        self._leadership_config = leadership_config
+        self._leader_config = leader_config
+        self._channel: grpc.aio.Channel | None = None
+        self._etcd: Any = None
+        self.leadership: Leadership | None = None
+        self.leader: WatcherLeader | None = None
+        self.servicer: DeploymentWatcherServicer | None = None
+
+    @property
+    def bindings(self) -> Sequence[ServiceBinding]:
+        assert self.servicer is not None, "prepare() first"
+        return [ServiceBinding(
+            SERVICE, self.servicer,
+            deployments_pb2_grpc.add_DeploymentWatcherServiceServicer_to_server)]
+
+    async def prepare(self) -> None:
+        if not self.settings.state_addresses:
+            raise ValueError("the deployment watcher needs the state service's address"
+                             " (state_addresses)")
+        self._channel = channel(self.settings.state_addresses[0], tls=self.settings.tls)
+        self.leader = WatcherLeader(GrpcStateApi(self._channel), self.settings.service,
+                                    config=self._leader_config)
+        self.servicer = DeploymentWatcherServicer(self.leader, self._leader_hint)
+
+    async def start(self, ctx: AppContext) -> None:
+        if ctx.etcd is None:
+            raise RuntimeError("the deployment watcher needs DroverServer(membership=True)")
+        self._etcd = ctx.etcd
+        cfg = self._leadership_config or LeadershipConfig(ttl=self.settings.etcd.session_ttl)
+        assert self.leader is not None, "prepare() first"
+        self.leadership = Leadership(ctx.etcd, Keyspace(self.settings.etcd.prefix),
+                                     self.settings.service, ctx.address, [self.leader],
+                                     config=cfg)
+        self.leadership.start()
+        await ctx.health.set_all_ready(True)
+
+    async def stop(self) -> None:
+        if self.leadership is not None:
+            await self.leadership.resign(grace=2.0)
+        if self._channel is not None:
+            await self._channel.close()
+
+    async def _leader_hint(self) -> str | None:
+        if self._etcd is None:
+            return None
+        with contextlib.suppress(DroverError):
+            info = await observe(self._etcd, Keyspace(self.settings.etcd.prefix),
+                                 self.settings.service)
+            if info is not None and (self.leadership is None
+                                     or info.address != self.leadership.address):
+                return info.address
+        return None
+
+
 def create_app(settings: ServeSettings) -> App:
-    return StaticApp(
-        [
-            ServiceBinding(
-                SERVICE,
-                deployments_pb2_grpc.DeploymentWatcherServiceServicer(),
-                deployments_pb2_grpc.add_DeploymentWatcherServiceServicer_to_server,
-            )
-        ]
-    )
+    return DeploymentsApp(settings)

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
 
 from .batcher import BatcherConfig, EvalBatcher
-from .deadline import earliest_deadline
 from .effects import CreateEvaluation, Decision
 from .errors import DeploymentNotFound
 from .router import AllocRouter
@@ -143,9 +142,7 @@ class WatcherManager:
     def next_wakeup(self) -> float | None:
         """The earliest progress deadline or batch due time, for the shell's sleep."""
         times = [
-            t
-            for w in self._watchers.values()
-            if (t := earliest_deadline(w.deployment)) is not None
+            t for w in self._watchers.values() if (t := w.earliest_deadline()) is not None
         ]
         if (due := self._batcher.next_due()) is not None:
             times.append(due)

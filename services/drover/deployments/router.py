@@ -7,7 +7,10 @@ changed in a way that matters to a deployment: a new placement, a change of
 deployment health or canary flag, of client or desired status, or its
 removal. Everything else (other deployments' allocations, allocations of no
 watched deployment, a modify_index bump with nothing relevant changed) is
-counted as ignored and wakes nobody.
+counted as ignored and wakes nobody. So is a *stale* version (a lower
+``modify_index`` than the one known): the shell lists a new deployment's
+allocations with a consistent read while the allocation stream may still
+deliver older events, which must not roll the watcher's view back.
 
 It remembers, per watched allocation, only the few fields that matter, and
 an allocation → deployment map so that a deletion (which carries just an id)
@@ -17,7 +20,7 @@ still reaches its owner.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from drover.api.types.v1 import allocation_pb2
 
@@ -31,6 +34,7 @@ class _View:
     canary: bool
     client_status: int
     desired_status: int
+    modify_index: int = field(default=0, compare=False)
 
 
 def _view(alloc: allocation_pb2.Allocation) -> _View:
@@ -40,6 +44,7 @@ def _view(alloc: allocation_pb2.Allocation) -> _View:
         canary=alloc.deployment_status.canary,
         client_status=alloc.client_status,
         desired_status=alloc.desired_status,
+        modify_index=alloc.modify_index,
     )
 
 
@@ -90,6 +95,9 @@ class AllocRouter:
             self._ignored += 1
             return None
         view = _view(alloc)
+        if previous is not None and view.modify_index < previous.modify_index:
+            self._ignored += 1  # an older version than the one known
+            return None
         if previous == view:
             self._ignored += 1
             return None

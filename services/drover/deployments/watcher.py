@@ -39,7 +39,12 @@ from .accounting import (
     promotion_done,
     tally,
 )
-from .deadline import ProgressEvent, deadline_missed, next_progress_deadline
+from .deadline import (
+    ProgressEvent,
+    deadline_missed,
+    earliest_deadline,
+    next_progress_deadline,
+)
 from .effects import (
     CreateEvaluation,
     Decision,
@@ -146,6 +151,11 @@ class DeploymentWatcher:
     def deployment(self) -> deployment_pb2.Deployment:
         """A copy of the deployment as this watcher believes it to be."""
         return _copy(self._deployment)
+
+    def earliest_deadline(self) -> float | None:
+        """When a progress deadline could next fire (no copy: the shell's timer
+        asks every watcher on each tick)."""
+        return earliest_deadline(self._deployment)
 
     def allocation_ids(self) -> frozenset[str]:
         return frozenset(self._allocs)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from drover.errors import Unavailable
 from drover.state import codec
 from drover.state.blocking import IndexWaiters
+from drover.state.contact import ContactStore
 from drover.state.store import Compacted, KVStore, Put, WatchBatch, prefix_end
 from drover.state.tables import Tables
 
@@ -73,7 +74,8 @@ class Cache:
         config: CacheConfig = CacheConfig(),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.store = store
+        # Every etcd call goes through here, so last_contact sees all of them.
+        self.store = ContactStore(store, clock)
         self.keys = keys
         self.config = config
         self._clock = clock
@@ -83,7 +85,6 @@ class Cache:
         self.ready = asyncio.Event()
         self.listeners: list[Listener] = []
         self.reset_listeners: list[ResetListener] = []
-        self._last_contact = clock()
         self._task: asyncio.Task[None] | None = None
         self._prefix = keys.base.encode()
         self._marker = marker_key(keys)
@@ -96,8 +97,8 @@ class Cache:
         return self.tables.revision
 
     def last_contact(self) -> float:
-        """Seconds since this replica last heard from etcd."""
-        return max(0.0, self._clock() - self._last_contact)
+        """Seconds since this replica last heard from etcd (any successful call)."""
+        return self.store.age()
 
     async def start(self) -> None:
         """List, then watch in the background; returns once listed."""
@@ -117,11 +118,11 @@ class Cache:
         while True:
             page = await self.store.range(start, end, limit=self.config.page_size, revision=rev)
             rev = rev or page.revision
-            for kv in page.kvs:
-                tables.apply(kv.key, kv.value, kv.create_revision, kv.mod_revision, False)
+            tables.stage(page.kvs)
             if not page.more or not page.kvs:
                 break
             start = page.kvs[-1].key + b"\0"
+        tables.load_staged()
         tables.advance(rev)
         for table in tables.tables.values():
             table.index = max(table.index, rev) if table.index == 0 else table.index
@@ -137,7 +138,7 @@ class Cache:
             self.table_waiters[kind].advance(table.index)
 
     def _touch(self) -> None:
-        self._last_contact = self._clock()
+        self.store.touch()
 
     async def _run(self) -> None:
         end = prefix_end(self._prefix)

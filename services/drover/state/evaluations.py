@@ -9,7 +9,8 @@ and ``deleted`` reports what was actually applied. The scheduler config's
 mod_revision is compared too, so un-pausing the broker mid-call wins. The
 cursor is the last examined ``(create_index, key)``, and pages walk strictly
 after it, so deletions behind the cursor never shift what comes next
-(Nomad's offset-style paging skipped evaluations this way).
+(Nomad's offset-style paging skipped evaluations this way). Only the first
+call of a walk syncs the cache with etcd; the compares make that safe.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from typing import Any
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, scheduler_pb2
 from drover.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
+from drover.paging import PageRequest, resolve_page_size
 from drover.state import codec
-from drover.state.query import Hit, page_size
-from drover.state.reads import ListRequest, check_name, messages, namespace_arg
+from drover.state.reads import ALL_NAMESPACES, check_name, list_namespace, namespace_arg
 from drover.state.service_base import Base
 from drover.state.store import Compare, Delete, Op, Put
+from drover.state.tables import Entry
 
 RETRIES = 3
 
@@ -53,8 +55,7 @@ class EvaluationsRpc(Base):
     def _find_eval(self, namespace: str, eval_id: str) -> tuple[str, Any] | None:
         table = self.cache.tables[codec.EVALUATIONS]
         namespaces = (
-            [namespace] if namespace not in ("", "*")
-            else list(table.secondary.get("namespace", {}))
+            [namespace] if namespace not in ("", ALL_NAMESPACES) else table.namespaces()
         )
         for ns in namespaces:
             e = table.objects.get(f"{ns}/{eval_id}")
@@ -83,18 +84,16 @@ class EvaluationsRpc(Base):
 
     async def ListEvaluations(self, request: Any, context: Any) -> Any:
         index = await self.reader.prepare(codec.EVALUATIONS, request.query)
-        hits, token = self.reader.list_page(ListRequest(
-            "ListEvaluations", codec.EVALUATIONS, namespace_arg(request.namespace),
-            request.prefix, request.filter, request.order_by, request.page_size,
-            request.page_token))
+        items, token = self.reader.list(codec.EVALUATIONS, PageRequest(
+            "ListEvaluations", request.page_size, request.page_token, request.order_by,
+            list_namespace(request.namespace), request.prefix), request.filter)
         return state_pb2.ListEvaluationsResponse(
-            evaluations=messages(hits), next_page_token=token, meta=self.reader.meta(index))
+            evaluations=items, next_page_token=token, meta=self.reader.meta(index))
 
     async def CountEvaluations(self, request: Any, context: Any) -> Any:
         index = await self.reader.prepare(codec.EVALUATIONS, request.query)
-        n = self.reader.count(ListRequest(
-            "CountEvaluations", codec.EVALUATIONS, namespace_arg(request.namespace),
-            filter=request.filter))
+        n = self.reader.count(codec.EVALUATIONS, request.filter,
+                              list_namespace(request.namespace))
         return state_pb2.CountEvaluationsResponse(count=n, meta=self.reader.meta(index))
 
     async def UpsertEvaluations(self, request: Any, context: Any) -> Any:
@@ -164,9 +163,7 @@ class EvaluationsRpc(Base):
         for i, eid in enumerate(ids):
             check_name(eid, f"ids[{i}]")
         self.writer.check_size(len(ids), "ids")
-        ns = request.namespace
-        if ns:
-            check_name(ns, "namespace", allow_all=True)
+        ns = namespace_arg(request.namespace)
         for attempt in range(RETRIES):
             await self.cache.sync()
             compares = [self._broker_paused()]
@@ -196,40 +193,48 @@ class EvaluationsRpc(Base):
         raise AssertionError("unreachable")
 
     async def _delete_filter(self, request: Any, context: Any) -> Any:
-        ns = namespace_arg(request.namespace or "*")
-        scope: tuple[tuple[str, Any], ...] = ()
-        if request.job_id:
-            scope = (("job_id", check_name(request.job_id, "job_id")),)
-        size = min(page_size(request.page_size, self.reader.limits), self.writer_limit())
-        req = ListRequest("DeleteEvaluations", codec.EVALUATIONS, ns, "", request.filter,
-                          "", size, request.page_token, scope)
-        await self.cache.sync()
+        scope = {"job_id": check_name(request.job_id, "job_id")} if request.job_id else {}
+        size = min(resolve_page_size(request.page_size, self.reader.paginator.defaults),
+                   self.writer_limit())
+        req = PageRequest("DeleteEvaluations", size, request.page_token, "",
+                          list_namespace(request.namespace), "", scope)
+        flt = self.reader.compile(codec.EVALUATIONS, request.filter)
+        if not request.page_token:
+            # The first call reads consistently, so everything present then is
+            # walked; later calls trust the cache (every delete compares the
+            # mod_revision it matched, and the config's, so staleness costs a
+            # retry, never a wrong delete) and save a round trip each.
+            await self.cache.sync()
         paused = self._broker_paused()
-        hits, token = self.reader.list_page(req, max_size=self.writer_limit(), decode=False)
+        page = self.reader.page(codec.EVALUATIONS, req, request.filter)
+        hits, token = list(page.items), page.next_page_token
         if request.dry_run or not hits:
             return state_pb2.DeleteEvaluationsResponse(
                 deleted=len(hits), next_page_token=token, index=self.cache.revision)
         for attempt in range(RETRIES):
-            compares = [paused] + [
-                Compare(self._eval_key(h), "mod", h.entry[1]) for h in hits
-            ]
+            keys = [self._eval_key(e) for e in hits]
+            compares = [paused] + [Compare(k, "mod", e[1]) for k, e in zip(keys, hits, strict=True)]
             try:
-                rev = await self.writer.commit(compares, [Delete(self._eval_key(h)) for h in hits],
+                rev = await self.writer.commit(compares, [Delete(k) for k in keys],
                                                self.fence(context))
                 return state_pb2.DeleteEvaluationsResponse(
                     deleted=len(hits), next_page_token=token, index=rev)
             except Conflict:
                 if attempt == RETRIES - 1:
                     raise
+            # Something changed under the page: re-match what is there now.
             await self.cache.sync()
             paused = self._broker_paused()
-            plan, _ = self.reader.plan(req, decode=False)
-            hits = [h for h in (plan.match(h.order) for h in hits) if h is not None]
+            table = self.cache.tables[codec.EVALUATIONS]
+            job_of = table.rows.getter("job_id")
+            hits = [e for e in (table.objects.get(h[2][1]) for h in hits)
+                    if e is not None and flt.matches(e)
+                    and (not scope or job_of(e) == scope["job_id"])]  # fmt: skip
             if not hits:
                 break
         return state_pb2.DeleteEvaluationsResponse(
             deleted=0, next_page_token=token, index=self.cache.revision)
 
-    def _eval_key(self, hit: Hit) -> bytes:
-        ns, eid = hit.order[1].split("/", 1)
+    def _eval_key(self, entry: Entry) -> bytes:
+        ns, eid = str(entry[2][1]).split("/", 1)
         return self.keys.key(codec.EVALUATIONS, ns, eid)

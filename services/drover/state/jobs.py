@@ -17,8 +17,9 @@ from typing import Any
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
+from drover.paging import PageRequest
 from drover.state import codec
-from drover.state.reads import ListRequest, check_name, messages, namespace_arg
+from drover.state.reads import check_name, list_namespace, namespace_arg
 from drover.state.service_base import Base
 from drover.state.store import Compare, Delete, Op, Put
 
@@ -183,10 +184,10 @@ class JobsRpc(Base):
 
     async def ListJobs(self, request: Any, context: Any) -> Any:
         index = await self.reader.prepare(codec.JOBS, request.query)
-        hits, token = self.reader.list_page(ListRequest(
-            "ListJobs", codec.JOBS, namespace_arg(request.namespace), request.prefix,
-            request.filter, request.order_by, request.page_size, request.page_token))
-        return state_pb2.ListJobsResponse(jobs=messages(hits), next_page_token=token,
+        items, token = self.reader.list(codec.JOBS, PageRequest(
+            "ListJobs", request.page_size, request.page_token, request.order_by,
+            list_namespace(request.namespace), request.prefix), request.filter)
+        return state_pb2.ListJobsResponse(jobs=items, next_page_token=token,
                                           meta=self.reader.meta(index))
 
     async def ListJobVersions(self, request: Any, context: Any) -> Any:

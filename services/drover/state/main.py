@@ -21,13 +21,13 @@ import grpc
 from drover.api.state.v1 import state_pb2_grpc
 from drover.config import ServeSettings
 from drover.coord.keys import Keyspace
+from drover.paging import PageTokenCodec
 from drover.state import codec
 from drover.state.cache import Cache, CacheConfig
 from drover.state.reads import Reader
 from drover.state.service import StateServicer
 from drover.state.store import Compare, EtcdStore, KVStore, Put
 from drover.state.subscribe import Hub, SubscribeConfig
-from drover.state.tokens import TokenCodec
 from drover.state.writes import Writer
 
 
@@ -69,8 +69,8 @@ async def build_on_store(
     keys = codec.KeyCodec(keyspace)
     cache = Cache(store, keys, cache_config or CacheConfig())
     await cache.start()
-    reader = Reader(cache, TokenCodec(await token_key(store, keys)))
-    servicer = StateServicer(cache, reader, Writer(store, keys, cache), keys)
+    reader = Reader(cache, PageTokenCodec(await token_key(cache.store, keys)))
+    servicer = StateServicer(cache, reader, Writer(cache.store, keys, cache), keys)
     servicer.attach_hub(Hub(cache, subscribe_config or SubscribeConfig()))
     tasks = [cache._task] if cache._task is not None else []
     return StateService(servicer, cache, cache.ready, tasks)

@@ -15,8 +15,9 @@ from typing import Any
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, node_pb2, scheduler_pb2
 from drover.errors import Conflict, InvalidArgument, NotFound
+from drover.paging import PageRequest
 from drover.state import codec
-from drover.state.reads import ListRequest, check_name, messages, namespace_arg
+from drover.state.reads import check_name, list_namespace, namespace_arg
 from drover.state.service_base import Base
 from drover.state.store import Compare, Op, Put
 
@@ -52,12 +53,11 @@ class ObjectsRpc(Base):
 
     async def ListDeployments(self, request: Any, context: Any) -> Any:
         index = await self.reader.prepare(codec.DEPLOYMENTS, request.query)
-        hits, token = self.reader.list_page(ListRequest(
-            "ListDeployments", codec.DEPLOYMENTS, namespace_arg(request.namespace),
-            request.prefix, request.filter, request.order_by, request.page_size,
-            request.page_token))
+        items, token = self.reader.list(codec.DEPLOYMENTS, PageRequest(
+            "ListDeployments", request.page_size, request.page_token, request.order_by,
+            list_namespace(request.namespace), request.prefix), request.filter)
         return state_pb2.ListDeploymentsResponse(
-            deployments=messages(hits), next_page_token=token, meta=self.reader.meta(index))
+            deployments=items, next_page_token=token, meta=self.reader.meta(index))
 
     # -- allocations ------------------------------------------------------
 
@@ -70,12 +70,11 @@ class ObjectsRpc(Base):
 
     async def ListAllocations(self, request: Any, context: Any) -> Any:
         index = await self.reader.prepare(codec.ALLOCATIONS, request.query)
-        hits, token = self.reader.list_page(ListRequest(
-            "ListAllocations", codec.ALLOCATIONS, namespace_arg(request.namespace),
-            request.prefix, request.filter, request.order_by, request.page_size,
-            request.page_token))
+        items, token = self.reader.list(codec.ALLOCATIONS, PageRequest(
+            "ListAllocations", request.page_size, request.page_token, request.order_by,
+            list_namespace(request.namespace), request.prefix), request.filter)
         return state_pb2.ListAllocationsResponse(
-            allocations=messages(hits), next_page_token=token, meta=self.reader.meta(index))
+            allocations=items, next_page_token=token, meta=self.reader.meta(index))
 
     async def UpsertAllocations(self, request: Any, context: Any) -> Any:
         if not request.allocations:
@@ -165,10 +164,11 @@ class ObjectsRpc(Base):
 
     async def ListNodes(self, request: Any, context: Any) -> Any:
         index = await self.reader.prepare(codec.NODES, request.query)
-        hits, token = self.reader.list_page(ListRequest(
-            "ListNodes", codec.NODES, codec.GLOBAL_NS, request.prefix, request.filter,
-            request.order_by, request.page_size, request.page_token))
-        return state_pb2.ListNodesResponse(nodes=messages(hits), next_page_token=token,
+        # Nodes have no namespace: one table-wide walk (namespace None).
+        items, token = self.reader.list(codec.NODES, PageRequest(
+            "ListNodes", request.page_size, request.page_token, request.order_by, None,
+            request.prefix), request.filter)
+        return state_pb2.ListNodesResponse(nodes=items, next_page_token=token,
                                            meta=self.reader.meta(index))
 
     # -- scheduler config -------------------------------------------------

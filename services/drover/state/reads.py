@@ -3,13 +3,28 @@
 A read first catches up (unless ``stale``), then, if ``min_index`` is set
 and the answer's table index does not exceed it, blocks on the table's
 :class:`~drover.state.blocking.IndexWaiters` for the jittered, capped
-``max_wait``; it answers with the index it reflects either way.
+``max_wait``; it answers with the index it reflects either way. Every Get,
+List and Count goes through :meth:`Reader.prepare`, so they all block alike.
+
+Lists, counts and filtered deletes page through the cache tables with the
+one shared :class:`drover.paging.Paginator` (tokens signed with the
+cluster's key) and filters compiled by :mod:`drover.filter` against each
+kind's proto schema, with the table's record getters as the fast path (a
+filter over record fields never decodes a proto).
+
+Namespaces, the same for every List, Count and DeleteEvaluations: empty
+means ``"default"``, ``"*"`` means every namespace.
+
+QueryMeta: ``index`` is the table index the answer reflects;
+``last_contact`` the age of this replica's last successful etcd call;
+``known_leader`` is true while that age is within ``leader_timeout`` (etcd
+answers only with a leader, so recent contact means the data has one).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,28 +32,21 @@ from google.protobuf.duration_pb2 import Duration
 
 from drover.api.types.v1 import query_pb2
 from drover.errors import InvalidArgument
-from drover.state import codec
+from drover.filter import Filter, FilterCompiler
+from drover.paging import Page, PageRequest, PageTokenCodec, Paginator, PagingDefaults
+from drover.state import codec, tables
 from drover.state.blocking import BlockingConfig, blocking_wait
 from drover.state.cache import Cache
-from drover.state.filtering import compile_filter
-from drover.state.query import (
-    Hit,
-    PageLimits,
-    Plan,
-    Selection,
-    page,
-    page_size,
-    parse_order,
-)
-from drover.state.tokens import TokenCodec, context_digest
+from drover.state.tables import Entry
 
 _NS_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 DEFAULT_NAMESPACE = "default"
+ALL_NAMESPACES = "*"
 
 
 def check_name(value: str, field: str, *, allow_all: bool = False) -> str:
     """A namespace or id: non-empty, at most 128 of [A-Za-z0-9-_.]."""
-    if allow_all and value == "*":
+    if allow_all and value == ALL_NAMESPACES:
         return value
     if not value:
         raise InvalidArgument(f"{field} is required", metadata={"field": field})
@@ -54,32 +62,44 @@ def namespace_arg(value: str, *, allow_all: bool = True) -> str:
     return check_name(value or DEFAULT_NAMESPACE, "namespace", allow_all=allow_all)
 
 
+def list_namespace(value: str) -> str | None:
+    """A List/Count/Delete namespace for the paginator: None means all."""
+    ns = namespace_arg(value)
+    return None if ns == ALL_NAMESPACES else ns
+
+
+#: Page sizes for every List; a call examines at most ``scan_budget`` objects
+#: (a rare-match filter returns a short page with a token, never a long stall).
+PAGING = PagingDefaults(default=100, maximum=1000, scan_budget=50_000)
+
+
 @dataclass(frozen=True)
-class ListRequest:
-    method: str
-    kind: str
-    namespace: str
-    prefix: str = ""
-    filter: str = ""
-    order_by: str = ""
-    page_size: int = 0
-    page_token: str = ""
-    scope: tuple[tuple[str, Any], ...] = ()
+class ReadConfig:
+    paging: PagingDefaults = PAGING
+    leader_timeout: float = 10.0
 
 
 class Reader:
     def __init__(
-        self, cache: Cache, tokens: TokenCodec, *, limits: PageLimits | None = None,
+        self, cache: Cache, tokens: PageTokenCodec, *, config: ReadConfig | None = None,
         blocking: BlockingConfig | None = None,
         rand: Callable[[], float] = random.random,
     ) -> None:
-        self.cache, self.tokens, self.limits = cache, tokens, limits or PageLimits()
+        self.cache, self.config = cache, config or ReadConfig()
+        self.paginator = Paginator(tokens, self.config.paging)
         self.blocking, self._rand = blocking or BlockingConfig(), rand
+        self._filters = {
+            kind: FilterCompiler(tables.SCHEMAS[kind], fast_fields=tables.record_getters(kind),
+                                 load=tables.decoder(kind))
+            for kind in codec.MESSAGES
+        }
 
     def meta(self, index: int) -> query_pb2.QueryMeta:
+        age = self.cache.last_contact()
         contact = Duration()
-        contact.FromNanoseconds(int(self.cache.last_contact() * 1e9))
-        return query_pb2.QueryMeta(index=index, known_leader=False, last_contact=contact)
+        contact.FromNanoseconds(int(age * 1e9))
+        return query_pb2.QueryMeta(index=index, known_leader=age <= self.config.leader_timeout,
+                                   last_contact=contact)
 
     async def prepare(self, kind: str, query: query_pb2.QueryOptions) -> int:
         """Catch up and block per ``query``; the index the answer reflects."""
@@ -94,34 +114,24 @@ class Reader:
 
     # -- paging ---------------------------------------------------------
 
-    def plan(self, req: ListRequest, *, decode: bool = True) -> tuple[Plan, Selection]:
-        flt = compile_filter(req.filter, codec.MESSAGES[req.kind])
-        sel = Selection(req.namespace, req.prefix, dict(req.scope), flt)
-        return Plan(self.cache.tables[req.kind], sel, decode=decode), sel
+    def compile(self, kind: str, expression: str) -> Filter:
+        """The request's filter for ``kind``; INVALID_FILTER names what is wrong."""
+        return self._filters[kind].compile(expression)
 
-    def _context(self, req: ListRequest, descending: bool) -> str:
-        return context_digest(
-            req.method, req.namespace, req.prefix, req.filter.strip(), str(descending),
-            repr(req.scope),
-        )
+    def page(self, kind: str, request: PageRequest, expression: str, *,
+             scan_budget: int | None = None) -> Page[Entry]:  # fmt: skip
+        flt = self.compile(kind, expression)
+        rows = self.cache.tables[kind].rows
+        return self.paginator.page(rows, request, flt, scan_budget=scan_budget)
 
-    def list_page(self, req: ListRequest, *, max_size: int | None = None,
-                  decode: bool = True) -> tuple[list[Hit], str]:
-        size = page_size(req.page_size, self.limits)
-        if max_size is not None:
-            size = min(size, max_size)
-        descending = parse_order(req.order_by)
-        plan, _ = self.plan(req, decode=decode)
-        ctx = self._context(req, descending)
-        after = self.tokens.decode(req.page_token, ctx) if req.page_token else None
-        result = page(plan, after, descending, size, self.limits.scan_budget)
-        token = self.tokens.encode(result.next_cursor, ctx) if result.next_cursor else ""
-        return result.hits, token
+    def list(self, kind: str, request: PageRequest, expression: str) -> tuple[list[Any], str]:
+        """One page of decoded objects and the next page token."""
+        page = self.page(kind, request, expression)
+        decode = self.cache.tables[kind].decode_entry
+        return [decode(e) for e in page.items], page.next_page_token
 
-    def count(self, req: ListRequest) -> int:
-        plan, _ = self.plan(req)
-        return plan.count()
-
-
-def messages(hits: list[Hit]) -> list[Any]:
-    return [h.msg for h in hits]
+    def count(self, kind: str, expression: str, namespace: str | None,
+              scope: Mapping[str, str] | None = None) -> int:  # fmt: skip
+        flt = self.compile(kind, expression)
+        rows = self.cache.tables[kind].rows
+        return self.paginator.count(rows, flt, namespace=namespace, scope=scope)

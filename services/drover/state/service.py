@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.state.deployment_update import DeploymentUpdateRpc
 from drover.state.evaluations import EvaluationsRpc
 from drover.state.jobs import JobsRpc
 from drover.state.objects import ObjectsRpc
@@ -13,7 +14,11 @@ from drover.state.subscribe import Hub
 
 
 class StateServicer(
-    JobsRpc, EvaluationsRpc, ObjectsRpc, state_pb2_grpc.StateServiceServicer
+    JobsRpc,
+    EvaluationsRpc,
+    ObjectsRpc,
+    DeploymentUpdateRpc,
+    state_pb2_grpc.StateServiceServicer,
 ):
     hub: Hub
 

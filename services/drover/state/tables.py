@@ -1,13 +1,21 @@
 """The in-memory tables of one replica's cache (pure: no asyncio, no etcd).
 
 Memory is the constraint (a million evaluations in well under 1 KB each), so
-a table keeps, per object, only the serialized value, its mod revision and a
-shared order tuple ``(create_revision, "<namespace>/<id>")``; protos are
-decoded on read. The order tuple is the one sort key of every index: the
-primary order (create order = ``create_index``, ties by key) and one
-:class:`OrderedSet` per secondary index value (by namespace, job, status,
-type, node, deployment, ...), which hold references to the same tuples, so a
-secondary index costs a pointer per object, not a copy.
+a table keeps, per object, one flat tuple -- an :data:`Entry`::
+
+    (value, mod_revision, Key(create_revision, "<namespace>/<id>"), *record)
+
+-- the serialized proto, decoded only on read, plus the *record*: the
+object's scalar fields that lists index and filters commonly test
+(namespace, job, status, priority...), extracted once per write with the
+filter schema's own getters, so an enum reads ``"pending"`` in the index, in
+the fast filter path and in CEL alike. Strings in records are interned (one
+copy per distinct value). The rows live in a
+:class:`drover.paging.IndexedCollection` (create order, one secondary index
+per indexed field, sorted ids for prefixes) that holds only references to
+the same keys. Because the record travels with the entry, a delete or an
+unchanged re-put never decodes, and a filter over record fields matches
+through :mod:`drover.filter`'s fast predicate with no decode at all.
 
 A table's ``index`` is the revision of the last change (put or delete) to
 any of its objects: the index of list answers and of blocking queries.
@@ -15,172 +23,166 @@ any of its objects: the index of list answers and of blocking queries.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import operator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
-from sortedcontainers import SortedList
-
+from drover.filter import Schema
+from drover.paging import IndexedCollection, Key, Where
 from drover.state import codec
-from drover.state.activation import enum_short
 
-Order = tuple[int, str]
-# (value, mod_revision, order)
-Entry = tuple[bytes, int, Order]
-Extractor = Callable[[Any], dict[str, Any]]
+Order = Key
+Entry = tuple[Any, ...]
+Getter = Callable[[Any], Any]
+RECORD_START = 3
 
+#: Per kind: the record fields, and which of them are indexed.
+RECORDS: dict[str, tuple[str, ...]] = {
+    codec.EVALUATIONS: ("namespace", "job_id", "status", "type", "triggered_by",
+                        "deployment_id", "node_id", "priority"),
+    codec.ALLOCATIONS: ("namespace", "job_id", "node_id", "deployment_id", "eval_id",
+                        "client_status", "desired_status", "task_group", "name"),
+    codec.DEPLOYMENTS: ("namespace", "job_id", "status", "job_version"),
+    codec.JOBS: ("namespace", "status", "type", "priority", "name", "stop", "version"),
+    codec.JOB_VERSIONS: ("job",),
+    codec.NODES: ("status", "datacenter", "name", "node_class", "scheduling_eligibility",
+                  "drain"),
+    codec.SCHEDULER_CONFIG: (),
+}  # fmt: skip
+INDEXED: dict[str, tuple[str, ...]] = {
+    codec.EVALUATIONS: ("namespace", "job_id", "status", "type", "triggered_by",
+                        "deployment_id", "node_id"),
+    codec.ALLOCATIONS: ("namespace", "job_id", "node_id", "deployment_id", "eval_id",
+                        "client_status"),
+    codec.DEPLOYMENTS: ("namespace", "job_id", "status"),
+    codec.JOBS: ("namespace", "status", "type"),
+    codec.JOB_VERSIONS: ("job",),
+    codec.NODES: ("status", "datacenter"),
+    codec.SCHEDULER_CONFIG: (),
+}  # fmt: skip
 
-class OrderedSet:
-    """Order tuples kept sorted; iteration from a cursor either way."""
-
-    __slots__ = ("_items",)
-
-    def __init__(self, items: list[Order] | None = None) -> None:
-        self._items: SortedList = SortedList(items or ())
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def add(self, item: Order) -> None:
-        self._items.add(item)
-
-    def discard(self, item: Order) -> None:
-        self._items.discard(item)
-
-    def iterate(self, after: Order | None, descending: bool) -> Iterator[Order]:
-        """Items strictly after ``after`` in the direction of travel."""
-        if after is None:
-            return iter(self._items.islice(reverse=descending))
-        if descending:
-            return self._items.irange(maximum=after, inclusive=(True, False), reverse=True)
-        return self._items.irange(minimum=after, inclusive=(False, True))
-
-
-def _eval_fields(m: Any) -> dict[str, Any]:
-    return {
-        "namespace": m.namespace, "job_id": m.job_id, "status": enum_short(m, "status"),
-        "type": m.type, "triggered_by": m.triggered_by,
-        "deployment_id": m.deployment_id, "node_id": m.node_id,
-    }
-
-
-def _alloc_fields(m: Any) -> dict[str, Any]:
-    return {
-        "namespace": m.namespace, "job_id": m.job_id, "node_id": m.node_id,
-        "deployment_id": m.deployment_id, "eval_id": m.eval_id,
-        "client_status": enum_short(m, "client_status"),
-    }
-
-
-def _deployment_fields(m: Any) -> dict[str, Any]:
-    return {"namespace": m.namespace, "job_id": m.job_id, "status": enum_short(m, "status")}
-
-
-def _job_fields(m: Any) -> dict[str, Any]:
-    return {
-        "namespace": m.namespace, "status": enum_short(m, "status"),
-        "type": enum_short(m, "type"),
-    }
-
-
-def _version_fields(m: Any) -> dict[str, Any]:
-    return {"job": f"{m.namespace}/{m.id}"}
-
-
-def _node_fields(m: Any) -> dict[str, Any]:
-    return {"status": enum_short(m, "status"), "datacenter": m.datacenter}
-
-
-EXTRACTORS: dict[str, Extractor] = {
-    codec.EVALUATIONS: _eval_fields,
-    codec.ALLOCATIONS: _alloc_fields,
-    codec.DEPLOYMENTS: _deployment_fields,
-    codec.JOBS: _job_fields,
-    codec.JOB_VERSIONS: _version_fields,
-    codec.NODES: _node_fields,
-    codec.SCHEDULER_CONFIG: lambda m: {},
+#: The filter schema of each listed kind (what CEL sees of a decoded object).
+SCHEMAS: dict[str, Schema] = {
+    kind: Schema.for_message(msg.DESCRIPTOR) for kind, msg in codec.MESSAGES.items()
 }
 
-_EMPTY = OrderedSet()
+
+def _bare_id(entry: Entry) -> str:
+    return str(entry[2][1]).partition("/")[2]
+
+
+def _create_index(entry: Entry) -> int:
+    return int(entry[2][0])
+
+
+def _extractors(kind: str) -> list[Getter]:
+    if kind == codec.JOB_VERSIONS:
+        return [lambda m: f"{m.namespace}/{m.id}"]
+    schema = SCHEMAS[kind]
+    return [schema.getter(name) for name in RECORDS[kind]]
+
+
+def record_getters(kind: str) -> dict[str, Getter]:
+    """Fast getters over an entry: the record fields, id and the indexes."""
+    getters: dict[str, Getter] = {
+        name: operator.itemgetter(RECORD_START + i) for i, name in enumerate(RECORDS[kind])
+    }
+    getters["id"] = _bare_id
+    getters["create_index"] = _create_index
+    getters["modify_index"] = operator.itemgetter(1)
+    return getters
+
+
+def decoder(kind: str) -> Callable[[Entry], Any]:
+    """Entry -> the decoded proto (with its etcd-derived indexes filled in)."""
+    def decode(entry: Entry) -> Any:
+        return codec.decode(kind, entry[0], entry[2][0], entry[1])
+    return decode
+
+
+class _Bucket:
+    """The keys of one index value, walked in create order either way."""
+
+    def __init__(self, rows: IndexedCollection[Entry], field: str | None, value: Any) -> None:
+        self._rows, self._field, self._value = rows, field, value
+
+    def iterate(self, after: Key | None, descending: bool) -> Iterator[Key]:
+        return self._rows.keys(self._field, self._value, after=after, descending=descending)
+
+    def __len__(self) -> int:
+        if self._field is None:
+            return len(self._rows)
+        return self._rows.count({self._field: frozenset((self._value,))}) or 0
 
 
 class Table:
-    """One kind's objects, keyed ``"<namespace>/<id>"``."""
+    """One kind's objects, keyed ``"<namespace>/<id>"``; ``rows`` is the paging Source."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.index = 0
-        self.objects: dict[str, Entry] = {}
-        self.order = OrderedSet()
-        self.secondary: dict[str, dict[Any, OrderedSet]] = {}
-        self._extract = EXTRACTORS[kind]
-        # Interning the repeated index values (namespace, status, type...)
-        # keeps one string per distinct value rather than one per object.
+        self._extract = _extractors(kind)
+        self._decode = decoder(kind)
+        self.rows: IndexedCollection[Entry] = IndexedCollection(
+            key_of=operator.itemgetter(2), fields=record_getters(kind),
+            indexed=INDEXED[kind], id_index=True, id_prefixes=self._id_prefixes,
+        )
+        # One string per distinct record value, not one per object.
         self._interned: dict[Any, Any] = {}
 
     def __len__(self) -> int:
-        return len(self.objects)
+        return len(self.rows)
+
+    @property
+    def objects(self) -> Mapping[str, Entry]:
+        """Entries by ``"<namespace>/<id>"``."""
+        return self.rows.items
 
     def decode(self, nsid: str) -> Any | None:
-        e = self.objects.get(nsid)
-        if e is None:
-            return None
-        return codec.decode(self.kind, e[0], e[2][0], e[1])
+        e = self.rows.by_id(nsid)
+        return None if e is None else self._decode(e)
 
     def decode_entry(self, e: Entry) -> Any:
-        return codec.decode(self.kind, e[0], e[2][0], e[1])
+        return self._decode(e)
 
-    def _fields(self, value: bytes) -> dict[str, Any]:
+    def _entry(self, value: bytes, mod: int, key: Key) -> Entry:
         msg = codec.MESSAGES[self.kind]()
         msg.ParseFromString(value)
-        return self._extract(msg)
-
-    def _index(self, order: Order, fields: dict[str, Any], add: bool) -> None:
-        for name, value in fields.items():
-            by_value = self.secondary.setdefault(name, {})
-            if add:
-                value = self._interned.setdefault(value, value)
-                by_value.setdefault(value, OrderedSet()).add(order)
-            else:
-                s = by_value.get(value)
-                if s is not None:
-                    s.discard(order)
-                    if not s:
-                        del by_value[value]
+        intern = self._interned.setdefault
+        record = [get(msg) for get in self._extract]
+        return (value, mod, key, *(intern(v, v) if isinstance(v, str) else v for v in record))
 
     def put(self, nsid: str, value: bytes, create: int, mod: int) -> Entry | None:
-        old = self.objects.get(nsid)
+        old = self.rows.by_id(nsid)
         if old is not None and old[1] >= mod:
             return old  # already applied (a replayed event)
-        order: Order = old[2] if old is not None else (create, nsid)
-        new_fields = self._fields(value)
-        if old is not None:
-            old_fields = self._fields(old[0])
-            if old_fields != new_fields:
-                self._index(order, old_fields, add=False)
-                self._index(order, new_fields, add=True)
-        else:
-            self.order.add(order)
-            self._index(order, new_fields, add=True)
-        self.objects[nsid] = (value, mod, order)
+        key = old[2] if old is not None else Key(create, nsid)
+        self.rows.upsert(self._entry(value, mod, key))
         self.index = max(self.index, mod)
         return old
 
+    def load(self, rows: Iterable[tuple[str, bytes, int, int]]) -> None:
+        """Replace the contents (an initial list): one sort per index."""
+        entries = [self._entry(v, mod, Key(create, nsid)) for nsid, v, create, mod in rows]
+        self.rows.load(entries)
+        self.index = max([self.index, *(e[1] for e in entries)])
+
     def delete(self, nsid: str, rev: int) -> Entry | None:
-        old = self.objects.pop(nsid, None)
         self.index = max(self.index, rev)
-        if old is not None:
-            self.order.discard(old[2])
-            self._index(old[2], self._fields(old[0]), add=False)
-        return old
+        return self.rows.remove_id(nsid)
 
-    def candidates(self, field: str | None, value: Any) -> OrderedSet:
-        """The ordered set for ``field == value`` (all objects if no field)."""
-        if field is None:
-            return self.order
-        return self.secondary.get(field, {}).get(value, _EMPTY)
+    def candidates(self, field: str | None, value: Any) -> _Bucket:
+        """The keys for ``field == value`` (all objects if no field)."""
+        return _Bucket(self.rows, field, value)
 
-    def indexed_fields(self) -> frozenset[str]:
-        return frozenset(self._extract(codec.MESSAGES[self.kind]()))
+    def namespaces(self) -> list[str]:
+        return [str(ns) for ns in self.rows.index_values("namespace")]
+
+    def _id_prefixes(self, prefix: str, where: Where) -> Iterable[str]:
+        if self.kind in (codec.NODES, codec.SCHEDULER_CONFIG):
+            return (f"{codec.GLOBAL_NS}/{prefix}",)
+        spaces: Iterable[Hashable] = where.get("namespace") or self.namespaces()
+        return [f"{ns}/{prefix}" for ns in spaces]
 
 
 class Tables:
@@ -190,6 +192,7 @@ class Tables:
         self.keys = keys
         self.tables = {kind: Table(kind) for kind in codec.MESSAGES}
         self.revision = 0
+        self._staged: dict[str, list[tuple[str, bytes, int, int]]] = {}
 
     def __getitem__(self, kind: str) -> Table:
         return self.tables[kind]
@@ -207,6 +210,21 @@ class Tables:
         if deleted:
             return ok, table.delete(nsid, mod)
         return ok, table.put(nsid, value, create, mod)
+
+    def stage(self, kvs: Iterable[Any]) -> None:
+        """Collect one page of an initial range read (``KV``-like items)."""
+        for kv in kvs:
+            self.revision = max(self.revision, kv.mod_revision)
+            ok = self.keys.parse(kv.key)
+            if ok is not None:
+                self._staged.setdefault(ok.kind, []).append(
+                    (f"{ok.namespace}/{ok.id}", kv.value, kv.create_revision, kv.mod_revision))
+
+    def load_staged(self) -> None:
+        """Build every table from what :meth:`stage` collected (one sort per index)."""
+        staged, self._staged = self._staged, {}
+        for kind, rows in staged.items():
+            self.tables[kind].load(rows)
 
     def advance(self, revision: int) -> None:
         self.revision = max(self.revision, revision)

@@ -76,3 +76,11 @@ def test_many_deployments_one_router() -> None:
         r.watch(f"d{i}")
     assert r.route(alloc("only", deployment_id="d42")) == "d42"
     assert [i for i in range(100) if r.wakeups(f"d{i}")] == [42]
+
+
+def test_a_stale_version_wakes_nobody() -> None:
+    r = AllocRouter()
+    r.watch("d1", [alloc("a1", healthy=True, modify_index=7)])
+    assert r.route(alloc("a1", modify_index=5)) is None  # older than what was listed
+    assert r.stats().ignored == 1
+    assert r.route(alloc("a1", healthy=False, modify_index=8)) == "d1"

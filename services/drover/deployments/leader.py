@@ -1,0 +1,452 @@
+"""The watcher leader: the async shell around :class:`~.manager.WatcherManager`.
+
+Leader only: a :class:`~drover.coord.LeaderComponent`. ``establish`` starts a
+*session* for the term and returns once it has restored; ``revoke`` cancels
+everything (bounded) and fails calls still waiting for a write.
+
+A session (the Nomad #10756 lesson, by construction):
+
+1. opens exactly two subscriptions on the state service, deployments and
+   allocations, "from now", and waits for their first message so both are
+   registered before anything is read;
+2. lists the running and paused deployments with a consistent read. That
+   read is the barrier: the state replica first catches up with the last
+   object write in etcd, which includes everything written before this
+   replica won at ``term.won_at_revision``;
+3. tracks each listed deployment (its job versions and allocations, read
+   once) while the streams already run: events of a deployment being tracked
+   are buffered and replayed after, and older versions than the ones listed
+   are ignored (the router and watchers compare indexes), so nothing between
+   the list and the streams is missed or rolled back.
+
+From then on the only state traffic is the two streams, the writes, and two
+reads per *newly seen* deployment: the number of watches and of state
+queries does not depend on how many deployments are active. The allocation
+stream is demultiplexed in memory by the manager's router; only the owning
+watcher wakes. A stream that fails (state replica gone, INDEX_COMPACTED,
+SUBSCRIBER_TOO_SLOW) ends the session and a new one rebuilds from scratch.
+
+Writes: each deployment has one worker that applies its decisions in order
+(:mod:`.requests`, fenced UpdateDeployment), at most one write in flight per
+deployment and any number across deployments. Follow-up evaluations leave
+in batches (UpsertEvaluations, fenced). A FENCE_LOST answer ends the term at
+once (``term.report_lost``). A conflict (another writer changed the
+deployment) drops its watcher and queued decisions and tracks it again from
+state. Own writes coming back on the stream are recognised and not fed to
+the watcher, which already holds those values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from drover.api.deployments.v1 import deployments_pb2
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import allocation_pb2, deployment_pb2
+from drover.coord.term import Term
+from drover.errors import Conflict, FenceLost, NotLeader, Unavailable
+
+from .batcher import BatcherConfig
+from .effects import CreateEvaluation, Decision
+from .errors import DeploymentNotActive, DeploymentNotFound
+from .manager import WatcherManager, WatcherStats
+from .requests import build_request, echo_key, result, written
+from .state_api import StateApi
+from .walltime import WallClock
+from .watcher import ACTIVE
+
+log = logging.getLogger(__name__)
+
+UPSERT = state_pb2.EVENT_TYPE_UPSERT
+
+
+@dataclass(frozen=True)
+class LeaderConfig:
+    batcher: BatcherConfig = field(default_factory=BatcherConfig)
+    restore_timeout: float = 8.0
+    track_concurrency: int = 16
+    resync_backoff: float = 0.5
+    call_timeout: float = 10.0
+    # The timer recomputes the earliest deadline over all watchers: at most
+    # once per tick, so a burst of events costs one pass, not one per event.
+    min_tick: float = 0.05
+    max_sleep: float = 5.0
+
+
+@dataclass(frozen=True)
+class LeaderStats:
+    leader: bool
+    watchers: WatcherStats | None
+    state_writes: int
+
+
+Result = deployments_pb2.DeploymentUpdateResult
+Job = tuple[Decision, "asyncio.Future[Result] | None"]
+
+
+class _Session:
+    """One term's leader state; dropped whole on revoke or resync."""
+
+    def __init__(self, term: Term, manager: WatcherManager) -> None:
+        self.term = term
+        self.manager = manager
+        self.stored: dict[str, deployment_pb2.Deployment] = {}
+        self.echoes: dict[str, collections.deque[bytes]] = {}
+        # deployment id -> stream events buffered while it is being tracked
+        self.tracking: dict[str, list[tuple[bool, Any]]] = {}
+        self.track_tasks: dict[str, asyncio.Task[None]] = {}
+        self.queues: dict[str, collections.deque[Job]] = {}
+        self.kick = asyncio.Event()
+        self.ready = asyncio.Event()
+        self.tg: asyncio.TaskGroup | None = None
+        self.writes = 0
+        self.task: asyncio.Task[None] | None = None
+
+
+class WatcherLeader:
+    def __init__(self, state: StateApi, service: str = "deployments", *,
+                 clock: WallClock = time.time, config: LeaderConfig | None = None) -> None:
+        self.state = state
+        self.service = service
+        self._clock = clock
+        self.config = config or LeaderConfig()
+        self._run: _Session | None = None
+        self._writes_before = 0
+
+    # -- LeaderComponent ------------------------------------------------------
+
+    async def establish(self, term: Term) -> None:
+        run = _Session(term, WatcherManager(self._clock, self.config.batcher))
+        self._run = run
+        run.task = term.spawn(self._main(run), name="deployment-watcher")
+        async with asyncio.timeout(self.config.restore_timeout):
+            await run.ready.wait()
+        log.info("deployment watcher leading (term %d): %d deployments restored",
+                 term.revision, len(run.manager.tracked()))
+
+    async def revoke(self) -> None:
+        run, self._run = self._run, None
+        if run is None:
+            return
+        self._writes_before += run.writes
+        if run.task is not None:
+            run.task.cancel()
+            await asyncio.wait({run.task}, timeout=2.0)
+        self._fail_pending(run, NotLeader(self.service, None))
+        run.manager.clear()
+
+    @property
+    def leading(self) -> bool:
+        run = self._run
+        return run is not None and not run.term.ended
+
+    def stats(self) -> LeaderStats:
+        run = self._run
+        if run is None:
+            return LeaderStats(False, None, self._writes_before)
+        return LeaderStats(self.leading, run.manager.stats(), self._writes_before + run.writes)
+
+    # -- sessions -------------------------------------------------------------
+
+    async def _main(self, run: _Session) -> None:
+        while True:
+            try:
+                await self._session(run)
+            except Exception as err:  # a stream or read failed: rebuild from state
+                log.warning("deployment watcher resyncing after: %r", err)
+            run.ready.clear()
+            run.manager.clear()
+            run.tracking.clear()
+            run.track_tasks.clear()
+            await asyncio.sleep(self.config.resync_backoff)
+
+    async def _session(self, run: _Session) -> None:
+        deployments = self.state.subscribe(state_pb2.TOPIC_DEPLOYMENT, 0)
+        allocations = self.state.subscribe(state_pb2.TOPIC_ALLOCATION, 0)
+        try:
+            await anext(deployments)
+            await anext(allocations)
+            listed, _ = await self.state.list_active_deployments()
+            run.stored = {d.id: d for d in listed}
+            for d in listed:
+                run.tracking[d.id] = []
+            async with asyncio.TaskGroup() as tg:
+                run.tg = tg
+                tg.create_task(self._pump_deployments(run, deployments))
+                tg.create_task(self._pump_allocations(run, allocations))
+                tg.create_task(self._timer(run))
+                tg.create_task(self._restore(run, [d.id for d in listed]))
+        finally:
+            run.tg = None
+            for stream in (deployments, allocations):
+                with contextlib.suppress(Exception):
+                    await stream.aclose()  # type: ignore[attr-defined]
+
+    async def _restore(self, run: _Session, ids: Sequence[str]) -> None:
+        limit = asyncio.Semaphore(self.config.track_concurrency)
+
+        async def one(deployment_id: str) -> None:
+            async with limit:
+                await self._track(run, deployment_id)
+
+        await asyncio.gather(*(one(i) for i in ids))
+        run.ready.set()
+        run.kick.set()
+
+    async def _track(self, run: _Session, deployment_id: str) -> None:
+        """Read what a new watcher needs, then replay what arrived meanwhile."""
+        run.tracking.setdefault(deployment_id, [])
+        try:
+            d = run.stored.get(deployment_id)
+            if d is None:
+                return
+            versions = await self.state.job_versions(d.namespace, d.job_id)
+            allocs = await self.state.list_allocations(deployment_id)
+            d = run.stored.get(deployment_id)
+            if d is None or not run.manager.wants(d):
+                return
+            try:
+                self._submit(run, run.manager.track(d, versions, allocs))
+            except ValueError as err:  # e.g. its job version was purged
+                log.warning("cannot watch deployment %s: %s", deployment_id, err)
+                return
+        finally:
+            buffered = run.tracking.pop(deployment_id, [])
+            run.track_tasks.pop(deployment_id, None)
+        for deleted, payload in buffered:
+            self._on_allocation(run, deleted, payload)
+        run.kick.set()
+
+    def _start_tracking(self, run: _Session, deployment_id: str) -> asyncio.Task[None] | None:
+        task = run.track_tasks.get(deployment_id)
+        if task is None and run.tg is not None and deployment_id not in run.tracking:
+            run.tracking[deployment_id] = []
+            task = run.tg.create_task(self._track(run, deployment_id))
+            run.track_tasks[deployment_id] = task
+        return task
+
+    # -- streams --------------------------------------------------------------
+
+    async def _pump_deployments(self, run: _Session, stream: Any) -> None:
+        async for resp in stream:
+            for ev in resp.events:
+                if ev.type == UPSERT:
+                    self._on_deployment(run, ev.deployment)
+                else:
+                    run.stored.pop(ev.key, None)
+                    run.manager.untrack(ev.key)
+        raise Unavailable("the deployment stream ended")
+
+    def _on_deployment(self, run: _Session, d: deployment_pb2.Deployment) -> None:
+        known = run.stored.get(d.id)
+        if known is not None and d.modify_index <= known.modify_index:
+            return  # older than what we hold (e.g. our own write's echo)
+        active = d.status in ACTIVE
+        if active or d.id in run.tracking or d.id in run.manager.tracked():
+            run.stored[d.id] = d
+        echoes = run.echoes.get(d.id)
+        key = echo_key(d) if echoes else b""
+        if echoes and key in echoes:
+            echoes.remove(key)  # our own write: the watcher already holds it
+        elif d.id in run.tracking:
+            pass  # the tracking task reads run.stored when it is done
+        elif run.manager.wants(d):
+            self._start_tracking(run, d.id)
+        else:
+            self._submit(run, run.manager.on_deployment(d))
+        if not active:
+            run.stored.pop(d.id, None)
+            run.echoes.pop(d.id, None)
+
+    async def _pump_allocations(self, run: _Session, stream: Any) -> None:
+        async for resp in stream:
+            for ev in resp.events:
+                if ev.type == UPSERT:
+                    self._on_allocation(run, False, ev.allocation)
+                else:
+                    self._on_allocation(run, True, ev.key)
+        raise Unavailable("the allocation stream ended")
+
+    def _on_allocation(self, run: _Session, deleted: bool, payload: Any) -> None:
+        if deleted:
+            for pending in run.tracking.values():
+                pending.append((True, payload))
+            self._submit(run, run.manager.on_allocation_deleted(str(payload)))
+            return
+        alloc: allocation_pb2.Allocation = payload
+        buffer = run.tracking.get(alloc.deployment_id)
+        if buffer is not None:
+            buffer.append((False, alloc))
+        else:
+            self._submit(run, run.manager.on_allocation(alloc))
+
+    # -- timers: deadlines and evaluation batches -------------------------------
+
+    async def _timer(self, run: _Session) -> None:
+        cfg = self.config
+        while True:
+            wake = run.manager.next_wakeup()
+            delay = cfg.max_sleep if wake is None else max(0.0, wake - self._clock())
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(delay, cfg.max_sleep)):
+                    await run.kick.wait()
+            run.kick.clear()
+            for decision in run.manager.check_deadlines():
+                self._submit(run, decision)
+            while batch := run.manager.flush_evaluations():
+                await self._write_evaluations(run, batch)
+            await asyncio.sleep(cfg.min_tick)
+
+    async def _write_evaluations(self, run: _Session, batch: Sequence[CreateEvaluation]) -> None:
+        now = self._clock()
+        try:
+            await self.state.upsert_evaluations([e.to_proto(now) for e in batch],
+                                                run.term.fence)
+            run.writes += 1
+        except FenceLost as err:
+            run.term.report_lost(f"evaluation write: {err.message}")
+            raise
+        except Exception as err:  # the deployments still progress on their next event
+            log.warning("dropped %d follow-up evaluations: %r", len(batch), err)
+
+    # -- writes ---------------------------------------------------------------
+
+    def _submit(self, run: _Session, decision: Decision | None,
+                waiter: asyncio.Future[Result] | None = None) -> None:
+        if decision is None or (decision.empty and waiter is None):
+            return
+        run.kick.set()
+        queue = run.queues.get(decision.deployment_id)
+        if queue is None:
+            queue = run.queues[decision.deployment_id] = collections.deque()
+            run.term.spawn(self._worker(run, decision.deployment_id, queue),
+                           name=f"deployment-writer-{decision.deployment_id}")
+        queue.append((decision, waiter))
+
+    async def _worker(self, run: _Session, deployment_id: str,
+                      queue: collections.deque[Job]) -> None:
+        try:
+            while queue:
+                decision, waiter = queue[0]
+                try:
+                    res = await self._write(run, decision)
+                except Exception as err:
+                    if waiter is None:
+                        log.warning("write for deployment %s failed: %r", deployment_id, err)
+                    elif not waiter.done():
+                        waiter.set_exception(err)
+                else:
+                    if waiter is not None and not waiter.done():
+                        waiter.set_result(res)
+                if queue:
+                    queue.popleft()
+        finally:
+            if run.queues.get(deployment_id) is queue:
+                del run.queues[deployment_id]
+
+    async def _write(self, run: _Session, decision: Decision) -> Result:
+        d_id = decision.deployment_id
+        stored = run.stored.get(d_id)
+        if stored is None:
+            raise DeploymentNotFound(f"deployment {d_id} is no longer watched")
+        if decision.empty:
+            return result(state_pb2.UpdateDeploymentRequest(), None, stored)
+        req = build_request(stored, decision, self._clock())
+        key = echo_key(req.deployment)
+        echoes = run.echoes.setdefault(d_id, collections.deque(maxlen=8))
+        echoes.append(key)
+        try:
+            resp = await self.state.update_deployment(req, run.term.fence)
+        except FenceLost as err:
+            run.term.report_lost(f"deployment write: {err.message}")
+            raise NotLeader(self.service, None) from err
+        except Conflict as err:
+            await self._conflicted(run, stored)
+            raise Conflict(f"deployment {d_id} changed concurrently; it was re-read: "
+                           "retry the call") from err
+        finally:
+            with contextlib.suppress(ValueError):
+                echoes.remove(key)
+        run.writes += 1
+        new = written(req, resp.index)
+        current = run.stored.get(d_id)
+        if current is None or current.modify_index < new.modify_index:
+            if new.status in ACTIVE:
+                run.stored[d_id] = new
+            else:
+                run.stored.pop(d_id, None)
+        return result(req, resp, new)
+
+    async def _conflicted(self, run: _Session, stale: deployment_pb2.Deployment) -> None:
+        """Drop the watcher and its queued decisions; track it again from state."""
+        queue = run.queues.get(stale.id)
+        if queue is not None:
+            for _, waiter in list(queue)[1:]:
+                if waiter is not None and not waiter.done():
+                    waiter.set_exception(Conflict(f"deployment {stale.id} changed concurrently"))
+            while len(queue) > 1:
+                queue.pop()
+        run.manager.untrack(stale.id)
+        fresh = await self.state.get_deployment(stale.namespace, stale.id)
+        run.stored.pop(stale.id, None)
+        if fresh is not None and fresh.status in ACTIVE:
+            run.stored[stale.id] = fresh
+            self._start_tracking(run, stale.id)
+
+    def _fail_pending(self, run: _Session, err: Exception) -> None:
+        for queue in run.queues.values():
+            for _, waiter in queue:
+                if waiter is not None and not waiter.done():
+                    waiter.set_exception(err)
+
+    # -- manual operations ------------------------------------------------------
+
+    async def operate(self, namespace: str, deployment_id: str,
+                      op: Callable[[WatcherManager], Decision]) -> Result:
+        """Run a manual operation on the deployment's watcher; wait for its write."""
+        run = self._session_for_call()
+        async with asyncio.timeout(self.config.call_timeout):
+            await run.ready.wait()
+            await self._ensure_watched(run, namespace, deployment_id)
+            decision = op(run.manager)
+            waiter: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
+            self._submit(run, decision, waiter)
+            return await waiter
+
+    def _session_for_call(self) -> _Session:
+        run = self._run
+        if run is None or run.term.ended:
+            raise NotLeader(self.service, None)
+        return run
+
+    async def _ensure_watched(self, run: _Session, namespace: str, deployment_id: str) -> None:
+        if deployment_id not in run.manager.tracked():
+            task = run.track_tasks.get(deployment_id)
+            if task is None:
+                d = await self.state.get_deployment(namespace, deployment_id)
+                if d is None:
+                    raise DeploymentNotFound(
+                        f"deployment {deployment_id} not found in namespace"
+                        f" {namespace or 'default'}",
+                        metadata={"deployment_id": deployment_id})
+                if d.status not in ACTIVE:
+                    status = deployment_pb2.DeploymentStatus.Name(d.status)
+                    raise DeploymentNotActive(
+                        f"deployment {deployment_id} is not active ({status})",
+                        metadata={"status": status})
+                run.stored.setdefault(d.id, d)
+                task = self._start_tracking(run, deployment_id)
+            if task is not None:
+                await asyncio.shield(task)
+        watched = run.manager.watcher(deployment_id)  # DeploymentNotFound if still not
+        if namespace and watched.deployment.namespace != namespace:
+            raise DeploymentNotFound(
+                f"deployment {deployment_id} not found in namespace {namespace}",
+                metadata={"deployment_id": deployment_id})

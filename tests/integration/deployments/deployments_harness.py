@@ -1,0 +1,210 @@
+"""Real etcd + a real state service (with UpdateDeployment wired in) + watcher
+replicas as DroverServer instances; the test plays the scheduler and clients."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import pytest
+
+from drover.api.deployments.v1 import deployments_pb2_grpc
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
+from drover.config import EtcdSettings, ServeSettings
+from drover.coord import Keyspace, LeadershipConfig
+from drover.deployments.app import DeploymentsApp
+from drover.deployments.batcher import BatcherConfig
+from drover.deployments.leader import LeaderConfig
+from drover.rpc.errors import ErrorInterceptor, error_info
+from drover.rpc.server import DroverServer
+from drover.state.main import StateService, build_on_store
+from drover.state.store import EtcdStore
+
+
+@dataclass
+class StateReplica:
+    service: StateService
+    server: grpc.aio.Server
+    channel: grpc.aio.Channel
+    stub: state_pb2_grpc.StateServiceStub
+    etcd_channel: grpc.aio.Channel
+    address: str
+
+    async def close(self) -> None:
+        await self.channel.close()
+        await self.server.stop(None)
+        await self.service.close()
+        await self.etcd_channel.close()
+
+
+async def start_state(endpoint: str, keyspace: Keyspace,
+                      interceptors: tuple[Any, ...] = ()) -> StateReplica:
+    etcd_channel = grpc.aio.insecure_channel(endpoint)
+    service = await build_on_store(EtcdStore(etcd_channel), keyspace)
+    server = grpc.aio.server(interceptors=[*interceptors, ErrorInterceptor()])
+    service.register(server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    address = f"127.0.0.1:{port}"
+    channel = grpc.aio.insecure_channel(address)
+    return StateReplica(service, server, channel, state_pb2_grpc.StateServiceStub(channel),
+                        etcd_channel, address)
+
+
+@pytest.fixture
+async def state(etcd_endpoint: str, keyspace: Keyspace) -> AsyncIterator[StateReplica]:
+    replica = await start_state(etcd_endpoint, keyspace)
+    try:
+        yield replica
+    finally:
+        await replica.close()
+
+
+LEADER_CONFIG = LeaderConfig(batcher=BatcherConfig(window=0.05), restore_timeout=5.0,
+                             max_sleep=0.5)
+
+
+@dataclass
+class Watcher:
+    server: DroverServer
+    app: DeploymentsApp
+    channel: grpc.aio.Channel
+    stub: deployments_pb2_grpc.DeploymentWatcherServiceStub
+    address: str
+
+    async def close(self) -> None:
+        await self.channel.close()
+        await self.server.stop(1.0)
+
+
+async def start_watcher(endpoint: str, prefix: str, state_address: str,
+                        config: LeaderConfig = LEADER_CONFIG) -> Watcher:
+    settings = ServeSettings(
+        service="deployments",
+        etcd=EtcdSettings(endpoints=(endpoint,), prefix=prefix, session_ttl=2),
+        state_addresses=(state_address,), shutdown_grace=2.0,
+    )
+    app = DeploymentsApp(settings, leader_config=config,
+                         leadership_config=LeadershipConfig(ttl=2, retry_backoff=0.05))
+    server = DroverServer(settings, app, membership=True)
+    ctx = await server.start()
+    channel = grpc.aio.insecure_channel(ctx.address)
+    return Watcher(server, app, channel,
+                   deployments_pb2_grpc.DeploymentWatcherServiceStub(channel), ctx.address)
+
+
+@pytest.fixture
+async def watchers(etcd_endpoint: str, etcd_prefix: str,
+                   state: StateReplica) -> AsyncIterator[list[Watcher]]:
+    started: list[Watcher] = []
+    try:
+        yield started
+    finally:
+        for w in started:
+            await w.close()
+
+
+@pytest.fixture
+async def watcher(etcd_endpoint: str, etcd_prefix: str, state: StateReplica,
+                  watchers: list[Watcher]) -> Watcher:
+    w = await start_watcher(etcd_endpoint, etcd_prefix, state.address)
+    watchers.append(w)
+    await wait_for(lambda: w.app.leader is not None and w.app.leader.leading)
+    return w
+
+
+async def wait_for(cond: Callable[[], bool | Awaitable[bool]], within: float = 5.0,
+                   what: str = "condition") -> None:
+    try:
+        async with asyncio.timeout(within):
+            while True:
+                got = cond()
+                if not isinstance(got, bool):
+                    got = await got
+                if got:
+                    return
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"timed out after {within}s waiting for {what}") from None
+
+
+# -- the test plays the scheduler and the clients -------------------------------
+
+def service_job(job_id: str, *, count: int = 2, canary: int = 0, max_parallel: int = 1,
+                progress_deadline: float = 0.0, auto_revert: bool = False,
+                image: str = "web:1") -> job_pb2.Job:
+    update = job_pb2.UpdateStrategy(max_parallel=max_parallel, canary=canary,
+                                    auto_revert=auto_revert)
+    if progress_deadline:
+        update.progress_deadline.FromNanoseconds(int(progress_deadline * 1e9))
+    task = job_pb2.Task(name="server", driver="docker", config={"image": image})
+    group = job_pb2.TaskGroup(name="web", count=count, update=update, tasks=[task])
+    return job_pb2.Job(id=job_id, namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
+                       task_groups=[group])
+
+
+@dataclass
+class Scheduler:
+    stub: state_pb2_grpc.StateServiceStub
+    placed: list[str] = field(default_factory=list)
+
+    async def register(self, job: job_pb2.Job) -> state_pb2.RegisterJobResponse:
+        return await self.stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
+
+    async def place(self, d: deployment_pb2.Deployment, n: int, *,
+                    canary: bool = False) -> list[str]:
+        allocs = []
+        for _ in range(n):
+            alloc_id = f"{d.id[:8]}-{len(self.placed)}"
+            self.placed.append(alloc_id)
+            a = allocation_pb2.Allocation(
+                id=alloc_id, namespace=d.namespace, job_id=d.job_id,
+                job_version=d.job_version, task_group="web", deployment_id=d.id,
+                node_id="n1", desired_status=allocation_pb2.ALLOC_DESIRED_STATUS_RUN,
+                client_status=allocation_pb2.ALLOC_CLIENT_STATUS_RUNNING)
+            a.deployment_status.canary = canary
+            allocs.append(a)
+        await self.stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=allocs))
+        return [a.id for a in allocs]
+
+    async def health(self, alloc_ids: list[str], healthy: bool = True) -> int:
+        resp = await self.stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(updates=[
+            state_pb2.AllocationUpdate(namespace="default", id=i, healthy=healthy)
+            for i in alloc_ids]))
+        return int(resp.index)
+
+    async def deployment(self, deployment_id: str) -> deployment_pb2.Deployment:
+        resp = await self.stub.GetDeployment(
+            state_pb2.GetDeploymentRequest(namespace="default", id=deployment_id))
+        return resp.deployment  # type: ignore[no-any-return]
+
+    async def wait_deployment(self, deployment_id: str,
+                              pred: Callable[[deployment_pb2.Deployment], bool],
+                              within: float = 5.0, what: str = "deployment") -> (
+            deployment_pb2.Deployment):
+        seen: list[deployment_pb2.Deployment] = []
+
+        async def check() -> bool:
+            d = await self.deployment(deployment_id)
+            seen[:] = [d]
+            return pred(d)
+
+        try:
+            await wait_for(check, within, what)
+        except AssertionError as err:
+            raise AssertionError(f"{err}; last seen: {seen[0] if seen else None}") from None
+        return seen[0]
+
+
+@pytest.fixture
+def scheduler(state: StateReplica) -> Scheduler:
+    return Scheduler(state.stub)
+
+
+def reason_of(err: grpc.RpcError) -> str:
+    info = error_info(err)
+    return info.reason if info is not None else ""
