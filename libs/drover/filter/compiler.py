@@ -19,6 +19,12 @@ missing map key, an index out of range, a division by zero, a function
 rejecting its argument -- means "does not match"; a type error or a non-bool
 result is the filter's fault and raises :class:`InvalidFilter`.
 
+Fast path: given ``fast_fields`` (getters reading fields straight off the
+stored item, e.g. a compact record tuple) a filter within the common subset
+(:mod:`drover.filter.predicate`) matches through a plain Python predicate,
+with no decode and no CEL; ``load`` turns an item into the object the
+schema's getters read (a decoded proto) for every other filter.
+
 Fields named like CEL reserved words (``namespace``) are usable: they are
 rewritten to a same-length alias before CEL sees them, so positions in
 messages stay those of the original text.
@@ -37,6 +43,7 @@ import cel
 from drover.filter.analysis import analyze, bound_names, position
 from drover.filter.errors import InvalidFilter
 from drover.filter.lexer import Tok, tokenize
+from drover.filter.predicate import Predicate, compile_predicate
 from drover.filter.schema import Getter, Schema
 
 __all__ = ["CEL_RESERVED", "Filter", "FilterCompiler"]
@@ -53,7 +60,8 @@ _NO_MATCH = (KeyError, IndexError, ZeroDivisionError, OverflowError, RuntimeErro
 class Filter:
     """A compiled filter: ``matches(obj)`` plus what index selection needs."""
 
-    __slots__ = ("_plan", "_program", "constraints", "exact", "expression", "fields")
+    __slots__ = ("_load", "_plan", "_program", "constraints", "exact", "expression", "fast",
+                 "fields")  # fmt: skip
 
     def __init__(
         self,
@@ -63,8 +71,14 @@ class Filter:
         fields: tuple[str, ...],
         constraints: Mapping[str, frozenset[Hashable]],
         exact: bool,
+        *,
+        fast: Predicate | None = None,
+        load: Getter | None = None,
     ) -> None:
         self.expression = expression
+        # The subset predicate over the stored item, when the expression fits.
+        self.fast = fast
+        self._load = load
         self._program = program
         self._plan = plan
         # Fields the expression references, by schema name.
@@ -76,9 +90,14 @@ class Filter:
         return f"Filter({self.expression!r})"
 
     def matches(self, obj: Any) -> bool:
+        fast = self.fast
+        if fast is not None:
+            return fast(obj)
         program = self._program
         if program is None:
             return True
+        if self._load is not None:
+            obj = self._load(obj)
         activation = {alias: get(obj) for alias, get in self._plan}
         try:
             result = program.execute(activation)
@@ -97,8 +116,19 @@ MATCH_ALL_EXPRESSION = ""
 class FilterCompiler:
     """Compiles expressions for one schema; an LRU keeps recent ones."""
 
-    def __init__(self, schema: Schema, *, cache_size: int = 256) -> None:
+    def __init__(
+        self,
+        schema: Schema,
+        *,
+        cache_size: int = 256,
+        fast_fields: Mapping[str, Getter] | None = None,
+        load: Getter | None = None,
+    ) -> None:
+        """``fast_fields``/``load``: see the module docstring (both apply to
+        the items later passed to :meth:`Filter.matches`)."""
         self.schema = schema
+        self._fast_fields = dict(fast_fields or {})
+        self._load = load
         self._aliases = _aliases(schema)
         self._cache: OrderedDict[str, Filter] = OrderedDict()
         self._cache_size = cache_size
@@ -119,7 +149,7 @@ class FilterCompiler:
 
     def _compile(self, expression: str) -> Filter:
         if not expression.strip():
-            return Filter(expression, None, (), (), {}, True)
+            return Filter(expression, None, (), (), {}, True, fast=_always)
         tokens = tokenize(expression)
         reverse = {alias: name for name, alias in self._aliases.items()}
         for i, tok in enumerate(tokens):  # an alias spelled by hand is no field
@@ -144,7 +174,12 @@ class FilterCompiler:
         plan = tuple((written, self.schema.getter(name)) for written, name in names.items())
         self._probe(expression, program, names)
         fields = tuple(sorted(names.values()))
-        return Filter(expression, program, plan, fields, analysis.constraints, analysis.exact)
+        fast = None
+        if self._fast_fields and set(fields) <= self._fast_fields.keys():
+            fast = compile_predicate(tokens, names, self.schema, self._fast_fields,
+                                     _evaluate_literal)  # fmt: skip
+        return Filter(expression, program, plan, fields, analysis.constraints, analysis.exact,
+                      fast=fast, load=self._load)  # fmt: skip
 
     def _rewrite(self, expression: str, tokens: list) -> tuple[str, list]:
         if not self._aliases:
@@ -183,6 +218,10 @@ class FilterCompiler:
             return  # depends on the data; the zero object proves nothing
         if not isinstance(result, bool):
             raise _not_bool(expression, result)
+
+
+def _always(obj: Any) -> bool:
+    return True
 
 
 @lru_cache(maxsize=1024)

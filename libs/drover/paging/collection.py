@@ -2,9 +2,12 @@
 
 This is the store a watch-fed cache keeps per object kind, and what the
 paginator scans (it implements :class:`drover.paging.paginator.Source`).
-Objects are kept once, in a dict keyed by :class:`Key`; the create-order
-index and every secondary index hold only keys, so an index costs about one
-pointer per object.
+Objects are kept once, in a dict keyed by the ``id`` of their :class:`Key`
+(unique in the collection, so a cache finds an object without knowing its
+create index); the create-order index and every secondary index hold only
+keys, so an index costs about one pointer per object. The item type is the
+caller's: a cache that must stay small stores compact records (serialized
+bytes plus a tuple of scalar fields), never full objects.
 
 Secondary indexes answer "objects whose ``field`` is one of these values" in
 key order. ``fields`` maps field names to extractors; the extractors must
@@ -14,16 +17,25 @@ the index and in CEL). Given equality constraints, :meth:`candidates` walks
 the smallest matching bucket (a union of buckets for ``field in [...]``) and
 :meth:`count` answers from bucket sizes alone when a single indexed field is
 constrained; an intersection iterates the smallest bucket and checks the
-other fields with their extractors. Nothing here is a full scan unless no
-constrained field is indexed.
+other fields with their extractors.
+
+With ``id_index=True`` the ids are also kept sorted, so an id ``prefix``
+selects its objects by two bisections; when that set is the smallest, its
+keys are sorted into create order (at most ``prefix_sort_limit`` of them per
+call, which bounds the work) and walked instead of a bucket. ``id_prefixes``
+maps a request's prefix to id prefixes (a cache whose ids are
+``"<namespace>/<id>"`` yields one per namespace).
 
 Not thread-safe; do not mutate while a scan iterator is being consumed.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from typing import Generic, TypeVar
+
+from sortedcontainers import SortedList
 
 from drover.paging.index import Key, OrderedIndex, SecondaryIndex
 
@@ -33,15 +45,24 @@ T = TypeVar("T")
 
 # Equality constraints: field -> the values it may take (a conjunction).
 Where = Mapping[str, frozenset[Hashable]]
+Getter = Callable[[T], Hashable]
+IdPrefixes = Callable[[str, Where], Iterable[str]]
+
+PREFIX_SORT_LIMIT = 20_000
+
+
+def _same_prefix(prefix: str, where: Where) -> Iterable[str]:
+    return (prefix,)
 
 
 class IndexedCollection(Generic[T]):
-    """Objects by key, in create order, with secondary indexes on some fields.
+    """Objects by id, in create order, with secondary indexes on some fields.
 
     ``key_of`` gives an object's key; its ``id`` part must be unique in the
     collection (use ``f"{namespace}/{id}"`` for kinds whose ids repeat across
-    namespaces). ``fields`` are the extractors the paginator may use for
-    scoping and index selection; ``indexed`` names those kept in indexes.
+    namespaces) and an object keeps its key for life. ``fields`` are the
+    extractors the paginator may use for scoping, prefixes and index
+    selection; ``indexed`` names those kept in indexes.
     """
 
     def __init__(
@@ -49,33 +70,48 @@ class IndexedCollection(Generic[T]):
         key_of: Callable[[T], Key],
         fields: Mapping[str, Callable[[T], Hashable]],
         indexed: Iterable[str] = (),
+        *,
+        id_index: bool = False,
+        id_prefixes: IdPrefixes = _same_prefix,
+        prefix_sort_limit: int = PREFIX_SORT_LIMIT,
     ) -> None:
         self._key_of = key_of
         self._fields = dict(fields)
         unknown = [name for name in indexed if name not in self._fields]
         if unknown:
             raise ValueError(f"indexed fields without an extractor: {unknown}")
-        self._items: dict[Key, T] = {}
+        self._items: dict[str, T] = {}
         self._order = OrderedIndex()
         self._indexes: dict[str, SecondaryIndex] = {name: SecondaryIndex() for name in indexed}
+        self._ids: SortedList | None = SortedList() if id_index else None
+        self._id_prefixes = id_prefixes
+        self._prefix_sort_limit = prefix_sort_limit
 
     # -- writes ---------------------------------------------------------------
 
     def load(self, items: Iterable[T]) -> None:
         """Replace everything (an initial range read): one sort, not n inserts."""
-        self._items = {self._key_of(item): item for item in items}
-        self._order = OrderedIndex(self._items)
+        keyed = [(self._key_of(item), item) for item in items]
+        self._items = {key.id: item for key, item in keyed}
+        self._order = OrderedIndex(key for key, _ in keyed)
         for name, index in self._indexes.items():
             get = self._fields[name]
-            index.load((get(item), key) for key, item in self._items.items())
+            index.load((get(item), key) for key, item in keyed)
+        if self._ids is not None:
+            self._ids = SortedList(self._items)
 
     def upsert(self, item: T) -> T | None:
-        """Insert or replace by key; returns the previous object, if any."""
+        """Insert or replace by id; returns the previous object, if any."""
         key = self._key_of(item)
-        old = self._items.get(key)
-        self._items[key] = item
+        old = self._items.get(key.id)
+        if old is not None and self._key_of(old) != key:
+            self.remove(self._key_of(old))
+            old = None  # a new object under a reused id: a new position
+        self._items[key.id] = item
         if old is None:
             self._order.add(key)
+            if self._ids is not None:
+                self._ids.add(key.id)
         for name, index in self._indexes.items():
             get = self._fields[name]
             value = get(item)
@@ -88,10 +124,16 @@ class IndexedCollection(Generic[T]):
         return old
 
     def remove(self, key: Key) -> T | None:
-        old = self._items.pop(key, None)
+        return self.remove_id(key.id)
+
+    def remove_id(self, id_: str) -> T | None:
+        old = self._items.pop(id_, None)
         if old is None:
             return None
+        key = self._key_of(old)
         self._order.discard(key)
+        if self._ids is not None:
+            self._ids.discard(id_)
         for name, index in self._indexes.items():
             index.discard(self._fields[name](old), key)
         return old
@@ -99,18 +141,38 @@ class IndexedCollection(Generic[T]):
     # -- reads ----------------------------------------------------------------
 
     def get(self, key: Key) -> T | None:
-        return self._items.get(key)
+        return self._items.get(key.id)
+
+    def by_id(self, id_: str) -> T | None:
+        return self._items.get(id_)
+
+    @property
+    def items(self) -> Mapping[str, T]:
+        """Objects by id (read-only by convention: write through upsert/remove)."""
+        return self._items
 
     def __len__(self) -> int:
         return len(self._items)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._items
+        return isinstance(key, Key) and key.id in self._items
 
     def __iter__(self) -> Iterator[T]:
         """Objects in ascending create order."""
         items = self._items
-        return (items[key] for key in self._order)
+        return (items[key.id] for key in self._order)
+
+    def keys(self, field: str | None = None, value: Hashable = None, *,
+             after: Key | None = None, descending: bool = False) -> Iterator[Key]:  # fmt: skip
+        """Keys strictly after ``after`` in create order: all of them, or those
+        whose indexed ``field`` is ``value``."""
+        if field is None:
+            return self._order.iter_from(after, descending=descending)
+        return self._indexes[field].iter_from((value,), after, descending=descending)
+
+    def index_values(self, field: str) -> Iterator[Hashable]:
+        """The distinct values an indexed field currently takes."""
+        return self._indexes[field].values()
 
     @property
     def fields(self) -> Collection[str]:
@@ -120,11 +182,17 @@ class IndexedCollection(Generic[T]):
     def indexed(self) -> Collection[str]:
         return self._indexes.keys()
 
+    def getter(self, field: str) -> Getter[T]:
+        return self._fields[field]
+
     def value(self, item: T, field: str) -> Hashable:
         return self._fields[field](item)
 
     def plan(self, where: Where) -> str | None:
         """The indexed field whose buckets are smallest for ``where`` (None: create order)."""
+        return self._plan(where)[0]
+
+    def _plan(self, where: Where) -> tuple[str | None, int]:
         best: str | None = None
         best_size = len(self._items)
         for name, values in where.items():
@@ -134,23 +202,72 @@ class IndexedCollection(Generic[T]):
             size = index.count(values)
             if best is None or size < best_size:
                 best, best_size = name, size
-        return best
+        return best, best_size
+
+    def _prefix_ranges(self, prefix: str, where: Where) -> list[tuple[int, int]] | None:
+        ids = self._ids
+        if ids is None or not prefix:
+            return None
+        ranges = []
+        for p in self._id_prefixes(prefix, where):
+            lo = ids.bisect_left(p)
+            hi = ids.bisect_left(p[:-1] + chr(ord(p[-1]) + 1)) if p else len(ids)
+            if hi > lo:
+                ranges.append((lo, hi))
+        return ranges
 
     def candidates(
-        self, where: Where, *, after: Key | None = None, descending: bool = False
+        self,
+        where: Where,
+        *,
+        after: Key | None = None,
+        descending: bool = False,
+        prefix: str = "",
     ) -> Iterator[tuple[Key, T]]:
-        """A superset of the objects satisfying ``where``, strictly after ``after``.
+        """A superset of the objects satisfying ``where`` and ``prefix``, after ``after``.
 
         In key order. Only the chosen index narrows; the caller checks every
         constraint (so it can count each candidate against a scan budget).
         """
-        name = self.plan(where)
+        name, size = self._plan(where)
+        items = self._items
+        ranges = self._prefix_ranges(prefix, where)
+        if ranges is not None:
+            matched = sum(hi - lo for lo, hi in ranges)
+            if matched <= min(size, self._prefix_sort_limit):
+                return self._prefix_walk(ranges, after, descending)
         if name is None:
             keys = self._order.iter_from(after, descending=descending)
         else:
             keys = self._indexes[name].iter_from(where[name], after, descending=descending)
+        return ((key, items[key.id]) for key in keys)
+
+    def _prefix_walk(
+        self, ranges: list[tuple[int, int]], after: Key | None, descending: bool
+    ) -> Iterator[tuple[Key, T]]:
+        assert self._ids is not None
+        items, key_of, ids = self._items, self._key_of, self._ids
+        keyed = sorted(
+            ((key_of(items[i]), items[i]) for lo, hi in ranges for i in ids.islice(lo, hi)),
+            key=lambda pair: pair[0],
+            reverse=descending,
+        )
+        if after is not None:
+            keys = [k for k, _ in keyed]
+            if descending:
+                start = len(keys) - bisect.bisect_left(keys[::-1], after)
+            else:
+                start = bisect.bisect_right(keys, after)
+            keyed = keyed[start:]
+        return iter(keyed)
+
+    def members(self, where: Where) -> Iterable[T]:
+        """A superset of the objects satisfying ``where``, in no particular order."""
+        name = self.plan(where)
+        if name is None:
+            return self._items.values()
         items = self._items
-        return ((key, items[key]) for key in keys)
+        return (items[key.id] for key in self._indexes[name].iter_from(where[name]))
 
     def count(self, where: Where) -> int | None:
         """Objects satisfying ``where`` exactly, or None if a field is not indexed."""
@@ -165,7 +282,7 @@ class IndexedCollection(Generic[T]):
         items = self._items
         total = 0
         for key in self._indexes[name].iter_from(where[name]):
-            item = items[key]
+            item = items[key.id]
             if all(get(item) in values for get, values in checks):
                 total += 1
         return total

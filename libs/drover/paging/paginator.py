@@ -25,7 +25,7 @@ exactly a conjunction of equalities on indexed fields, else by scanning.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -74,13 +74,24 @@ class Source(Protocol[T]):
     @property
     def fields(self) -> Collection[str]: ...
 
-    def value(self, item: T, field: str) -> Hashable: ...
+    def getter(self, field: str) -> Callable[[T], Hashable]: ...
 
     def candidates(
-        self, where: Where, *, after: Key | None = None, descending: bool = False
-    ) -> Iterator[tuple[Key, T]]: ...
+        self, where: Where, *, after: Key | None = None, descending: bool = False,
+        prefix: str = "",
+    ) -> Iterator[tuple[Key, T]]:
+        """A superset of the matches strictly after ``after``, in key order.
+
+        ``prefix`` is a hint (the paginator still checks it): a source with
+        an id index may walk only the ids having it.
+        """
+        ...
 
     def count(self, where: Where) -> int | None: ...
+
+    def members(self, where: Where) -> Iterable[T]:
+        """A superset of the matches in no particular order (for counting)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -142,7 +153,8 @@ class Paginator:
         cursor: Key | None = None
         examined = extra = 0
         lookahead = self.defaults.lookahead
-        walk = source.candidates(where, after=after, descending=binding.order.descending)
+        walk = source.candidates(where, after=after, descending=binding.order.descending,
+                                 prefix=request.prefix)
         for key, item in walk:
             full = len(items) >= size
             if (budget is not None and examined >= budget) or (full and extra >= lookahead):
@@ -178,7 +190,8 @@ class Paginator:
             if counted is not None:
                 return counted
         accept = self._acceptor(source, where, "", matcher)
-        return sum(1 for _, item in source.candidates(where) if accept(item))
+        # A count needs no order: walk the chosen bucket (or everything) as stored.
+        return sum(map(accept, source.members(where)))
 
     # -- internals ------------------------------------------------------------
 
@@ -191,19 +204,23 @@ class Paginator:
         if missing:
             raise ValueError(f"the source cannot scope by {missing}; give it extractors")
 
-    def _acceptor(self, source: Source[T], where: Where, prefix: str, matcher: Matcher | None):
+    def _acceptor(
+        self, source: Source[T], where: Where, prefix: str, matcher: Matcher | None
+    ) -> Callable[[T], bool]:
         # Only the fields the source can read are checked here; the filter
         # itself re-checks its own constraints on whatever the source lacks.
-        checks = [(name, values) for name, values in where.items() if name in source.fields]
-        value = source.value
-        prefix_field = self._prefix_field
+        checks = [(source.getter(name), values) for name, values in where.items()
+                  if name in source.fields]
+        id_of = source.getter(self._prefix_field) if prefix else None
         matches = matcher.matches if matcher is not None else None
+        if not checks and id_of is None and matches is not None:
+            return matches  # one call per candidate: the hot loop of a big count
 
         def accept(item: T) -> bool:
-            for name, values in checks:
-                if value(item, name) not in values:
+            for get, values in checks:
+                if get(item) not in values:
                     return False
-            if prefix and not str(value(item, prefix_field)).startswith(prefix):
+            if id_of is not None and not str(id_of(item)).startswith(prefix):
                 return False
             return matches is None or matches(item)
 

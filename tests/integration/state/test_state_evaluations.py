@@ -73,12 +73,12 @@ async def test_multi_page_delete_by_filter_deletes_exactly_the_matching_set(repl
                                                                           filter=flt))
     assert count.count == len(want_gone)
     dry = await stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
-        filter=flt, page_size=1000, dry_run=True))
+        filter=flt, namespace="*", page_size=1000, dry_run=True))
     assert dry.deleted == min(127, len(want_gone))
     total, token, calls = 0, "", 0
     while True:
         r = await stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
-            filter=flt, page_size=13, page_token=token))
+            filter=flt, namespace="*", page_size=13, page_token=token))
         total += r.deleted
         calls += 1
         token = r.next_page_token
@@ -133,7 +133,7 @@ async def test_bad_inputs(replica) -> None:
                   inv, "INVALID_PAGE_TOKEN")
     details = await _expect(stub.ListEvaluations(state_pb2.ListEvaluationsRequest(
         filter="status == ")), inv, "INVALID_FILTER")
-    assert "1:11" in details
+    assert "line 1, column 11" in details
     await _expect(stub.CountEvaluations(state_pb2.CountEvaluationsRequest(filter="nope == 1")),
                   inv, "INVALID_FILTER")
     await _expect(stub.ListEvaluations(state_pb2.ListEvaluationsRequest(page_size=-1)),
@@ -199,10 +199,31 @@ async def test_blocking_list_returns_on_change_or_after_max_wait(replica) -> Non
 
 async def test_get_evaluation_related(replica) -> None:
     stub = replica.stub
-    a = evaluation_pb2.Evaluation(id="a", type="service", next_eval="b", blocked_eval="c")
-    b = evaluation_pb2.Evaluation(id="b", type="service", previous_eval="a")
-    c = evaluation_pb2.Evaluation(id="c", type="service", namespace="default")
-    await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[a, b, c]))
-    r = await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id="a", include_related=True))
-    assert r.evaluation.id == "a" and sorted(e.id for e in r.related) == ["b", "c"]
+    a = evaluation_pb2.Evaluation(id="a", type="service", next_eval="b")
+    b = evaluation_pb2.Evaluation(id="b", type="service", previous_eval="a", next_eval="c",
+                                  blocked_eval="d")
+    c = evaluation_pb2.Evaluation(id="c", type="service", previous_eval="b")
+    d = evaluation_pb2.Evaluation(id="d", type="service", namespace="default")
+    await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[a, b, c, d]))
+    r = await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id="b", include_related=True))
+    assert r.evaluation.id == "b" and [e.id for e in r.related] == ["a", "c", "d"]
+    assert all(e.create_index > 0 for e in r.related)
+    plain = await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id="b"))
+    assert not plain.related
     assert r.evaluation.create_index > 0 and r.meta.last_contact.ToTimedelta().total_seconds() < 5
+    assert r.meta.known_leader and r.meta.index >= r.evaluation.modify_index
+
+
+async def test_last_contact_counts_any_etcd_call(replica) -> None:
+    cache = replica.service.cache
+    clock = [1000.0]
+    cache.store._clock = lambda: clock[0]  # a virtual clock from here on
+    cache.store.touch()
+    clock[0] += 30.0
+    stale = await replica.stub.ListEvaluations(state_pb2.ListEvaluationsRequest(
+        query=query_pb2.QueryOptions(stale=True)))
+    assert stale.meta.last_contact.ToTimedelta().total_seconds() == pytest.approx(30.0)
+    assert not stale.meta.known_leader
+    fresh = await replica.stub.ListEvaluations(state_pb2.ListEvaluationsRequest())
+    assert fresh.meta.last_contact.ToTimedelta().total_seconds() == 0  # the sync's Get
+    assert fresh.meta.known_leader

@@ -1,29 +1,29 @@
-"""Pure paging, tokens, filters and blocking-wait computation."""
+"""Cache tables as a paging Source: records, indexes, fast filters, blocking waits."""
 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
 from drover.api.types.v1 import evaluation_pb2
 from drover.coord.keys import Keyspace
 from drover.errors import InvalidArgument
-from drover.paging.errors import InvalidPageToken
-from drover.state import codec
+from drover.filter import FilterCompiler, InvalidFilter
+from drover.paging import InvalidPageToken, PageRequest, PageTokenCodec, Paginator
+from drover.state import codec, tables
 from drover.state.blocking import BlockingConfig, blocking_wait
-from drover.state.filtering import InvalidFilter, compile_filter, extract_equalities
-from drover.state.query import Plan, Selection, page, page_size, parse_order
 from drover.state.tables import Tables
-from drover.state.tokens import TokenCodec
 
 KEYS = codec.KeyCodec(Keyspace("/u"))
 STATUSES = [evaluation_pb2.EVALUATION_STATUS_PENDING, evaluation_pb2.EVALUATION_STATUS_COMPLETE]
+EVALS = codec.EVALUATIONS
 
 
 def _tables(n: int, seed: int = 1) -> tuple[Tables, dict[str, evaluation_pb2.Evaluation]]:
     rnd = random.Random(seed)
-    tables = Tables(KEYS)
+    t = Tables(KEYS)
     evs = {}
     rev = 10
     for i in range(n):
@@ -35,100 +35,133 @@ def _tables(n: int, seed: int = 1) -> tuple[Tables, dict[str, evaluation_pb2.Eva
             priority=1 + i % 100,
         )
         evs[ev.id] = ev
-        tables.apply(KEYS.key(codec.EVALUATIONS, ev.namespace, ev.id), codec.encode(ev), rev,
-                     rev, False)
-    return tables, evs
+        t.apply(KEYS.key(EVALS, ev.namespace, ev.id), codec.encode(ev), rev, rev, False)
+    return t, evs
 
 
-def _all_pages(tables: Tables, sel: Selection, descending: bool, size: int, budget: int) -> list:
-    plan = Plan(tables[codec.EVALUATIONS], sel)
-    out, cursor, calls = [], None, 0
+def _compiler() -> FilterCompiler:
+    return FilterCompiler(tables.SCHEMAS[EVALS], fast_fields=tables.record_getters(EVALS),
+                          load=tables.decoder(EVALS))
+
+
+def _walk(t: Tables, request: PageRequest, expr: str, budget: int | None = None) -> list[str]:
+    flt, p, out = _compiler().compile(expr), Paginator(PageTokenCodec(b"k" * 32)), []
     while True:
-        res = page(plan, cursor, descending, size, budget)
-        out.extend(h.msg.id for h in res.hits)
-        calls += 1
-        if res.next_cursor is None:
+        page = p.page(t[EVALS].rows, request, flt, scan_budget=budget)
+        out.extend(str(e[2][1]).split("/")[1] for e in page.items)
+        if not page.next_page_token:
             return out
-        cursor = res.next_cursor
+        request = replace(request, page_token=page.next_page_token)
 
 
 @pytest.mark.parametrize("descending", [False, True])
-@pytest.mark.parametrize("budget", [3, 50_000])
-def test_pages_cover_exactly_the_matching_set_in_order(descending: bool, budget: int) -> None:
-    tables, evs = _tables(400)
-    flt = compile_filter('status == "pending" && priority > 20', evaluation_pb2.Evaluation)
-    got = _all_pages(tables, Selection("default", "", {}, flt), descending, 7, budget)
+@pytest.mark.parametrize("budget", [3, None])
+@pytest.mark.parametrize("expr", ['status == "pending" && priority > 20',
+                                  "create_time.getSeconds() == 0 && priority > 20"])
+def test_pages_cover_exactly_the_matching_set_in_order(
+    descending: bool, budget: int | None, expr: str
+) -> None:
+    t, evs = _tables(400)
+    order = "create_index desc" if descending else ""
+    got = _walk(t, PageRequest("List", 7, order_by=order, namespace="default"), expr, budget)
+    pending = "pending" in expr
     want = [
-        o[1].split("/")[1] for o in tables[codec.EVALUATIONS].order.iterate(None, descending)
-        if evs[o[1].split("/")[1]].status == evaluation_pb2.EVALUATION_STATUS_PENDING
-        and evs[o[1].split("/")[1]].priority > 20 and o[1].startswith("default/")
+        k.id.split("/")[1] for k in t[EVALS].rows.keys(descending=descending)
+        if (not pending or evs[k.id.split("/")[1]].status == STATUSES[0])
+        and evs[k.id.split("/")[1]].priority > 20 and k.id.startswith("default/")
     ]
     assert got == want and len(want) > 20
 
 
-def test_count_from_index_matches_a_scan() -> None:
-    tables, evs = _tables(300)
-    flt = compile_filter('status == "complete"', evaluation_pb2.Evaluation)
-    plan = Plan(tables[codec.EVALUATIONS], Selection("*", "", {}, flt))
-    assert plan.chosen == "status"
-    want = sum(1 for e in evs.values() if e.status == evaluation_pb2.EVALUATION_STATUS_COMPLETE)
-    assert plan.count() == want
-    scoped = Plan(tables[codec.EVALUATIONS], Selection("ops", "", {"job_id": "job3"}, flt))
-    assert scoped.count() == sum(
-        1 for e in evs.values()
-        if e.status == evaluation_pb2.EVALUATION_STATUS_COMPLETE and e.namespace == "ops"
-        and e.job_id == "job3"
-    )
+def test_fast_path_is_used_for_record_fields_and_cel_otherwise() -> None:
+    comp = _compiler()
+    assert comp.compile('status == "pending" && priority > 20').fast is not None
+    assert comp.compile('id.startsWith("a") || !(job_id in ["x"])').fast is not None
+    assert comp.compile("create_time.getSeconds() == 0").fast is None  # CEL over the proto
+    t, _ = _tables(200)
+    slow = comp.compile('status == "pending" && priority > 20 && create_time.getSeconds() == 0')
+    fast = comp.compile('status == "pending" && priority > 20')
+    for e in t[EVALS].objects.values():
+        assert slow.matches(e) == fast.matches(e)
 
 
-def test_deleted_objects_leave_every_index() -> None:
-    tables, evs = _tables(50)
-    table = tables[codec.EVALUATIONS]
-    for ev in list(evs.values())[:20]:
-        tables.apply(KEYS.key(codec.EVALUATIONS, ev.namespace, ev.id), b"", 0, 999, True)
-    assert len(table) == 30 and len(table.order) == 30
-    assert sum(len(s) for s in table.secondary["status"].values()) == 30
-    assert table.index == 999
+def test_prefix_walks_the_id_index() -> None:
+    t, evs = _tables(300)
+    prefix = next(iter(evs))[:2]
+    got = _walk(t, PageRequest("List", 5, namespace=None, prefix=prefix), "")
+    want = [k.id.split("/")[1] for k in t[EVALS].rows.keys()
+            if k.id.split("/")[1].startswith(prefix)]
+    assert got == want and want
+    got_desc = _walk(t, PageRequest("List", 2, order_by="create_index desc", namespace="ops",
+                                    prefix=prefix), "")
+    assert got_desc == [i for i in reversed(want) if evs[i].namespace == "ops"]
 
 
-def test_page_size_per_aip158() -> None:
-    assert page_size(0) == 100 and page_size(5) == 5 and page_size(10**6) == 1000
-    with pytest.raises(InvalidArgument) as err:
-        page_size(-1)
-    assert err.value.metadata["field"] == "page_size"
+def test_count_from_index_and_scan_agree() -> None:
+    t, evs = _tables(300)
+    p = Paginator()
+    exact = _compiler().compile('status == "complete"')
+    want = sum(1 for e in evs.values() if e.status == STATUSES[1])
+    assert t[EVALS].rows.plan({"status": frozenset({"complete"})}) == "status"
+    assert p.count(t[EVALS].rows, exact, namespace=None) == want
+    scoped = p.count(t[EVALS].rows, exact, namespace="ops", scope={"job_id": "job3"})
+    assert scoped == sum(1 for e in evs.values() if e.status == STATUSES[1]
+                         and e.namespace == "ops" and e.job_id == "job3")
+    scan = _compiler().compile("priority >= 50")
+    assert p.count(t[EVALS].rows, scan) == sum(1 for e in evs.values() if e.priority >= 50)
 
 
-def test_order_by() -> None:
-    assert parse_order("") is False and parse_order("create_index desc") is True
-    with pytest.raises(InvalidArgument):
-        parse_order("modify_index")
+def test_deletes_and_updates_move_index_entries_without_decoding() -> None:
+    t, evs = _tables(50)
+    table = t[EVALS]
+    ev = next(iter(evs.values()))
+    ev.status = STATUSES[1] if ev.status == STATUSES[0] else STATUSES[0]
+    t.apply(KEYS.key(EVALS, ev.namespace, ev.id), codec.encode(ev), 0, 500, False)
+    assert table.decode(f"{ev.namespace}/{ev.id}").status == ev.status
+    for e in list(evs.values())[:20]:
+        t.apply(KEYS.key(EVALS, e.namespace, e.id), b"not a proto", 0, 999, True)
+    assert len(table) == 30 and table.index == 999
+    assert table.rows.count({"status": frozenset({"pending", "complete"})}) == 30
 
 
-def test_tokens_are_bound_and_tamper_proof() -> None:
-    codec_ = TokenCodec(b"k" * 32)
-    token = codec_.encode((42, "default/abc"), "ctx1")
-    assert codec_.decode(token, "ctx1") == (42, "default/abc")
-    for bad, ctx in [(token, "ctx2"), (token[:-2] + "AA", "ctx1"), ("!!", "ctx1"),
-                     (TokenCodec(b"x" * 32).encode((42, "a"), "ctx1"), "ctx1")]:
+def test_tables_load_equals_incremental_apply() -> None:
+    t, _ = _tables(120)
+    kvs = [type("KV", (), {"key": KEYS.key(EVALS, *str(e[2][1]).split("/", 1)), "value": e[0],
+                           "create_revision": e[2][0], "mod_revision": e[1]})()
+           for e in t[EVALS].objects.values()]
+    loaded = Tables(KEYS)
+    loaded.stage(kvs[:50])
+    loaded.stage(kvs[50:])
+    loaded.load_staged()
+    assert list(loaded[EVALS].rows.keys()) == list(t[EVALS].rows.keys())
+    assert loaded[EVALS].objects == t[EVALS].objects
+
+
+def test_token_binds_page_size_namespace_and_filter() -> None:
+    t, _ = _tables(100)
+    flt = _compiler().compile('status == "pending"')
+    p = Paginator(PageTokenCodec(b"k" * 32))
+    req = PageRequest("ListEvaluations", 5, namespace="default")
+    token = p.page(t[EVALS].rows, req, flt).next_page_token
+    for bad, field in [(replace(req, page_size=6), "page_size"),
+                       (replace(req, namespace=None), "namespace"),
+                       (replace(req, order_by="create_index desc"), "order_by")]:
         with pytest.raises(InvalidPageToken) as err:
-            codec_.decode(bad, ctx)
-        assert err.value.reason == "INVALID_PAGE_TOKEN"
+            p.page(t[EVALS].rows, replace(bad, page_token=token), flt)
+        assert err.value.metadata["mismatch"] == field
+    with pytest.raises(InvalidPageToken):
+        p.page(t[EVALS].rows, replace(req, page_token=token), _compiler().compile(""))
 
 
-def test_filter_errors_say_where() -> None:
+def test_filter_errors_name_the_field() -> None:
     with pytest.raises(InvalidFilter) as err:
-        compile_filter("status == ", evaluation_pb2.Evaluation)
-    assert err.value.reason == "INVALID_FILTER" and "1:11" in err.value.message
-    with pytest.raises(InvalidFilter) as err:
-        compile_filter('colour == "red"', evaluation_pb2.Evaluation)
-    assert "colour" in err.value.message
-
-
-def test_equality_extraction() -> None:
-    assert extract_equalities('status == "pending" && job_id == "a&&b"') == (
-        {"status": "pending", "job_id": "a&&b"}, True)
-    assert extract_equalities('(status == "x" || priority == 1) && job_id == "j"') == (
-        {"job_id": "j"}, False)
+        _compiler().compile("status == ")
+    assert err.value.reason == "INVALID_FILTER" and err.value.metadata["column"] == "11"
+    for expr, path in [('colour == "red"', "colour"), ('priority == "high"', "priority"),
+                       ('status == "bogus"', "status")]:
+        with pytest.raises(InvalidFilter) as err:
+            _compiler().compile(expr)
+        assert err.value.metadata["path"] == path, expr
 
 
 def test_blocking_wait() -> None:

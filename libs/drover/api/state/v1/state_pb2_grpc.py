@@ -29,7 +29,14 @@ class StateServiceStub:
     """StateService owns every object drover stores. Any number of replicas serve;
     etcd orders the writes. Lists follow AIP-158 (page_size, page_token,
     next_page_token), take a CEL `filter`, `order_by` ("create_index" or
-    "create_index desc") and an id `prefix`; `namespace` "*" means all.
+    "create_index desc") and an id `prefix`. On every List, Count and
+    DeleteEvaluations an empty `namespace` means "default" and "*" means every
+    namespace. Filters name enum values by their lowercase short name
+    (`status == "pending"`); a filter naming an unknown field or comparing a
+    field with a literal of the wrong type is INVALID_ARGUMENT (INVALID_FILTER,
+    metadata path/line/column). A page token is valid only for the same method,
+    filter, order_by, namespace, prefix and page_size (INVALID_PAGE_TOKEN,
+    metadata `mismatch` names what differs).
     """
 
     def __init__(self, channel):
@@ -159,7 +166,14 @@ class StateServiceServicer:
     """StateService owns every object drover stores. Any number of replicas serve;
     etcd orders the writes. Lists follow AIP-158 (page_size, page_token,
     next_page_token), take a CEL `filter`, `order_by` ("create_index" or
-    "create_index desc") and an id `prefix`; `namespace` "*" means all.
+    "create_index desc") and an id `prefix`. On every List, Count and
+    DeleteEvaluations an empty `namespace` means "default" and "*" means every
+    namespace. Filters name enum values by their lowercase short name
+    (`status == "pending"`); a filter naming an unknown field or comparing a
+    field with a literal of the wrong type is INVALID_ARGUMENT (INVALID_FILTER,
+    metadata path/line/column). A page token is valid only for the same method,
+    filter, order_by, namespace, prefix and page_size (INVALID_PAGE_TOKEN,
+    metadata `mismatch` names what differs).
     """
 
     def RegisterJob(self, request, context):
@@ -441,7 +455,14 @@ class StateService:
     """StateService owns every object drover stores. Any number of replicas serve;
     etcd orders the writes. Lists follow AIP-158 (page_size, page_token,
     next_page_token), take a CEL `filter`, `order_by` ("create_index" or
-    "create_index desc") and an id `prefix`; `namespace` "*" means all.
+    "create_index desc") and an id `prefix`. On every List, Count and
+    DeleteEvaluations an empty `namespace` means "default" and "*" means every
+    namespace. Filters name enum values by their lowercase short name
+    (`status == "pending"`); a filter naming an unknown field or comparing a
+    field with a literal of the wrong type is INVALID_ARGUMENT (INVALID_FILTER,
+    metadata path/line/column). A page token is valid only for the same method,
+    filter, order_by, namespace, prefix and page_size (INVALID_PAGE_TOKEN,
+    metadata `mismatch` names what differs).
     """
 
     @staticmethod
