@@ -21,9 +21,10 @@ How:
   count read every ``liveness_interval``; if it fails or takes longer than
   ``liveness_timeout``, :attr:`ResilientWatch.health` turns unhealthy (so
   the worst-case report delay is interval + timeout). When reads succeed
-  again the stream is re-opened. The same read also counts keys modified
-  after our revision: two probes in a row that see such keys without the
-  stream advancing mean the stream is stuck, and it is re-opened.
+  again the stream is re-opened. The probe reads one key, never the range:
+  etcd answers a count or a min_mod_revision filter over a prefix by
+  reading every key in it, which for the state cache's whole keyspace
+  would cost more than the watch itself.
 * Events are converted and buffered per etcd response; the consumer takes
   everything buffered in one ``await get()``, never one await per event.
 
@@ -242,29 +243,18 @@ class ResilientWatch:
 
     async def _liveness(self) -> None:
         cfg = self.config
-        stuck_at = -1
         while True:
             await asyncio.sleep(cfg.liveness_interval)
-            probe_from = self._next
             try:
                 async with asyncio.timeout(cfg.liveness_timeout):
-                    resp = await _kv.range_(self.probe_client, self.prefix, self.range_end,
-                                            count_only=True,
-                                            min_mod_revision=max(probe_from, 1),
-                                            rpc_timeout=cfg.liveness_timeout)
+                    await _kv.range_(self.probe_client, self.prefix, b"", keys_only=True,
+                                     rpc_timeout=cfg.liveness_timeout)
             except (TimeoutError, EtcdUnavailable) as e:
                 self._set_health(False, f"unresponsive: linearizable read failed: {e!r}")
                 continue
             if not self.healthy:
                 self._set_health(True, "")
                 self._kick_stream()
-                continue
-            lagging = probe_from > 0 and resp.count > 0 and not self._buffer.full
-            if lagging and stuck_at == probe_from == self._next:
-                log.warning("watch %r: stream stuck before revision %d; re-opening",
-                            self.prefix, probe_from)
-                self._kick_stream()
-            stuck_at = probe_from if lagging else -1
 
     def _kick_stream(self) -> None:
         self._restart.set()
