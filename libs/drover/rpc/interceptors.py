@@ -9,6 +9,7 @@ ends.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -30,6 +31,9 @@ def _split(method: str) -> tuple[str, str]:
 def _code_of(context: grpc.aio.ServicerContext[Any, Any], err: BaseException | None) -> str:
     if isinstance(err, grpc.RpcError) and hasattr(err, "code"):
         return str(err.code().name)
+    if isinstance(err, (asyncio.CancelledError, GeneratorExit)):
+        # The call is gone; its context must not be touched any more.
+        return "CANCELLED"
     try:
         code = context.code()
     except Exception:
@@ -66,7 +70,7 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
         if rpc_service.startswith("grpc.reflection"):
             return handler
 
-        def finish(context: Any, start: float, err: BaseException | None) -> None:
+        def finish(context: Any, peer: str, start: float, err: BaseException | None) -> None:
             code = _code_of(context, err)
             elapsed = time.perf_counter() - start
             labels = {
@@ -82,12 +86,15 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
                 "%s %s",
                 method,
                 code,
-                extra={"fields": {"ms": round(elapsed * 1000, 2), "peer": context.peer()}},
+                extra={"fields": {"ms": round(elapsed * 1000, 2), "peer": peer}},
             )
 
         def unary(behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
             async def wrapper(request: Any, context: Any) -> Any:
                 start = time.perf_counter()
+                # Read the peer now: after a cancelled call ends, its context
+                # refers to a released C call object.
+                peer = context.peer()
                 with self._tracer.start_as_current_span(method, kind=SpanKind.SERVER) as span:
                     err: BaseException | None = None
                     try:
@@ -97,13 +104,16 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
                         span.set_status(Status(StatusCode.ERROR, str(e)))
                         raise
                     finally:
-                        finish(context, start, err)
+                        finish(context, peer, start, err)
 
             return wrapper
 
         def stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
             async def wrapper(request: Any, context: Any) -> Any:
                 start = time.perf_counter()
+                # Read the peer now: after a cancelled call ends, its context
+                # refers to a released C call object.
+                peer = context.peer()
                 with self._tracer.start_as_current_span(method, kind=SpanKind.SERVER) as span:
                     err: BaseException | None = None
                     try:
@@ -114,7 +124,7 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
                         span.set_status(Status(StatusCode.ERROR, str(e)))
                         raise
                     finally:
-                        finish(context, start, err)
+                        finish(context, peer, start, err)
 
             return wrapper
 

@@ -1,22 +1,129 @@
-"""Wiring of the eval broker for `drover serve broker`."""
+"""Wiring of the eval broker for `drover serve broker`.
+
+Start-up order: dial the state service (``--state-address``, else a state
+replica from membership), restore the hot standby from it, report SERVING,
+then campaign. Campaigning only after the first restore means a replica
+never wins an election it could not serve within the establish deadline.
+Background tasks: the event feed, the timer loop and the leader observer
+(for ``drover-leader`` hints), all for the process lifetime.
+
+Shutdown (``stop``): resign first (revoke: the broker drops to standby,
+tokens die, the store still has those evaluations pending, so the next
+leader delivers them at once), then let open long polls end with the next
+leader's address (bounded by ``ShellConfig.hint_wait``).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
 from drover.api.broker.v1 import broker_pb2_grpc
+from drover.broker.config import BrokerConfig
+from drover.broker.core import EvalBroker
+from drover.broker.runtime import BrokerRuntime, ShellConfig
+from drover.broker.servicer import BrokerServicer
+from drover.broker.state_api import GrpcStateApi
 from drover.config import ServeSettings
-from drover.rpc.app import StaticApp
-from drover.rpc.server import App, ServiceBinding
+from drover.coord import Keyspace, Leadership, LeadershipConfig, list_members, observe_changes
+from drover.errors import Unavailable
+from drover.rpc.channels import channel
+from drover.rpc.server import App, AppContext, ServiceBinding
+
+__all__ = ["SERVICE", "BrokerApp", "create_app"]
+
+log = logging.getLogger(__name__)
 
 SERVICE = "drover.broker.v1.EvalBrokerService"
+STATE_SERVICE = "state"
+
+
+class BrokerApp:
+    def __init__(
+        self,
+        settings: ServeSettings,
+        *,
+        broker_config: BrokerConfig | None = None,
+        shell_config: ShellConfig | None = None,
+        leadership_config: LeadershipConfig | None = None,
+    ) -> None:
+        self.settings = settings
+        self.api = GrpcStateApi()
+        self.core = EvalBroker(broker_config, clock=time.monotonic, rng=random.Random())
+        self.runtime = BrokerRuntime(self.api, self.core, address="", config=shell_config)
+        self.servicer = BrokerServicer(self.runtime)
+        self.leadership: Leadership | None = None
+        self._leadership_config = leadership_config or LeadershipConfig(
+            ttl=settings.etcd.session_ttl)
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    @property
+    def bindings(self) -> Sequence[ServiceBinding]:
+        return [
+            ServiceBinding(SERVICE, self.servicer,
+                           broker_pb2_grpc.add_EvalBrokerServiceServicer_to_server)
+        ]
+
+    async def prepare(self) -> None:
+        if self.settings.state_addresses:
+            self.api.connect(channel(self.settings.state_addresses[0], tls=self.settings.tls))
+
+    async def start(self, ctx: AppContext) -> None:
+        self.runtime.address = ctx.address
+        if self.api.channel is None:
+            self.api.connect(channel(await self._discover_state(ctx), tls=self.settings.tls))
+        keyspace = Keyspace(self.settings.etcd.prefix)
+        self._spawn(ctx, self.runtime.feed.run(), "broker-feed")
+        self._spawn(ctx, self.runtime.run_timers(), "broker-timers")
+        if ctx.etcd is not None:
+            self._spawn(ctx, self._observe(ctx.etcd, keyspace), "broker-observer")
+            self.leadership = Leadership(ctx.etcd, keyspace, self.settings.service,
+                                         ctx.address, [self.runtime],
+                                         config=self._leadership_config)
+        self._spawn(ctx, self._serve_when_restored(ctx), "broker-start")
+
+    def _spawn(self, ctx: AppContext, coro: Any, name: str) -> None:
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.append(task)
+        ctx.tasks.append(task)
+
+    async def _discover_state(self, ctx: AppContext) -> str:
+        if ctx.etcd is None:
+            raise Unavailable("no --state-address and no etcd to discover the state service")
+        members = await list_members(ctx.etcd, Keyspace(self.settings.etcd.prefix),
+                                     STATE_SERVICE)
+        if not members.members:
+            raise Unavailable("no state service replica is registered in etcd")
+        return random.choice(members.members).address
+
+    async def _serve_when_restored(self, ctx: AppContext) -> None:
+        await self.runtime.feed.restored.wait()
+        await ctx.health.set_all_ready(True)
+        if self.leadership is not None:
+            self.leadership.start()
+
+    async def _observe(self, client: Any, keyspace: Keyspace) -> None:
+        async for info in observe_changes(client, keyspace, self.settings.service):
+            self.runtime.observed_leader(info.address if info is not None else None)
+
+    async def stop(self) -> None:
+        if self.leadership is not None:
+            await self.leadership.resign(grace=self._leadership_config.revoke_timeout)
+        await self.runtime.drain_polls()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        if self.api.channel is not None:
+            with contextlib.suppress(Exception):
+                await self.api.channel.close(grace=None)
 
 
 def create_app(settings: ServeSettings) -> App:
-    return StaticApp(
-        [
-            ServiceBinding(
-                SERVICE,
-                broker_pb2_grpc.EvalBrokerServiceServicer(),
-                broker_pb2_grpc.add_EvalBrokerServiceServicer_to_server,
-            )
-        ]
-    )
+    return BrokerApp(settings)

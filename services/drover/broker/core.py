@@ -330,6 +330,14 @@ class EvalBroker:
         self._state.set_state(rec, EvalState.UNACKED, now, deadline=now + self._config.nack_timeout)
         rec.since = started
 
+    def check_outstanding(self, eval_id: str, token: str) -> Evaluation:
+        """The evaluation ``token`` currently holds; raises as ``ack`` would.
+
+        Changes nothing: the shell writes an Ack's outcome first and acks
+        the core only once the write is durable.
+        """
+        return self._outstanding(eval_id, token).eval
+
     def _outstanding(self, eval_id: str, token: str) -> EvalRecord:
         self._require_leader()
         rec = self._state.records.get(eval_id)
@@ -392,7 +400,7 @@ class EvalBroker:
         self._state.release(rec, self._clock())
         self._state.cancelled += 1
         description = "canceled by an operator" + (f": {reason}" if reason else "")
-        return [MarkCanceled(rec.key[0], eval_id, description)]
+        return [MarkCanceled(rec.key[0], eval_id, description, rec.eval)]
 
     def unblock_all(self, reason: str = "capacity changed") -> list[Effect]:
         """Unblock every blocked evaluation (capacity may have grown)."""

@@ -15,26 +15,34 @@ already been superseded locally.
 
 from __future__ import annotations
 
+from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.effects import CancelSuperseded, Effect
 
 __all__ = ["DeferredCancels"]
 
 
 class DeferredCancels:
-    __slots__ = ("_by_id",)
+    __slots__ = ("_bodies", "_by_id")
 
     def __init__(self) -> None:
         # eval id -> (namespace, job_id, superseded by)
         self._by_id: dict[str, tuple[str, str, str]] = {}
+        # eval id -> its body, when the effect carried it (to write the cancel)
+        self._bodies: dict[str, Evaluation] = {}
 
     def defer(self, effects: list[Effect]) -> None:
         for effect in effects:
             if isinstance(effect, CancelSuperseded):
+                bodies = {e.id: e for e in effect.evaluations}
                 for eval_id in effect.eval_ids:
                     self._by_id[eval_id] = (effect.namespace, effect.job_id, effect.by)
+                    body = bodies.get(eval_id)
+                    if body is not None:
+                        self._bodies[eval_id] = body
 
     def discard(self, eval_id: str) -> None:
         self._by_id.pop(eval_id, None)
+        self._bodies.pop(eval_id, None)
 
     def __contains__(self, eval_id: object) -> bool:
         return eval_id in self._by_id
@@ -47,7 +55,12 @@ class DeferredCancels:
         grouped: dict[tuple[str, str, str], list[str]] = {}
         for eval_id, group in self._by_id.items():
             grouped.setdefault(group, []).append(eval_id)
-        self._by_id.clear()
+        bodies = self._bodies
+        self._by_id = {}
+        self._bodies = {}
         return [
-            CancelSuperseded(ns, job, tuple(ids), by) for (ns, job, by), ids in grouped.items()
+            CancelSuperseded(
+                ns, job, tuple(ids), by, tuple(bodies[i] for i in ids if i in bodies)
+            )
+            for (ns, job, by), ids in grouped.items()
         ]

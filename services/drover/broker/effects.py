@@ -17,6 +17,10 @@ Guarantees the shell relies on:
   it names (``next_eval``); the shell should write the pair in one
   transaction, then call ``release_failed`` (or let the event stream's
   ``failed`` status release it).
+* Every effect carries the bodies of the evaluations it changes (not
+  compared: two effects are equal when they decide the same thing), because
+  the state service's UpsertEvaluations writes whole evaluations and the
+  core may already have forgotten a cancelled one.
 * Cancellations are written *at once*: unlike Nomad, which cancels
   superseded evaluations lazily in batches, the broker never keeps a backlog
   of cancellable evaluations in memory.
@@ -24,7 +28,7 @@ Guarantees the shell relies on:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 
@@ -35,7 +39,9 @@ __all__ = [
     "MarkCanceled",
     "MarkFailed",
     "MarkPending",
+    "WriteGroup",
     "delivery_limit_reached",
+    "to_writes",
 ]
 
 
@@ -47,6 +53,7 @@ class CancelSuperseded:
     job_id: str
     eval_ids: tuple[str, ...]
     by: str
+    evaluations: tuple[Evaluation, ...] = field(default=(), compare=False)
 
     @property
     def description(self) -> str:
@@ -60,6 +67,7 @@ class MarkCanceled:
     namespace: str
     eval_id: str
     description: str
+    evaluation: Evaluation | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +78,7 @@ class MarkFailed:
     eval_id: str
     description: str
     next_eval: str
+    evaluation: Evaluation | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +99,7 @@ class MarkPending:
     namespace: str
     eval_id: str
     description: str
+    evaluation: Evaluation | None = field(default=None, compare=False)
 
 
 Effect = CancelSuperseded | MarkCanceled | MarkFailed | CreateFollowUp | MarkPending
@@ -125,6 +135,76 @@ def delivery_limit_reached(
             failed.id,
             f"evaluation reached delivery limit ({limit})",
             follow_up.id,
+            failed,
         ),
         CreateFollowUp(follow_up),
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteGroup:
+    """Evaluations to write in one transaction; ``failed`` names a MarkFailed
+    whose job slot the core frees (``release_failed``) once it is written."""
+
+    evaluations: tuple[Evaluation, ...]
+    failed: str = ""
+
+
+_CANCELED = EvaluationStatus.EVALUATION_STATUS_CANCELED
+
+
+def _with_status(body: Evaluation, status: int, description: str) -> Evaluation:
+    out = Evaluation()
+    out.CopyFrom(body)
+    out.status = status  # type: ignore[assignment]
+    out.status_description = description
+    return out
+
+
+def to_writes(effects: list[Effect]) -> list[WriteGroup]:
+    """The state-store writes for ``effects``, in order; pure.
+
+    An effect without a body (none is produced by this core, but a
+    defensive caller may build one) is skipped: the store cannot be patched.
+    ``MarkFailed`` and its ``CreateFollowUp`` land in one group.
+    """
+    groups: list[WriteGroup] = []
+    i = 0
+    while i < len(effects):
+        effect = effects[i]
+        i += 1
+        if isinstance(effect, CancelSuperseded):
+            bodies = tuple(
+                _with_status(e, _CANCELED, effect.description) for e in effect.evaluations
+            )
+            if bodies:
+                groups.append(WriteGroup(bodies))
+        elif isinstance(effect, MarkCanceled | MarkPending):
+            if effect.evaluation is not None:
+                status = (
+                    _CANCELED
+                    if isinstance(effect, MarkCanceled)
+                    else EvaluationStatus.EVALUATION_STATUS_PENDING
+                )
+                groups.append(
+                    WriteGroup((_with_status(effect.evaluation, status, effect.description),))
+                )
+        elif isinstance(effect, MarkFailed):
+            failed: list[Evaluation] = []
+            if effect.evaluation is not None:
+                body = _with_status(
+                    effect.evaluation,
+                    EvaluationStatus.EVALUATION_STATUS_FAILED,
+                    effect.description,
+                )
+                body.next_eval = effect.next_eval
+                failed.append(body)
+            if i < len(effects) and isinstance(effects[i], CreateFollowUp):
+                follow = effects[i]
+                assert isinstance(follow, CreateFollowUp)
+                failed.append(follow.evaluation)
+                i += 1
+            groups.append(WriteGroup(tuple(failed), effect.eval_id))
+        elif isinstance(effect, CreateFollowUp):
+            groups.append(WriteGroup((effect.evaluation,)))
+    return groups

@@ -45,8 +45,8 @@ def bulk_load(
     # Ready entries invalidated by a better evaluation of the same job.
     ready_stale: dict[str, int] = {}
     delayed: list[TimerEntry] = []
-    slot_losers: dict[JobKey, list[str]] = {}
-    blocked_losers: dict[JobKey, list[str]] = {}
+    slot_losers: dict[JobKey, list[Evaluation]] = {}
+    blocked_losers: dict[JobKey, list[Evaluation]] = {}
     blocked_keys: set[JobKey] = set()
     ready_state, waiting_state, blocked_state = (
         EvalState.READY,
@@ -78,10 +78,10 @@ def bulk_load(
             current = job.blocked
             if current is not None:
                 if rec.create_index < current.create_index:
-                    blocked_losers.setdefault(key, []).append(eval_id)
+                    blocked_losers.setdefault(key, []).append(ev)
                     del records[eval_id]
                     continue
-                blocked_losers.setdefault(key, []).append(current.id)
+                blocked_losers.setdefault(key, []).append(current.eval)
                 _forget(records, job, current)
                 blocked_count -= 1
             job.blocked = rec
@@ -97,10 +97,10 @@ def bulk_load(
             current = job.slot
             if current is not None:
                 if not rec.supersedes(current):
-                    slot_losers.setdefault(key, []).append(eval_id)
+                    slot_losers.setdefault(key, []).append(ev)
                     del records[eval_id]
                     continue
-                slot_losers.setdefault(key, []).append(current.id)
+                slot_losers.setdefault(key, []).append(current.eval)
                 _forget(records, job, current)
                 ready_stale[current.scheduler] = ready_stale.get(current.scheduler, 0) + 1
             job.slot = rec
@@ -131,7 +131,8 @@ def bulk_load(
         for key, losers in losers_by_job.items():
             winner: EvalRecord = getattr(jobs[key], winner_of)
             state.cancelled += len(losers)
-            effects.append(CancelSuperseded(key[0], key[1], tuple(losers), winner.id))
+            effects.append(CancelSuperseded(
+                key[0], key[1], tuple(e.id for e in losers), winner.id, tuple(losers)))
     return effects
 
 

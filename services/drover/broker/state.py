@@ -198,7 +198,7 @@ class BrokerState:
             # An unblocked evaluation may lose to the job's pending one at
             # once; then it is cancelled, not marked pending.
             if rec.state is not None:
-                effects.append(MarkPending(key[0], rec.id, f"unblocked: {reason}"))
+                effects.append(MarkPending(key[0], rec.id, f"unblocked: {reason}", rec.eval))
             effects.extend(admitted)
         return effects
 
@@ -247,4 +247,4 @@ class BrokerState:
     def superseded(self, loser: EvalRecord, by: str) -> CancelSuperseded:
         """The effect cancelling ``loser`` (already dropped) in favour of ``by``."""
         self.cancelled += 1
-        return CancelSuperseded(loser.key[0], loser.key[1], (loser.id,), by)
+        return CancelSuperseded(loser.key[0], loser.key[1], (loser.id,), by, (loser.eval,))

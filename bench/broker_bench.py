@@ -1,0 +1,235 @@
+"""Eval broker benchmark: throughput, Dequeue latency, failover time.
+
+Starts a private etcd, one state service and two broker replicas as
+separate processes (``drover serve``), then, from this process over gRPC:
+
+1. evaluations/s through enqueue (UpsertEvaluations to the state service,
+   batches of 100) -> Dequeue -> Ack, with 1, 4 and 16 workers;
+2. Dequeue latency p50/p99 with work ready (one worker, sequential);
+3. failover time with N pending evaluations: SIGTERM the leader (graceful
+   resign), time until the first successful Dequeue on the other replica.
+
+Usage: ``.venv/bin/python bench/broker_bench.py [--evals 3000]
+[--backlogs 10000,100000]``. Goals: >= 5,000 evals/s, p99 <= 5 ms,
+failover <= 1 s regardless of backlog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+
+import grpc
+
+from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
+from drover.dev.etcd import EtcdServer
+from drover.dev.ports import free_port, wait_for_port
+
+PENDING = EvaluationStatus.EVALUATION_STATUS_PENDING
+
+
+def spawn(service: str, etcd: str, prefix: str, port: int, *extra: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "drover.cli.main", "serve", service, "--etcd", etcd,
+         "--etcd-prefix", prefix, "--listen", f"127.0.0.1:{port}", "--session-ttl", "2",
+         "--log-level", "WARNING", *extra],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
+def evals(run: str, n: int) -> list[Evaluation]:
+    return [Evaluation(id=f"{run}-{i}", namespace="default", priority=50, type="service",
+                       job_id=f"{run}-job{i}", status=PENDING) for i in range(n)]
+
+
+async def enqueue(state: state_pb2_grpc.StateServiceStub, items: list[Evaluation],
+                  batch: int = 100, parallel: int = 4) -> None:
+    chunks = [items[i:i + batch] for i in range(0, len(items), batch)]
+    sem = asyncio.Semaphore(parallel)
+
+    async def one(chunk: list[Evaluation]) -> None:
+        async with sem:
+            await state.UpsertEvaluations(
+                state_pb2.UpsertEvaluationsRequest(evaluations=chunk), timeout=60)
+
+    await asyncio.gather(*(one(c) for c in chunks))
+
+
+async def stats(stub: broker_pb2_grpc.EvalBrokerServiceStub) -> broker_pb2.BrokerStats:
+    resp = await stub.GetBrokerStats(broker_pb2.GetBrokerStatsRequest(), timeout=10)
+    return resp.stats
+
+
+async def leader_of(stubs: dict[str, broker_pb2_grpc.EvalBrokerServiceStub]) -> str:
+    while True:
+        for addr, stub in stubs.items():
+            try:
+                if (await stats(stub)).enabled:
+                    return addr
+            except grpc.aio.AioRpcError:
+                pass
+        await asyncio.sleep(0.05)
+
+
+def dq(timeout: float = 1.0) -> broker_pb2.DequeueRequest:
+    req = broker_pb2.DequeueRequest(schedulers=["service"])
+    req.timeout.FromMilliseconds(int(timeout * 1000))
+    return req
+
+
+async def throughput(state: state_pb2_grpc.StateServiceStub,
+                     broker: broker_pb2_grpc.EvalBrokerServiceStub, workers: int,
+                     n: int) -> float:
+    run = uuid.uuid4().hex[:6]
+    done = 0
+    finished = asyncio.Event()
+
+    async def worker() -> None:
+        nonlocal done
+        while not finished.is_set():
+            got = await broker.Dequeue(dq(0.5), timeout=5)
+            if not got.token:
+                continue
+            await broker.Ack(broker_pb2.AckRequest(eval_id=got.evaluation.id, token=got.token),
+                             timeout=10)
+            done += 1
+            if done >= n:
+                finished.set()
+
+    start = time.perf_counter()
+    pool = [asyncio.create_task(worker()) for _ in range(workers)]
+    await enqueue(state, evals(run, n))
+    await finished.wait()
+    elapsed = time.perf_counter() - start
+    for task in pool:
+        task.cancel()
+    await asyncio.gather(*pool, return_exceptions=True)
+    return n / elapsed
+
+
+async def dequeue_latency(state: state_pb2_grpc.StateServiceStub,
+                          broker: broker_pb2_grpc.EvalBrokerServiceStub,
+                          n: int) -> tuple[float, float]:
+    await enqueue(state, evals(uuid.uuid4().hex[:6], n))
+    while (await stats(broker)).total_ready < n:  # noqa: ASYNC110 (polls an RPC)
+        await asyncio.sleep(0.05)
+    samples = []
+    for _ in range(n):
+        t = time.perf_counter()
+        got = await broker.Dequeue(dq(), timeout=5)
+        samples.append(time.perf_counter() - t)
+        await broker.Ack(broker_pb2.AckRequest(eval_id=got.evaluation.id, token=got.token))
+    samples.sort()
+    return statistics.median(samples) * 1e3, samples[int(len(samples) * 0.99) - 1] * 1e3
+
+
+async def failover(etcd: str, backlog: int) -> tuple[float, float]:
+    prefix = f"/bench{uuid.uuid4().hex[:8]}/drover"
+    sport = free_port()
+    procs = {"state": spawn("state", etcd, prefix, sport)}
+    assert wait_for_port("127.0.0.1", sport, 60)
+    state_ch = grpc.aio.insecure_channel(f"127.0.0.1:{sport}")
+    state = state_pb2_grpc.StateServiceStub(state_ch)
+    load_start = time.perf_counter()
+    await enqueue(state, evals("f", backlog), batch=120, parallel=4)
+    load = time.perf_counter() - load_start
+    ports = [free_port(), free_port()]
+    for i, port in enumerate(ports):
+        procs[f"broker{i}"] = spawn("broker", etcd, prefix, port,
+                                    "--state-address", f"127.0.0.1:{sport}")
+    channels = {f"127.0.0.1:{p}": grpc.aio.insecure_channel(f"127.0.0.1:{p}") for p in ports}
+    stubs = {a: broker_pb2_grpc.EvalBrokerServiceStub(c) for a, c in channels.items()}
+    for port in ports:
+        assert wait_for_port("127.0.0.1", port, 60)
+    try:
+        leader = await leader_of(stubs)
+        follower = next(a for a in stubs if a != leader)
+        # Wait until both replicas hold the whole backlog (the hot standby).
+        for addr in stubs:
+            while True:
+                try:
+                    if (await stats(stubs[addr])).total_ready >= backlog:
+                        break
+                except grpc.aio.AioRpcError:
+                    pass
+                await asyncio.sleep(0.1)
+        proc = procs[f"broker{ports.index(int(leader.rsplit(':', 1)[1]))}"]
+        t0 = time.perf_counter()
+        proc.send_signal(signal.SIGTERM)
+        while True:
+            try:
+                got = await stubs[follower].Dequeue(dq(0.2), timeout=5)
+                if got.token:
+                    break
+            except grpc.aio.AioRpcError:
+                await asyncio.sleep(0.005)
+        took = time.perf_counter() - t0
+        return took, load
+    finally:
+        for ch in channels.values():
+            await ch.close()
+        await state_ch.close()
+        for p in procs.values():
+            p.terminate()
+        for p in procs.values():
+            p.wait(15)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--evals", type=int, default=3000)
+    parser.add_argument("--backlogs", default="10000,100000")
+    args = parser.parse_args()
+    etcd = EtcdServer().start()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        prefix = f"/bench{uuid.uuid4().hex[:8]}/drover"
+        sport, b1, b2 = free_port(), free_port(), free_port()
+        procs.append(spawn("state", etcd.endpoint, prefix, sport))
+        assert wait_for_port("127.0.0.1", sport, 60)
+        for port in (b1, b2):
+            procs.append(spawn("broker", etcd.endpoint, prefix, port,
+                               "--state-address", f"127.0.0.1:{sport}"))
+        for port in (b1, b2):
+            assert wait_for_port("127.0.0.1", port, 60)
+        state_ch = grpc.aio.insecure_channel(f"127.0.0.1:{sport}")
+        state = state_pb2_grpc.StateServiceStub(state_ch)
+        channels = {f"127.0.0.1:{p}": grpc.aio.insecure_channel(f"127.0.0.1:{p}")
+                    for p in (b1, b2)}
+        stubs = {a: broker_pb2_grpc.EvalBrokerServiceStub(c) for a, c in channels.items()}
+        leader = stubs[await leader_of(stubs)]
+        print(f"eval broker benchmark (cpus={os.cpu_count()}; etcd, state, 2 brokers and the "
+              "client as separate processes)")
+        print(f"{'measure':<48} {'result':>14}")
+        for workers in (1, 4, 16):
+            rate = await throughput(state, leader, workers, args.evals)
+            print(f"{f'enqueue->Dequeue->Ack, {workers} workers ({args.evals} evals)':<48} "
+                  f"{rate:>10.0f} /s")
+        p50, p99 = await dequeue_latency(state, leader, 1000)
+        print(f"{'Dequeue latency with work ready, p50':<48} {p50:>11.2f} ms")
+        print(f"{'Dequeue latency with work ready, p99':<48} {p99:>11.2f} ms")
+        for ch in (*channels.values(), state_ch):
+            await ch.close()
+        for backlog in (int(b) for b in args.backlogs.split(",")):
+            took, load = await failover(etcd.endpoint, backlog)
+            print(f"{f'failover to first Dequeue, {backlog} pending':<48} {took * 1e3:>11.0f} ms"
+                  f"   (loading the backlog took {load:.0f} s)")
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(15)
+        etcd.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,362 @@
+"""The broker's async shell: leadership, the feed, long polls, timers, writes.
+
+:class:`BrokerRuntime` wraps the pure :class:`~drover.broker.core.EvalBroker`
+and is the one object that mutates it (one event loop, so no locks):
+
+* as a :class:`~drover.broker.feed.FeedSink` it applies the event stream on
+  every replica (hot standby on followers);
+* as a :class:`~drover.coord.LeaderComponent` it is enabled for a term:
+  ``establish`` waits for the barrier (the feed has applied the store's
+  evaluation index read after winning), re-reads the scheduler config,
+  promotes the standby (``enable``: the old leader's unacked evaluations are
+  pending in the store, hence ready here, deliverable at once) and writes
+  the cancellations the standby deferred; ``revoke`` drops back to standby,
+  kills every token and ends the open long polls with a leader hint;
+* it serves workers: Dequeue long-polls (:mod:`.long_poll`), Ack writes the
+  worker's outcome and follow-ups through the fenced writer *before* the
+  core forgets the evaluation (nothing lives only in memory), Nack and
+  OutstandingReset are pure core calls;
+* one timer task sleeps until ``core.next_deadline()``, woken when an
+  operation may have moved it earlier.
+
+Leader only, at-least-once: worker calls on a replica that is not the
+enabled leader raise :class:`~drover.errors.NotLeader` with the leader's
+address (``drover-leader`` metadata).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
+from drover.api.types.v1.scheduler_pb2 import SchedulerConfig
+from drover.broker.core import BrokerMode, Delivery, EvalBroker
+from drover.broker.effects import Effect, WriteGroup, to_writes
+from drover.broker.errors import BrokerDisabled, NotOutstanding, UnknownEvaluation
+from drover.broker.feed import EventFeed
+from drover.broker.long_poll import LongPolls
+from drover.broker.state_api import BrokerStateApi
+from drover.broker.writer import FencedWriter
+from drover.coord.term import Term
+from drover.errors import DroverError, InvalidArgument, NotLeader
+
+__all__ = ["BrokerRuntime", "ShellConfig"]
+
+log = logging.getLogger(__name__)
+
+SERVICE = "broker"
+_T = TypeVar("_T")
+_S = EvaluationStatus
+ACK_STATUSES = {
+    _S.EVALUATION_STATUS_UNSPECIFIED: _S.EVALUATION_STATUS_COMPLETE,
+    _S.EVALUATION_STATUS_COMPLETE: _S.EVALUATION_STATUS_COMPLETE,
+    _S.EVALUATION_STATUS_FAILED: _S.EVALUATION_STATUS_FAILED,
+    _S.EVALUATION_STATUS_BLOCKED: _S.EVALUATION_STATUS_BLOCKED,
+    _S.EVALUATION_STATUS_CANCELED: _S.EVALUATION_STATUS_CANCELED,
+}
+
+_ACKED = frozenset(ACK_STATUSES.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ShellConfig:
+    # Dequeue long-poll bounds (seconds): unset timeout, and the cap.
+    default_poll: float = 5.0
+    max_poll: float = 60.0
+    # How long a Dequeue on the freshly elected (not yet established)
+    # replica waits for it to serve before pointing elsewhere.
+    establish_wait: float = 2.0
+    # On resign, how long open polls wait to learn the next leader's address.
+    hint_wait: float = 1.0
+
+
+class BrokerRuntime:
+    def __init__(
+        self,
+        api: BrokerStateApi,
+        core: EvalBroker,
+        *,
+        address: str,
+        config: ShellConfig | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.api = api
+        self.core = core
+        self.address = address
+        self.config = config or ShellConfig()
+        self._clock = clock
+        self.feed = EventFeed(api, self)
+        self.polls = LongPolls()
+        self.term: Term | None = None
+        self.leader_address: str | None = None
+        self._writer: FencedWriter | None = None
+        self._enabled = asyncio.Event()
+        self._leader_seen = asyncio.Event()
+        self._config_index = -1
+        self._timer_wake = asyncio.Event()
+        self._timer_target: float | None = None
+        self._ending: asyncio.Future[None] | None = None
+        # eval id -> token of an Ack whose write is in flight.
+        self._acking: dict[str, str] = {}
+        if core.mode is BrokerMode.DISABLED:
+            core.standby()
+
+    # -- leader address ----------------------------------------------------------
+
+    def observed_leader(self, address: str | None) -> None:
+        """The election observer saw ``address`` lead (None: nobody)."""
+        self.leader_address = address
+        self._leader_seen.set()
+        self._leader_seen = asyncio.Event()
+
+    def not_leader(self) -> NotLeader:
+        hint = self.leader_address
+        return NotLeader(SERVICE, None if hint == self.address else hint)
+
+    async def _writer_for_call(self, wait: float = 0.0) -> FencedWriter:
+        if self._writer is None and wait > 0 and self.leader_address == self.address:
+            # Elected, establishing: serve once enabled rather than bounce.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(wait, self.config.establish_wait)):
+                    await self._enabled.wait()
+        if self._writer is None:
+            raise self.not_leader()
+        return self._writer
+
+    # -- feed sink ---------------------------------------------------------------
+
+    def restored(self, evaluations: Sequence[Evaluation]) -> None:
+        if self.core.mode is BrokerMode.LEADER and self.term is not None:
+            # A re-read under a live term would kill every token while
+            # workers hold them: hand the term over instead (a failover).
+            self.term.report_lost("the broker's event stream had to re-read the store")
+            self.core.standby()
+        self.core.restore(evaluations)
+        self._after([])
+
+    def applied(self, updates: Sequence[Evaluation], deleted: Sequence[str]) -> None:
+        core = self.core
+        effects: list[Effect] = []
+        acking = self._acking
+        for evaluation in updates:
+            if acking and evaluation.status in _ACKED:
+                token = acking.pop(evaluation.id, None)
+                if token is not None:
+                    effects.extend(self._settle_ack(evaluation.id, token))
+            effects.extend(core.apply(evaluation))
+        for eval_id in deleted:
+            core.forget(eval_id)
+        self._after(effects)
+
+    def config_changed(self, config: SchedulerConfig) -> None:
+        if config.modify_index and config.modify_index < self._config_index:
+            return  # an older version than one already seen
+        self._config_index = config.modify_index
+        if self.core.paused != config.pause_eval_broker:
+            log.info("eval broker %s by scheduler config",
+                     "paused" if config.pause_eval_broker else "resumed")
+        self.core.set_paused(config.pause_eval_broker)
+        self._after([])
+
+    # -- leadership --------------------------------------------------------------
+
+    async def establish(self, term: Term) -> None:
+        started = self._clock()
+        index = await self.api.eval_index()
+        await self.feed.wait_applied(index)
+        self.config_changed(await self.api.scheduler_config())
+        writer = FencedWriter(self.api, term.fence, on_written=self._written,
+                              on_fence_lost=term.report_lost)
+        term.spawn(writer.run(), name="broker-writer")
+        self.term = term
+        self._writer = writer
+        effects = self.core.enable()
+        self._enabled.set()
+        log.info("eval broker enabled for term %d in %.3fs (barrier index %d, %d ready)",
+                 term.revision, self._clock() - started, index, self.core.stats().total_ready)
+        self._after(effects)
+
+    async def revoke(self) -> None:
+        self._enabled.clear()
+        writer, self._writer = self._writer, None
+        self.term = None
+        if writer is not None:
+            writer.close(self.not_leader())
+        if self.core.mode is BrokerMode.LEADER:
+            self.core.standby()
+        if len(self.polls):
+            self._ending = asyncio.ensure_future(self._end_polls())
+
+    async def drain_polls(self) -> None:
+        """Shutdown: end every open poll (with a hint if one comes in time)."""
+        ending = self._ending
+        if ending is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(ending, self.config.hint_wait + 0.5)
+        self.polls.fail_all(self.not_leader())
+
+    async def _end_polls(self) -> None:
+        """End open polls with the next leader's address once it is known (bounded)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.config.hint_wait):
+                while self.leader_address in (None, self.address) and self._writer is None:
+                    await self._leader_seen.wait()
+        if self._writer is None:
+            self.polls.fail_all(self.not_leader())
+
+    # -- workers -----------------------------------------------------------------
+
+    def poll_timeout(self, requested: float | None) -> float:
+        if requested is None:
+            return self.config.default_poll
+        if requested < 0:
+            raise InvalidArgument(f"timeout must not be negative, got {requested}s",
+                                  metadata={"field": "timeout"})
+        return min(requested, self.config.max_poll)
+
+    async def dequeue(self, schedulers: Sequence[str], wait: float) -> Delivery | None:
+        if not schedulers or any(not s for s in schedulers):
+            raise InvalidArgument("schedulers must name at least one scheduler type, "
+                                  "none empty", metadata={"field": "schedulers"})
+        started = self._clock()
+        await self._writer_for_call(wait)
+        wait -= self._clock() - started
+        delivery = self._core_call(lambda: self.core.dequeue(schedulers))
+        if delivery is not None or wait <= 0:
+            self._poke_timer()
+            return delivery
+        waiter = self.polls.park(schedulers)
+        try:
+            delivery = await self.polls.wait(waiter, wait)
+        except asyncio.CancelledError:
+            self._give_back(waiter.future)
+            raise
+        self._poke_timer()
+        return delivery
+
+    def _give_back(self, future: asyncio.Future[Delivery]) -> None:
+        if future.done() and not future.cancelled() and future.exception() is None:
+            d = future.result()
+            with contextlib.suppress(DroverError):
+                self._after(self.core.nack(d.evaluation.id, d.token))
+
+    async def ack(
+        self,
+        eval_id: str,
+        token: str,
+        status: int = 0,
+        description: str = "",
+        follow_ups: Sequence[Evaluation] = (),
+    ) -> int:
+        final = ACK_STATUSES.get(status)  # type: ignore[call-overload]
+        if final is None:
+            raise InvalidArgument(
+                f"status must be COMPLETE, FAILED, BLOCKED or CANCELED, got "
+                f"{_S.Name(status)}", metadata={"field": "status"})  # type: ignore[arg-type]
+        writer = await self._writer_for_call()
+        held = self._core_call(lambda: self.core.check_outstanding(eval_id, token))
+        body = Evaluation()
+        body.CopyFrom(held)
+        body.status = final
+        body.status_description = description
+        # The stream may bring this write back before the call returns; it
+        # then acks the core itself (see ``applied``), else we do it here.
+        self._acking[eval_id] = token
+        try:
+            index = await writer.write([body, *follow_ups])
+        finally:
+            still_ours = self._acking.pop(eval_id, None) == token
+        if still_ours:
+            if self._writer is not writer:
+                raise self.not_leader()
+            self._after(self._settle_ack(eval_id, token))
+        return index
+
+    def _settle_ack(self, eval_id: str, token: str) -> list[Effect]:
+        try:
+            return self.core.ack(eval_id, token)
+        except (UnknownEvaluation, NotOutstanding, BrokerDisabled):
+            # Its nack timer fired, or leadership ended, meanwhile: the
+            # write stands either way and the stream settles the rest.
+            return []
+
+    async def nack(self, eval_id: str, token: str) -> None:
+        await self._writer_for_call()
+        self._after(self._core_call(lambda: self.core.nack(eval_id, token)))
+
+    async def outstanding_reset(self, eval_id: str, token: str) -> None:
+        await self._writer_for_call()
+        self._core_call(lambda: self.core.outstanding_reset(eval_id, token))
+        self._poke_timer()
+
+    async def cancel(self, eval_id: str, reason: str) -> int:
+        writer = await self._writer_for_call()
+        effects = self._core_call(lambda: self.core.cancel(eval_id, reason))
+        groups = to_writes(effects)
+        try:
+            index = await writer.write(groups[0].evaluations) if groups else 0
+        except DroverError:
+            # Released in memory already: keep retrying in the background.
+            writer.submit(groups)
+            raise
+        self._after([])
+        return index
+
+    async def require_leader(self) -> None:
+        await self._writer_for_call()
+
+    def _core_call(self, call: Callable[[], _T]) -> _T:
+        try:
+            return call()
+        except BrokerDisabled:
+            raise self.not_leader() from None
+
+    # -- plumbing ----------------------------------------------------------------
+
+    def _written(self, group: WriteGroup) -> None:
+        if group.failed and self.core.mode is BrokerMode.LEADER:
+            with contextlib.suppress(DroverError):
+                self.core.release_failed(group.failed)
+            self._after([])
+
+    def _after(self, effects: list[Effect]) -> None:
+        """After any core change: write its effects, serve waiters, re-arm the timer."""
+        if effects:
+            groups = to_writes(effects)
+            if self._writer is not None:
+                self._writer.submit(groups)
+            else:
+                log.warning("eval broker: %d effect(s) with no writer; the next leader "
+                            "re-derives them", len(effects))
+        self.polls.dispatch(self.core.ready_schedulers, self.core.dequeue)
+        self._poke_timer()
+
+    def _poke_timer(self) -> None:
+        deadline = self.core.next_deadline()
+        target = self._timer_target
+        if deadline is not None and (target is None or deadline < target):
+            self._timer_wake.set()
+
+    async def run_timers(self) -> None:
+        """Fire the core's timers (nack timeouts, delays) for the process lifetime."""
+        while True:
+            self._timer_wake.clear()
+            deadline = self.core.next_deadline()
+            self._timer_target = deadline
+            if deadline is None:
+                await self._timer_wake.wait()
+                continue
+            delay = deadline - self._clock()
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await self._timer_wake.wait()
+                continue
+            self._timer_target = None
+            self._after(self.core.tick())

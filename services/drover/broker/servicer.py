@@ -1,0 +1,127 @@
+"""The EvalBrokerService gRPC servicer: request checks and proto conversion.
+
+Thin by design: every decision is the runtime's or the core's. Errors are
+:mod:`drover.errors` classes, mapped to statuses by the server's
+ErrorInterceptor (NotLeader adds the ``drover-leader`` trailing metadata).
+
+Leader only: Dequeue, Ack, Nack, OutstandingReset, ListQueue and
+CancelEvaluation. GetBrokerStats answers on every replica (a follower shows
+its hot standby, ``enabled = false``), so an operator can see that a
+standby is current before a failover.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
+from drover.api.types.v1 import query_pb2
+from drover.broker.core import BrokerMode
+from drover.broker.queue_view import QueueView
+from drover.broker.record import EvalState
+from drover.broker.runtime import BrokerRuntime
+from drover.broker.stats import TimingSummary
+from drover.errors import InvalidArgument
+
+__all__ = ["BrokerServicer"]
+
+_QUEUE_STATES = {
+    EvalState.READY: broker_pb2.QUEUE_STATE_READY,
+    EvalState.UNACKED: broker_pb2.QUEUE_STATE_UNACKED,
+    EvalState.PENDING: broker_pb2.QUEUE_STATE_PENDING,
+    EvalState.WAITING: broker_pb2.QUEUE_STATE_WAITING,
+    EvalState.BLOCKED: broker_pb2.QUEUE_STATE_BLOCKED,
+    EvalState.FAILED: broker_pb2.QUEUE_STATE_FAILED,
+}
+
+
+def _require_id(value: str, field: str) -> None:
+    if not value:
+        raise InvalidArgument(f"{field} is required", metadata={"field": field})
+
+
+def _timing(summary: TimingSummary) -> broker_pb2.TimingSummary:
+    return broker_pb2.TimingSummary(
+        p50_ms=summary.p50 * 1e3, p99_ms=summary.p99 * 1e3, max_ms=summary.max * 1e3,
+        count=summary.count,
+    )
+
+
+class BrokerServicer(broker_pb2_grpc.EvalBrokerServiceServicer):
+    def __init__(self, runtime: BrokerRuntime) -> None:
+        self.runtime = runtime
+        self.queue = QueueView(runtime.core)
+
+    async def Dequeue(self, request: Any, context: Any) -> Any:
+        requested = request.timeout.ToTimedelta().total_seconds() if request.HasField(
+            "timeout") else None
+        timeout = self.runtime.poll_timeout(requested)
+        remaining = context.time_remaining()
+        if remaining is not None:
+            # Answer "nothing yet" before the caller's deadline cuts us off.
+            timeout = max(0.0, min(timeout, remaining - 0.05))
+        delivery = await self.runtime.dequeue(list(request.schedulers), timeout)
+        if delivery is None:
+            return broker_pb2.DequeueResponse()
+        return broker_pb2.DequeueResponse(
+            evaluation=delivery.evaluation, token=delivery.token,
+            wait_index=delivery.wait_index)
+
+    async def Ack(self, request: Any, context: Any) -> Any:
+        _require_id(request.eval_id, "eval_id")
+        index = await self.runtime.ack(
+            request.eval_id, request.token, request.status, request.status_description,
+            list(request.follow_ups))
+        return broker_pb2.AckResponse(index=index)
+
+    async def Nack(self, request: Any, context: Any) -> Any:
+        _require_id(request.eval_id, "eval_id")
+        await self.runtime.nack(request.eval_id, request.token)
+        return broker_pb2.NackResponse()
+
+    async def OutstandingReset(self, request: Any, context: Any) -> Any:
+        _require_id(request.eval_id, "eval_id")
+        await self.runtime.outstanding_reset(request.eval_id, request.token)
+        return broker_pb2.OutstandingResetResponse()
+
+    async def GetBrokerStats(self, request: Any, context: Any) -> Any:
+        runtime = self.runtime
+        s = runtime.core.stats()
+        term = runtime.term
+        stats = broker_pb2.BrokerStats(
+            total_ready=s.total_ready, total_unacked=s.total_unacked,
+            total_pending=s.total_pending, total_waiting=s.total_waiting,
+            total_blocked=s.total_blocked, total_cancelled=s.total_cancelled,
+            total_failed=s.total_failed,
+            ready_wait=_timing(s.ready_wait), processing=_timing(s.processing),
+            enabled=runtime.core.mode is BrokerMode.LEADER and term is not None,
+            leader_term=term.revision if term is not None else 0,
+        )
+        for name, per in s.by_scheduler.items():
+            stats.by_scheduler[name].ready = per.ready
+            stats.by_scheduler[name].unacked = per.unacked
+        return broker_pb2.GetBrokerStatsResponse(stats=stats, meta=self._meta())
+
+    async def ListQueue(self, request: Any, context: Any) -> Any:
+        await self.runtime.require_leader()
+        page = self.queue.page(request)
+        return broker_pb2.ListQueueResponse(
+            evaluations=[
+                broker_pb2.QueuedEvaluation(
+                    evaluation=entry.record.eval, state=_QUEUE_STATES[entry.state],
+                    deliveries=entry.record.deliveries)
+                for entry in page.items
+            ],
+            next_page_token=page.next_page_token,
+            meta=self._meta(),
+        )
+
+    async def CancelEvaluation(self, request: Any, context: Any) -> Any:
+        _require_id(request.eval_id, "eval_id")
+        index = await self.runtime.cancel(request.eval_id, request.reason)
+        return broker_pb2.CancelEvaluationResponse(index=index)
+
+    def _meta(self) -> query_pb2.QueryMeta:
+        runtime = self.runtime
+        return query_pb2.QueryMeta(index=runtime.feed.applied_index,
+                                   known_leader=runtime.leader_address is not None)

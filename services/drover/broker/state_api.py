@@ -1,0 +1,162 @@
+"""The broker's seam to the state service: exactly the calls it makes.
+
+:class:`BrokerStateApi` is the Protocol the shell depends on (the consumer
+owns the seam); :class:`GrpcStateApi` implements it on a state-service
+channel. Reads are consistent (never ``stale``), so the first read after
+winning the election is a barrier past everything the old leader wrote.
+Writes carry the leader's fence as ``drover-fence`` metadata: a deposed
+leader's write fails inside etcd with FENCE_LOST, whatever it believes.
+
+State-service failures come back as the :mod:`drover.errors` class the
+broker acts on: :class:`FenceLost` (end the term), :class:`Conflict`
+(retry), :class:`ResyncNeeded` (the event stream cannot continue from our
+index: re-read and subscribe again), an ``InvalidArgument`` for a worker's
+malformed follow-up, and :class:`~drover.errors.Unavailable` otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol
+
+import grpc
+
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import evaluation_pb2, scheduler_pb2
+from drover.coord.fence import Fence
+from drover.errors import (
+    Conflict,
+    DroverError,
+    FenceLost,
+    InvalidArgument,
+    Kind,
+    NotFound,
+    Unavailable,
+)
+from drover.rpc.errors import error_info
+
+__all__ = ["BrokerStateApi", "EvalPage", "GrpcStateApi", "ResyncNeeded", "translate"]
+
+# What the broker holds: everything not terminal.
+HELD_FILTER = 'status == "pending" || status == "blocked"'
+TOPICS = (state_pb2.TOPIC_EVALUATION, state_pb2.TOPIC_SCHEDULER_CONFIG)
+# Only a compacted index needs a re-read; a too-slow subscriber resumes.
+_RESYNC_REASONS = frozenset({"INDEX_COMPACTED"})
+
+EvalPage = tuple[list[evaluation_pb2.Evaluation], str, int]
+
+
+class ResyncNeeded(DroverError):
+    """The event stream ended in a way only a fresh read can repair."""
+
+    kind = Kind.UNAVAILABLE
+    reason = "RESYNC_NEEDED"
+
+
+class BrokerStateApi(Protocol):
+    async def list_held(self, page_token: str, page_size: int) -> EvalPage:
+        """One page of non-terminal evaluations: (evaluations, next token, index)."""
+        ...
+
+    async def eval_index(self) -> int:
+        """The evaluation table's index after a consistent read (the barrier)."""
+        ...
+
+    async def scheduler_config(self) -> scheduler_pb2.SchedulerConfig: ...
+
+    def subscribe(self, from_index: int) -> AsyncIterator[state_pb2.SubscribeResponse]: ...
+
+    async def upsert(
+        self, evaluations: Sequence[evaluation_pb2.Evaluation], fence: Fence
+    ) -> int: ...
+
+
+def translate(err: grpc.RpcError) -> DroverError:
+    """The drover error a state-service failure stands for."""
+    code: Any = err.code()  # type: ignore[attr-defined]
+    details: str = err.details() or ""  # type: ignore[attr-defined]
+    info = error_info(err)
+    reason = info.reason if info is not None else ""
+    metadata = dict(info.metadata) if info is not None else {}
+    if reason == "FENCE_LOST":
+        return FenceLost(details, metadata=metadata)
+    if reason in _RESYNC_REASONS:
+        return ResyncNeeded(f"state event stream: {reason}: {details}", metadata=metadata)
+    if code == grpc.StatusCode.ABORTED:
+        return Conflict(details, metadata=metadata)
+    if code == grpc.StatusCode.NOT_FOUND:
+        return NotFound(details, metadata=metadata)
+    if code == grpc.StatusCode.INVALID_ARGUMENT:
+        return InvalidArgument(f"the state service refused it: {details}",
+                               metadata={**metadata, "state_reason": reason})
+    return Unavailable(f"state service: {code.name}: {details}", metadata=metadata)
+
+
+class GrpcStateApi:
+    """:class:`BrokerStateApi` over a state-service channel."""
+
+    def __init__(self, channel: grpc.aio.Channel | None = None, *,
+                 timeout: float = 10.0) -> None:
+        self._stub: Any = None
+        self.channel: grpc.aio.Channel | None = None
+        self._timeout = timeout
+        if channel is not None:
+            self.connect(channel)
+
+    def connect(self, channel: grpc.aio.Channel) -> None:
+        """Use ``channel`` (an app that discovers the address connects late)."""
+        self.channel = channel
+        self._stub = state_pb2_grpc.StateServiceStub(channel)
+
+    async def list_held(self, page_token: str, page_size: int) -> EvalPage:
+        try:
+            resp = await self._stub.ListEvaluations(
+                state_pb2.ListEvaluationsRequest(
+                    namespace="*", filter=HELD_FILTER, page_size=page_size,
+                    page_token=page_token),
+                timeout=self._timeout * 3,
+            )
+        except grpc.RpcError as err:
+            raise translate(err) from err
+        return list(resp.evaluations), resp.next_page_token, resp.meta.index
+
+    async def eval_index(self) -> int:
+        try:
+            resp = await self._stub.ListEvaluations(
+                state_pb2.ListEvaluationsRequest(namespace="*", page_size=1),
+                timeout=self._timeout,
+            )
+        except grpc.RpcError as err:
+            raise translate(err) from err
+        return int(resp.meta.index)
+
+    async def scheduler_config(self) -> scheduler_pb2.SchedulerConfig:
+        try:
+            resp = await self._stub.GetSchedulerConfig(
+                state_pb2.GetSchedulerConfigRequest(), timeout=self._timeout)
+        except grpc.RpcError as err:
+            raise translate(err) from err
+        return resp.config
+
+    async def subscribe(self, from_index: int) -> AsyncIterator[state_pb2.SubscribeResponse]:
+        call = self._stub.Subscribe(
+            state_pb2.SubscribeRequest(topics=TOPICS, from_index=from_index))
+        try:
+            async for resp in call:
+                yield resp
+        except grpc.RpcError as err:
+            raise translate(err) from err
+        finally:
+            call.cancel()
+
+    async def upsert(
+        self, evaluations: Sequence[evaluation_pb2.Evaluation], fence: Fence
+    ) -> int:
+        try:
+            resp = await self._stub.UpsertEvaluations(
+                state_pb2.UpsertEvaluationsRequest(evaluations=evaluations),
+                metadata=fence.metadata(), timeout=self._timeout,
+            )
+        except grpc.RpcError as err:
+            raise translate(err) from err
+        return int(resp.index)

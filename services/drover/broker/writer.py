@@ -1,0 +1,205 @@
+"""The leader's fenced writes to the state store, group-committed.
+
+One :class:`FencedWriter` per leadership term. Everything the leader writes
+goes through it with the term's fence: worker outcomes (Ack) and the core's
+effects (cancellations, failures and their follow-ups, unblocks).
+
+Group commit: concurrent writes are merged into one ``UpsertEvaluations``
+call (one etcd txn) of at most ``max_objects`` evaluations, so sixteen
+workers acking at once cost one round trip, not sixteen. An evaluation
+written twice in one batch keeps its last body (etcd refuses duplicate
+keys in a txn). A batch the store refuses (a worker's malformed follow-up,
+a concurrent change) is retried group by group, so one bad group fails
+alone.
+
+Guarantees: a caller of :meth:`write` learns the outcome of its own write
+(the store index, or the error). Effects have no caller: they are retried
+with backoff while the term lasts (each is idempotent against the store)
+and dropped only when the store refuses them as invalid. ``FENCE_LOST``
+ends the term at once (``on_fence_lost``): no later write of this term can
+succeed anyway, and the next leader re-derives every effect from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from drover.api.types.v1.evaluation_pb2 import Evaluation
+from drover.broker.effects import WriteGroup
+from drover.coord.fence import Fence
+from drover.errors import Conflict, DroverError, FenceLost, InvalidArgument, NotLeader
+
+__all__ = ["FencedWriter", "UpsertApi"]
+
+log = logging.getLogger(__name__)
+
+# etcd's 128 operations per txn, minus the state service's own marker put.
+MAX_OBJECTS = 127
+
+
+class UpsertApi(Protocol):
+    """The one call the writer makes (a slice of BrokerStateApi)."""
+
+    async def upsert(self, evaluations: Sequence[Evaluation], fence: Fence) -> int: ...
+
+
+@dataclass
+class _Pending:
+    group: WriteGroup
+    # None for an effect (nobody awaits it; retried until written).
+    done: asyncio.Future[int] | None = None
+    attempts: int = field(default=0)
+
+
+class FencedWriter:
+    def __init__(
+        self,
+        api: UpsertApi,
+        fence: Fence,
+        *,
+        on_written: Callable[[WriteGroup], None],
+        on_fence_lost: Callable[[str], None],
+        max_objects: int = MAX_OBJECTS,
+        retry_backoff: float = 0.5,
+    ) -> None:
+        self._api = api
+        self._fence = fence
+        self._on_written = on_written
+        self._on_fence_lost = on_fence_lost
+        self._max = max_objects
+        self._backoff = retry_backoff
+        self._queue: list[_Pending] = []
+        self._wake = asyncio.Event()
+        self._closed: DroverError | None = None
+        self._retry: list[_Pending] = []
+        # The batch being written: a cancelled writer (the term ended) must
+        # still answer its callers.
+        self._inflight: list[_Pending] = []
+        self._retry_handle: asyncio.TimerHandle | None = None
+
+    def submit(self, groups: Sequence[WriteGroup]) -> None:
+        """Queue effect writes (fire and forget; retried while the term lasts)."""
+        if self._closed is not None or not groups:
+            return
+        self._queue.extend(_Pending(g) for g in groups if g.evaluations)
+        self._wake.set()
+
+    async def write(self, evaluations: Sequence[Evaluation]) -> int:
+        """Write ``evaluations`` in one txn (merged with others); the store index."""
+        if self._closed is not None:
+            raise self._closed
+        if len(evaluations) > self._max:
+            raise InvalidArgument(
+                f"an ack writes at most {self._max} evaluations (itself and "
+                f"{self._max - 1} follow-ups), got {len(evaluations)}",
+                metadata={"field": "follow_ups"},
+            )
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Pending(WriteGroup(tuple(evaluations)), done))
+        self._wake.set()
+        return await done
+
+    def close(self, err: DroverError) -> None:
+        """End the term's writes: waiting callers get ``err``; effects are dropped."""
+        self._closed = err
+        for item in (*self._inflight, *self._queue):
+            if item.done is not None and not item.done.done():
+                item.done.set_exception(err)
+        self._inflight = []
+        self._queue.clear()
+        self._retry.clear()
+        if self._retry_handle is not None:
+            self._retry_handle.cancel()
+            self._retry_handle = None
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Flush until closed (spawned in the term's task group)."""
+        try:
+            while self._closed is None:
+                if not self._queue:
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
+                self._inflight = self._take()
+                await self._flush(self._inflight)
+                self._inflight = []
+        finally:
+            if self._closed is None:
+                self.close(NotLeader("broker", None))
+
+    def _take(self) -> list[_Pending]:
+        batch: list[_Pending] = []
+        size = 0
+        while self._queue:
+            n = len(self._queue[0].group.evaluations)
+            if batch and size + n > self._max:
+                break
+            batch.append(self._queue.pop(0))
+            size += n
+        return batch
+
+    async def _flush(self, batch: list[_Pending]) -> None:
+        try:
+            index = await self._upsert([e for p in batch for e in p.group.evaluations])
+        except FenceLost as err:
+            self._lost(err)
+            return
+        except DroverError as err:
+            if len(batch) > 1:
+                # One group may be at fault: try each alone.
+                for item in batch:
+                    await self._flush([item])
+                return
+            self._failed(batch[0], err)
+            return
+        for item in batch:
+            self._succeeded(item, index)
+
+    async def _upsert(self, evaluations: list[Evaluation]) -> int:
+        unique: dict[str, Evaluation] = {}
+        for ev in evaluations:
+            unique.pop(ev.id, None)
+            unique[ev.id] = ev
+        return await self._api.upsert(list(unique.values()), self._fence)
+
+    def _succeeded(self, item: _Pending, index: int) -> None:
+        try:
+            self._on_written(item.group)
+        except Exception:
+            log.exception("broker: after-write hook failed")
+        if item.done is not None and not item.done.done():
+            item.done.set_result(index)
+
+    def _failed(self, item: _Pending, err: DroverError) -> None:
+        if item.done is not None:
+            if not item.done.done():
+                item.done.set_exception(err)
+            return
+        if isinstance(err, InvalidArgument):
+            log.error("broker: the state store refused an effect write, dropping it: %s", err)
+            return
+        item.attempts += 1
+        level = logging.WARNING if item.attempts in (1, 10, 100) else logging.DEBUG
+        log.log(level, "broker: effect write failed (attempt %d), retrying: %s",
+                item.attempts, err)
+        self._retry.append(item)
+        if self._retry_handle is None:
+            # A Conflict is a concurrent change: retry at once; anything
+            # else is an outage: back off, while other writes go on.
+            delay = 0.0 if isinstance(err, Conflict) else self._backoff
+            self._retry_handle = asyncio.get_running_loop().call_later(delay, self._requeue)
+
+    def _requeue(self) -> None:
+        self._retry_handle = None
+        self._queue.extend(self._retry)
+        self._retry.clear()
+        self._wake.set()
+
+    def _lost(self, err: FenceLost) -> None:
+        self._on_fence_lost(f"a fenced state write failed: {err.message}")
+        self.close(NotLeader("broker", None))
