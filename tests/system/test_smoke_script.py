@@ -3,6 +3,7 @@ jq) against a whole `drover dev` suite, through the proxy and directly."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -12,12 +13,44 @@ from pathlib import Path
 
 from test_dev_suite import _offset_with_free_ports
 
-from drover.dev.supervisor import SERVICES
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_smoke_script_passes_against_the_dev_suite() -> None:
+def _drover(*args: str, address: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "drover.cli.main", *args],
+                          env={**os.environ, "DROVER_ADDR": address, "COLUMNS": "200"},
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def _cli_through_the_proxy(proxy: str, tmp_path: Path) -> None:
+    """The operator commands against the same suite, through the proxy."""
+    spec = tmp_path / "web.yaml"
+    spec.write_text(
+        "id: cli-web\nnamespace: default\ntype: JOB_TYPE_SERVICE\npriority: 60\n"
+        "taskGroups:\n  - name: web\n    count: 3\n    update: {maxParallel: 1}\n"
+    )
+    ran = _drover("job", "run", str(spec), address=proxy)
+    assert ran.returncode == 0, ran.stderr
+    assert "registered as version 0" in ran.stdout and "deployment" in ran.stdout
+    status = _drover("job", "status", "cli-web", "--json", address=proxy)
+    assert json.loads(status.stdout)["job"]["priority"] == 60
+    deps = json.loads(_drover("deployment", "list", "--json", address=proxy).stdout)
+    assert any(d["job_id"] == "cli-web" for d in deps)
+    bad = _drover("job", "run", str(ROOT / "README.md"), address=proxy)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    members = json.loads(_drover("operator", "members", "--json", address=proxy).stdout)
+    services = {lst["service"] for lst in members["lists"]}
+    assert {"state", "broker", "deployments"} <= services
+    revision = int(members["revision"])
+    conv = _drover("operator", "convergence", "--revision", str(revision), "--json",
+                   address=proxy)
+    assert conv.returncode == 0 and json.loads(conv.stdout)["converged"] is True
+    stopped = _drover("job", "stop", "cli-web", address=proxy)
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+
+
+def test_smoke_script_passes_against_the_dev_suite(tmp_path: Path) -> None:
     assert shutil.which("jq"), "jq is required (Debian jq)"
     offset, lay = _offset_with_free_ports()
     suite = subprocess.Popen(
@@ -42,7 +75,7 @@ def test_smoke_script_passes_against_the_dev_suite() -> None:
                                capture_output=True, text=True, timeout=240, check=False)
         assert smoke.returncode == 0, smoke.stdout + smoke.stderr
         assert smoke.stdout.strip().endswith("passed, 0 failed"), smoke.stdout
-        assert len(SERVICES) == 4
+        _cli_through_the_proxy(lay.address("proxy"), tmp_path)
     finally:
         suite.send_signal(signal.SIGTERM)
         try:
