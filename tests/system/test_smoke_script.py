@@ -13,7 +13,6 @@ from pathlib import Path
 
 from test_dev_suite import _offset_with_free_ports
 
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
