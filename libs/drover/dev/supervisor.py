@@ -96,6 +96,8 @@ class Supervisor:
             host, port = lay.address(svc).split(":")
             if not wait_for_port(host, int(port), 20):
                 raise RuntimeError(f"{svc} did not start listening on {lay.address(svc)}")
+            if not wait_serving(lay.address(svc), 30):
+                raise RuntimeError(f"{svc} on {lay.address(svc)} did not become SERVING")
             self.log(f"{svc:<12} {lay.address(svc)}  (metrics {lay.host}:"
                      f"{lay.metrics_base + SERVICES.index(svc)})")
 
@@ -121,6 +123,25 @@ class Supervisor:
         if self.etcd is not None:
             self.etcd.stop(timeout=max(0.5, deadline - time.monotonic()))
             self.etcd = None
+
+
+def wait_serving(address: str, timeout: float) -> bool:
+    """Block until ``address`` answers grpc.health.v1 Check with SERVING."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    deadline = time.monotonic() + timeout
+    with grpc.insecure_channel(address) as ch:
+        stub = health_pb2_grpc.HealthStub(ch)
+        while time.monotonic() < deadline:
+            try:
+                resp = stub.Check(health_pb2.HealthCheckRequest(), timeout=2)
+                if resp.status == health_pb2.HealthCheckResponse.SERVING:
+                    return True
+            except grpc.RpcError:
+                pass
+            time.sleep(0.1)
+    return False
 
 
 def pids_of(sup: Supervisor) -> list[int]:
