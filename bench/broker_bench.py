@@ -6,6 +6,9 @@ separate processes (``drover serve``), then, from this process over gRPC:
 1. evaluations/s through enqueue (UpsertEvaluations to the state service,
    batches of 100) -> Dequeue -> Ack, with 1, 4 and 16 workers;
 2. Dequeue latency p50/p99 with work ready (one worker, sequential);
+   each row also shows the CPU each process used (% of one core; the
+   machine's cores are shared by all of them, so a sum near 100 x cpus
+   means the box, not one component, is the limit);
 3. failover time with N pending evaluations: SIGTERM the leader (graceful
    resign), time until the first successful Dequeue on the other replica.
 
@@ -44,6 +47,13 @@ def spawn(service: str, etcd: str, prefix: str, port: int, *extra: str) -> subpr
          "--log-level", "WARNING", *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def evals(run: str, n: int) -> list[Evaluation]:
@@ -210,10 +220,17 @@ async def main() -> None:
         print(f"eval broker benchmark (cpus={os.cpu_count()}; etcd, state, 2 brokers and the "
               "client as separate processes)")
         print(f"{'measure':<48} {'result':>14}")
+        pids = {"etcd": etcd.pid, "state": procs[0].pid, "broker1": procs[1].pid,
+                "broker2": procs[2].pid, "client": os.getpid()}
         for workers in (1, 4, 16):
+            before = {k: cpu_seconds(p) for k, p in pids.items()}
+            t0 = time.perf_counter()
             rate = await throughput(state, leader, workers, args.evals)
+            took = time.perf_counter() - t0
+            used = " ".join(f"{k} {100 * (cpu_seconds(p) - before[k]) / took:.0f}"
+                            for k, p in pids.items())
             print(f"{f'enqueue->Dequeue->Ack, {workers} workers ({args.evals} evals)':<48} "
-                  f"{rate:>10.0f} /s")
+                  f"{rate:>10.0f} /s   (cpu %: {used})")
         p50, p99 = await dequeue_latency(state, leader, 1000)
         print(f"{'Dequeue latency with work ready, p50':<48} {p50:>11.2f} ms")
         print(f"{'Dequeue latency with work ready, p99':<48} {p99:>11.2f} ms")
