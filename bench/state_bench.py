@@ -167,7 +167,7 @@ async def main(n: int, writes: int) -> None:
         await stub.SetSchedulerConfig(state_pb2.SetSchedulerConfigRequest(
             config=scheduler_pb2.SchedulerConfig(pause_eval_broker=True)))
         total, token, slowest, calls = 0, "", 0.0, 0
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         while True:
             r, s = await timed(stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
                 filter='triggered_by == "bench"', page_size=BATCH, page_token=token)))
@@ -176,6 +176,9 @@ async def main(n: int, writes: int) -> None:
             if not token:
                 break
         del_s = time.perf_counter() - t0
+        # This process's CPU (client + service + cache) per call: steadier than
+        # wall time on a shared machine, and the budget the 60 s goal is spent from.
+        del_cpu = (time.process_time() - cpu0) / calls
         left = await stub.CountEvaluations(state_pb2.CountEvaluationsRequest(
             namespace="*", filter='triggered_by == "bench"'))
         t0 = time.perf_counter()
@@ -188,6 +191,8 @@ async def main(n: int, writes: int) -> None:
                      f"{total / del_s:,.0f} evals/s, {calls} calls, {left.count} left"))
         rows.append(("raw etcd delete, same txn size", f"{raw_s:.1f} s",
                      f"{n / raw_s:,.0f} keys/s; ours = {raw_s / del_s:.0%} of raw"))
+        rows.append(("DeleteEvaluations CPU per call", f"{del_cpu * 1000:.2f} ms",
+                     "this process: client, service and cache"))
         rows.append(("slowest DeleteEvaluations call", f"{slowest * 1000:.1f} ms",
                      f"raw slowest txn {raw_slowest * 1000:.1f} ms; goal < 50 ms"))
         assert total == n and left.count == 0, (total, left.count)

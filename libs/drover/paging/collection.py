@@ -26,12 +26,26 @@ call, which bounds the work) and walked instead of a bucket. ``id_prefixes``
 maps a request's prefix to id prefixes (a cache whose ids are
 ``"<namespace>/<id>"`` yields one per namespace).
 
+With ``defer_discards=True`` a removal updates the id map, the create-order
+index and the id index at once but only *queues* the object for removal from
+the secondary indexes; :meth:`flush` applies the queue (in bounded chunks,
+so an async owner can run it while it waits on I/O). Secondary-index upkeep
+is most of a removal's cost (one sorted-list delete per indexed field), and
+a delete-heavy owner -- the state cache applying a million-evaluation
+cleanup -- gains by doing it while etcd works on the next transaction.
+Results never see the queue: every exact read (counts, ``keys``,
+``members``, ``index_values``, ``plan``) flushes first, and
+:meth:`candidates` skips a queued key because its id no longer maps to an
+object with that key (bucket sizes may then over-estimate, which only
+affects which index a walk picks).
+
 Not thread-safe; do not mutate while a scan iterator is being consumed.
 """
 
 from __future__ import annotations
 
 import bisect
+import collections
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from typing import Generic, TypeVar
 
@@ -74,6 +88,7 @@ class IndexedCollection(Generic[T]):
         id_index: bool = False,
         id_prefixes: IdPrefixes = _same_prefix,
         prefix_sort_limit: int = PREFIX_SORT_LIMIT,
+        defer_discards: bool = False,
     ) -> None:
         self._key_of = key_of
         self._fields = dict(fields)
@@ -83,15 +98,25 @@ class IndexedCollection(Generic[T]):
         self._items: dict[str, T] = {}
         self._order = OrderedIndex()
         self._indexes: dict[str, SecondaryIndex] = {name: SecondaryIndex() for name in indexed}
+        # (extractor, index) pairs, resolved once: writes walk them per object.
+        self._maintained = [(self._fields[name], index) for name, index in self._indexes.items()]
         self._ids: SortedList | None = SortedList() if id_index else None
         self._id_prefixes = id_prefixes
         self._prefix_sort_limit = prefix_sort_limit
+        self._defer = defer_discards
+        # Removed objects still in the secondary indexes (defer_discards),
+        # and their keys: a key re-inserted before its removal is applied
+        # must settle the queue first, or the late discard would drop it.
+        self._queued: collections.deque[T] = collections.deque()
+        self._queued_keys: set[Key] = set()
 
     # -- writes ---------------------------------------------------------------
 
     def load(self, items: Iterable[T]) -> None:
         """Replace everything (an initial range read): one sort, not n inserts."""
         keyed = [(self._key_of(item), item) for item in items]
+        self._queued.clear()
+        self._queued_keys.clear()
         self._items = {key.id: item for key, item in keyed}
         self._order = OrderedIndex(key for key, _ in keyed)
         for name, index in self._indexes.items():
@@ -107,13 +132,14 @@ class IndexedCollection(Generic[T]):
         if old is not None and self._key_of(old) != key:
             self.remove(self._key_of(old))
             old = None  # a new object under a reused id: a new position
+        if old is None and key in self._queued_keys:
+            self.flush()
         self._items[key.id] = item
         if old is None:
             self._order.add(key)
             if self._ids is not None:
                 self._ids.add(key.id)
-        for name, index in self._indexes.items():
-            get = self._fields[name]
+        for get, index in self._maintained:
             value = get(item)
             if old is not None:
                 previous = get(old)
@@ -134,9 +160,30 @@ class IndexedCollection(Generic[T]):
         self._order.discard(key)
         if self._ids is not None:
             self._ids.discard(id_)
-        for name, index in self._indexes.items():
-            index.discard(self._fields[name](old), key)
+        if self._defer:
+            self._queued.append(old)
+            self._queued_keys.add(key)
+            return old
+        for get, index in self._maintained:
+            index.discard(get(old), key)
         return old
+
+    @property
+    def queued(self) -> int:
+        """Removed objects not yet taken out of the secondary indexes."""
+        return len(self._queued)
+
+    def flush(self, limit: int | None = None) -> int:
+        """Apply up to ``limit`` queued removals (all if None); how many remain."""
+        queued, key_of, maintained = self._queued, self._key_of, self._maintained
+        n = len(queued) if limit is None else min(limit, len(queued))
+        for _ in range(n):
+            old = queued.popleft()
+            key = key_of(old)
+            self._queued_keys.discard(key)
+            for get, index in maintained:
+                index.discard(get(old), key)
+        return len(queued)
 
     # -- reads ----------------------------------------------------------------
 
@@ -168,11 +215,17 @@ class IndexedCollection(Generic[T]):
         whose indexed ``field`` is ``value``."""
         if field is None:
             return self._order.iter_from(after, descending=descending)
+        self._settle()
         return self._indexes[field].iter_from((value,), after, descending=descending)
 
     def index_values(self, field: str) -> Iterator[Hashable]:
         """The distinct values an indexed field currently takes."""
+        self._settle()
         return self._indexes[field].values()
+
+    def _settle(self) -> None:
+        if self._queued:
+            self.flush()
 
     @property
     def fields(self) -> Collection[str]:
@@ -190,6 +243,7 @@ class IndexedCollection(Generic[T]):
 
     def plan(self, where: Where) -> str | None:
         """The indexed field whose buckets are smallest for ``where`` (None: create order)."""
+        self._settle()
         return self._plan(where)[0]
 
     def _plan(self, where: Where) -> tuple[str | None, int]:
@@ -240,7 +294,17 @@ class IndexedCollection(Generic[T]):
             keys = self._order.iter_from(after, descending=descending)
         else:
             keys = self._indexes[name].iter_from(where[name], after, descending=descending)
+            if self._queued:
+                return self._live(keys)
         return ((key, items[key.id]) for key in keys)
+
+    def _live(self, keys: Iterator[Key]) -> Iterator[tuple[Key, T]]:
+        # A queued (removed) key's id is gone or names a newer object.
+        items, key_of = self._items, self._key_of
+        for key in keys:
+            item = items.get(key.id)
+            if item is not None and key_of(item) == key:
+                yield key, item
 
     def _prefix_walk(
         self, ranges: list[tuple[int, int]], after: Key | None, descending: bool
@@ -263,7 +327,7 @@ class IndexedCollection(Generic[T]):
 
     def members(self, where: Where) -> Iterable[T]:
         """A superset of the objects satisfying ``where``, in no particular order."""
-        name = self.plan(where)
+        name = self.plan(where)  # (settles the queue)
         if name is None:
             return self._items.values()
         items = self._items
@@ -273,7 +337,7 @@ class IndexedCollection(Generic[T]):
         """Objects satisfying ``where`` exactly, or None if a field is not indexed."""
         if any(name not in self._indexes for name in where):
             return None
-        name = self.plan(where)
+        name = self.plan(where)  # (settles the queue)
         if name is None:
             return len(self._items)
         if len(where) == 1:

@@ -73,18 +73,26 @@ class SecondaryIndex:
     def __init__(self) -> None:
         self._buckets: dict[Hashable, OrderedIndex] = {}
 
+    # add/discard run once per index per cached write (nine times for an
+    # evaluation), so they reach the bucket's SortedList directly rather
+    # than through OrderedIndex's methods: a delete-heavy backlog spends most
+    # of its cache time here.
+
     def add(self, value: Hashable, key: Key) -> None:
         bucket = self._buckets.get(value)
         if bucket is None:
             bucket = self._buckets[value] = OrderedIndex()
-        bucket.add(key)
+        keys = bucket._keys
+        if key not in keys:
+            keys.add(key)
 
     def discard(self, value: Hashable, key: Key) -> None:
         bucket = self._buckets.get(value)
         if bucket is None:
             return
-        bucket.discard(key)
-        if not bucket:
+        keys = bucket._keys
+        keys.discard(key)
+        if not keys:
             del self._buckets[value]
 
     def load(self, pairs: Iterable[tuple[Hashable, Key]]) -> None:

@@ -11,8 +11,7 @@ prefix range lists one job's versions in version order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from google.protobuf.message import Message
 
@@ -69,8 +68,9 @@ PAYLOAD_FIELD: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class ObjectKey:
+class ObjectKey(NamedTuple):
+    """A parsed object key (a NamedTuple: parsed once per cached change)."""
+
     kind: str
     namespace: str
     id: str

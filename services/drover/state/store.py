@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import grpc
 from aetcd import rpc
@@ -37,8 +37,12 @@ class Compacted(DroverError):
         self.compact_revision = compact_revision
 
 
-@dataclass(frozen=True, slots=True)
-class KV:
+# KV and WatchEvent are NamedTuples, not frozen dataclasses: one of each is
+# made per key of every range page and watch event, and a NamedTuple is
+# about twice as fast to construct.
+
+
+class KV(NamedTuple):
     key: bytes
     value: bytes
     create_revision: int
@@ -82,8 +86,7 @@ class TxnResult:
     revision: int
 
 
-@dataclass(frozen=True, slots=True)
-class WatchEvent:
+class WatchEvent(NamedTuple):
     """A put (``deleted`` False) or delete of one key at ``kv.mod_revision``."""
 
     kv: KV
@@ -171,21 +174,21 @@ class EtcdStore:
     async def txn(self, compares: Sequence[Compare], ops: Sequence[Op]) -> TxnResult:
         if len(ops) > MAX_TXN_OPS:
             raise ValueError(f"a txn holds at most {MAX_TXN_OPS} operations, not {len(ops)}")
-        cmp = []
+        # Built in place with add(): a delete page is ~256 sub-messages, and
+        # constructing each then copying it into the request cost twice as much.
+        req = rpc.TxnRequest()
+        add_compare, add_op = req.compare.add, req.success.add
         for c in compares:
-            m = rpc.Compare(key=c.key, result=rpc.Compare.EQUAL, target=_TARGETS[c.target])
+            m = add_compare(key=c.key, result=rpc.Compare.EQUAL, target=_TARGETS[c.target])
             setattr(m, _FIELDS[c.target], c.value)
-            cmp.append(m)
-        req_ops = [
-            rpc.RequestOp(request_put=rpc.PutRequest(key=op.key, value=op.value))
-            if isinstance(op, Put)
-            else rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=op.key))
-            for op in ops
-        ]
+        for op in ops:
+            if isinstance(op, Put):
+                put = add_op().request_put
+                put.key, put.value = op.key, op.value
+            else:
+                add_op().request_delete_range.key = op.key
         try:
-            resp = await self._kv.Txn(
-                rpc.TxnRequest(compare=cmp, success=req_ops), timeout=self._timeout
-            )
+            resp = await self._kv.Txn(req, timeout=self._timeout)
         except grpc.RpcError as err:
             raise _unavailable(err) from err
         return TxnResult(resp.succeeded, resp.header.revision)

@@ -126,6 +126,7 @@ class Table:
         self.rows: IndexedCollection[Entry] = IndexedCollection(
             key_of=operator.itemgetter(2), fields=record_getters(kind),
             indexed=INDEXED[kind], id_index=True, id_prefixes=self._id_prefixes,
+            defer_discards=True,  # the cache drains them in idle loop turns
         )
         # One string per distinct record value, not one per object.
         self._interned: dict[Any, Any] = {}
@@ -228,3 +229,16 @@ class Tables:
 
     def advance(self, revision: int) -> None:
         self.revision = max(self.revision, revision)
+
+    def flush(self, limit: int) -> int:
+        """Apply up to ``limit`` queued secondary-index removals of every
+        table (see :class:`drover.paging.IndexedCollection`); how many remain."""
+        left = 0
+        for table in self.tables.values():
+            if table.rows.queued:
+                left += table.rows.flush(limit)
+        return left
+
+    @property
+    def queued(self) -> int:
+        return sum(table.rows.queued for table in self.tables.values())
