@@ -97,6 +97,14 @@ async def test_three_proxies_converge_and_a_held_back_one_is_reported(
     servers.append(backend)
     await eventually(lambda: bool(a1.lists.get("state").servers))
     changed_at = a1.lists.applied_revision
+    # p2 is not held back: let it apply the change (a loaded CI box may need
+    # longer than the barrier's 500 ms below) so that only p3 is behind.
+    async def p2_published() -> bool:
+        members = await list_members(etcd, Keyspace(etcd_prefix), "proxy")
+        return any(m.replica == "p2" and m.applied_revision >= changed_at
+                   for m in members.members)
+
+    await eventually(p2_published)
     # Any later revision works too: it maps to the last change at or below it.
     target = (await list_members(etcd, Keyspace(etcd_prefix), "state")).revision
     assert target >= changed_at
