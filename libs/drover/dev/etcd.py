@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from drover.dev.ports import free_port
+from drover.dev.process import new_session_dying_with_parent
 
 INSTALL_HINT = (
     "etcd was not found on PATH; install Debian's package `etcd-server` "
@@ -106,7 +107,7 @@ class EtcdServer:
         log = open(self.log_path or os.path.join(self.data_dir, "etcd.log"), "ab")
         env = dict(os.environ, ETCD_UNSUPPORTED_ARCH=os.environ.get("ETCD_UNSUPPORTED_ARCH", ""))
         self._proc = subprocess.Popen(
-            args, stdout=log, stderr=log, env=env, start_new_session=True
+            args, stdout=log, stderr=log, env=env, preexec_fn=new_session_dying_with_parent
         )
         log.close()
         deadline = time.monotonic() + timeout

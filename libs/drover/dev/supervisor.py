@@ -8,7 +8,6 @@ ports and stops every one of them on SIGTERM/SIGINT within a deadline
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import signal
 import subprocess
@@ -19,16 +18,7 @@ from dataclasses import dataclass, field
 
 from drover.dev.etcd import EtcdServer
 from drover.dev.ports import wait_for_port
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass
+from drover.dev.process import die_with_parent
 
 
 @dataclass(frozen=True)
@@ -91,7 +81,7 @@ class Supervisor:
                 "--state-address", lay.address("state"),
                 "--session-ttl", "5",
             ]
-            self.children[svc] = subprocess.Popen(args, preexec_fn=_die_with_parent)
+            self.children[svc] = subprocess.Popen(args, preexec_fn=die_with_parent)
         for svc in SERVICES:
             host, port = lay.address(svc).split(":")
             if not wait_for_port(host, int(port), 20):
