@@ -40,6 +40,7 @@ from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.errors import Conflict, InvalidArgument, NotFound
 from drover.state import codec
 from drover.state.evaluations import validate_eval
+from drover.state.objects import apply_allocation_update
 from drover.state.reads import check_name
 from drover.state.service_base import Base
 from drover.state.store import Compare, Op, Put
@@ -215,12 +216,5 @@ class DeploymentUpdateRpc(Base):
             if entry is None:
                 raise NotFound(f"allocation {u.id!r} not found in namespace {ns!r}")
             a = table.decode_entry(entry)
-            if u.client_status:
-                a.client_status = u.client_status
-            if u.client_description:
-                a.client_description = u.client_description
-            if u.HasField("healthy"):
-                a.deployment_status.healthy = u.healthy
-                a.deployment_status.timestamp.CopyFrom(self.now())
-            a.modify_time.CopyFrom(self.now())
+            apply_allocation_update(a, u, self.now())
             plan.put(self.keys.key(codec.ALLOCATIONS, ns, u.id), entry[1], a)

@@ -24,6 +24,20 @@ from drover.state.store import Compare, Op, Put
 RETRIES = 3
 
 
+
+def apply_allocation_update(alloc: Any, update: Any, now: Any) -> None:
+    """Merge one AllocationUpdate (client status, description, deployment
+    health) into ``alloc``; unset fields leave the stored values alone.
+    Shared by UpdateAllocations and the watcher's UpdateDeployment."""
+    if update.client_status:
+        alloc.client_status = update.client_status
+    if update.client_description:
+        alloc.client_description = update.client_description
+    if update.HasField("healthy"):
+        alloc.deployment_status.healthy = update.healthy
+        alloc.deployment_status.timestamp.CopyFrom(now)
+    alloc.modify_time.CopyFrom(now)
+
 class ObjectsRpc(Base):
     async def _retry(self, attempt: Callable[[], Awaitable[Any]]) -> Any:
         for i in range(RETRIES):
@@ -123,14 +137,7 @@ class ObjectsRpc(Base):
                 a = self._get(codec.ALLOCATIONS, ns, u.id, "allocation")
                 key = self.keys.key(codec.ALLOCATIONS, ns, u.id)
                 compares.append(Compare(key, "mod", a.modify_index))
-                if u.client_status:
-                    a.client_status = u.client_status
-                if u.client_description:
-                    a.client_description = u.client_description
-                if u.HasField("healthy"):
-                    a.deployment_status.healthy = u.healthy
-                    a.deployment_status.timestamp.CopyFrom(self.now())
-                a.modify_time.CopyFrom(self.now())
+                apply_allocation_update(a, u, self.now())
                 ops.append(Put(key, codec.encode(a)))
             rev = await self.writer.commit(compares, ops, self.fence(context))
             return state_pb2.UpdateAllocationsResponse(index=rev)
