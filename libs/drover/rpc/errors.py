@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -87,6 +88,27 @@ def error_info(err: grpc.RpcError) -> error_details_pb2.ErrorInfo | None:
             detail.Unpack(info)
             return info
     return None
+
+
+@dataclass(frozen=True)
+class RemoteStatus:
+    """What a failed call to another drover service said, decoded once:
+    the client-side half of the mapping above."""
+
+    code: grpc.StatusCode
+    details: str
+    reason: str
+    metadata: dict[str, str]
+
+
+def remote_status(err: grpc.RpcError) -> RemoteStatus:
+    info = error_info(err)
+    return RemoteStatus(
+        code=err.code(),  # type: ignore[attr-defined]
+        details=err.details() or "",  # type: ignore[attr-defined]
+        reason=info.reason if info is not None else "",
+        metadata=dict(info.metadata) if info is not None else {},
+    )
 
 
 def leader_hint(err: grpc.RpcError) -> str | None:

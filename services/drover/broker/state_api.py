@@ -33,7 +33,7 @@ from drover.errors import (
     NotFound,
     Unavailable,
 )
-from drover.rpc.errors import error_info
+from drover.rpc.errors import remote_status
 
 __all__ = ["BrokerStateApi", "EvalPage", "GrpcStateApi", "ResyncNeeded", "translate"]
 
@@ -73,23 +73,20 @@ class BrokerStateApi(Protocol):
 
 def translate(err: grpc.RpcError) -> DroverError:
     """The drover error a state-service failure stands for."""
-    code: Any = err.code()  # type: ignore[attr-defined]
-    details: str = err.details() or ""  # type: ignore[attr-defined]
-    info = error_info(err)
-    reason = info.reason if info is not None else ""
-    metadata = dict(info.metadata) if info is not None else {}
+    st = remote_status(err)
+    details, reason, metadata = st.details, st.reason, st.metadata
     if reason == "FENCE_LOST":
         return FenceLost(details, metadata=metadata)
     if reason in _RESYNC_REASONS:
         return ResyncNeeded(f"state event stream: {reason}: {details}", metadata=metadata)
-    if code == grpc.StatusCode.ABORTED:
+    if st.code == grpc.StatusCode.ABORTED:
         return Conflict(details, metadata=metadata)
-    if code == grpc.StatusCode.NOT_FOUND:
+    if st.code == grpc.StatusCode.NOT_FOUND:
         return NotFound(details, metadata=metadata)
-    if code == grpc.StatusCode.INVALID_ARGUMENT:
+    if st.code == grpc.StatusCode.INVALID_ARGUMENT:
         return InvalidArgument(f"the state service refused it: {details}",
                                metadata={**metadata, "state_reason": reason})
-    return Unavailable(f"state service: {code.name}: {details}", metadata=metadata)
+    return Unavailable(f"state service: {st.code.name}: {details}", metadata=metadata)
 
 
 class GrpcStateApi:

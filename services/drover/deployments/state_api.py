@@ -27,7 +27,7 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.coord.fence import Fence
 from drover.errors import Conflict, DroverError, FenceLost, NotFound, Unavailable
-from drover.rpc.errors import error_info
+from drover.rpc.errors import remote_status
 
 ACTIVE_FILTER = 'status == "running" || status == "paused"'
 PAGE_SIZE = 500
@@ -66,17 +66,14 @@ class StateApi(Protocol):
 
 def translate(err: grpc.RpcError) -> DroverError:
     """The drover error a state-service failure stands for."""
-    code: Any = err.code()  # type: ignore[attr-defined]
-    details: str = err.details() or ""  # type: ignore[attr-defined]
-    info = error_info(err)
-    reason = info.reason if info is not None else ""
-    if reason == "FENCE_LOST":
-        return FenceLost(details)
-    if code == grpc.StatusCode.ABORTED:
-        return Conflict(details)
-    if code == grpc.StatusCode.NOT_FOUND:
-        return NotFound(details)
-    return Unavailable(f"state service: {code.name}: {details}")
+    st = remote_status(err)
+    if st.reason == "FENCE_LOST":
+        return FenceLost(st.details)
+    if st.code == grpc.StatusCode.ABORTED:
+        return Conflict(st.details)
+    if st.code == grpc.StatusCode.NOT_FOUND:
+        return NotFound(st.details)
+    return Unavailable(f"state service: {st.code.name}: {st.details}")
 
 
 class GrpcStateApi:
