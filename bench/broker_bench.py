@@ -4,7 +4,9 @@ Starts a private etcd, one state service and two broker replicas as
 separate processes (``drover serve``), then, from this process over gRPC:
 
 1. evaluations/s through enqueue (UpsertEvaluations to the state service,
-   batches of 100) -> Dequeue -> Ack, with 1, 4 and 16 workers;
+   batches of 100) -> Dequeue -> Ack, with 1, 4 and 16 workers: first one
+   evaluation per Dequeue and Ack call, then batched (Dequeue with
+   ``max_evaluations``, one AckBatch per Dequeue);
 2. Dequeue latency p50/p99 with work ready (one worker, sequential);
    each row also shows the CPU each process used (% of one core; the
    machine's cores are shared by all of them, so a sum near 100 x cpus
@@ -13,7 +15,7 @@ separate processes (``drover serve``), then, from this process over gRPC:
    resign), time until the first successful Dequeue on the other replica.
 
 Usage: ``.venv/bin/python bench/broker_bench.py [--evals 3000]
-[--backlogs 10000,100000]``. Goals: >= 5,000 evals/s, p99 <= 5 ms,
+[--batch 64] [--backlogs 10000,100000]``. Goals: >= 5,000 evals/s, p99 <= 5 ms,
 failover <= 1 s regardless of backlog.
 """
 
@@ -90,15 +92,17 @@ async def leader_of(stubs: dict[str, broker_pb2_grpc.EvalBrokerServiceStub]) -> 
         await asyncio.sleep(0.05)
 
 
-def dq(timeout: float = 1.0) -> broker_pb2.DequeueRequest:
-    req = broker_pb2.DequeueRequest(schedulers=["service"])
+def dq(timeout: float = 1.0, batch: int = 1) -> broker_pb2.DequeueRequest:
+    req = broker_pb2.DequeueRequest(schedulers=["service"], max_evaluations=batch)
     req.timeout.FromMilliseconds(int(timeout * 1000))
     return req
 
 
 async def throughput(state: state_pb2_grpc.StateServiceStub,
                      broker: broker_pb2_grpc.EvalBrokerServiceStub, workers: int,
-                     n: int) -> float:
+                     n: int, batch: int) -> float:
+    """evals/s; each worker takes up to ``batch`` per Dequeue (1: Dequeue + Ack
+    per evaluation, else one AckBatch per Dequeue)."""
     run = uuid.uuid4().hex[:6]
     done = 0
     finished = asyncio.Event()
@@ -106,12 +110,22 @@ async def throughput(state: state_pb2_grpc.StateServiceStub,
     async def worker() -> None:
         nonlocal done
         while not finished.is_set():
-            got = await broker.Dequeue(dq(0.5), timeout=5)
+            got = await broker.Dequeue(dq(0.5, batch), timeout=5)
             if not got.token:
                 continue
-            await broker.Ack(broker_pb2.AckRequest(eval_id=got.evaluation.id, token=got.token),
-                             timeout=10)
-            done += 1
+            if batch == 1:
+                await broker.Ack(broker_pb2.AckRequest(eval_id=got.evaluation.id,
+                                                       token=got.token), timeout=10)
+                done += 1
+            else:
+                acks = [broker_pb2.AckRequest(eval_id=got.evaluation.id, token=got.token)]
+                acks += [broker_pb2.AckRequest(eval_id=d.evaluation.id, token=d.token)
+                         for d in got.additional]
+                resp = await broker.AckBatch(broker_pb2.AckBatchRequest(acks=acks), timeout=10)
+                failed = [o for o in resp.outcomes if o.code]
+                if failed:
+                    raise RuntimeError(f"ack failed: {failed[0]}")
+                done += len(acks)
             if done >= n:
                 finished.set()
 
@@ -196,7 +210,10 @@ async def failover(etcd: str, backlog: int) -> tuple[float, float]:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--evals", type=int, default=3000)
+    parser.add_argument("--evals", type=int, default=3000,
+                        help="evaluations per throughput row")
+    parser.add_argument("--batch", type=int, default=64,
+                        help="max_evaluations per Dequeue in the batched rows")
     parser.add_argument("--backlogs", default="10000,100000")
     args = parser.parse_args()
     etcd = EtcdServer().start()
@@ -222,15 +239,17 @@ async def main() -> None:
         print(f"{'measure':<48} {'result':>14}")
         pids = {"etcd": etcd.pid, "state": procs[0].pid, "broker1": procs[1].pid,
                 "broker2": procs[2].pid, "client": os.getpid()}
-        for workers in (1, 4, 16):
-            before = {k: cpu_seconds(p) for k, p in pids.items()}
-            t0 = time.perf_counter()
-            rate = await throughput(state, leader, workers, args.evals)
-            took = time.perf_counter() - t0
-            used = " ".join(f"{k} {100 * (cpu_seconds(p) - before[k]) / took:.0f}"
-                            for k, p in pids.items())
-            print(f"{f'enqueue->Dequeue->Ack, {workers} workers ({args.evals} evals)':<48} "
-                  f"{rate:>10.0f} /s   (cpu %: {used})")
+        for batch in (1, args.batch):
+            label = "Dequeue+Ack" if batch == 1 else f"batches of {batch}"
+            for workers in (1, 4, 16):
+                before = {k: cpu_seconds(p) for k, p in pids.items()}
+                t0 = time.perf_counter()
+                rate = await throughput(state, leader, workers, args.evals, batch)
+                took = time.perf_counter() - t0
+                used = " ".join(f"{k} {100 * (cpu_seconds(p) - before[k]) / took:.0f}"
+                                for k, p in pids.items())
+                print(f"{f'enqueue->{label}, {workers} workers':<48} "
+                      f"{rate:>10.0f} /s   (cpu %: {used})")
         p50, p99 = await dequeue_latency(state, leader, 1000)
         print(f"{'Dequeue latency with work ready, p50':<48} {p50:>11.2f} ms")
         print(f"{'Dequeue latency with work ready, p99':<48} {p99:>11.2f} ms")

@@ -43,13 +43,15 @@ def status_code(kind: Kind) -> grpc.StatusCode:
     return _CODES[kind]
 
 
+def rpc_code(err: DroverError) -> int:
+    """The google.rpc.Code number of ``err``: for per-item outcomes of batch calls."""
+    return int(getattr(code_pb2, _CODES[err.kind].name))
+
+
 def to_status(err: DroverError) -> tuple[grpc.Status, tuple[tuple[str, str], ...]]:
     """The rich status for ``err`` plus extra trailing metadata."""
-    code = _CODES[err.kind]
     info = error_details_pb2.ErrorInfo(reason=err.reason, domain=DOMAIN, metadata=err.metadata)
-    detail = status_pb2.Status(
-        code=getattr(code_pb2, code.name), message=err.message
-    )
+    detail = status_pb2.Status(code=rpc_code(err), message=err.message)
     detail.details.add().Pack(info)
     status = rpc_status.to_status(detail)
     extra: tuple[tuple[str, str], ...] = ()

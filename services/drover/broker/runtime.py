@@ -46,7 +46,7 @@ from drover.broker.writer import FencedWriter
 from drover.coord.term import Term
 from drover.errors import DroverError, InvalidArgument, NotLeader
 
-__all__ = ["BrokerRuntime", "ShellConfig"]
+__all__ = ["AckItem", "BrokerRuntime", "ShellConfig"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,17 @@ _ACKED = frozenset(ACK_STATUSES.values())
 
 
 @dataclass(frozen=True, slots=True)
+class AckItem:
+    """One worker outcome of an AckBatch."""
+
+    eval_id: str
+    token: str
+    status: int = 0
+    description: str = ""
+    follow_ups: Sequence[Evaluation] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ShellConfig:
     # Dequeue long-poll bounds (seconds): unset timeout, and the cap.
     default_poll: float = 5.0
@@ -74,6 +85,8 @@ class ShellConfig:
     establish_wait: float = 2.0
     # On resign, how long open polls wait to learn the next leader's address.
     hint_wait: float = 1.0
+    # The most evaluations one Dequeue hands out, and acks one AckBatch takes.
+    max_batch: int = 256
 
 
 class BrokerRuntime:
@@ -220,25 +233,39 @@ class BrokerRuntime:
                                   metadata={"field": "timeout"})
         return min(requested, self.config.max_poll)
 
-    async def dequeue(self, schedulers: Sequence[str], wait: float) -> Delivery | None:
+    async def dequeue(self, schedulers: Sequence[str], wait: float,
+                      limit: int = 1) -> list[Delivery]:
+        """Up to ``limit`` deliveries; waits at most ``wait`` for the first only.
+
+        The rest are what else is ready once the first is in hand (still one
+        per job): a batch never waits to fill up.
+        """
         if not schedulers or any(not s for s in schedulers):
             raise InvalidArgument("schedulers must name at least one scheduler type, "
                                   "none empty", metadata={"field": "schedulers"})
         started = self._clock()
         await self._writer_for_call(wait)
         wait -= self._clock() - started
-        delivery = self._core_call(lambda: self.core.dequeue(schedulers))
-        if delivery is not None or wait <= 0:
-            self._poke_timer()
-            return delivery
-        waiter = self.polls.park(schedulers)
-        try:
-            delivery = await self.polls.wait(waiter, wait)
-        except asyncio.CancelledError:
-            self._give_back(waiter.future)
-            raise
+        first = self._core_call(lambda: self.core.dequeue(schedulers))
+        if first is None and wait > 0:
+            waiter = self.polls.park(schedulers)
+            try:
+                first = await self.polls.wait(waiter, wait)
+            except asyncio.CancelledError:
+                self._give_back(waiter.future)
+                raise
         self._poke_timer()
-        return delivery
+        if first is None:
+            return []
+        batch = [first]
+        if limit > 1 and self._writer is not None:
+            core = self.core
+            while len(batch) < limit:
+                more = core.dequeue(schedulers)
+                if more is None:
+                    break
+                batch.append(more)
+        return batch
 
     def _give_back(self, future: asyncio.Future[Delivery]) -> None:
         if future.done() and not future.cancelled() and future.exception() is None:
@@ -277,6 +304,23 @@ class BrokerRuntime:
                 raise self.not_leader()
             self._after(self._settle_ack(eval_id, token))
         return index
+
+    async def ack_batch(self, acks: Sequence[AckItem]) -> list[int | DroverError]:
+        """Each ack's store index, or the error Ack alone would have raised.
+
+        The acks' writes join one group commit (as few txns as fit), and
+        each succeeds or fails on its own. Not being the leader fails the
+        whole call, so a caller is pointed at the leader once.
+        """
+        await self._writer_for_call()
+        outcomes = await asyncio.gather(
+            *(self.ack(a.eval_id, a.token, a.status, a.description, a.follow_ups)
+              for a in acks),
+            return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, DroverError):
+                raise outcome
+        return outcomes  # type: ignore[return-value]
 
     def _settle_ack(self, eval_id: str, token: str) -> list[Effect]:
         try:

@@ -19,9 +19,10 @@ from drover.api.types.v1 import query_pb2
 from drover.broker.core import BrokerMode
 from drover.broker.queue_view import QueueView
 from drover.broker.record import EvalState
-from drover.broker.runtime import BrokerRuntime
+from drover.broker.runtime import AckItem, BrokerRuntime
 from drover.broker.stats import TimingSummary
-from drover.errors import InvalidArgument
+from drover.errors import DroverError, InvalidArgument
+from drover.rpc.errors import rpc_code
 
 __all__ = ["BrokerServicer"]
 
@@ -38,6 +39,12 @@ _QUEUE_STATES = {
 def _require_id(value: str, field: str) -> None:
     if not value:
         raise InvalidArgument(f"{field} is required", metadata={"field": field})
+
+
+def _require_at_most(n: int, cap: int, field: str) -> None:
+    if n > cap:
+        raise InvalidArgument(f"{field} is {n}; at most {cap} per call (split the work)",
+                              metadata={"field": field})
 
 
 def _timing(summary: TimingSummary) -> broker_pb2.TimingSummary:
@@ -60,12 +67,19 @@ class BrokerServicer(broker_pb2_grpc.EvalBrokerServiceServicer):
         if remaining is not None:
             # Answer "nothing yet" before the caller's deadline cuts us off.
             timeout = max(0.0, min(timeout, remaining - 0.05))
-        delivery = await self.runtime.dequeue(list(request.schedulers), timeout)
-        if delivery is None:
+        limit = max(1, request.max_evaluations)
+        _require_at_most(limit, self.runtime.config.max_batch, "max_evaluations")
+        batch = await self.runtime.dequeue(list(request.schedulers), timeout, limit)
+        if not batch:
             return broker_pb2.DequeueResponse()
+        first = batch[0]
         return broker_pb2.DequeueResponse(
-            evaluation=delivery.evaluation, token=delivery.token,
-            wait_index=delivery.wait_index)
+            evaluation=first.evaluation, token=first.token, wait_index=first.wait_index,
+            additional=[
+                broker_pb2.Delivery(evaluation=d.evaluation, token=d.token,
+                                    wait_index=d.wait_index)
+                for d in batch[1:]
+            ])
 
     async def Ack(self, request: Any, context: Any) -> Any:
         _require_id(request.eval_id, "eval_id")
@@ -73,6 +87,35 @@ class BrokerServicer(broker_pb2_grpc.EvalBrokerServiceServicer):
             request.eval_id, request.token, request.status, request.status_description,
             list(request.follow_ups))
         return broker_pb2.AckResponse(index=index)
+
+    async def AckBatch(self, request: Any, context: Any) -> Any:
+        acks = request.acks
+        if not acks:
+            raise InvalidArgument("acks must not be empty", metadata={"field": "acks"})
+        _require_at_most(len(acks), self.runtime.config.max_batch, "acks")
+        seen: dict[str, int] = {}
+        for i, ack in enumerate(acks):
+            _require_id(ack.eval_id, f"acks[{i}].eval_id")
+            if ack.eval_id in seen:
+                raise InvalidArgument(
+                    f"acks[{i}] acks evaluation {ack.eval_id!r} again (first at "
+                    f"acks[{seen[ack.eval_id]}]); ack each evaluation once",
+                    metadata={"field": f"acks[{i}].eval_id"})
+            seen[ack.eval_id] = i
+        outcomes = await self.runtime.ack_batch([
+            AckItem(a.eval_id, a.token, a.status, a.status_description, list(a.follow_ups))
+            for a in acks
+        ])
+        response = broker_pb2.AckBatchResponse()
+        for ack, outcome in zip(acks, outcomes, strict=True):
+            item = response.outcomes.add(eval_id=ack.eval_id)
+            if isinstance(outcome, DroverError):
+                item.code = rpc_code(outcome)
+                item.reason = outcome.reason
+                item.message = outcome.message
+            else:
+                item.index = outcome
+        return response
 
     async def Nack(self, request: Any, context: Any) -> Any:
         _require_id(request.eval_id, "eval_id")

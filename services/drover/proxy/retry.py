@@ -26,8 +26,9 @@ Reads, by method name (the part after the last ``/``), explicitly:
 
 Everything else is a write, including ``Dequeue`` (it hands an evaluation
 out and starts its nack timer: a blind retry would take a second one) and
-``Ack``/``Nack``. A new RPC that is a read under another name must be added
-here; the unit tests pin the classification of every drover RPC.
+``Ack``/``AckBatch``/``Nack``. A new RPC that is a read under another name
+must be added here; the unit tests pin the classification of every drover
+RPC.
 """
 
 from __future__ import annotations

@@ -109,8 +109,12 @@ class EvaluationsRpc(Base):
             evs.append(ev)
         table = self.cache.tables[codec.EVALUATIONS]
         for attempt in range(RETRIES):
-            await self.cache.sync()
+            if attempt:
+                # Optimistic first try on this replica's cache: the compares
+                # catch a stale view, and only then is a sync worth its read.
+                await self.cache.sync()
             compares, ops = [], []
+            now = self.now()
             for ev in evs:
                 key = self.keys.key(codec.EVALUATIONS, ev.namespace, ev.id)
                 old = table.objects.get(f"{ev.namespace}/{ev.id}")
@@ -118,8 +122,8 @@ class EvaluationsRpc(Base):
                 if old is not None:
                     ev.create_time.CopyFrom(table.decode_entry(old).create_time)
                 elif not ev.HasField("create_time"):
-                    ev.create_time.CopyFrom(self.now())
-                ev.modify_time.CopyFrom(self.now())
+                    ev.create_time.CopyFrom(now)
+                ev.modify_time.CopyFrom(now)
                 ops.append(Put(key, codec.encode(ev)))
             try:
                 rev = await self.writer.commit(compares, ops, self.fence(context))

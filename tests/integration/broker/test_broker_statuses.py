@@ -38,6 +38,8 @@ async def test_follower_answers_unavailable_with_the_leader_address(cluster: Clu
     for call in (
         dequeue(follower, poll=0.5),
         stub.Ack(broker_pb2.AckRequest(eval_id="x", token="t")),
+        stub.AckBatch(broker_pb2.AckBatchRequest(
+            acks=[broker_pb2.AckRequest(eval_id="x", token="t")])),
         stub.Nack(broker_pb2.NackRequest(eval_id="x", token="t")),
         stub.OutstandingReset(broker_pb2.OutstandingResetRequest(eval_id="x", token="t")),
         stub.ListQueue(broker_pb2.ListQueueRequest()),

@@ -53,6 +53,7 @@ EXPECTED_WRITES = {
     "drover.broker.v1.EvalBrokerService": {
         "Dequeue",
         "Ack",
+        "AckBatch",
         "Nack",
         "OutstandingReset",
         "CancelEvaluation",

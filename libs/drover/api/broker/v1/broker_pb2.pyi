@@ -30,14 +30,16 @@ QUEUE_STATE_BLOCKED: QueueState
 QUEUE_STATE_FAILED: QueueState
 
 class DequeueRequest(_message.Message):
-    __slots__ = ("schedulers", "timeout")
+    __slots__ = ("schedulers", "timeout", "max_evaluations")
     SCHEDULERS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    MAX_EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
     schedulers: _containers.RepeatedScalarFieldContainer[str]
     timeout: _duration_pb2.Duration
-    def __init__(self, schedulers: _Optional[_Iterable[str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    max_evaluations: int
+    def __init__(self, schedulers: _Optional[_Iterable[str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_evaluations: _Optional[int] = ...) -> None: ...
 
-class DequeueResponse(_message.Message):
+class Delivery(_message.Message):
     __slots__ = ("evaluation", "token", "wait_index")
     EVALUATION_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -46,6 +48,18 @@ class DequeueResponse(_message.Message):
     token: str
     wait_index: int
     def __init__(self, evaluation: _Optional[_Union[_evaluation_pb2.Evaluation, _Mapping]] = ..., token: _Optional[str] = ..., wait_index: _Optional[int] = ...) -> None: ...
+
+class DequeueResponse(_message.Message):
+    __slots__ = ("evaluation", "token", "wait_index", "additional")
+    EVALUATION_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    WAIT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    ADDITIONAL_FIELD_NUMBER: _ClassVar[int]
+    evaluation: _evaluation_pb2.Evaluation
+    token: str
+    wait_index: int
+    additional: _containers.RepeatedCompositeFieldContainer[Delivery]
+    def __init__(self, evaluation: _Optional[_Union[_evaluation_pb2.Evaluation, _Mapping]] = ..., token: _Optional[str] = ..., wait_index: _Optional[int] = ..., additional: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ...) -> None: ...
 
 class AckRequest(_message.Message):
     __slots__ = ("eval_id", "token", "status", "status_description", "follow_ups")
@@ -66,6 +80,32 @@ class AckResponse(_message.Message):
     INDEX_FIELD_NUMBER: _ClassVar[int]
     index: int
     def __init__(self, index: _Optional[int] = ...) -> None: ...
+
+class AckBatchRequest(_message.Message):
+    __slots__ = ("acks",)
+    ACKS_FIELD_NUMBER: _ClassVar[int]
+    acks: _containers.RepeatedCompositeFieldContainer[AckRequest]
+    def __init__(self, acks: _Optional[_Iterable[_Union[AckRequest, _Mapping]]] = ...) -> None: ...
+
+class AckOutcome(_message.Message):
+    __slots__ = ("eval_id", "index", "code", "reason", "message")
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    index: int
+    code: int
+    reason: str
+    message: str
+    def __init__(self, eval_id: _Optional[str] = ..., index: _Optional[int] = ..., code: _Optional[int] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class AckBatchResponse(_message.Message):
+    __slots__ = ("outcomes",)
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
+    outcomes: _containers.RepeatedCompositeFieldContainer[AckOutcome]
+    def __init__(self, outcomes: _Optional[_Iterable[_Union[AckOutcome, _Mapping]]] = ...) -> None: ...
 
 class NackRequest(_message.Message):
     __slots__ = ("eval_id", "token")

@@ -47,6 +47,11 @@ class EvalBrokerServiceStub:
                 request_serializer=drover_dot_broker_dot_v1_dot_broker__pb2.AckRequest.SerializeToString,
                 response_deserializer=drover_dot_broker_dot_v1_dot_broker__pb2.AckResponse.FromString,
                 _registered_method=True)
+        self.AckBatch = channel.unary_unary(
+                '/drover.broker.v1.EvalBrokerService/AckBatch',
+                request_serializer=drover_dot_broker_dot_v1_dot_broker__pb2.AckBatchRequest.SerializeToString,
+                response_deserializer=drover_dot_broker_dot_v1_dot_broker__pb2.AckBatchResponse.FromString,
+                _registered_method=True)
         self.Nack = channel.unary_unary(
                 '/drover.broker.v1.EvalBrokerService/Nack',
                 request_serializer=drover_dot_broker_dot_v1_dot_broker__pb2.NackRequest.SerializeToString,
@@ -89,6 +94,15 @@ class EvalBrokerServiceServicer:
 
     def Ack(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AckBatch(self, request, context):
+        """Acks several evaluations in one call; each gets its own outcome (one
+        expired token does not fail the others). The outcomes are written in as
+        few fenced state txns as fit.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -136,6 +150,11 @@ def add_EvalBrokerServiceServicer_to_server(servicer, server):
                     servicer.Ack,
                     request_deserializer=drover_dot_broker_dot_v1_dot_broker__pb2.AckRequest.FromString,
                     response_serializer=drover_dot_broker_dot_v1_dot_broker__pb2.AckResponse.SerializeToString,
+            ),
+            'AckBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.AckBatch,
+                    request_deserializer=drover_dot_broker_dot_v1_dot_broker__pb2.AckBatchRequest.FromString,
+                    response_serializer=drover_dot_broker_dot_v1_dot_broker__pb2.AckBatchResponse.SerializeToString,
             ),
             'Nack': grpc.unary_unary_rpc_method_handler(
                     servicer.Nack,
@@ -220,6 +239,33 @@ class EvalBrokerService:
             '/drover.broker.v1.EvalBrokerService/Ack',
             drover_dot_broker_dot_v1_dot_broker__pb2.AckRequest.SerializeToString,
             drover_dot_broker_dot_v1_dot_broker__pb2.AckResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AckBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.broker.v1.EvalBrokerService/AckBatch',
+            drover_dot_broker_dot_v1_dot_broker__pb2.AckBatchRequest.SerializeToString,
+            drover_dot_broker_dot_v1_dot_broker__pb2.AckBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,
