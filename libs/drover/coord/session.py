@@ -156,7 +156,7 @@ class Session:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if revoke:
+        if revoke and self.client.leasestub is not None:
             try:
                 async with asyncio.timeout(grace):
                     await self.client.leasestub.LeaseRevoke(
@@ -205,7 +205,13 @@ class Session:
                     await asyncio.sleep(min(0.1, core.interval / 4))  # reconnect backoff
                     continue
                 if call is None:
-                    call = self.client.leasestub.LeaseKeepAlive()
+                    stub = self.client.leasestub
+                    if stub is None:
+                        # The client was closed under a live session (the
+                        # owner skipped close()): the lease can only expire.
+                        self._fire_lost("the etcd client was closed")
+                        return
+                    call = stub.LeaseKeepAlive()
                     reader = asyncio.create_task(self._read(call))
                 if now >= core.next_send_at:
                     core.on_send(now)

@@ -54,6 +54,16 @@ async def test_session_outlives_its_ttl_and_detects_revocation(client: EtcdClien
         await session.close()
 
 
+async def test_a_client_closed_under_a_session_ends_it_cleanly(etcd_endpoint: str) -> None:
+    own = await connect(EtcdSettings(endpoints=(etcd_endpoint,)), purpose="control")
+    session = await Session.open(own, 2)
+    await own.close()
+    await asyncio.wait_for(session.lost.wait(), 3.0)
+    assert session.lost_reason == "the etcd client was closed"
+    assert session._task is not None and session._task.exception() is None
+    await session.close()  # no revoke possible: the lease just expires
+
+
 async def test_close_revokes_the_lease(client: EtcdClient) -> None:
     session = await Session.open(client, 5)
     await session.close()
