@@ -26,3 +26,20 @@ def state_address(etcd_endpoint: str, etcd_prefix: str) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture
+def broker_address(etcd_endpoint: str, etcd_prefix: str, state_address: str) -> Iterator[str]:
+    """`drover serve broker` on a free port, following ``state_address``."""
+    port = free_port()
+    proc = subprocess.Popen([
+        sys.executable, "-m", "drover.cli.main", "serve", "broker", "--etcd", etcd_endpoint,
+        "--etcd-prefix", etcd_prefix, "--listen", f"127.0.0.1:{port}", "--session-ttl", "3",
+        "--state-address", state_address, "--log-level", "WARNING",
+    ])
+    try:
+        assert wait_for_port("127.0.0.1", port, 30), "broker did not start"
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from drover.cli.broker import broker_group
 from drover.cli.deployments import deployment_group
 from drover.cli.dev import dev
 from drover.cli.evals import eval_group
@@ -23,6 +24,7 @@ cli.add_command(dev)
 cli.add_command(job_group)
 cli.add_command(eval_group)
 cli.add_command(deployment_group)
+cli.add_command(broker_group)
 cli.add_command(operator_group)
 
 

@@ -1,0 +1,133 @@
+"""`drover broker ...`: the eval broker's operator API.
+
+``stats`` shows what the broker holds (any replica answers; a follower shows
+its hot standby), ``queue`` lists the held evaluations with their broker
+state (filtered and paged like every list), ``cancel`` removes one queued
+evaluation. Through the proxy, leader-only calls reach the leader.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import grpc
+
+from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
+from drover.cli._client import (
+    client_options,
+    enum_name,
+    options,
+    print_json,
+    print_table,
+    run,
+)
+
+QUEUE_COLUMNS = ["ID", "Namespace", "Job", "Type", "Priority", "State", "Deliveries",
+                 "Create index"]
+
+
+def _state(value: int) -> str:
+    return enum_name(value, broker_pb2.QueueState, "QUEUE_STATE_")
+
+
+def _timing(t: broker_pb2.TimingSummary) -> str:
+    if not t.count:
+        return "-"
+    return f"p50 {t.p50_ms:.2f} ms, p99 {t.p99_ms:.2f} ms, max {t.max_ms:.2f} ms (n={t.count})"
+
+
+@click.group(name="broker")
+def broker_group() -> None:
+    """The eval broker: stats, queue, cancel."""
+
+
+@broker_group.command(name="stats")
+@client_options
+def broker_stats(address: str, as_json: bool, timeout: float) -> None:
+    """What the broker holds, per state and per scheduler type."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> broker_pb2.BrokerStats:
+        resp = await broker_pb2_grpc.EvalBrokerServiceStub(ch).GetBrokerStats(
+            broker_pb2.GetBrokerStatsRequest(), timeout=opts.timeout)
+        return resp.stats
+
+    s = run(opts, body)
+    if opts.json:
+        print_json(s)
+        return
+    role = f"leader (term {s.leader_term})" if s.enabled else "standby (not serving)"
+    print_table(None, ["Field", "Value"], [
+        ["Role", role], ["Ready", s.total_ready], ["Unacked", s.total_unacked],
+        ["Pending", s.total_pending], ["Waiting", s.total_waiting],
+        ["Blocked", s.total_blocked], ["Failed", s.total_failed],
+        ["Cancelled", s.total_cancelled],
+        ["Ready wait", _timing(s.ready_wait)], ["Processing", _timing(s.processing)],
+    ])
+    if s.by_scheduler:
+        print_table("By scheduler", ["Scheduler", "Ready", "Unacked"], (
+            [name, per.ready, per.unacked] for name, per in sorted(s.by_scheduler.items())))
+
+
+@broker_group.command(name="queue")
+@click.option("--namespace", "-n", default="*", show_default=True, help='"*" for all')
+@click.option("--filter", "filter_", default="",
+              help='CEL over evaluation fields and state, e.g. state == "pending"')
+@click.option("--order", type=click.Choice(["asc", "desc"]), default="asc", show_default=True)
+@click.option("--page-size", default=100, show_default=True, type=click.IntRange(min=1))
+@click.option("--prefix", default="", help="id prefix")
+@click.option("--limit", default=0, type=click.IntRange(min=0), help="stop after N (0: all)")
+@client_options
+def broker_queue(namespace: str, filter_: str, order: str, page_size: int, prefix: str,
+                 limit: int, address: str, as_json: bool, timeout: float) -> None:
+    """List the evaluations the broker holds, following every page."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> list[broker_pb2.QueuedEvaluation]:
+        stub = broker_pb2_grpc.EvalBrokerServiceStub(ch)
+        out: list[broker_pb2.QueuedEvaluation] = []
+        token = ""
+        while True:
+            resp = await stub.ListQueue(broker_pb2.ListQueueRequest(
+                namespace=namespace, filter=filter_, page_size=page_size, page_token=token,
+                prefix=prefix, order_by="create_index desc" if order == "desc" else "create_index",
+            ), timeout=opts.timeout)
+            out.extend(resp.evaluations)
+            token = resp.next_page_token
+            if not token or (limit and len(out) >= limit):
+                return out[:limit] if limit else out
+
+    held = run(opts, body)
+    if opts.json:
+        print_json(list(held))
+        return
+
+    def row(q: broker_pb2.QueuedEvaluation) -> list[Any]:
+        ev = q.evaluation
+        return [ev.id, ev.namespace, ev.job_id, ev.type, ev.priority, _state(q.state),
+                q.deliveries, ev.create_index]
+
+    print_table(None, QUEUE_COLUMNS, (row(q) for q in held))
+
+
+@broker_group.command(name="cancel")
+@click.argument("eval_id")
+@click.option("--reason", default="", help="recorded in the evaluation's description")
+@client_options
+def broker_cancel(eval_id: str, reason: str, address: str, as_json: bool,
+                  timeout: float) -> None:
+    """Cancel one queued evaluation (not one a worker holds)."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> int:
+        resp = await broker_pb2_grpc.EvalBrokerServiceStub(ch).CancelEvaluation(
+            broker_pb2.CancelEvaluationRequest(eval_id=eval_id, reason=reason),
+            timeout=opts.timeout)
+        return int(resp.index)
+
+    index = run(opts, body)
+    if opts.json:
+        print_json({"eval_id": eval_id, "index": index})
+    else:
+        click.echo(f"canceled {eval_id} at index {index}")
