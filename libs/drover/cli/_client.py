@@ -8,6 +8,7 @@ never a traceback.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -48,6 +49,59 @@ def client_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("--address", envvar="DROVER_ADDR", default=DEFAULT_ADDRESS,
                      show_default=True, help="drover server (the proxy, or a service)")(f)
     return f
+
+
+@dataclass(frozen=True)
+class ListOptions:
+    """What every listing command takes: scope, filter, order and paging."""
+
+    namespace: str
+    filter: str
+    order_by: str
+    page_size: int
+    prefix: str
+    limit: int
+
+
+def list_options(filter_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--namespace/--filter/--order/--page-size/--prefix/--limit, passed as ``listing``."""
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(f)
+        def wrapper(*args: Any, namespace: str, filter_: str, order: str, page_size: int,
+                    prefix: str, limit: int, **kwargs: Any) -> Any:
+            order_by = "create_index desc" if order == "desc" else "create_index"
+            listing = ListOptions(namespace, filter_, order_by, page_size, prefix, limit)
+            return f(*args, listing=listing, **kwargs)
+
+        for option in reversed((
+            click.option("--namespace", "-n", default="*", show_default=True,
+                         help='"*" for all'),
+            click.option("--filter", "filter_", default="", help=filter_help),
+            click.option("--order", type=click.Choice(["asc", "desc"]), default="asc",
+                         show_default=True, help="by create index"),
+            click.option("--page-size", default=100, show_default=True,
+                         type=click.IntRange(min=1)),
+            click.option("--prefix", default="", help="id prefix"),
+            click.option("--limit", default=0, type=click.IntRange(min=0),
+                         help="stop after N (0: all)"),
+        )):
+            wrapper = option(wrapper)
+        return wrapper
+
+    return decorate
+
+
+async def follow_pages(fetch: Callable[[str], Awaitable[tuple[Sequence[T], str]]],
+                       limit: int = 0) -> list[T]:
+    """Every item of a paged list: ``fetch(page_token)`` gives (items, next token)."""
+    out: list[T] = []
+    token = ""
+    while True:
+        items, token = await fetch(token)
+        out.extend(items)
+        if not token or (limit and len(out) >= limit):
+            return out[:limit] if limit else out
 
 
 def options(address: str, as_json: bool, timeout: float) -> ClientOptions:

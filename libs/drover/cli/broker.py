@@ -15,8 +15,11 @@ import grpc
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.cli._client import (
+    ListOptions,
     client_options,
     enum_name,
+    follow_pages,
+    list_options,
     options,
     print_json,
     print_table,
@@ -71,32 +74,23 @@ def broker_stats(address: str, as_json: bool, timeout: float) -> None:
 
 
 @broker_group.command(name="queue")
-@click.option("--namespace", "-n", default="*", show_default=True, help='"*" for all')
-@click.option("--filter", "filter_", default="",
-              help='CEL over evaluation fields and state, e.g. state == "pending"')
-@click.option("--order", type=click.Choice(["asc", "desc"]), default="asc", show_default=True)
-@click.option("--page-size", default=100, show_default=True, type=click.IntRange(min=1))
-@click.option("--prefix", default="", help="id prefix")
-@click.option("--limit", default=0, type=click.IntRange(min=0), help="stop after N (0: all)")
+@list_options('CEL over evaluation fields and state, e.g. state == "pending"')
 @client_options
-def broker_queue(namespace: str, filter_: str, order: str, page_size: int, prefix: str,
-                 limit: int, address: str, as_json: bool, timeout: float) -> None:
+def broker_queue(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
     """List the evaluations the broker holds, following every page."""
     opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> list[broker_pb2.QueuedEvaluation]:
         stub = broker_pb2_grpc.EvalBrokerServiceStub(ch)
-        out: list[broker_pb2.QueuedEvaluation] = []
-        token = ""
-        while True:
+
+        async def page(token: str) -> tuple[Any, str]:
             resp = await stub.ListQueue(broker_pb2.ListQueueRequest(
-                namespace=namespace, filter=filter_, page_size=page_size, page_token=token,
-                prefix=prefix, order_by="create_index desc" if order == "desc" else "create_index",
-            ), timeout=opts.timeout)
-            out.extend(resp.evaluations)
-            token = resp.next_page_token
-            if not token or (limit and len(out) >= limit):
-                return out[:limit] if limit else out
+                namespace=listing.namespace, filter=listing.filter,
+                page_size=listing.page_size, page_token=token, prefix=listing.prefix,
+                order_by=listing.order_by), timeout=opts.timeout)
+            return resp.evaluations, resp.next_page_token
+
+        return await follow_pages(page, listing.limit)
 
     held = run(opts, body)
     if opts.json:

@@ -10,7 +10,15 @@ import grpc
 from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import deployment_pb2
-from drover.cli._client import client_options, enum_name, options, print_json, print_table, run
+from drover.cli._client import (
+    client_options,
+    enum_name,
+    follow_pages,
+    options,
+    print_json,
+    print_table,
+    run,
+)
 
 
 def _status(value: int) -> str:
@@ -34,16 +42,14 @@ def list_deployments(namespace: str, filter_: str, page_size: int, address: str,
 
     async def body(ch: grpc.aio.Channel) -> list[Any]:
         stub = state_pb2_grpc.StateServiceStub(ch)
-        out: list[Any] = []
-        token = ""
-        while True:
+
+        async def page(token: str) -> tuple[Any, str]:
             resp = await stub.ListDeployments(state_pb2.ListDeploymentsRequest(
                 namespace=namespace, filter=filter_, page_size=page_size, page_token=token),
                 timeout=opts.timeout)
-            out.extend(resp.deployments)
-            token = resp.next_page_token
-            if not token:
-                return out
+            return resp.deployments, resp.next_page_token
+
+        return await follow_pages(page)
 
     deps = run(opts, body)
     if opts.json:

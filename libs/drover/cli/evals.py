@@ -17,9 +17,12 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2
 from drover.cli._client import (
     CommandFailed,
+    ListOptions,
     client_options,
     enum_name,
     err_console,
+    follow_pages,
+    list_options,
     options,
     print_json,
     print_table,
@@ -48,31 +51,23 @@ def eval_group() -> None:
 
 
 @eval_group.command(name="list")
-@click.option("--namespace", "-n", default="*", show_default=True, help='"*" for all')
-@click.option("--filter", "filter_", default="", help='CEL, e.g. status == "pending"')
-@click.option("--order", type=click.Choice(["asc", "desc"]), default="asc", show_default=True)
-@click.option("--page-size", default=100, show_default=True, type=click.IntRange(min=1))
-@click.option("--prefix", default="", help="id prefix")
-@click.option("--limit", default=0, type=click.IntRange(min=0), help="stop after N (0: all)")
+@list_options('CEL, e.g. status == "pending"')
 @client_options
-def list_evals(namespace: str, filter_: str, order: str, page_size: int, prefix: str,
-               limit: int, address: str, as_json: bool, timeout: float) -> None:
+def list_evals(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
     """List evaluations, following every page."""
     opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> list[evaluation_pb2.Evaluation]:
         stub = state_pb2_grpc.StateServiceStub(ch)
-        out: list[evaluation_pb2.Evaluation] = []
-        token = ""
-        while True:
+
+        async def page(token: str) -> tuple[Any, str]:
             resp = await stub.ListEvaluations(state_pb2.ListEvaluationsRequest(
-                namespace=namespace, filter=filter_, page_size=page_size, page_token=token,
-                prefix=prefix, order_by="create_index desc" if order == "desc" else "create_index",
-            ), timeout=opts.timeout)
-            out.extend(resp.evaluations)
-            token = resp.next_page_token
-            if not token or (limit and len(out) >= limit):
-                return out[:limit] if limit else out
+                namespace=listing.namespace, filter=listing.filter,
+                page_size=listing.page_size, page_token=token, prefix=listing.prefix,
+                order_by=listing.order_by), timeout=opts.timeout)
+            return resp.evaluations, resp.next_page_token
+
+        return await follow_pages(page, listing.limit)
 
     evals = run(opts, body)
     if opts.json:
