@@ -38,6 +38,7 @@ from drover.coord.membership import (
     list_members,
     watch_members,
 )
+from drover.coord.secret import cluster_secret
 from drover.coord.session import DEFAULT_TTL, LeaseClock, Session
 from drover.coord.term import LeaderComponent, Term, TermScope
 from drover.coord.watch import ResilientWatch, WatchConfig, WatchHealth
@@ -92,6 +93,7 @@ __all__ = [
     "WatchEvent",
     "WatchHealth",
     "WatchMessage",
+    "cluster_secret",
     "connect",
     "decide",
     "fence_compare",

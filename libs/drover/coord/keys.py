@@ -41,6 +41,10 @@ class Keyspace:
     def election_prefix(self, service: str) -> str:
         return f"{self.base}election/{service}/"
 
+    def secret(self, name: str) -> str:
+        """A cluster secret (:mod:`drover.coord.secret`)."""
+        return f"{self.base}secrets/{name}"
+
     def members_prefix(self, service: str | None = None) -> str:
         return f"{self.base}members/" + (f"{service}/" if service else "")
 

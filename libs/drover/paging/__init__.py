@@ -29,9 +29,10 @@ from drover.paging.request import (
     parse_order_by,
     resolve_page_size,
 )
-from drover.paging.token import DEFAULT_TOKEN_KEY, PageTokenCodec, TokenBinding
+from drover.paging.token import CLUSTER_SECRET, DEFAULT_TOKEN_KEY, PageTokenCodec, TokenBinding
 
 __all__ = [
+    "CLUSTER_SECRET",
     "DEFAULT_TOKEN_KEY",
     "ORDER_FIELD",
     "IndexedCollection",

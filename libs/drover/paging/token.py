@@ -20,8 +20,9 @@ Layout (urlsafe base64 without padding, ~64 characters for a UUID id)::
     varint length + UTF-8) field digests(2 x 7) tag(12)
 
 The default key, :data:`DEFAULT_TOKEN_KEY`, is public: it keeps tokens opaque
-and bound, but only a per-cluster key (the state service passes one) makes
-them unforgeable and cluster-specific.
+and bound, but only a per-cluster key makes them unforgeable and
+cluster-specific: every service passes the cluster secret named
+:data:`CLUSTER_SECRET` (one key for the whole cluster).
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ from drover.paging.errors import InvalidPageToken
 from drover.paging.index import Key
 from drover.paging.request import Order
 
-__all__ = ["DEFAULT_TOKEN_KEY", "PageTokenCodec", "TokenBinding"]
+__all__ = ["CLUSTER_SECRET", "DEFAULT_TOKEN_KEY", "PageTokenCodec", "TokenBinding"]
 
 DEFAULT_TOKEN_KEY = b"drover/page-token/v1: public default, pass a cluster key"
+#: The name of the cluster secret that signs page tokens.
+CLUSTER_SECRET = "page-token"
 
 _VERSION = 1
 _FLAG_UUID = 0x01

@@ -30,8 +30,16 @@ from drover.broker.runtime import BrokerRuntime, ShellConfig
 from drover.broker.servicer import BrokerServicer
 from drover.broker.state_api import GrpcStateApi
 from drover.config import ServeSettings
-from drover.coord import Keyspace, Leadership, LeadershipConfig, list_members, observe_changes
+from drover.coord import (
+    Keyspace,
+    Leadership,
+    LeadershipConfig,
+    cluster_secret,
+    list_members,
+    observe_changes,
+)
 from drover.errors import Unavailable
+from drover.paging import CLUSTER_SECRET, PageTokenCodec
 from drover.rpc.channels import channel
 from drover.rpc.server import App, AppContext, ServiceBinding
 
@@ -78,6 +86,9 @@ class BrokerApp:
         if self.api.channel is None:
             self.api.connect(channel(await self._discover_state(ctx), tls=self.settings.tls))
         keyspace = Keyspace(self.settings.etcd.prefix)
+        if ctx.etcd is not None:
+            secret = await cluster_secret(ctx.etcd, keyspace, CLUSTER_SECRET)
+            self.servicer.queue.use_codec(PageTokenCodec(secret))
         self._spawn(ctx, self.runtime.feed.run(), "broker-feed")
         self._spawn(ctx, self.runtime.run_timers(), "broker-timers")
         if ctx.etcd is not None:

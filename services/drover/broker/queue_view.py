@@ -21,7 +21,15 @@ from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.core import EvalBroker
 from drover.broker.record import EvalState, QueueEntry
 from drover.filter import Field, FieldType, FilterCompiler, Schema
-from drover.paging import Key, Page, PageRequest, Paginator, PagingDefaults, Where
+from drover.paging import (
+    Key,
+    Page,
+    PageRequest,
+    PageTokenCodec,
+    Paginator,
+    PagingDefaults,
+    Where,
+)
 
 __all__ = ["QUEUE_SCHEMA", "QueueSource", "QueueView"]
 
@@ -73,10 +81,14 @@ class QueueSource:
 
 
 class QueueView:
-    def __init__(self, core: EvalBroker) -> None:
+    def __init__(self, core: EvalBroker, codec: PageTokenCodec | None = None) -> None:
         self._source = QueueSource(core)
         self._filters = FilterCompiler(QUEUE_SCHEMA)
-        self._paginator = Paginator(defaults=QUEUE_PAGING)
+        self._paginator = Paginator(codec, defaults=QUEUE_PAGING)
+
+    def use_codec(self, codec: PageTokenCodec) -> None:
+        """Sign page tokens with the cluster's key (known once etcd is reachable)."""
+        self._paginator = Paginator(codec, defaults=QUEUE_PAGING)
 
     def page(self, request: Any) -> Page[QueueEntry]:
         """One page for a ListQueueRequest; raises InvalidFilter/InvalidPageToken."""

@@ -21,7 +21,7 @@ import grpc
 from drover.api.state.v1 import state_pb2_grpc
 from drover.config import ServeSettings
 from drover.coord.keys import Keyspace
-from drover.paging import PageTokenCodec
+from drover.paging import CLUSTER_SECRET, PageTokenCodec
 from drover.state import codec
 from drover.state.cache import Cache, CacheConfig
 from drover.state.reads import Reader
@@ -54,8 +54,9 @@ class StateService:
 
 
 async def token_key(store: KVStore, keys: codec.KeyCodec) -> bytes:
-    """The cluster's page-token key, created by the first replica."""
-    key = f"{keys.base}state/page-token-key".encode()
+    """The cluster's page-token key, created by the first replica of any service
+    (the same key as :func:`drover.coord.cluster_secret` gives)."""
+    key = keys.keyspace.secret(CLUSTER_SECRET).encode()
     await store.txn([Compare(key, "create", 0)], [Put(key, os.urandom(32))])
     page = await store.range(key, b"")
     return page.kvs[0].value

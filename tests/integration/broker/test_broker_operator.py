@@ -3,6 +3,7 @@ delivery-limit failures as the state store records them."""
 
 from __future__ import annotations
 
+import random
 import time
 
 import grpc
@@ -14,6 +15,11 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1.evaluation_pb2 import EvaluationStatus
 from drover.api.types.v1.scheduler_pb2 import SchedulerConfig
 from drover.broker.config import BrokerConfig
+from drover.broker.core import EvalBroker
+from drover.broker.queue_view import QueueView
+from drover.config import EtcdSettings
+from drover.coord import Keyspace, cluster_secret, connect
+from drover.paging import CLUSTER_SECRET, PageTokenCodec
 from drover.rpc.errors import error_info
 
 _S = EvaluationStatus
@@ -149,3 +155,34 @@ async def test_delivery_limit_fails_with_a_delayed_follow_up(cluster: Cluster) -
     assert nxt.evaluation.id == "after"
     waiting = await leader.stub.ListQueue(broker_pb2.ListQueueRequest(filter='state == "waiting"'))
     assert [q.evaluation.id for q in waiting.evaluations] == [poison.next_eval]
+
+
+async def test_list_queue_tokens_are_signed_with_the_cluster_secret(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    await cluster.upsert(*[make_eval(f"s{i}") for i in range(3)])
+    await wait_for(lambda: _ready(leader, 3), what="3 ready")
+    request = broker_pb2.ListQueueRequest(page_size=1)
+    issued = (await leader.stub.ListQueue(request)).next_page_token
+    assert issued
+    client = await connect(EtcdSettings(endpoints=(cluster.etcd,)), purpose="control")
+    try:
+        secret = await cluster_secret(client, Keyspace(cluster.prefix), CLUSTER_SECRET)
+    finally:
+        await client.close()
+    held = [await cluster.get_eval(f"s{i}") for i in range(3)]
+
+    def token_under(codec: PageTokenCodec) -> str:
+        # The same page over the same evaluations, signed locally.
+        core = EvalBroker(clock=time.monotonic, rng=random.Random(0))
+        core.standby()
+        core.restore(held)
+        return QueueView(core, codec).page(request).next_page_token
+
+    assert token_under(PageTokenCodec(secret)) == issued
+    forged = token_under(PageTokenCodec())  # the public default key
+    assert forged != issued
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await leader.stub.ListQueue(broker_pb2.ListQueueRequest(page_size=1, page_token=forged))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    info = error_info(caught.value)
+    assert info is not None and info.reason == "INVALID_PAGE_TOKEN"
