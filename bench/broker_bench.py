@@ -12,7 +12,9 @@ separate processes (``drover serve``), then, from this process over gRPC:
    machine's cores are shared by all of them, so a sum near 100 x cpus
    means the box, not one component, is the limit);
 3. failover time with N pending evaluations: SIGTERM the leader (graceful
-   resign), time until the first successful Dequeue on the other replica.
+   resign), time until the first successful Dequeue on the other replica;
+   then the same with the leader killed (SIGKILL), where noticing takes
+   the session TTL and the rest is the new leader's establish.
 
 Usage: ``.venv/bin/python bench/broker_bench.py [--evals 3000]
 [--batch 128] [--backlogs 10000,100000]``. Goals: >= 5,000 evals/s, p99 <= 5 ms,
@@ -40,12 +42,14 @@ from drover.dev.etcd import EtcdServer
 from drover.dev.ports import free_port, wait_for_port
 
 PENDING = EvaluationStatus.EVALUATION_STATUS_PENDING
+#: Session TTL (seconds) of every service: a killed leader is noticed after it.
+TTL = 2
 
 
 def spawn(service: str, etcd: str, prefix: str, port: int, *extra: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "drover.cli.main", "serve", service, "--etcd", etcd,
-         "--etcd-prefix", prefix, "--listen", f"127.0.0.1:{port}", "--session-ttl", "2",
+         "--etcd-prefix", prefix, "--listen", f"127.0.0.1:{port}", "--session-ttl", str(TTL),
          "--log-level", "WARNING", *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
@@ -156,7 +160,34 @@ async def dequeue_latency(state: state_pb2_grpc.StateServiceStub,
     return statistics.median(samples) * 1e3, samples[int(len(samples) * 0.99) - 1] * 1e3
 
 
-async def failover(etcd: str, backlog: int) -> tuple[float, float]:
+async def first_dequeue(stub: broker_pb2_grpc.EvalBrokerServiceStub, t0: float) -> float:
+    """Seconds from ``t0`` until ``stub`` hands out an evaluation."""
+    while True:
+        try:
+            got = await stub.Dequeue(dq(0.2), timeout=5)
+            if got.token:
+                return time.perf_counter() - t0
+        except grpc.aio.AioRpcError:
+            await asyncio.sleep(0.005)
+
+
+async def standby_holds(stub: broker_pb2_grpc.EvalBrokerServiceStub, n: int) -> None:
+    """Wait until a replica's hot standby holds ``n`` evaluations."""
+    while True:
+        try:
+            s = await stats(stub)
+            if s.total_ready + s.total_pending + s.total_unacked >= n:
+                return
+        except grpc.aio.AioRpcError:
+            pass
+        await asyncio.sleep(0.1)
+
+
+async def failover(etcd: str, backlog: int) -> tuple[float, float, float]:
+    """(graceful, kill -9, load) seconds: SIGTERM the leader and time the first
+    Dequeue on the follower; start a fresh replica, let it catch up as the
+    standby, then SIGKILL the leader (no resign: detection waits out the
+    session TTL) and time again."""
     prefix = f"/bench{uuid.uuid4().hex[:8]}/drover"
     sport = free_port()
     procs = {"state": spawn("state", etcd, prefix, sport)}
@@ -166,44 +197,44 @@ async def failover(etcd: str, backlog: int) -> tuple[float, float]:
     load_start = time.perf_counter()
     await enqueue(state, evals("f", backlog), batch=120, parallel=4)
     load = time.perf_counter() - load_start
-    ports = [free_port(), free_port()]
-    for i, port in enumerate(ports):
-        procs[f"broker{i}"] = spawn("broker", etcd, prefix, port,
-                                    "--state-address", f"127.0.0.1:{sport}")
-    channels = {f"127.0.0.1:{p}": grpc.aio.insecure_channel(f"127.0.0.1:{p}") for p in ports}
-    stubs = {a: broker_pb2_grpc.EvalBrokerServiceStub(c) for a, c in channels.items()}
-    for port in ports:
+    channels: dict[str, grpc.aio.Channel] = {}
+    stubs: dict[str, broker_pb2_grpc.EvalBrokerServiceStub] = {}
+
+    def add_broker() -> str:
+        port = free_port()
+        address = f"127.0.0.1:{port}"
+        procs[address] = spawn("broker", etcd, prefix, port,
+                               "--state-address", f"127.0.0.1:{sport}")
+        channels[address] = grpc.aio.insecure_channel(address)
+        stubs[address] = broker_pb2_grpc.EvalBrokerServiceStub(channels[address])
         assert wait_for_port("127.0.0.1", port, 60)
+        return address
+
     try:
+        for _ in range(2):
+            add_broker()
         leader = await leader_of(stubs)
         follower = next(a for a in stubs if a != leader)
-        # Wait until both replicas hold the whole backlog (the hot standby).
         for addr in stubs:
-            while True:
-                try:
-                    if (await stats(stubs[addr])).total_ready >= backlog:
-                        break
-                except grpc.aio.AioRpcError:
-                    pass
-                await asyncio.sleep(0.1)
-        proc = procs[f"broker{ports.index(int(leader.rsplit(':', 1)[1]))}"]
+            await standby_holds(stubs[addr], backlog)
         t0 = time.perf_counter()
-        proc.send_signal(signal.SIGTERM)
-        while True:
-            try:
-                got = await stubs[follower].Dequeue(dq(0.2), timeout=5)
-                if got.token:
-                    break
-            except grpc.aio.AioRpcError:
-                await asyncio.sleep(0.005)
-        took = time.perf_counter() - t0
-        return took, load
+        procs[leader].send_signal(signal.SIGTERM)
+        graceful = await first_dequeue(stubs[follower], t0)
+        procs[leader].wait(15)
+        del stubs[leader]
+        fresh = add_broker()
+        await standby_holds(stubs[fresh], backlog)
+        t0 = time.perf_counter()
+        procs[follower].kill()
+        killed = await first_dequeue(stubs[fresh], t0)
+        return graceful, killed, load
     finally:
         for ch in channels.values():
             await ch.close()
         await state_ch.close()
         for p in procs.values():
-            p.terminate()
+            if p.poll() is None:
+                p.terminate()
         for p in procs.values():
             p.wait(15)
 
@@ -256,9 +287,13 @@ async def main() -> None:
         for ch in (*channels.values(), state_ch):
             await ch.close()
         for backlog in (int(b) for b in args.backlogs.split(",") if b):
-            took, load = await failover(etcd.endpoint, backlog)
-            print(f"{f'failover to first Dequeue, {backlog} pending':<48} {took * 1e3:>11.0f} ms"
-                  f"   (loading the backlog took {load:.0f} s)")
+            graceful, killed, load = await failover(etcd.endpoint, backlog)
+            print(f"{f'failover to first Dequeue, {backlog} pending':<48} "
+                  f"{graceful * 1e3:>11.0f} ms   (leader resigns on SIGTERM; loading the "
+                  f"backlog took {load:.0f} s)")
+            print(f"{f'  same, leader killed (-9), session TTL {TTL} s':<48} "
+                  f"{killed * 1e3:>11.0f} ms   (mostly the lease running out: <= TTL "
+                  f"after the last renewal)")
     finally:
         for p in procs:
             p.terminate()
