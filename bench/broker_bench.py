@@ -40,6 +40,7 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.dev.etcd import EtcdServer
 from drover.dev.ports import free_port, wait_for_port
+from drover.state.store import EtcdStore, Put
 
 PENDING = EvaluationStatus.EVALUATION_STATUS_PENDING
 #: Session TTL (seconds) of every service: a killed leader is noticed after it.
@@ -78,6 +79,39 @@ async def enqueue(state: state_pb2_grpc.StateServiceStub, items: list[Evaluation
                 state_pb2.UpsertEvaluationsRequest(evaluations=chunk), timeout=60)
 
     await asyncio.gather(*(one(c) for c in chunks))
+
+
+async def etcd_baseline(endpoint: str, n: int) -> tuple[float, float, float]:
+    """What etcd alone allows, in this run: (evals/s, range p50 ms, p99 ms).
+
+    evals/s writes each evaluation twice (pending, then its ack) as the
+    pipeline does, in txns of 127 puts plus a marker, four txns in flight;
+    the ranges are sequential one-key linearizable reads.
+    """
+    channel = grpc.aio.insecure_channel(endpoint)
+    store = EtcdStore(channel, timeout=60)
+    body = evals("base", 1)[0].SerializeToString()
+    run = uuid.uuid4().hex[:6]
+    keys = [f"/baseline/{run}/{i}".encode() for i in range(n)]
+    chunks = [keys[i:i + 127] for i in range(0, n, 127)]
+    sem = asyncio.Semaphore(4)
+
+    async def write(chunk: list[bytes]) -> None:
+        async with sem:
+            await store.txn([], [*(Put(k, body) for k in chunk), Put(b"/baseline/m", b"")])
+
+    t0 = time.perf_counter()
+    for _ in range(2):
+        await asyncio.gather(*(write(c) for c in chunks))
+    rate = n / (time.perf_counter() - t0)
+    samples = []
+    for i in range(1000):
+        t = time.perf_counter()
+        await store.range(keys[i % n], b"")
+        samples.append(time.perf_counter() - t)
+    samples.sort()
+    await channel.close()
+    return rate, statistics.median(samples) * 1e3, samples[int(len(samples) * 0.99) - 1] * 1e3
 
 
 async def stats(stub: broker_pb2_grpc.EvalBrokerServiceStub) -> broker_pb2.BrokerStats:
@@ -268,6 +302,11 @@ async def main() -> None:
         print(f"eval broker benchmark (cpus={os.cpu_count()}; etcd, state, 2 brokers and the "
               "client as separate processes)")
         print(f"{'measure':<48} {'result':>14}")
+        base_rate, base_p50, base_p99 = await etcd_baseline(etcd.endpoint, args.evals)
+        print(f"{'etcd baseline: 2 puts per eval, txns of 127':<48} {base_rate:>10.0f} /s   "
+              "(the store's ceiling for this pipeline)")
+        print(f"{'etcd baseline: one-key read, p50 / p99':<48} {base_p50:>11.2f} ms   "
+              f"p99 {base_p99:.2f} ms (Dequeue reads no etcd)")
         pids = {"etcd": etcd.pid, "state": procs[0].pid, "broker1": procs[1].pid,
                 "broker2": procs[2].pid, "client": os.getpid()}
         for batch in (1, args.batch):

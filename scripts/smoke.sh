@@ -153,6 +153,28 @@ ok "dequeued the job's evaluation as a worker"
 expect "ack it" '.index != null' \
   "$(call "$PROXY" "$B/Ack" "$(echo "$got" | jq -c '{evalId: .evaluation.id, token: .token}')")"
 
+# A batch worker: three evaluations of a scheduler type of its own, taken with
+# maxEvaluations and acked in one AckBatch (each ack has its own outcome).
+sched="smoke-$RUN"
+call "$STATE" "$S/UpsertEvaluations" "$(jq -nc --arg s "$sched" '{evaluations: [range(3) as $i |
+  {id: "\($s)-b\($i)", namespace: "default", priority: 50, type: $s, jobId: "\($s)-j\($i)",
+   status: "EVALUATION_STATUS_PENDING"}]}')" >/dev/null
+held="[]"
+for _ in $(seq 1 20); do
+  d=$(call "$PROXY" "$B/Dequeue" "$(jq -nc --arg s "$sched" \
+    '{schedulers: [$s], timeout: "1s", maxEvaluations: 10}')")
+  held=$(jq -c --argjson d "$d" '. + [($d | select(.token) | {evalId: .evaluation.id, token: .token}),
+    (($d.additional // [])[] | {evalId: .evaluation.id, token: .token})]' <<<"$held")
+  [ "$(jq length <<<"$held")" -lt 3 ] || break
+done
+[ "$(jq length <<<"$held")" -eq 3 ] || fail "batched dequeue got $(jq length <<<"$held") of 3"
+ok "dequeued 3 evaluations with maxEvaluations"
+dup=$(call "$PROXY" "$B/AckBatch" "$(jq -c '{acks: (. + [.[0]])}' <<<"$held")" 2>&1 || true)
+has_reason INVALID_ARGUMENT "$dup" || fail "a duplicate ack in a batch was not refused: $dup"
+ok "an AckBatch acking one evaluation twice is refused (INVALID_ARGUMENT)"
+expect "ack all three in one AckBatch" '[.outcomes[] | select((.code // 0) != 0)] | length == 0
+  and (.outcomes | length) == 3' "$(call "$PROXY" "$B/AckBatch" "$(jq -c '{acks: .}' <<<"$held")")"
+
 # Place the canary as the scheduler would, report it healthy as the client would, promote.
 alloc="smoke-alloc-$RUN"
 call "$STATE" "$S/UpsertAllocations" "$(jq -nc --arg a "$alloc" --arg d "$deployment" \
