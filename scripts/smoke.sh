@@ -172,7 +172,7 @@ ok "dequeued 3 evaluations with maxEvaluations"
 dup=$(call "$PROXY" "$B/AckBatch" "$(jq -c '{acks: (. + [.[0]])}' <<<"$held")" 2>&1 || true)
 has_reason INVALID_ARGUMENT "$dup" || fail "a duplicate ack in a batch was not refused: $dup"
 ok "an AckBatch acking one evaluation twice is refused (INVALID_ARGUMENT)"
-expect "ack all three in one AckBatch" '[.outcomes[] | select((.code // 0) != 0)] | length == 0
+expect "ack all three in one AckBatch" '([.outcomes[] | select((.code // 0) != 0)] | length) == 0
   and (.outcomes | length) == 3' "$(call "$PROXY" "$B/AckBatch" "$(jq -c '{acks: .}' <<<"$held")")"
 
 # Place the canary as the scheduler would, report it healthy as the client would, promote.
