@@ -4,7 +4,7 @@ Thin by design: every decision is the runtime's or the core's. Errors are
 :mod:`drover.errors` classes, mapped to statuses by the server's
 ErrorInterceptor (NotLeader adds the ``drover-leader`` trailing metadata).
 
-Leader only: Dequeue, Ack, Nack, OutstandingReset, ListQueue and
+Leader only: Dequeue, Ack, AckBatch, Nack, OutstandingReset, ListQueue and
 CancelEvaluation. GetBrokerStats answers on every replica (a follower shows
 its hot standby, ``enabled = false``), so an operator can see that a
 standby is current before a failover.
