@@ -30,7 +30,7 @@ from drover.coord.keys import Keyspace
 from drover.coord.latest import LatestChannel
 from drover.coord.session import Session
 from drover.coord.watch import ResilientWatch, WatchConfig
-from drover.coord.watch_buffer import Batch, EventType, Resync
+from drover.coord.watch_buffer import EventType, Resync
 
 __all__ = [
     "Member",
@@ -95,24 +95,28 @@ async def list_members(client: Any, keyspace: Keyspace, service: str) -> MemberL
 
 async def watch_members(client: Any, keyspace: Keyspace, service: str, *,
                         config: WatchConfig | None = None) -> AsyncIterator[MemberList]:
-    """Yield the full member list now and after every change (coalesced per
-    batch of etcd events). Resilient like :class:`ResilientWatch`."""
+    """Yield the full member list now and after every etcd revision that
+    changed it. Resilient like :class:`ResilientWatch`.
+
+    One list per revision, never one per delivery: a watcher that received
+    two revisions in one delivery must still attribute each change to its
+    own revision, as every other watcher does (the proxy's convergence
+    barrier compares these revisions across replicas).
+    """
     prefix = keyspace.members_prefix(service).encode()
     members: dict[bytes, Member] = {}
     async with ResilientWatch(client, prefix, config=config) as watch:
         while True:
-            revision = 0
             for msg in await watch.get():
-                revision = msg.revision
                 if isinstance(msg, Resync):
                     members = _decode(msg.items)
-                elif isinstance(msg, Batch):
+                else:
                     for ev in msg.events:
                         if ev.type is EventType.DELETE:
                             members.pop(ev.kv.key, None)
                         else:
                             members.update(_decode([ev.kv]))
-            yield _as_list(members, revision)
+                yield _as_list(members, msg.revision)
 
 
 class Registration:

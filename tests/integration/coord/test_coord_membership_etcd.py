@@ -72,6 +72,25 @@ async def test_register_update_list_and_watch(client: EtcdClient, keyspace: Keys
         await reg.close()
 
 
+async def test_each_revision_is_its_own_list_even_when_delivered_together(
+        client: EtcdClient, keyspace: Keyspace) -> None:
+    watch = watch_members(client, keyspace, "state")
+    first = await asyncio.wait_for(anext(watch), 5)
+    assert first.members == ()
+    revisions = []
+    for name in ("a", "b", "c"):  # three txns while nobody reads the watch
+        key = keyspace.member("state", name).encode()
+        member = Member("state", name, f"127.0.0.1:{ord(name)}", 1, started_at=1.0)
+        revisions.append((await client.put(key, member.to_json())).header.revision)
+    await asyncio.sleep(0.3)  # let them arrive as one delivery
+    try:
+        seen = [await asyncio.wait_for(anext(watch), 5) for _ in range(3)]
+    finally:
+        await watch.aclose()
+    assert [ml.revision for ml in seen] == revisions
+    assert [[m.replica for m in ml.members] for ml in seen] == [["a"], ["a", "b"], ["a", "b", "c"]]
+
+
 @pytest.mark.slow
 async def test_entry_vanishes_when_the_replica_dies(client: EtcdClient, keyspace: Keyspace,
                                                     etcd_endpoint: str,
