@@ -62,6 +62,12 @@ class ListOptions:
     prefix: str
     limit: int
 
+    def request(self, page_token: str) -> dict[str, Any]:
+        """The AIP-158 fields every List request shares, for one page."""
+        return {"namespace": self.namespace, "filter": self.filter,
+                "page_size": self.page_size, "page_token": page_token,
+                "prefix": self.prefix, "order_by": self.order_by}
+
 
 def list_options(filter_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """--namespace/--filter/--order/--page-size/--prefix/--limit, passed as ``listing``."""

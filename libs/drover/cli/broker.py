@@ -84,10 +84,8 @@ def broker_queue(listing: ListOptions, address: str, as_json: bool, timeout: flo
         stub = broker_pb2_grpc.EvalBrokerServiceStub(ch)
 
         async def page(token: str) -> tuple[Any, str]:
-            resp = await stub.ListQueue(broker_pb2.ListQueueRequest(
-                namespace=listing.namespace, filter=listing.filter,
-                page_size=listing.page_size, page_token=token, prefix=listing.prefix,
-                order_by=listing.order_by), timeout=opts.timeout)
+            resp = await stub.ListQueue(
+                broker_pb2.ListQueueRequest(**listing.request(token)), timeout=opts.timeout)
             return resp.evaluations, resp.next_page_token
 
         return await follow_pages(page, listing.limit)

@@ -61,10 +61,8 @@ def list_evals(listing: ListOptions, address: str, as_json: bool, timeout: float
         stub = state_pb2_grpc.StateServiceStub(ch)
 
         async def page(token: str) -> tuple[Any, str]:
-            resp = await stub.ListEvaluations(state_pb2.ListEvaluationsRequest(
-                namespace=listing.namespace, filter=listing.filter,
-                page_size=listing.page_size, page_token=token, prefix=listing.prefix,
-                order_by=listing.order_by), timeout=opts.timeout)
+            resp = await stub.ListEvaluations(
+                state_pb2.ListEvaluationsRequest(**listing.request(token)), timeout=opts.timeout)
             return resp.evaluations, resp.next_page_token
 
         return await follow_pages(page, listing.limit)
