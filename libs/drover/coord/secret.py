@@ -27,14 +27,13 @@ SECRET_BYTES = 32
 async def cluster_secret(client: Any, keyspace: Keyspace, name: str) -> bytes:
     """The secret ``name`` of this keyspace, created on first use."""
     key = keyspace.secret(name).encode()
+    fresh = os.urandom(SECRET_BYTES)
     resp = await _kv.txn(client, rpc.TxnRequest(
         compare=[rpc.Compare(key=key, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL,
                              create_revision=0)],
-        success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key,
-                                                          value=os.urandom(SECRET_BYTES)))],
+        success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=fresh))],
         failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=key))],
     ))
     if resp.succeeded:
-        page = await _kv.range_(client, key)
-        return bytes(page.kvs[0].value)
+        return fresh
     return bytes(resp.responses[0].response_range.kvs[0].value)
