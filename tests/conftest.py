@@ -1,4 +1,5 @@
-"""Shared test harness: a real etcd for the whole session.
+"""Shared test harness: a real etcd for the whole session, and (only for
+the tests that ask for ``etcd_cluster3``) a real three-member cluster.
 
 ``--etcd-endpoint host:port`` uses an external etcd instead of starting one.
 Every test gets its own key prefix (``etcd_prefix``), so tests share one etcd
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from drover.coord.keys import Keyspace
-from drover.dev.etcd import EtcdServer
+from drover.dev.etcd import EtcdCluster, EtcdServer
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,6 +45,28 @@ def etcd_endpoint(request: pytest.FixtureRequest, etcd_server: EtcdServer | None
         return str(external)
     assert etcd_server is not None
     return etcd_server.endpoint
+
+
+@pytest.fixture(scope="session")
+def etcd_cluster3_session() -> Iterator[EtcdCluster]:
+    """Three real etcd members on loopback, started the first time a test
+    asks for them (session-scoped fixtures are lazy) and shared after."""
+    cluster = EtcdCluster(size=3, name="drover-t").start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def etcd_cluster3(etcd_cluster3_session: EtcdCluster) -> Iterator[EtcdCluster]:
+    """The three-member cluster, every member running and unfrozen when the
+    test starts and again after it (a fault a test leaves is healed)."""
+    etcd_cluster3_session.heal()
+    try:
+        yield etcd_cluster3_session
+    finally:
+        etcd_cluster3_session.heal()
 
 
 @pytest.fixture

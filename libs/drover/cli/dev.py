@@ -1,4 +1,4 @@
-"""`drover dev`: one local etcd plus all four services, in the foreground."""
+"""`drover dev`: local etcd (one member or a cluster) and all four services, in the foreground."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from drover.dev.supervisor import DevLayout, Supervisor
 @click.option("--data-dir", default=None, help="etcd data dir (default: a fresh temp dir)")
 @click.option("--port-offset", default=0, show_default=True, type=click.IntRange(0, 50000),
               help="add this to every port (run two suites side by side)")
-def dev(data_dir: str | None, port_offset: int) -> None:
+@click.option("--etcd-members", default=1, show_default=True, type=click.IntRange(1, 7),
+              help="run an etcd cluster of this many members on loopback (3 for fault drills)")
+def dev(data_dir: str | None, port_offset: int, etcd_members: int) -> None:
     """Run etcd and the state, broker, deployments and proxy services locally.
 
     Ctrl-C or SIGTERM stops every child, etcd included, within 5 seconds.
@@ -22,7 +24,8 @@ def dev(data_dir: str | None, port_offset: int) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    sup = Supervisor(layout=DevLayout().shifted(port_offset), data_dir=data_dir, log=click.echo)
+    sup = Supervisor(layout=DevLayout().shifted(port_offset), data_dir=data_dir, log=click.echo,
+                     etcd_members=etcd_members)
     code = 0
     try:
         sup.start()

@@ -1,14 +1,20 @@
-"""A real, throwaway etcd on loopback.
+"""A real, throwaway etcd on loopback: one member, or a cluster of several.
 
 Tests (session fixture), benchmarks and `drover dev` all start etcd the same
 way: the Debian ``etcd`` binary, a temp data dir, free loopback ports for
 client, peer and metrics URLs. The process is put in its own process group
 so that stopping it never leaves a child behind; tests may SIGSTOP/SIGCONT it
 to simulate a frozen etcd.
+
+:class:`EtcdCluster` starts ``n`` members that form one raft group (default
+etcd timing: 100 ms heartbeat, 1 s election timeout), and can freeze, kill -9
+and restart any member (its data dir survives, so it rejoins) and tell which
+member leads (from each member's ``etcd_server_is_leader`` metric).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -58,6 +64,10 @@ class EtcdServer:
     tls_cert: str = ""
     tls_key: str = ""
     client_ca: str = ""
+    #: ``name=peer_url,...`` of every member when this one is part of a
+    #: cluster (empty: a cluster of one).
+    initial_cluster: str = ""
+    cluster_token: str = "drover"
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _own_dir: bool = field(default=False, repr=False)
 
@@ -79,15 +89,37 @@ class EtcdServer:
         assert self._proc is not None, "etcd is not running"
         return self._proc.pid
 
-    def start(self, timeout: float = 20.0) -> EtcdServer:
-        binary = etcd_binary()
+    @property
+    def peer_url(self) -> str:
+        return f"http://{self.host}:{self.peer_port}"
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def allocate(self) -> EtcdServer:
+        """Pick free ports and a data dir (before the process starts, so a
+        cluster can list every member's peer URL up front)."""
         self.client_port = self.client_port or free_port(self.host)
         self.peer_port = self.peer_port or free_port(self.host)
         self.metrics_port = self.metrics_port or free_port(self.host)
         if self.data_dir is None:
             self.data_dir = tempfile.mkdtemp(prefix="drover-etcd-")
             self._own_dir = True
-        peer = f"http://{self.host}:{self.peer_port}"
+        return self
+
+    def start(self, timeout: float = 20.0) -> EtcdServer:
+        self.spawn()
+        self.wait_healthy(timeout)
+        return self
+
+    def spawn(self) -> None:
+        """Start the process without waiting (a cluster member is healthy
+        only once a quorum of members runs)."""
+        binary = etcd_binary()
+        self.allocate()
+        assert self.data_dir is not None
+        peer = self.peer_url
         args = [
             binary,
             "--name", self.name,
@@ -96,8 +128,9 @@ class EtcdServer:
             "--advertise-client-urls", self.url,
             "--listen-peer-urls", peer,
             "--initial-advertise-peer-urls", peer,
-            "--initial-cluster", f"{self.name}={peer}",
+            "--initial-cluster", self.initial_cluster or f"{self.name}={peer}",
             "--initial-cluster-state", "new",
+            "--initial-cluster-token", self.cluster_token,
             "--listen-metrics-urls", f"http://{self.host}:{self.metrics_port}",
             *self._tls_args(),
             "--logger", "zap",
@@ -110,12 +143,15 @@ class EtcdServer:
             args, stdout=log, stderr=log, env=env, preexec_fn=new_session_dying_with_parent
         )
         log.close()
+
+    def wait_healthy(self, timeout: float) -> None:
+        assert self._proc is not None, "etcd was not spawned"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 raise RuntimeError(f"etcd exited with {self._proc.returncode}; see {self.data_dir}")
             if self.healthy():
-                return self
+                return
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"etcd did not become healthy within {timeout}s")
@@ -148,6 +184,31 @@ class EtcdServer:
     def resume(self) -> None:
         os.killpg(self.pid, signal.SIGCONT)
 
+    def kill(self) -> None:
+        """kill -9, keeping the data dir (:meth:`restart` brings it back)."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def restart(self, timeout: float = 20.0) -> EtcdServer:
+        """Start again on the same ports and data dir (after :meth:`kill`)."""
+        if self.running:
+            raise RuntimeError(f"etcd member {self.name} is still running")
+        return self.start(timeout)
+
+    def is_leader(self) -> bool:
+        """This member is the raft leader now (False if it does not answer)."""
+        try:
+            with urllib.request.urlopen(self.metrics_url, timeout=0.5) as r:
+                for line in r.read().decode().splitlines():
+                    if line.startswith("etcd_server_is_leader "):
+                        return float(line.split()[1]) == 1.0
+        except OSError:
+            pass
+        return False
+
     def stop(self, timeout: float = 5.0) -> None:
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
@@ -165,6 +226,101 @@ class EtcdServer:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def __enter__(self) -> EtcdServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@dataclass
+class EtcdCluster:
+    """``size`` etcd members on loopback forming one cluster.
+
+    Members are addressed by index. ``pause``/``resume`` (SIGSTOP/SIGCONT),
+    ``kill`` (kill -9, data kept) and ``restart`` act on one member;
+    :meth:`leader` says which member leads now.
+    """
+
+    size: int = 3
+    host: str = "127.0.0.1"
+    name: str = "drover"
+    members: list[EtcdServer] = field(default_factory=list)
+
+    def start(self, timeout: float = 30.0) -> EtcdCluster:
+        """Start the members (``members`` given: those, with their ports and
+        data dirs; else ``size`` members on free ports)."""
+        token = f"{self.name}-{os.getpid()}-{time.monotonic_ns()}"
+        if not self.members:
+            self.members = [EtcdServer(host=self.host, name=f"{self.name}-{i}")
+                            for i in range(self.size)]
+        self.size = len(self.members)
+        for m in self.members:
+            m.cluster_token = token
+            m.allocate()
+        initial = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
+        try:
+            for m in self.members:
+                m.initial_cluster = initial
+                m.spawn()
+            for m in self.members:
+                m.wait_healthy(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        return tuple(m.endpoint for m in self.members)
+
+    @property
+    def endpoint_list(self) -> str:
+        """``host:port,host:port,...`` as ``--etcd`` takes it."""
+        return ",".join(self.endpoints)
+
+    def member_at(self, endpoint: str) -> int:
+        return self.endpoints.index(endpoint)
+
+    def leader(self, timeout: float = 10.0) -> int:
+        """The index of the current leader, waiting out an election."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, m in enumerate(self.members):
+                if m.running and m.is_leader():
+                    return i
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"no etcd leader within {timeout}s")
+            time.sleep(0.05)
+
+    def pause(self, i: int) -> None:
+        self.members[i].pause()
+
+    def resume(self, i: int) -> None:
+        self.members[i].resume()
+
+    def kill(self, i: int) -> None:
+        self.members[i].kill()
+
+    def restart(self, i: int, timeout: float = 20.0) -> None:
+        self.members[i].restart(timeout)
+
+    def heal(self, timeout: float = 20.0) -> None:
+        """Every member running and unfrozen, the cluster healthy again."""
+        for m in self.members:
+            if m.running:
+                with contextlib.suppress(ProcessLookupError):
+                    m.resume()
+        for m in self.members:
+            if not m.running:
+                m.start(timeout)
+        for m in self.members:
+            m.wait_healthy(timeout)
+
+    def stop(self) -> None:
+        for m in self.members:
+            m.stop()
+
+    def __enter__(self) -> EtcdCluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

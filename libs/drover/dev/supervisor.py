@@ -9,6 +9,7 @@ ports and stops every one of them on SIGTERM/SIGINT within a deadline
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from drover.dev.etcd import EtcdServer
+from drover.dev.etcd import EtcdCluster, EtcdServer
 from drover.dev.ports import wait_for_port
 from drover.dev.process import die_with_parent
 
@@ -57,24 +58,32 @@ class Supervisor:
     data_dir: str | None = None
     stop_timeout: float = 4.0
     log: Callable[[str], None] = print
+    etcd_members: int = 1
     etcd: EtcdServer | None = None
+    cluster: EtcdCluster | None = None
     children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def start(self) -> None:
         lay = self.layout
-        self.etcd = EtcdServer(
+        n = self.etcd_members
+        members = [EtcdServer(
             host=lay.host,
-            client_port=lay.etcd_client,
-            peer_port=lay.etcd_peer,
-            metrics_port=lay.etcd_metrics,
-            data_dir=self.data_dir,
-            name="drover-dev",
-        ).start()
-        self.log(f"etcd         {self.etcd.endpoint}  (metrics {self.etcd.metrics_url})")
+            client_port=lay.etcd_client + i,
+            peer_port=lay.etcd_peer + i,
+            metrics_port=lay.etcd_metrics + i,
+            data_dir=(os.path.join(self.data_dir, f"member-{i}") if self.data_dir and n > 1
+                      else self.data_dir),
+            name="drover-dev" if n == 1 else f"drover-dev-{i}",
+        ) for i in range(n)]
+        self.cluster = EtcdCluster(members=members).start()
+        self.etcd = members[0]
+        for m in members:
+            self.log(f"etcd         {m.endpoint}  (metrics {m.metrics_url})")
+        endpoints = self.cluster.endpoint_list
         for i, svc in enumerate(SERVICES):
             args = [
                 sys.executable, "-m", "drover.cli.main", "serve", svc,
-                "--etcd", self.etcd.endpoint,
+                "--etcd", endpoints,
                 "--listen", lay.address(svc),
                 "--replica", f"{svc}-dev",
                 "--metrics-listen", f"{lay.host}:{lay.metrics_base + i}",
@@ -110,8 +119,10 @@ class Supervisor:
                 proc.kill()
                 proc.wait()
         self.children.clear()
-        if self.etcd is not None:
-            self.etcd.stop(timeout=max(0.5, deadline - time.monotonic()))
+        if self.cluster is not None:
+            for m in self.cluster.members:
+                m.stop(timeout=max(0.5, deadline - time.monotonic()))
+            self.cluster = None
             self.etcd = None
 
 
@@ -136,8 +147,8 @@ def wait_serving(address: str, timeout: float) -> bool:
 
 def pids_of(sup: Supervisor) -> list[int]:
     out = [p.pid for p in sup.children.values()]
-    if sup.etcd is not None:
-        out.append(sup.etcd.pid)
+    if sup.cluster is not None:
+        out.extend(m.pid for m in sup.cluster.members if m.running)
     return out
 
 
