@@ -17,6 +17,7 @@ from drover.coord.errors import (
     InvalidFence,
     InvalidMember,
     NotCandidate,
+    OutcomeUnknown,
     SessionLost,
     WatchCompacted,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "Member",
     "MemberList",
     "NotCandidate",
+    "OutcomeUnknown",
     "Registration",
     "ResilientWatch",
     "Resync",

@@ -28,7 +28,7 @@ from typing import Any
 
 from aetcd import transactions
 
-from drover.coord.connect import EtcdClient, channel_target
+from drover.coord.connect import EtcdClient
 from drover.coord.errors import FenceLost
 from drover.coord.keys import Keyspace
 from drover.coord.leadership import Leadership, LeadershipConfig
@@ -91,7 +91,7 @@ async def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format=f"%(asctime)s {args.name} %(levelname)s %(message)s")
-    client = EtcdClient(channel_target((args.endpoint,)), creds=None, purpose="control")
+    client = EtcdClient(tuple(args.endpoint.split(",")), creds=None, purpose="control")
     await client.connect()
     keyspace = Keyspace(args.prefix)
     writer = DemoWriter(client, keyspace, args.service, args.name, args.write_interval,

@@ -2,9 +2,13 @@
 revision, sort by create, count-only, min_mod_revision; watch with filters
 and full responses), plus the one retry policy for reads.
 
-Reads are idempotent, so they retry on UNAVAILABLE/DEADLINE_EXCEEDED with
-tenacity, bounded by ``deadline`` seconds; writes never retry here (a
-timed-out write may have been applied).
+On a health-checked client (:class:`drover.coord.connect.EtcdClient`) every
+call goes through its endpoint pool: reads retry on another member within
+their bound, writes never retry and raise :class:`OutcomeUnknown` when they
+may have been applied, streams carry etcd's require-leader metadata. Every
+bound is clipped to the caller's deadline (:mod:`drover.coord.deadline`).
+Other clients (plain aetcd, test doubles) keep the old path: reads retry on
+UNAVAILABLE/DEADLINE_EXCEEDED with tenacity, bounded by ``deadline`` seconds.
 """
 
 from __future__ import annotations
@@ -64,6 +68,10 @@ async def range_(
     if sort_create:
         req.sort_target = rpc.RangeRequest.CREATE
         req.sort_order = rpc.RangeRequest.ASCEND
+    pool = getattr(client, "pool", None)
+    if pool is not None:
+        return await pool.unary("kv", "Range", req, timeout=max(rpc_timeout, deadline),
+                                idempotent=True, what="range")
     try:
         async for attempt in AsyncRetrying(
             stop=stop_after_delay(deadline),
@@ -79,7 +87,12 @@ async def range_(
 
 
 async def txn(client: Any, request: Any, *, rpc_timeout: float = 5.0) -> Any:
+    """One Txn, never retried (:class:`OutcomeUnknown` if it may have applied)."""
     await client.connect()
+    pool = getattr(client, "pool", None)
+    if pool is not None:
+        return await pool.unary("kv", "Txn", request, timeout=rpc_timeout, idempotent=False,
+                                what="txn")
     try:
         return await client.kvstub.Txn(request, timeout=rpc_timeout)
     except rpc.AioRpcError as e:
@@ -110,6 +123,11 @@ def watch_create(
 async def open_watch(client: Any, request: Any) -> Any:
     """A Watch stream with one create request written; iterate it for responses."""
     await client.connect()
+    pool = getattr(client, "pool", None)
+    if pool is not None:
+        stream = pool.open_stream("watch", "Watch")
+        await stream.write(request)
+        return stream
     call = client.watchstub.Watch() if hasattr(client, "watchstub") else (
         rpc.WatchStub(client.channel).Watch())
     await call.write(request)

@@ -1,9 +1,14 @@
-"""Opening etcd clients: one per purpose, TLS when configured.
+"""Opening etcd clients: one per purpose, TLS when configured, one
+health-checked channel per etcd member.
 
 aetcd only opens insecure channels and dials one ``host:port``. This module
-builds the gRPC channel itself (secure when :class:`TlsFiles` are set, with
-all endpoints in one target so gRPC fails over between them) and hands it
-to an :class:`aetcd.Client` subclass.
+builds the gRPC channels itself (secure when :class:`TlsFiles` are set): one
+per endpoint address (an IPv4 or IPv6 literal as given, a hostname resolved
+to every address it has: one name per member or a headless Service with
+several records), all held by an :class:`~drover.coord.pool.EndpointPool`
+that probes them and routes calls to a healthy one (see that module for why
+gRPC's pick-first is not enough). :class:`EtcdClient` is an
+:class:`aetcd.Client` whose stubs always point at the endpoint in use.
 
 Why one client per *purpose*: session keepalives and election reads must not
 queue behind a bulk watch that streams a whole keyspace (a keepalive stuck
@@ -18,6 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,12 +32,16 @@ import aetcd
 import grpc
 from aetcd import rpc
 
+from drover.coord.endpoints import HealthConfig
 from drover.coord.errors import EtcdUnavailable
+from drover.coord.pool import Endpoint, EndpointPool
 
 if TYPE_CHECKING:  # drover.config imports drover.coord.keys: no runtime cycle
     from drover.config import EtcdSettings, TlsFiles
 
-__all__ = ["EtcdClient", "channel_target", "connect", "credentials"]
+__all__ = ["EtcdClient", "connect", "credentials", "resolve_endpoints", "split_endpoint"]
+
+log = logging.getLogger(__name__)
 
 # Keepalive pings detect a dead TCP peer even when no call is in flight.
 _CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
@@ -43,23 +54,60 @@ _CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
 )
 
 
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return True
+def split_endpoint(endpoint: str) -> tuple[str, int]:
+    """``host:port``, ``[v6]:port`` -> (host without brackets, port)."""
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ValueError(f"etcd endpoint {endpoint!r} must be host:port ([v6]:port for IPv6)")
+    if host.startswith("["):
+        if not host.endswith("]"):
+            raise ValueError(f"etcd endpoint {endpoint!r}: unbalanced brackets")
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"etcd endpoint {endpoint!r}: write an IPv6 address as [addr]:port")
+    return host, int(port)
 
 
-def channel_target(endpoints: tuple[str, ...]) -> str:
-    """A gRPC target for all endpoints when they are IP literals (gRPC then
-    tries them in order), else the first endpoint (DNS resolves it)."""
+def _target(ip: str, port: int) -> str:
+    """A gRPC target for one address (no DNS: the pool owns the choice)."""
+    if ipaddress.ip_address(ip).version == 6:
+        return f"ipv6:[{ip}]:{port}"
+    return f"ipv4:{ip}:{port}"
+
+
+async def resolve_endpoints(endpoints: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """Every address of every endpoint, as (name, gRPC target, host) triples.
+
+    IP literals are taken as they are; a hostname is resolved (A and AAAA)
+    and each address becomes an endpoint of its own, named ``host@ip:port``.
+    A name that does not resolve is skipped with a warning; none resolving
+    is :class:`EtcdUnavailable`.
+    """
     if not endpoints:
         raise ValueError("at least one etcd endpoint is required")
-    hosts = [ep.rpartition(":")[0] for ep in endpoints]
-    if len(endpoints) > 1 and all(_is_ip(h) and ":" not in h.strip("[]") for h in hosts):
-        return "ipv4:" + ",".join(endpoints)
-    return endpoints[0]
+    out: list[tuple[str, str, str]] = []
+    loop = asyncio.get_running_loop()
+    for ep in endpoints:
+        host, port = split_endpoint(ep)
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            try:
+                infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            except OSError as e:
+                log.warning("etcd endpoint %s does not resolve: %s", ep, e)
+                continue
+            ips = list(dict.fromkeys(str(info[4][0]) for info in infos))
+            for ip in ips:
+                shown = f"[{ip}]" if ":" in ip else ip
+                out.append((f"{host}@{shown}:{port}", _target(ip, port), host))
+        else:
+            out.append((ep, _target(host, port), host))
+    names = [name for name, _, _ in out]
+    out = [t for i, t in enumerate(out) if t[0] not in names[:i]]  # dedupe, keep order
+    if not out:
+        raise EtcdUnavailable(f"no etcd endpoint of {','.join(endpoints)} resolves")
+    return out
 
 
 def credentials(tls: TlsFiles) -> grpc.ChannelCredentials:
@@ -74,56 +122,92 @@ def credentials(tls: TlsFiles) -> grpc.ChannelCredentials:
 
 
 class EtcdClient(aetcd.Client):
-    """An aetcd client whose channel is built here (TLS, several endpoints)."""
+    """An aetcd client over an :class:`EndpointPool`: its stubs (and so
+    aetcd's own methods) always address the endpoint in use."""
 
-    def __init__(
-        self,
-        target: str,
-        *,
-        creds: grpc.ChannelCredentials | None,
-        purpose: str,
-        timeout: float | None = None,
-    ) -> None:
-        super().__init__(host=target, port=0, timeout=timeout)  # type: ignore[arg-type]
-        self.target = target
+    def __init__(self, endpoints: tuple[str, ...], *, creds: grpc.ChannelCredentials | None,
+                 purpose: str, health: HealthConfig | None = None,
+                 timeout: float | None = None) -> None:
+        super().__init__(host=",".join(endpoints), port=0, timeout=timeout)  # type: ignore[arg-type]
+        self.endpoints = endpoints
         self.purpose = purpose
         self._creds = creds
+        self._health = health
+        self.pool: EndpointPool | None = None
+
+    # aetcd assigns these in __init__/close; they are derived from the pool.
+    def _init_channel_attrs(self) -> None:
+        self.metadata = None
+        self.auth_stub = None
+        self._watcher = None
+
+    def _stub(self, kind: str) -> Any:
+        return None if self.pool is None else self.pool.current.stub(kind)
+
+    @property  # type: ignore[override]
+    def channel(self) -> grpc.aio.Channel | None:
+        return None if self.pool is None else self.pool.current.channel
+
+    @property  # type: ignore[override]
+    def kvstub(self) -> Any:
+        return self._stub("kv")
+
+    @property  # type: ignore[override]
+    def leasestub(self) -> Any:
+        return self._stub("lease")
+
+    @property  # type: ignore[override]
+    def watchstub(self) -> Any:
+        return self._stub("watch")
+
+    @property  # type: ignore[override]
+    def maintenancestub(self) -> Any:
+        return self._stub("maintenance")
+
+    @property  # type: ignore[override]
+    def clusterstub(self) -> Any:
+        return self._stub("cluster")
+
+    def _channel(self, target: str, host: str) -> grpc.aio.Channel:
+        options: list[tuple[str, Any]] = [
+            *_CHANNEL_OPTIONS, ("grpc.primary_user_agent", f"drover-coord-{self.purpose}")]
+        if self._creds is not None:
+            # The certificate names the host, not the address it resolved to.
+            options.append(("grpc.ssl_target_name_override", host))
+            return rpc.secure_channel(target, self._creds, options=options)
+        return rpc.insecure_channel(target, options=options)
 
     async def connect(self) -> None:
         if self._connected.is_set():
             return
-        options = (*_CHANNEL_OPTIONS, ("grpc.primary_user_agent", f"drover-coord-{self.purpose}"))
-        if self._creds is not None:
-            self.channel = rpc.secure_channel(self.target, self._creds, options=options)
-        else:
-            self.channel = rpc.insecure_channel(self.target, options=options)
-        self.kvstub = rpc.KVStub(self.channel)
-        self.clusterstub = rpc.ClusterStub(self.channel)
-        self.leasestub = rpc.LeaseStub(self.channel)
-        self.maintenancestub = rpc.MaintenanceStub(self.channel)
-        self.watchstub = rpc.WatchStub(self.channel)
-        self._watcher = aetcd.Watcher(self.watchstub, timeout=self._timeout, metadata=None)
+        resolved = await resolve_endpoints(self.endpoints)
+        eps = [Endpoint(name, self._channel(target, host)) for name, target, host in resolved]
+        self.pool = EndpointPool(eps, config=self._health, label=self.purpose)
+        self.pool.start()
         self._connected.set()
 
+    async def close(self) -> None:
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            await pool.close()
+        self._connected.clear()
 
-async def connect(settings: EtcdSettings, *, purpose: str) -> EtcdClient:
+
+async def connect(settings: EtcdSettings, *, purpose: str,
+                  health: HealthConfig | None = None) -> EtcdClient:
     """An open client for ``purpose`` ("control", "bulk", ...).
 
-    Waits up to ``settings.dial_timeout`` for the channel to be ready so a
-    wrong endpoint fails here, not at the first call.
+    Waits up to ``settings.dial_timeout`` for some endpoint to answer a
+    health probe so a wrong endpoint fails here, not at the first call.
     """
     creds = credentials(settings.tls) if settings.tls.enabled else None
-    client = EtcdClient(channel_target(settings.endpoints), creds=creds, purpose=purpose)
+    client = EtcdClient(settings.endpoints, creds=creds, purpose=purpose, health=health)
     await client.connect()
-    assert client.channel is not None
-    try:
-        async with asyncio.timeout(settings.dial_timeout):
-            await client.channel.channel_ready()
-    except TimeoutError:
+    assert client.pool is not None
+    if not await client.pool.wait_good(settings.dial_timeout):
         await client.close()
         raise EtcdUnavailable(
             f"etcd at {','.join(settings.endpoints)} not reachable within "
             f"{settings.dial_timeout}s ({purpose} client)"
-        ) from None
+        )
     return client
-

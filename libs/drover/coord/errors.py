@@ -1,7 +1,9 @@
 """Errors of the coordination library, each a :mod:`drover.errors` subclass.
 
 Named by cause, so a caller can act on the class: a lost session or an
-unreachable etcd is UNAVAILABLE (retry elsewhere / later), a malformed fence
+unreachable etcd is UNAVAILABLE (retry elsewhere / later), a write whose
+outcome is unknown is UNAVAILABLE with reason ``OUTCOME_UNKNOWN`` (it may have
+been applied: retry only with the same ids), a malformed fence
 header is INVALID_ARGUMENT, a compacted watch start is OUT_OF_RANGE (the
 consumer must resync, like HTTP 410 Gone). :class:`drover.errors.FenceLost`
 is reused as is for a failed fence compare.
@@ -25,6 +27,7 @@ __all__ = [
     "InvalidFence",
     "InvalidMember",
     "NotCandidate",
+    "OutcomeUnknown",
     "SessionLost",
     "WatchCompacted",
 ]
@@ -34,6 +37,16 @@ class EtcdUnavailable(Unavailable):
     """etcd did not answer (down, partitioned, frozen) within the deadline."""
 
     reason = "ETCD_UNAVAILABLE"
+
+
+class OutcomeUnknown(EtcdUnavailable):
+    """A write reached (or may have reached) etcd, but its answer did not come
+    back: it may or may not have been applied. Retrying is safe only for a
+    write that is idempotent by construction (same ids, compare-guarded), or
+    after reading back whether it took effect. A kind of
+    :class:`EtcdUnavailable`, so every handler of that one still applies."""
+
+    reason = "OUTCOME_UNKNOWN"
 
 
 class SessionLost(Unavailable):

@@ -81,8 +81,16 @@ class LeaseClock:
         self.act_until = max(self.act_until, sent + ttl * self.act_fraction)
 
     def stream_reset(self) -> None:
-        """Requests on a broken stream will never be answered."""
+        """Requests on a broken stream will never be answered: forget them,
+        and renew at once on the next stream (the broken one may have been
+        silent for a while; waiting a whole interval more could cost the
+        lease)."""
         self._pending.clear()
+        self.last_sent = -math.inf
+
+    def oldest_pending(self) -> float | None:
+        """Send time of the oldest unanswered request."""
+        return self._pending[0] if self._pending else None
 
     def unsafe(self, now: float) -> bool:
         return self.gone or now >= self.act_until
@@ -110,6 +118,10 @@ class Session:
         self._kick = asyncio.Event()
         self._closed = False
         self._task: asyncio.Task[None] | None = None
+        # A keepalive unanswered this long makes its member suspect (the
+        # pool probes it at once and moves if it does not answer).
+        pool = getattr(client, "pool", None)
+        self._silent_after = pool.config.request_bound if pool is not None else math.inf
 
     @property
     def lease_hex(self) -> str:
@@ -130,9 +142,14 @@ class Session:
             raise ValueError(f"session TTL must be positive, got {ttl}")
         await client.connect()
         sent = clock()
+        pool = getattr(client, "pool", None)
         try:
             async with asyncio.timeout(ttl):
-                reply = await client.leasestub.LeaseGrant(rpc.LeaseGrantRequest(TTL=ttl))
+                if pool is not None:  # retried on another member (an orphan lease expires)
+                    reply = await pool.unary("lease", "LeaseGrant", rpc.LeaseGrantRequest(TTL=ttl),
+                                             timeout=ttl, idempotent=True, what="lease grant")
+                else:
+                    reply = await client.leasestub.LeaseGrant(rpc.LeaseGrantRequest(TTL=ttl))
         except (TimeoutError, rpc.AioRpcError) as e:
             raise EtcdUnavailable(f"lease grant failed: {e!r}") from e
         core = LeaseClock(reply.TTL, sent, act_fraction=act_fraction)
@@ -186,6 +203,7 @@ class Session:
     async def _keepalive(self) -> None:
         call: Any = None
         reader: asyncio.Task[None] | None = None
+        suspected: float | None = None
         core = self._core
         try:
             while True:
@@ -211,8 +229,17 @@ class Session:
                         # owner skipped close()): the lease can only expire.
                         self._fire_lost("the etcd client was closed")
                         return
-                    call = stub.LeaseKeepAlive()
+                    pool = getattr(self.client, "pool", None)
+                    # Require-leader: a member cut off from the raft leader
+                    # ends the stream instead of silently not renewing.
+                    call = (pool.open_stream("lease", "LeaseKeepAlive") if pool is not None
+                            else stub.LeaseKeepAlive())
                     reader = asyncio.create_task(self._read(call))
+                oldest = core.oldest_pending()
+                if (oldest is not None and oldest != suspected
+                        and now - oldest >= self._silent_after and hasattr(call, "suspect")):
+                    suspected = oldest
+                    call.suspect()  # keepalive unanswered: have the pool probe its member
                 if now >= core.next_send_at:
                     core.on_send(now)
                     try:
@@ -221,8 +248,11 @@ class Session:
                     except (TimeoutError, rpc.AioRpcError, asyncio.InvalidStateError) as e:
                         log.info("keepalive write of %s failed: %r", self.lease_hex, e)
                         call.cancel()
+                oldest = core.oldest_pending()
                 wake = min(core.next_send_at, core.expires_at,
-                           math.inf if self.unsafe.is_set() else core.act_until)
+                           math.inf if self.unsafe.is_set() else core.act_until,
+                           math.inf if oldest is None or oldest == suspected else
+                           oldest + self._silent_after)
                 self._kick.clear()
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(max(0.0, wake - self._clock())):

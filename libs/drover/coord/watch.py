@@ -251,6 +251,8 @@ class ResilientWatch:
                                      rpc_timeout=cfg.liveness_timeout)
             except (TimeoutError, EtcdUnavailable) as e:
                 self._set_health(False, f"unresponsive: linearizable read failed: {e!r}")
+                if self._call is not None and hasattr(self._call, "suspect"):
+                    self._call.suspect()  # the pool probes the stream's member now
                 continue
             if not self.healthy:
                 self._set_health(True, "")

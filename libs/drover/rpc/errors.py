@@ -19,6 +19,7 @@ import grpc
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from drover.coord.deadline import caller_deadline
 from drover.errors import DOMAIN, DroverError, Kind, NotLeader
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,9 @@ Handler = Callable[..., Awaitable[Any]]
 def _wrap_unary(behavior: Handler) -> Handler:
     async def wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         try:
-            return await behavior(request, context)
+            # etcd calls made for this request end by the client's deadline.
+            with caller_deadline(context.time_remaining()):
+                return await behavior(request, context)
         except DroverError as err:
             await abort(context, err)
 

@@ -83,7 +83,7 @@ async def build_state_service(settings: ServeSettings) -> StateService:
     from drover.coord.connect import connect
 
     client = await connect(settings.etcd, purpose="bulk")
-    store = EtcdStore(client.channel)
+    store = EtcdStore(client)
     service = await build_on_store(store, Keyspace(settings.etcd.prefix))
     service._closers.append(client.close)
     return service

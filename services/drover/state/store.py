@@ -6,10 +6,17 @@ transactions of compares and puts/deletes (capped at :data:`MAX_TXN_OPS`,
 etcd's default ``--max-txn-ops``), the current revision, and a prefix watch
 that reports every response's revision, on-demand progress and compaction.
 
-:class:`EtcdStore` implements it on the raw etcd v3 stubs of an aetcd
-connection: aetcd's own range has no ``limit``/``revision`` and its watcher
-splits responses into single events, losing the revision boundaries and the
-progress notifications the cache needs to prove it is current.
+:class:`EtcdStore` implements it on the raw etcd v3 stubs, through the
+health-checked endpoint pool of a :class:`drover.coord.EtcdClient` (or, for
+tests and benches, one plain channel): aetcd's own range has no
+``limit``/``revision`` and its watcher splits responses into single events,
+losing the revision boundaries and the progress notifications the cache
+needs to prove it is current. Through the pool, reads retry on another etcd
+member, a txn whose answer is lost raises
+:class:`~drover.coord.errors.OutcomeUnknown` (never retried), the watch
+carries etcd's require-leader metadata and ends when its member turns bad,
+and every call ends by the gRPC caller's deadline
+(:mod:`drover.coord.deadline`).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from typing import Any, NamedTuple, Protocol
 import grpc
 from aetcd import rpc
 
+from drover.coord.pool import Endpoint, EndpointPool
 from drover.errors import DroverError, Unavailable
 
 #: etcd's default cap on operations (puts/deletes) in one transaction.
@@ -149,12 +157,16 @@ def _unavailable(err: grpc.RpcError) -> Unavailable:
 
 
 class EtcdStore:
-    """:class:`KVStore` on a gRPC channel to etcd (e.g. ``aetcd.Client.channel``)."""
+    """:class:`KVStore` on a connected :class:`drover.coord.EtcdClient` (its
+    endpoint pool) or on one plain gRPC channel to etcd.
 
-    def __init__(self, channel: grpc.aio.Channel, *, timeout: float = 10.0) -> None:
-        self._kv = rpc.KVStub(channel)
-        self._watch = rpc.WatchStub(channel)
-        self._maint = rpc.MaintenanceStub(channel)
+    ``timeout`` bounds a call when the caller set no deadline."""
+
+    def __init__(self, etcd: Any, *, timeout: float = 10.0) -> None:
+        pool = getattr(etcd, "pool", None)
+        if pool is None:  # one plain channel: a pool of one, not probed
+            pool = EndpointPool([Endpoint("etcd", etcd)], label="store")
+        self._pool: EndpointPool = pool
         self._timeout = timeout
         self.last_contact: float | None = None
 
@@ -166,7 +178,8 @@ class EtcdStore:
             key=key, range_end=range_end, limit=limit, revision=revision, count_only=count_only
         )
         try:
-            resp = await self._kv.Range(req, timeout=self._timeout)
+            resp = await self._pool.unary("kv", "Range", req, timeout=self._timeout,
+                                          idempotent=True, what="range")
         except grpc.RpcError as err:
             raise _unavailable(err) from err
         return RangePage([_kv(kv) for kv in resp.kvs], resp.more, resp.header.revision, resp.count)
@@ -187,8 +200,9 @@ class EtcdStore:
                 put.key, put.value = op.key, op.value
             else:
                 add_op().request_delete_range.key = op.key
-        try:
-            resp = await self._kv.Txn(req, timeout=self._timeout)
+        try:  # never retried: OutcomeUnknown when it may have been applied
+            resp = await self._pool.unary("kv", "Txn", req, timeout=self._timeout,
+                                          idempotent=False, what="txn")
         except grpc.RpcError as err:
             raise _unavailable(err) from err
         return TxnResult(resp.succeeded, resp.header.revision)
@@ -201,14 +215,14 @@ class EtcdStore:
 
     async def compact(self, revision: int) -> None:
         try:
-            await self._kv.Compact(
-                rpc.CompactionRequest(revision=revision, physical=True), timeout=self._timeout
-            )
+            await self._pool.unary(
+                "kv", "Compact", rpc.CompactionRequest(revision=revision, physical=True),
+                timeout=self._timeout, idempotent=True, what="compact")
         except grpc.RpcError as err:
             raise _unavailable(err) from err
 
     async def watch(self, key: bytes, range_end: bytes, start_revision: int) -> Watch:
-        w = _EtcdWatch(self._watch, key, range_end, start_revision)
+        w = _EtcdWatch(self._pool, key, range_end, start_revision)
         await w.start()
         return w
 
@@ -216,9 +230,10 @@ class EtcdStore:
 class _EtcdWatch:
     """One watch on its own stream, so a progress request speaks for it alone."""
 
-    def __init__(self, stub: Any, key: bytes, range_end: bytes, start_revision: int) -> None:
+    def __init__(self, pool: EndpointPool, key: bytes, range_end: bytes,
+                 start_revision: int) -> None:
         self._requests: asyncio.Queue[Any] = asyncio.Queue()
-        self._stub = stub
+        self._pool = pool
         create = rpc.WatchCreateRequest(
             key=key, range_end=range_end, start_revision=start_revision
         )
@@ -234,7 +249,7 @@ class _EtcdWatch:
             yield req
 
     async def start(self) -> None:
-        self._call = self._stub.Watch(self._iter_requests())
+        self._call = self._pool.open_stream("watch", "Watch", self._iter_requests())
         try:
             first = await self._call.read()
         except grpc.RpcError as err:

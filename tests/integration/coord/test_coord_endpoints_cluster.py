@@ -1,0 +1,127 @@
+"""The health-checked etcd client against three real members on loopback:
+it leaves a frozen member without waiting for a socket to close, a write
+caught on it reports an unknown outcome, streams require a leader, and
+hostname endpoints work like IP literals."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+from aetcd import rpc
+
+from drover.config import EtcdSettings
+from drover.coord import EtcdClient, OutcomeUnknown, Session, _kv, connect
+from drover.coord.deadline import caller_deadline
+from drover.dev.etcd import EtcdCluster
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+async def client(etcd_cluster3: EtcdCluster) -> AsyncIterator[EtcdClient]:
+    c = await connect(EtcdSettings(endpoints=etcd_cluster3.endpoints), purpose="control")
+    yield c
+    await c.close()
+
+
+def _put(key: bytes, value: bytes) -> rpc.TxnRequest:
+    return rpc.TxnRequest(success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key,
+                                                                            value=value))])
+
+
+async def test_frozen_member_in_use_is_left_while_it_stays_frozen(
+        client: EtcdClient, etcd_cluster3: EtcdCluster, etcd_prefix: str) -> None:
+    assert client.pool is not None
+    frozen = etcd_cluster3.member_at(client.pool.current.name)
+    session = await Session.open(client, ttl=5)
+    etcd_cluster3.pause(frozen)
+    try:
+        key = f"{etcd_prefix}/w".encode()
+        ok = 0
+        for i in range(20):
+            with caller_deadline(3.0):
+                try:
+                    await _kv.txn(client, _put(key, str(i).encode()), rpc_timeout=3.0)
+                    ok += 1
+                except OutcomeUnknown:
+                    pass  # the write caught on the frozen member
+        assert ok >= 19
+        assert client.pool.current.name != etcd_cluster3.endpoints[frozen]
+        resp = await _kv.range_(client, key, rpc_timeout=3.0)
+        assert resp.kvs[0].value == b"19"
+        await asyncio.sleep(1.0)  # a keepalive round on the new member
+        session.check()  # the lease was renewed through another member
+    finally:
+        etcd_cluster3.resume(frozen)
+        await session.close()
+
+
+async def test_write_caught_on_a_frozen_member_is_outcome_unknown(
+        client: EtcdClient, etcd_cluster3: EtcdCluster, etcd_prefix: str) -> None:
+    assert client.pool is not None
+    frozen = etcd_cluster3.member_at(client.pool.current.name)
+    etcd_cluster3.pause(frozen)
+    try:
+        with pytest.raises(OutcomeUnknown) as e:
+            await _kv.txn(client, _put(f"{etcd_prefix}/u".encode(), b"x"), rpc_timeout=10.0)
+        assert e.value.reason == "OUTCOME_UNKNOWN"
+    finally:
+        etcd_cluster3.resume(frozen)
+
+
+async def test_caller_deadline_bounds_a_write(
+        client: EtcdClient, etcd_cluster3: EtcdCluster, etcd_prefix: str) -> None:
+    # Every member frozen: the write can only end by the caller's deadline.
+    for i in range(3):
+        etcd_cluster3.pause(i)
+    try:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        with caller_deadline(0.3), pytest.raises(OutcomeUnknown):
+            await _kv.txn(client, _put(f"{etcd_prefix}/d".encode(), b"x"), rpc_timeout=30.0)
+        # Ended by the caller's 0.3 s, not the 30 s rpc_timeout (loose bound).
+        assert loop.time() - start < 20.0
+    finally:
+        for i in range(3):
+            etcd_cluster3.resume(i)
+
+
+async def test_watch_on_a_member_without_a_leader_ends(
+        etcd_cluster3: EtcdCluster, etcd_prefix: str) -> None:
+    lone = 0
+    c = await connect(EtcdSettings(endpoints=(etcd_cluster3.endpoints[lone],)),
+                      purpose="bulk")
+    try:
+        prefix = etcd_prefix.encode()
+        stream = await _kv.open_watch(c, _kv.watch_create(prefix, _kv.prefix_end(prefix), 0))
+        first = await stream.read()
+        assert first.created
+        etcd_cluster3.pause(1)
+        etcd_cluster3.pause(2)
+        # hasleader: the member ends the stream once it has no leader,
+        # instead of keeping it open and silent.
+        with pytest.raises(grpc.aio.AioRpcError) as e:
+            async with asyncio.timeout(30):
+                async for _ in stream:
+                    pass
+        assert e.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        etcd_cluster3.resume(1)
+        etcd_cluster3.resume(2)
+        await c.close()
+
+
+async def test_hostname_endpoints(etcd_cluster3: EtcdCluster, etcd_prefix: str) -> None:
+    names = tuple(ep.replace("127.0.0.1", "localhost") for ep in etcd_cluster3.endpoints)
+    c = await connect(EtcdSettings(endpoints=names), purpose="control")
+    try:
+        assert c.pool is not None
+        assert all(n.startswith("localhost@") for n in c.pool.endpoints)
+        key = f"{etcd_prefix}/h".encode()
+        await _kv.txn(c, _put(key, b"v"))
+        assert (await _kv.range_(c, key)).kvs[0].value == b"v"
+    finally:
+        await c.close()
