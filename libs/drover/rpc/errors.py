@@ -128,11 +128,18 @@ def leader_hint(err: grpc.RpcError) -> str | None:
 Handler = Callable[..., Awaitable[Any]]
 
 
+def _inner_deadline(remaining: float | None) -> float | None:
+    if remaining is None:
+        return None
+    return remaining - min(0.25, remaining * 0.2)
+
+
 def _wrap_unary(behavior: Handler) -> Handler:
     async def wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         try:
-            # etcd calls made for this request end by the client's deadline.
-            with caller_deadline(context.time_remaining()):
+            # etcd calls made for this request end by the client's deadline,
+            # with a margin so the client still hears why (OUTCOME_UNKNOWN).
+            with caller_deadline(_inner_deadline(context.time_remaining())):
                 return await behavior(request, context)
         except DroverError as err:
             await abort(context, err)

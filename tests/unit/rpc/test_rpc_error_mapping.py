@@ -45,3 +45,25 @@ def test_not_leader_adds_leader_hint() -> None:
 def test_fence_lost_is_failed_precondition() -> None:
     status, _ = to_status(errors.FenceLost("lost leadership at term 7"))
     assert status.code == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def test_outcome_unknown_is_unavailable_with_its_own_reason() -> None:
+    from drover.coord.errors import EtcdUnavailable, OutcomeUnknown
+
+    err = OutcomeUnknown("etcd txn: member stopped answering")
+    assert isinstance(err, EtcdUnavailable)  # every unavailable handler applies
+    status, _ = to_status(err)
+    assert status.code == grpc.StatusCode.UNAVAILABLE
+    info = error_details_pb2.ErrorInfo()
+    detail = rpc_status.status_pb2.Status.FromString(
+        dict(status.trailing_metadata)["grpc-status-details-bin"]).details[0]
+    assert detail.Unpack(info)
+    assert info.reason == "OUTCOME_UNKNOWN"
+
+
+def test_inner_deadline_leaves_the_client_time_to_hear_why() -> None:
+    from drover.rpc.errors import _inner_deadline
+
+    assert _inner_deadline(None) is None
+    assert _inner_deadline(10.0) == pytest.approx(9.75)
+    assert _inner_deadline(0.5) == pytest.approx(0.4)
