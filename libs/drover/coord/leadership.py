@@ -36,7 +36,7 @@ from drover.coord.election import Election, observe
 from drover.coord.errors import EtcdUnavailable, NotCandidate, SessionLost
 from drover.coord.keys import Keyspace
 from drover.coord.latest import LatestChannel
-from drover.coord.session import ACT_FRACTION, Session
+from drover.coord.session import ACT_FRACTION, Session, election_warning
 from drover.coord.term import LeaderComponent, Term
 
 __all__ = ["Leadership", "LeadershipConfig"]
@@ -115,6 +115,9 @@ class Leadership:
         self.address = address
         self.components = tuple(components)
         self.config = config or LeadershipConfig()
+        warning = election_warning(self.config.ttl, self.config.act_fraction)
+        if warning:
+            log.warning("%s leadership: %s", service, warning)
         self.clock = clock
         self.notices: LatestChannel[Term | None] = LatestChannel(None)
         self._acted: Term | None = None

@@ -2,7 +2,7 @@
 
 aetcd has no keepalive helper (``Lease.refresh`` opens a stream per call),
 so this module drives the lease stub itself: one bidirectional stream,
-a request every TTL/3, replies matched to requests in order.
+a request every TTL/6, replies matched to requests in order.
 
 Timing guarantees, all on the monotonic clock and measured from the *send*
 time of the request a reply answers (never from the receive time: a reply
@@ -14,6 +14,16 @@ that sat in a buffer while the process was paused proves nothing about now):
 * ``act_until`` = send time + ``act_fraction`` x TTL (2/3 by default). Past
   it, :attr:`Session.unsafe` fires: leaders stop acting with a third of the
   TTL to spare for clock drift and in-flight writes.
+* Surviving an etcd leader election: while etcd elects (about 1-2 s with its
+  default 1 s election timeout) and the client moves to a member that has a
+  leader (about 1 s), no renewal is answered. The gap that costs nothing is
+  ``TTL x (act_fraction - renew_fraction)``: the last answered renewal may
+  be a whole renew interval old when the trouble starts. With the defaults
+  (TTL 10 s, act 2/3, renew 1/6) that is 5 s against a budget of
+  :data:`ELECTION_BUDGET` = 3 s; :func:`election_warning` says when given
+  values leave less (checked at startup by :class:`~drover.coord.Leadership`).
+  etcd itself does not expire leases across an election: a new leader
+  extends every lease by its TTL.
 * :attr:`Session.lost` fires when ``expires_at`` passes without renewal or
   a reply carries TTL <= 0 (the lease is gone). A lost session is over; the
   owner opens a new one.
@@ -35,25 +45,47 @@ from aetcd import rpc
 from drover.coord.clock import Clock, monotonic
 from drover.coord.errors import EtcdUnavailable, SessionLost
 
-__all__ = ["DEFAULT_TTL", "LeaseClock", "Session"]
+__all__ = ["DEFAULT_TTL", "ELECTION_BUDGET", "LeaseClock", "Session", "election_warning"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TTL = 10
 ACT_FRACTION = 2 / 3
+#: A keepalive every TTL x this.
+RENEW_FRACTION = 1 / 6
+#: Seconds without any answered renewal a session must survive: an etcd
+#: leader election (≈1-2 s at etcd's default 1 s election timeout) plus the
+#: client moving to a member that has a leader (≈1 s).
+ELECTION_BUDGET = 3.0
+
+
+def election_warning(ttl: float, act_fraction: float = ACT_FRACTION, *,
+                     renew_fraction: float = RENEW_FRACTION,
+                     budget: float = ELECTION_BUDGET) -> str | None:
+    """Why a session of these values would lose leadership to a routine etcd
+    leader election, or None if it survives one. Pure."""
+    margin = ttl * (act_fraction - renew_fraction)
+    if margin >= budget:
+        return None
+    need = budget / (act_fraction - renew_fraction) if act_fraction > renew_fraction else None
+    hint = f"; use a session TTL of at least {math.ceil(need)} s" if need else ""
+    return (f"session TTL {ttl:g} s with act fraction {act_fraction:.2f} tolerates "
+            f"{max(margin, 0):.1f} s without a renewal, less than an etcd leader election "
+            f"plus failover (~{budget:g} s): an election will cost leadership{hint}")
 
 
 class LeaseClock:
     """Deadlines of one lease. Pure: the caller passes ``now`` in."""
 
     def __init__(self, ttl: float, granted_sent_at: float, *,
-                 act_fraction: float = ACT_FRACTION) -> None:
+                 act_fraction: float = ACT_FRACTION,
+                 renew_fraction: float = RENEW_FRACTION) -> None:
         if ttl <= 0:
             raise ValueError(f"lease TTL must be positive, got {ttl}")
         if not 0 < act_fraction <= 1:
             raise ValueError(f"act_fraction must be in (0, 1], got {act_fraction}")
         self.ttl = ttl
-        self.interval = ttl / 3
+        self.interval = ttl * renew_fraction
         self.act_fraction = act_fraction
         self.expires_at = granted_sent_at + ttl
         self.act_until = granted_sent_at + ttl * act_fraction

@@ -88,7 +88,7 @@ class Supervisor:
                 "--replica", f"{svc}-dev",
                 "--metrics-listen", f"{lay.host}:{lay.metrics_base + i}",
                 "--state-address", lay.address("state"),
-                "--session-ttl", "5",
+                "--session-ttl", "6",
             ]
             self.children[svc] = subprocess.Popen(args, preexec_fn=die_with_parent)
         for svc in SERVICES:

@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from drover.coord.session import LeaseClock
+from drover.coord.session import LeaseClock, election_warning
 
 
 def test_deadlines_run_from_the_send_time_not_the_reply_time() -> None:
     c = LeaseClock(9, granted_sent_at=100.0)
-    assert (c.expires_at, c.act_until, c.next_send_at) == (109.0, 106.0, 103.0)
+    assert (c.expires_at, c.act_until, c.next_send_at) == (109.0, 106.0, 101.5)
     c.on_send(103.0)
     c.on_reply(9, now=108.5)  # a late reply: counts from 103, not 108.5
     assert (c.expires_at, c.act_until) == (112.0, 109.0)
@@ -44,3 +44,34 @@ def test_deadline_never_moves_backwards() -> None:
 def test_rejects_bad_parameters(ttl: float, fraction: float) -> None:
     with pytest.raises(ValueError):
         LeaseClock(ttl, 0.0, act_fraction=fraction)
+
+
+def test_default_session_survives_an_etcd_election() -> None:
+    assert election_warning(10) is None  # 10 x (2/3 - 1/6) = 5 s >= 3 s
+    assert election_warning(6) is None
+
+
+@pytest.mark.parametrize(("ttl", "fraction"), [(2, 2 / 3), (5, 2 / 3), (10, 0.4), (10, 0.1)])
+def test_values_that_lose_leadership_in_an_election_are_named(ttl: int, fraction: float) -> None:
+    msg = election_warning(ttl, fraction)
+    assert msg is not None and "election" in msg and f"TTL {ttl} s" in msg
+
+
+def test_warning_suggests_a_ttl_that_would_do() -> None:
+    msg = election_warning(2)
+    assert msg is not None and "at least 6 s" in msg
+    assert election_warning(6) is None
+
+
+def test_leadership_warns_at_startup_when_its_ttl_cannot_survive_an_election(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from drover.coord import Keyspace, Leadership, LeadershipConfig
+
+    with caplog.at_level("WARNING", logger="drover.coord.leadership"):
+        Leadership(object(), Keyspace("/x/drover"), "broker", "a:1",
+                   config=LeadershipConfig(ttl=2))
+    assert any("election" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="drover.coord.leadership"):
+        Leadership(object(), Keyspace("/x/drover"), "broker", "a:1")
+    assert not caplog.records
