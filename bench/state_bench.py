@@ -144,7 +144,8 @@ async def main(n: int, writes: int) -> None:
 
         # Writes: RegisterJob vs raw txns of the same shape (job, version, eval, marker).
         async def register(i: int) -> None:
-            job = job_pb2.Job(id=f"w{i}", task_groups=[job_pb2.TaskGroup(name="g", count=1)])
+            job = job_pb2.Job(id=f"w{i}", datacenters=["dc1"],
+                              task_groups=[job_pb2.TaskGroup(name="g", count=1)])
             await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
 
         async def raw_register(i: int) -> None:

@@ -91,7 +91,7 @@ deployment=$(echo "$reg" | jq -r .deploymentId)
 for i in $(seq 1 12); do
   call "$PROXY" "$S/RegisterJob" "$(jq -nc --arg id "smoke-batch-$RUN-$i" \
     '{job: {id: $id, namespace: "default", type: "JOB_TYPE_BATCH", priority: 40,
-      taskGroups: [{name: "g", count: 1}]}}')" >/dev/null
+      datacenters: ["dc1"], taskGroups: [{name: "g", count: 1}]}}')" >/dev/null
 done
 ok "registered 12 batch jobs"
 

@@ -15,6 +15,18 @@ from collections.abc import Mapping
 
 DOMAIN = "drover"
 
+#: How much of any value an error may echo (messages and ErrorInfo metadata
+#: travel in trailing metadata, which gRPC caps at 8-16 KiB in total).
+ECHO_LIMIT = 256
+
+
+def clip(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, marked when cut: what an error
+    may quote of a request, however long the request's value was."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - 3)] + "..."
+
 
 class Kind(enum.Enum):
     """What went wrong, in the vocabulary of gRPC status codes."""

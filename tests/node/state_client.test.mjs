@@ -36,7 +36,7 @@ test("register jobs and page through their evaluations", { skip: !addr }, async 
     const id = `node-${run}-${i}`;
     const resp = await call(c, "RegisterJob", {
       job: { id, namespace: "default", type: "JOB_TYPE_BATCH", priority: 30 + i,
-             task_groups: [{ name: "g", count: 1 }] },
+             datacenters: ["dc1"], task_groups: [{ name: "g", count: 1 }] },
     });
     assert.ok(resp.eval_id.length > 0, "RegisterJob returns an evaluation id");
     ids.push(resp.eval_id);

@@ -14,10 +14,12 @@ from google.protobuf import json_format
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import job_pb2
 from drover.cli._client import client_options, enum_name, options, print_json, print_table, run
+from drover.cli.spec import parse_spec
 
 
 def load_job(path: str) -> job_pb2.Job:
-    """A Job from a JSON or YAML file (proto JSON names or field names)."""
+    """A Job from a JSON or YAML file (proto JSON names or field names; enum
+    values as users write them, ``type: service``, or as proto names)."""
     text = Path(path).read_text()
     try:
         data: Any = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
@@ -28,7 +30,7 @@ def load_job(path: str) -> job_pb2.Job:
     if not isinstance(data, dict):
         raise click.BadParameter(f"{path}: expected a job object at the top level")
     try:
-        return json_format.ParseDict(data, job_pb2.Job())
+        return parse_spec(data, job_pb2.Job())
     except json_format.ParseError as e:
         raise click.BadParameter(f"{path}: {e}") from e
 

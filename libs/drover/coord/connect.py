@@ -50,6 +50,8 @@ _CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    # etcd refuses requests over its --max-request-bytes (1.5 MiB) anyway.
+    ("grpc.max_send_message_length", 16 * 1024 * 1024),
     ("grpc.use_local_subchannel_pool", 1),
 )
 

@@ -132,7 +132,11 @@ def wait_serving(address: str, timeout: float) -> bool:
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     deadline = time.monotonic() + timeout
-    with grpc.insecure_channel(address) as ch:
+    from drover.rpc.channels import MAX_MESSAGE_BYTES
+
+    limits = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+              ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
+    with grpc.insecure_channel(address, options=limits) as ch:
         stub = health_pb2_grpc.HealthStub(ch)
         while time.monotonic() < deadline:
             try:

@@ -10,7 +10,11 @@ mistake surfaces as :class:`InvalidFilter` (reason ``INVALID_FILTER``):
 * a field compared with a literal of the wrong type (see
   :mod:`drover.filter.analysis`);
 * a result that is not a bool, or a type error, found by probing the
-  program once with every field at its zero value.
+  program with every field at its zero value;
+* a filter that fails to evaluate whatever the object (``1/0 == 1``,
+  ``job_id.matches("(")``): it fails on the zero object *and* on a second,
+  different one (every field at a non-zero sample value). Such a filter
+  would match nothing, silently, so a typo would empty a list or a delete.
 
 Matching reads only the fields the expression references (a CEL call costs
 about one microsecond per activation entry, so a full activation would be
@@ -40,11 +44,12 @@ from typing import Any
 
 import cel
 
+from drover.errors import clip
 from drover.filter.analysis import analyze, bound_names, position
 from drover.filter.errors import InvalidFilter
 from drover.filter.lexer import Tok, tokenize
 from drover.filter.predicate import Predicate, compile_predicate
-from drover.filter.schema import Getter, Schema
+from drover.filter.schema import Field, Getter, Schema
 
 __all__ = ["CEL_RESERVED", "Filter", "FilterCompiler"]
 
@@ -102,7 +107,8 @@ class Filter:
         try:
             result = program.execute(activation)
         except TypeError as exc:
-            raise InvalidFilter(f"filter {self.expression!r} has a type error: {exc}") from exc
+            raise InvalidFilter(f"filter {_quote(self.expression)} has a type error: "
+                                f"{clip(str(exc))}") from exc
         except _NO_MATCH:
             return False
         if result is True or result is False:
@@ -209,15 +215,31 @@ class FilterCompiler:
         )
 
     def _probe(self, expression: str, program: Any, names: Mapping[str, str]) -> None:
-        activation = {w: self.schema.field(n).zero() for w, n in names.items()}
-        try:
-            result = program.execute(activation)
-        except TypeError as exc:
-            raise InvalidFilter(f"filter {expression!r} has a type error: {exc}") from exc
-        except _NO_MATCH:
-            return  # depends on the data; the zero object proves nothing
-        if not isinstance(result, bool):
-            raise _not_bool(expression, result)
+        failures = []
+        for value in (Field.zero, Field.sample):
+            activation = {w: value(self.schema.field(n)) for w, n in names.items()}
+            try:
+                result = program.execute(activation)
+            except TypeError as exc:
+                raise InvalidFilter(f"filter {_quote(expression)} has a type error: "
+                                    f"{clip(str(exc))}") from exc
+            except _NO_MATCH as exc:
+                failures.append(exc)
+                continue
+            if not isinstance(result, bool):
+                raise _not_bool(expression, result)
+        # A missing key or index is what data decides (an empty map at zero,
+        # a different one at the sample); any other failure on two unlike
+        # objects is the expression's own.
+        if len(failures) == 2 and not any(isinstance(f, KeyError | IndexError)
+                                          for f in failures):
+            raise InvalidFilter(
+                f"filter {_quote(expression)} cannot be evaluated: {clip(str(failures[-1]))}",
+                metadata={"cause": type(failures[-1]).__name__})
+
+
+def _quote(expression: str) -> str:
+    return repr(clip(expression, 200))
 
 
 def _always(obj: Any) -> bool:
@@ -242,18 +264,22 @@ def _aliases(schema: Schema) -> dict[str, str]:
 
 def _not_bool(expression: str, result: object) -> InvalidFilter:
     kind = "null" if result is None else type(result).__name__
-    return InvalidFilter(f"filter {expression!r} must evaluate to a bool, not {kind}")
+    return InvalidFilter(f"filter {_quote(expression)} must evaluate to a bool, not {kind}")
 
 
 def _syntax_error(expression: str, detail: str) -> InvalidFilter:
     match = _CEL_ERROR.search(detail)
     if match is None:
-        return InvalidFilter(f"invalid filter: {detail}")
+        return InvalidFilter(f"invalid filter: {clip(detail)}")
     line, column, what = int(match[1]), int(match[2]), match[3].strip()
     lines = expression.splitlines() or [""]
     source_line = lines[line - 1] if line <= len(lines) else ""
-    caret = " " * (column - 1) + "^"
+    # Around the column only: a long line is not echoed whole.
+    start = max(0, column - 1 - 60)
+    source_line = source_line[start : column - 1 + 60]
+    caret = " " * (column - 1 - start) + "^"
     return InvalidFilter(
-        f"invalid filter at line {line}, column {column}: {what}\n  {source_line}\n  {caret}",
+        f"invalid filter at line {line}, column {column}: {clip(what)}\n  {source_line}\n"
+        f"  {caret}",
         metadata={"line": str(line), "column": str(column)},
     )

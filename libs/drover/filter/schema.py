@@ -109,6 +109,18 @@ _ZERO: dict[FieldKind, Any] = {
     FieldKind.LIST: [],
 }
 
+_SAMPLE: dict[FieldKind, Any] = {
+    FieldKind.STRING: "x",
+    FieldKind.INT: 7,
+    FieldKind.DOUBLE: 7.5,
+    FieldKind.BOOL: True,
+    FieldKind.BYTES: b"x",
+    FieldKind.TIMESTAMP: datetime.datetime(2020, 1, 2, tzinfo=datetime.UTC),
+    FieldKind.DURATION: datetime.timedelta(seconds=7),
+    FieldKind.MAP: {"x": "x"},
+    FieldKind.LIST: ["x"],
+}
+
 
 @dataclass(frozen=True)
 class Field:
@@ -121,6 +133,13 @@ class Field:
         if self.type.kind is FieldKind.ENUM:
             return self.type.values[0] if self.type.values else ""
         return _ZERO[self.type.kind]
+
+    def sample(self) -> Any:
+        """A second value, unlike :meth:`zero` wherever the type allows: a
+        filter that fails on both fails whatever the data (see the compiler)."""
+        if self.type.kind is FieldKind.ENUM:
+            return self.type.values[-1] if self.type.values else "x"
+        return _SAMPLE[self.type.kind]
 
 
 class Schema:

@@ -23,6 +23,10 @@ from drover.config import TlsFiles
 
 READ_PREFIXES = ("Get", "List", "Count")
 
+#: Every drover server and channel states its message limit explicitly, the
+#: same both ways: generous (a page of objects can be large) but bounded.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
 _DESCRIPTORS = (state_pb2, broker_pb2, deployments_pb2, proxy_pb2)
 
 
@@ -63,8 +67,8 @@ def channel_options(*, retries: bool = True) -> list[tuple[str, Any]]:
         ("grpc.keepalive_time_ms", 30_000),
         ("grpc.keepalive_timeout_ms", 10_000),
         ("grpc.keepalive_permit_without_calls", 1),
-        ("grpc.max_receive_message_length", 16 * 1024 * 1024),
-        ("grpc.max_send_message_length", 16 * 1024 * 1024),
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ("grpc.enable_retries", 1 if retries else 0),
     ]
     if retries:

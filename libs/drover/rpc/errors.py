@@ -20,7 +20,8 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from drover.coord.deadline import caller_deadline
-from drover.errors import DOMAIN, DroverError, Kind, NotLeader
+from drover.errors import DOMAIN, DroverError, Internal, InvalidArgument, Kind, NotLeader
+from drover.validation import check_request
 
 log = logging.getLogger(__name__)
 
@@ -49,15 +50,51 @@ def rpc_code(err: DroverError) -> int:
     return int(getattr(code_pb2, _CODES[err.kind].name))
 
 
+#: Byte budgets of what an error puts in trailing metadata. The message
+#: travels twice (``grpc-message``, percent-encoded, and inside
+#: ``grpc-status-details-bin``, base64), so with these caps a status stays
+#: under ~4 KiB, far below gRPC's 8 KiB default metadata limit, whatever the
+#: request held: past that limit the status itself is lost and the client
+#: sees RESOURCE_EXHAUSTED instead of the real answer.
+MESSAGE_BYTES = 512
+METADATA_ENTRIES = 8
+METADATA_KEY_BYTES = 64
+METADATA_BYTES = 512
+
+
+def _cut(text: str, limit: int) -> str:
+    raw = text.encode("utf-8", "replace")
+    if len(raw) <= limit:
+        return text
+    return raw[: max(0, limit - 3)].decode("utf-8", "ignore") + "..."
+
+
+def bounded_metadata(metadata: dict[str, str]) -> dict[str, str]:
+    """At most METADATA_ENTRIES entries and METADATA_BYTES of values."""
+    out: dict[str, str] = {}
+    budget = METADATA_BYTES
+    for key, value in list(metadata.items())[:METADATA_ENTRIES]:
+        value = _cut(str(value), max(0, min(budget, 256)))
+        budget -= len(value.encode("utf-8", "replace"))
+        out[_cut(str(key), METADATA_KEY_BYTES)] = value
+    return out
+
+
+def bounded_message(message: str) -> str:
+    return _cut(message, MESSAGE_BYTES)
+
+
 def to_status(err: DroverError) -> tuple[grpc.Status, tuple[tuple[str, str], ...]]:
-    """The rich status for ``err`` plus extra trailing metadata."""
-    info = error_details_pb2.ErrorInfo(reason=err.reason, domain=DOMAIN, metadata=err.metadata)
-    detail = status_pb2.Status(code=rpc_code(err), message=err.message)
+    """The rich status for ``err`` plus extra trailing metadata; message and
+    metadata are cut to the byte budgets above."""
+    info = error_details_pb2.ErrorInfo(reason=err.reason, domain=DOMAIN,
+                                       metadata=bounded_metadata(err.metadata))
+    detail = status_pb2.Status(code=rpc_code(err), message=bounded_message(err.message))
     detail.details.add().Pack(info)
     status = rpc_status.to_status(detail)
     extra: tuple[tuple[str, str], ...] = ()
     if isinstance(err, NotLeader) and err.leader:
-        extra = ((LEADER_METADATA, err.leader),)
+        extra = ((LEADER_METADATA, _cut(err.leader, 256)),)
         status = _RichStatus(status.code, status.details, (*status.trailing_metadata, *extra))
     return status, extra
 
@@ -128,38 +165,91 @@ def leader_hint(err: grpc.RpcError) -> str | None:
 Handler = Callable[..., Awaitable[Any]]
 
 
+class _Undecodable:
+    """What a request that does not parse as its message type becomes: the
+    handler wrapper answers INVALID_ARGUMENT instead of gRPC's INTERNAL
+    ("Exception deserializing request")."""
+
+    def __init__(self, type_name: str, error: str) -> None:
+        self.type_name, self.error = type_name, error
+
+
+def _safe_deserializer(deserialize: Callable[[bytes], Any] | None) -> Any:
+    if deserialize is None:
+        return None
+
+    def wrapped(data: bytes) -> Any:
+        try:
+            return deserialize(data)
+        except Exception as exc:  # DecodeError, RecursionError: the client's fault
+            owner = getattr(deserialize, "__self__", None)
+            name = getattr(owner, "__name__", "message")
+            return _Undecodable(name, type(exc).__name__)
+
+    return wrapped
+
+
+def _admit(request: Any) -> None:
+    """Refuse an undecodable or invalid request before any handler runs."""
+    if isinstance(request, _Undecodable):
+        raise InvalidArgument(
+            f"request is not a valid {request.type_name} ({request.error})",
+            metadata={"field": "request"})
+    check_request(request)
+
+
+async def _unexpected(context: grpc.aio.ServicerContext[Any, Any], exc: Exception) -> None:
+    # A bug, not the client's fault: log it whole, answer INTERNAL without
+    # echoing anything (gRPC would say UNKNOWN with the exception's text).
+    log.error("unhandled error in a handler", exc_info=exc)
+    await abort(context, Internal("internal error; see the server log"))
+
+
 def _inner_deadline(remaining: float | None) -> float | None:
     if remaining is None:
         return None
     return remaining - min(0.25, remaining * 0.2)
 
 
-def _wrap_unary(behavior: Handler) -> Handler:
+def _wrap_unary(behavior: Handler, *, admit: bool) -> Handler:
     async def wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         try:
+            if admit:
+                _admit(request)
             # etcd calls made for this request end by the client's deadline,
             # with a margin so the client still hears why (OUTCOME_UNKNOWN).
             with caller_deadline(_inner_deadline(context.time_remaining())):
                 return await behavior(request, context)
         except DroverError as err:
             await abort(context, err)
+        except (grpc.aio.AbortError, NotImplementedError):
+            raise  # already a status (generated stubs set UNIMPLEMENTED first)
+        except Exception as exc:
+            await _unexpected(context, exc)
 
     return wrapper
 
 
-def _wrap_stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
+def _wrap_stream(behavior: Callable[..., Any], *, admit: bool) -> Callable[..., Any]:
     async def wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         try:
+            if admit:
+                _admit(request)
             async for item in behavior(request, context):
                 yield item
         except DroverError as err:
             await abort(context, err)
+        except (grpc.aio.AbortError, NotImplementedError):
+            raise  # already a status (generated stubs set UNIMPLEMENTED first)
+        except Exception as exc:
+            await _unexpected(context, exc)
 
     return wrapper
 
 
 class ErrorInterceptor(grpc.aio.ServerInterceptor):
-    """Maps :class:`DroverError` raised by any handler to its status."""
+    """Checks every unary request (:func:`drover.validation.check_request`)
+    and maps :class:`DroverError` raised by any handler to its status."""
 
     async def intercept_service(
         self,
@@ -171,25 +261,25 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
             return handler
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(
-                _wrap_unary(handler.unary_unary),
-                request_deserializer=handler.request_deserializer,
+                _wrap_unary(handler.unary_unary, admit=True),
+                request_deserializer=_safe_deserializer(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream:
             return grpc.unary_stream_rpc_method_handler(
-                _wrap_stream(handler.unary_stream),
-                request_deserializer=handler.request_deserializer,
+                _wrap_stream(handler.unary_stream, admit=True),
+                request_deserializer=_safe_deserializer(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         if handler.stream_unary:
             return grpc.stream_unary_rpc_method_handler(
-                _wrap_unary(handler.stream_unary),
+                _wrap_unary(handler.stream_unary, admit=False),
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
         if handler.stream_stream:
             return grpc.stream_stream_rpc_method_handler(
-                _wrap_stream(handler.stream_stream),
+                _wrap_stream(handler.stream_stream, admit=False),
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )

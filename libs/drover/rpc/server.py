@@ -34,6 +34,7 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 from drover.config import ServeSettings
 from drover.coord import Keyspace, Member, Registration, connect
 from drover.errors import DroverError
+from drover.rpc.channels import MAX_MESSAGE_BYTES
 from drover.rpc.errors import ErrorInterceptor
 from drover.rpc.health import Health
 from drover.rpc.interceptors import ObserveInterceptor
@@ -42,8 +43,6 @@ log = logging.getLogger(__name__)
 
 REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
 
-#: Generous message limits: pages of objects can be large.
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 SERVER_OPTIONS: tuple[tuple[str, Any], ...] = (
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -175,7 +174,7 @@ class DroverServer:
         await server.start()
         self._server = server
         if settings.health_listen:
-            hs = grpc.aio.server()
+            hs = grpc.aio.server(options=SERVER_OPTIONS)
             health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, hs)
             self.health_port = hs.add_insecure_port(settings.health_listen)
             await hs.start()

@@ -43,6 +43,17 @@ def validate_job(job: job_pb2.Job) -> None:
         )
     if job.type == job_pb2.JOB_TYPE_UNSPECIFIED:
         job.type = job_pb2.JOB_TYPE_SERVICE
+    # Nomad refuses both: a job with nowhere to run or nothing to run.
+    if not job.datacenters:
+        raise InvalidArgument("job.datacenters must name at least one datacenter",
+                              metadata={"field": "job.datacenters"})
+    for i, dc in enumerate(job.datacenters):
+        if not dc:
+            raise InvalidArgument(f"job.datacenters[{i}] is empty",
+                                  metadata={"field": f"job.datacenters[{i}]"})
+    if not job.task_groups:
+        raise InvalidArgument("job.task_groups must hold at least one task group",
+                              metadata={"field": "job.task_groups"})
     seen: set[str] = set()
     for i, tg in enumerate(job.task_groups):
         check_name(tg.name, f"job.task_groups[{i}].name")

@@ -107,7 +107,7 @@ class ObjectsRpc(Base):
         table = self.cache.tables[codec.ALLOCATIONS]
 
         async def attempt() -> Any:
-            compares, ops = [], []
+            compares, ops = self._alloc_owners(allocs), []
             for a in allocs:
                 key = self.keys.key(codec.ALLOCATIONS, a.namespace, a.id)
                 old = table.objects.get(f"{a.namespace}/{a.id}")
@@ -120,6 +120,33 @@ class ObjectsRpc(Base):
                 allocation_ids=[a.id for a in allocs], index=rev)
 
         return await self._retry(attempt)
+
+    def _alloc_owners(self, allocs: list[Any]) -> list[Compare]:
+        """The job (hence the namespace) and deployment of every allocation
+        exist; compared on their create_revision, so a purge racing this
+        write aborts it instead of leaving allocations of nothing."""
+        compares: dict[bytes, Compare] = {}
+        for i, a in enumerate(allocs):
+            owners = [(codec.JOBS, a.job_id, "job", "job_id")]
+            if a.deployment_id:
+                owners.append((codec.DEPLOYMENTS, a.deployment_id, "deployment",
+                               "deployment_id"))
+            for kind, oid, what, field in owners:
+                entry = self.cache.tables[kind].objects.get(f"{a.namespace}/{oid}")
+                if entry is None:
+                    raise NotFound(
+                        f"allocations[{i}]: {what} {oid!r} not found in namespace "
+                        f"{a.namespace!r}", metadata={"field": f"allocations[{i}].{field}"})
+                if kind == codec.DEPLOYMENTS:
+                    dep = self.cache.tables[kind].decode_entry(entry)
+                    if dep.job_id != a.job_id:
+                        raise InvalidArgument(
+                            f"allocations[{i}]: deployment {oid!r} belongs to job "
+                            f"{dep.job_id!r}, not {a.job_id!r}",
+                            metadata={"field": f"allocations[{i}].deployment_id"})
+                key = self.keys.key(kind, a.namespace, oid)
+                compares[key] = Compare(key, "create", entry[2][0])
+        return list(compares.values())
 
     async def UpdateAllocations(self, request: Any, context: Any) -> Any:
         if not request.updates:

@@ -144,7 +144,7 @@ def service_job(job_id: str, *, count: int = 2, canary: int = 0, max_parallel: i
     task = job_pb2.Task(name="server", driver="docker", config={"image": image})
     group = job_pb2.TaskGroup(name="web", count=count, update=update, tasks=[task])
     return job_pb2.Job(id=job_id, namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
-                       task_groups=[group])
+                       datacenters=["dc1"], task_groups=[group])
 
 
 @dataclass

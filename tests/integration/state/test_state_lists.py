@@ -26,18 +26,24 @@ def _ns(i: int) -> str:
 
 
 async def _job(stub: Any, i: int) -> None:
-    job = job_pb2.Job(id=f"j{i:02d}", name=f"x{i:02d}", namespace=_ns(i),
+    job = job_pb2.Job(id=f"j{i:02d}", name=f"x{i:02d}", namespace=_ns(i), datacenters=["dc1"],
                       task_groups=[job_pb2.TaskGroup(name="g", count=1)])
     await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
 
 
 async def _deployment(stub: Any, i: int) -> None:
     tg = job_pb2.TaskGroup(name="g", count=1, update=job_pb2.UpdateStrategy(max_parallel=1))
-    job = job_pb2.Job(id=f"x{i:02d}", namespace=_ns(i), task_groups=[tg])
+    job = job_pb2.Job(id=f"x{i:02d}", namespace=_ns(i), datacenters=["dc1"], task_groups=[tg])
     await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
 
 
 async def _alloc(stub: Any, i: int) -> None:
+    try:  # allocations of unknown jobs are refused: the job first
+        await stub.GetJob(state_pb2.GetJobRequest(namespace=_ns(i), id=f"x{i:02d}"))
+    except grpc.aio.AioRpcError:
+        job = job_pb2.Job(id=f"x{i:02d}", namespace=_ns(i), datacenters=["dc1"],
+                          task_groups=[job_pb2.TaskGroup(name="g", count=1)])
+        await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
     a = allocation_pb2.Allocation(id=f"a{i:02d}", namespace=_ns(i), job_id=f"x{i:02d}")
     await stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[a]))
 

@@ -17,7 +17,7 @@ def _job(jid: str, update: bool = True) -> job_pb2.Job:
     tg = job_pb2.TaskGroup(name="g", count=3)
     if update:
         tg.update.max_parallel = 1
-    return job_pb2.Job(id=jid, task_groups=[tg])
+    return job_pb2.Job(id=jid, datacenters=["dc1"], task_groups=[tg])
 
 
 async def test_a_write_through_one_replica_is_read_consistently_on_the_other(
@@ -60,13 +60,14 @@ async def test_job_lifecycle(replica) -> None:
         assert err.value.code() == grpc.StatusCode.NOT_FOUND
     with pytest.raises(grpc.RpcError) as err:
         await stub.RegisterJob(state_pb2.RegisterJobRequest(
-            job=job_pb2.Job(id="x", priority=200)))
+            job=job_pb2.Job(id="x", priority=200, datacenters=["dc1"])))
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "priority" in str(err.value.details())
 
 
 async def test_allocations_nodes_and_lists(replica) -> None:
     stub = replica.stub
+    await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job("web", update=False)))
     allocs = [allocation_pb2.Allocation(id=f"a{i}", job_id="web", node_id="n1") for i in range(4)]
     await stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=allocs))
     await stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(updates=[

@@ -7,7 +7,7 @@ from drover.api.types.v1 import job_pb2
 
 
 async def test_register_then_read(replica) -> None:
-    job = job_pb2.Job(id="web", namespace="default",
+    job = job_pb2.Job(id="web", namespace="default", datacenters=["dc1"],
                       task_groups=[job_pb2.TaskGroup(name="g", count=2,
                                                      update=job_pb2.UpdateStrategy(max_parallel=1))])
     resp = await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))

@@ -177,3 +177,31 @@ def test_extra_field_for_the_broker():
     with pytest.raises(InvalidFilter):
         FilterCompiler(schema).compile('state == "gone"')
     assert schema.field("state").type.kind is FieldKind.ENUM
+
+
+@pytest.mark.parametrize("expression", [
+    "1/0 == 1", 'job_id.matches("(")', 'job_id.matches("(") || priority > 200',
+    "priority % 0 == 1",
+])
+def test_filters_that_fail_whatever_the_object_are_refused(expression):
+    with pytest.raises(InvalidFilter) as info:
+        EVALS.compile(expression)
+    assert "cannot be evaluated" in info.value.message
+    assert info.value.metadata["field"] == "filter"
+
+
+@pytest.mark.parametrize("expression", [
+    "1000 / priority > 1",  # fails only where priority is 0: data decides
+    'job_id.matches("^w")',
+])
+def test_data_dependent_failures_still_compile(expression):
+    flt = EVALS.compile(expression)
+    zero = evaluation_pb2.Evaluation(id="z")
+    assert flt.matches(zero) is False
+    assert flt.matches(EV) is True
+
+
+def test_long_filters_are_not_echoed_whole():
+    with pytest.raises(InvalidFilter) as info:
+        EVALS.compile("priority == 1 && " + "x" * 3000 + " ==")
+    assert len(info.value.message) < 600

@@ -1,0 +1,41 @@
+"""Job specs read the enum words users write, in YAML and JSON alike."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from google.protobuf import json_format
+
+from drover.api.types.v1 import job_pb2
+from drover.cli.spec import parse_spec
+
+YAML = """
+id: web
+type: service
+datacenters: [dc1]
+task_groups:
+  - name: web
+    count: 2
+"""
+
+
+def test_yaml_and_json_accept_short_enum_names() -> None:
+    from_yaml = parse_spec(yaml.safe_load(YAML), job_pb2.Job())
+    assert from_yaml.type == job_pb2.JOB_TYPE_SERVICE
+    from_json = parse_spec(json.loads('{"id": "b", "type": "Batch", "status": "dead"}'),
+                           job_pb2.Job())
+    assert from_json.type == job_pb2.JOB_TYPE_BATCH
+    assert from_json.status == job_pb2.JOB_STATUS_DEAD
+
+
+def test_proto_names_and_numbers_still_work() -> None:
+    job = parse_spec({"type": "JOB_TYPE_SYSTEM"}, job_pb2.Job())
+    assert job.type == job_pb2.JOB_TYPE_SYSTEM
+    assert parse_spec({"type": 2}, job_pb2.Job()).type == job_pb2.JOB_TYPE_BATCH
+
+
+def test_unknown_words_are_reported_by_the_parser() -> None:
+    with pytest.raises(json_format.ParseError, match="nope"):
+        parse_spec({"type": "nope"}, job_pb2.Job())

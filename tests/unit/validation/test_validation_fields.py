@@ -1,0 +1,81 @@
+"""The pure request checks: every kind of unusable value is refused with
+the field's path, and ordinary requests pass untouched."""
+
+from __future__ import annotations
+
+import pytest
+
+from drover.api.broker.v1 import broker_pb2
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import job_pb2, query_pb2
+from drover.errors import InvalidArgument
+from drover.validation import check_request
+
+
+def refused(request: object) -> InvalidArgument:
+    with pytest.raises(InvalidArgument) as info:
+        check_request(request)
+    return info.value
+
+
+def test_ordinary_requests_pass() -> None:
+    job = job_pb2.Job(id="web", namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
+                      datacenters=["dc1"], meta={"owner": "team a"})
+    job.task_groups.add(name="web", count=3).tasks.add(name="t", driver="exec",
+                                                       config={"cmd": "x" * 1000})
+    check_request(state_pb2.RegisterJobRequest(job=job))
+    check_request(state_pb2.ListEvaluationsRequest(namespace="*", filter='status == "pending"',
+                                                   query=query_pb2.QueryOptions(min_index=5)))
+    check_request(b"raw bytes are the decoding service's business")
+
+
+def test_undefined_enum_number_names_the_field() -> None:
+    err = refused(broker_pb2.AckBatchRequest(acks=[
+        broker_pb2.AckRequest(eval_id="a"), broker_pb2.AckRequest(eval_id="b", status=99)]))
+    assert err.metadata["field"] == "acks[1].status"
+    assert "EvaluationStatus" in err.message
+    assert refused(state_pb2.SubscribeRequest(topics=[1, 42])).metadata["field"] == "topics[1]"
+
+
+@pytest.mark.parametrize("seconds,nanos", [
+    (315_576_000_001, 0), (-1, 0), (0, -5), (5, -1), (1, 1_000_000_000),
+])
+def test_durations_out_of_range_or_negative(seconds: int, nanos: int) -> None:
+    req = broker_pb2.DequeueRequest()
+    req.timeout.seconds, req.timeout.nanos = seconds, nanos
+    assert refused(req).metadata["field"] == "timeout"
+
+
+def test_timestamps_outside_years_1_to_9999() -> None:
+    req = state_pb2.UpsertEvaluationsRequest()
+    req.evaluations.add(id="e").wait_until.seconds = 253_402_300_800
+    assert refused(req).metadata["field"] == "evaluations[0].wait_until"
+
+
+def test_indexes_beyond_int64_and_negative_counts() -> None:
+    req = state_pb2.CountEvaluationsRequest(query=query_pb2.QueryOptions(min_index=2**64 - 1))
+    assert refused(req).metadata["field"] == "query.min_index"
+    assert refused(state_pb2.ListJobsRequest(page_size=-1)).metadata["field"] == "page_size"
+    job = job_pb2.Job(id="j")
+    job.task_groups.add(name="g", count=-2)
+    assert refused(state_pb2.RegisterJobRequest(job=job)).metadata["field"] == \
+        "job.task_groups[0].count"
+
+
+def test_ids_and_strings_are_capped_and_never_echoed_whole() -> None:
+    err = refused(state_pb2.GetJobRequest(id="x" * 1_000_000))
+    assert err.metadata["field"] == "id"
+    assert len(err.message) < 300
+    assert refused(state_pb2.GetJobRequest(id="no spaces")).metadata["field"] == "id"
+    assert refused(state_pb2.ListJobsRequest(namespace="a/b")).metadata["field"] == "namespace"
+    check_request(state_pb2.ListJobsRequest(namespace="*"))
+    err = refused(state_pb2.ListEvaluationsRequest(filter="a" * 5000))
+    assert err.metadata["field"] == "filter" and len(err.message) < 300
+
+
+def test_repeated_and_map_caps() -> None:
+    assert refused(state_pb2.SubscribeRequest(keys=["k"] * 2000)).metadata["field"] == "keys"
+    job = job_pb2.Job(id="j", meta={str(i): "v" for i in range(300)})
+    assert refused(state_pb2.RegisterJobRequest(job=job)).metadata["field"] == "job.meta"
+    job = job_pb2.Job(id="j", meta={"k": "v" * 20_000})
+    assert refused(state_pb2.RegisterJobRequest(job=job)).metadata["field"] == "job.meta['k']"
