@@ -10,6 +10,7 @@ ends.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -109,6 +110,11 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
             return wrapper
 
         def stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
+            if inspect.iscoroutinefunction(behavior):
+                # Writer-style stream handlers (Health/Watch) are coroutines
+                # that ``context.write``; iterating them would fail the call.
+                return unary(behavior)
+
             async def wrapper(request: Any, context: Any) -> Any:
                 start = time.perf_counter()
                 # Read the peer now: after a cancelled call ends, its context
