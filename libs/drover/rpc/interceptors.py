@@ -120,17 +120,21 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
                 # Read the peer now: after a cancelled call ends, its context
                 # refers to a released C call object.
                 peer = context.peer()
-                with self._tracer.start_as_current_span(method, kind=SpanKind.SERVER) as span:
-                    err: BaseException | None = None
-                    try:
-                        async for item in behavior(request, context):
-                            yield item
-                    except BaseException as e:
-                        err = e
-                        span.set_status(Status(StatusCode.ERROR, str(e)))
-                        raise
-                    finally:
-                        finish(context, peer, start, err)
+                # Not made the current span: a generator closed on cancellation
+                # runs its finally in another context, where detaching the
+                # span's context token fails (and logs a traceback per call).
+                span = self._tracer.start_span(method, kind=SpanKind.SERVER)
+                err: BaseException | None = None
+                try:
+                    async for item in behavior(request, context):
+                        yield item
+                except BaseException as e:
+                    err = e
+                    span.set_status(Status(StatusCode.ERROR, str(e)))
+                    raise
+                finally:
+                    finish(context, peer, start, err)
+                    span.end()
 
             return wrapper
 
