@@ -18,6 +18,7 @@ from drover.config import ServeSettings
 from drover.dev.ports import free_port
 from drover.rpc.app import load_app_factory, service_names
 from drover.rpc.errors import error_info, leader_hint
+from drover.rpc.health import LIVENESS
 from drover.rpc.server import AppContext, DroverServer, ServiceBinding
 from drover.telemetry import setup
 
@@ -212,6 +213,10 @@ async def test_every_service_app_starts_and_is_ready(etcd_endpoint: str,
                         break
                 watch.cancel()
                 assert seen[-1] == health_pb2.HealthCheckResponse.SERVING, (name, seen)
+                live = health_pb2_grpc.HealthStub(channel).Watch(
+                    health_pb2.HealthCheckRequest(service=LIVENESS), timeout=5)
+                assert (await live.read()).status == health_pb2.HealthCheckResponse.SERVING
+                live.cancel()
                 assert await _health(channel) == health_pb2.HealthCheckResponse.SERVING, name
     finally:
         for server in reversed(servers):
