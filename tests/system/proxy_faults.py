@@ -98,7 +98,8 @@ def cluster(etcd: str, prefix: str, hold: float) -> Iterator[Cluster]:
 
 
 def job(jid: str) -> job_pb2.Job:
-    return job_pb2.Job(id=jid, task_groups=[job_pb2.TaskGroup(name="g", count=1)])
+    return job_pb2.Job(id=jid, datacenters=["dc1"],
+                       task_groups=[job_pb2.TaskGroup(name="g", count=1)])
 
 
 async def state_front(channel: grpc.aio.Channel, want: int = 2, within: float = 30.0) -> str:
