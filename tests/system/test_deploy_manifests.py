@@ -43,6 +43,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from kubernetes_validate.utils import ValidationError
 
 from drover.dev.ports import free_port
+from drover.rpc.health import LIVENESS
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -163,7 +164,7 @@ def probe_problems(objs: list[Obj]) -> list[str]:
             if grpc_probe is None or grpc_probe["port"] != PORTS["health"]:
                 out.append(f"{where}: {kind} is not a gRPC probe on {PORTS['health']}")
                 continue
-            want = SERVICES.get(c["args"][0], "?") if kind == "readinessProbe" else ""
+            want = SERVICES.get(c["args"][0], "?") if kind == "readinessProbe" else LIVENESS
             if grpc_probe.get("service", "") != want:
                 out.append(f"{where}: {kind} asks for {grpc_probe.get('service')!r}, not {want!r}")
     for o, c in _containers(objs):
@@ -392,6 +393,10 @@ def _get(objs: list[Obj], kind: str, name: str) -> Obj:
     (probe_problems, lambda objs: _pod(_get(objs, "Deployment", "proxy"))["containers"][0]
      ["readinessProbe"]["grpc"].update(service="drover.state.v1.StateService"),
      "asks for 'drover.state.v1.StateService', not 'drover.proxy.v1.ClientProxyService'"),
+    # Liveness asking readiness would restart every replica during an etcd outage.
+    (probe_problems, lambda objs: _pod(_get(objs, "Deployment", "state"))["containers"][0]
+     ["livenessProbe"]["grpc"].update(service="drover.state.v1.StateService"),
+     "livenessProbe asks for 'drover.state.v1.StateService', not 'liveness'"),
     (selector_problems, lambda objs: _get(objs, "Service", "state")["spec"]["selector"].update(
         {"app.kubernetes.io/name": "drover-stat"}), "selector matches 0 workloads"),
     (selector_problems, lambda objs: _get(objs, "PodDisruptionBudget", "broker").update(

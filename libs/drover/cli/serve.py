@@ -49,6 +49,9 @@ def _split(value: str) -> tuple[str, ...]:
               help="state service address(es), comma separated (default: from membership)")
 @click.option("--backup-servers", envvar="DROVER_BACKUP_SERVERS", default="",
               help="proxy: static backup servers, comma separated")
+@click.option("--hold-timeout", envvar="DROVER_HOLD_TIMEOUT", default=3.0, show_default=True,
+              type=click.FloatRange(min=0.05),
+              help="proxy: seconds a forwarded call waits on a server that shows no life")
 @click.option("--shutdown-grace", envvar="DROVER_SHUTDOWN_GRACE", default=5.0, show_default=True,
               type=click.FloatRange(min=0), help="seconds in-flight calls get on shutdown")
 @click.option("--log-level", envvar="DROVER_LOG_LEVEL", default="INFO", show_default=True)
@@ -91,6 +94,7 @@ def settings_from_options(service: str, opts: dict[str, object]) -> ServeSetting
         log_json=bool(opts.get("log_json")),
         state_addresses=_split(s("state_address")),
         backup_servers=_split(s("backup_servers")),
+        hold_timeout=float(opts.get("hold_timeout") or 3.0),  # type: ignore[arg-type]
         **kwargs,  # type: ignore[arg-type]
     )
 

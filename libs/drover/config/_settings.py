@@ -86,6 +86,8 @@ class ServeSettings:
     # proxy static backups). Empty: discover through membership.
     state_addresses: tuple[str, ...] = ()
     backup_servers: tuple[str, ...] = ()
+    # Proxy: how long a forwarded attempt waits on a server showing no life.
+    hold_timeout: float = 3.0
 
     def advertised(self, bound_port: int) -> str:
         if self.advertise:

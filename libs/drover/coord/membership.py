@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -138,6 +139,14 @@ class Registration:
     @property
     def member(self) -> Member:
         return replace(self._member, applied_revision=self._applied.value)
+
+    def alive(self, now: float | None = None) -> bool:
+        """Registered under a lease that is provably alive at ``now`` (monotonic):
+        etcd answered a keepalive recently enough. Readiness uses it."""
+        session = self._session
+        if session is None or not self.registered.is_set() or session.lost.is_set():
+            return False
+        return (time.monotonic() if now is None else now) < session.act_until
 
     def set_applied_revision(self, revision: int) -> None:
         """Record the newest applied revision; written soon. Never blocks."""

@@ -10,6 +10,7 @@ trailing metadata the proxy follows. Clients read them back with
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -231,6 +232,12 @@ def _wrap_unary(behavior: Handler, *, admit: bool) -> Handler:
 
 
 def _wrap_stream(behavior: Callable[..., Any], *, admit: bool) -> Callable[..., Any]:
+    if inspect.iscoroutinefunction(behavior):
+        # A writer-style stream handler (``await context.write(...)``, returns
+        # None), like grpc.health.v1.Health/Watch: wrap it as a coroutine, so
+        # grpc keeps driving it as one.
+        return _wrap_unary(behavior, admit=admit)
+
     async def wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         try:
             if admit:

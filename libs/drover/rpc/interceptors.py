@@ -10,6 +10,7 @@ ends.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -109,22 +110,31 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
             return wrapper
 
         def stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
+            if inspect.iscoroutinefunction(behavior):
+                # Writer-style stream handlers (Health/Watch) are coroutines
+                # that ``context.write``; iterating them would fail the call.
+                return unary(behavior)
+
             async def wrapper(request: Any, context: Any) -> Any:
                 start = time.perf_counter()
                 # Read the peer now: after a cancelled call ends, its context
                 # refers to a released C call object.
                 peer = context.peer()
-                with self._tracer.start_as_current_span(method, kind=SpanKind.SERVER) as span:
-                    err: BaseException | None = None
-                    try:
-                        async for item in behavior(request, context):
-                            yield item
-                    except BaseException as e:
-                        err = e
-                        span.set_status(Status(StatusCode.ERROR, str(e)))
-                        raise
-                    finally:
-                        finish(context, peer, start, err)
+                # Not made the current span: a generator closed on cancellation
+                # runs its finally in another context, where detaching the
+                # span's context token fails (and logs a traceback per call).
+                span = self._tracer.start_span(method, kind=SpanKind.SERVER)
+                err: BaseException | None = None
+                try:
+                    async for item in behavior(request, context):
+                        yield item
+                except BaseException as e:
+                    err = e
+                    span.set_status(Status(StatusCode.ERROR, str(e)))
+                    raise
+                finally:
+                    finish(context, peer, start, err)
+                    span.end()
 
             return wrapper
 

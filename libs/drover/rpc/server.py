@@ -5,7 +5,10 @@ Every service is an :class:`App`: a set of gRPC service bindings plus
 with the health service (NOT_SERVING until the app says it is ready), server
 reflection (v1 and v1alpha) for every drover service, the observe and error
 interceptors, optional TLS, an optional plaintext health-only port (so
-Kubernetes gRPC probes work when TLS is on), and graceful shutdown:
+Kubernetes gRPC probes work when TLS is on), liveness and readiness
+(:mod:`drover.rpc.health`: readiness checks re-run every
+``readiness_interval``; with membership on, "etcd reachable" is one of
+them), and graceful shutdown:
 
 1. health NOT_SERVING everywhere (probes and balancers stop sending),
 2. ``app.stop()`` (leaders resign, long polls end with a leader hint),
@@ -130,10 +133,13 @@ def _server_credentials(settings: ServeSettings) -> grpc.ServerCredentials | Non
 class DroverServer:
     """A grpc.aio server hosting one :class:`App`."""
 
-    def __init__(self, settings: ServeSettings, app: App, *, membership: bool = False) -> None:
+    def __init__(self, settings: ServeSettings, app: App, *, membership: bool = False,
+                 readiness_interval: float = 2.0) -> None:
         self.settings = settings
         self.app = app
         self.membership = membership
+        self.readiness_interval = readiness_interval
+        self._readiness: asyncio.Task[None] | None = None
         self.health = Health([])
         self._server: grpc.aio.Server | None = None
         self._health_server: grpc.aio.Server | None = None
@@ -192,7 +198,20 @@ class DroverServer:
         except BaseException:
             await self.stop()
             raise
+        self._readiness = asyncio.create_task(self._check_readiness(), name="readiness")
         return self.ctx
+
+    async def _check_readiness(self) -> None:
+        """Re-run the readiness checks forever (see :mod:`drover.rpc.health`)."""
+        while True:
+            failing: dict[str, str] = {}
+            try:
+                failing = await self.health.refresh()
+            except Exception:  # pragma: no cover - refresh contains its checks
+                log.exception("readiness refresh failed")
+            # Not ready: look again soon, so readiness returns promptly.
+            await asyncio.sleep(self.readiness_interval / 8 if failing
+                                else self.readiness_interval)
 
     async def _register(self, ctx: AppContext) -> None:
         settings = self.settings
@@ -212,6 +231,16 @@ class DroverServer:
             ctx.etcd, Keyspace(settings.etcd.prefix), member, ttl=settings.etcd.session_ttl
         )
         ctx.registration.start()
+        registration = ctx.registration
+
+        async def etcd_reachable() -> str | None:
+            # Right after start the first registration may still be on its way.
+            await registration.registered.wait()
+            if registration.alive():
+                return None
+            return "no live etcd lease (etcd unreachable, or the membership entry is gone)"
+
+        self.health.add_check("etcd", etcd_reachable)
 
     @property
     def port(self) -> int:
@@ -226,6 +255,10 @@ class DroverServer:
         self._stopping = True
         grace = self.settings.shutdown_grace if grace is None else grace
         try:
+            if self._readiness is not None:
+                self._readiness.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._readiness
             await self.health.shutdown()
             try:
                 await asyncio.wait_for(self.app.stop(), timeout=max(grace, 0.1))

@@ -41,6 +41,7 @@ from drover.coord import (
 from drover.errors import Unavailable
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
 from drover.rpc.channels import channel
+from drover.rpc.readiness import leader_known
 from drover.rpc.server import App, AppContext, ServiceBinding
 
 __all__ = ["SERVICE", "BrokerApp", "create_app"]
@@ -96,6 +97,8 @@ class BrokerApp:
             self.leadership = Leadership(ctx.etcd, keyspace, self.settings.service,
                                          ctx.address, [self.runtime],
                                          config=self._leadership_config)
+            ctx.health.add_check("leader", leader_known(ctx.etcd, keyspace,
+                                                        self.settings.service))
         self._spawn(ctx, self._serve_when_restored(ctx), "broker-start")
 
     def _spawn(self, ctx: AppContext, coro: Any, name: str) -> None:

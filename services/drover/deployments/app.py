@@ -23,6 +23,7 @@ from drover.config import ServeSettings
 from drover.coord import Keyspace, Leadership, LeadershipConfig, observe
 from drover.errors import DroverError
 from drover.rpc.channels import channel
+from drover.rpc.readiness import leader_known
 from drover.rpc.server import App, AppContext, ServiceBinding
 
 from .leader import LeaderConfig, WatcherLeader
@@ -70,6 +71,8 @@ class DeploymentsApp:
                                      self.settings.service, ctx.address, [self.leader],
                                      config=cfg)
         self.leadership.start()
+        ctx.health.add_check("leader", leader_known(
+            ctx.etcd, Keyspace(self.settings.etcd.prefix), self.settings.service))
         await ctx.health.set_all_ready(True)
 
     async def stop(self) -> None:

@@ -10,6 +10,9 @@ Configuration beyond :class:`~drover.config.ServeSettings`:
 * ``--backup-servers`` / ``DROVER_BACKUP_SERVERS``: entries are
   ``service=host:port`` (``state=10.0.0.5:4650,broker=10.0.0.6:4651``),
   static fallbacks per backend service (:func:`parse_backup_servers`);
+* ``--hold-timeout`` / ``DROVER_HOLD_TIMEOUT`` (seconds, default 3): how
+  long a forwarded attempt waits on a server that shows no life
+  (:mod:`drover.proxy.hold`);
 * the server TLS files (``--tls-*``) double as client TLS towards backends
   (the CA verifies them, the certificate identifies the proxy for mTLS).
 
@@ -32,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from drover.api.proxy.v1 import proxy_pb2_grpc
 from drover.config import ServeSettings
@@ -41,6 +45,7 @@ from drover.proxy.channel_pool import ChannelPool
 from drover.proxy.config import ProxyConfig, parse_backup_servers
 from drover.proxy.discovery import Discovery
 from drover.proxy.forward import BACKEND_MODULES, Forwarder
+from drover.proxy.hold import Holds
 from drover.proxy.rebalancer import Rebalancer
 from drover.proxy.server_lists import ServerLists
 from drover.proxy.servicer import ClientProxyServicer
@@ -65,11 +70,14 @@ class ProxyApp:
         rng: random.Random | None = None,
     ) -> None:
         self.settings = settings
-        self.config = config or ProxyConfig(rpc_version=settings.rpc_version)
+        self.config = config or ProxyConfig(
+            rpc_version=settings.rpc_version, hold_timeout=settings.hold_timeout
+        )
         backups = parse_backup_servers(settings.backup_servers, self.config.services)
         self.lists = ServerLists(self.config, clock, rng or random.Random(), backups=backups)
         self.pool = ChannelPool(tls=settings.tls if settings.tls.enabled else None)
-        self.forwarder = Forwarder(self.lists, self.pool, clock=clock)
+        self.holds = Holds(self._probe, self.config.hold_timeout, clock=clock)
+        self.forwarder = Forwarder(self.lists, self.pool, holds=self.holds, clock=clock)
         self.discovery: Discovery | None = None
         self.rebalancer = Rebalancer(
             self.lists,
@@ -95,6 +103,19 @@ class ProxyApp:
                 handler = self.forwarder.generic_handler(svc.full_name)
                 bindings.append(ServiceBinding(svc.full_name, handler, _add_generic))
         self.bindings = bindings
+
+    async def _probe(self, address: str, within: float) -> bool:
+        """Does ``address`` answer anything within ``within`` seconds? (the hold's ping)"""
+        stub = health_pb2_grpc.HealthStub(self.pool.get(address))
+        try:
+            await stub.Check(health_pb2.HealthCheckRequest(), timeout=within)
+        except grpc.aio.AioRpcError as err:
+            # A status the server sent is an answer; a timeout or a broken
+            # transport is not.
+            return err.code() not in (
+                grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE
+            )
+        return True
 
     def _proxy_count(self) -> int:
         return max(1, len(self.discovery.proxies)) if self.discovery else 1
@@ -123,6 +144,7 @@ class ProxyApp:
             keyspace=Keyspace(settings.etcd.prefix),
             own_service=settings.service,
             sink=registration,
+            on_gone=lambda address: self.holds.end(address, "it left membership"),
         )
         self.servicer.barrier = Barrier(
             discovery,
@@ -154,6 +176,7 @@ class ProxyApp:
             with contextlib.suppress(BaseException):
                 await task
         self._tasks = []
+        await self.holds.close()
         await self.pool.close()
         for client in self._clients:
             with contextlib.suppress(Exception):

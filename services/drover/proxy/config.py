@@ -17,6 +17,8 @@ from drover.proxy.errors import InvalidBackupServer
 
 #: The backend services the proxy keeps a server list for (membership names).
 BACKEND_SERVICES: tuple[str, ...] = ("state", "broker", "deployments")
+#: Default of ``hold_timeout`` (``--hold-timeout`` / ``DROVER_HOLD_TIMEOUT``).
+DEFAULT_HOLD_TIMEOUT = 3.0
 #: Services whose writes only the leader takes: calls go to the leader first.
 LEADER_ONLY_SERVICES: frozenset[str] = frozenset({"broker", "deployments"})
 
@@ -45,6 +47,10 @@ class ProxyConfig:
     #: membership entry (seconds). Short: it bounds the convergence barrier's
     #: latency, and it is written only when the server lists change.
     applied_flush_interval: float = 0.02
+    #: How long a forwarded attempt waits on a server that shows no sign of
+    #: life before the proxy ends it (seconds; see :mod:`drover.proxy.hold`).
+    #: Independent of the caller's deadline.
+    hold_timeout: float = DEFAULT_HOLD_TIMEOUT
 
     def __post_init__(self) -> None:
         if self.min_reuse <= 0:
@@ -70,6 +76,8 @@ class ProxyConfig:
                 f"ping_timeout must be positive and applied_flush_interval not negative, got "
                 f"{self.ping_timeout} and {self.applied_flush_interval}"
             )
+        if self.hold_timeout <= 0:
+            raise InvalidArgument(f"hold_timeout must be positive, got {self.hold_timeout}")
         if self.rpc_version < 1:
             raise InvalidArgument(f"rpc_version must be at least 1, got {self.rpc_version}")
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from drover.coord import Keyspace, Member, MemberList, list_members, observe_changes
@@ -65,6 +65,7 @@ class Discovery:
         own_service: str,
         sink: AppliedSink | None,
         leader_recheck: float = 5.0,
+        on_gone: Callable[[str], object] | None = None,
     ) -> None:
         self.lists = lists
         self.changelog = ChangeLog()
@@ -77,6 +78,7 @@ class Discovery:
         self._own_service = own_service
         self._sink = sink
         self._leader_recheck = leader_recheck
+        self._on_gone = on_gone
         self._projection: Projection | None = None
         self._changed = asyncio.Event()
         self._running = asyncio.Event()
@@ -123,11 +125,16 @@ class Discovery:
                 if m.service in servers:
                     servers[m.service].append(Server(m.address, m.replica, m.rpc_version))
                     self._pool.refresh(m.address, (m.replica, m.started_at))
+            before = self._listed()
             update = self.lists.apply_membership(ml.revision, servers)
             for warning in update.warnings:
                 log.warning("%s", warning)
             self._projection = projection
             self._retain_channels()
+            if self._on_gone is not None:
+                # Calls in flight on a server that left end now, not at their deadline.
+                for address in sorted(before - self._listed()):
+                    self._on_gone(address)
             if self._sink is not None:
                 self._sink.set_applied_revision(ml.revision)
             log.info("applied membership revision %d", ml.revision)
@@ -136,6 +143,9 @@ class Discovery:
         self.first_applied.set()
         self._notify()
         return changed
+
+    def _listed(self) -> set[str]:
+        return {s.address for svc in self.lists.services for s in self.lists.get(svc).discovered}
 
     def _retain_channels(self) -> None:
         keep: set[str] = set()

@@ -65,3 +65,26 @@ class NoServer(Unavailable):
     """The proxy knows no server it could forward a call for this service to."""
 
     reason = "NO_SERVER"
+
+
+class OutcomeUnknown(Unavailable):
+    """A forwarded write's attempt broke after the request may have reached
+    the server (it stopped answering, left membership or the connection
+    dropped): it may or may not have been applied. The proxy does not repeat
+    it; the client may, if the write is idempotent or it checks first."""
+
+    reason = "OUTCOME_UNKNOWN"
+
+
+class StreamEnded(Unavailable):
+    """A resumable stream could not be resumed on any server within the
+    caller's deadline; the client resubscribes from its last index."""
+
+    reason = "STREAM_NOT_RESUMED"
+
+
+class ServerStalled(Unavailable):
+    """The server of a forwarded read stopped answering (or left membership)
+    and no other server answered within the caller's deadline."""
+
+    reason = "SERVER_STALLED"

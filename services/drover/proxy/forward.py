@@ -18,14 +18,21 @@ Per call:
   hint, try the next server or give up. Retries run under tenacity, within
   the caller's deadline and at most ``servers + 2`` attempts (hints could
   point in a circle);
-* streams are retried only until their first response message: after that
-  the client has seen data and resumes itself. Client-streaming methods (none
-  in the drover API today) get one attempt, the request stream being
-  consumed as it is sent.
+* every attempt is held only while its server shows life
+  (:mod:`drover.proxy.hold`): a server that stops answering, or leaves
+  membership, ends its attempts at once; a read then goes to the next
+  server, a write is answered UNAVAILABLE ``OUTCOME_UNKNOWN`` (it may have
+  been applied), within the hold timeout, whatever the caller's deadline;
+* streams are retried only until their first response message, except
+  ``Subscribe``, which is resumed on another replica from the last index
+  delivered (:mod:`drover.proxy.resume`), or ended with a status the client
+  can act on. Client-streaming methods (none in the drover API today) get
+  one attempt, the request stream being consumed as it is sent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
@@ -41,9 +48,19 @@ from drover.api.broker.v1 import broker_pb2
 from drover.api.deployments.v1 import deployments_pb2
 from drover.api.state.v1 import state_pb2
 from drover.errors import DroverError
-from drover.proxy.errors import NoServer
+from drover.proxy.errors import NoServer, OutcomeUnknown, ServerStalled, StreamEnded
 from drover.proxy.failure import classify
-from drover.proxy.retry import RetryAction, RetryDecision, decide_retry
+from drover.proxy.hold import AttemptEnded, Holds
+from drover.proxy.resume import RESUMABLE, StreamCursor
+from drover.proxy.retry import (
+    OUTCOME_UNKNOWN_KINDS,
+    CallFailure,
+    FailureKind,
+    RetryAction,
+    RetryDecision,
+    decide_retry,
+    is_read,
+)
 from drover.proxy.server import Server
 from drover.proxy.server_list import ServerList
 
@@ -136,11 +153,13 @@ class Forwarder:
         lists: Lists,
         channels: Channels,
         *,
+        holds: Holds,
         clock: Callable[[], float] = time.monotonic,
         modules: Mapping[str, ModuleType] = BACKEND_MODULES,
     ) -> None:
         self._lists = lists
         self._channels = channels
+        self.holds = holds
         self._clock = clock
         self.methods = forwarded_methods(modules)
         self._handlers = {path: self._handler(m) for path, m in self.methods.items()}
@@ -221,12 +240,15 @@ class Forwarder:
 
     def _report(
         self, m: ForwardedMethod, lst: ServerList, server: Server,
-        err: grpc.aio.AioRpcError, *, relayed: bool,
-    ) -> RetryDecision:
-        failure = classify(
-            err.code().name, err.details() or "", err.trailing_metadata() or (),
-            server=server.address, relayed=relayed,
-        )
+        err: grpc.aio.AioRpcError | None, *, relayed: bool,
+        failure: CallFailure | None = None,
+    ) -> tuple[CallFailure, RetryDecision]:
+        if failure is None:
+            assert err is not None
+            failure = classify(
+                err.code().name, err.details() or "", err.trailing_metadata() or (),
+                server=server.address, relayed=relayed,
+            )
         decision = decide_retry(m.path, failure)
         if decision.server_failed:
             lst.notify_failed(server)
@@ -234,19 +256,43 @@ class Forwarder:
             "%s via %s failed (%s): %s -> %s",
             m.path, server.address, failure.kind.value, decision.reason, decision.action.value,
         )
-        return decision
+        return failure, decision
 
     def _failed(
         self, m: ForwardedMethod, lst: ServerList, server: Server,
-        err: grpc.aio.AioRpcError, *, relayed: bool,
+        err: grpc.aio.AioRpcError | None, *, relayed: bool,
+        ended: AttemptEnded | None = None,
     ) -> NoReturn:
-        decision = self._report(m, lst, server, err, relayed=relayed)
+        """Raise what the retry loop does next after a failed attempt."""
+        stalled = None
+        if ended is not None:
+            stalled = CallFailure(FailureKind.STALLED, server=server.address, relayed=relayed)
+        failure, decision = self._report(m, lst, server, err, relayed=relayed, failure=stalled)
+        error: grpc.aio.AioRpcError | DroverError
+        if ended is not None:
+            error = ServerStalled(
+                f"{lst.service} server {server.address} stopped answering: {ended.reason}",
+                metadata={"server": server.address},
+            )
+        else:
+            assert err is not None
+            error = err
         if decision.action is RetryAction.FOLLOW_LEADER and decision.leader:
-            lst.follow_hint(decision.leader)
-            raise _Retry(err, follow=True)
+            if lst.follow_hint(decision.leader, source=server.address):
+                raise _Retry(error, follow=True)
+            raise _Retry(error)
         if decision.action is RetryAction.RETRY_NEXT:
-            raise _Retry(err)
-        raise _Final(err)
+            raise _Retry(error)
+        if failure.kind in OUTCOME_UNKNOWN_KINDS and not is_read(m.path) and not relayed:
+            raise _Final(OutcomeUnknown(
+                f"{m.path.rsplit('/', 1)[-1]} may or may not have been applied: "
+                f"{lst.service} server {server.address} "
+                + (f"stopped answering ({ended.reason})" if ended is not None
+                   else "dropped the connection")
+                + "; not repeating it",
+                metadata={"server": server.address, "method": m.path},
+            ))
+        raise _Final(error)
 
     async def _relay_error(
         self, context: grpc.aio.ServicerContext[Any, Any], error: grpc.aio.AioRpcError | DroverError
@@ -285,10 +331,14 @@ class Forwarder:
                     call = self._channels.get(server.address).unary_unary(m.path)(
                         request, metadata=metadata, timeout=self._timeout(deadline)
                     )
-                    try:
-                        response: bytes = await call
-                    except grpc.aio.AioRpcError as err:
-                        self._failed(m, lst, server, err, relayed=False)
+                    with self.holds.attempt(server.address) as held:
+                        try:
+                            response: bytes = await self.holds.wait(held, call)
+                        except grpc.aio.AioRpcError as err:
+                            self._failed(m, lst, server, err, relayed=False)
+                        except AttemptEnded as ended:
+                            call.cancel()
+                            self._failed(m, lst, server, None, relayed=False, ended=ended)
                     lst.notify_ok(server)
                     await self._relay_initial(context, call)
                     await self._relay_trailing(context, call)
@@ -297,49 +347,95 @@ class Forwarder:
             await self._relay_error(context, e.error)
         raise AssertionError("retry loop ended without an outcome")  # pragma: no cover
 
-    async def _open_stream(
-        self, m: ForwardedMethod, lst: ServerList, request: bytes,
-        metadata: tuple[tuple[str, Any], ...], deadline: float | None,
-    ) -> tuple[Any, Server, Any]:
-        """Open the stream on some server and read its first message (or EOF)."""
-        async for attempt in self._retrying(lst, deadline):
-            with attempt:
-                server = self._pick(lst)
-                call = self._channels.get(server.address).unary_stream(m.path)(
-                    request, metadata=metadata, timeout=self._timeout(deadline)
-                )
-                try:
-                    first = await call.read()
-                except grpc.aio.AioRpcError as err:
-                    self._failed(m, lst, server, err, relayed=False)
-                lst.notify_ok(server)
-                return call, server, first
-        raise AssertionError("retry loop ended without an outcome")  # pragma: no cover
-
     async def _unary_stream(
         self, m: ForwardedMethod, request: bytes, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[bytes]:
+        """Relay a server stream; a resumable one survives its server.
+
+        Attempts are bounded like unary ones (servers + 2 in a row without a
+        delivered message, and the caller's deadline); delivering a message
+        renews the budget, since the stream made progress.
+        """
         metadata = forwardable(context.invocation_metadata())
         deadline = self._deadline(context)
         lst = self._lists.get(m.backend)
-        try:
-            call, server, message = await self._open_stream(m, lst, request, metadata, deadline)
-        except (_Retry, _Final) as e:
-            await self._relay_error(context, e.error)
-        try:
-            await self._relay_initial(context, call)
-            while message is not grpc.aio.EOF:
-                yield message
-                try:
-                    message = await call.read()
-                except grpc.aio.AioRpcError as err:
-                    try:
-                        self._failed(m, lst, server, err, relayed=True)
-                    except (_Retry, _Final) as e:
-                        await self._relay_error(context, e.error)
-            await self._relay_trailing(context, call)
-        finally:
-            call.cancel()  # the client went away: end the backend stream too
+        cursor = StreamCursor(request) if m.path in RESUMABLE else None
+        relayed = False  # messages reached the client (initial metadata too)
+        budget = len(lst.servers) + 2
+        error: grpc.aio.AioRpcError | DroverError | None = None
+        failures = 0
+        while True:
+            if budget <= 0 or (deadline is not None and self._clock() >= deadline):
+                assert error is not None
+                if cursor is not None and relayed and not isinstance(error, DroverError):
+                    error = StreamEnded(
+                        f"the stream could not be resumed after index {cursor.delivered}: "
+                        f"{error.details() or error.code().name}; subscribe again from "
+                        f"index {cursor.delivered}",
+                        metadata={"index": str(cursor.delivered)},
+                    )
+                await self._relay_error(context, error)
+            if failures:
+                await asyncio.sleep(min(RETRY_BACKOFF_MAX, RETRY_BACKOFF_BASE * 2 ** failures))
+            budget -= 1
+            server = lst.pick()
+            if server is None:
+                error = NoServer(
+                    f"no server known for {lst.service}", metadata={"service": lst.service}
+                )
+                failures += 1
+                continue
+            sent = cursor.resume_request() if cursor is not None else request
+            call = self._channels.get(server.address).unary_stream(m.path)(
+                sent, metadata=metadata, timeout=self._timeout(deadline)
+            )
+            try:
+                with self.holds.attempt(server.address) as held:
+                    first = True
+                    while True:
+                        try:
+                            message = await self.holds.wait(held, call.read())
+                        except (grpc.aio.AioRpcError, AttemptEnded) as e:
+                            err = e if isinstance(e, grpc.aio.AioRpcError) else None
+                            ended = e if isinstance(e, AttemptEnded) else None
+                            if ended is not None:
+                                call.cancel()
+                            if cursor is not None and err is not None and (
+                                err.code() is grpc.StatusCode.CANCELLED
+                            ):
+                                # Our client's cancellation ends this generator,
+                                # never here: a backend shutting down cancelled it.
+                                ended = AttemptEnded(server.address, "the server cancelled")
+                                err = None
+                            try:
+                                self._failed(m, lst, server, err,
+                                             relayed=relayed and cursor is None, ended=ended)
+                            except _Retry as r:
+                                error, failures = r.error, failures + 1
+                                if cursor is not None and relayed:
+                                    cursor.resumes += 1
+                                    log.info("%s: resuming after index %d (%s)", m.path,
+                                             cursor.delivered, server.address)
+                                break
+                            except _Final as f:
+                                await self._relay_error(context, f.error)
+                        if first:
+                            lst.notify_ok(server)
+                            first = False
+                        if message is grpc.aio.EOF:
+                            if not relayed:
+                                await self._relay_initial(context, call)
+                            await self._relay_trailing(context, call)
+                            return
+                        if cursor is not None and not cursor.admit(message):
+                            continue
+                        if not relayed:
+                            await self._relay_initial(context, call)
+                            relayed = True
+                        budget, failures = len(lst.servers) + 2, 0
+                        yield message
+            finally:
+                call.cancel()  # ended, failed over, or the client went away
 
     async def _stream_unary(
         self, m: ForwardedMethod, requests: Any, context: grpc.aio.ServicerContext[Any, Any]

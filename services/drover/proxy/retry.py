@@ -10,9 +10,15 @@ sent again elsewhere only when that cannot happen twice:
 A replica that answers UNAVAILABLE or FAILED_PRECONDITION with a
 ``drover-leader`` hint refused the call because it is not the leader, before
 acting on it, so any method follows the hint (:attr:`RetryAction.FOLLOW_LEADER`).
-Once response messages of a stream were relayed to the client, nothing is
-retried: the client would see messages twice or out of order; it resumes
-itself (``Subscribe`` takes ``from_index``).
+Once response messages of a stream were relayed to the client, the stream
+is not retried as such: the client would see messages twice or out of order.
+``Subscribe`` is resumed instead (:mod:`drover.proxy.resume`): reopened
+elsewhere from the last index delivered.
+
+A write whose attempt broke after it may have reached the server
+(:attr:`FailureKind.CONNECTION_LOST`, :attr:`FailureKind.STALLED`) is
+answered UNAVAILABLE ``OUTCOME_UNKNOWN`` by the proxy at once
+(:data:`OUTCOME_UNKNOWN_KINDS`): the client decides whether to repeat it.
 
 Reads, by method name (the part after the last ``/``), explicitly:
 
@@ -69,6 +75,10 @@ class FailureKind(enum.Enum):
     REFUSED_UNAVAILABLE = "refused_unavailable"
     #: The server answered FAILED_PRECONDITION.
     REFUSED_PRECONDITION = "refused_precondition"
+    #: The proxy ended the attempt: the server stopped answering (no sign of
+    #: life within the hold timeout) or left membership while it was in
+    #: flight. The request may have been applied.
+    STALLED = "stalled"
     #: The call's deadline passed: the caller's budget is spent.
     DEADLINE_EXCEEDED = "deadline_exceeded"
     #: The client cancelled the call.
@@ -107,7 +117,9 @@ class RetryDecision:
     leader: str | None = None
 
 
-_TRANSPORT = frozenset({FailureKind.NOT_SENT, FailureKind.CONNECTION_LOST})
+_TRANSPORT = frozenset({FailureKind.NOT_SENT, FailureKind.CONNECTION_LOST, FailureKind.STALLED})
+#: Failures after which a write's outcome is unknown: it may have been applied.
+OUTCOME_UNKNOWN_KINDS = frozenset({FailureKind.CONNECTION_LOST, FailureKind.STALLED})
 
 
 def decide_retry(method: str, failure: CallFailure) -> RetryDecision:
@@ -135,7 +147,7 @@ def decide_retry(method: str, failure: CallFailure) -> RetryDecision:
     if kind is FailureKind.NOT_SENT:
         return RetryDecision(RetryAction.RETRY_NEXT, True, "the request was never sent")
     read = is_read(method)
-    if kind in (FailureKind.CONNECTION_LOST, FailureKind.REFUSED_UNAVAILABLE):
+    if kind in (FailureKind.CONNECTION_LOST, FailureKind.STALLED, FailureKind.REFUSED_UNAVAILABLE):
         if read:
             return RetryDecision(RetryAction.RETRY_NEXT, True, "a read is safe to repeat")
         return RetryDecision(

@@ -33,6 +33,11 @@ Rules, and why:
   overrides until discovery reports a different leader or the hinted
   server fails. :meth:`~ServerList.pick` returns the leader unless a call to
   it just failed, then the first server (a follower answers with a hint).
+* **A deposed leader is not followed.** Once the election key says a leader
+  is gone (replaced, or no leader at all), its address is *deposed*: hints
+  naming it from followers (their stale view) are ignored and, while no leader is
+  known, leader-only calls go to other servers first. It stops being
+  deposed when elected again (only the last :data:`DEPOSED_KEPT` are kept).
 * **Version gate.** Servers advertising a newer rpc version are left off
   (see :mod:`drover.proxy.version_gate`).
 
@@ -60,6 +65,9 @@ from drover.proxy.rebalance import (
 from drover.proxy.server import Server
 from drover.proxy.snapshot import ServerListSnapshot, ServerStatus
 from drover.proxy.version_gate import VersionGate
+
+#: How many deposed leaders a list remembers.
+DEPOSED_KEPT = 16
 
 
 @dataclass(frozen=True)
@@ -109,6 +117,7 @@ class ServerList:
         self._elected: str | None = None
         self._hint: str | None = None
         self._leader_suspect = False
+        self._deposed: dict[str, None] = {}  # insertion-ordered set
         self.set_backups(backups)
 
     # -- reading -----------------------------------------------------------
@@ -173,7 +182,17 @@ class ServerList:
                 if server.address == leader:
                     return server
             return Server(address=leader)
-        return self._front()
+        front = self._front()
+        if self.leader_only and front is not None and front.address in self._deposed:
+            for server in self.servers:
+                if server.address not in self._deposed:
+                    return server
+        return front
+
+    @property
+    def deposed(self) -> frozenset[str]:
+        """Former leaders whose hints are ignored (see the module docstring)."""
+        return frozenset(self._deposed)
 
     def snapshot(self) -> ServerListSnapshot:
         leader = self.leader if self.leader_only else None
@@ -246,21 +265,39 @@ class ServerList:
         a hint only if they agree.
         """
         if address != self._elected:
+            for old in (self._elected, self._hint):
+                if old is not None and old != address:
+                    self._deposed.pop(old, None)
+                    self._deposed[old] = None
+            if address is not None:
+                self._deposed.pop(address, None)
+            while len(self._deposed) > DEPOSED_KEPT:
+                del self._deposed[next(iter(self._deposed))]
             self._elected = address
             self._hint = None
             self._leader_suspect = False
         elif address is not None and address == self._hint:
             self._hint = None
 
-    def follow_hint(self, address: str) -> None:
-        """A replica answered with ``drover-leader: address``: call it next."""
+    def follow_hint(self, address: str, source: str | None = None) -> bool:
+        """Replica ``source`` answered with ``drover-leader: address``: call it next.
+
+        False (and nothing changes) if ``address`` is a deposed leader and
+        the hint comes from a follower: the election key is fresher than a
+        follower's view of it. The leader the proxy knows denying that it
+        leads is believed (the proxy's view is the stale one then).
+        """
+        if address in self._deposed and (source is None or source != self._elected):
+            return False
         self._hint = None if address == self._elected else address
         self._leader_suspect = False
+        return True
 
     def _prune_health(self) -> None:
         live = {s.address for s in self._discovered} | {b.address for b in self._backups}
         for address in [a for a in self._health if a not in live]:
             del self._health[address]
+
 
     # -- call outcomes -----------------------------------------------------
 

@@ -1,13 +1,16 @@
 """Wiring of the state service for `drover serve state`.
 
 ``prepare`` connects to etcd and loads the cache before the gRPC server is
-built, so a replica reports SERVING only once it can answer consistently.
+built, so a replica reports SERVING only once it can answer consistently;
+afterwards readiness follows a periodic consistent read (the "cache" check:
+etcd reachable and the cache caught up).
 """
 
 from __future__ import annotations
 
 from drover.api.state.v1 import state_pb2_grpc
 from drover.config import ServeSettings
+from drover.errors import DroverError
 from drover.rpc.server import App, AppContext, ServiceBinding
 from drover.state.main import StateService, build_state_service
 
@@ -36,7 +39,18 @@ class StateApp:
     async def start(self, ctx: AppContext) -> None:
         assert self._service is not None
         await self._service.ready.wait()
+        ctx.health.add_check("cache", self._cache_caught_up)
         await ctx.health.set_ready(SERVICE)
+
+    async def _cache_caught_up(self) -> str | None:
+        """Ready only while a consistent read would succeed: the cache reaches
+        etcd's last object write (one marker read, then the cache's own wait)."""
+        assert self._service is not None
+        try:
+            await self._service.cache.sync()
+        except DroverError as e:
+            return f"the cache is not caught up with etcd: {e}"
+        return None
 
     async def stop(self) -> None:
         if self._service is not None:

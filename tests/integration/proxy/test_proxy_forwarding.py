@@ -243,3 +243,39 @@ async def test_no_backend_fails_unavailable_within_the_deadline(cluster: Cluster
         await via.GetJob(state_pb2.GetJobRequest(id="x"), timeout=2)
     assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
     assert (info := error_info(caught.value)) is not None and info.reason == "NO_SERVER"
+
+
+async def test_a_server_leaving_membership_ends_its_calls_at_once(cluster: Cluster) -> None:
+    """The hung server still answers pings (the hold would not end its calls);
+    leaving membership does: the read goes to the other server, the write is
+    answered OUTCOME_UNKNOWN, both long before the hang (30 s) or deadline (60 s)."""
+    hang = Hang()
+    s1, f1 = await cluster.state("s1", hang=hang)
+    s2, f2 = await cluster.state("s2", hang=hang)
+    proxy, app = await cluster.proxy()
+    await eventually(lambda: len(state_addresses(app)) == 2)
+    via = state_pb2_grpc.StateServiceStub(cluster.channel(proxy))
+    by_replica = {"s1": (s1, f1), "s2": (s2, f2)}
+
+    read = asyncio.ensure_future(via.GetJob(state_pb2.GetJobRequest(id="hang"), timeout=60))
+    await asyncio.wait_for(hang.entered.wait(), 3)
+    hung = next(r for r, (_, f) in by_replica.items() if f.calls["GetJob"])
+    other = "s2" if hung == "s1" else "s1"
+    registration = by_replica[hung][0].ctx.registration  # type: ignore[union-attr]
+    assert registration is not None
+    hang.armed, hang.entered = True, asyncio.Event()
+    write = asyncio.ensure_future(via.RegisterJob(
+        state_pb2.RegisterJobRequest(job=job_pb2.Job(id="hang")), timeout=60))
+    await asyncio.wait_for(hang.entered.wait(), 3)
+    assert by_replica[hung][1].calls["RegisterJob"] == 1
+    await registration.close()  # leaves membership; the process keeps running
+
+    response = await asyncio.wait_for(read, 20)
+    assert response.job.name == other
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await asyncio.wait_for(write, 20)
+    assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+    info = error_info(caught.value)
+    assert info is not None and info.reason == "OUTCOME_UNKNOWN"
+    assert info.metadata["server"] == by_replica[hung][0].ctx.address  # type: ignore[union-attr]
+    assert by_replica[other][1].calls["RegisterJob"] == 0  # not repeated elsewhere

@@ -18,6 +18,7 @@ from drover.config import ServeSettings
 from drover.dev.ports import free_port
 from drover.rpc.app import load_app_factory, service_names
 from drover.rpc.errors import error_info, leader_hint
+from drover.rpc.health import LIVENESS
 from drover.rpc.server import AppContext, DroverServer, ServiceBinding
 from drover.telemetry import setup
 
@@ -86,6 +87,26 @@ async def test_readiness_follows_the_app(gated: Any) -> None:
     # The plaintext health-only port reports the same.
     async with grpc.aio.insecure_channel(f"127.0.0.1:{server.health_port}") as hc:
         assert await _health(hc) == serving
+
+
+async def test_health_watch_streams_every_change(gated: Any) -> None:
+    """Watch is a writer-style stream handler (it ``context.write`` s): the
+    interceptors must keep it one, or every Watch fails with UNKNOWN."""
+    _, app, channel = gated
+    serving = health_pb2.HealthCheckResponse.SERVING
+    not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
+    stub = health_pb2_grpc.HealthStub(channel)
+    watch = stub.Watch(health_pb2.HealthCheckRequest(service=STATE), timeout=10)
+    assert (await watch.read()).status == not_serving
+    await app.ctx.health.set_ready(STATE)
+    assert (await watch.read()).status == serving
+    await app.ctx.health.set_ready(STATE, False)
+    assert (await watch.read()).status == not_serving
+    watch.cancel()
+    # An unknown service is reported as such, not as an error.
+    unknown = stub.Watch(health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=10)
+    assert (await unknown.read()).status == health_pb2.HealthCheckResponse.SERVICE_UNKNOWN
+    unknown.cancel()
 
 
 async def test_unknown_health_service_is_not_found(gated: Any) -> None:
@@ -181,10 +202,21 @@ async def test_every_service_app_starts_and_is_ready(etcd_endpoint: str,
             if name == "state":
                 state_address = (ctx.address,)
             async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-                for _ in range(200):  # ready once the service can really serve
-                    if await _health(channel) == health_pb2.HealthCheckResponse.SERVING:
+                # Watch (not a Check loop): it must work on every service, and
+                # it reports SERVING once the service can really serve.
+                watch = health_pb2_grpc.HealthStub(channel).Watch(
+                    health_pb2.HealthCheckRequest(service=""), timeout=20)
+                seen = []
+                async for resp in watch:
+                    seen.append(resp.status)
+                    if resp.status == health_pb2.HealthCheckResponse.SERVING:
                         break
-                    await asyncio.sleep(0.05)
+                watch.cancel()
+                assert seen[-1] == health_pb2.HealthCheckResponse.SERVING, (name, seen)
+                live = health_pb2_grpc.HealthStub(channel).Watch(
+                    health_pb2.HealthCheckRequest(service=LIVENESS), timeout=5)
+                assert (await live.read()).status == health_pb2.HealthCheckResponse.SERVING
+                live.cancel()
                 assert await _health(channel) == health_pb2.HealthCheckResponse.SERVING, name
     finally:
         for server in reversed(servers):

@@ -115,6 +115,10 @@ TABLE = [
     (WRITE, K.NOT_SENT, None, False, A.RETRY_NEXT, True),
     (READ, K.CONNECTION_LOST, None, False, A.RETRY_NEXT, True),
     (WRITE, K.CONNECTION_LOST, None, False, A.FAIL, True),
+    # The server stopped answering (hold timeout) or left membership mid-call.
+    (READ, K.STALLED, None, False, A.RETRY_NEXT, True),
+    (WRITE, K.STALLED, None, False, A.FAIL, True),
+    (WRITE, K.STALLED, "10.0.0.2:1", False, A.FAIL, True),
     (READ, K.REFUSED_UNAVAILABLE, None, False, A.RETRY_NEXT, True),
     (WRITE, K.REFUSED_UNAVAILABLE, None, False, A.FAIL, True),
     (READ, K.REFUSED_UNAVAILABLE, "10.0.0.2:1", False, A.FOLLOW_LEADER, False),

@@ -433,3 +433,44 @@ def test_config_defaults() -> None:
     assert config.new_conns_per_sec_per_server == 64
     assert config.version_warning_interval == 3 * 3600
     assert config.leader_only_services == {"broker", "deployments"}
+
+
+# -- deposed leaders ----------------------------------------------------------
+
+
+def test_a_follower_hint_naming_a_deposed_leader_is_ignored() -> None:
+    """The election key said the leader is gone: a follower still hinting at
+    it (its view lags) is not followed, and leader-only calls avoid it."""
+    lst = make_list("broker", rng=ReversingRandom())
+    a, b, c = make_servers(3)
+    lst.set_discovered([a, b, c])  # order c, b, a
+    lst.set_leader(c.address)
+    lst.set_leader(None)  # c's lease is gone; nobody leads yet
+    assert lst.deposed == {c.address}
+    assert lst.pick() == b  # the front is c: skipped while deposed
+    assert lst.follow_hint(c.address, source=b.address) is False
+    assert lst.leader is None and lst.pick() == b
+    # A hint naming anyone else is followed as before.
+    assert lst.follow_hint(a.address, source=b.address) is True
+    assert lst.pick() == a
+
+
+def test_the_known_leader_denying_is_believed_even_about_a_deposed_one() -> None:
+    lst = make_list("broker")
+    a, b = make_servers(2)
+    lst.set_discovered([a, b])
+    lst.set_leader(a.address)
+    lst.set_leader(b.address)  # a deposed; discovery then lags a's re-election
+    assert lst.follow_hint(a.address, source=b.address) is True
+    assert lst.pick() == a
+
+
+def test_re_election_ends_deposition() -> None:
+    lst = make_list("broker")
+    a, b = make_servers(2)
+    lst.set_discovered([a, b])
+    lst.set_leader(a.address)
+    lst.set_leader(b.address)
+    lst.set_leader(a.address)
+    assert lst.deposed == {b.address}
+    assert lst.pick() == a
