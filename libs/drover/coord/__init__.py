@@ -29,6 +29,7 @@ from drover.coord.fence import (
     fenced_txn,
     parse_fence,
 )
+from drover.coord.guard import LeaderGuard
 from drover.coord.keys import Keyspace
 from drover.coord.latest import Latest, LatestChannel, Seen
 from drover.coord.leadership import Leadership, LeadershipConfig
@@ -41,7 +42,7 @@ from drover.coord.membership import (
 )
 from drover.coord.secret import cluster_secret
 from drover.coord.session import DEFAULT_TTL, LeaseClock, Session
-from drover.coord.term import LeaderComponent, Term, TermScope
+from drover.coord.term import LeaderComponent, LeaseView, Term, TermScope
 from drover.coord.watch import ResilientWatch, WatchConfig, WatchHealth
 from drover.coord.watch_buffer import (
     Batch,
@@ -73,10 +74,12 @@ __all__ = [
     "Latest",
     "LatestChannel",
     "LeaderComponent",
+    "LeaderGuard",
     "LeaderInfo",
     "Leadership",
     "LeadershipConfig",
     "LeaseClock",
+    "LeaseView",
     "Member",
     "MemberList",
     "NotCandidate",

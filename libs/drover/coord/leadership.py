@@ -220,7 +220,7 @@ class Leadership:
             return
         scope = _WorkScope(f"{self.service}@{won.revision}")
         await scope.start()
-        term = replace(won, scope=scope)
+        term = replace(won, scope=scope, lease=session)
         self._scope = scope
         log.info("%s: won leadership, term %d at revision %d", self.service, term.revision,
                  term.won_at_revision)

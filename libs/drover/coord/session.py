@@ -189,6 +189,16 @@ class Session:
         session._task = asyncio.create_task(session._keepalive(), name=f"lease-{reply.ID:x}")
         return session
 
+    def safe(self, now: float) -> bool:
+        """True while a holder may still act, judged synchronously at ``now``.
+
+        Unlike :attr:`unsafe`, which the keepalive task sets when it next
+        runs, this reads the lease clock itself: a process that was frozen
+        past ``act_until`` and has just woken sees False before any other
+        task has had a chance to run.
+        """
+        return not self.unsafe.is_set() and not self._core.unsafe(now)
+
     def check(self) -> None:
         """Raise :class:`SessionLost` if the session may no longer be relied on."""
         if self.lost.is_set() or self.unsafe.is_set():

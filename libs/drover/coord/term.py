@@ -22,7 +22,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from drover.coord.fence import Fence, TxnClient, fenced_txn
 
-__all__ = ["LeaderComponent", "Term", "TermScope"]
+__all__ = ["LeaderComponent", "LeaseView", "Term", "TermScope"]
+
+
+class LeaseView(Protocol):
+    """The lease a term was won on, as the lease clock judges it (a Session)."""
+
+    def safe(self, now: float) -> bool: ...
 
 
 class TermScope(Protocol):
@@ -44,6 +50,9 @@ class Term:
     won_at_revision: int
     address: str
     scope: TermScope | None = field(default=None, compare=False, repr=False)
+    # The session the term was won on: leader work checks it synchronously,
+    # right before acting (see :mod:`drover.coord.guard`).
+    lease: LeaseView | None = field(default=None, compare=False, repr=False)
 
     @property
     def fence(self) -> Fence:
@@ -52,6 +61,12 @@ class Term:
     @property
     def ended(self) -> bool:
         return self.scope is not None and self.scope.ended
+
+    def alive(self, now: float) -> bool:
+        """Not ended and, by the monotonic lease clock at ``now``, still safe."""
+        if self.ended:
+            return False
+        return self.lease is None or self.lease.safe(now)
 
     def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str | None = None) -> Any:
         """Run ``coro`` in the term's task group (cancelled when the term ends)."""

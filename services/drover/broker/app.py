@@ -36,6 +36,7 @@ from drover.coord import (
     LeadershipConfig,
     cluster_secret,
     list_members,
+    observe,
     observe_changes,
 )
 from drover.errors import Unavailable
@@ -93,6 +94,8 @@ class BrokerApp:
         self._spawn(ctx, self.runtime.feed.run(), "broker-feed")
         self._spawn(ctx, self.runtime.run_timers(), "broker-timers")
         if ctx.etcd is not None:
+            etcd = ctx.etcd
+            self.runtime.guard.use_lookup(lambda: self._current_leader(etcd, keyspace))
             self._spawn(ctx, self._observe(ctx.etcd, keyspace), "broker-observer")
             self.leadership = Leadership(ctx.etcd, keyspace, self.settings.service,
                                          ctx.address, [self.runtime],
@@ -120,6 +123,11 @@ class BrokerApp:
         await ctx.health.set_all_ready(True)
         if self.leadership is not None:
             self.leadership.start()
+
+    async def _current_leader(self, client: Any, keyspace: Keyspace) -> str | None:
+        """A fresh read of the election (for a refusal's hint)."""
+        info = await observe(client, keyspace, self.settings.service, rpc_timeout=1.0)
+        return info.address if info is not None else None
 
     async def _observe(self, client: Any, keyspace: Keyspace) -> None:
         async for info in observe_changes(client, keyspace, self.settings.service):

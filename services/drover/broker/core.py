@@ -66,6 +66,7 @@ from drover.broker.record import EvalRecord, EvalState, QueueEntry
 from drover.broker.restore import bulk_load
 from drover.broker.state import BrokerState
 from drover.broker.stats import BrokerStats, Reservoir, snapshot
+from drover.broker.tokens import make_token
 
 __all__ = ["BrokerMode", "Delivery", "EvalBroker"]
 
@@ -119,6 +120,8 @@ class EvalBroker:
         self._new_id = token_factory or self._random_uuid
         self._mode = BrokerMode.DISABLED
         self._paused = False
+        # The leader term delivery tokens carry (0: none, see .tokens).
+        self._term = 0
         self._reset()
 
     def _reset(self) -> None:
@@ -145,8 +148,11 @@ class EvalBroker:
     def paused(self) -> bool:
         return self._paused
 
-    def enable(self) -> list[Effect]:
-        """Become the delivering leader; from STANDBY this is the promotion."""
+    def enable(self, term: int = 0) -> list[Effect]:
+        """Become the delivering leader; from STANDBY this is the promotion.
+
+        ``term`` is stamped on every delivery token (:mod:`.tokens`)."""
+        self._term = term
         if self._mode is BrokerMode.LEADER:
             return []
         if self._mode is BrokerMode.DISABLED:
@@ -302,7 +308,7 @@ class EvalBroker:
         now = self._clock()
         self._ready_wait.add(now - rec.since)
         rec.deliveries += 1
-        rec.token = self._new_id()
+        rec.token = make_token(self._term, self._new_id())
         state.set_state(rec, EvalState.UNACKED, now, deadline=now + self._config.nack_timeout)
         return Delivery(rec.eval, rec.token, state.wait_index(rec), rec.deliveries)
 

@@ -19,8 +19,11 @@ Guarantees the shell relies on:
   ``failed`` status release it).
 * Every effect carries the bodies of the evaluations it changes (not
   compared: two effects are equal when they decide the same thing), because
-  the state service's UpsertEvaluations writes whole evaluations and the
-  core may already have forgotten a cancelled one.
+  the state service writes whole evaluations and the core may already have
+  forgotten a cancelled one. A changed evaluation is written as an *update*
+  compared on the body's ``modify_index`` (what the broker held), never a
+  create: one deleted or changed meanwhile is left alone
+  (:class:`WriteGroup`); a follow-up is a *create* of a new id.
 * Cancellations are written *at once*: unlike Nomad, which cancels
   superseded evaluations lazily in batches, the broker never keeps a backlog
   of cancellable evaluations in memory.
@@ -144,10 +147,20 @@ def delivery_limit_reached(
 @dataclass(frozen=True, slots=True)
 class WriteGroup:
     """Evaluations to write in one transaction; ``failed`` names a MarkFailed
-    whose job slot the core frees (``release_failed``) once it is written."""
+    whose job slot the core frees (``release_failed``) once it is written.
+
+    ``evaluations`` are updates of evaluations the broker held, each
+    compared on its ``modify_index``; ``creates`` are new evaluations
+    (follow-ups), compared absent.
+    """
 
     evaluations: tuple[Evaluation, ...]
     failed: str = ""
+    creates: tuple[Evaluation, ...] = ()
+
+    @property
+    def size(self) -> int:
+        return len(self.evaluations) + len(self.creates)
 
 
 _CANCELED = EvaluationStatus.EVALUATION_STATUS_CANCELED
@@ -191,6 +204,7 @@ def to_writes(effects: list[Effect]) -> list[WriteGroup]:
                 )
         elif isinstance(effect, MarkFailed):
             failed: list[Evaluation] = []
+            created: list[Evaluation] = []
             if effect.evaluation is not None:
                 body = _with_status(
                     effect.evaluation,
@@ -202,9 +216,9 @@ def to_writes(effects: list[Effect]) -> list[WriteGroup]:
             if i < len(effects) and isinstance(effects[i], CreateFollowUp):
                 follow = effects[i]
                 assert isinstance(follow, CreateFollowUp)
-                failed.append(follow.evaluation)
+                created.append(follow.evaluation)
                 i += 1
-            groups.append(WriteGroup(tuple(failed), effect.eval_id))
+            groups.append(WriteGroup(tuple(failed), effect.eval_id, tuple(created)))
         elif isinstance(effect, CreateFollowUp):
-            groups.append(WriteGroup((effect.evaluation,)))
+            groups.append(WriteGroup((), creates=(effect.evaluation,)))
     return groups

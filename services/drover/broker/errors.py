@@ -9,11 +9,14 @@ slow, somebody else may already have the evaluation" (drop the work),
 
 from __future__ import annotations
 
-from drover.errors import FailedPrecondition, NotFound, Unavailable
+from drover.errors import AlreadyExists, FailedPrecondition, NotFound, Unavailable
 
 __all__ = [
     "BrokerDisabled",
+    "EvaluationChanged",
+    "EvaluationGone",
     "EvaluationInFlight",
+    "FollowUpExists",
     "NotFailed",
     "NotOutstanding",
     "TokenExpired",
@@ -106,3 +109,25 @@ class BrokerDisabled(Unavailable):
             f"the eval broker is {mode}: only the leader's enabled broker serves this",
             metadata={"mode": mode},
         )
+
+
+# The state service's answers to an outcome it did not apply (same reasons,
+# so a worker sees what state said; nothing was written).
+
+
+class EvaluationGone(NotFound):
+    """The evaluation was deleted while a worker held it: the outcome is dropped."""
+
+    reason = "EVALUATION_GONE"
+
+
+class EvaluationChanged(FailedPrecondition):
+    """The evaluation changed (superseded, cancelled) since it was handed out."""
+
+    reason = "EVALUATION_CHANGED"
+
+
+class FollowUpExists(AlreadyExists):
+    """A follow-up evaluation of an Ack names an id that exists already."""
+
+    reason = "EVALUATION_EXISTS"

@@ -21,18 +21,26 @@ and is the one object that mutates it (one event loop, so no locks):
 
 Leader only, at-least-once: worker calls on a replica that is not the
 enabled leader raise :class:`~drover.errors.NotLeader` with the leader's
-address (``drover-leader`` metadata).
+address (``drover-leader`` metadata). "Enabled" is not the guard:
+revocation is asynchronous, so every worker call, every hand-out to a long
+poll (also one that wakes up), every timer tick and every write checks the
+:class:`~drover.coord.guard.LeaderGuard` synchronously right before it
+acts: a term past its lease clock (a process frozen and woken) serves
+nothing. Delivery tokens carry the term (:mod:`.tokens`) and an Ack is
+fenced with its token's term, so an outcome of an earlier term's delivery
+is refused by the state service (FENCE_LOST).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.api.types.v1.scheduler_pb2 import SchedulerConfig
@@ -42,7 +50,10 @@ from drover.broker.errors import BrokerDisabled, NotOutstanding, UnknownEvaluati
 from drover.broker.feed import EventFeed
 from drover.broker.long_poll import LongPolls
 from drover.broker.state_api import BrokerStateApi
+from drover.broker.tokens import token_term
 from drover.broker.writer import FencedWriter
+from drover.coord.fence import Fence
+from drover.coord.guard import LeaderGuard
 from drover.coord.term import Term
 from drover.errors import DroverError, InvalidArgument, NotLeader
 
@@ -52,6 +63,7 @@ log = logging.getLogger(__name__)
 
 SERVICE = "broker"
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 _S = EvaluationStatus
 ACK_STATUSES = {
     _S.EVALUATION_STATUS_UNSPECIFIED: _S.EVALUATION_STATUS_COMPLETE,
@@ -62,6 +74,25 @@ ACK_STATUSES = {
 }
 
 _ACKED = frozenset(ACK_STATUSES.values())
+
+
+def _hinted(
+    fn: Callable[_P, Coroutine[Any, Any, _T]],
+) -> Callable[_P, Coroutine[Any, Any, _T]]:
+    """A NotLeader without a hint gets one looked up (see LeaderGuard.refusal)."""
+
+    @functools.wraps(fn)
+    async def call(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return await fn(*args, **kwargs)
+        except NotLeader as err:
+            if err.leader is not None:
+                raise
+            runtime = args[0]
+            assert isinstance(runtime, BrokerRuntime)
+            raise await runtime.guard.refusal(err) from None
+
+    return call
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +132,10 @@ class BrokerRuntime:
     ) -> None:
         self.api = api
         self.core = core
-        self.address = address
         self.config = config or ShellConfig()
         self._clock = clock
+        self.guard = LeaderGuard(SERVICE, clock=clock, hint=lambda: self.leader_address)
+        self.address = address
         self.feed = EventFeed(api, self)
         self.polls = LongPolls()
         self.term: Term | None = None
@@ -122,6 +154,14 @@ class BrokerRuntime:
 
     # -- leader address ----------------------------------------------------------
 
+    @property
+    def address(self) -> str:
+        return self.guard.address
+
+    @address.setter
+    def address(self, value: str) -> None:
+        self.guard.address = value
+
     def observed_leader(self, address: str | None) -> None:
         """The election observer saw ``address`` lead (None: nobody)."""
         self.leader_address = address
@@ -129,10 +169,11 @@ class BrokerRuntime:
         self._leader_seen = asyncio.Event()
 
     def not_leader(self) -> NotLeader:
-        hint = self.leader_address
-        return NotLeader(SERVICE, None if hint == self.address else hint)
+        return self.guard.not_leader()
 
     async def _writer_for_call(self, wait: float = 0.0) -> FencedWriter:
+        """The term's writer, once the term is checked alive (the caller acts
+        before its next ``await``)."""
         if self._writer is None and wait > 0 and self.leader_address == self.address:
             # Elected, establishing: serve once enabled rather than bounce.
             with contextlib.suppress(TimeoutError):
@@ -140,7 +181,16 @@ class BrokerRuntime:
                     await self._enabled.wait()
         if self._writer is None:
             raise self.not_leader()
+        self.guard.check()
         return self._writer
+
+    def _serving(self) -> bool:
+        """May the core hand out or fire leader timers right now (synchronous)?
+
+        A standby core delivers nothing anyway; a leader core only while the
+        term is provably alive.
+        """
+        return self.core.mode is not BrokerMode.LEADER or self.guard.alive()
 
     # -- feed sink ---------------------------------------------------------------
 
@@ -185,17 +235,19 @@ class BrokerRuntime:
         await self.feed.wait_applied(index)
         self.config_changed(await self.api.scheduler_config())
         writer = FencedWriter(self.api, term.fence, on_written=self._written,
-                              on_fence_lost=term.report_lost)
+                              on_fence_lost=term.report_lost, alive=self.guard.alive)
         term.spawn(writer.run(), name="broker-writer")
         self.term = term
         self._writer = writer
-        effects = self.core.enable()
+        self.guard.enable(term)
+        effects = self.core.enable(term.revision)
         self._enabled.set()
         log.info("eval broker enabled for term %d in %.3fs (barrier index %d, %d ready)",
                  term.revision, self._clock() - started, index, self.core.stats().total_ready)
         self._after(effects)
 
     async def revoke(self) -> None:
+        self.guard.disable()
         self._enabled.clear()
         writer, self._writer = self._writer, None
         self.term = None
@@ -233,6 +285,7 @@ class BrokerRuntime:
                                   metadata={"field": "timeout"})
         return min(requested, self.config.max_poll)
 
+    @_hinted
     async def dequeue(self, schedulers: Sequence[str], wait: float,
                       limit: int = 1) -> list[Delivery]:
         """Up to ``limit`` deliveries; waits at most ``wait`` for the first only.
@@ -254,11 +307,16 @@ class BrokerRuntime:
             except asyncio.CancelledError:
                 self._give_back(waiter.future)
                 raise
+            if first is not None and not self.guard.alive():
+                # Handed out just before a freeze, resumed after it: the
+                # term is over, so this delivery never leaves.
+                self._give_back(waiter.future)
+                raise self.not_leader()
         self._poke_timer()
         if first is None:
             return []
         batch = [first]
-        if limit > 1 and self._writer is not None:
+        if limit > 1 and self._writer is not None and self.guard.alive():
             core = self.core
             while len(batch) < limit:
                 more = core.dequeue(schedulers)
@@ -273,6 +331,7 @@ class BrokerRuntime:
             with contextlib.suppress(DroverError):
                 self._after(self.core.nack(d.evaluation.id, d.token))
 
+    @_hinted
     async def ack(
         self,
         eval_id: str,
@@ -292,11 +351,15 @@ class BrokerRuntime:
         body.CopyFrom(held)
         body.status = final
         body.status_description = description
+        # An update of what was handed out (compared on its modify_index:
+        # never re-created if deleted meanwhile), fenced with the term the
+        # delivery was made under; follow-ups are creates of new ids.
+        fence = self._token_fence(token)
         # The stream may bring this write back before the call returns; it
         # then acks the core itself (see ``applied``), else we do it here.
         self._acking[eval_id] = token
         try:
-            index = await writer.write([body, *follow_ups])
+            index = await writer.write(WriteGroup((body,), creates=tuple(follow_ups)), fence)
         finally:
             still_ours = self._acking.pop(eval_id, None) == token
         if still_ours:
@@ -305,6 +368,13 @@ class BrokerRuntime:
             self._after(self._settle_ack(eval_id, token))
         return index
 
+    def _token_fence(self, token: str) -> Fence | None:
+        term, issued = self.term, token_term(token)
+        if term is None or issued in (0, term.revision):
+            return None
+        return Fence(term.leader_key, issued)
+
+    @_hinted
     async def ack_batch(self, acks: Sequence[AckItem]) -> list[int | DroverError]:
         """Each ack's store index, or the error Ack alone would have raised.
 
@@ -330,21 +400,24 @@ class BrokerRuntime:
             # write stands either way and the stream settles the rest.
             return []
 
+    @_hinted
     async def nack(self, eval_id: str, token: str) -> None:
         await self._writer_for_call()
         self._after(self._core_call(lambda: self.core.nack(eval_id, token)))
 
+    @_hinted
     async def outstanding_reset(self, eval_id: str, token: str) -> None:
         await self._writer_for_call()
         self._core_call(lambda: self.core.outstanding_reset(eval_id, token))
         self._poke_timer()
 
+    @_hinted
     async def cancel(self, eval_id: str, reason: str) -> int:
         writer = await self._writer_for_call()
         effects = self._core_call(lambda: self.core.cancel(eval_id, reason))
         groups = to_writes(effects)
         try:
-            index = await writer.write(groups[0].evaluations) if groups else 0
+            index = await writer.write(groups[0]) if groups else 0
         except DroverError:
             # Released in memory already: keep retrying in the background.
             writer.submit(groups)
@@ -352,6 +425,7 @@ class BrokerRuntime:
         self._after([])
         return index
 
+    @_hinted
     async def require_leader(self) -> None:
         await self._writer_for_call()
 
@@ -363,7 +437,18 @@ class BrokerRuntime:
 
     # -- plumbing ----------------------------------------------------------------
 
-    def _written(self, group: WriteGroup) -> None:
+    def _written(self, group: WriteGroup, index: int) -> None:
+        if self.core.mode is BrokerMode.LEADER and group.evaluations:
+            # Our own updates, applied now rather than when the stream echoes
+            # them: a later update of the same evaluation (an Ack after an
+            # unblock) must compare on the index this one produced.
+            bodies = []
+            for ev in group.evaluations:
+                body = Evaluation()
+                body.CopyFrom(ev)
+                body.modify_index = index
+                bodies.append(body)
+            self.applied(bodies, [])
         if group.failed and self.core.mode is BrokerMode.LEADER:
             with contextlib.suppress(DroverError):
                 self.core.release_failed(group.failed)
@@ -378,7 +463,8 @@ class BrokerRuntime:
             else:
                 log.warning("eval broker: %d effect(s) with no writer; the next leader "
                             "re-derives them", len(effects))
-        self.polls.dispatch(self.core.ready_schedulers, self.core.dequeue)
+        if self.polls and self._serving():
+            self.polls.dispatch(self.core.ready_schedulers, self.core.dequeue)
         self._poke_timer()
 
     def _poke_timer(self) -> None:
@@ -403,4 +489,11 @@ class BrokerRuntime:
                         await self._timer_wake.wait()
                 continue
             self._timer_target = None
+            if not self._serving():
+                # Past the lease clock: fire nothing (nack timeouts, delays)
+                # until the term has ended and the core is a standby.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(0.05):
+                        await self._timer_wake.wait()
+                continue
             self._after(self.core.tick())

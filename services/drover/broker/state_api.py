@@ -23,6 +23,7 @@ import grpc
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2, scheduler_pb2
+from drover.broker.errors import EvaluationChanged, EvaluationGone, FollowUpExists
 from drover.coord.fence import Fence
 from drover.errors import (
     Conflict,
@@ -42,6 +43,12 @@ HELD_FILTER = 'status == "pending" || status == "blocked"'
 TOPICS = (state_pb2.TOPIC_EVALUATION, state_pb2.TOPIC_SCHEDULER_CONFIG)
 # Only a compacted index needs a re-read; a too-slow subscriber resumes.
 _RESYNC_REASONS = frozenset({"INDEX_COMPACTED"})
+
+_OUTCOME_REFUSED: dict[str, type[DroverError]] = {
+    "EVALUATION_GONE": EvaluationGone,
+    "EVALUATION_CHANGED": EvaluationChanged,
+    "EVALUATION_EXISTS": FollowUpExists,
+}
 
 EvalPage = tuple[list[evaluation_pb2.Evaluation], str, int]
 
@@ -66,9 +73,13 @@ class BrokerStateApi(Protocol):
 
     def subscribe(self, from_index: int) -> AsyncIterator[state_pb2.SubscribeResponse]: ...
 
-    async def upsert(
-        self, evaluations: Sequence[evaluation_pb2.Evaluation], fence: Fence
-    ) -> int: ...
+    async def update(
+        self, updates: Sequence[evaluation_pb2.Evaluation],
+        creates: Sequence[evaluation_pb2.Evaluation], fence: Fence,
+    ) -> int:
+        """Update held evaluations (compared on modify_index) and create new
+        ones, in one fenced txn; never create-or-update."""
+        ...
 
 
 def translate(err: grpc.RpcError) -> DroverError:
@@ -77,6 +88,8 @@ def translate(err: grpc.RpcError) -> DroverError:
     details, reason, metadata = st.details, st.reason, st.metadata
     if reason == "FENCE_LOST":
         return FenceLost(details, metadata=metadata)
+    if reason in _OUTCOME_REFUSED:
+        return _OUTCOME_REFUSED[reason](details, metadata=metadata)
     if reason in _RESYNC_REASONS:
         return ResyncNeeded(f"state event stream: {reason}: {details}", metadata=metadata)
     if st.code == grpc.StatusCode.ABORTED:
@@ -146,12 +159,13 @@ class GrpcStateApi:
         finally:
             call.cancel()
 
-    async def upsert(
-        self, evaluations: Sequence[evaluation_pb2.Evaluation], fence: Fence
+    async def update(
+        self, updates: Sequence[evaluation_pb2.Evaluation],
+        creates: Sequence[evaluation_pb2.Evaluation], fence: Fence,
     ) -> int:
         try:
-            resp = await self._stub.UpsertEvaluations(
-                state_pb2.UpsertEvaluationsRequest(evaluations=evaluations),
+            resp = await self._stub.UpdateEvaluations(
+                state_pb2.UpdateEvaluationsRequest(updates=updates, creates=creates),
                 metadata=fence.metadata(), timeout=self._timeout,
             )
         except grpc.RpcError as err:

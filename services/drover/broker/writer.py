@@ -4,18 +4,28 @@ One :class:`FencedWriter` per leadership term. Everything the leader writes
 goes through it with the term's fence: worker outcomes (Ack) and the core's
 effects (cancellations, failures and their follow-ups, unblocks).
 
-Group commit: concurrent writes are merged into one ``UpsertEvaluations``
+Group commit: concurrent writes are merged into one ``UpdateEvaluations``
 call (one etcd txn) of at most ``max_objects`` evaluations, so sixteen
-workers acking at once cost one round trip, not sixteen. An evaluation
+workers acking at once cost one round trip, not sixteen. Outcomes are
+*updates* compared on the ``modify_index`` the broker held and follow-ups
+are *creates* (:class:`~drover.broker.effects.WriteGroup`): nothing the
+broker writes can re-create an evaluation deleted meanwhile. An evaluation
 written twice in one batch keeps its last body (etcd refuses duplicate
 keys in a txn). A batch the store refuses (a worker's malformed follow-up,
-a concurrent change) is retried group by group, so one bad group fails
-alone.
+an evaluation deleted or changed meanwhile) is retried group by group, so
+one bad group fails alone. Writes under different fences (an Ack is fenced
+with the term its delivery token carries) never share a txn.
+
+Leader only: before every call to the store the writer asks ``alive`` (the
+term's lease clock, :class:`~drover.coord.guard.LeaderGuard`); a term that
+is not provably alive writes nothing and ends like a lost fence.
 
 Guarantees: a caller of :meth:`write` learns the outcome of its own write
 (the store index, or the error). Effects have no caller: they are retried
 with backoff while the term lasts (each is idempotent against the store)
-and dropped only when the store refuses them as invalid. ``FENCE_LOST``
+and dropped only when the store refuses them as invalid, or because the
+evaluation was deleted or changed meanwhile (the event stream then brings
+the broker the newer state, from which it decides again). ``FENCE_LOST``
 ends the term at once (``on_fence_lost``): no later write of this term can
 succeed anyway, and the next leader re-derives every effect from the store.
 """
@@ -31,9 +41,18 @@ from typing import Protocol
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.effects import WriteGroup
 from drover.coord.fence import Fence
-from drover.errors import Conflict, DroverError, FenceLost, InvalidArgument, NotLeader
+from drover.errors import (
+    AlreadyExists,
+    Conflict,
+    DroverError,
+    FailedPrecondition,
+    FenceLost,
+    InvalidArgument,
+    NotFound,
+    NotLeader,
+)
 
-__all__ = ["FencedWriter", "UpsertApi"]
+__all__ = ["FencedWriter", "UpdateApi"]
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +60,16 @@ log = logging.getLogger(__name__)
 MAX_OBJECTS = 127
 
 
-class UpsertApi(Protocol):
+class UpdateApi(Protocol):
     """The one call the writer makes (a slice of BrokerStateApi)."""
 
-    async def upsert(self, evaluations: Sequence[Evaluation], fence: Fence) -> int: ...
+    async def update(self, updates: Sequence[Evaluation], creates: Sequence[Evaluation],
+                     fence: Fence) -> int: ...
+
+
+# What an effect write may be refused for without a retry ever helping:
+# invalid, deleted or changed meanwhile, or created already.
+_FINAL = (InvalidArgument, NotFound, AlreadyExists, FailedPrecondition)
 
 
 @dataclass
@@ -53,21 +78,25 @@ class _Pending:
     # None for an effect (nobody awaits it; retried until written).
     done: asyncio.Future[int] | None = None
     attempts: int = field(default=0)
+    # None: the term's fence.
+    fence: Fence | None = None
 
 
 class FencedWriter:
     def __init__(
         self,
-        api: UpsertApi,
+        api: UpdateApi,
         fence: Fence,
         *,
-        on_written: Callable[[WriteGroup], None],
+        on_written: Callable[[WriteGroup, int], None],
         on_fence_lost: Callable[[str], None],
+        alive: Callable[[], bool] = lambda: True,
         max_objects: int = MAX_OBJECTS,
         retry_backoff: float = 0.5,
     ) -> None:
         self._api = api
         self._fence = fence
+        self._alive = alive
         self._on_written = on_written
         self._on_fence_lost = on_fence_lost
         self._max = max_objects
@@ -85,21 +114,24 @@ class FencedWriter:
         """Queue effect writes (fire and forget; retried while the term lasts)."""
         if self._closed is not None or not groups:
             return
-        self._queue.extend(_Pending(g) for g in groups if g.evaluations)
+        self._queue.extend(_Pending(g) for g in groups if g.size)
         self._wake.set()
 
-    async def write(self, evaluations: Sequence[Evaluation]) -> int:
-        """Write ``evaluations`` in one txn (merged with others); the store index."""
+    async def write(self, group: WriteGroup, fence: Fence | None = None) -> int:
+        """Write ``group`` in one txn (merged with others); the store index.
+
+        ``fence`` overrides the term's (an Ack is fenced with its token's term).
+        """
         if self._closed is not None:
             raise self._closed
-        if len(evaluations) > self._max:
+        if group.size > self._max:
             raise InvalidArgument(
                 f"an ack writes at most {self._max} evaluations (itself and "
-                f"{self._max - 1} follow-ups), got {len(evaluations)}",
+                f"{self._max - 1} follow-ups), got {group.size}",
                 metadata={"field": "follow_ups"},
             )
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Pending(WriteGroup(tuple(evaluations)), done))
+        self._queue.append(_Pending(group, done, fence=None if fence == self._fence else fence))
         self._wake.set()
         return await done
 
@@ -136,8 +168,9 @@ class FencedWriter:
         batch: list[_Pending] = []
         size = 0
         while self._queue:
-            n = len(self._queue[0].group.evaluations)
-            if batch and size + n > self._max:
+            head = self._queue[0]
+            n = head.group.size
+            if batch and (size + n > self._max or head.fence != batch[0].fence):
                 break
             batch.append(self._queue.pop(0))
             size += n
@@ -145,8 +178,14 @@ class FencedWriter:
 
     async def _flush(self, batch: list[_Pending]) -> None:
         try:
-            index = await self._upsert([e for p in batch for e in p.group.evaluations])
+            index = await self._update(batch)
         except FenceLost as err:
+            if batch[0].fence is not None and self._alive():
+                # An older term's fence (a delivery token of a past term):
+                # that write is refused; this term stands.
+                for item in batch:
+                    self._failed(item, err)
+                return
             self._lost(err)
             return
         except DroverError as err:
@@ -160,16 +199,24 @@ class FencedWriter:
         for item in batch:
             self._succeeded(item, index)
 
-    async def _upsert(self, evaluations: list[Evaluation]) -> int:
-        unique: dict[str, Evaluation] = {}
-        for ev in evaluations:
-            unique.pop(ev.id, None)
-            unique[ev.id] = ev
-        return await self._api.upsert(list(unique.values()), self._fence)
+    async def _update(self, batch: list[_Pending]) -> int:
+        updates: dict[str, Evaluation] = {}
+        creates: dict[str, Evaluation] = {}
+        for item in batch:
+            for ev in item.group.evaluations:
+                updates.pop(ev.id, None)
+                updates[ev.id] = ev
+            for ev in item.group.creates:
+                creates[ev.id] = ev
+        # The last synchronous moment before the write leaves: leader only.
+        if not self._alive():
+            raise FenceLost("the term's lease clock ran out before the write")
+        fence = batch[0].fence or self._fence
+        return await self._api.update(list(updates.values()), list(creates.values()), fence)
 
     def _succeeded(self, item: _Pending, index: int) -> None:
         try:
-            self._on_written(item.group)
+            self._on_written(item.group, index)
         except Exception:
             log.exception("broker: after-write hook failed")
         if item.done is not None and not item.done.done():
@@ -182,6 +229,11 @@ class FencedWriter:
             return
         if isinstance(err, InvalidArgument):
             log.error("broker: the state store refused an effect write, dropping it: %s", err)
+            return
+        if isinstance(err, _FINAL):
+            # Deleted, changed or created meanwhile: the event stream brings
+            # the broker what is there now, and it decides again from that.
+            log.info("broker: effect write not applied (%s), dropping it: %s", err.reason, err)
             return
         item.attempts += 1
         level = logging.WARNING if item.attempts in (1, 10, 100) else logging.DEBUG

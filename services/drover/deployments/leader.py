@@ -26,6 +26,13 @@ stream is demultiplexed in memory by the manager's router; only the owning
 watcher wakes. A stream that fails (state replica gone, INDEX_COMPACTED,
 SUBSCRIBER_TOO_SLOW) ends the session and a new one rebuilds from scratch.
 
+Leader only, checked synchronously: every steering call (right before its
+decision is taken), every write (right before it leaves) and every timer
+pass (deadlines, evaluation flushes) asks the
+:class:`~drover.coord.guard.LeaderGuard` whether the term is provably
+alive by the lease clock. Revocation is asynchronous; a process frozen past
+its lease and woken acts on nothing before it steps down.
+
 Writes: each deployment has one worker that applies its decisions in order
 (:mod:`.requests`, fenced UpdateDeployment), at most one write in flight per
 deployment and any number across deployments. Follow-up evaluations leave
@@ -50,6 +57,7 @@ from typing import Any
 from drover.api.deployments.v1 import deployments_pb2
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, deployment_pb2
+from drover.coord.guard import LeaderGuard
 from drover.coord.term import Term
 from drover.errors import Conflict, FenceLost, NotLeader, Unavailable
 
@@ -119,12 +127,14 @@ class WatcherLeader:
         self.config = config or LeaderConfig()
         self._run: _Session | None = None
         self._writes_before = 0
+        self.guard = LeaderGuard(service)
 
     # -- LeaderComponent ------------------------------------------------------
 
     async def establish(self, term: Term) -> None:
         run = _Session(term, WatcherManager(self._clock, self.config.batcher))
         self._run = run
+        self.guard.enable(term)
         run.task = term.spawn(self._main(run), name="deployment-watcher")
         async with asyncio.timeout(self.config.restore_timeout):
             await run.ready.wait()
@@ -132,6 +142,7 @@ class WatcherLeader:
                  term.revision, len(run.manager.tracked()))
 
     async def revoke(self) -> None:
+        self.guard.disable()
         run, self._run = self._run, None
         if run is None:
             return
@@ -144,8 +155,13 @@ class WatcherLeader:
 
     @property
     def leading(self) -> bool:
-        run = self._run
-        return run is not None and not run.term.ended
+        return self._run is not None and self.guard.alive()
+
+    def _check(self, run: _Session) -> None:
+        """Leader only, synchronously: the caller acts before its next await."""
+        if run is not self._run:
+            raise NotLeader(self.service, None)
+        self.guard.check()
 
     def stats(self) -> LeaderStats:
         run = self._run
@@ -298,15 +314,20 @@ class WatcherLeader:
                 async with asyncio.timeout(min(delay, cfg.max_sleep)):
                     await run.kick.wait()
             run.kick.clear()
+            if not self.guard.alive():
+                # Past the lease clock: decide nothing; revocation is coming.
+                await asyncio.sleep(cfg.min_tick)
+                continue
             for decision in run.manager.check_deadlines():
                 self._submit(run, decision)
-            while batch := run.manager.flush_evaluations():
+            while self.guard.alive() and (batch := run.manager.flush_evaluations()):
                 await self._write_evaluations(run, batch)
             await asyncio.sleep(cfg.min_tick)
 
     async def _write_evaluations(self, run: _Session, batch: Sequence[CreateEvaluation]) -> None:
         now = self._clock()
         try:
+            self._check(run)
             await self.state.upsert_evaluations([e.to_proto(now) for e in batch],
                                                 run.term.fence)
             run.writes += 1
@@ -363,6 +384,7 @@ class WatcherLeader:
         echoes = run.echoes.setdefault(d_id, collections.deque(maxlen=8))
         echoes.append(key)
         try:
+            self._check(run)
             resp = await self.state.update_deployment(req, run.term.fence)
         except FenceLost as err:
             run.term.report_lost(f"deployment write: {err.message}")
@@ -415,6 +437,7 @@ class WatcherLeader:
         async with asyncio.timeout(self.config.call_timeout):
             await run.ready.wait()
             await self._ensure_watched(run, namespace, deployment_id)
+            self._check(run)
             decision = op(run.manager)
             waiter: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
             self._submit(run, decision, waiter)

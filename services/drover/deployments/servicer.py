@@ -35,7 +35,12 @@ class DeploymentWatcherServicer(deployments_pb2_grpc.DeploymentWatcherServiceSer
         _require_id(request)
         if not self.leader.leading:
             raise NotLeader(self.leader.service, await self.leader_hint())
-        return await self.leader.operate(request.namespace, request.deployment_id, op)
+        try:
+            return await self.leader.operate(request.namespace, request.deployment_id, op)
+        except NotLeader as err:  # the term ended meanwhile: point at the leader
+            if err.leader is not None:
+                raise
+            raise NotLeader(self.leader.service, await self.leader_hint()) from None
 
     async def PromoteDeployment(self, request: Any, context: Any) -> Any:
         if request.all and request.groups:

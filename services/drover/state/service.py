@@ -7,6 +7,7 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.state.deployment_update import DeploymentUpdateRpc
+from drover.state.eval_update import EvaluationUpdateRpc
 from drover.state.evaluations import EvaluationsRpc
 from drover.state.jobs import JobsRpc
 from drover.state.objects import ObjectsRpc
@@ -16,6 +17,7 @@ from drover.state.subscribe import Hub
 class StateServicer(
     JobsRpc,
     EvaluationsRpc,
+    EvaluationUpdateRpc,
     ObjectsRpc,
     DeploymentUpdateRpc,
     state_pb2_grpc.StateServiceServicer,

@@ -262,6 +262,20 @@ class UpsertEvaluationsResponse(_message.Message):
     index: int
     def __init__(self, eval_ids: _Optional[_Iterable[str]] = ..., index: _Optional[int] = ...) -> None: ...
 
+class UpdateEvaluationsRequest(_message.Message):
+    __slots__ = ("updates", "creates")
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    CREATES_FIELD_NUMBER: _ClassVar[int]
+    updates: _containers.RepeatedCompositeFieldContainer[_evaluation_pb2.Evaluation]
+    creates: _containers.RepeatedCompositeFieldContainer[_evaluation_pb2.Evaluation]
+    def __init__(self, updates: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ..., creates: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ...) -> None: ...
+
+class UpdateEvaluationsResponse(_message.Message):
+    __slots__ = ("index",)
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    def __init__(self, index: _Optional[int] = ...) -> None: ...
+
 class GetDeploymentRequest(_message.Message):
     __slots__ = ("namespace", "id", "query")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]

@@ -160,6 +160,11 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.SubscribeRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.SubscribeResponse.FromString,
                 _registered_method=True)
+        self.UpdateEvaluations = channel.unary_unary(
+                '/drover.state.v1.StateService/UpdateEvaluations',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateEvaluationsRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateEvaluationsResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -325,6 +330,20 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateEvaluations(self, request, context):
+        """Updates existing evaluations and creates new ones in one etcd txn, never
+        create-or-update (the broker's outcomes: Ack, Nack, cancel, failed). Each
+        of `updates` is compared on its modify_index (the mod_revision the writer
+        holds): one deleted meanwhile fails the call with NOT_FOUND (reason
+        EVALUATION_GONE), one changed meanwhile with FAILED_PRECONDITION (reason
+        EVALUATION_CHANGED); ErrorInfo metadata `eval_id` names it and nothing is
+        written. Each of `creates` must not exist (ALREADY_EXISTS, reason
+        EVALUATION_EXISTS). Fenced when the call carries `drover-fence`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -442,6 +461,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.Subscribe,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.SubscribeRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.SubscribeResponse.SerializeToString,
+            ),
+            'UpdateEvaluations': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateEvaluations,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateEvaluationsRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateEvaluationsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1076,6 +1100,33 @@ class StateService:
             '/drover.state.v1.StateService/Subscribe',
             drover_dot_state_dot_v1_dot_state__pb2.SubscribeRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.SubscribeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateEvaluations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/UpdateEvaluations',
+            drover_dot_state_dot_v1_dot_state__pb2.UpdateEvaluationsRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.UpdateEvaluationsResponse.FromString,
             options,
             channel_credentials,
             insecure,
