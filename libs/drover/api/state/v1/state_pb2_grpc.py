@@ -160,6 +160,11 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.SubscribeRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.SubscribeResponse.FromString,
                 _registered_method=True)
+        self.GarbageCollect = channel.unary_unary(
+                '/drover.state.v1.StateService/GarbageCollect',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -325,6 +330,17 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GarbageCollect(self, request, context):
+        """Garbage collection, leader only (a fence is required): examines at most
+        max_examined objects of one kind after the cursor and deletes the
+        collectable ones in bounded etcd txns (at most 127 objects each). Loop
+        on the returned cursor until done. Never deletes an object that changed
+        since it was judged (each delete compares its mod_revision).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -442,6 +458,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.Subscribe,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.SubscribeRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.SubscribeResponse.SerializeToString,
+            ),
+            'GarbageCollect': grpc.unary_unary_rpc_method_handler(
+                    servicer.GarbageCollect,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1076,6 +1097,33 @@ class StateService:
             '/drover.state.v1.StateService/Subscribe',
             drover_dot_state_dot_v1_dot_state__pb2.SubscribeRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.SubscribeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GarbageCollect(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/GarbageCollect',
+            drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectResponse.FromString,
             options,
             channel_credentials,
             insecure,
