@@ -104,7 +104,7 @@ class Reaper(Base):
         compares = [*extra, *(Compare(k, "mod", d.mod) for k, d in zip(keys, page, strict=True))]
         ops = [Delete(k) for k in (*keys, *also)]
         rev = await self.writer.commit(compares, ops, fence)
-        tally.add(page, len(ops))
+        tally.add(page, len(ops) + 1)  # as etcd sees it: + the writer's revision marker
         return rev
 
     async def purge_job(

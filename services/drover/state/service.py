@@ -8,6 +8,7 @@ from typing import Any
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.state.deployment_update import DeploymentUpdateRpc
 from drover.state.evaluations import EvaluationsRpc
+from drover.state.gc import GarbageCollectRpc
 from drover.state.jobs import JobsRpc
 from drover.state.objects import ObjectsRpc
 from drover.state.subscribe import Hub
@@ -18,6 +19,7 @@ class StateServicer(
     EvaluationsRpc,
     ObjectsRpc,
     DeploymentUpdateRpc,
+    GarbageCollectRpc,
     state_pb2_grpc.StateServiceServicer,
 ):
     hub: Hub
