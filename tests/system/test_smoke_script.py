@@ -26,7 +26,8 @@ def _cli_through_the_proxy(proxy: str, tmp_path: Path) -> None:
     """The operator commands against the same suite, through the proxy."""
     spec = tmp_path / "web.yaml"
     spec.write_text(
-        "id: cli-web\nnamespace: default\ntype: JOB_TYPE_SERVICE\npriority: 60\ndatacenters: [dc1]\n"
+        "id: cli-web\nnamespace: default\ntype: JOB_TYPE_SERVICE\npriority: 60\n"
+        "datacenters: [dc1]\n"
         "taskGroups:\n  - name: web\n    count: 3\n    update: {maxParallel: 1}\n"
     )
     ran = _drover("job", "run", str(spec), address=proxy)

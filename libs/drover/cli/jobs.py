@@ -123,5 +123,10 @@ def stop_job(job_id: str, namespace: str, purge: bool, address: str, as_json: bo
     resp = run(opts, body)
     if opts.json:
         print_json(resp)
+    elif purge:
+        click.echo(f"job {job_id!r} purged: {resp.purged_versions} versions,"
+                   f" {resp.purged_deployments} deployments, {resp.purged_evaluations}"
+                   f" evaluations, {resp.purged_allocations} allocations removed"
+                   f" in {resp.purge_txns} txns")
     else:
-        click.echo(f"job {job_id!r} {'purged' if purge else 'stopped'}; evaluation {resp.eval_id}")
+        click.echo(f"job {job_id!r} stopped; evaluation {resp.eval_id}")

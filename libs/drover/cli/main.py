@@ -11,6 +11,7 @@ from drover.cli.evals import eval_group
 from drover.cli.jobs import job_group
 from drover.cli.operator import operator_group
 from drover.cli.serve import serve
+from drover.cli.system import system_group
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -26,6 +27,7 @@ cli.add_command(eval_group)
 cli.add_command(deployment_group)
 cli.add_command(broker_group)
 cli.add_command(operator_group)
+cli.add_command(system_group)
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ import asyncio
 
 import click
 
-from drover.config import EtcdSettings, ServeSettings, TlsFiles
+from drover.config import EtcdSettings, GcSettings, ServeSettings, TlsFiles, parse_duration
 from drover.rpc.app import load_app_factory, service_names
 from drover.rpc.server import DroverServer, run_until_signal
 from drover.telemetry import setup
@@ -54,6 +54,17 @@ def _split(value: str) -> tuple[str, ...]:
               help="proxy: seconds a forwarded call waits on a server that shows no life")
 @click.option("--shutdown-grace", envvar="DROVER_SHUTDOWN_GRACE", default=5.0, show_default=True,
               type=click.FloatRange(min=0), help="seconds in-flight calls get on shutdown")
+@click.option("--gc-interval", envvar="DROVER_GC_INTERVAL", default="5m", show_default=True,
+              help="deployments: how often the leader runs a garbage collection pass")
+@click.option("--gc-eval-threshold", envvar="DROVER_GC_EVAL_THRESHOLD", default="1h",
+              show_default=True, help="deployments: age before terminal evaluations go")
+@click.option("--gc-deployment-threshold", envvar="DROVER_GC_DEPLOYMENT_THRESHOLD",
+              default="1h", show_default=True,
+              help="deployments: age before terminal deployments go")
+@click.option("--gc-job-threshold", envvar="DROVER_GC_JOB_THRESHOLD", default="4h",
+              show_default=True, help="deployments: age before dead jobs go")
+@click.option("--gc-node-threshold", envvar="DROVER_GC_NODE_THRESHOLD", default="24h",
+              show_default=True, help="deployments: age before down nodes go")
 @click.option("--log-level", envvar="DROVER_LOG_LEVEL", default="INFO", show_default=True)
 @click.option("--log-json/--no-log-json", envvar="DROVER_LOG_JSON", default=False)
 def serve(service: str, **opts: object) -> None:
@@ -95,6 +106,13 @@ def settings_from_options(service: str, opts: dict[str, object]) -> ServeSetting
         state_addresses=_split(s("state_address")),
         backup_servers=_split(s("backup_servers")),
         hold_timeout=float(opts.get("hold_timeout") or 3.0),  # type: ignore[arg-type]
+        gc=GcSettings(
+            interval=parse_duration(s("gc_interval") or "5m"),
+            eval_threshold=parse_duration(s("gc_eval_threshold") or "1h"),
+            deployment_threshold=parse_duration(s("gc_deployment_threshold") or "1h"),
+            job_threshold=parse_duration(s("gc_job_threshold") or "4h"),
+            node_threshold=parse_duration(s("gc_node_threshold") or "24h"),
+        ),
         **kwargs,  # type: ignore[arg-type]
     )
 

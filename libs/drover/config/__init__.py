@@ -7,9 +7,12 @@ from drover.config._settings import (
     ENV_PREFIX,
     RPC_VERSION,
     EtcdSettings,
+    GcSettings,
     ServeSettings,
     TlsFiles,
     env_default,
+    parse_duration,
 )
 
-__all__ = ["ENV_PREFIX", "RPC_VERSION", "EtcdSettings", "ServeSettings", "TlsFiles", "env_default"]
+__all__ = ["ENV_PREFIX", "RPC_VERSION", "EtcdSettings", "GcSettings", "ServeSettings", "TlsFiles",
+           "env_default", "parse_duration"]

@@ -56,6 +56,50 @@ class EtcdSettings:
         return tuple(eps)
 
 
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: str) -> float:
+    """Seconds from ``"90"``, ``"90s"``, ``"15m"``, ``"1h"``, ``"1h30m"``, ``"2d"``."""
+    text = value.strip().lower()
+    if not text:
+        raise ValueError("not a duration: empty (e.g. 90s, 15m, 1h, 2d)")
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    total, number = 0.0, ""
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c.isdigit() or c == ".":
+            number += c
+            i += 1
+            continue
+        unit = "ms" if text.startswith("ms", i) else c
+        if unit not in _UNITS or not number:
+            raise ValueError(f"not a duration: {value[:40]!r} (e.g. 90s, 15m, 1h, 2d)")
+        total += float(number) * _UNITS[unit]
+        number = ""
+        i += len(unit)
+    if number:
+        raise ValueError(f"not a duration: {value[:40]!r} (a number needs a unit after another)")
+    return total
+
+
+@dataclass(frozen=True)
+class GcSettings:
+    """Garbage collection (the deployment watcher's leader runs it). Seconds;
+    Nomad's defaults: 1 h for evaluations and deployments, 4 h for jobs,
+    24 h for nodes."""
+
+    interval: float = 300.0
+    eval_threshold: float = 3600.0
+    deployment_threshold: float = 3600.0
+    job_threshold: float = 4 * 3600.0
+    node_threshold: float = 24 * 3600.0
+
+
 def _default_replica() -> str:
     return f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}"
 
@@ -88,6 +132,7 @@ class ServeSettings:
     backup_servers: tuple[str, ...] = ()
     # Proxy: how long a forwarded attempt waits on a server showing no life.
     hold_timeout: float = 3.0
+    gc: GcSettings = field(default_factory=GcSettings)
 
     def advertised(self, bound_port: int) -> str:
         if self.advertise:

@@ -6,6 +6,23 @@ them: the answer depends only on the current set. An allocation counts as
 healthy or unhealthy only once its ``deployment_status.healthy`` is set (by
 the client or SetAllocHealth); unset means "not decided yet".
 
+Lifecycle (as Nomad's watcher and promotion rules treat terminal allocations):
+only a *live* allocation, one meant to run (desired RUN; proto3's unset
+value is read as RUN) and not terminal on the client (not COMPLETE, FAILED
+or LOST), counts toward placed, healthy, unhealthy and canary totals. A
+stopped or evicted allocation, a completed one and a lost one count for
+nothing, whatever health they reported: the scheduler replaces what must be
+replaced, and the replacement is what the rollout waits for. A FAILED
+allocation still counts as *unhealthy* when it reported unhealthy and no
+allocation of the deployment replaced it yet (names it as
+``previous_allocation``): its failure is the event that fails the
+deployment. Once replaced it counts for nothing, like any terminal one.
+
+A promoted canary is no longer a canary: the state service clears its flag
+when the promotion is stored. The group's ``placed_canaries`` keeps naming
+it while it lives, so :func:`tally` takes the ids a promoted group already
+listed (``promoted_canaries``) and counts them as canaries without the flag.
+
 The group predicates read only the stored ``DeploymentGroupState`` so that
 the deadline rule (:mod:`.deadline`) can use them without allocations.
 Before promotion only canaries are placed in a canary group, so its
@@ -14,7 +31,7 @@ Before promotion only canaries are placed in a canary group, so its
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2
@@ -35,17 +52,50 @@ def health_of(alloc: allocation_pb2.Allocation) -> bool | None:
     return status.healthy if status.HasField("healthy") else None
 
 
-def tally(allocs: Iterable[allocation_pb2.Allocation]) -> dict[str, GroupTally]:
-    """Counts per task group name; canary ids sorted so equal sets compare equal."""
+_RUN = (allocation_pb2.ALLOC_DESIRED_STATUS_RUN, allocation_pb2.ALLOC_DESIRED_STATUS_UNSPECIFIED)
+_CLIENT_TERMINAL = frozenset({
+    allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE,
+    allocation_pb2.ALLOC_CLIENT_STATUS_FAILED,
+    allocation_pb2.ALLOC_CLIENT_STATUS_LOST,
+})
+
+
+def is_live(alloc: allocation_pb2.Allocation) -> bool:
+    """Meant to run and not terminal on the client: the allocations that count."""
+    return alloc.desired_status in _RUN and alloc.client_status not in _CLIENT_TERMINAL
+
+
+def _failed_unreplaced(alloc: allocation_pb2.Allocation, replaced: set[str]) -> bool:
+    return (
+        alloc.desired_status in _RUN
+        and alloc.client_status == allocation_pb2.ALLOC_CLIENT_STATUS_FAILED
+        and health_of(alloc) is False
+        and alloc.id not in replaced
+    )
+
+
+def tally(
+    allocs: Iterable[allocation_pb2.Allocation],
+    promoted_canaries: Collection[str] = (),
+) -> dict[str, GroupTally]:
+    """Counts per task group name (module doc: which allocations count);
+    canary ids sorted so equal sets compare equal."""
     placed: dict[str, int] = {}
     canaries: dict[str, list[str]] = {}
     healthy: dict[str, int] = {}
     unhealthy: dict[str, int] = {}
     healthy_canaries: dict[str, int] = {}
+    allocs = list(allocs)
+    replaced = {a.previous_allocation for a in allocs if a.previous_allocation}
     for alloc in allocs:
         group = alloc.task_group
+        if not is_live(alloc):
+            if _failed_unreplaced(alloc, replaced):
+                placed.setdefault(group, 0)
+                unhealthy[group] = unhealthy.get(group, 0) + 1
+            continue
         placed[group] = placed.get(group, 0) + 1
-        canary = alloc.deployment_status.canary
+        canary = alloc.deployment_status.canary or alloc.id in promoted_canaries
         if canary:
             canaries.setdefault(group, []).append(alloc.id)
         health = health_of(alloc)

@@ -26,6 +26,7 @@ from drover.rpc.channels import channel
 from drover.rpc.readiness import leader_known
 from drover.rpc.server import App, AppContext, ServiceBinding
 
+from .gc import GarbageCollector, GcConfig
 from .leader import LeaderConfig, WatcherLeader
 from .servicer import DeploymentWatcherServicer
 from .state_api import GrpcStateApi
@@ -57,8 +58,10 @@ class DeploymentsApp:
             raise ValueError("the deployment watcher needs the state service's address"
                              " (state_addresses)")
         self._channel = channel(self.settings.state_addresses[0], tls=self.settings.tls)
-        self.leader = WatcherLeader(GrpcStateApi(self._channel), self.settings.service,
-                                    config=self._leader_config)
+        api = GrpcStateApi(self._channel)
+        gc = GarbageCollector(api, GcConfig.from_settings(self.settings.gc))
+        self.leader = WatcherLeader(api, self.settings.service, config=self._leader_config,
+                                    gc=gc)
         self.servicer = DeploymentWatcherServicer(self.leader, self._leader_hint)
 
     async def start(self, ctx: AppContext) -> None:

@@ -64,6 +64,7 @@ from drover.errors import Conflict, FenceLost, NotLeader, Unavailable
 from .batcher import BatcherConfig
 from .effects import CreateEvaluation, Decision
 from .errors import DeploymentNotActive, DeploymentNotFound
+from .gc import GarbageCollector, GcPassResult
 from .manager import WatcherManager, WatcherStats
 from .requests import build_request, echo_key, result, written
 from .state_api import StateApi
@@ -120,8 +121,10 @@ class _Session:
 
 class WatcherLeader:
     def __init__(self, state: StateApi, service: str = "deployments", *,
-                 clock: WallClock = time.time, config: LeaderConfig | None = None) -> None:
+                 clock: WallClock = time.time, config: LeaderConfig | None = None,
+                 gc: GarbageCollector | None = None) -> None:
         self.state = state
+        self.gc = gc  # garbage collection runs with the leader, when given
         self.service = service
         self._clock = clock
         self.config = config or LeaderConfig()
@@ -136,6 +139,8 @@ class WatcherLeader:
         self._run = run
         self.guard.enable(term)
         run.task = term.spawn(self._main(run), name="deployment-watcher")
+        if self.gc is not None:
+            term.spawn(self.gc.loop(term.fence, lambda: not term.ended), name="gc")
         async with asyncio.timeout(self.config.restore_timeout):
             await run.ready.wait()
         log.info("deployment watcher leading (term %d): %d deployments restored",
@@ -442,6 +447,15 @@ class WatcherLeader:
             waiter: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
             self._submit(run, decision, waiter)
             return await waiter
+
+    async def collect_garbage(self, force: bool) -> GcPassResult:
+        """A GC pass now (leader only), fenced with this term."""
+        run = self._session_for_call()
+        if self.gc is None:
+            raise Unavailable("garbage collection is not configured on this replica")
+        term = run.term
+        return await self.gc.run_pass(term.fence, force=force, service=self.service,
+                                      still_leading=lambda: not term.ended)
 
     def _session_for_call(self) -> _Session:
         run = self._run

@@ -79,3 +79,12 @@ class DeploymentWatcherServicer(deployments_pb2_grpc.DeploymentWatcherServiceSer
             out.wakeups = w.wakeups
             out.evaluations_created = w.evaluations_created
         return out
+
+    async def CollectGarbage(self, request: Any, context: Any) -> Any:
+        if not self.leader.leading:
+            raise NotLeader(self.leader.service, await self.leader_hint())
+        r = await self.leader.collect_garbage(force=request.force)
+        return deployments_pb2.CollectGarbageResponse(
+            evaluations=r.evaluations, allocations=r.allocations, deployments=r.deployments,
+            jobs=r.jobs, job_versions=r.job_versions, nodes=r.nodes, examined=r.examined,
+            txns=r.txns, largest_txn=r.largest_txn, duration_seconds=r.duration)

@@ -169,3 +169,10 @@ class GrpcStateApi:
                                 state_pb2.UpsertEvaluationsRequest(evaluations=evaluations),
                                 fence)
         return int(resp.index)
+
+    async def garbage_collect(
+        self, request: state_pb2.GarbageCollectRequest, fence: Fence
+    ) -> state_pb2.GarbageCollectResponse:
+        resp: state_pb2.GarbageCollectResponse = await self._call(
+            "write", self._stub.GarbageCollect, request, fence)
+        return resp

@@ -116,6 +116,14 @@ def _group_update(name: str, g: deployment_pb2.DeploymentGroupState) -> GroupUpd
     )
 
 
+def _promoted_canaries(work: deployment_pb2.Deployment) -> frozenset[str]:
+    """Canaries of promoted groups: still canaries to the count, though the
+    state service cleared their flag (accounting module doc)."""
+    return frozenset(
+        alloc_id for g in work.task_groups.values() if g.promoted for alloc_id in g.placed_canaries
+    )
+
+
 class DeploymentWatcher:
     def __init__(
         self,
@@ -215,7 +223,7 @@ class DeploymentWatcher:
                 f"deployment {self.deployment_id} has no canaries to promote"
                 f" in task group {', '.join(selected)}"
             )
-        tallies = tally(self._allocs.values())
+        tallies = tally(self._allocs.values(), _promoted_canaries(work))
         pending = [n for n in canary_groups if not work.task_groups[n].promoted]
         short = []
         for name in pending:
@@ -291,7 +299,7 @@ class DeploymentWatcher:
         want_eval: _Eval,
         alloc_health: UpdateAllocHealth | None = None,
     ) -> Decision:
-        tallies = tally(self._allocs.values())
+        tallies = tally(self._allocs.values(), _promoted_canaries(work))
         running = work.status == RUNNING
         progressed = False
         for name, group in work.task_groups.items():

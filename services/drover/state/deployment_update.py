@@ -18,6 +18,9 @@ One request, one etcd txn, with everything a watcher decision implies:
   would (RegisterJob's own helper builds it);
 - ``allocation_updates``: health set by an operator (SetAllocHealth), merged
   like UpdateAllocations, each allocation compared on its mod_revision;
+- a group promoted by this update (``promoted`` false before, true now) has
+  the canary flag of its canaries cleared in the same txn: a promoted canary
+  is no longer a canary (Nomad's state store does the same on promotion);
 - ``evaluations``: created with the write, compared absent.
 
 Fenced when the call carries ``drover-fence`` (the watcher leader always
@@ -139,7 +142,8 @@ class DeploymentUpdateRpc(Base):
             self._mark_stable(plan, ns, d.job_id, request.stable_job_version)
         if request.HasField("revert_job"):
             self._revert(plan, ns, d, request.revert_job, request.revert_expected_job_modify_index)
-        self._alloc_updates(plan, request.allocation_updates)
+        before = table.decode_entry(entry)
+        self._alloc_updates(plan, request.allocation_updates, newly_promoted(before, d))
         ev_table = self.cache.tables[codec.EVALUATIONS]
         for ev in evs:
             if ev_table.objects.get(f"{ev.namespace}/{ev.id}") is not None:
@@ -208,8 +212,12 @@ class DeploymentUpdateRpc(Base):
                 d.modify_time.CopyFrom(self.now())
                 plan.put(self.keys.key(codec.DEPLOYMENTS, ns, d.id), e[1], d)
 
-    def _alloc_updates(self, plan: _Plan, updates: Any) -> None:
+    def _alloc_updates(self, plan: _Plan, updates: Any, promoted: dict[str, set[str]]) -> None:
+        """Operator health, and the canary flag cleared on the canaries of newly
+        promoted groups (as Nomad's state store does on promotion); one put per
+        allocation even when both apply."""
         table = self.cache.tables[codec.ALLOCATIONS]
+        changed: dict[str, tuple[int, Any]] = {}
         for u in updates:
             ns = u.namespace or "default"
             entry = table.objects.get(f"{ns}/{u.id}")
@@ -217,4 +225,28 @@ class DeploymentUpdateRpc(Base):
                 raise NotFound(f"allocation {u.id!r} not found in namespace {ns!r}")
             a = table.decode_entry(entry)
             apply_allocation_update(a, u, self.now())
-            plan.put(self.keys.key(codec.ALLOCATIONS, ns, u.id), entry[1], a)
+            changed[f"{ns}/{u.id}"] = (entry[1], a)
+        for deployment_id, groups in promoted.items():
+            for order in table.candidates("deployment_id", deployment_id).iterate(None, False):
+                nsid = str(order[1])
+                entry = table.objects.get(nsid)
+                if entry is None:
+                    continue
+                mod, a = changed.get(nsid) or (entry[1], table.decode_entry(entry))
+                if a.task_group in groups and a.deployment_status.canary:
+                    a.deployment_status.canary = False
+                    a.modify_time.CopyFrom(self.now())
+                    changed[nsid] = (mod, a)
+        for nsid, (mod, a) in changed.items():
+            plan.put(self.keys.key(codec.ALLOCATIONS, *nsid.split("/", 1)), mod, a)
+
+
+def newly_promoted(
+    before: deployment_pb2.Deployment, after: deployment_pb2.Deployment
+) -> dict[str, set[str]]:
+    """{deployment id: groups promoted by this update} (empty when none)."""
+    groups = {
+        name for name, g in after.task_groups.items()
+        if g.promoted and not (name in before.task_groups and before.task_groups[name].promoted)
+    }
+    return {after.id: groups} if groups else {}

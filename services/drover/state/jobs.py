@@ -20,8 +20,8 @@ from drover.errors import Conflict, FailedPrecondition, InvalidArgument, NotFoun
 from drover.paging import PageRequest
 from drover.state import codec
 from drover.state.reads import check_name, list_namespace, namespace_arg
-from drover.state.service_base import Base
-from drover.state.store import Compare, Delete, Op, Put
+from drover.state.reaper import Reaper
+from drover.state.store import Compare, Op, Put
 
 ACTIVE_DEPLOYMENTS = (
     deployment_pb2.DEPLOYMENT_STATUS_RUNNING, deployment_pb2.DEPLOYMENT_STATUS_PAUSED,
@@ -70,7 +70,7 @@ def job_type_name(job: job_pb2.Job) -> str:
     return job_pb2.JobType.Name(job.type).removeprefix("JOB_TYPE_").lower()
 
 
-class JobsRpc(Base):
+class JobsRpc(Reaper):
     def _job(self, namespace: str, job_id: str) -> tuple[Any, int] | None:
         e = self.cache.tables[codec.JOBS].objects.get(f"{namespace}/{job_id}")
         if e is None:
@@ -220,22 +220,29 @@ class JobsRpc(Base):
         current = self._job(ns, request.id)
         if current is None:
             raise NotFound(f"job {request.id!r} not found in namespace {ns!r}")
+        if request.purge:
+            return await self._purge(ns, request.id, context)
         job, mod = current
         key = self.keys.key(codec.JOBS, ns, job.id)
         ev = self._new_eval(job, "job-deregister")
         ops: list[Op] = [Put(self.keys.key(codec.EVALUATIONS, ns, ev.id), codec.encode(ev))]
-        if request.purge:
-            ops.append(Delete(key))
-            versions = self.cache.tables[codec.JOB_VERSIONS]
-            for o in versions.candidates("job", f"{ns}/{job.id}").iterate(None, False):
-                ops.append(Delete(self.keys.key(codec.JOB_VERSIONS, ns, o[1].split("/", 1)[1])))
-            ops = ops[: self.writer_limit()]
-        else:
-            job.stop = True
-            job.version += 1
-            job.job_modify_index = 0
-            ops.append(Put(key, codec.encode(job)))
-            ops.append(Put(self.keys.version_key(ns, job.id, job.version), codec.encode(job)))
+        job.stop = True
+        job.version += 1
+        job.job_modify_index = 0
+        ops.append(Put(key, codec.encode(job)))
+        ops.append(Put(self.keys.version_key(ns, job.id, job.version), codec.encode(job)))
         rev = await self.writer.commit([Compare(key, "mod", mod)], ops, self.fence(context),
                                        conflict=f"job {job.id!r} changed concurrently; retry")
         return state_pb2.DeregisterJobResponse(eval_id=ev.id, job_modify_index=rev, index=rev)
+
+    async def _purge(self, ns: str, job_id: str, context: Any) -> Any:
+        """Purge means gone: the job and all it owns, in bounded txns (:mod:`.reaper`)."""
+        tally, rev = await self.purge_job(ns, job_id, self.fence(context))
+        return state_pb2.DeregisterJobResponse(
+            job_modify_index=rev, index=rev,
+            purged_versions=tally.count(codec.JOB_VERSIONS),
+            purged_deployments=tally.count(codec.DEPLOYMENTS),
+            purged_evaluations=tally.count(codec.EVALUATIONS),
+            purged_allocations=tally.count(codec.ALLOCATIONS),
+            purge_txns=tally.txns,
+        )

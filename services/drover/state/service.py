@@ -9,6 +9,7 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.state.deployment_update import DeploymentUpdateRpc
 from drover.state.eval_update import EvaluationUpdateRpc
 from drover.state.evaluations import EvaluationsRpc
+from drover.state.gc import GarbageCollectRpc
 from drover.state.jobs import JobsRpc
 from drover.state.objects import ObjectsRpc
 from drover.state.subscribe import Hub
@@ -20,6 +21,7 @@ class StateServicer(
     EvaluationUpdateRpc,
     ObjectsRpc,
     DeploymentUpdateRpc,
+    GarbageCollectRpc,
     state_pb2_grpc.StateServiceServicer,
 ):
     hub: Hub

@@ -104,3 +104,33 @@ class GetWatcherStatsResponse(_message.Message):
     state_writes: int
     leader: bool
     def __init__(self, active_watchers: _Optional[int] = ..., subscriptions: _Optional[int] = ..., wakeups: _Optional[int] = ..., evaluations_created: _Optional[int] = ..., state_writes: _Optional[int] = ..., leader: _Optional[bool] = ...) -> None: ...
+
+class CollectGarbageRequest(_message.Message):
+    __slots__ = ("force",)
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    force: bool
+    def __init__(self, force: _Optional[bool] = ...) -> None: ...
+
+class CollectGarbageResponse(_message.Message):
+    __slots__ = ("evaluations", "allocations", "deployments", "jobs", "job_versions", "nodes", "examined", "txns", "largest_txn", "duration_seconds")
+    EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENTS_FIELD_NUMBER: _ClassVar[int]
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    JOB_VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    EXAMINED_FIELD_NUMBER: _ClassVar[int]
+    TXNS_FIELD_NUMBER: _ClassVar[int]
+    LARGEST_TXN_FIELD_NUMBER: _ClassVar[int]
+    DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    evaluations: int
+    allocations: int
+    deployments: int
+    jobs: int
+    job_versions: int
+    nodes: int
+    examined: int
+    txns: int
+    largest_txn: int
+    duration_seconds: float
+    def __init__(self, evaluations: _Optional[int] = ..., allocations: _Optional[int] = ..., deployments: _Optional[int] = ..., jobs: _Optional[int] = ..., job_versions: _Optional[int] = ..., nodes: _Optional[int] = ..., examined: _Optional[int] = ..., txns: _Optional[int] = ..., largest_txn: _Optional[int] = ..., duration_seconds: _Optional[float] = ...) -> None: ...

@@ -62,6 +62,11 @@ class DeploymentWatcherServiceStub:
                 request_serializer=drover_dot_deployments_dot_v1_dot_deployments__pb2.GetWatcherStatsRequest.SerializeToString,
                 response_deserializer=drover_dot_deployments_dot_v1_dot_deployments__pb2.GetWatcherStatsResponse.FromString,
                 _registered_method=True)
+        self.CollectGarbage = channel.unary_unary(
+                '/drover.deployments.v1.DeploymentWatcherService/CollectGarbage',
+                request_serializer=drover_dot_deployments_dot_v1_dot_deployments__pb2.CollectGarbageRequest.SerializeToString,
+                response_deserializer=drover_dot_deployments_dot_v1_dot_deployments__pb2.CollectGarbageResponse.FromString,
+                _registered_method=True)
 
 
 class DeploymentWatcherServiceServicer:
@@ -100,6 +105,13 @@ class DeploymentWatcherServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CollectGarbage(self, request, context):
+        """Runs a garbage collection pass now (leader only) and returns its result.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DeploymentWatcherServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -127,6 +139,11 @@ def add_DeploymentWatcherServiceServicer_to_server(servicer, server):
                     servicer.GetWatcherStats,
                     request_deserializer=drover_dot_deployments_dot_v1_dot_deployments__pb2.GetWatcherStatsRequest.FromString,
                     response_serializer=drover_dot_deployments_dot_v1_dot_deployments__pb2.GetWatcherStatsResponse.SerializeToString,
+            ),
+            'CollectGarbage': grpc.unary_unary_rpc_method_handler(
+                    servicer.CollectGarbage,
+                    request_deserializer=drover_dot_deployments_dot_v1_dot_deployments__pb2.CollectGarbageRequest.FromString,
+                    response_serializer=drover_dot_deployments_dot_v1_dot_deployments__pb2.CollectGarbageResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -267,6 +284,33 @@ class DeploymentWatcherService:
             '/drover.deployments.v1.DeploymentWatcherService/GetWatcherStats',
             drover_dot_deployments_dot_v1_dot_deployments__pb2.GetWatcherStatsRequest.SerializeToString,
             drover_dot_deployments_dot_v1_dot_deployments__pb2.GetWatcherStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CollectGarbage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.deployments.v1.DeploymentWatcherService/CollectGarbage',
+            drover_dot_deployments_dot_v1_dot_deployments__pb2.CollectGarbageRequest.SerializeToString,
+            drover_dot_deployments_dot_v1_dot_deployments__pb2.CollectGarbageResponse.FromString,
             options,
             channel_credentials,
             insecure,

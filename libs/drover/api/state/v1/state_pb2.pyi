@@ -1,3 +1,5 @@
+import datetime
+
 from drover.api.types.v1 import allocation_pb2 as _allocation_pb2
 from drover.api.types.v1 import deployment_pb2 as _deployment_pb2
 from drover.api.types.v1 import evaluation_pb2 as _evaluation_pb2
@@ -5,6 +7,7 @@ from drover.api.types.v1 import job_pb2 as _job_pb2
 from drover.api.types.v1 import node_pb2 as _node_pb2
 from drover.api.types.v1 import query_pb2 as _query_pb2
 from drover.api.types.v1 import scheduler_pb2 as _scheduler_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -29,6 +32,14 @@ class EventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_TYPE_UNSPECIFIED: _ClassVar[EventType]
     EVENT_TYPE_UPSERT: _ClassVar[EventType]
     EVENT_TYPE_DELETE: _ClassVar[EventType]
+
+class GcKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    GC_KIND_UNSPECIFIED: _ClassVar[GcKind]
+    GC_KIND_EVALUATIONS: _ClassVar[GcKind]
+    GC_KIND_DEPLOYMENTS: _ClassVar[GcKind]
+    GC_KIND_JOBS: _ClassVar[GcKind]
+    GC_KIND_NODES: _ClassVar[GcKind]
 TOPIC_UNSPECIFIED: Topic
 TOPIC_JOB: Topic
 TOPIC_EVALUATION: Topic
@@ -39,6 +50,11 @@ TOPIC_SCHEDULER_CONFIG: Topic
 EVENT_TYPE_UNSPECIFIED: EventType
 EVENT_TYPE_UPSERT: EventType
 EVENT_TYPE_DELETE: EventType
+GC_KIND_UNSPECIFIED: GcKind
+GC_KIND_EVALUATIONS: GcKind
+GC_KIND_DEPLOYMENTS: GcKind
+GC_KIND_JOBS: GcKind
+GC_KIND_NODES: GcKind
 
 class RegisterJobRequest(_message.Message):
     __slots__ = ("job", "enforce_index", "job_modify_index")
@@ -143,14 +159,24 @@ class DeregisterJobRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., purge: _Optional[bool] = ...) -> None: ...
 
 class DeregisterJobResponse(_message.Message):
-    __slots__ = ("eval_id", "job_modify_index", "index")
+    __slots__ = ("eval_id", "job_modify_index", "index", "purged_versions", "purged_deployments", "purged_evaluations", "purged_allocations", "purge_txns")
     EVAL_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
+    PURGED_VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    PURGED_DEPLOYMENTS_FIELD_NUMBER: _ClassVar[int]
+    PURGED_EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    PURGED_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    PURGE_TXNS_FIELD_NUMBER: _ClassVar[int]
     eval_id: str
     job_modify_index: int
     index: int
-    def __init__(self, eval_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ...) -> None: ...
+    purged_versions: int
+    purged_deployments: int
+    purged_evaluations: int
+    purged_allocations: int
+    purge_txns: int
+    def __init__(self, eval_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., purged_versions: _Optional[int] = ..., purged_deployments: _Optional[int] = ..., purged_evaluations: _Optional[int] = ..., purged_allocations: _Optional[int] = ..., purge_txns: _Optional[int] = ...) -> None: ...
 
 class GetEvaluationRequest(_message.Message):
     __slots__ = ("namespace", "id", "include_related", "query")
@@ -563,3 +589,47 @@ class SubscribeResponse(_message.Message):
     events: _containers.RepeatedCompositeFieldContainer[Event]
     index: int
     def __init__(self, events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., index: _Optional[int] = ...) -> None: ...
+
+class GarbageCollectRequest(_message.Message):
+    __slots__ = ("kind", "cutoff", "after_index", "after_key", "max_examined")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CUTOFF_FIELD_NUMBER: _ClassVar[int]
+    AFTER_INDEX_FIELD_NUMBER: _ClassVar[int]
+    AFTER_KEY_FIELD_NUMBER: _ClassVar[int]
+    MAX_EXAMINED_FIELD_NUMBER: _ClassVar[int]
+    kind: GcKind
+    cutoff: _timestamp_pb2.Timestamp
+    after_index: int
+    after_key: str
+    max_examined: int
+    def __init__(self, kind: _Optional[_Union[GcKind, str]] = ..., cutoff: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., after_index: _Optional[int] = ..., after_key: _Optional[str] = ..., max_examined: _Optional[int] = ...) -> None: ...
+
+class GarbageCollectResponse(_message.Message):
+    __slots__ = ("examined", "evaluations", "allocations", "deployments", "jobs", "job_versions", "nodes", "done", "after_index", "after_key", "txns", "largest_txn", "index")
+    EXAMINED_FIELD_NUMBER: _ClassVar[int]
+    EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENTS_FIELD_NUMBER: _ClassVar[int]
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    JOB_VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_INDEX_FIELD_NUMBER: _ClassVar[int]
+    AFTER_KEY_FIELD_NUMBER: _ClassVar[int]
+    TXNS_FIELD_NUMBER: _ClassVar[int]
+    LARGEST_TXN_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    examined: int
+    evaluations: int
+    allocations: int
+    deployments: int
+    jobs: int
+    job_versions: int
+    nodes: int
+    done: bool
+    after_index: int
+    after_key: str
+    txns: int
+    largest_txn: int
+    index: int
+    def __init__(self, examined: _Optional[int] = ..., evaluations: _Optional[int] = ..., allocations: _Optional[int] = ..., deployments: _Optional[int] = ..., jobs: _Optional[int] = ..., job_versions: _Optional[int] = ..., nodes: _Optional[int] = ..., done: _Optional[bool] = ..., after_index: _Optional[int] = ..., after_key: _Optional[str] = ..., txns: _Optional[int] = ..., largest_txn: _Optional[int] = ..., index: _Optional[int] = ...) -> None: ...

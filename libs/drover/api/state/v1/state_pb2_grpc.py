@@ -165,6 +165,11 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateEvaluationsRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateEvaluationsResponse.FromString,
                 _registered_method=True)
+        self.GarbageCollect = channel.unary_unary(
+                '/drover.state.v1.StateService/GarbageCollect',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -344,6 +349,17 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GarbageCollect(self, request, context):
+        """Garbage collection, leader only (a fence is required): examines at most
+        max_examined objects of one kind after the cursor and deletes the
+        collectable ones in bounded etcd txns (at most 127 objects each). Loop
+        on the returned cursor until done. Never deletes an object that changed
+        since it was judged (each delete compares its mod_revision).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -466,6 +482,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.UpdateEvaluations,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateEvaluationsRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateEvaluationsResponse.SerializeToString,
+            ),
+            'GarbageCollect': grpc.unary_unary_rpc_method_handler(
+                    servicer.GarbageCollect,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1127,6 +1148,33 @@ class StateService:
             '/drover.state.v1.StateService/UpdateEvaluations',
             drover_dot_state_dot_v1_dot_state__pb2.UpdateEvaluationsRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.UpdateEvaluationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GarbageCollect(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/GarbageCollect',
+            drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,40 @@
+"""`drover system gc`: force a garbage collection pass now (as `nomad system gc`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import grpc
+
+from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
+from drover.cli._client import client_options, options, print_json, run
+
+
+@click.group(name="system")
+def system_group() -> None:
+    """Cluster housekeeping: garbage collection."""
+
+
+@system_group.command(name="gc")
+@click.option("--respect-thresholds", is_flag=True,
+              help="collect only what is older than the configured thresholds"
+                   " (default: everything terminal, whatever its age)")
+@client_options
+def gc(respect_thresholds: bool, address: str, as_json: bool, timeout: float) -> None:
+    """Run a garbage collection pass on the deployment watcher's leader."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await deployments_pb2_grpc.DeploymentWatcherServiceStub(ch).CollectGarbage(
+            deployments_pb2.CollectGarbageRequest(force=not respect_thresholds),
+            timeout=opts.timeout)
+
+    r = run(opts, body)
+    if opts.json:
+        print_json(r)
+        return
+    click.echo(f"gc: removed {r.evaluations} evaluations, {r.allocations} allocations,"
+               f" {r.deployments} deployments, {r.jobs} jobs ({r.job_versions} versions),"
+               f" {r.nodes} nodes; examined {r.examined} in {r.txns} txns"
+               f" (largest {r.largest_txn} ops) in {r.duration_seconds:.3f}s")
