@@ -10,6 +10,7 @@ from drover.state.deployment_update import DeploymentUpdateRpc
 from drover.state.evaluations import EvaluationsRpc
 from drover.state.jobs import JobsRpc
 from drover.state.objects import ObjectsRpc
+from drover.state.plans import PlansRpc
 from drover.state.subscribe import Hub
 
 
@@ -18,6 +19,7 @@ class StateServicer(
     EvaluationsRpc,
     ObjectsRpc,
     DeploymentUpdateRpc,
+    PlansRpc,
     state_pb2_grpc.StateServiceServicer,
 ):
     hub: Hub
