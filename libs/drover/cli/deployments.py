@@ -63,11 +63,17 @@ def list_deployments(namespace: str, filter_: str, page_size: int, address: str,
 @deployment_group.command(name="status")
 @click.argument("deployment_id")
 @click.option("--namespace", "-n", default="default", show_default=True)
+@click.option("--watch", "-w", is_flag=True,
+              help="follow it live until it is terminal (exit 1 unless successful)")
 @client_options
-def deployment_status(deployment_id: str, namespace: str, address: str, as_json: bool,
-                      timeout: float) -> None:
+def deployment_status(deployment_id: str, namespace: str, watch: bool, address: str,
+                      as_json: bool, timeout: float) -> None:
     """Show one deployment with per-group progress."""
     opts = options(address, as_json, timeout)
+    if watch:
+        from drover.cli.watch import watch_deployment
+        raise SystemExit(run(opts, lambda ch: watch_deployment(
+            ch, namespace, deployment_id, opts.timeout)))
 
     async def body(ch: grpc.aio.Channel) -> Any:
         return await state_pb2_grpc.StateServiceStub(ch).GetDeployment(

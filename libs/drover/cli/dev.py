@@ -16,8 +16,11 @@ from drover.dev.supervisor import DevLayout, Supervisor
               help="add this to every port (run two suites side by side)")
 @click.option("--etcd-members", default=1, show_default=True, type=click.IntRange(1, 7),
               help="run an etcd cluster of this many members on loopback (3 for fault drills)")
-def dev(data_dir: str | None, port_offset: int, etcd_members: int) -> None:
-    """Run etcd and the state, broker, deployments and proxy services locally.
+@click.option("--nodes", default=3, show_default=True, type=click.IntRange(0, 10000),
+              help="simulated nodes to run, with one scheduler worker (0: neither)")
+def dev(data_dir: str | None, port_offset: int, etcd_members: int, nodes: int) -> None:
+    """Run etcd and the state, broker, deployments and proxy services locally,
+    plus a scheduler worker and simulated nodes so jobs roll out unattended.
 
     Ctrl-C or SIGTERM stops every child, etcd included, within 5 seconds.
     """
@@ -25,7 +28,7 @@ def dev(data_dir: str | None, port_offset: int, etcd_members: int) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     sup = Supervisor(layout=DevLayout().shifted(port_offset), data_dir=data_dir, log=click.echo,
-                     etcd_members=etcd_members)
+                     etcd_members=etcd_members, nodes=nodes)
     code = 0
     try:
         sup.start()

@@ -72,11 +72,16 @@ def run_job(spec: str, check_index: int | None, address: str, as_json: bool,
 @job_group.command(name="status")
 @click.argument("job_id")
 @click.option("--namespace", "-n", default="default", show_default=True)
+@click.option("--watch", "-w", is_flag=True,
+              help="a live per-task-group table until the rollout is terminal")
 @client_options
-def job_status(job_id: str, namespace: str, address: str, as_json: bool,
+def job_status(job_id: str, namespace: str, watch: bool, address: str, as_json: bool,
                timeout: float) -> None:
     """Show a job and its versions."""
     opts = options(address, as_json, timeout)
+    if watch:
+        from drover.cli.watch import watch_job
+        raise SystemExit(run(opts, lambda ch: watch_job(ch, namespace, job_id, opts.timeout)))
 
     async def body(ch: grpc.aio.Channel) -> tuple[Any, Any]:
         stub = state_pb2_grpc.StateServiceStub(ch)

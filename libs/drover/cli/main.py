@@ -9,9 +9,11 @@ from drover.cli.deployments import deployment_group
 from drover.cli.dev import dev
 from drover.cli.evals import eval_group
 from drover.cli.jobs import job_group
+from drover.cli.nodes import alloc_group, node_group
 from drover.cli.operator import operator_group
 from drover.cli.serve import serve
 from drover.cli.system import system_group
+from drover.cli.worker import sim_group, worker
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -28,6 +30,10 @@ cli.add_command(deployment_group)
 cli.add_command(broker_group)
 cli.add_command(operator_group)
 cli.add_command(system_group)
+cli.add_command(worker)
+cli.add_command(sim_group)
+cli.add_command(node_group)
+cli.add_command(alloc_group)
 
 
 def main() -> None:

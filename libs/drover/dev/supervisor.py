@@ -62,6 +62,9 @@ class Supervisor:
     etcd: EtcdServer | None = None
     cluster: EtcdCluster | None = None
     children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    #: Simulated nodes to start with the suite; with any, one scheduler
+    #: worker too (`drover dev --nodes N`), so jobs roll out unattended.
+    nodes: int = 0
 
     def start(self) -> None:
         lay = self.layout
@@ -99,6 +102,19 @@ class Supervisor:
                 raise RuntimeError(f"{svc} on {lay.address(svc)} did not become SERVING")
             self.log(f"{svc:<12} {lay.address(svc)}  (metrics {lay.host}:"
                      f"{lay.metrics_base + SERVICES.index(svc)})")
+        if self.nodes:
+            self._start_clients()
+
+    def _start_clients(self) -> None:
+        proxy = self.layout.address("proxy")
+        cli = [sys.executable, "-m", "drover.cli.main"]
+        self.children["worker"] = subprocess.Popen(
+            [*cli, "worker", "--address", proxy], preexec_fn=die_with_parent)
+        self.children["sim"] = subprocess.Popen(
+            [*cli, "sim", "nodes", str(self.nodes), "--address", proxy, "--keep"],
+            preexec_fn=die_with_parent)
+        self.log(f"worker       scheduler for service, batch via {proxy}")
+        self.log(f"sim          {self.nodes} simulated nodes sim-0..sim-{self.nodes - 1}")
 
     def poll(self) -> str | None:
         """The name of a child that exited, if any."""

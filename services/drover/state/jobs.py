@@ -22,6 +22,7 @@ from drover.state import codec
 from drover.state.reads import check_name, list_namespace, namespace_arg
 from drover.state.reaper import Reaper
 from drover.state.store import Compare, Op, Put
+from drover.worker.resources import fill_defaults
 
 ACTIVE_DEPLOYMENTS = (
     deployment_pb2.DEPLOYMENT_STATUS_RUNNING, deployment_pb2.DEPLOYMENT_STATUS_PAUSED,
@@ -30,6 +31,24 @@ ACTIVE_DEPLOYMENTS = (
 
 class JobModifyIndexMismatch(FailedPrecondition):
     reason = "JOB_MODIFY_INDEX_MISMATCH"
+
+
+_NOT_SPEC = ("version", "stable", "status", "status_description", "create_index",
+             "modify_index", "job_modify_index", "submit_time", "stop")
+
+
+def spec_unchanged(old: job_pb2.Job, new: job_pb2.Job) -> bool:
+    """Whether ``new`` asks for exactly what the running ``old`` does (Nomad
+    keeps the version and starts no deployment then)."""
+    if old.stop:
+        return False
+    a, b = job_pb2.Job(), job_pb2.Job()
+    a.CopyFrom(old)
+    b.CopyFrom(new)
+    for m in (a, b):
+        for name in _NOT_SPEC:
+            m.ClearField(name)
+    return a == b
 
 
 def validate_job(job: job_pb2.Job) -> None:
@@ -64,6 +83,7 @@ def validate_job(job: job_pb2.Job) -> None:
         if tg.count < 0:
             raise InvalidArgument(f"task group {tg.name!r} count must be >= 0",
                                   metadata={"field": f"job.task_groups[{i}].count"})
+    fill_defaults(job)
 
 
 def job_type_name(job: job_pb2.Job) -> str:
@@ -85,7 +105,11 @@ class JobsRpc(Reaper):
             modify_time=self.now(),
         )
 
-    def _deployment(self, job: job_pb2.Job, create_index: int) -> deployment_pb2.Deployment | None:
+    def _deployment(self, job: job_pb2.Job, create_index: int,
+                    first: bool = False) -> deployment_pb2.Deployment | None:
+        """The deployment of a new job version. Canaries only replace an
+        earlier version: on a job's first version (``first``) Nomad places
+        every allocation at once and asks for no canary."""
         if job.type != job_pb2.JOB_TYPE_SERVICE:
             return None
         groups = {tg.name: tg for tg in job.task_groups if tg.HasField("update")}
@@ -101,7 +125,8 @@ class JobsRpc(Reaper):
         for name, tg in groups.items():
             st = d.task_groups[name]
             st.auto_revert, st.auto_promote = tg.update.auto_revert, tg.update.auto_promote
-            st.desired_canaries, st.desired_total = tg.update.canary, tg.count
+            st.desired_canaries = 0 if first else tg.update.canary
+            st.desired_total = tg.count
             st.progress_deadline.CopyFrom(tg.update.progress_deadline)
         return d
 
@@ -136,6 +161,8 @@ class JobsRpc(Reaper):
                 )
         job_key = self.keys.key(codec.JOBS, job.namespace, job.id)
         compares = [Compare(job_key, "mod", current[1] if current else 0)]
+        if current is not None and spec_unchanged(current[0], job):
+            return await self._register_unchanged(current[0], compares, context)
         job.version = current[0].version + 1 if current else 0
         job.stop, job.stable = False, False
         job.status = job_pb2.JOB_STATUS_PENDING
@@ -146,7 +173,8 @@ class JobsRpc(Reaper):
             Put(job_key, codec.encode(job)),
             Put(self.keys.version_key(job.namespace, job.id, job.version), codec.encode(job)),
         ]
-        dep = self._deployment(job, current[0].create_index if current else 0)
+        dep = self._deployment(job, current[0].create_index if current else 0,
+                               first=current is None or current[0].stop)
         if dep is not None:
             ev.deployment_id = dep.id
             ops.append(Put(self.keys.key(codec.DEPLOYMENTS, job.namespace, dep.id),
@@ -159,6 +187,22 @@ class JobsRpc(Reaper):
             job_modify_index=rev, eval_id=ev.id, deployment_id=dep.id if dep else "",
             version=job.version, index=rev,
         )
+
+    async def _register_unchanged(self, job: job_pb2.Job, compares: list[Compare],
+                                  context: Any) -> Any:
+        """Nomad's unchanged re-register: no new version, no deployment, the
+        one in flight goes on; only an evaluation (which will find nothing
+        to change)."""
+        ev = self._new_eval(job, "job-register")
+        ev.job_modify_index = job.job_modify_index
+        ops: list[Op] = [Put(self.keys.key(codec.EVALUATIONS, job.namespace, ev.id),
+                             codec.encode(ev))]
+        rev = await self.writer.commit(compares, ops, self.fence(context),
+                                       conflict=f"job {job.id!r} changed concurrently; retry")
+        return state_pb2.RegisterJobResponse(
+            job_modify_index=job.job_modify_index, eval_id=ev.id, version=job.version,
+            index=rev, warnings=["job spec is unchanged: kept version "
+                                 f"{job.version}, no new deployment"])
 
     def _cancel_active(self, job: job_pb2.Job, compares: list[Compare]) -> list[Op]:
         table = self.cache.tables[codec.DEPLOYMENTS]

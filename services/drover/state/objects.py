@@ -184,8 +184,14 @@ class ObjectsRpc(Base):
 
         async def attempt() -> Any:
             old = table.objects.get(f"{codec.GLOBAL_NS}/{node.id}")
-            rev = await self.writer.commit([Compare(key, "mod", old[1] if old else 0)],
-                                           [Put(key, codec.encode(node))], self.fence(context))
+            compares: list[Compare] = [Compare(key, "mod", old[1] if old else 0)]
+            ops: list[Op] = [Put(key, codec.encode(node))]
+            # A node that can take allocations now and could not before
+            # unblocks blocked evaluations (PlansRpc, when composed).
+            unblock = getattr(self, "unblock_for_node", None)
+            if callable(unblock):
+                unblock(node, table.decode_entry(old) if old else None, compares, ops)
+            rev = await self.writer.commit(compares, ops, self.fence(context))
             return state_pb2.UpsertNodeResponse(index=rev)
 
         return await self._retry(attempt)

@@ -12,6 +12,7 @@ from drover.state.evaluations import EvaluationsRpc
 from drover.state.gc import GarbageCollectRpc
 from drover.state.jobs import JobsRpc
 from drover.state.objects import ObjectsRpc
+from drover.state.plans import PlansRpc
 from drover.state.subscribe import Hub
 
 
@@ -22,6 +23,7 @@ class StateServicer(
     ObjectsRpc,
     DeploymentUpdateRpc,
     GarbageCollectRpc,
+    PlansRpc,
     state_pb2_grpc.StateServiceServicer,
 ):
     hub: Hub

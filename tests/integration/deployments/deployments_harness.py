@@ -153,6 +153,17 @@ class Scheduler:
     placed: list[str] = field(default_factory=list)
 
     async def register(self, job: job_pb2.Job) -> state_pb2.RegisterJobResponse:
+        if any(tg.update.canary for tg in job.task_groups):
+            # Canaries replace an earlier version (none on a job's first, as in
+            # Nomad): register a different first version unless there is one.
+            try:
+                await self.stub.GetJob(state_pb2.GetJobRequest(
+                    namespace=job.namespace or "default", id=job.id))
+            except grpc.aio.AioRpcError:
+                first = job_pb2.Job()
+                first.CopyFrom(job)
+                first.meta["harness-first-version"] = "true"
+                await self.stub.RegisterJob(state_pb2.RegisterJobRequest(job=first))
         return await self.stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
 
     async def place(self, d: deployment_pb2.Deployment, n: int, *,

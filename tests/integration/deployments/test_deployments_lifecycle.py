@@ -58,7 +58,7 @@ async def test_canaries_promote_then_all_healthy_succeeds(
     assert done.status_description == "Deployment completed successfully"
     assert done.task_groups["web"].healthy_allocs == 2
     job = await state.stub.GetJob(state_pb2.GetJobRequest(namespace="default", id="shop"))
-    assert job.job.stable and job.job.version == 0
+    assert job.job.stable and job.job.version == reg.version
     stats = await watcher.stub.GetWatcherStats(deployments_pb2.GetWatcherStatsRequest())
     assert stats.leader and stats.subscriptions == 2 and stats.active_watchers == 0
     assert stats.evaluations_created >= 1 and stats.state_writes >= 3

@@ -34,8 +34,10 @@ async def test_a_write_through_one_replica_is_read_consistently_on_the_other(
 async def test_job_lifecycle(replica) -> None:
     stub = replica.stub
     r0 = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job("api")))
+    v1 = _job("api")
+    v1.task_groups[0].count = 4  # a changed spec: an unchanged one keeps its version
     r1 = await stub.RegisterJob(state_pb2.RegisterJobRequest(
-        job=_job("api"), enforce_index=True, job_modify_index=r0.job_modify_index))
+        job=v1, enforce_index=True, job_modify_index=r0.job_modify_index))
     assert r1.version == 1
     with pytest.raises(grpc.RpcError) as err:
         await stub.RegisterJob(state_pb2.RegisterJobRequest(

@@ -49,6 +49,8 @@ EXPECTED_WRITES = {
         "UpdateAllocations",
         "UpsertNode",
         "SetSchedulerConfig",
+        "SubmitPlan",
+        "UpdateNodeStatus",
     },
     "drover.broker.v1.EvalBrokerService": {
         "Dequeue",

@@ -633,3 +633,75 @@ class GarbageCollectResponse(_message.Message):
     largest_txn: int
     index: int
     def __init__(self, examined: _Optional[int] = ..., evaluations: _Optional[int] = ..., allocations: _Optional[int] = ..., deployments: _Optional[int] = ..., jobs: _Optional[int] = ..., job_versions: _Optional[int] = ..., nodes: _Optional[int] = ..., done: _Optional[bool] = ..., after_index: _Optional[int] = ..., after_key: _Optional[str] = ..., txns: _Optional[int] = ..., largest_txn: _Optional[int] = ..., index: _Optional[int] = ...) -> None: ...
+
+class SubmitPlanRequest(_message.Message):
+    __slots__ = ("eval_id", "namespace", "job_id", "job_index", "alloc_indexes", "node_indexes", "placements", "updates", "evaluations")
+    class AllocIndexesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class NodeIndexesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_INDEX_FIELD_NUMBER: _ClassVar[int]
+    ALLOC_INDEXES_FIELD_NUMBER: _ClassVar[int]
+    NODE_INDEXES_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENTS_FIELD_NUMBER: _ClassVar[int]
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    namespace: str
+    job_id: str
+    job_index: int
+    alloc_indexes: _containers.ScalarMap[str, int]
+    node_indexes: _containers.ScalarMap[str, int]
+    placements: _containers.RepeatedCompositeFieldContainer[_allocation_pb2.Allocation]
+    updates: _containers.RepeatedCompositeFieldContainer[_allocation_pb2.Allocation]
+    evaluations: _containers.RepeatedCompositeFieldContainer[_evaluation_pb2.Evaluation]
+    def __init__(self, eval_id: _Optional[str] = ..., namespace: _Optional[str] = ..., job_id: _Optional[str] = ..., job_index: _Optional[int] = ..., alloc_indexes: _Optional[_Mapping[str, int]] = ..., node_indexes: _Optional[_Mapping[str, int]] = ..., placements: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., updates: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., evaluations: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ...) -> None: ...
+
+class SubmitPlanResponse(_message.Message):
+    __slots__ = ("index", "placed", "updated", "unblocked")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PLACED_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_FIELD_NUMBER: _ClassVar[int]
+    UNBLOCKED_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    placed: int
+    updated: int
+    unblocked: int
+    def __init__(self, index: _Optional[int] = ..., placed: _Optional[int] = ..., updated: _Optional[int] = ..., unblocked: _Optional[int] = ...) -> None: ...
+
+class UpdateNodeStatusRequest(_message.Message):
+    __slots__ = ("id", "status", "drain", "scheduling_eligibility")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    DRAIN_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_ELIGIBILITY_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    status: _node_pb2.NodeStatus
+    drain: bool
+    scheduling_eligibility: _node_pb2.NodeSchedulingEligibility
+    def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[_node_pb2.NodeStatus, str]] = ..., drain: _Optional[bool] = ..., scheduling_eligibility: _Optional[_Union[_node_pb2.NodeSchedulingEligibility, str]] = ...) -> None: ...
+
+class UpdateNodeStatusResponse(_message.Message):
+    __slots__ = ("index", "lost", "eval_ids", "unblocked")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    LOST_FIELD_NUMBER: _ClassVar[int]
+    EVAL_IDS_FIELD_NUMBER: _ClassVar[int]
+    UNBLOCKED_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    lost: int
+    eval_ids: _containers.RepeatedScalarFieldContainer[str]
+    unblocked: int
+    def __init__(self, index: _Optional[int] = ..., lost: _Optional[int] = ..., eval_ids: _Optional[_Iterable[str]] = ..., unblocked: _Optional[int] = ...) -> None: ...

@@ -170,6 +170,16 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectResponse.FromString,
                 _registered_method=True)
+        self.SubmitPlan = channel.unary_unary(
+                '/drover.state.v1.StateService/SubmitPlan',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.SubmitPlanRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.SubmitPlanResponse.FromString,
+                _registered_method=True)
+        self.UpdateNodeStatus = channel.unary_unary(
+                '/drover.state.v1.StateService/UpdateNodeStatus',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -360,6 +370,34 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SubmitPlan(self, request, context):
+        """A scheduler worker's plan for one evaluation (Nomad's plan applier):
+        placements, stops and in-place updates of one job, written in ONE etcd
+        txn, so the plan applies whole or not at all. Atomic only within etcd's
+        txn cap: a plan of more than 127 writes is INVALID_ARGUMENT (the worker
+        places the rest in a follow-up evaluation). Refused with
+        FAILED_PRECONDITION, ErrorInfo PLAN_STALE, when the state it was
+        computed from moved: the job (its modify index), the job's allocations
+        (the set and each one's modify index), a node it places on (its modify
+        index), or a node's free capacity no longer fits the placements. The
+        worker re-reads and plans again. Also unblocks blocked evaluations of
+        other jobs when the plan frees capacity (it stops allocations).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateNodeStatus(self, request, context):
+        """A node's heartbeat and status (ready, down), drain and eligibility. A
+        node going down or draining marks its running allocations lost and
+        creates a `node-update` evaluation per affected job in the same txn; a
+        node becoming ready (or registering with UpsertNode) unblocks blocked
+        evaluations. A heartbeat that changes nothing is not written.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -487,6 +525,16 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.GarbageCollect,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectResponse.SerializeToString,
+            ),
+            'SubmitPlan': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmitPlan,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.SubmitPlanRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.SubmitPlanResponse.SerializeToString,
+            ),
+            'UpdateNodeStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateNodeStatus,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1175,6 +1223,60 @@ class StateService:
             '/drover.state.v1.StateService/GarbageCollect',
             drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.GarbageCollectResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitPlan(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/SubmitPlan',
+            drover_dot_state_dot_v1_dot_state__pb2.SubmitPlanRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.SubmitPlanResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateNodeStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/UpdateNodeStatus',
+            drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,

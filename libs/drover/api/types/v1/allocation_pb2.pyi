@@ -1,5 +1,6 @@
 import datetime
 
+from drover.api.types.v1 import job_pb2 as _job_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -48,7 +49,7 @@ class AllocDeploymentStatus(_message.Message):
     def __init__(self, healthy: _Optional[bool] = ..., timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., canary: _Optional[bool] = ..., modify_index: _Optional[int] = ...) -> None: ...
 
 class Allocation(_message.Message):
-    __slots__ = ("id", "namespace", "name", "job_id", "job_version", "task_group", "node_id", "deployment_id", "eval_id", "desired_status", "desired_description", "client_status", "client_description", "deployment_status", "previous_allocation", "create_index", "modify_index", "create_time", "modify_time")
+    __slots__ = ("id", "namespace", "name", "job_id", "job_version", "task_group", "node_id", "deployment_id", "eval_id", "desired_status", "desired_description", "client_status", "client_description", "deployment_status", "previous_allocation", "create_index", "modify_index", "create_time", "modify_time", "resources")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -68,6 +69,7 @@ class Allocation(_message.Message):
     MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     MODIFY_TIME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     name: str
@@ -87,4 +89,5 @@ class Allocation(_message.Message):
     modify_index: int
     create_time: _timestamp_pb2.Timestamp
     modify_time: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., task_group: _Optional[str] = ..., node_id: _Optional[str] = ..., deployment_id: _Optional[str] = ..., eval_id: _Optional[str] = ..., desired_status: _Optional[_Union[AllocDesiredStatus, str]] = ..., desired_description: _Optional[str] = ..., client_status: _Optional[_Union[AllocClientStatus, str]] = ..., client_description: _Optional[str] = ..., deployment_status: _Optional[_Union[AllocDeploymentStatus, _Mapping]] = ..., previous_allocation: _Optional[str] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., modify_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    resources: _job_pb2.Resources
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., task_group: _Optional[str] = ..., node_id: _Optional[str] = ..., deployment_id: _Optional[str] = ..., eval_id: _Optional[str] = ..., desired_status: _Optional[_Union[AllocDesiredStatus, str]] = ..., desired_description: _Optional[str] = ..., client_status: _Optional[_Union[AllocClientStatus, str]] = ..., client_description: _Optional[str] = ..., deployment_status: _Optional[_Union[AllocDeploymentStatus, _Mapping]] = ..., previous_allocation: _Optional[str] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., modify_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resources: _Optional[_Union[_job_pb2.Resources, _Mapping]] = ...) -> None: ...

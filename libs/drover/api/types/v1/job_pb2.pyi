@@ -51,9 +51,24 @@ class UpdateStrategy(_message.Message):
     auto_promote: bool
     def __init__(self, max_parallel: _Optional[int] = ..., canary: _Optional[int] = ..., min_healthy_time: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., healthy_deadline: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., progress_deadline: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., auto_revert: _Optional[bool] = ..., auto_promote: _Optional[bool] = ...) -> None: ...
 
+class Resources(_message.Message):
+    __slots__ = ("cpu", "memory_mb")
+    CPU_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MB_FIELD_NUMBER: _ClassVar[int]
+    cpu: int
+    memory_mb: int
+    def __init__(self, cpu: _Optional[int] = ..., memory_mb: _Optional[int] = ...) -> None: ...
+
 class Task(_message.Message):
-    __slots__ = ("name", "driver", "config")
+    __slots__ = ("name", "driver", "config", "resources", "meta")
     class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class MetaEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -63,10 +78,14 @@ class Task(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     DRIVER_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
     name: str
     driver: str
     config: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., driver: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    resources: Resources
+    meta: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., driver: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., meta: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class TaskGroup(_message.Message):
     __slots__ = ("name", "count", "update", "tasks", "meta")

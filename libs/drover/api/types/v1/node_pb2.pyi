@@ -1,5 +1,6 @@
 import datetime
 
+from drover.api.types.v1 import job_pb2 as _job_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -33,7 +34,7 @@ NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE: NodeSchedulingEligibility
 NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE: NodeSchedulingEligibility
 
 class Node(_message.Message):
-    __slots__ = ("id", "name", "datacenter", "node_class", "address", "status", "scheduling_eligibility", "drain", "attributes", "create_index", "modify_index", "status_updated_at")
+    __slots__ = ("id", "name", "datacenter", "node_class", "address", "status", "scheduling_eligibility", "drain", "attributes", "create_index", "modify_index", "status_updated_at", "resources")
     class AttributesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -53,6 +54,7 @@ class Node(_message.Message):
     CREATE_INDEX_FIELD_NUMBER: _ClassVar[int]
     MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
     STATUS_UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     datacenter: str
@@ -65,4 +67,5 @@ class Node(_message.Message):
     create_index: int
     modify_index: int
     status_updated_at: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., datacenter: _Optional[str] = ..., node_class: _Optional[str] = ..., address: _Optional[str] = ..., status: _Optional[_Union[NodeStatus, str]] = ..., scheduling_eligibility: _Optional[_Union[NodeSchedulingEligibility, str]] = ..., drain: _Optional[bool] = ..., attributes: _Optional[_Mapping[str, str]] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., status_updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    resources: _job_pb2.Resources
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., datacenter: _Optional[str] = ..., node_class: _Optional[str] = ..., address: _Optional[str] = ..., status: _Optional[_Union[NodeStatus, str]] = ..., scheduling_eligibility: _Optional[_Union[NodeSchedulingEligibility, str]] = ..., drain: _Optional[bool] = ..., attributes: _Optional[_Mapping[str, str]] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., status_updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resources: _Optional[_Union[_job_pb2.Resources, _Mapping]] = ...) -> None: ...

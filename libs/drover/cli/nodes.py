@@ -1,0 +1,221 @@
+"""`drover node ...` and `drover alloc ...`: list, status, drain, down."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import grpc
+
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import allocation_pb2, node_pb2
+from drover.cli._client import (
+    ListOptions,
+    client_options,
+    enum_name,
+    follow_pages,
+    list_options,
+    options,
+    print_json,
+    print_table,
+    run,
+)
+from drover.worker.resources import Vec, used
+
+
+def _node_status(v: int) -> str:
+    return enum_name(v, node_pb2.NodeStatus, "NODE_STATUS_")
+
+
+def _client(v: int) -> str:
+    return enum_name(v, allocation_pb2.AllocClientStatus, "ALLOC_CLIENT_STATUS_")
+
+
+def _desired(v: int) -> str:
+    return enum_name(v, allocation_pb2.AllocDesiredStatus, "ALLOC_DESIRED_STATUS_")
+
+
+def _health(a: allocation_pb2.Allocation) -> str:
+    if not a.deployment_status.HasField("healthy"):
+        return ""
+    return "healthy" if a.deployment_status.healthy else "unhealthy"
+
+
+async def _all_allocs(stub: Any, namespace: str, filter_: str, per_call: float) -> list[Any]:
+    async def page(token: str) -> tuple[Any, str]:
+        resp = await stub.ListAllocations(state_pb2.ListAllocationsRequest(
+            namespace=namespace, filter=filter_, page_size=1000, page_token=token),
+            timeout=per_call)
+        return resp.allocations, resp.next_page_token
+
+    return await follow_pages(page)
+
+
+@click.group(name="node")
+def node_group() -> None:
+    """Nodes: list, status, drain, down, ready."""
+
+
+@node_group.command(name="list")
+@list_options('CEL over node fields, e.g. status == "ready"')
+@client_options
+def list_nodes(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
+    """List nodes with their capacity and what their allocations reserve."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> tuple[list[Any], list[Any]]:
+        stub = state_pb2_grpc.StateServiceStub(ch)
+
+        async def page(token: str) -> tuple[Any, str]:
+            req = listing.request(token)
+            req.pop("namespace")
+            resp = await stub.ListNodes(state_pb2.ListNodesRequest(**req), timeout=opts.timeout)
+            return resp.nodes, resp.next_page_token
+
+        nodes = await follow_pages(page, listing.limit)
+        allocs = await _all_allocs(stub, "*", 'desired_status == "run"', opts.timeout)
+        return nodes, allocs
+
+    nodes, allocs = run(opts, body)
+    if opts.json:
+        print_json(nodes)
+        return
+    by_node: dict[str, list[Any]] = {}
+    for a in allocs:
+        by_node.setdefault(a.node_id, []).append(a)
+    rows = []
+    for n in nodes:
+        u = used(by_node.get(n.id, []))
+        rows.append([n.id, n.datacenter, _node_status(n.status), n.drain,
+                     f"{u.cpu}/{n.resources.cpu}", f"{u.memory_mb}/{n.resources.memory_mb}",
+                     len(by_node.get(n.id, []))])
+    print_table(None, ["ID", "DC", "Status", "Drain", "CPU MHz", "Memory MB", "Allocs"], rows)
+
+
+@node_group.command(name="status")
+@click.argument("node_id")
+@client_options
+def node_status(node_id: str, address: str, as_json: bool, timeout: float) -> None:
+    """Show one node and its allocations."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> tuple[Any, list[Any]]:
+        stub = state_pb2_grpc.StateServiceStub(ch)
+        node = (await stub.GetNode(state_pb2.GetNodeRequest(id=node_id),
+                                   timeout=opts.timeout)).node
+        allocs = await _all_allocs(stub, "*", f'node_id == "{node.id}"', opts.timeout)
+        return node, allocs
+
+    node, allocs = run(opts, body)
+    if opts.json:
+        print_json({"node": node, "allocations": [a.id for a in allocs]})
+        return
+    u: Vec = used(allocs)
+    click.echo(f"{node.id}  {_node_status(node.status)}  dc {node.datacenter}  "
+               f"drain {node.drain}  cpu {u.cpu}/{node.resources.cpu} MHz  "
+               f"memory {u.memory_mb}/{node.resources.memory_mb} MB")
+    print_table(None, ["Alloc", "Job", "Version", "Group", "Desired", "Client", "Health"], (
+        [a.id[:8], a.job_id, a.job_version, a.task_group, _desired(a.desired_status),
+         _client(a.client_status), _health(a)] for a in allocs))
+
+
+def _set_status(node_id: str, opts: Any, verb: str, **fields: Any) -> None:
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await state_pb2_grpc.StateServiceStub(ch).UpdateNodeStatus(
+            state_pb2.UpdateNodeStatusRequest(id=node_id, **fields), timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(resp)
+        return
+    click.echo(f"node {node_id} {verb}; {resp.lost} allocations lost, "
+               f"{len(resp.eval_ids)} evaluations, {resp.unblocked} unblocked")
+
+
+@node_group.command(name="drain")
+@click.argument("node_id")
+@click.option("--disable", is_flag=True, help="end the drain")
+@client_options
+def drain(node_id: str, disable: bool, address: str, as_json: bool, timeout: float) -> None:
+    """Drain a node: its allocations are marked lost and replaced elsewhere."""
+    _set_status(node_id, options(address, as_json, timeout),
+                "drain ended" if disable else "draining", drain=not disable)
+
+
+@node_group.command(name="down")
+@click.argument("node_id")
+@client_options
+def down(node_id: str, address: str, as_json: bool, timeout: float) -> None:
+    """Mark a node down: its allocations are lost and replaced elsewhere."""
+    _set_status(node_id, options(address, as_json, timeout), "down",
+                status=node_pb2.NODE_STATUS_DOWN)
+
+
+@node_group.command(name="ready")
+@click.argument("node_id")
+@client_options
+def ready(node_id: str, address: str, as_json: bool, timeout: float) -> None:
+    """Mark a node ready again (unblocks blocked evaluations)."""
+    _set_status(node_id, options(address, as_json, timeout), "ready",
+                status=node_pb2.NODE_STATUS_READY)
+
+
+@click.group(name="alloc")
+def alloc_group() -> None:
+    """Allocations: list, status."""
+
+
+@alloc_group.command(name="list")
+@list_options('CEL over allocation fields, e.g. job_id == "web"')
+@client_options
+def list_allocs(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
+    """List allocations."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> list[Any]:
+        stub = state_pb2_grpc.StateServiceStub(ch)
+
+        async def page(token: str) -> tuple[Any, str]:
+            resp = await stub.ListAllocations(state_pb2.ListAllocationsRequest(
+                **listing.request(token)), timeout=opts.timeout)
+            return resp.allocations, resp.next_page_token
+
+        return await follow_pages(page, listing.limit)
+
+    allocs = run(opts, body)
+    if opts.json:
+        print_json(allocs)
+        return
+    print_table(None, ["ID", "Name", "Node", "Version", "Desired", "Client", "Health",
+                       "Canary"], (
+        [a.id[:8], a.name, a.node_id, a.job_version, _desired(a.desired_status),
+         _client(a.client_status), _health(a), a.deployment_status.canary] for a in allocs))
+
+
+@alloc_group.command(name="status")
+@click.argument("alloc_id")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@client_options
+def alloc_status(alloc_id: str, namespace: str, address: str, as_json: bool,
+                 timeout: float) -> None:
+    """Show one allocation."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return (await state_pb2_grpc.StateServiceStub(ch).GetAllocation(
+            state_pb2.GetAllocationRequest(namespace=namespace, id=alloc_id),
+            timeout=opts.timeout)).allocation
+
+    a = run(opts, body)
+    if opts.json:
+        print_json(a)
+        return
+    print_table(None, ["Field", "Value"], [
+        ["ID", a.id], ["Name", a.name], ["Job", f"{a.job_id} v{a.job_version}"],
+        ["Node", a.node_id], ["Deployment", a.deployment_id],
+        ["Desired", f"{_desired(a.desired_status)} {a.desired_description}"],
+        ["Client", f"{_client(a.client_status)} {a.client_description}"],
+        ["Health", _health(a)], ["Canary", a.deployment_status.canary],
+        ["Resources", f"cpu {a.resources.cpu} MHz, memory {a.resources.memory_mb} MB"],
+        ["Previous", a.previous_allocation],
+    ])

@@ -1,0 +1,214 @@
+"""Live views: a deployment's or a job's task groups, from the event stream.
+
+Both read once, then Subscribe from the index of that read and re-render on
+every change until the deployment is terminal (or, for a job without a
+deployment, until every allocation of its current version has settled).
+On a terminal the table is redrawn in place (rich Live); otherwise each
+change prints one line per group, which is what scripts and tests read.
+The exit code is 0 when the deployment succeeded (or the job settled), 1
+when it failed or was cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import grpc
+from rich.live import Live
+from rich.table import Table
+
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
+from drover.cli._client import console, enum_name
+
+ACTIVE = (deployment_pb2.DEPLOYMENT_STATUS_RUNNING, deployment_pb2.DEPLOYMENT_STATUS_PAUSED)
+SUCCESSFUL = deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL
+_C = allocation_pb2
+
+
+def _dstatus(v: int) -> str:
+    return enum_name(v, deployment_pb2.DeploymentStatus, "DEPLOYMENT_STATUS_")
+
+
+def _deadline(g: deployment_pb2.DeploymentGroupState) -> str:
+    if not g.require_progress_by.ByteSize():
+        return ""
+    left = g.require_progress_by.seconds + g.require_progress_by.nanos / 1e9 - time.time()
+    return f"{max(0.0, left):.0f}s"
+
+
+def deployment_rows(d: deployment_pb2.Deployment) -> list[list[Any]]:
+    return [[name, g.desired_total, f"{len(g.placed_canaries)}/{g.desired_canaries}",
+             g.placed_allocs, g.healthy_allocs, g.unhealthy_allocs,
+             g.promoted if g.desired_canaries else "", _deadline(g)]
+            for name, g in sorted(d.task_groups.items())]
+
+
+DEPLOYMENT_COLUMNS = ["Group", "Desired", "Canaries", "Placed", "Healthy", "Unhealthy",
+                      "Promoted", "Progress deadline"]
+JOB_COLUMNS = ["Group", "Desired", "Placed", "Running", "Healthy", "Unhealthy", "Failed",
+               "Lost", "Complete"]
+
+
+def job_rows(job: job_pb2.Job, allocs: Iterable[allocation_pb2.Allocation]) -> list[list[Any]]:
+    rows = []
+    mine = [a for a in allocs if a.job_version == job.version]
+    for tg in job.task_groups:
+        g = [a for a in mine if a.task_group == tg.name]
+        live = [a for a in g if a.desired_status == _C.ALLOC_DESIRED_STATUS_RUN]
+        health = [a.deployment_status.healthy for a in live
+                  if a.deployment_status.HasField("healthy")]
+        rows.append([tg.name, tg.count, len(live),
+                     sum(a.client_status == _C.ALLOC_CLIENT_STATUS_RUNNING for a in live),
+                     sum(health), len(health) - sum(health),
+                     sum(a.client_status == _C.ALLOC_CLIENT_STATUS_FAILED for a in g),
+                     sum(a.client_status == _C.ALLOC_CLIENT_STATUS_LOST for a in g),
+                     sum(a.client_status == _C.ALLOC_CLIENT_STATUS_COMPLETE for a in g)])
+    return rows
+
+
+def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
+    t = Table(title=title, show_edge=False, header_style="bold", title_justify="left")
+    for c in columns:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*(str(v) for v in r))
+    return t
+
+
+class _Render:
+    """Live table on a terminal; one line per group and change otherwise."""
+
+    def __init__(self) -> None:
+        self.live: Live | None = None
+        self._last = ""
+
+    def __enter__(self) -> _Render:
+        if console.is_terminal:
+            self.live = Live(console=console, refresh_per_second=4)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    def show(self, title: str, columns: list[str], rows: list[list[Any]]) -> None:
+        if self.live is not None:
+            self.live.update(_table(title, columns, rows))
+            return
+        text = "\n".join([title] + ["  " + "  ".join(f"{c}={v}" for c, v in zip(
+            columns, r, strict=True)) for r in rows])
+        if text != self._last:
+            print(text, flush=True)
+            self._last = text
+
+
+def _title(d: deployment_pb2.Deployment) -> str:
+    return (f"deployment {d.id} job {d.job_id} v{d.job_version}: {_dstatus(d.status)} "
+            f"- {d.status_description}")
+
+
+async def watch_deployment(ch: grpc.aio.Channel, namespace: str, deployment_id: str,
+                           per_call: float) -> int:
+    stub = state_pb2_grpc.StateServiceStub(ch)
+    got = await stub.GetDeployment(state_pb2.GetDeploymentRequest(
+        namespace=namespace, id=deployment_id), timeout=per_call)
+    d = got.deployment
+    with _Render() as out:
+        out.show(_title(d), DEPLOYMENT_COLUMNS, deployment_rows(d))
+        if d.status in ACTIVE:
+            stream = stub.Subscribe(state_pb2.SubscribeRequest(
+                topics=[state_pb2.TOPIC_DEPLOYMENT], namespace=namespace,
+                from_index=got.meta.index))
+            try:
+                async for resp in stream:
+                    for ev in resp.events:
+                        if ev.HasField("deployment") and ev.deployment.id == deployment_id:
+                            d = ev.deployment
+                    out.show(_title(d), DEPLOYMENT_COLUMNS, deployment_rows(d))
+                    if d.status not in ACTIVE:
+                        break
+            finally:
+                stream.cancel()
+    return 0 if d.status == SUCCESSFUL else 1
+
+
+async def watch_job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call: float) -> int:
+    stub = state_pb2_grpc.StateServiceStub(ch)
+    got = await stub.GetJob(state_pb2.GetJobRequest(namespace=namespace, id=job_id),
+                            timeout=per_call)
+    job, index = got.job, got.meta.index
+    allocs: dict[str, allocation_pb2.Allocation] = {}
+    token = ""
+    while True:
+        resp = await stub.ListAllocations(state_pb2.ListAllocationsRequest(
+            namespace=namespace, filter=f'job_id == "{job_id}"', page_size=1000,
+            page_token=token), timeout=per_call)
+        allocs.update((a.id, a) for a in resp.allocations)
+        token = resp.next_page_token
+        if not token:
+            break
+    deps = await stub.ListDeployments(state_pb2.ListDeploymentsRequest(
+        namespace=namespace, filter=f'job_id == "{job_id}"', order_by="create_index desc",
+        page_size=1), timeout=per_call)
+    dep = deps.deployments[0] if deps.deployments else None
+
+    def current_dep() -> deployment_pb2.Deployment | None:
+        return dep if dep is not None and dep.job_version == job.version else None
+
+    def title() -> str:
+        d = current_dep()
+        tail = f"deployment {d.id[:8]} {_dstatus(d.status)} - {d.status_description}" if d \
+            else "no deployment"
+        return f"job {job.id} v{job.version}: {tail}"
+
+    def settled() -> bool:
+        d = current_dep()
+        if d is not None:
+            return d.status not in ACTIVE
+        if job.type == job_pb2.JOB_TYPE_SERVICE and any(
+                tg.HasField("update") for tg in job.task_groups):
+            return False  # its deployment has not been seen yet
+        rows = job_rows(job, allocs.values())
+        if job.type == job_pb2.JOB_TYPE_BATCH:
+            return all(r[8] + r[6] >= r[1] for r in rows)
+        return all(r[3] >= r[1] for r in rows)
+
+    with _Render() as out:
+        out.show(title(), JOB_COLUMNS, job_rows(job, allocs.values()))
+        if not settled():
+            stream = stub.Subscribe(state_pb2.SubscribeRequest(
+                topics=[state_pb2.TOPIC_JOB, state_pb2.TOPIC_DEPLOYMENT,
+                        state_pb2.TOPIC_ALLOCATION], namespace=namespace, from_index=index))
+            try:
+                async for resp in stream:
+                    for ev in resp.events:
+                        # The stream replays from the job's read index, which can
+                        # be older than the allocation list: keep the newest.
+                        if ev.HasField("job") and ev.job.id == job_id:
+                            if ev.job.modify_index >= job.modify_index:
+                                job = ev.job
+                        elif ev.HasField("deployment") and ev.deployment.job_id == job_id:
+                            if dep is None or ev.deployment.create_index > dep.create_index or (
+                                    ev.deployment.id == dep.id
+                                    and ev.deployment.modify_index >= dep.modify_index):
+                                dep = ev.deployment
+                        elif ev.HasField("allocation") and ev.allocation.job_id == job_id:
+                            old = allocs.get(ev.allocation.id)
+                            if old is None or ev.allocation.modify_index >= old.modify_index:
+                                allocs[ev.allocation.id] = ev.allocation
+                    out.show(title(), JOB_COLUMNS, job_rows(job, allocs.values()))
+                    if settled():
+                        break
+            finally:
+                stream.cancel()
+    d = current_dep()
+    return 0 if d is None or d.status == SUCCESSFUL else 1
+
+
+def run_watch(coro: Any) -> int:
+    return int(asyncio.run(coro))

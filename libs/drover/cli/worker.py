@@ -1,0 +1,90 @@
+"""`drover worker` (the reference scheduler) and `drover sim nodes N`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from typing import Any
+
+import click
+
+from drover.cli._client import DEFAULT_ADDRESS
+from drover.rpc.channels import channel
+from drover.sim.nodes import SimConfig, SimNodes
+from drover.worker.loop import Worker, WorkerConfig
+
+
+async def _until_signal(main: asyncio.Future[Any]) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    waiter = asyncio.ensure_future(stop.wait())
+    await asyncio.wait([main, waiter], return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    if main.done():
+        main.result()  # a crash surfaces
+    main.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await main
+
+
+@click.command(name="worker")
+@click.option("--address", envvar="DROVER_ADDR", default=DEFAULT_ADDRESS, show_default=True,
+              help="drover server (the proxy)")
+@click.option("--scheduler", "schedulers", multiple=True, default=("service", "batch"),
+              show_default=True, help="scheduler types to dequeue")
+@click.option("--batch", default=16, show_default=True, type=click.IntRange(1, 256),
+              help="evaluations per Dequeue")
+@click.option("--seed", default=None, type=int, help="seed of the placement shuffle")
+def worker(address: str, schedulers: tuple[str, ...], batch: int, seed: int | None) -> None:
+    """Run the reference scheduler worker: dequeue, plan, submit, ack."""
+    logging.basicConfig(level=logging.INFO, format="worker %(levelname)s %(message)s")
+    cfg = WorkerConfig(schedulers=schedulers, batch=batch, seed=seed)
+
+    async def main() -> None:
+        async with channel(address) as ch:
+            w = Worker(ch, cfg)
+            click.echo(f"worker: dequeuing {', '.join(schedulers)} from {address}")
+            await _until_signal(asyncio.ensure_future(w.run()))
+            click.echo(f"worker: stopped after {w.stats.evaluations} evaluations, "
+                       f"{w.stats.placed} placements")
+
+    asyncio.run(main())
+
+
+@click.group(name="sim")
+def sim_group() -> None:
+    """Simulated clients."""
+
+
+@sim_group.command(name="nodes")
+@click.argument("count", type=click.IntRange(1, 100000))
+@click.option("--address", envvar="DROVER_ADDR", default=DEFAULT_ADDRESS, show_default=True)
+@click.option("--prefix", default="sim", show_default=True, help="node id prefix")
+@click.option("--cpu", default=4000, show_default=True, help="MHz per node")
+@click.option("--memory", default=8192, show_default=True, help="MB per node")
+@click.option("--datacenter", default="dc1", show_default=True)
+@click.option("--keep/--down-on-exit", default=False,
+              help="leave the nodes ready on exit (default: mark them down)")
+def sim_nodes(count: int, address: str, prefix: str, cpu: int, memory: int, datacenter: str,
+              keep: bool) -> None:
+    """Run COUNT simulated nodes: register, heartbeat, run allocations, report health."""
+    logging.basicConfig(level=logging.INFO, format="sim %(levelname)s %(message)s")
+    cfg = SimConfig(count=count, prefix=prefix, cpu=cpu, memory_mb=memory,
+                    datacenter=datacenter)
+
+    async def main() -> None:
+        async with channel(address) as ch:
+            sim = SimNodes(ch, cfg)
+            click.echo(f"sim: {count} nodes {prefix}-0..{prefix}-{count - 1} on {address}")
+            try:
+                await _until_signal(asyncio.ensure_future(sim.run()))
+            finally:
+                if not keep:
+                    await sim.mark_down()
+                    click.echo(f"sim: {count} nodes marked down")
+
+    asyncio.run(main())

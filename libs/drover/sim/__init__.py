@@ -1,0 +1,1 @@
+"""Simulated nodes (`drover sim nodes`): register, heartbeat, run, report health."""

@@ -1,0 +1,188 @@
+"""Simulated nodes: the async shell around :mod:`.client`.
+
+One process runs N nodes: it registers them (ready, with resources),
+heartbeats, follows the allocations placed on them (one List, then one
+Subscribe to the Allocation topic) and sends what :func:`.client.step`
+says is due, batched in UpdateAllocations calls. On a clean stop the nodes
+are marked down, so the scheduler replaces what ran on them (Nomad's
+missed-heartbeat path, made explicit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import grpc
+
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2
+
+from .client import Behaviour, Report, Track, behaviour_of, step
+
+log = logging.getLogger(__name__)
+
+_TERMINAL = (allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE, allocation_pb2.ALLOC_CLIENT_STATUS_FAILED,
+             allocation_pb2.ALLOC_CLIENT_STATUS_LOST)
+BATCH = 100
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    count: int = 3
+    prefix: str = "sim"
+    cpu: int = 4000
+    memory_mb: int = 8192
+    datacenter: str = "dc1"
+    heartbeat: float = 5.0
+    tick: float = 0.1
+
+
+class SimNodes:
+    def __init__(self, channel: grpc.aio.Channel, config: SimConfig = SimConfig(),
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.stub = state_pb2_grpc.StateServiceStub(channel)
+        self.clock = clock
+        self.node_ids = [f"{config.prefix}-{i}" for i in range(config.count)]
+        self._ours = set(self.node_ids)
+        self.tracks: dict[tuple[str, str], Track] = {}
+        self._behaviour: dict[tuple[str, str], Behaviour] = {}  # (alloc key) -> behaviour
+        self._jobs: dict[tuple[str, str, int], job_pb2.Job] = {}
+        self.reports = 0
+
+    async def register(self) -> None:
+        c = self.config
+        for node_id in self.node_ids:
+            await self.stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
+                id=node_id, name=node_id, datacenter=c.datacenter, node_class="sim",
+                status=node_pb2.NODE_STATUS_READY,
+                scheduling_eligibility=node_pb2.NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE,
+                resources=job_pb2.Resources(cpu=c.cpu, memory_mb=c.memory_mb),
+                attributes={"driver.sim": "1"})), timeout=30)
+
+    async def mark_down(self) -> None:
+        for node_id in self.node_ids:
+            try:
+                await self.stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(
+                    id=node_id, status=node_pb2.NODE_STATUS_DOWN), timeout=10)
+            except grpc.RpcError as e:
+                log.warning("marking %s down: %s", node_id, e)
+
+    async def run(self) -> None:
+        await self.register()
+        tasks = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._follow()),
+                 asyncio.create_task(self._ticks())]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.heartbeat)
+            for node_id in self.node_ids:
+                try:
+                    # A pure heartbeat: it never undoes an operator's down or drain.
+                    await self.stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(
+                        id=node_id), timeout=10)
+                except grpc.RpcError as e:
+                    log.warning("heartbeat %s: %s", node_id, e)
+
+    async def _job(self, ns: str, job_id: str, version: int) -> job_pb2.Job:
+        key = (ns, job_id, version)
+        job = self._jobs.get(key)
+        if job is None:
+            try:
+                resp = await self.stub.GetJob(state_pb2.GetJobRequest(
+                    namespace=ns, id=job_id, version=version), timeout=30)
+                job = resp.job
+            except grpc.RpcError:
+                job = job_pb2.Job(id=job_id, namespace=ns)  # purged: default behaviour
+            self._jobs[key] = job
+        return job
+
+    async def _observe(self, a: allocation_pb2.Allocation) -> None:
+        if a.node_id not in self._ours:
+            return
+        key = (a.namespace, a.id)
+        t = self.tracks.get(key)
+        now = self.clock()
+        if t is None:
+            if a.client_status in _TERMINAL:
+                return
+            job = await self._job(a.namespace, a.job_id, a.job_version)
+            t = Track(now, bool(a.deployment_id))
+            self._behaviour[key] = behaviour_of(job, a.task_group)
+            self.tracks[key] = t
+        elif self._behaviour.get(key) is not None:
+            job = await self._job(a.namespace, a.job_id, a.job_version)
+            self._behaviour[key] = behaviour_of(job, a.task_group)  # in-place update
+        t.observe(a, now)
+
+    async def _follow(self) -> None:
+        while True:
+            try:
+                index = 0
+                token = ""
+                while True:
+                    resp = await self.stub.ListAllocations(state_pb2.ListAllocationsRequest(
+                        namespace="*", page_size=1000, page_token=token,
+                        filter='desired_status == "run"'), timeout=30)
+                    index = index or resp.meta.index
+                    for a in resp.allocations:
+                        await self._observe(a)
+                    token = resp.next_page_token
+                    if not token:
+                        break
+                stream = self.stub.Subscribe(state_pb2.SubscribeRequest(
+                    topics=[state_pb2.TOPIC_ALLOCATION], from_index=index))
+                async for batch in stream:
+                    for ev in batch.events:
+                        if ev.HasField("allocation") and ev.type == state_pb2.EVENT_TYPE_UPSERT:
+                            await self._observe(ev.allocation)
+            except asyncio.CancelledError:
+                raise
+            except grpc.RpcError as e:
+                log.warning("sim nodes: allocation stream: %s; resubscribing", e)
+                await asyncio.sleep(0.5)
+
+    async def _ticks(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.tick)
+            await self.tick()
+
+    async def tick(self) -> None:
+        now = self.clock()
+        due: list[state_pb2.AllocationUpdate] = []
+        for key, t in list(self.tracks.items()):
+            r: Report | None = step(t, self._behaviour[key], now)
+            if r is not None:
+                u = state_pb2.AllocationUpdate(namespace=key[0], id=key[1],
+                                               client_status=r.client_status,  # type: ignore[arg-type]
+                                               client_description=r.description)
+                if r.healthy is not None:
+                    u.healthy = r.healthy
+                due.append(u)
+            if t.done and r is None:
+                self.tracks.pop(key, None)
+                self._behaviour.pop(key, None)
+        for i in range(0, len(due), BATCH):
+            await self._send(due[i:i + BATCH])
+
+    async def _send(self, updates: list[state_pb2.AllocationUpdate]) -> None:
+        try:
+            await self.stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(
+                updates=updates), timeout=30)
+            self.reports += len(updates)
+            return
+        except grpc.RpcError as e:
+            if len(updates) == 1:
+                log.warning("report %s: %s", updates[0].id, e)
+                return
+        for u in updates:  # one bad (e.g. deleted) allocation must not sink the rest
+            await self._send([u])

@@ -1,0 +1,6 @@
+"""drover's reference scheduler worker: dequeue, plan, submit, ack.
+
+A client of the broker and state services like a worker written in any
+other language would be. :mod:`.planner` is the pure placement core (no
+asyncio, no gRPC); :mod:`.loop` is the thin async shell around it.
+"""

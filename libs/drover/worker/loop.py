@@ -1,0 +1,205 @@
+"""The worker's thin async shell: dequeue (batched), plan, submit, ack.
+
+At-least-once: an evaluation whose processing fails is Nacked (the broker
+redelivers it after a delay); one that succeeds is acked in one AckBatch
+with the others of its batch, carrying a blocked evaluation when some
+allocations fit nowhere (the state service makes it pending again when a
+node joins or capacity is freed) or a follow-up when the plan was capped.
+A plan refused as PLAN_STALE is computed again from fresh state, a few
+times, before the evaluation is Nacked. Evaluations of one batch are
+planned one after another: they belong to different jobs (the broker
+delivers one per job) but may compete for the same nodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import uuid
+from dataclasses import dataclass, field
+
+import grpc
+from google.protobuf.duration_pb2 import Duration
+
+from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import evaluation_pb2
+from drover.rpc.errors import error_info
+
+from .planner import Plan, Snapshot, compute_plan
+from .view import ClusterView
+
+log = logging.getLogger(__name__)
+
+COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    schedulers: tuple[str, ...] = ("service", "batch")
+    batch: int = 16
+    dequeue_timeout: float = 5.0
+    plan_retries: int = 5
+    seed: int | None = None
+
+@dataclass
+class WorkerStats:
+    evaluations: int = 0
+    plans: int = 0
+    placed: int = 0
+    stale: int = 0
+    nacked: int = 0
+    blocked: int = 0
+    acked: list[str] = field(default_factory=list)
+
+class PlanRefused(Exception):
+    """The plan kept being stale: give the evaluation back."""
+
+class Worker:
+    def __init__(self, channel: grpc.aio.Channel, config: WorkerConfig = WorkerConfig()) -> None:
+        self.config = config
+        self.state = state_pb2_grpc.StateServiceStub(channel)
+        self.broker = broker_pb2_grpc.EvalBrokerServiceStub(channel)
+        self.view = ClusterView(self.state)
+        self.stats = WorkerStats()
+        self._rng = random.Random(config.seed)
+
+    async def run(self) -> None:
+        view = asyncio.create_task(self.view.run())
+        try:
+            await self.view.ready.wait()
+            while True:
+                try:
+                    await self.step()
+                except grpc.RpcError as e:
+                    log.warning("worker: %s", _describe(e))
+                    await asyncio.sleep(0.5)
+        finally:
+            view.cancel()
+
+    async def step(self) -> int:
+        """One Dequeue, its evaluations processed and acked; how many."""
+        timeout = Duration()
+        timeout.FromMilliseconds(int(self.config.dequeue_timeout * 1000))
+        resp = await self.broker.Dequeue(broker_pb2.DequeueRequest(
+            schedulers=list(self.config.schedulers), timeout=timeout,
+            max_evaluations=self.config.batch), timeout=self.config.dequeue_timeout + 10)
+        if not resp.evaluation.id:
+            return 0
+        deliveries = [(resp.evaluation, resp.token, resp.wait_index)]
+        deliveries += [(d.evaluation, d.token, d.wait_index) for d in resp.additional]
+        acks = []
+        for ev, token, wait_index in deliveries:
+            self.stats.evaluations += 1
+            try:
+                follow_ups = await self.process(ev, wait_index)
+            except (PlanRefused, grpc.RpcError) as e:
+                log.warning("evaluation %s: %s; nack", ev.id, _describe(e))
+                self.stats.nacked += 1
+                try:
+                    await self.broker.Nack(broker_pb2.NackRequest(eval_id=ev.id, token=token),
+                                           timeout=10)
+                except grpc.RpcError as ne:
+                    log.warning("nack %s: %s", ev.id, _describe(ne))
+                continue
+            acks.append(broker_pb2.AckRequest(eval_id=ev.id, token=token, status=COMPLETE,
+                                              follow_ups=follow_ups))
+        if acks:
+            out = await self.broker.AckBatch(broker_pb2.AckBatchRequest(acks=acks), timeout=30)
+            for o in out.outcomes:
+                if o.code:
+                    log.warning("ack %s: %s (%s)", o.eval_id, o.message, o.reason)
+                else:
+                    self.stats.acked.append(o.eval_id)
+                    del self.stats.acked[:-100]
+        return len(deliveries)
+
+    async def process(self, ev: evaluation_pb2.Evaluation,
+                      wait_index: int) -> list[evaluation_pb2.Evaluation]:
+        """Plan and submit until accepted; the follow-up evaluations to ack with."""
+        await self.view.wait_past(wait_index, within=1.0)
+        for _ in range(self.config.plan_retries):
+            snap = await self.snapshot(ev)
+            plan = compute_plan(snap, rng=self._rng, new_id=lambda: str(uuid.uuid4()))
+            if not plan.empty:
+                try:
+                    await self.submit(ev, snap, plan)
+                except grpc.RpcError as e:
+                    info = error_info(e)
+                    if info is None or info.reason != "PLAN_STALE":
+                        raise
+                    self.stats.stale += 1
+                    index = int(info.metadata.get("index", "0") or 0)
+                    await self.view.wait_past(index, within=0.5)
+                    continue
+            return self._follow_ups(ev, plan)
+        raise PlanRefused(f"plan stale {self.config.plan_retries} times")
+
+    async def snapshot(self, ev: evaluation_pb2.Evaluation) -> Snapshot:
+        ns, job_id = ev.namespace or "default", ev.job_id
+        job = None
+        versions = {}
+        try:
+            got = await self.state.GetJob(state_pb2.GetJobRequest(namespace=ns, id=job_id),
+                                          timeout=30)
+            job = got.job
+            vs = await self.state.ListJobVersions(state_pb2.ListJobVersionsRequest(
+                namespace=ns, id=job_id), timeout=30)
+            versions = {v.version: v for v in vs.versions}
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+        allocs = []
+        token = ""
+        while True:
+            resp = await self.state.ListAllocations(state_pb2.ListAllocationsRequest(
+                namespace=ns, filter=f'job_id == "{job_id}"', page_size=1000,
+                page_token=token), timeout=30)
+            allocs.extend(resp.allocations)
+            token = resp.next_page_token
+            if not token:
+                break
+        deployment = None
+        if job is not None:
+            deps = await self.state.ListDeployments(state_pb2.ListDeploymentsRequest(
+                namespace=ns, filter=f'job_id == "{job_id}" && job_version == {job.version}',
+                order_by="create_index desc", page_size=1), timeout=30)
+            deployment = deps.deployments[0] if deps.deployments else None
+        return Snapshot(ns, job_id, job, versions, deployment, allocs,
+                        list(self.view.nodes.values()), dict(self.view.used), eval_id=ev.id)
+
+    async def submit(self, ev: evaluation_pb2.Evaluation, snap: Snapshot, plan: Plan) -> None:
+        nodes = {n.id: n.modify_index for n in snap.nodes}
+        self.stats.plans += 1
+        await self.state.SubmitPlan(state_pb2.SubmitPlanRequest(
+            eval_id=ev.id, namespace=snap.namespace, job_id=snap.job_id,
+            job_index=snap.job.modify_index if snap.job is not None else 0,
+            alloc_indexes={a.id: a.modify_index for a in snap.allocs},
+            node_indexes={n: nodes[n] for n in plan.node_ids()},
+            placements=plan.placements, updates=plan.updates), timeout=30)
+        self.stats.placed += len(plan.placements)
+
+    def _follow_ups(self, ev: evaluation_pb2.Evaluation,
+                    plan: Plan) -> list[evaluation_pb2.Evaluation]:
+        out = []
+        if plan.more or plan.queued:
+            blocked = bool(plan.queued) and not plan.more
+            follow = evaluation_pb2.Evaluation(
+                id=str(uuid.uuid4()), namespace=ev.namespace, priority=ev.priority,
+                type=ev.type, job_id=ev.job_id, previous_eval=ev.id,
+                deployment_id=ev.deployment_id,
+                triggered_by="queued-allocs" if blocked else "plan-continuation",
+                status=(evaluation_pb2.EVALUATION_STATUS_BLOCKED if blocked
+                        else evaluation_pb2.EVALUATION_STATUS_PENDING),
+                status_description=(f"{sum(plan.queued.values())} allocations fit no node"
+                                    if blocked else "the plan was capped; continue"))
+            if blocked:
+                self.stats.blocked += 1
+            out.append(follow)
+        return out
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, grpc.RpcError) and hasattr(e, "details"):
+        info = error_info(e)
+        return f"{e.details()} ({info.reason if info else e.code().name})"
+    return str(e)

@@ -1,0 +1,354 @@
+"""The placement core of the reference worker (pure: no asyncio, no gRPC).
+
+:func:`compute_plan` turns one snapshot -- the job, its versions, its latest
+deployment, its allocations, the nodes and what every node already
+reserves -- into a :class:`Plan`: placements, stops and in-place updates,
+the way Nomad's generic scheduler reconciles a task group:
+
+- lost allocations (their node went down or drains) are stopped and
+  replaced; failed ones of an older version are stopped and replaced, failed
+  ones of the current version stay (the deployment fails on them; nothing
+  reschedules them);
+- an old allocation whose tasks are unchanged in the new version is updated
+  in place (same node, new version); the others need a destructive update:
+  stop and place a replacement;
+- with a running deployment that asks for canaries (never on a job's first
+  version: the state service asks for none then) only canaries are placed
+  until the group is promoted; then old allocations are replaced at most
+  ``max_parallel`` at a time, less the ones of this deployment not yet
+  healthy; a paused, failed or cancelled deployment replaces nothing;
+- missing allocations (count raised, lost, first placement) are placed at
+  once, excess ones stopped at once;
+- a stopped job stops everything; a batch job's completed allocations count
+  as done.
+
+Placement is bin-packing in Nomad's manner: the candidate nodes (ready,
+eligible, not draining, in the job's datacenters) are shuffled, up to
+``max(2, ceil(log2 n))`` feasible ones are scored (best fit: fuller is
+better, less a penalty for co-locating the same task group) and the best
+wins. What does not fit anywhere is reported in ``queued``: the worker
+then creates a blocked evaluation. A plan never holds more than
+``max_ops`` writes; the remainder sets ``more`` for a follow-up evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2, node_pb2
+
+from .resources import Vec, group_ask, is_live
+
+RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
+STOP = allocation_pb2.ALLOC_DESIRED_STATUS_STOP
+LOST = allocation_pb2.ALLOC_CLIENT_STATUS_LOST
+FAILED = allocation_pb2.ALLOC_CLIENT_STATUS_FAILED
+COMPLETE = allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE
+PENDING = allocation_pb2.ALLOC_CLIENT_STATUS_PENDING
+DEP_RUNNING = deployment_pb2.DEPLOYMENT_STATUS_RUNNING
+
+_INDEX = re.compile(r"\[(\d+)\]$")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What one plan is computed from (copies are not taken: do not mutate)."""
+
+    namespace: str
+    job_id: str
+    job: job_pb2.Job | None
+    versions: Mapping[int, job_pb2.Job]
+    deployment: deployment_pb2.Deployment | None
+    allocs: Sequence[allocation_pb2.Allocation]
+    nodes: Sequence[node_pb2.Node]
+    #: Per node id: what its live allocations (of every job) reserve.
+    node_used: Mapping[str, Vec]
+    eval_id: str = ""
+
+
+@dataclass
+class Plan:
+    placements: list[allocation_pb2.Allocation] = field(default_factory=list)
+    #: Stops and in-place updates: the whole new value of existing allocations.
+    updates: list[allocation_pb2.Allocation] = field(default_factory=list)
+    #: Per task group: allocations that fit on no node.
+    queued: dict[str, int] = field(default_factory=dict)
+    #: More work than fit in this plan: evaluate again.
+    more: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not self.placements and not self.updates
+
+    def node_ids(self) -> set[str]:
+        return {a.node_id for a in self.placements}
+
+
+def schedulable(node: node_pb2.Node) -> bool:
+    return (node.status == node_pb2.NODE_STATUS_READY and not node.drain
+            and node.scheduling_eligibility != node_pb2.NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE)
+
+
+def name_index(name: str) -> int:
+    m = _INDEX.search(name)
+    return int(m.group(1)) if m else -1
+
+
+def _copy(a: allocation_pb2.Allocation) -> allocation_pb2.Allocation:
+    out = allocation_pb2.Allocation()
+    out.CopyFrom(a)
+    return out
+
+
+def _tasks_equal(a: job_pb2.TaskGroup | None, b: job_pb2.TaskGroup) -> bool:
+    if a is None:
+        return False
+    return list(a.tasks) == list(b.tasks) and dict(a.meta) == dict(b.meta)
+
+
+def _group(job: job_pb2.Job | None, name: str) -> job_pb2.TaskGroup | None:
+    if job is None:
+        return None
+    return next((tg for tg in job.task_groups if tg.name == name), None)
+
+
+class _Packer:
+    """Bin-packing over the candidate nodes, tracking this plan's own use."""
+
+    def __init__(self, snap: Snapshot, rng: random.Random) -> None:
+        dcs = set(snap.job.datacenters) if snap.job is not None else set()
+        self.nodes = [n for n in snap.nodes if schedulable(n)
+                      and (not dcs or "*" in dcs or n.datacenter in dcs)]
+        rng.shuffle(self.nodes)
+        self.used = {n.id: snap.node_used.get(n.id, Vec()) for n in self.nodes}
+        self.limit = max(2, math.ceil(math.log2(len(self.nodes)))) if self.nodes else 0
+        self.groups: dict[tuple[str, str], int] = {}  # (node, group) -> allocs of the job
+        for a in snap.allocs:
+            if is_live(a):
+                key = (a.node_id, a.task_group)
+                self.groups[key] = self.groups.get(key, 0) + 1
+        self._offset = 0
+
+    def release(self, a: allocation_pb2.Allocation) -> None:
+        """A stopped allocation's room is free for this plan's placements
+        (the state service's capacity check counts it the same way)."""
+        if is_live(a) and a.node_id in self.used:
+            self.used[a.node_id] = self.used[a.node_id] - Vec.of(a.resources)
+
+    def place(self, group: str, ask: Vec, count: int) -> node_pb2.Node | None:
+        best: tuple[float, node_pb2.Node] | None = None
+        seen = 0
+        n = len(self.nodes)
+        for i in range(n):
+            node = self.nodes[(self._offset + i) % n]
+            cap = Vec.of(node.resources)
+            after = self.used[node.id] + ask
+            if not after.fits_in(cap):
+                continue
+            # Nomad's best-fit score: fuller nodes score higher (0..1).
+            free_cpu = 1 - after.cpu / cap.cpu if cap.cpu else 0.0
+            free_mem = 1 - after.memory_mb / cap.memory_mb if cap.memory_mb else 0.0
+            fit = (20 - (10 ** free_cpu + 10 ** free_mem)) / 18
+            penalty = self.groups.get((node.id, group), 0) / max(1, count)
+            score = fit - penalty
+            if best is None or score > best[0]:
+                best = (score, node)
+            seen += 1
+            if seen >= self.limit:
+                break
+        if best is None:
+            return None
+        node = best[1]
+        # Start the next search after the chosen node: spreads ties.
+        self._offset = (self.nodes.index(node) + 1) % n
+        self.used[node.id] = self.used[node.id] + ask
+        self.groups[(node.id, group)] = self.groups.get((node.id, group), 0) + 1
+        return node
+
+
+class _Builder:
+    def __init__(self, snap: Snapshot, rng: random.Random, new_id: Callable[[], str],
+                 max_ops: int) -> None:
+        self.snap, self.new_id, self.max_ops = snap, new_id, max_ops
+        self.plan = Plan()
+        self.packer = _Packer(snap, rng)
+
+    def room(self) -> bool:
+        if len(self.plan.placements) + len(self.plan.updates) < self.max_ops:
+            return True
+        self.plan.more = True
+        return False
+
+    def stop(self, a: allocation_pb2.Allocation, why: str) -> bool:
+        if not self.room():
+            return False
+        out = _copy(a)
+        out.desired_status = STOP
+        out.desired_description = why
+        self.plan.updates.append(out)
+        self.packer.release(a)
+        return True
+
+    def in_place(self, a: allocation_pb2.Allocation, job: job_pb2.Job, dep_id: str) -> bool:
+        if not self.room():
+            return False
+        out = _copy(a)
+        out.job_version = job.version
+        out.eval_id = self.snap.eval_id
+        if dep_id and out.deployment_id != dep_id:
+            out.deployment_id = dep_id
+            out.ClearField("deployment_status")  # health is re-reported for the new deployment
+        self.plan.updates.append(out)
+        return True
+
+    def place(self, job: job_pb2.Job, tg: job_pb2.TaskGroup, index: int, dep_id: str,
+              canary: bool = False, previous: str = "") -> bool:
+        if not self.room():
+            return False
+        ask = group_ask(tg)
+        node = self.packer.place(tg.name, ask, tg.count)
+        if node is None:
+            self.plan.queued[tg.name] = self.plan.queued.get(tg.name, 0) + 1
+            return False
+        a = allocation_pb2.Allocation(
+            id=self.new_id(), namespace=job.namespace, name=f"{job.id}.{tg.name}[{index}]",
+            job_id=job.id, job_version=job.version, task_group=tg.name, node_id=node.id,
+            deployment_id=dep_id, eval_id=self.snap.eval_id, desired_status=RUN,
+            client_status=PENDING, previous_allocation=previous, resources=ask.proto())
+        if canary:
+            a.deployment_status.canary = True
+        self.plan.placements.append(a)
+        return True
+
+
+def compute_plan(snap: Snapshot, *, rng: random.Random | None = None,
+                 new_id: Callable[[], str] | None = None, max_ops: int = 126) -> Plan:
+    """The plan that moves the job's allocations towards its spec."""
+    rng = rng or random.Random(0)
+    if new_id is None:
+        counter = iter(range(1 << 62))
+        new_id = lambda: f"alloc-{next(counter)}"  # noqa: E731 (tests pass their own)
+    b = _Builder(snap, rng, new_id, max_ops)
+    job = snap.job
+    by_group: dict[str, list[allocation_pb2.Allocation]] = {}
+    for a in snap.allocs:
+        by_group.setdefault(a.task_group, []).append(a)
+    if job is None or job.stop:
+        for allocs in by_group.values():
+            for a in allocs:
+                if a.desired_status == RUN:
+                    b.stop(a, "alloc not needed since job is stopped")
+        return b.plan
+    groups = {tg.name for tg in job.task_groups}
+    for name, allocs in sorted(by_group.items()):
+        if name not in groups:
+            for a in allocs:
+                if a.desired_status == RUN:
+                    b.stop(a, "alloc not needed since its task group was removed")
+    for tg in job.task_groups:
+        _reconcile_group(b, job, tg, by_group.get(tg.name, []))
+    return b.plan
+
+
+def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
+                     allocs: list[allocation_pb2.Allocation]) -> None:
+    snap = b.snap
+    dep = snap.deployment if (snap.deployment is not None
+                              and snap.deployment.job_version == job.version) else None
+    dep_running = dep is not None and dep.status == DEP_RUNNING
+    dep_id = dep.id if dep_running and dep is not None and tg.name in dep.task_groups else ""
+    dstate = dep.task_groups.get(tg.name) if dep is not None else None
+    batch = job.type == job_pb2.JOB_TYPE_BATCH
+    node_ok = {n.id for n in snap.nodes if n.status == node_pb2.NODE_STATUS_READY
+               and not n.drain}
+
+    current: list[allocation_pb2.Allocation] = []  # new version, occupying a slot
+    old: list[allocation_pb2.Allocation] = []      # older version, live
+    free_names: list[int] = []                     # indexes freed by stops
+    for a in allocs:
+        if a.desired_status != RUN:
+            continue
+        if a.client_status == LOST or (is_live(a) and a.node_id not in node_ok):
+            if b.stop(a, "alloc is lost since its node is down or draining"):
+                free_names.append(name_index(a.name))
+            continue
+        if a.client_status == COMPLETE:
+            if batch and a.job_version == job.version:
+                current.append(a)  # done: counts towards the group
+            continue
+        if a.client_status == FAILED:
+            if a.job_version == job.version:
+                current.append(a)  # the deployment fails on it; no rescheduling
+            elif b.stop(a, "alloc failed; replaced by the new version"):
+                free_names.append(name_index(a.name))
+            continue
+        (current if a.job_version == job.version else old).append(a)
+
+    old_tg = {a.id: _group(snap.versions.get(a.job_version), tg.name) for a in old}
+    inplace = [a for a in old if not batch and _tasks_equal(old_tg[a.id], tg)]
+    destructive = [a for a in old if a not in inplace]
+    if batch:
+        destructive = []  # a running batch allocation of an old version finishes
+    for a in inplace:
+        if b.in_place(a, job, dep_id):
+            current.append(a)
+
+    used_names = {name_index(a.name) for a in current} | {name_index(a.name) for a in old}
+
+    def next_name() -> int:
+        i = 0
+        while i in used_names:
+            i += 1
+        used_names.add(i)
+        return i
+
+    # Canaries: only while a running deployment waits for them.
+    want_canaries = dstate.desired_canaries if dstate is not None and dep_running else 0
+    if want_canaries and not dstate.promoted and destructive:  # type: ignore[union-attr]
+        have = sum(1 for a in current if a.deployment_status.canary and a.deployment_id == dep_id)
+        for _ in range(want_canaries - have):
+            b.place(job, tg, next_name(), dep_id, canary=True)
+        canaries = sum(1 for a in current if a.deployment_status.canary)
+        missing = tg.count - (len(current) - canaries) - len(destructive)
+        for _ in range(max(0, missing)):
+            b.place(job, tg, next_name(), dep_id)
+        return
+
+    live = len(current) + len(destructive)
+    if len(current) >= tg.count:
+        for a in destructive:
+            b.stop(a, "alloc not needed: replaced by the new version")
+        extra = sorted((a for a in current if a.client_status != COMPLETE),
+                       key=lambda a: -name_index(a.name))[: len(current) - tg.count]
+        for a in extra:
+            b.stop(a, "alloc not needed due to job update")
+        return
+    if live > tg.count:
+        # More old ones than needed (canaries took slots, or count lowered).
+        surplus = sorted(destructive, key=lambda a: -name_index(a.name))[: live - tg.count]
+        for a in surplus:
+            b.stop(a, "alloc not needed due to job update")
+        destructive = [a for a in destructive if a not in surplus]
+    for _ in range(tg.count - len(current) - len(destructive)):
+        b.place(job, tg, free_names.pop() if free_names else next_name(), dep_id)
+
+    if dep is not None and not dep_running:
+        return  # paused, failed or cancelled: no destructive updates
+    limit = len(destructive)
+    if tg.HasField("update") and tg.update.max_parallel > 0 and dep_running:
+        in_flight = sum(1 for a in current if a.deployment_id == dep_id
+                        and not (a.deployment_status.HasField("healthy")
+                                 and a.deployment_status.healthy))
+        limit = max(0, tg.update.max_parallel - in_flight)
+    for a in sorted(destructive, key=lambda a: name_index(a.name))[:limit]:
+        if len(b.plan.placements) + len(b.plan.updates) + 2 > b.max_ops:
+            b.plan.more = True
+            return
+        b.stop(a, "alloc is being updated due to job update")
+        if not b.place(job, tg, name_index(a.name), dep_id, previous=a.id):
+            b.plan.updates.pop()  # nowhere to go: keep the old one running
+            b.packer.used[a.node_id] = b.packer.used.get(a.node_id, Vec()) + Vec.of(a.resources)

@@ -1,0 +1,114 @@
+"""The worker's view of the cluster: nodes and what each one reserves.
+
+An informer: one paged List of nodes and allocations, then one Subscribe to
+the Node and Allocation topics from the index of that read. It may lag the
+store by a moment; that is safe because the state service re-checks every
+node's capacity when the plan is submitted (PLAN_STALE, and the worker
+plans again). The job's own allocations are read consistently per plan,
+not from here, so the plan's alloc_indexes are exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import grpc
+
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import allocation_pb2, node_pb2
+
+from .resources import Vec, is_live
+
+log = logging.getLogger(__name__)
+
+PAGE = 1000
+
+
+class ClusterView:
+    def __init__(self, stub: Any) -> None:
+        self._stub = stub
+        self.nodes: dict[str, node_pb2.Node] = {}
+        self._allocs: dict[str, tuple[str, Vec]] = {}  # live alloc id -> (node, reserved)
+        self.used: dict[str, Vec] = {}
+        self.index = 0
+        self.ready = asyncio.Event()
+        self._changed = asyncio.Event()
+
+    def _apply_alloc(self, a: allocation_pb2.Allocation, deleted: bool = False) -> None:
+        old = self._allocs.pop(a.id, None)
+        if old is not None:
+            self.used[old[0]] = self.used.get(old[0], Vec()) - old[1]
+        if not deleted and is_live(a):
+            res = Vec.of(a.resources)
+            self._allocs[a.id] = (a.node_id, res)
+            self.used[a.node_id] = self.used.get(a.node_id, Vec()) + res
+
+    async def _load(self) -> int:
+        self.nodes.clear()
+        self._allocs.clear()
+        self.used.clear()
+        index = 0
+        token = ""
+        while True:
+            resp = await self._stub.ListNodes(state_pb2.ListNodesRequest(
+                page_size=PAGE, page_token=token), timeout=30)
+            index = index or resp.meta.index
+            for n in resp.nodes:
+                self.nodes[n.id] = n
+            token = resp.next_page_token
+            if not token:
+                break
+        while True:
+            resp = await self._stub.ListAllocations(state_pb2.ListAllocationsRequest(
+                namespace="*", page_size=PAGE, page_token=token,
+                filter='desired_status == "run"'), timeout=30)
+            for a in resp.allocations:
+                self._apply_alloc(a)
+            token = resp.next_page_token
+            if not token:
+                break
+        return int(index)
+
+    async def run(self) -> None:
+        """Load, then follow the stream; reload after any break."""
+        while True:
+            try:
+                self.index = await self._load()
+                self.ready.set()
+                stream = self._stub.Subscribe(state_pb2.SubscribeRequest(
+                    topics=[state_pb2.TOPIC_NODE, state_pb2.TOPIC_ALLOCATION],
+                    from_index=self.index))
+                async for resp in stream:
+                    for ev in resp.events:
+                        deleted = ev.type == state_pb2.EVENT_TYPE_DELETE
+                        if ev.HasField("node"):
+                            if deleted:
+                                self.nodes.pop(ev.key, None)
+                            else:
+                                self.nodes[ev.node.id] = ev.node
+                        elif ev.HasField("allocation"):
+                            self._apply_alloc(ev.allocation, deleted)
+                    self.index = max(self.index, resp.index)
+                    self._changed.set()
+                    self._changed = asyncio.Event()
+            except asyncio.CancelledError:
+                raise
+            except grpc.RpcError as e:
+                log.warning("worker view: %s; reloading", e)
+                await asyncio.sleep(0.5)
+
+    async def wait_past(self, index: int, within: float) -> None:
+        """Until the view has seen ``index`` (or ``within`` seconds passed: it
+        may simply have had nothing to deliver)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while self.index < index:
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            try:
+                await asyncio.wait_for(self._changed.wait(), left)
+            except TimeoutError:
+                return

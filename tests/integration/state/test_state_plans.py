@@ -1,0 +1,146 @@
+"""SubmitPlan (one txn, PLAN_STALE), UpdateNodeStatus and the register
+semantics the scheduler relies on, against a real etcd."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
+from drover.rpc.errors import error_info
+
+RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
+STOP = allocation_pb2.ALLOC_DESIRED_STATUS_STOP
+
+
+def _job(count: int = 2, canary: int = 0, image: str = "v1") -> job_pb2.Job:
+    return job_pb2.Job(id="web", namespace="default", task_groups=[job_pb2.TaskGroup(
+        name="g", count=count, update=job_pb2.UpdateStrategy(max_parallel=1, canary=canary),
+        tasks=[job_pb2.Task(name="t", driver="sim", config={"image": image})])])
+
+
+async def _node(stub, node_id: str, cpu: int = 1000, mem: int = 1000) -> int:
+    resp = await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
+        id=node_id, status=node_pb2.NODE_STATUS_READY,
+        resources=job_pb2.Resources(cpu=cpu, memory_mb=mem))))
+    got = await stub.GetNode(state_pb2.GetNodeRequest(id=node_id))
+    assert got.node.modify_index == resp.index
+    return got.node.modify_index
+
+
+def _alloc(aid: str, node: str, cpu: int = 100, mem: int = 300) -> allocation_pb2.Allocation:
+    return allocation_pb2.Allocation(
+        id=aid, namespace="default", job_id="web", task_group="g", node_id=node,
+        name=f"web.g[{aid}]", desired_status=RUN,
+        resources=job_pb2.Resources(cpu=cpu, memory_mb=mem))
+
+
+async def _job_index(stub) -> int:
+    got = await stub.GetJob(state_pb2.GetJobRequest(namespace="default", id="web"))
+    return int(got.job.modify_index)
+
+
+def _reason(err: grpc.aio.AioRpcError) -> str:
+    info = error_info(err)
+    return info.reason if info else ""
+
+
+async def test_plan_places_then_refuses_stale(replica) -> None:
+    stub = replica.stub
+    await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job()))
+    n1 = await _node(stub, "n1")
+    job_index = await _job_index(stub)
+    resp = await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+        eval_id="e1", namespace="default", job_id="web", job_index=job_index,
+        node_indexes={"n1": n1}, placements=[_alloc("a1", "n1"), _alloc("a2", "n1")]))
+    assert resp.placed == 2
+    allocs = await stub.ListAllocations(state_pb2.ListAllocationsRequest(namespace="default"))
+    assert sorted(a.id for a in allocs.allocations) == ["a1", "a2"]
+    # The same plan again read no allocations: the set moved, PLAN_STALE, nothing written.
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+            eval_id="e2", namespace="default", job_id="web", job_index=job_index,
+            node_indexes={"n1": n1}, placements=[_alloc("a3", "n1")]))
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert _reason(err.value) == "PLAN_STALE"
+    # A stop with the indexes read: accepted, and written with the placement at once.
+    idx = {a.id: a.modify_index for a in allocs.allocations}
+    stop = allocation_pb2.Allocation()
+    stop.CopyFrom(next(a for a in allocs.allocations if a.id == "a1"))
+    stop.desired_status = STOP
+    await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+        eval_id="e3", namespace="default", job_id="web", job_index=job_index,
+        alloc_indexes=idx, node_indexes={"n1": n1}, updates=[stop],
+        placements=[_alloc("a3", "n1")]))
+    got = await stub.GetAllocation(state_pb2.GetAllocationRequest(namespace="default", id="a1"))
+    assert got.allocation.desired_status == STOP
+
+
+async def test_plan_refused_when_node_is_full_or_changed(replica) -> None:
+    stub = replica.stub
+    await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job()))
+    n1 = await _node(stub, "n1", cpu=150, mem=1000)
+    job_index = await _job_index(stub)
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+            eval_id="e1", namespace="default", job_id="web", job_index=job_index,
+            node_indexes={"n1": n1}, placements=[_alloc("a1", "n1"), _alloc("a2", "n1")]))
+    assert _reason(err.value) == "PLAN_STALE"
+    assert "no room" in (err.value.details() or "")
+    await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="n1", drain=True))
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+            eval_id="e1", namespace="default", job_id="web", job_index=job_index,
+            node_indexes={"n1": n1}, placements=[_alloc("a1", "n1")]))
+    assert _reason(err.value) == "PLAN_STALE"
+
+
+async def test_node_down_marks_allocations_lost_and_evaluates(replica) -> None:
+    stub = replica.stub
+    await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job()))
+    n1 = await _node(stub, "n1")
+    await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+        eval_id="e1", namespace="default", job_id="web", job_index=await _job_index(stub),
+        node_indexes={"n1": n1}, placements=[_alloc("a1", "n1")]))
+    beat = await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(
+        id="n1", status=node_pb2.NODE_STATUS_READY))
+    assert beat.lost == 0 and not beat.eval_ids  # a heartbeat changes nothing
+    down = await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(
+        id="n1", status=node_pb2.NODE_STATUS_DOWN))
+    assert down.lost == 1 and len(down.eval_ids) == 1
+    got = await stub.GetAllocation(state_pb2.GetAllocationRequest(namespace="default", id="a1"))
+    assert got.allocation.client_status == allocation_pb2.ALLOC_CLIENT_STATUS_LOST
+    ev = await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id=down.eval_ids[0]))
+    assert ev.evaluation.triggered_by == "node-update" and ev.evaluation.job_id == "web"
+
+
+async def test_node_ready_unblocks_blocked_evaluations(replica) -> None:
+    stub = replica.stub
+    await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[
+        evaluation_pb2.Evaluation(id="b1", namespace="default", type="service", job_id="web",
+                                  status=evaluation_pb2.EVALUATION_STATUS_BLOCKED)]))
+    await _node(stub, "n9")
+    ev = await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id="b1"))
+    assert ev.evaluation.status == evaluation_pb2.EVALUATION_STATUS_PENDING
+
+
+async def test_register_semantics(replica) -> None:
+    stub = replica.stub
+    first = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job(canary=1)))
+    d = await stub.GetDeployment(state_pb2.GetDeploymentRequest(
+        namespace="default", id=first.deployment_id))
+    assert d.deployment.task_groups["g"].desired_canaries == 0  # not on the first version
+    job = (await stub.GetJob(state_pb2.GetJobRequest(namespace="default", id="web"))).job
+    assert job.task_groups[0].tasks[0].resources.cpu == 100
+    assert job.task_groups[0].tasks[0].resources.memory_mb == 300
+    again = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job(canary=1)))
+    assert again.version == first.version and not again.deployment_id and again.eval_id
+    d = await stub.GetDeployment(state_pb2.GetDeploymentRequest(
+        namespace="default", id=first.deployment_id))
+    assert d.deployment.status == 1  # still running, not cancelled
+    changed = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job(canary=1, image="v2")))
+    assert changed.version == first.version + 1
+    d2 = await stub.GetDeployment(state_pb2.GetDeploymentRequest(
+        namespace="default", id=changed.deployment_id))
+    assert d2.deployment.task_groups["g"].desired_canaries == 1
