@@ -5,19 +5,30 @@ conventions), labelled by service, method and status code.
 Order in the server: observe (outermost, sees the final status) then errors
 (maps DroverError to a status). Streaming calls are timed until the stream
 ends.
+
+The SERVER span is a child of the caller's W3C trace context (the
+``traceparent`` metadata, see :mod:`drover.rpc.propagation`). For a stream
+the span is current only while the handler computes its next message, never
+across a ``yield``: a cancelled stream is closed by grpc.aio from another
+context, and a context token attached before the ``yield`` cannot be
+detached there ("Failed to detach context").
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
+from opentelemetry import context as otel_context
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from drover.rpc.propagation import incoming_context
 from drover.telemetry import meter, tracer
 
 log = logging.getLogger("drover.rpc.access")
@@ -89,13 +100,18 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
                 extra={"fields": {"ms": round(elapsed * 1000, 2), "peer": peer}},
             )
 
+        parent = incoming_context(details.invocation_metadata)
+        attributes = {"rpc.system": "grpc", "rpc.service": rpc_service, "rpc.method": rpc_method}
+
         def unary(behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
             async def wrapper(request: Any, context: Any) -> Any:
                 start = time.perf_counter()
                 # Read the peer now: after a cancelled call ends, its context
                 # refers to a released C call object.
                 peer = context.peer()
-                with self._tracer.start_as_current_span(method, kind=SpanKind.SERVER) as span:
+                with self._tracer.start_as_current_span(
+                    method, context=parent, kind=SpanKind.SERVER, attributes=attributes,
+                ) as span:
                     err: BaseException | None = None
                     try:
                         return await behavior(request, context)
@@ -114,17 +130,34 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
                 # Read the peer now: after a cancelled call ends, its context
                 # refers to a released C call object.
                 peer = context.peer()
-                with self._tracer.start_as_current_span(method, kind=SpanKind.SERVER) as span:
-                    err: BaseException | None = None
-                    try:
-                        async for item in behavior(request, context):
-                            yield item
-                    except BaseException as e:
-                        err = e
-                        span.set_status(Status(StatusCode.ERROR, str(e)))
-                        raise
-                    finally:
-                        finish(context, peer, start, err)
+                span = self._tracer.start_span(
+                    method, context=parent, kind=SpanKind.SERVER, attributes=attributes,
+                )
+                current = trace.set_span_in_context(span, parent)
+                err: BaseException | None = None
+                items = behavior(request, context)
+                try:
+                    while True:
+                        token = otel_context.attach(current)
+                        try:
+                            item = await items.__anext__()
+                        except StopAsyncIteration:
+                            break
+                        finally:
+                            otel_context.detach(token)
+                        yield item
+                except BaseException as e:
+                    err = e
+                    span.set_status(Status(StatusCode.ERROR, str(e)[:200]))
+                    raise
+                finally:
+                    # Closed at a yield (the call was cancelled): close the
+                    # handler's generator now, so its cleanup runs here and
+                    # not whenever the garbage collector gets to it.
+                    with contextlib.suppress(Exception):
+                        await items.aclose()
+                    span.end()
+                    finish(context, peer, start, err)
 
             return wrapper
 

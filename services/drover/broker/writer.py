@@ -18,6 +18,10 @@ with backoff while the term lasts (each is idempotent against the store)
 and dropped only when the store refuses them as invalid. ``FENCE_LOST``
 ends the term at once (``on_fence_lost``): no later write of this term can
 succeed anyway, and the next leader re-derives every effect from the store.
+
+Tracing: each write remembers the trace context it was made in; a batch's
+``broker write`` span is the child of its first write's context and links
+the others, so an Ack's trace goes on to the state service's txn.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.effects import WriteGroup
 from drover.coord.fence import Fence
@@ -36,6 +43,7 @@ from drover.errors import Conflict, DroverError, FenceLost, InvalidArgument, Not
 __all__ = ["FencedWriter", "UpsertApi"]
 
 log = logging.getLogger(__name__)
+_tracer = trace.get_tracer("drover.broker.writer")
 
 # etcd's 128 operations per txn, minus the state service's own marker put.
 MAX_OBJECTS = 127
@@ -53,6 +61,8 @@ class _Pending:
     # None for an effect (nobody awaits it; retried until written).
     done: asyncio.Future[int] | None = None
     attempts: int = field(default=0)
+    # The trace context the write was made in (an RPC's server span).
+    context: otel_context.Context = field(default_factory=otel_context.get_current)
 
 
 class FencedWriter:
@@ -144,8 +154,15 @@ class FencedWriter:
         return batch
 
     async def _flush(self, batch: list[_Pending]) -> None:
+        links = [trace.Link(c) for c in
+                 (trace.get_current_span(p.context).get_span_context() for p in batch[1:])
+                 if c.is_valid]
         try:
-            index = await self._upsert([e for p in batch for e in p.group.evaluations])
+            with _tracer.start_as_current_span(
+                "broker write", context=batch[0].context, links=links,
+                attributes={"drover.broker.write_groups": len(batch)},
+            ):
+                index = await self._upsert([e for p in batch for e in p.group.evaluations])
         except FenceLost as err:
             self._lost(err)
             return
