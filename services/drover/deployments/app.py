@@ -25,6 +25,7 @@ from drover.errors import DroverError
 from drover.rpc.channels import channel
 from drover.rpc.server import App, AppContext, ServiceBinding
 
+from . import metrics
 from .leader import LeaderConfig, WatcherLeader
 from .servicer import DeploymentWatcherServicer
 from .state_api import GrpcStateApi
@@ -43,6 +44,7 @@ class DeploymentsApp:
         self.leadership: Leadership | None = None
         self.leader: WatcherLeader | None = None
         self.servicer: DeploymentWatcherServicer | None = None
+        self._unregister: list[Any] = []
 
     @property
     def bindings(self) -> Sequence[ServiceBinding]:
@@ -69,10 +71,13 @@ class DeploymentsApp:
         self.leadership = Leadership(ctx.etcd, Keyspace(self.settings.etcd.prefix),
                                      self.settings.service, ctx.address, [self.leader],
                                      config=cfg)
+        self._unregister = metrics.register(self.leader)
         self.leadership.start()
         await ctx.health.set_all_ready(True)
 
     async def stop(self) -> None:
+        for close in self._unregister:
+            close()
         if self.leadership is not None:
             await self.leadership.resign(grace=2.0)
         if self._channel is not None:

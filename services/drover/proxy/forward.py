@@ -143,6 +143,9 @@ class Forwarder:
         self._channels = channels
         self._clock = clock
         self.methods = forwarded_methods(modules)
+        # Attempts retried elsewhere, by service and how (metrics):
+        # "next_server" (a failover) or "follow_leader" (a leader hint).
+        self.retries: dict[tuple[str, str], int] = {}
         self._handlers = {path: self._handler(m) for path, m in self.methods.items()}
 
     # -- the generic handler ------------------------------------------------
@@ -236,6 +239,10 @@ class Forwarder:
         )
         return decision
 
+    def _count(self, service: str, how: str) -> None:
+        key = (service, how)
+        self.retries[key] = self.retries.get(key, 0) + 1
+
     def _failed(
         self, m: ForwardedMethod, lst: ServerList, server: Server,
         err: grpc.aio.AioRpcError, *, relayed: bool,
@@ -243,8 +250,10 @@ class Forwarder:
         decision = self._report(m, lst, server, err, relayed=relayed)
         if decision.action is RetryAction.FOLLOW_LEADER and decision.leader:
             lst.follow_hint(decision.leader)
+            self._count(lst.service, "follow_leader")
             raise _Retry(err, follow=True)
         if decision.action is RetryAction.RETRY_NEXT:
+            self._count(lst.service, "next_server")
             raise _Retry(err)
         raise _Final(err)
 

@@ -109,6 +109,8 @@ class ServerList:
         self._elected: str | None = None
         self._hint: str | None = None
         self._leader_suspect = False
+        # Failed calls that rotated the front server to the back (metrics).
+        self.rotations = 0
         self.set_backups(backups)
 
     # -- reading -----------------------------------------------------------
@@ -286,6 +288,7 @@ class ServerList:
             return False
         section.remove(front)
         section.append(front)
+        self.rotations += 1
         return True
 
     def notify_ok(self, server: Server) -> None:

@@ -6,9 +6,12 @@ built, so a replica reports SERVING only once it can answer consistently.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from drover.api.state.v1 import state_pb2_grpc
 from drover.config import ServeSettings
 from drover.rpc.server import App, AppContext, ServiceBinding
+from drover.state import metrics
 from drover.state.main import StateService, build_state_service
 
 SERVICE = "drover.state.v1.StateService"
@@ -18,6 +21,7 @@ class StateApp:
     def __init__(self, settings: ServeSettings) -> None:
         self.settings = settings
         self._service: StateService | None = None
+        self._unregister: list[Callable[[], None]] = []
 
     async def prepare(self) -> None:
         self._service = await build_state_service(self.settings)
@@ -35,10 +39,13 @@ class StateApp:
 
     async def start(self, ctx: AppContext) -> None:
         assert self._service is not None
+        self._unregister = metrics.register(self._service.cache)
         await self._service.ready.wait()
         await ctx.health.set_ready(SERVICE)
 
     async def stop(self) -> None:
+        for close in self._unregister:
+            close()
         if self._service is not None:
             await self._service.close()
 

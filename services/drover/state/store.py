@@ -181,6 +181,7 @@ class EtcdStore:
             "drover.state.etcd.txn.compare_failures", unit="{txn}",
             description="etcd transactions whose compares failed (concurrent writer, lost fence)",
         )
+        self._compare_failures.add(0)  # a series from the start: alerts see 0, not nothing
 
     async def range(
         self, key: bytes, range_end: bytes, *, limit: int = 0, revision: int = 0,
