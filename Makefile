@@ -45,7 +45,7 @@ lint: venv node
 	$(BIN)/mypy libs services
 	npx --no-install buf lint
 
-smoke: node
+smoke: venv node
 	bash scripts/smoke.sh
 
 proto: venv

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Smoke test of a running drover suite (`make run`, then `make smoke`), through
-# the proxy and directly. Uses grpcurl when it is on PATH, else `buf curl` with
-# the same JSON bodies; checks answers with jq; stops at the first failure.
+# the proxy and directly. Uses grpcurl (the repo's .venv/bin/grpcurl, or one on
+# PATH) or `buf curl` with the same JSON bodies; SMOKE_TOOL=grpcurl|buf picks one.
+# Answers are checked with jq in protobuf's JSON names (camelCase) with defaults
+# emitted, whichever tool printed them; stops at the first failure.
 #
 # Addresses (defaults: the `make run` layout):
 #   DROVER_PROXY=127.0.0.1:7100 DROVER_STATE=127.0.0.1:7101
@@ -16,32 +18,50 @@ RUN=${SMOKE_RUN:-$(date +%s)-$$}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 
 command -v jq >/dev/null || { echo "smoke: jq is required (apt-get install jq)" >&2; exit 2; }
-if command -v grpcurl >/dev/null; then
-  TOOL=grpcurl
-elif [ -x "$HERE/node_modules/.bin/buf" ]; then
-  TOOL="$HERE/node_modules/.bin/buf"
-elif command -v buf >/dev/null; then
-  TOOL=buf
-else
-  echo "smoke: need grpcurl or buf (npm install in the repo provides buf)" >&2; exit 2
+find_grpcurl() {
+  if [ -x "$HERE/.venv/bin/grpcurl" ]; then echo "$HERE/.venv/bin/grpcurl"
+  else command -v grpcurl || true; fi
+}
+find_buf() {
+  if [ -x "$HERE/node_modules/.bin/buf" ]; then echo "$HERE/node_modules/.bin/buf"
+  else command -v buf || true; fi
+}
+case "${SMOKE_TOOL:-}" in
+  grpcurl) TOOL=$(find_grpcurl); KIND=grpcurl ;;
+  buf) TOOL=$(find_buf); KIND=buf ;;
+  "") TOOL=$(find_grpcurl); KIND=grpcurl
+      if [ -z "$TOOL" ]; then TOOL=$(find_buf); KIND=buf; fi ;;
+  *) echo "smoke: SMOKE_TOOL must be grpcurl or buf, not '$SMOKE_TOOL'" >&2; exit 2 ;;
+esac
+if [ -z "$TOOL" ]; then
+  echo "smoke: need grpcurl or buf (make venv installs grpcurl; npm install provides buf)" >&2
+  exit 2
 fi
 
 checks=0
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { checks=$((checks + 1)); echo "ok $checks - $*"; }
 
+# grpcurl 1.8 prints protobuf field names (eval_id); buf curl prints JSON names
+# (evalId). Normalize grpcurl's object keys to JSON names so every check reads
+# one form. (Map keys with an underscore would be renamed too; the maps this
+# script reads are keyed by task group names without one.)
+CAMEL='def camel: walk(if type == "object" then with_entries(.key |= gsub("_(?<c>[a-z0-9])"; .c | ascii_upcase)) else . end); camel'
+
 # call ADDR SERVICE/METHOD JSON -> response JSON on stdout; non-zero on an error status.
 call() {
-  local addr=$1 method=$2 body=${3:-'{}'}
-  if [ "$TOOL" = grpcurl ]; then
-    grpcurl -plaintext -format-error -d "$body" "$addr" "$method"
+  local addr=$1 method=$2 body=${3:-'{}'} out rc=0
+  if [ "$KIND" = grpcurl ]; then
+    out=$("$TOOL" -plaintext -emit-defaults -format-error -d "$body" "$addr" "$method" 2>&1) || rc=$?
+    printf '%s\n' "$out" | jq "$CAMEL" 2>/dev/null || printf '%s\n' "$out"
+    return $rc
   else
-    "$TOOL" curl --protocol grpc --http2-prior-knowledge -d "$body" "http://$addr/$method"
+    "$TOOL" curl --protocol grpc --http2-prior-knowledge --emit-defaults -d "$body" "http://$addr/$method"
   fi
 }
 
 list_services() {
-  if [ "$TOOL" = grpcurl ]; then grpcurl -plaintext "$1" list
+  if [ "$KIND" = grpcurl ]; then "$TOOL" -plaintext "$1" list
   else "$TOOL" curl --protocol grpc --http2-prior-knowledge --list-services "http://$1"; fi
 }
 
@@ -67,7 +87,7 @@ B=drover.broker.v1.EvalBrokerService
 D=drover.deployments.v1.DeploymentWatcherService
 P=drover.proxy.v1.ClientProxyService
 
-echo "# smoke run $RUN with $TOOL"
+echo "# smoke run $RUN with $KIND ($TOOL)"
 for pair in "$STATE:$S" "$BROKER:$B" "$DEPLOYMENTS:$D" "$PROXY:$P" "$PROXY:$S"; do
   addr=${pair%:*}; svc=${pair##*:}
   listed=$(list_services "$addr")  # not piped into grep -q: pipefail + SIGPIPE
@@ -84,7 +104,7 @@ job=$(jq -nc --arg id "smoke-web-$RUN" '{job: {id: $id, namespace: "default", na
   taskGroups: [{name: "web", count: 2, update: {maxParallel: 1, canary: 1,
     progressDeadline: "600s", healthyDeadline: "300s", autoPromote: false}}]}}')
 reg=$(call "$PROXY" "$S/RegisterJob" "$job")
-expect "register a service job through the proxy" '.evalId != null and .deploymentId != null' "$reg"
+expect "register a service job through the proxy" '(.evalId // "") != "" and (.deploymentId // "") != ""' "$reg"
 deployment=$(echo "$reg" | jq -r .deploymentId)
 
 # Batch jobs to page through and delete.
@@ -121,7 +141,7 @@ if [ "$(echo "$cfg" | jq -r '.config.pauseEvalBroker // false')" != "true" ]; th
   has_reason BROKER_NOT_PAUSED "$refused" || fail "delete with a running broker: $refused"
   ok "delete is refused while the broker runs (BROKER_NOT_PAUSED)"
 fi
-expect "pause the eval broker" '.updated == true or .index != null' \
+expect "pause the eval broker" '.updated == true or ((.index // "0") | tonumber) > 0' \
   "$(call "$PROXY" "$S/SetSchedulerConfig" '{"config": {"pauseEvalBroker": true}}')"
 
 deleted=0; token=""
@@ -136,26 +156,39 @@ done
 ok "deleted 12 evaluations by filter, page by page"
 expect "nothing left" '((.count // "0") | tonumber) == 0' \
   "$(call "$STATE" "$S/CountEvaluations" "$(jq -nc --arg f "$filter" '{namespace: "*", filter: $f}')")"
-expect "resume the eval broker" '.updated == true or .index != null' \
+expect "resume the eval broker" '.updated == true or ((.index // "0") | tonumber) > 0' \
   "$(call "$PROXY" "$S/SetSchedulerConfig" '{"config": {"pauseEvalBroker": false}}')"
 
-# Act as a scheduler worker: dequeue the service job's evaluation and ack it.
-got=""
-for _ in $(seq 1 10); do
-  d=$(call "$PROXY" "$B/Dequeue" '{"schedulers": ["service"], "timeout": "2s"}')
-  if [ "$(echo "$d" | jq -r '.evaluation.jobId // ""')" = "smoke-web-$RUN" ]; then got=$d; break; fi
-  if [ -n "$(echo "$d" | jq -r '.token // ""')" ]; then  # someone else's: give it back
-    call "$PROXY" "$B/Ack" "$(echo "$d" | jq -c '{evalId: .evaluation.id, token: .token}')" >/dev/null
-  fi
-done
-[ -n "$got" ] || fail "dequeue never returned the smoke job's evaluation"
-ok "dequeued the job's evaluation as a worker"
-expect "ack it" '.index != null' \
-  "$(call "$PROXY" "$B/Ack" "$(echo "$got" | jq -c '{evalId: .evaluation.id, token: .token}')")"
+# Act as a scheduler worker of a scheduler type of its own, so it never takes
+# (and never completes or delays) an evaluation another worker should get:
+# dequeue, nack (the broker redelivers after its first nack delay), dequeue
+# the same evaluation again, ack.
+sched="smoke-$RUN"
+one="$sched-w"
+call "$STATE" "$S/UpsertEvaluations" "$(jq -nc --arg s "$sched" --arg id "$one" '{evaluations: [
+  {id: $id, namespace: "default", priority: 50, type: $s, jobId: "\($s)-worker",
+   status: "EVALUATION_STATUS_PENDING"}]}')" >/dev/null
+dequeue_own() {
+  local d
+  for _ in $(seq 1 10); do
+    d=$(call "$PROXY" "$B/Dequeue" "$(jq -nc --arg s "$sched" '{schedulers: [$s], timeout: "2s"}')")
+    if [ "$(echo "$d" | jq -r '.evaluation.id // ""')" = "$one" ]; then echo "$d"; return 0; fi
+  done
+  return 1
+}
+got=$(dequeue_own) || fail "dequeue never returned the worker's evaluation"
+ok "dequeued an evaluation as a worker"
+expect "nack it" '. != null' \
+  "$(call "$PROXY" "$B/Nack" "$(echo "$got" | jq -c '{evalId: .evaluation.id, token: .token}')")"
+again=$(dequeue_own) || fail "a nacked evaluation was not redelivered"
+[ "$(echo "$again" | jq -r .token)" != "$(echo "$got" | jq -r .token)" ] \
+  || fail "a redelivery reused the nacked token"
+ok "the nacked evaluation is redelivered with a new token"
+expect "ack it" '((.index // "0") | tonumber) > 0' \
+  "$(call "$PROXY" "$B/Ack" "$(echo "$again" | jq -c '{evalId: .evaluation.id, token: .token}')")"
 
 # A batch worker: three evaluations of a scheduler type of its own, taken with
 # maxEvaluations and acked in one AckBatch (each ack has its own outcome).
-sched="smoke-$RUN"
 call "$STATE" "$S/UpsertEvaluations" "$(jq -nc --arg s "$sched" '{evaluations: [range(3) as $i |
   {id: "\($s)-b\($i)", namespace: "default", priority: 50, type: $s, jobId: "\($s)-j\($i)",
    status: "EVALUATION_STATUS_PENDING"}]}')" >/dev/null
@@ -163,7 +196,7 @@ held="[]"
 for _ in $(seq 1 20); do
   d=$(call "$PROXY" "$B/Dequeue" "$(jq -nc --arg s "$sched" \
     '{schedulers: [$s], timeout: "1s", maxEvaluations: 10}')")
-  held=$(jq -c --argjson d "$d" '. + [($d | select(.token) | {evalId: .evaluation.id, token: .token}),
+  held=$(jq -c --argjson d "$d" '. + [($d | select((.token // "") != "") | {evalId: .evaluation.id, token: .token}),
     (($d.additional // [])[] | {evalId: .evaluation.id, token: .token})]' <<<"$held")
   [ "$(jq length <<<"$held")" -lt 3 ] || break
 done

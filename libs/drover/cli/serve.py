@@ -14,7 +14,7 @@ import click
 from drover.config import EtcdSettings, GcSettings, ServeSettings, TlsFiles, parse_duration
 from drover.rpc.app import load_app_factory, service_names
 from drover.rpc.server import DroverServer, run_until_signal
-from drover.telemetry import setup
+from drover.telemetry import TelemetryConfigError, setup
 
 
 def _split(value: str) -> tuple[str, ...]:
@@ -73,8 +73,11 @@ def serve(service: str, **opts: object) -> None:
         settings = settings_from_options(service, opts)
     except ValueError as e:
         raise click.BadParameter(str(e)) from e
-    setup(service=service, log_level=settings.log_level, log_json=settings.log_json,
-          metrics_listen=settings.metrics_listen)
+    try:
+        setup(service=service, log_level=settings.log_level, log_json=settings.log_json,
+              metrics_listen=settings.metrics_listen)
+    except TelemetryConfigError as e:
+        raise click.ClickException(str(e)) from None
     factory = load_app_factory(service)
     asyncio.run(run_until_signal(DroverServer(settings, factory(settings), membership=True)))
 

@@ -126,6 +126,9 @@ class Leadership:
         self._stop = asyncio.Event()
         self._scope: _WorkScope | None = None
         self._task: asyncio.Task[None] | None = None
+        # Terms acted on (established) and given up (revoked), for metrics.
+        self.gained = 0
+        self.lost = 0
 
     @property
     def term(self) -> Term | None:
@@ -141,6 +144,32 @@ class Leadership:
         self._task = asyncio.create_task(self.run(), name=f"leadership-{self.service}")
         return self._task
 
+    def _observations(self) -> list[tuple[str, Any]]:
+        term = self._acted
+        attrs = {"service": self.service}
+        return [
+            ("leader", [(1 if self.is_leader else 0, attrs)]),
+            ("term", [(term.revision if term is not None else 0, attrs)]),
+            ("transitions", [(self.gained, {**attrs, "direction": "gained"}),
+                             (self.lost, {**attrs, "direction": "lost"})]),
+        ]
+
+    def _register_metrics(self) -> list[Any]:
+        from drover.telemetry.observed import observe
+
+        def reader(which: str) -> Any:
+            return lambda: dict(self._observations())[which]
+
+        return [
+            observe("drover.leadership.is_leader", reader("leader"), unit="1",
+                    description="1 while this replica acts as its service's leader"),
+            observe("drover.leadership.term", reader("term"), unit="1",
+                    description="the election revision of the term acted on (0: none)"),
+            observe("drover.leadership.transitions", reader("transitions"), kind="counter",
+                    unit="{transition}",
+                    description="terms established (gained) and revoked (lost)"),
+        ]
+
     def step_down(self, reason: str = "step down requested") -> None:
         """End the current term (if any) and campaign again on a new session."""
         if self._scope is not None:
@@ -155,9 +184,12 @@ class Leadership:
 
     async def run(self) -> None:
         actuator = asyncio.create_task(self._actuate(), name=f"leader-actuator-{self.service}")
+        unregister = self._register_metrics()
         try:
             await self._campaign_forever()
         finally:
+            for close in unregister:
+                close()
             await self._wait_idle()
             actuator.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -315,6 +347,7 @@ class Leadership:
                 await self._revoke_all()
                 term.report_lost(f"establish of {type(comp).__name__} failed: {e!r}")
                 return
+        self.gained += 1
 
     async def _revoke_all(self) -> None:
         for comp in reversed(self.components):
@@ -323,5 +356,7 @@ class Leadership:
                     await comp.revoke()
             except Exception as e:
                 log.error("%s: revoke of %s failed: %r", self.service, type(comp).__name__, e)
+        if self._acted is not None:
+            self.lost += 1
         self._acted = None
         self._idle.set()

@@ -5,6 +5,8 @@ Every channel gets keepalive pings (so a dead peer is noticed within about
 UNAVAILABLE only for reads: Get*, List* and Count* methods of drover
 services and the health check. Writes are never retried by the channel;
 callers that know a write is safe to repeat do so themselves (tenacity).
+Every channel carries the caller's W3C trace context (a CLIENT span per call,
+:mod:`drover.rpc.propagation`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from drover.api.deployments.v1 import deployments_pb2
 from drover.api.proxy.v1 import proxy_pb2
 from drover.api.state.v1 import state_pb2
 from drover.config import TlsFiles
+from drover.rpc.propagation import TraceClientInterceptor
 
 READ_PREFIXES = ("Get", "List", "Count")
 
@@ -86,5 +89,7 @@ def channel(
             private_key=Path(tls.key).read_bytes() if tls.key else None,
             certificate_chain=Path(tls.cert).read_bytes() if tls.cert else None,
         )
-        return grpc.aio.secure_channel(address, creds, options=channel_options(retries=retries))
-    return grpc.aio.insecure_channel(address, options=channel_options(retries=retries))
+        return grpc.aio.secure_channel(address, creds, options=channel_options(retries=retries),
+                                       interceptors=[TraceClientInterceptor()])
+    return grpc.aio.insecure_channel(address, options=channel_options(retries=retries),
+                                     interceptors=[TraceClientInterceptor()])

@@ -5,11 +5,19 @@ conventions), labelled by service, method and status code.
 Order in the server: observe (outermost, sees the final status) then errors
 (maps DroverError to a status). Streaming calls are timed until the stream
 ends.
+
+The SERVER span is a child of the caller's W3C trace context (the
+``traceparent`` metadata, see :mod:`drover.rpc.propagation`). For a stream
+the span is current only while the handler computes its next message, never
+across a ``yield``: a cancelled stream is closed by grpc.aio from another
+context, and a context token attached before the ``yield`` cannot be
+detached there ("Failed to detach context").
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import time
@@ -17,8 +25,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
+from opentelemetry import context as otel_context
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from drover.rpc.propagation import incoming_context
 from drover.telemetry import meter, tracer
 
 log = logging.getLogger("drover.rpc.access")
@@ -90,13 +101,18 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
                 extra={"fields": {"ms": round(elapsed * 1000, 2), "peer": peer}},
             )
 
+        parent = incoming_context(details.invocation_metadata)
+        attributes = {"rpc.system": "grpc", "rpc.service": rpc_service, "rpc.method": rpc_method}
+
         def unary(behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
             async def wrapper(request: Any, context: Any) -> Any:
                 start = time.perf_counter()
                 # Read the peer now: after a cancelled call ends, its context
                 # refers to a released C call object.
                 peer = context.peer()
-                with self._tracer.start_as_current_span(method, kind=SpanKind.SERVER) as span:
+                with self._tracer.start_as_current_span(
+                    method, context=parent, kind=SpanKind.SERVER, attributes=attributes,
+                ) as span:
                     err: BaseException | None = None
                     try:
                         return await behavior(request, context)
@@ -120,21 +136,34 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
                 # Read the peer now: after a cancelled call ends, its context
                 # refers to a released C call object.
                 peer = context.peer()
-                # Not made the current span: a generator closed on cancellation
-                # runs its finally in another context, where detaching the
-                # span's context token fails (and logs a traceback per call).
-                span = self._tracer.start_span(method, kind=SpanKind.SERVER)
+                span = self._tracer.start_span(
+                    method, context=parent, kind=SpanKind.SERVER, attributes=attributes,
+                )
+                current = trace.set_span_in_context(span, parent)
                 err: BaseException | None = None
+                items = behavior(request, context)
                 try:
-                    async for item in behavior(request, context):
+                    while True:
+                        token = otel_context.attach(current)
+                        try:
+                            item = await items.__anext__()
+                        except StopAsyncIteration:
+                            break
+                        finally:
+                            otel_context.detach(token)
                         yield item
                 except BaseException as e:
                     err = e
-                    span.set_status(Status(StatusCode.ERROR, str(e)))
+                    span.set_status(Status(StatusCode.ERROR, str(e)[:200]))
                     raise
                 finally:
-                    finish(context, peer, start, err)
+                    # Closed at a yield (the call was cancelled): close the
+                    # handler's generator now, so its cleanup runs here and
+                    # not whenever the garbage collector gets to it.
+                    with contextlib.suppress(Exception):
+                        await items.aclose()
                     span.end()
+                    finish(context, peer, start, err)
 
             return wrapper
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from drover.api.broker.v1 import broker_pb2_grpc
+from drover.broker import metrics
 from drover.broker.config import BrokerConfig
 from drover.broker.core import EvalBroker
 from drover.broker.runtime import BrokerRuntime, ShellConfig
@@ -71,6 +72,7 @@ class BrokerApp:
         self._leadership_config = leadership_config or LeadershipConfig(
             ttl=settings.etcd.session_ttl)
         self._tasks: list[asyncio.Task[Any]] = []
+        self._unregister: list[Any] = []
 
     @property
     def bindings(self) -> Sequence[ServiceBinding]:
@@ -85,6 +87,7 @@ class BrokerApp:
 
     async def start(self, ctx: AppContext) -> None:
         self.runtime.address = ctx.address
+        self._unregister = metrics.register(self.core)
         if self.api.channel is None:
             self.api.connect(channel(await self._discover_state(ctx), tls=self.settings.tls))
         keyspace = Keyspace(self.settings.etcd.prefix)
@@ -134,6 +137,8 @@ class BrokerApp:
             self.runtime.observed_leader(info.address if info is not None else None)
 
     async def stop(self) -> None:
+        for close in self._unregister:
+            close()
         if self.leadership is not None:
             await self.leadership.resign(grace=self._leadership_config.revoke_timeout)
         await self.runtime.drain_polls()

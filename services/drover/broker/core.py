@@ -131,6 +131,8 @@ class EvalBroker:
         self._requeue: dict[str, Evaluation] = {}
         self._deferred = DeferredCancels()
         self._failed_total = 0
+        # Every evaluation taken back from a worker: a Nack or a nack timeout.
+        self.nacked_total = 0
         size = self._config.timing_reservoir
         self._ready_wait = Reservoir(size, self._rng)
         self._processing = Reservoir(size, self._rng)
@@ -358,6 +360,7 @@ class EvalBroker:
         raise TokenMismatch(eval_id)
 
     def _take_back(self, rec: EvalRecord, now: float) -> list[Effect]:
+        self.nacked_total += 1
         if rec.token is not None:
             self._requeue.pop(rec.token, None)
         rec.token = None

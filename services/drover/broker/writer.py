@@ -28,6 +28,10 @@ evaluation was deleted or changed meanwhile (the event stream then brings
 the broker the newer state, from which it decides again). ``FENCE_LOST``
 ends the term at once (``on_fence_lost``): no later write of this term can
 succeed anyway, and the next leader re-derives every effect from the store.
+
+Tracing: each write remembers the trace context it was made in; a batch's
+``broker write`` span is the child of its first write's context and links
+the others, so an Ack's trace goes on to the state service's txn.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.effects import WriteGroup
@@ -55,6 +62,7 @@ from drover.errors import (
 __all__ = ["FencedWriter", "UpdateApi"]
 
 log = logging.getLogger(__name__)
+_tracer = trace.get_tracer("drover.broker.writer")
 
 # etcd's 128 operations per txn, minus the state service's own marker put.
 MAX_OBJECTS = 127
@@ -80,6 +88,8 @@ class _Pending:
     attempts: int = field(default=0)
     # None: the term's fence.
     fence: Fence | None = None
+    # The trace context the write was made in (an RPC's server span).
+    context: otel_context.Context = field(default_factory=otel_context.get_current)
 
 
 class FencedWriter:
@@ -177,8 +187,15 @@ class FencedWriter:
         return batch
 
     async def _flush(self, batch: list[_Pending]) -> None:
+        links = [trace.Link(c) for c in
+                 (trace.get_current_span(p.context).get_span_context() for p in batch[1:])
+                 if c.is_valid]
         try:
-            index = await self._update(batch)
+            with _tracer.start_as_current_span(
+                "broker write", context=batch[0].context, links=links,
+                attributes={"drover.broker.write_groups": len(batch)},
+            ):
+                index = await self._update(batch)
         except FenceLost as err:
             if batch[0].fence is not None and self._alive():
                 # An older term's fence (a delivery token of a past term):

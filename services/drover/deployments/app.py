@@ -26,6 +26,7 @@ from drover.rpc.channels import channel
 from drover.rpc.readiness import leader_known
 from drover.rpc.server import App, AppContext, ServiceBinding
 
+from . import metrics
 from .gc import GarbageCollector, GcConfig
 from .leader import LeaderConfig, WatcherLeader
 from .servicer import DeploymentWatcherServicer
@@ -45,6 +46,7 @@ class DeploymentsApp:
         self.leadership: Leadership | None = None
         self.leader: WatcherLeader | None = None
         self.servicer: DeploymentWatcherServicer | None = None
+        self._unregister: list[Any] = []
 
     @property
     def bindings(self) -> Sequence[ServiceBinding]:
@@ -73,12 +75,15 @@ class DeploymentsApp:
         self.leadership = Leadership(ctx.etcd, Keyspace(self.settings.etcd.prefix),
                                      self.settings.service, ctx.address, [self.leader],
                                      config=cfg)
+        self._unregister = metrics.register(self.leader)
         self.leadership.start()
         ctx.health.add_check("leader", leader_known(
             ctx.etcd, Keyspace(self.settings.etcd.prefix), self.settings.service))
         await ctx.health.set_all_ready(True)
 
     async def stop(self) -> None:
+        for close in self._unregister:
+            close()
         if self.leadership is not None:
             await self.leadership.resign(grace=2.0)
         if self._channel is not None:

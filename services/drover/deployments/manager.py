@@ -56,6 +56,10 @@ class WatcherStats:
     evaluations_coalesced: int
     evaluation_batches: int
     pending_evaluations: int
+    # Decided this term: canary groups promoted, deployments failed/succeeded.
+    promotions: int = 0
+    failures: int = 0
+    successes: int = 0
 
 
 class WatcherManager:
@@ -65,6 +69,10 @@ class WatcherManager:
         self._router = AllocRouter()
         self._batcher = EvalBatcher(batcher)
         self._immediate_evals = 0
+        self._promoted: set[tuple[str, str]] = set()
+        self._promotions = 0
+        self._outcomes = {deployment_pb2.DEPLOYMENT_STATUS_FAILED: 0,
+                          deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL: 0}
 
     # -- tracking ----------------------------------------------------------
 
@@ -93,6 +101,7 @@ class WatcherManager:
         self._watchers.pop(deployment_id, None)
         self._router.unwatch(deployment_id)
         self._batcher.discard(deployment_id)
+        self._promoted = {k for k in self._promoted if k[0] != deployment_id}
 
     def clear(self) -> None:
         """Forget every watcher (leadership lost)."""
@@ -195,6 +204,9 @@ class WatcherManager:
             evaluations_coalesced=batcher.coalesced,
             evaluation_batches=batcher.batches,
             pending_evaluations=batcher.pending,
+            promotions=self._promotions,
+            failures=self._outcomes[deployment_pb2.DEPLOYMENT_STATUS_FAILED],
+            successes=self._outcomes[deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL],
         )
 
     def wakeups(self, deployment_id: str) -> int:
@@ -206,6 +218,15 @@ class WatcherManager:
         """Batch the follow-up, count evaluations, drop finished watchers."""
         if decision.evaluation is not None:
             self._immediate_evals += 1
+        update = decision.update
+        if update is not None:
+            for group in update.groups:
+                key = (update.deployment_id, group.name)
+                if group.promoted and key not in self._promoted:
+                    self._promoted.add(key)
+                    self._promotions += 1
+            if update.status in self._outcomes:
+                self._outcomes[update.status] += 1
         if decision.follow_up is not None:
             self._batcher.add(decision.follow_up, self._clock())
             decision = dataclasses.replace(decision, follow_up=None)

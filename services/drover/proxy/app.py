@@ -40,6 +40,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from drover.api.proxy.v1 import proxy_pb2_grpc
 from drover.config import ServeSettings
 from drover.coord import Keyspace, connect
+from drover.proxy import metrics
 from drover.proxy.barrier import Barrier
 from drover.proxy.channel_pool import ChannelPool
 from drover.proxy.config import ProxyConfig, parse_backup_servers
@@ -125,6 +126,7 @@ class ProxyApp:
 
     async def start(self, ctx: AppContext) -> None:
         settings = self.settings
+        self._unregister = metrics.register(self.lists, self.forwarder)
         control = ctx.etcd
         if control is None:
             control = await connect(settings.etcd, purpose="control")
@@ -170,6 +172,8 @@ class ProxyApp:
         ]
 
     async def stop(self) -> None:
+        for close in getattr(self, "_unregister", []):
+            close()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -162,6 +162,9 @@ class Forwarder:
         self.holds = holds
         self._clock = clock
         self.methods = forwarded_methods(modules)
+        # Attempts retried elsewhere, by service and how (metrics):
+        # "next_server" (a failover) or "follow_leader" (a leader hint).
+        self.retries: dict[tuple[str, str], int] = {}
         self._handlers = {path: self._handler(m) for path, m in self.methods.items()}
 
     # -- the generic handler ------------------------------------------------
@@ -258,6 +261,10 @@ class Forwarder:
         )
         return failure, decision
 
+    def _count(self, service: str, how: str) -> None:
+        key = (service, how)
+        self.retries[key] = self.retries.get(key, 0) + 1
+
     def _failed(
         self, m: ForwardedMethod, lst: ServerList, server: Server,
         err: grpc.aio.AioRpcError | None, *, relayed: bool,
@@ -279,9 +286,12 @@ class Forwarder:
             error = err
         if decision.action is RetryAction.FOLLOW_LEADER and decision.leader:
             if lst.follow_hint(decision.leader, source=server.address):
+                self._count(lst.service, "follow_leader")
                 raise _Retry(error, follow=True)
+            self._count(lst.service, "next_server")
             raise _Retry(error)
         if decision.action is RetryAction.RETRY_NEXT:
+            self._count(lst.service, "next_server")
             raise _Retry(error)
         if failure.kind in OUTCOME_UNKNOWN_KINDS and not is_read(m.path) and not relayed:
             raise _Final(OutcomeUnknown(

@@ -118,6 +118,8 @@ class ServerList:
         self._hint: str | None = None
         self._leader_suspect = False
         self._deposed: dict[str, None] = {}  # insertion-ordered set
+        # Failed calls that rotated the front server to the back (metrics).
+        self.rotations = 0
         self.set_backups(backups)
 
     # -- reading -----------------------------------------------------------
@@ -323,6 +325,7 @@ class ServerList:
             return False
         section.remove(front)
         section.append(front)
+        self.rotations += 1
         return True
 
     def notify_ok(self, server: Server) -> None:

@@ -8,10 +8,13 @@ etcd reachable and the cache caught up).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from drover.api.state.v1 import state_pb2_grpc
 from drover.config import ServeSettings
 from drover.errors import DroverError
 from drover.rpc.server import App, AppContext, ServiceBinding
+from drover.state import metrics
 from drover.state.main import StateService, build_state_service
 
 SERVICE = "drover.state.v1.StateService"
@@ -21,6 +24,7 @@ class StateApp:
     def __init__(self, settings: ServeSettings) -> None:
         self.settings = settings
         self._service: StateService | None = None
+        self._unregister: list[Callable[[], None]] = []
 
     async def prepare(self) -> None:
         self._service = await build_state_service(self.settings)
@@ -38,6 +42,7 @@ class StateApp:
 
     async def start(self, ctx: AppContext) -> None:
         assert self._service is not None
+        self._unregister = metrics.register(self._service.cache)
         await self._service.ready.wait()
         ctx.health.add_check("cache", self._cache_caught_up)
         await ctx.health.set_ready(SERVICE)
@@ -53,6 +58,8 @@ class StateApp:
         return None
 
     async def stop(self) -> None:
+        for close in self._unregister:
+            close()
         if self._service is not None:
             await self._service.close()
 

@@ -24,6 +24,13 @@ class ContactStore:
         self.inner = inner
         self._clock = clock
         self._last = clock()
+        # The newest etcd revision any response header showed (reads, txns):
+        # what the cache's applied revision lags behind.
+        self.seen_revision = 0
+
+    def _saw(self, revision: int) -> None:
+        if revision > self.seen_revision:
+            self.seen_revision = revision
 
     def touch(self) -> None:
         self._last = self._clock()
@@ -39,16 +46,19 @@ class ContactStore:
         page = await self.inner.range(key, range_end, limit=limit, revision=revision,
                                       count_only=count_only)
         self.touch()
+        self._saw(page.revision)
         return page
 
     async def txn(self, compares: Sequence[Compare], ops: Sequence[Op]) -> TxnResult:
         result = await self.inner.txn(compares, ops)
         self.touch()
+        self._saw(result.revision)
         return result
 
     async def revision(self) -> int:
         rev = await self.inner.revision()
         self.touch()
+        self._saw(rev)
         return rev
 
     async def watch(self, key: bytes, range_end: bytes, start_revision: int) -> Watch:

@@ -23,15 +23,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 import grpc
 from aetcd import rpc
+from opentelemetry.trace import SpanKind
 
 from drover.coord.pool import Endpoint, EndpointPool
 from drover.errors import DroverError, Unavailable
+from drover.telemetry import meter, tracer
 
 #: etcd's default cap on operations (puts/deletes) in one transaction.
 MAX_TXN_OPS = 128
@@ -169,6 +172,16 @@ class EtcdStore:
         self._pool: EndpointPool = pool
         self._timeout = timeout
         self.last_contact: float | None = None
+        self._tracer = tracer("drover.state.etcd")
+        m = meter("drover.state")
+        self._txn_duration = m.create_histogram(
+            "drover.state.etcd.txn.duration", unit="s",
+            description="etcd transaction round trips of the state service, by outcome")
+        self._compare_failures = m.create_counter(
+            "drover.state.etcd.txn.compare_failures", unit="{txn}",
+            description="etcd transactions whose compares failed (concurrent writer, lost fence)",
+        )
+        self._compare_failures.add(0)  # a series from the start: alerts see 0, not nothing
 
     async def range(
         self, key: bytes, range_end: bytes, *, limit: int = 0, revision: int = 0,
@@ -200,11 +213,26 @@ class EtcdStore:
                 put.key, put.value = op.key, op.value
             else:
                 add_op().request_delete_range.key = op.key
-        try:  # never retried: OutcomeUnknown when it may have been applied
-            resp = await self._pool.unary("kv", "Txn", req, timeout=self._timeout,
-                                          idempotent=False, what="txn")
-        except grpc.RpcError as err:
-            raise _unavailable(err) from err
+        start = time.perf_counter()
+        outcome = "error"
+        with self._tracer.start_as_current_span(
+            "etcd Txn", kind=SpanKind.CLIENT,
+            attributes={"db.system": "etcd", "db.operation": "Txn",
+                        "drover.etcd.compares": len(compares), "drover.etcd.ops": len(ops)},
+        ) as span:
+            try:
+                # never retried: OutcomeUnknown when it may have been applied
+                resp = await self._pool.unary("kv", "Txn", req, timeout=self._timeout,
+                                              idempotent=False, what="txn")
+                outcome = "succeeded" if resp.succeeded else "compare_failed"
+                span.set_attribute("drover.etcd.revision", resp.header.revision)
+                span.set_attribute("drover.etcd.succeeded", resp.succeeded)
+            except grpc.RpcError as err:
+                raise _unavailable(err) from err
+            finally:
+                self._txn_duration.record(time.perf_counter() - start, {"outcome": outcome})
+        if not resp.succeeded:
+            self._compare_failures.add(1)
         return TxnResult(resp.succeeded, resp.header.revision)
 
     async def revision(self) -> int:

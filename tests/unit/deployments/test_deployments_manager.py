@@ -157,3 +157,20 @@ def test_clear_forgets_every_watcher_on_leadership_loss_but_keeps_counters() -> 
         evaluation_batches=0,
         pending_evaluations=0,
     )
+
+
+def test_promotions_and_outcomes_are_counted_once_each() -> None:
+    clock = VirtualClock()
+    groups = {"web": G(total=2, canaries=1)}
+    m = WatcherManager(clock, BatcherConfig(window=0.25))
+    m.track(deployment("d1", groups=groups), [job(2, groups=groups)])
+    m.on_allocation(alloc("c1", deployment_id="d1", canary=True, healthy=True))
+    m.promote("d1")
+    # Later decisions carry the group as promoted again: not a new promotion.
+    m.on_allocation(alloc("a1", deployment_id="d1", healthy=True))  # canary + a1: done
+    s = m.stats()
+    assert s.promotions == 1
+    assert (s.failures, s.successes) == (0, 1)
+    m.track(deployment("d2"), [job(2)])
+    m.fail("d2")
+    assert (m.stats().failures, m.stats().successes) == (1, 1)
