@@ -115,6 +115,12 @@ class FenceLost(FailedPrecondition):
     reason = "FENCE_LOST"
 
 
+class FenceRequired(FailedPrecondition):
+    """A write only a leader may make arrived without a leader's fence."""
+
+    reason = "FENCE_REQUIRED"
+
+
 class Internal(DroverError):
     kind = Kind.INTERNAL
     reason = "INTERNAL"
