@@ -147,7 +147,10 @@ def request_namespaces(req: Requirement, request: Any) -> set[str]:
     for path in req.fields:
         for value in _values(request, path.split(".")):
             out.add(value or (ALL_NAMESPACES if req.empty_is_all else DEFAULT_NAMESPACE))
-    return out
+    # A request naming none (an empty list) is judged as one for the default
+    # namespace: validation may refuse it later, but never for a caller
+    # who could not make it at all.
+    return out or {DEFAULT_NAMESPACE}
 
 
 def authorize(identity: Identity, req: Requirement, request: Any, method: str) -> None:

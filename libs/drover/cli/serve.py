@@ -51,6 +51,8 @@ def _split(value: str) -> tuple[str, ...]:
               help="proxy: static backup servers, comma separated")
 @click.option("--shutdown-grace", envvar="DROVER_SHUTDOWN_GRACE", default=5.0, show_default=True,
               type=click.FloatRange(min=0), help="seconds in-flight calls get on shutdown")
+@click.option("--acl/--no-acl", envvar="DROVER_ACL", default=False,
+              help="enforce access control: tokens and policies on every RPC")
 @click.option("--log-level", envvar="DROVER_LOG_LEVEL", default="INFO", show_default=True)
 @click.option("--log-json/--no-log-json", envvar="DROVER_LOG_JSON", default=False)
 def serve(service: str, **opts: object) -> None:
@@ -91,6 +93,7 @@ def settings_from_options(service: str, opts: dict[str, object]) -> ServeSetting
         log_json=bool(opts.get("log_json")),
         state_addresses=_split(s("state_address")),
         backup_servers=_split(s("backup_servers")),
+        acl=bool(opts.get("acl")),
         **kwargs,  # type: ignore[arg-type]
     )
 

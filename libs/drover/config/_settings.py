@@ -86,6 +86,8 @@ class ServeSettings:
     # proxy static backups). Empty: discover through membership.
     state_addresses: tuple[str, ...] = ()
     backup_servers: tuple[str, ...] = ()
+    # Enforce access control (tokens, policies; drover.acl) on every drover RPC.
+    acl: bool = False
 
     def advertised(self, bound_port: int) -> str:
         if self.advertise:

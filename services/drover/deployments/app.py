@@ -36,6 +36,7 @@ class DeploymentsApp:
     def __init__(self, settings: ServeSettings, *, leader_config: LeaderConfig | None = None,
                  leadership_config: LeadershipConfig | None = None) -> None:
         self.settings = settings
+        self._token = ""  # the server identity, with ACLs on (set_server_token)
         self._leadership_config = leadership_config
         self._leader_config = leader_config
         self._channel: grpc.aio.Channel | None = None
@@ -43,6 +44,12 @@ class DeploymentsApp:
         self.leadership: Leadership | None = None
         self.leader: WatcherLeader | None = None
         self.servicer: DeploymentWatcherServicer | None = None
+
+    def set_server_token(self, secret: str) -> None:
+        self._token = secret
+
+    def _server_token(self) -> str:
+        return self._token
 
     @property
     def bindings(self) -> Sequence[ServiceBinding]:
@@ -55,7 +62,8 @@ class DeploymentsApp:
         if not self.settings.state_addresses:
             raise ValueError("the deployment watcher needs the state service's address"
                              " (state_addresses)")
-        self._channel = channel(self.settings.state_addresses[0], tls=self.settings.tls)
+        self._channel = channel(self.settings.state_addresses[0], tls=self.settings.tls,
+                    token=self._server_token)
         self.leader = WatcherLeader(GrpcStateApi(self._channel), self.settings.service,
                                     config=self._leader_config)
         self.servicer = DeploymentWatcherServicer(self.leader, self._leader_hint)

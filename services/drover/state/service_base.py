@@ -8,8 +8,10 @@ from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from drover.acl import IdentityKind, PermissionDenied
 from drover.coord.fence import Fence
 from drover.errors import FenceRequired
+from drover.rpc.acl import current_identity
 from drover.state import codec
 from drover.state.cache import Cache
 from drover.state.reads import Reader
@@ -50,6 +52,11 @@ class Base:
             raise FenceRequired(
                 f"{what} needs a fence on an election key of this cluster",
                 metadata={"field": "drover-fence"})
+        identity = current_identity()  # None: ACLs off
+        if identity is not None and identity.kind is not IdentityKind.SERVER:
+            raise PermissionDenied(
+                f"{what} may only be written by a drover server (its server identity); "
+                f"{identity.describe} is not one", metadata={"capability": "server"})
         return fence
 
     @staticmethod
