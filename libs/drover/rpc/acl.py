@@ -6,8 +6,10 @@ anonymous) against the watch-fed :class:`~drover.acl.cache.AclCache`, and
 checks the method's requirement from :data:`drover.acl.TABLE` against the
 deserialized request (namespaces are request fields). Failures are
 UNAUTHENTICATED (unknown, revoked or malformed token) or PERMISSION_DENIED
-(missing capability), both with ErrorInfo, raised as DroverErrors so the
-error interceptor (outside this one) maps them in its one place.
+(missing capability), both with ErrorInfo through :func:`drover.rpc.errors.abort`
+(the one mapping). It sits outside the error interceptor, so a caller
+without the right learns nothing from request validation either: the
+check only reads namespace strings, safe on any decoded request.
 
 A drover method missing from the table is refused (PERMISSION_DENIED),
 never allowed by default. Methods of services this server does not host
@@ -42,7 +44,8 @@ from drover.acl.tokens import AclKeys, AclState, server_secret
 from drover.config import ServeSettings
 from drover.coord import Keyspace, cluster_secret, connect
 from drover.coord.errors import EtcdUnavailable
-from drover.errors import Unavailable
+from drover.errors import DroverError, Unavailable
+from drover.rpc.errors import abort
 
 __all__ = ["AclInterceptor", "AclRuntime", "current_identity"]
 
@@ -111,16 +114,22 @@ class AclInterceptor(grpc.aio.ServerInterceptor):
             return handler
         check = self._check
 
+        async def admit(request: Any, context: Any) -> None:
+            try:
+                await check(method, request, context)
+            except DroverError as err:
+                await abort(context, err)
+
         def unary(behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
             async def wrapper(request: Any, context: Any) -> Any:
-                await check(method, request, context)
+                await admit(request, context)
                 return await behavior(request, context)
 
             return wrapper
 
         def stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
             async def wrapper(request: Any, context: Any) -> Any:
-                await check(method, request, context)
+                await admit(request, context)
                 async for item in behavior(request, context):
                     yield item
 
@@ -138,7 +147,7 @@ class AclInterceptor(grpc.aio.ServerInterceptor):
                                         "with access control")
 
         async def refuse(request: Any, context: Any) -> Any:
-            raise raise_denied
+            await abort(context, raise_denied)
 
         return grpc.unary_unary_rpc_method_handler(refuse)
 

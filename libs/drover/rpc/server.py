@@ -165,10 +165,11 @@ class DroverServer:
         if prepare is not None:
             await prepare()
         self.health = Health([b.name for b in self.app.bindings])
-        interceptors: list[Any] = [ObserveInterceptor(settings.service), ErrorInterceptor()]
-        if self.acl is not None:
+        interceptors: list[Any] = [ObserveInterceptor(settings.service)]
+        if self.acl is not None:  # before validation: the unauthorized learn nothing
             interceptors.append(AclInterceptor(
                 self.acl.cache, [b.name for b in self.app.bindings if b.enforce_acl]))
+        interceptors.append(ErrorInterceptor())
         server = grpc.aio.server(interceptors=interceptors, options=SERVER_OPTIONS)
         for binding in self.app.bindings:
             binding.add(binding.servicer, server)
