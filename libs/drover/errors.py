@@ -41,6 +41,8 @@ class Kind(enum.Enum):
     DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
     RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
     INTERNAL = "INTERNAL"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
 
 
 class DroverError(Exception):
@@ -113,6 +115,12 @@ class FenceLost(FailedPrecondition):
     """A leader write's fence compare failed: the writer is no longer leader."""
 
     reason = "FENCE_LOST"
+
+
+class FenceRequired(FailedPrecondition):
+    """A write only a leader may make arrived without a leader's fence."""
+
+    reason = "FENCE_REQUIRED"
 
 
 class Internal(DroverError):

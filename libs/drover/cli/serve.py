@@ -65,6 +65,8 @@ def _split(value: str) -> tuple[str, ...]:
               show_default=True, help="deployments: age before dead jobs go")
 @click.option("--gc-node-threshold", envvar="DROVER_GC_NODE_THRESHOLD", default="24h",
               show_default=True, help="deployments: age before down nodes go")
+@click.option("--acl/--no-acl", envvar="DROVER_ACL", default=False,
+              help="enforce access control: tokens and policies on every RPC")
 @click.option("--log-level", envvar="DROVER_LOG_LEVEL", default="INFO", show_default=True)
 @click.option("--log-json/--no-log-json", envvar="DROVER_LOG_JSON", default=False)
 def serve(service: str, **opts: object) -> None:
@@ -116,6 +118,7 @@ def settings_from_options(service: str, opts: dict[str, object]) -> ServeSetting
             job_threshold=parse_duration(s("gc_job_threshold") or "4h"),
             node_threshold=parse_duration(s("gc_node_threshold") or "24h"),
         ),
+        acl=bool(opts.get("acl")),
         **kwargs,  # type: ignore[arg-type]
     )
 

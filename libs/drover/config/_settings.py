@@ -133,6 +133,8 @@ class ServeSettings:
     # Proxy: how long a forwarded attempt waits on a server showing no life.
     hold_timeout: float = 3.0
     gc: GcSettings = field(default_factory=GcSettings)
+    # Enforce access control (tokens, policies; drover.acl) on every drover RPC.
+    acl: bool = False
 
     def advertised(self, bound_port: int) -> str:
         if self.advertise:

@@ -39,6 +39,8 @@ _CODES: dict[Kind, grpc.StatusCode] = {
     Kind.DEADLINE_EXCEEDED: grpc.StatusCode.DEADLINE_EXCEEDED,
     Kind.RESOURCE_EXHAUSTED: grpc.StatusCode.RESOURCE_EXHAUSTED,
     Kind.INTERNAL: grpc.StatusCode.INTERNAL,
+    Kind.UNAUTHENTICATED: grpc.StatusCode.UNAUTHENTICATED,
+    Kind.PERMISSION_DENIED: grpc.StatusCode.PERMISSION_DENIED,
 }
 
 

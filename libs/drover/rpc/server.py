@@ -37,6 +37,7 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 from drover.config import ServeSettings
 from drover.coord import Keyspace, Member, Registration, connect
 from drover.errors import DroverError
+from drover.rpc.acl import AclInterceptor, AclRuntime
 from drover.rpc.channels import MAX_MESSAGE_BYTES
 from drover.rpc.errors import ErrorInterceptor
 from drover.rpc.health import Health
@@ -65,6 +66,9 @@ class ServiceBinding:
     name: str
     servicer: Any
     add: Callable[[Any, grpc.aio.Server], None]
+    #: False for services this server only forwards (the proxy): their
+    #: backends enforce access control with the forwarded token.
+    enforce_acl: bool = True
 
 
 @dataclass
@@ -84,6 +88,9 @@ class AppContext:
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     etcd: Any = None
     registration: Registration | None = None
+    #: With ``settings.acl``: this cluster's server identity secret, for
+    #: calls to other drover services (never log it).
+    server_token: str = ""
 
 
 class App(Protocol):
@@ -95,6 +102,10 @@ class App(Protocol):
     must mark readiness through ``ctx.health`` when the service can serve.
     ``stop`` is called after health turned NOT_SERVING and before the server
     stops; it must return within the shutdown grace.
+
+    With ACLs on, an app that calls other drover services may define
+    ``set_server_token(secret)``: it is called before ``prepare`` with the
+    server identity its channels must send (``channel(..., token=...)``).
     """
 
     @property
@@ -147,17 +158,25 @@ class DroverServer:
         self._stopping = False
         self.ctx: AppContext | None = None
         self.health_port: int | None = None
+        self.acl: AclRuntime | None = None
 
     async def start(self) -> AppContext:
         settings = self.settings
+        if settings.acl:
+            self.acl = await AclRuntime.start(settings)
+            hook = getattr(self.app, "set_server_token", None)
+            if hook is not None:
+                hook(self.acl.server_token)
         prepare = getattr(self.app, "prepare", None)
         if prepare is not None:
             await prepare()
         self.health = Health([b.name for b in self.app.bindings])
-        server = grpc.aio.server(
-            interceptors=[ObserveInterceptor(settings.service), ErrorInterceptor()],
-            options=SERVER_OPTIONS,
-        )
+        interceptors: list[Any] = [ObserveInterceptor(settings.service)]
+        if self.acl is not None:  # before validation: the unauthorized learn nothing
+            interceptors.append(AclInterceptor(
+                self.acl.cache, [b.name for b in self.app.bindings if b.enforce_acl]))
+        interceptors.append(ErrorInterceptor())
+        server = grpc.aio.server(interceptors=interceptors, options=SERVER_OPTIONS)
         for binding in self.app.bindings:
             binding.add(binding.servicer, server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, server)
@@ -186,7 +205,8 @@ class DroverServer:
             await hs.start()
             self._health_server = hs
         address = settings.advertised(port)
-        self.ctx = AppContext(settings=settings, health=self.health, address=address, port=port)
+        self.ctx = AppContext(settings=settings, health=self.health, address=address, port=port,
+                              server_token=self.acl.server_token if self.acl else "")
         if self.membership:
             await self._register(self.ctx)
         log.info(
@@ -282,6 +302,9 @@ class DroverServer:
                 await self._server.stop(grace)
             if self._health_server is not None:
                 await self._health_server.stop(0)
+            if self.acl is not None:
+                with contextlib.suppress(Exception):
+                    await self.acl.close()
         finally:
             self._stopped.set()
 

@@ -64,6 +64,7 @@ class BrokerApp:
         leadership_config: LeadershipConfig | None = None,
     ) -> None:
         self.settings = settings
+        self._token = ""  # the server identity, with ACLs on (set_server_token)
         self.api = GrpcStateApi()
         self.core = EvalBroker(broker_config, clock=time.monotonic, rng=random.Random())
         self.runtime = BrokerRuntime(self.api, self.core, address="", config=shell_config)
@@ -74,6 +75,12 @@ class BrokerApp:
         self._tasks: list[asyncio.Task[Any]] = []
         self._unregister: list[Any] = []
 
+    def set_server_token(self, secret: str) -> None:
+        self._token = secret
+
+    def _server_token(self) -> str:
+        return self._token
+
     @property
     def bindings(self) -> Sequence[ServiceBinding]:
         return [
@@ -83,13 +90,15 @@ class BrokerApp:
 
     async def prepare(self) -> None:
         if self.settings.state_addresses:
-            self.api.connect(channel(self.settings.state_addresses[0], tls=self.settings.tls))
+            self.api.connect(channel(self.settings.state_addresses[0], tls=self.settings.tls,
+                    token=self._server_token))
 
     async def start(self, ctx: AppContext) -> None:
         self.runtime.address = ctx.address
         self._unregister = metrics.register(self.core)
         if self.api.channel is None:
-            self.api.connect(channel(await self._discover_state(ctx), tls=self.settings.tls))
+            self.api.connect(channel(await self._discover_state(ctx), tls=self.settings.tls,
+                    token=self._server_token))
         keyspace = Keyspace(self.settings.etcd.prefix)
         if ctx.etcd is not None:
             secret = await cluster_secret(ctx.etcd, keyspace, CLUSTER_SECRET)

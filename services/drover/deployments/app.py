@@ -39,6 +39,7 @@ class DeploymentsApp:
     def __init__(self, settings: ServeSettings, *, leader_config: LeaderConfig | None = None,
                  leadership_config: LeadershipConfig | None = None) -> None:
         self.settings = settings
+        self._token = ""  # the server identity, with ACLs on (set_server_token)
         self._leadership_config = leadership_config
         self._leader_config = leader_config
         self._channel: grpc.aio.Channel | None = None
@@ -47,6 +48,12 @@ class DeploymentsApp:
         self.leader: WatcherLeader | None = None
         self.servicer: DeploymentWatcherServicer | None = None
         self._unregister: list[Any] = []
+
+    def set_server_token(self, secret: str) -> None:
+        self._token = secret
+
+    def _server_token(self) -> str:
+        return self._token
 
     @property
     def bindings(self) -> Sequence[ServiceBinding]:
@@ -59,7 +66,8 @@ class DeploymentsApp:
         if not self.settings.state_addresses:
             raise ValueError("the deployment watcher needs the state service's address"
                              " (state_addresses)")
-        self._channel = channel(self.settings.state_addresses[0], tls=self.settings.tls)
+        self._channel = channel(self.settings.state_addresses[0], tls=self.settings.tls,
+                                token=self._server_token)
         api = GrpcStateApi(self._channel)
         gc = GarbageCollector(api, GcConfig.from_settings(self.settings.gc))
         self.leader = WatcherLeader(api, self.settings.service, config=self._leader_config,

@@ -84,8 +84,10 @@ class ProxyApp:
             self.lists,
             self.pool,
             health_names={
-                backend: [s.full_name for s in module.DESCRIPTOR.services_by_name.values()]
-                for backend, module in BACKEND_MODULES.items()
+                # The backend's own service answers for it (not the ACL service
+                # a state replica also hosts).
+                backend: [s.full_name for s in group[0].DESCRIPTOR.services_by_name.values()]
+                for backend, group in BACKEND_MODULES.items()
             },
             clients=self._proxy_count,
             ping_timeout=self.config.ping_timeout,
@@ -99,10 +101,12 @@ class ProxyApp:
                 SERVICE, self.servicer, proxy_pb2_grpc.add_ClientProxyServiceServicer_to_server
             )
         ]
-        for module in BACKEND_MODULES.values():
-            for svc in module.DESCRIPTOR.services_by_name.values():
+        for group in BACKEND_MODULES.values():
+            for svc in (s for m in group for s in m.DESCRIPTOR.services_by_name.values()):
                 handler = self.forwarder.generic_handler(svc.full_name)
-                bindings.append(ServiceBinding(svc.full_name, handler, _add_generic))
+                # Forwarded bytes: the backend checks the caller's forwarded token.
+                bindings.append(ServiceBinding(svc.full_name, handler, _add_generic,
+                                               enforce_acl=False))
         self.bindings = bindings
 
     async def _probe(self, address: str, within: float) -> bool:

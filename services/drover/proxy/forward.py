@@ -44,6 +44,7 @@ import grpc
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 from tenacity.stop import stop_base
 
+from drover.api.acl.v1 import acl_pb2
 from drover.api.broker.v1 import broker_pb2
 from drover.api.deployments.v1 import deployments_pb2
 from drover.api.state.v1 import state_pb2
@@ -66,11 +67,12 @@ from drover.proxy.server_list import ServerList
 
 log = logging.getLogger(__name__)
 
-#: Backend membership name -> the generated module describing its services.
-BACKEND_MODULES: Mapping[str, ModuleType] = {
-    "state": state_pb2,
-    "broker": broker_pb2,
-    "deployments": deployments_pb2,
+#: Backend membership name -> the generated modules describing its services
+#: (the state replicas also host the ACL service).
+BACKEND_MODULES: Mapping[str, tuple[ModuleType, ...]] = {
+    "state": (state_pb2, acl_pb2),
+    "broker": (broker_pb2,),
+    "deployments": (deployments_pb2,),
 }
 
 #: Request headers that belong to the caller's hop, not to the call.
@@ -90,21 +92,22 @@ class ForwardedMethod:
 
 
 def forwarded_methods(
-    modules: Mapping[str, ModuleType] = BACKEND_MODULES,
+    modules: Mapping[str, tuple[ModuleType, ...]] = BACKEND_MODULES,
 ) -> dict[str, ForwardedMethod]:
     out: dict[str, ForwardedMethod] = {}
-    for backend, module in modules.items():
-        for svc in module.DESCRIPTOR.services_by_name.values():
+    for backend, group in modules.items():
+        for svc in (s for m in group for s in m.DESCRIPTOR.services_by_name.values()):
             for m in svc.methods:
                 path = f"/{svc.full_name}/{m.name}"
                 out[path] = ForwardedMethod(path, backend, m.client_streaming, m.server_streaming)
     return out
 
 
-def forwarded_service_names(modules: Mapping[str, ModuleType] = BACKEND_MODULES) -> list[str]:
-    return [
-        svc.full_name for m in modules.values() for svc in m.DESCRIPTOR.services_by_name.values()
-    ]
+def forwarded_service_names(
+    modules: Mapping[str, tuple[ModuleType, ...]] = BACKEND_MODULES,
+) -> list[str]:
+    return [svc.full_name for group in modules.values() for m in group
+            for svc in m.DESCRIPTOR.services_by_name.values()]
 
 
 def forwardable(metadata: Iterable[tuple[str, Any]] | None) -> tuple[tuple[str, Any], ...]:
@@ -155,7 +158,7 @@ class Forwarder:
         *,
         holds: Holds,
         clock: Callable[[], float] = time.monotonic,
-        modules: Mapping[str, ModuleType] = BACKEND_MODULES,
+        modules: Mapping[str, tuple[ModuleType, ...]] = BACKEND_MODULES,
     ) -> None:
         self._lists = lists
         self._channels = channels

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from drover.api.acl.v1 import acl_pb2_grpc
 from drover.api.state.v1 import state_pb2_grpc
 from drover.config import ServeSettings
 from drover.errors import DroverError
@@ -18,6 +19,7 @@ from drover.state import metrics
 from drover.state.main import StateService, build_state_service
 
 SERVICE = "drover.state.v1.StateService"
+ACL_SERVICE = "drover.acl.v1.AclService"
 
 
 class StateApp:
@@ -32,12 +34,15 @@ class StateApp:
     @property
     def bindings(self) -> list[ServiceBinding]:
         assert self._service is not None, "prepare() first"
+        assert self._service.acl_admin is not None
         return [
             ServiceBinding(
                 SERVICE,
                 self._service.servicer,
                 state_pb2_grpc.add_StateServiceServicer_to_server,
-            )
+            ),
+            ServiceBinding(ACL_SERVICE, self._service.acl_admin,
+                           acl_pb2_grpc.add_AclServiceServicer_to_server),
         ]
 
     async def start(self, ctx: AppContext) -> None:
@@ -46,6 +51,7 @@ class StateApp:
         await self._service.ready.wait()
         ctx.health.add_check("cache", self._cache_caught_up)
         await ctx.health.set_ready(SERVICE)
+        await ctx.health.set_ready(ACL_SERVICE)
 
     async def _cache_caught_up(self) -> str | None:
         """Ready only while a consistent read would succeed: the cache reaches

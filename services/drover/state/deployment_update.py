@@ -23,8 +23,9 @@ One request, one etcd txn, with everything a watcher decision implies:
   is no longer a canary (Nomad's state store does the same on promotion);
 - ``evaluations``: created with the write, compared absent.
 
-Fenced when the call carries ``drover-fence`` (the watcher leader always
-does): a deposed leader's write fails with FENCE_LOST. At most
+Leader only: the call must carry the watcher leader's ``drover-fence``
+(FAILED_PRECONDITION ``FENCE_REQUIRED`` without one, checked before anything
+is read or written), and a deposed leader's write fails with FENCE_LOST. At most
 ``MAX_OBJECT_OPS`` objects per request (etcd's 128-op txn cap). Conflicts on
 allocations (a client reported meanwhile) are retried after a cache sync;
 a conflict on the deployment itself is the caller's to resolve.
@@ -101,8 +102,8 @@ def _validate(request: Any) -> tuple[deployment_pb2.Deployment, list[evaluation_
 
 class DeploymentUpdateRpc(Base):
     async def UpdateDeployment(self, request: Any, context: Any) -> Any:
+        fence = self.require_fence(context, "UpdateDeployment")
         deployment, evs = _validate(request)
-        fence = self.fence(context)
         for attempt in range(RETRIES):
             await self.cache.sync()
             plan = self._plan_update(request, deployment, evs)

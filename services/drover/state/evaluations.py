@@ -29,6 +29,13 @@ from drover.state.tables import Entry
 
 RETRIES = 3
 
+#: Statuses only the broker leader (an ack's outcome) or the watcher writes.
+_OUTCOMES = frozenset({
+    evaluation_pb2.EVALUATION_STATUS_COMPLETE,
+    evaluation_pb2.EVALUATION_STATUS_FAILED,
+    evaluation_pb2.EVALUATION_STATUS_CANCELED,
+})
+
 
 class BrokerNotPaused(FailedPrecondition):
     reason = "BROKER_NOT_PAUSED"
@@ -97,6 +104,15 @@ class EvaluationsRpc(Base):
         return state_pb2.CountEvaluationsResponse(count=n, meta=self.reader.meta(index))
 
     async def UpsertEvaluations(self, request: Any, context: Any) -> Any:
+        """Create evaluations, or (leader only) write an outcome.
+
+        Anyone allowed may *create* pending or blocked evaluations. Changing
+        an existing evaluation, or writing a terminal status, is a broker
+        outcome: it requires the leader's fence (FENCE_REQUIRED without one).
+        Existence is judged per attempt on the cache, and every evaluation is
+        compared on that view, so a concurrent create turns an unfenced
+        "create" into a conflict, then into a refusal, never an update.
+        """
         if not request.evaluations:
             raise InvalidArgument("evaluations must not be empty",
                                   metadata={"field": "evaluations"})
@@ -108,11 +124,19 @@ class EvaluationsRpc(Base):
             validate_eval(i, ev)
             evs.append(ev)
         table = self.cache.tables[codec.EVALUATIONS]
+        fence = self.fence(context)
+        if fence is None and any(e.status in _OUTCOMES for e in evs):
+            self.require_fence(context, "a terminal evaluation status")
+        elif fence is not None:
+            self.require_fence(context, "UpsertEvaluations")
         for attempt in range(RETRIES):
             if attempt:
                 # Optimistic first try on this replica's cache: the compares
                 # catch a stale view, and only then is a sync worth its read.
                 await self.cache.sync()
+            if fence is None and any(table.objects.get(f"{e.namespace}/{e.id}") is not None
+                                     for e in evs):
+                self.require_fence(context, "an existing evaluation")
             compares, ops = [], []
             now = self.now()
             for ev in evs:
@@ -126,7 +150,7 @@ class EvaluationsRpc(Base):
                 ev.modify_time.CopyFrom(now)
                 ops.append(Put(key, codec.encode(ev)))
             try:
-                rev = await self.writer.commit(compares, ops, self.fence(context))
+                rev = await self.writer.commit(compares, ops, fence)
             except Conflict:
                 if attempt == RETRIES - 1:
                     raise

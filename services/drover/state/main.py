@@ -18,11 +18,14 @@ from typing import Any
 
 import grpc
 
+from drover.acl import AclKeys
+from drover.api.acl.v1 import acl_pb2_grpc
 from drover.api.state.v1 import state_pb2_grpc
 from drover.config import ServeSettings
 from drover.coord.keys import Keyspace
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
 from drover.state import codec
+from drover.state.acl_admin import AclAdmin
 from drover.state.cache import Cache, CacheConfig
 from drover.state.reads import Reader
 from drover.state.service import StateServicer
@@ -40,10 +43,13 @@ class StateService:
     cache: Cache
     ready: asyncio.Event
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    acl_admin: AclAdmin | None = None
     _closers: list[Callable[[], Any]] = field(default_factory=list)
 
     def register(self, server: grpc.aio.Server) -> None:
         state_pb2_grpc.add_StateServiceServicer_to_server(self.servicer, server)
+        if self.acl_admin is not None:
+            acl_pb2_grpc.add_AclServiceServicer_to_server(self.acl_admin, server)
 
     async def close(self) -> None:
         await self.cache.close()
@@ -74,7 +80,8 @@ async def build_on_store(
     servicer = StateServicer(cache, reader, Writer(cache.store, keys, cache), keys)
     servicer.attach_hub(Hub(cache, subscribe_config or SubscribeConfig()))
     tasks = [cache._task] if cache._task is not None else []
-    return StateService(servicer, cache, cache.ready, tasks)
+    admin = AclAdmin(cache.store, AclKeys(keyspace.base), servicer.now)
+    return StateService(servicer, cache, cache.ready, tasks, admin)
 
 
 async def build_state_service(settings: ServeSettings) -> StateService:

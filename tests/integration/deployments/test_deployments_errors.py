@@ -87,6 +87,37 @@ async def test_follower_answers_with_the_leader_hint(
     assert not stats.leader and stats.active_watchers == 0
 
 
+async def leader_fence(state: StateReplica) -> tuple[tuple[str, str]]:
+    """A fence on a fresh election key of the test's keyspace."""
+    from drover.state.store import EtcdStore, Put
+    store = EtcdStore(state.etcd_channel)
+    key = f"{state.service.cache.keys.base}election/deployments/test-{id(state):x}"
+    res = await store.txn([], [Put(key.encode(), b"test leader")])
+    return Fence(key, res.revision).metadata()
+
+
+async def test_anonymous_update_deployment_is_refused_and_stores_nothing(
+    state: StateReplica, scheduler: Scheduler
+) -> None:
+    """The issue's attack: SUCCESSFUL + stable_job_version without a fence."""
+    reg = await scheduler.register(service_job("anon", count=1))
+    d = await scheduler.deployment(reg.deployment_id)
+    d.status = SUCCESSFUL
+    before = (await state.stub.GetJob(state_pb2.GetJobRequest(namespace="default",
+                                                                id="anon"))).meta.index
+    err = await rpc_error(state.stub.UpdateDeployment(
+        state_pb2.UpdateDeploymentRequest(deployment=d, stable_job_version=0)))
+    assert err.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert reason_of(err) == "FENCE_REQUIRED"
+    job = await state.stub.GetJob(state_pb2.GetJobRequest(namespace="default", id="anon"))
+    assert not job.job.stable and job.meta.index == before
+    version = await state.stub.GetJob(state_pb2.GetJobRequest(namespace="default",
+                                                              id="anon", version=0))
+    assert not version.job.stable
+    after = await scheduler.deployment(d.id)
+    assert after.status != SUCCESSFUL and after.modify_index == d.modify_index
+
+
 async def test_update_deployment_refuses_a_stale_value_and_a_lost_fence(
     state: StateReplica, scheduler: Scheduler
 ) -> None:
@@ -95,12 +126,13 @@ async def test_update_deployment_refuses_a_stale_value_and_a_lost_fence(
     stale = deployment_pb2.Deployment()
     stale.CopyFrom(d)
     stale.modify_index = d.modify_index - 1
+    fenced = await leader_fence(state)
     err = await rpc_error(state.stub.UpdateDeployment(
-        state_pb2.UpdateDeploymentRequest(deployment=stale)))
+        state_pb2.UpdateDeploymentRequest(deployment=stale), metadata=fenced))
     assert err.code() == grpc.StatusCode.ABORTED
     assert reason_of(err) == "DEPLOYMENT_CHANGED"
 
-    fence = Fence("/nobody/leads/here", 7)
+    fence = Fence(f"{state.service.cache.keys.base}election/deployments/nobody", 7)
     err = await rpc_error(state.stub.UpdateDeployment(
         state_pb2.UpdateDeploymentRequest(deployment=d), metadata=fence.metadata()))
     assert err.code() == grpc.StatusCode.FAILED_PRECONDITION
@@ -109,7 +141,8 @@ async def test_update_deployment_refuses_a_stale_value_and_a_lost_fence(
 
     err = await rpc_error(state.stub.UpdateDeployment(state_pb2.UpdateDeploymentRequest(
         deployment=d, allocation_updates=[state_pb2.AllocationUpdate(id="ghost",
-                                                                     healthy=True)])))
+                                                                     healthy=True)]),
+        metadata=fenced))
     assert err.code() == grpc.StatusCode.NOT_FOUND
     assert err.details() == "allocation 'ghost' not found in namespace 'default'"
 
@@ -125,7 +158,7 @@ async def test_update_deployment_marks_stable_and_skips_a_revert_the_user_overto
     req = state_pb2.UpdateDeploymentRequest(deployment=d, stable_job_version=0,
                                             revert_job=job,
                                             revert_expected_job_modify_index=1)
-    resp = await state.stub.UpdateDeployment(req)
+    resp = await state.stub.UpdateDeployment(req, metadata=await leader_fence(state))
     assert not resp.HasField("reverted_job_version")  # the job's index is not 1
     after = (await state.stub.GetJob(state_pb2.GetJobRequest(namespace="default",
                                                               id="raw2"))).job

@@ -26,14 +26,25 @@ def _eval(rnd: random.Random, job: str, status: int, ns: str = "default") -> (
                                      triggered_by="job-register", priority=50)
 
 
-async def _seed(stub, n: int, seed: int = 7) -> list[evaluation_pb2.Evaluation]:
+async def _leader_fence(replica) -> tuple[tuple[str, str]]:
+    """A fence on an election key of the replica's keyspace (what a leader holds)."""
+    from drover.state.store import Put
+    key = f"{replica.service.cache.keys.base}election/broker/test-{random.getrandbits(32):x}"
+    res = await replica.store.txn([], [Put(key.encode(), b"me")])
+    return (("drover-fence", f"{key}@{res.revision}"),)
+
+
+async def _seed(replica, n: int, seed: int = 7) -> list[evaluation_pb2.Evaluation]:
+    stub = replica.stub
+    fence = await _leader_fence(replica)  # COMPLETE is an outcome: leader only
     rnd = random.Random(seed)
     evs = [_eval(rnd, f"j{i % 5}", rnd.choice([PENDING, COMPLETE]), rnd.choice(["default", "b"]))
            for i in range(n)]
     i = 0
     while i < len(evs):  # batches of random size: many different create revisions
         k = rnd.randint(1, 9)
-        await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=evs[i:i + k]))
+        await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=evs[i:i + k]),
+                                     metadata=fence)
         i += k
     return evs
 
@@ -65,7 +76,7 @@ async def _all_ids(stub) -> set[str]:
 
 async def test_multi_page_delete_by_filter_deletes_exactly_the_matching_set(replica) -> None:
     stub = replica.stub
-    evs = await _seed(stub, 300)
+    evs = await _seed(replica, 300)
     await _pause(stub)
     flt = 'status == "pending" && job_id != "j3"'
     want_gone = {e.id for e in evs if e.status == PENDING and e.job_id != "j3"}
@@ -90,7 +101,7 @@ async def test_multi_page_delete_by_filter_deletes_exactly_the_matching_set(repl
 
 
 async def test_delete_is_refused_unless_the_broker_is_paused(replica) -> None:
-    await _seed(replica.stub, 3)
+    await _seed(replica, 3)
     details = await _expect(replica.stub.DeleteEvaluations(
         state_pb2.DeleteEvaluationsRequest(filter='status == "pending"')),
         grpc.StatusCode.FAILED_PRECONDITION, "BROKER_NOT_PAUSED")
@@ -99,7 +110,7 @@ async def test_delete_is_refused_unless_the_broker_is_paused(replica) -> None:
 
 async def test_delete_by_ids_is_all_or_nothing(replica) -> None:
     stub = replica.stub
-    evs = await _seed(stub, 6)
+    evs = await _seed(replica, 6)
     await _pause(stub)
     ids = [evs[0].id, evs[1].id, "nope"]
     await _expect(stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(ids=ids)),
@@ -111,7 +122,7 @@ async def test_delete_by_ids_is_all_or_nothing(replica) -> None:
 
 async def test_bad_inputs(replica) -> None:
     stub = replica.stub
-    await _seed(stub, 30)
+    await _seed(replica, 30)
     inv = grpc.StatusCode.INVALID_ARGUMENT
     first = await stub.ListEvaluations(state_pb2.ListEvaluationsRequest(
         namespace="*", page_size=5, filter='status == "pending"'))
@@ -171,15 +182,44 @@ async def test_fenced_writes(replica) -> None:
                   grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FENCE")
 
 
+async def test_broker_outcomes_require_a_leader_fence(replica) -> None:
+    """Unfenced: a pending create is accepted; a terminal status or a change to
+    an existing evaluation is refused with FENCE_REQUIRED and writes nothing;
+    a fence on a non-election key proves nothing and is refused too."""
+    stub, store = replica.stub, replica.store
+    pending = evaluation_pb2.Evaluation(id="o1", type="service", status=PENDING)
+    await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[pending]))
+    before = await store.revision()
+    done = evaluation_pb2.Evaluation(id="o1", type="service", status=COMPLETE)
+    fresh_done = evaluation_pb2.Evaluation(id="o2", type="service", status=COMPLETE)
+    again = evaluation_pb2.Evaluation(id="o1", type="service", status=PENDING, priority=90)
+    pre = grpc.StatusCode.FAILED_PRECONDITION
+    for ev in (done, fresh_done, again):
+        await _expect(stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
+            evaluations=[ev])), pre, "FENCE_REQUIRED")
+    job_key = f"/elsewhere-{random.getrandbits(32):x}/x"
+    from drover.state.store import Put
+    res = await store.txn([], [Put(job_key.encode(), b"not an election key")])
+    await _expect(stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
+        evaluations=[done]), metadata=(("drover-fence", f"{job_key}@{res.revision}"),)),
+        pre, "FENCE_REQUIRED")
+    assert await store.revision() == res.revision == before + 1  # only the test's own put
+    got = await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id="o1"))
+    assert got.evaluation.status == PENDING and got.evaluation.priority != 90
+    ok = await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[done]),
+                                      metadata=await _leader_fence(replica))
+    assert ok.eval_ids == ["o1"]
+
+
 async def test_blocking_list_returns_on_change_or_after_max_wait(replica) -> None:
     stub = replica.stub
-    await _seed(stub, 2)
+    await _seed(replica, 2)
     first = await stub.ListEvaluations(state_pb2.ListEvaluationsRequest(namespace="*"))
     idx = first.meta.index
 
     async def write_later() -> None:
         await asyncio.sleep(0.3)
-        await _seed(stub, 1, seed=99)
+        await _seed(replica, 1, seed=99)
 
     task = asyncio.create_task(write_later())
     t0 = time.monotonic()

@@ -4,7 +4,7 @@ a filter, while other writes happen; and tokens are bound to their request."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,7 @@ import pytest
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
 from drover.rpc.errors import error_info
+from drover.state.store import Put
 
 NAMESPACES = ("default", "other")
 SEEDED = 20
@@ -53,10 +54,25 @@ async def _node(stub: Any, i: int) -> None:
                                                                          name=f"x{i:02d}")))
 
 
+#: The leader fence the test holds: updating an evaluation in place is a
+#: broker outcome, which the state service takes only from a leader.
+_EVAL_FENCE: list[tuple[str, str]] = []
+
+
 async def _eval(stub: Any, i: int) -> None:
     ev = evaluation_pb2.Evaluation(id=f"e{i:02d}", namespace=_ns(i), job_id=f"x{i:02d}",
                                    type="service")
-    await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[ev]))
+    await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[ev]),
+                                 metadata=tuple(_EVAL_FENCE))
+
+
+@pytest.fixture(autouse=True)
+async def _leader_fence(replica: Any) -> AsyncIterator[None]:
+    key = f"{replica.service.cache.keys.base}election/broker/lists-test"
+    res = await replica.store.txn([], [Put(key.encode(), b"test leader")])
+    _EVAL_FENCE[:] = [("drover-fence", f"{key}@{res.revision}")]
+    yield
+    _EVAL_FENCE.clear()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,95 @@
+"""The watch-fed token and policy cache every server keeps (async shell).
+
+An initial read of the ACL keyspace at revision R, then one etcd watch from
+R + 1 (:class:`drover.coord.ResilientWatch`: resumes after errors,
+re-lists after compaction), applied to an :class:`AclState`. A revoked
+token is refused by every replica as soon as its delete event arrives:
+milliseconds on a healthy cluster, and the watch's liveness probe bounds a
+silent stall. Until the first listing is applied :attr:`ready` is unset and
+the interceptor answers UNAVAILABLE rather than judge with no data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from aetcd import rpc
+
+from drover.acl.tokens import AclKeys, AclState
+from drover.coord.watch import ResilientWatch
+from drover.coord.watch_buffer import EventType, Resync
+
+__all__ = ["AclCache"]
+
+log = logging.getLogger(__name__)
+
+
+class AclCache:
+    def __init__(self, client: Any, keys: AclKeys, server_secret: str = "") -> None:
+        self.state = AclState(keys, server_secret)
+        self.ready = asyncio.Event()
+        self._client = client
+        self._applied = asyncio.Event()
+        self._watch = ResilientWatch(client, keys.prefix.encode())
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> AclCache:
+        await self._watch.start()
+        self._task = asyncio.create_task(self._apply(), name="acl-cache")
+        return self
+
+    async def _apply(self) -> None:
+        async for msg in self._watch:
+            if isinstance(msg, Resync):
+                self.state.reset(msg.revision)
+                for kv in msg.items:
+                    self._put(kv.key, kv.value)
+                self.ready.set()
+                self._applied.set()
+                continue
+            for ev in msg.events:
+                if ev.type is EventType.DELETE:
+                    self.state.delete(ev.kv.key.decode())
+                else:
+                    self._put(ev.kv.key, ev.kv.value)
+            self.state.revision = msg.revision
+            self._applied.set()
+
+    async def catch_up(self, within: float = 1.0) -> bool:
+        """Wait until this cache has applied the newest ACL key in etcd.
+
+        Asked before refusing an unknown token: a token created a moment
+        ago through another replica is then found, not refused (read your
+        write across replicas). One keys-only read of the ACL prefix (small)
+        per miss; a deleted token needs no wait, its absence is the answer.
+        """
+        prefix = self._watch.prefix
+        req = rpc.RangeRequest(key=prefix, range_end=self._watch.range_end, limit=1,
+                               keys_only=True, sort_order=rpc.RangeRequest.DESCEND,
+                               sort_target=rpc.RangeRequest.MOD)
+        try:
+            async with asyncio.timeout(within):
+                resp = await self._client.kvstub.Range(req)
+                newest = resp.kvs[0].mod_revision if resp.kvs else 0
+                while self.state.revision < newest:
+                    self._applied.clear()
+                    await self._applied.wait()
+        except (TimeoutError, rpc.AioRpcError):
+            return False
+        return True
+
+    def _put(self, key: bytes, value: bytes) -> None:
+        try:
+            self.state.put(key.decode(), value)
+        except Exception as e:  # a corrupt value must not stop the cache
+            log.warning("ignoring undecodable ACL key %r: %s", key[:200], type(e).__name__)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        await self._watch.close()

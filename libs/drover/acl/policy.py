@@ -1,0 +1,195 @@
+"""Policy documents: parse, validate, expand (pure).
+
+A policy is YAML or JSON shaped like Nomad's::
+
+    namespace:
+      default: {policy: write}
+      "*": {capabilities: [list-evals, read-job]}
+    operator: {policy: read}
+    node: {policy: read}
+    scheduler: {policy: write}
+
+* ``namespace`` maps a namespace *glob* (``*`` matches any run of
+  characters) to a rule: a coarse ``policy`` (``read``, ``write`` or
+  ``deny``) and/or fine ``capabilities``; both given means their union.
+  ``deny`` (as policy or capability) denies everything in that namespace.
+* ``operator`` (scheduler config reads, broker/watcher/proxy introspection,
+  rebalancing), ``node`` (node registration and client status reports) and
+  ``scheduler`` (scheduler workers: Dequeue/Ack/Nack, plan submission) each
+  take ``{policy: read|write|deny}``.
+
+Anything else (an unknown key, capability or policy word) is refused with a
+message naming where it is, so a typo never silently grants or withholds.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from drover.acl.errors import InvalidPolicy
+
+__all__ = [
+    "GLOBAL_AREAS",
+    "NAMESPACE_CAPABILITIES",
+    "Level",
+    "NamespaceRule",
+    "Policy",
+    "parse_policy",
+    "validate_policy_name",
+]
+
+DENY = "deny"
+
+#: Every namespace capability, in documentation order.
+NAMESPACE_CAPABILITIES: tuple[str, ...] = (
+    DENY,
+    "list-jobs",        # ListJobs
+    "read-job",         # GetJob, ListJobVersions, allocations, deployments
+    "submit-job",       # RegisterJob, DeregisterJob, creating evaluations
+    "list-evals",       # GetEvaluation, ListEvaluations, CountEvaluations
+    "deployment-write", # Promote, Pause, Fail, SetAllocHealth
+)
+
+_READ = frozenset({"list-jobs", "read-job", "list-evals"})
+_WRITE = _READ | {"submit-job", "deployment-write"}
+_EXPAND = {"read": _READ, "write": _WRITE, DENY: frozenset({DENY})}
+
+GLOBAL_AREAS: tuple[str, ...] = ("operator", "node", "scheduler")
+
+_MAX_DOCUMENT = 64 * 1024
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_GLOB = re.compile(r"^[A-Za-z0-9_.*-]{1,128}$")
+
+
+class Level(enum.IntEnum):
+    """A global rule's level. Merging takes the maximum, except that
+    ``DENY`` wins over everything."""
+
+    NONE = 0
+    READ = 1
+    WRITE = 2
+    DENY = 3
+
+    @classmethod
+    def parse(cls, word: str, where: str) -> Level:
+        try:
+            return {"read": cls.READ, "write": cls.WRITE, DENY: cls.DENY}[word]
+        except (KeyError, TypeError):
+            raise InvalidPolicy(f"{where}: policy must be read, write or deny, "
+                                f"got {_show(word)}", metadata={"field": where}) from None
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceRule:
+    glob: str
+    capabilities: frozenset[str]  # expanded: coarse policy folded in
+
+    @property
+    def denies(self) -> bool:
+        return DENY in self.capabilities
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    name: str
+    namespaces: tuple[NamespaceRule, ...]
+    globals: tuple[tuple[str, Level], ...]  # (area, level) for areas given
+
+    def level(self, area: str) -> Level:
+        return dict(self.globals).get(area, Level.NONE)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def validate_policy_name(name: str) -> str:
+    if not _NAME.match(name or ""):
+        raise InvalidPolicy(
+            f"policy name {_show(name)} must be 1-128 letters, digits, '_', '.' or '-'",
+            metadata={"field": "name"})
+    return name
+
+
+def _namespace_rule(glob: Any, body: Any) -> NamespaceRule:
+    where = f"namespace.{glob}"
+    if not isinstance(glob, str) or not _GLOB.match(glob):
+        raise InvalidPolicy(f"namespace glob {_show(glob)} must be letters, digits, "
+                            "'_', '.', '-' and '*'", metadata={"field": "namespace"})
+    if not isinstance(body, Mapping):
+        raise InvalidPolicy(f"{where}: expected a mapping with policy and/or capabilities",
+                            metadata={"field": where})
+    unknown = set(body) - {"policy", "capabilities"}
+    if unknown:
+        raise InvalidPolicy(f"{where}: unknown key(s) {sorted(map(str, unknown))}; "
+                            "expected policy, capabilities", metadata={"field": where})
+    caps: set[str] = set()
+    if "policy" in body:
+        word = body["policy"]
+        if word not in _EXPAND:
+            raise InvalidPolicy(f"{where}.policy must be read, write or deny, got {_show(word)}",
+                                metadata={"field": f"{where}.policy"})
+        caps |= _EXPAND[word]
+    listed = body.get("capabilities", [])
+    if not isinstance(listed, list):
+        raise InvalidPolicy(f"{where}.capabilities must be a list",
+                            metadata={"field": f"{where}.capabilities"})
+    for i, cap in enumerate(listed):
+        if cap not in NAMESPACE_CAPABILITIES:
+            raise InvalidPolicy(
+                f"{where}.capabilities[{i}]: unknown capability {_show(cap)}; known: "
+                + ", ".join(NAMESPACE_CAPABILITIES),
+                metadata={"field": f"{where}.capabilities"})
+        caps.add(cap)
+    if not caps:
+        raise InvalidPolicy(f"{where}: give a policy or at least one capability",
+                            metadata={"field": where})
+    if DENY in caps:
+        caps = {DENY}
+    return NamespaceRule(glob, frozenset(caps))
+
+
+def parse_policy(name: str, text: str) -> Policy:
+    """Parse and validate a YAML or JSON rules document."""
+    validate_policy_name(name)
+    if len(text.encode()) > _MAX_DOCUMENT:
+        raise InvalidPolicy(f"policy rules exceed {_MAX_DOCUMENT} bytes",
+                            metadata={"field": "rules"})
+    try:
+        doc = yaml.safe_load(text)  # JSON is YAML
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise InvalidPolicy(f"policy {name!r} is not valid YAML or JSON{at}",
+                            metadata={"field": "rules"}) from None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, Mapping):
+        raise InvalidPolicy(f"policy {name!r} must be a mapping of rules",
+                            metadata={"field": "rules"})
+    unknown = set(doc) - {"namespace", *GLOBAL_AREAS}
+    if unknown:
+        raise InvalidPolicy(f"unknown rule(s) {sorted(map(str, unknown))}; expected namespace, "
+                            + ", ".join(GLOBAL_AREAS), metadata={"field": "rules"})
+    namespaces = doc.get("namespace") or {}
+    if not isinstance(namespaces, Mapping):
+        raise InvalidPolicy("namespace must map namespace globs to rules",
+                            metadata={"field": "namespace"})
+    rules = tuple(_namespace_rule(g, b) for g, b in namespaces.items())
+    levels = []
+    for area in GLOBAL_AREAS:
+        if area not in doc:
+            continue
+        body = doc[area]
+        if not isinstance(body, Mapping) or set(body) != {"policy"}:
+            raise InvalidPolicy(f"{area} must be {{policy: read|write|deny}}",
+                                metadata={"field": area})
+        levels.append((area, Level.parse(body["policy"], area)))
+    return Policy(name, rules, tuple(levels))

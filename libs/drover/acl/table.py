@@ -1,0 +1,182 @@
+"""Which capability every drover RPC requires, and the check (pure).
+
+:data:`TABLE` maps each full method name (``/pkg.Service/Method``) of every
+drover service to a :class:`Requirement`; a unit test asserts it covers
+every method in the descriptors, so a new RPC cannot ship unguarded (the
+interceptor also refuses a drover method missing from the table).
+
+Requirement kinds:
+
+* ``namespace``: a namespace capability in every namespace the request
+  names (``fields`` are dotted paths into the request; repeated fields fan
+  out; an empty value means ``default``, or all namespaces where the API
+  says so);
+* ``global``: a level of the ``operator``, ``node`` or ``scheduler`` rule;
+* ``management``: a management token (eval delete, scheduler config,
+  ACL administration);
+* ``server``: the cluster's own server identity only (writes only a leader
+  may make; the state service also requires the leader's fence);
+* ``authenticated``: any valid token (GetSelfToken);
+* ``none``: anyone (Bootstrap, guarded by its once-only txn).
+
+The server identity satisfies every requirement; management every one but
+``server``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from drover.acl.acl import ALL_NAMESPACES, Identity, IdentityKind
+from drover.acl.errors import PermissionDenied
+from drover.acl.policy import Level
+
+__all__ = ["TABLE", "Requirement", "authorize", "request_namespaces"]
+
+DEFAULT_NAMESPACE = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    kind: str  # namespace | global | management | server | authenticated | none
+    capability: str = ""
+    area: str = ""
+    level: Level = Level.NONE
+    fields: tuple[str, ...] = ("namespace",)
+    empty_is_all: bool = False
+
+    def describe(self) -> str:
+        if self.kind == "namespace":
+            return f"namespace capability {self.capability}"
+        if self.kind == "global":
+            return f"{self.area} {self.level.name.lower()}"
+        return {"management": "a management token", "server": "the server identity",
+                "authenticated": "a valid token"}.get(self.kind, self.kind)
+
+
+def ns(capability: str, *fields: str, empty_is_all: bool = False) -> Requirement:
+    return Requirement("namespace", capability=capability, fields=fields or ("namespace",),
+                       empty_is_all=empty_is_all)
+
+
+def glob(area: str, level: Level) -> Requirement:
+    return Requirement("global", area=area, level=level)
+
+
+MANAGEMENT = Requirement("management")
+SERVER = Requirement("server")
+AUTHENTICATED = Requirement("authenticated")
+NONE = Requirement("none")
+
+_S = "/drover.state.v1.StateService/"
+_B = "/drover.broker.v1.EvalBrokerService/"
+_D = "/drover.deployments.v1.DeploymentWatcherService/"
+_P = "/drover.proxy.v1.ClientProxyService/"
+_A = "/drover.acl.v1.AclService/"
+
+TABLE: dict[str, Requirement] = {
+    _S + "RegisterJob": ns("submit-job", "job.namespace"),
+    _S + "GetJob": ns("read-job"),
+    _S + "ListJobs": ns("list-jobs"),
+    _S + "ListJobVersions": ns("read-job"),
+    _S + "DeregisterJob": ns("submit-job"),
+    _S + "GetEvaluation": ns("list-evals", empty_is_all=True),
+    _S + "ListEvaluations": ns("list-evals"),
+    _S + "CountEvaluations": ns("list-evals"),
+    _S + "DeleteEvaluations": MANAGEMENT,
+    # Creating evaluations asks for scheduling; writing an outcome also
+    # needs the fence and the server identity (checked by the state service).
+    _S + "UpsertEvaluations": ns("submit-job", "evaluations.namespace"),
+    _S + "GetDeployment": ns("read-job"),
+    _S + "ListDeployments": ns("read-job"),
+    _S + "UpdateDeployment": SERVER,
+    _S + "GetAllocation": ns("read-job"),
+    _S + "ListAllocations": ns("read-job"),
+    _S + "UpsertAllocations": glob("scheduler", Level.WRITE),  # plan submission
+    _S + "UpdateAllocations": glob("node", Level.WRITE),  # client status reports
+    _S + "UpsertNode": glob("node", Level.WRITE),
+    _S + "GetNode": glob("node", Level.READ),
+    _S + "ListNodes": glob("node", Level.READ),
+    _S + "GetSchedulerConfig": glob("operator", Level.READ),
+    _S + "SetSchedulerConfig": MANAGEMENT,
+    _S + "Subscribe": ns("read-job", empty_is_all=True),
+    _B + "Dequeue": glob("scheduler", Level.WRITE),
+    _B + "Ack": glob("scheduler", Level.WRITE),
+    _B + "AckBatch": glob("scheduler", Level.WRITE),
+    _B + "Nack": glob("scheduler", Level.WRITE),
+    _B + "OutstandingReset": glob("scheduler", Level.WRITE),
+    _B + "GetBrokerStats": glob("operator", Level.READ),
+    _B + "ListQueue": glob("operator", Level.READ),
+    _B + "CancelEvaluation": glob("operator", Level.WRITE),
+    _D + "PromoteDeployment": ns("deployment-write"),
+    _D + "PauseDeployment": ns("deployment-write"),
+    _D + "FailDeployment": ns("deployment-write"),
+    _D + "SetAllocHealth": ns("deployment-write"),
+    _D + "GetWatcherStats": glob("operator", Level.READ),
+    _P + "ListServers": glob("operator", Level.READ),
+    _P + "RebalanceServers": glob("operator", Level.WRITE),
+    _P + "WaitForConvergence": glob("operator", Level.READ),
+    _A + "Bootstrap": NONE,
+    _A + "ApplyPolicy": MANAGEMENT,
+    _A + "ListPolicies": MANAGEMENT,
+    _A + "DeletePolicy": MANAGEMENT,
+    _A + "CreateToken": MANAGEMENT,
+    _A + "ListTokens": MANAGEMENT,
+    _A + "RevokeToken": MANAGEMENT,
+    _A + "GetSelfToken": AUTHENTICATED,
+}
+
+
+def _values(msg: Any, path: list[str]) -> Iterator[str]:
+    name, rest = path[0], path[1:]
+    field = msg.DESCRIPTOR.fields_by_name[name]
+    value = getattr(msg, name)
+    items = list(value) if field.is_repeated else [value]
+    for item in items:
+        if rest:
+            yield from _values(item, rest)
+        else:
+            yield str(item)
+
+
+def request_namespaces(req: Requirement, request: Any) -> set[str]:
+    """Every namespace a request names under ``req``'s fields."""
+    out: set[str] = set()
+    for path in req.fields:
+        for value in _values(request, path.split(".")):
+            out.add(value or (ALL_NAMESPACES if req.empty_is_all else DEFAULT_NAMESPACE))
+    # A request naming none (an empty list) is judged as one for the default
+    # namespace: validation may refuse it later, but never for a caller
+    # who could not make it at all.
+    return out or {DEFAULT_NAMESPACE}
+
+
+def authorize(identity: Identity, req: Requirement, request: Any, method: str) -> None:
+    """Return if ``identity`` may make this call; else :class:`PermissionDenied`."""
+    kind = identity.kind
+    if req.kind == "none" or kind is IdentityKind.SERVER:
+        return
+    if req.kind == "authenticated":
+        if kind is not IdentityKind.ANONYMOUS:
+            return
+    elif req.kind == "server":
+        pass
+    elif kind is IdentityKind.MANAGEMENT:
+        return
+    elif req.kind == "global":
+        if identity.acl.allow_global(req.area, req.level):
+            return
+    elif req.kind == "namespace":
+        denied = sorted(n for n in request_namespaces(req, request)
+                        if not identity.acl.allow_namespace(n, req.capability))
+        if not denied:
+            return
+        raise PermissionDenied(
+            f"{method.rsplit('/', 1)[-1]} needs {req.describe()} in namespace "
+            f"{denied[0][:80]!r}; {identity.describe} lacks it",
+            metadata={"capability": req.capability, "namespace": denied[0][:128]})
+    raise PermissionDenied(
+        f"{method.rsplit('/', 1)[-1]} needs {req.describe()}; {identity.describe} lacks it",
+        metadata={"capability": req.describe()})
