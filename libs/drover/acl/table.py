@@ -102,6 +102,13 @@ TABLE: dict[str, Requirement] = {
     _S + "GetSchedulerConfig": glob("operator", Level.READ),
     _S + "SetSchedulerConfig": MANAGEMENT,
     _S + "Subscribe": ns("read-job", empty_is_all=True),
+    # The broker's outcomes and follow-ups (leader only: fenced).
+    _S + "UpdateEvaluations": SERVER,
+    # The deployment watcher leader's collection pass (fenced).
+    _S + "GarbageCollect": SERVER,
+    # A scheduler worker's plan (Nomad: the plan applier's scheduler rule).
+    _S + "SubmitPlan": glob("scheduler", Level.WRITE),
+    _S + "UpdateNodeStatus": glob("node", Level.WRITE),
     _B + "Dequeue": glob("scheduler", Level.WRITE),
     _B + "Ack": glob("scheduler", Level.WRITE),
     _B + "AckBatch": glob("scheduler", Level.WRITE),
@@ -115,6 +122,8 @@ TABLE: dict[str, Requirement] = {
     _D + "FailDeployment": ns("deployment-write"),
     _D + "SetAllocHealth": ns("deployment-write"),
     _D + "GetWatcherStats": glob("operator", Level.READ),
+    # `drover system gc` (Nomad: management).
+    _D + "CollectGarbage": MANAGEMENT,
     _P + "ListServers": glob("operator", Level.READ),
     _P + "RebalanceServers": glob("operator", Level.WRITE),
     _P + "WaitForConvergence": glob("operator", Level.READ),

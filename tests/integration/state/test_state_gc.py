@@ -22,7 +22,7 @@ EVALS = state_pb2.GC_KIND_EVALUATIONS
 
 
 async def fence_of(replica: Replica, prefix: str) -> Fence:
-    key = f"{prefix}/election/deployments/gc-test"
+    key = f"{prefix}/v1/election/deployments/gc-test"
     result = await replica.store.txn([], [Put(key.encode(), b"")])
     return Fence(key, result.revision)
 
@@ -87,7 +87,7 @@ async def test_gc_requires_a_fence_and_a_valid_request(replica: Replica, etcd_pr
             await replica.stub.GarbageCollect(bad, metadata=fence.metadata())
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     await replica.stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
-        evaluations=[ev("e1", COMPLETE)]))
+        evaluations=[ev("e1", COMPLETE)]), metadata=fence.metadata())
     stale = Fence(fence.leader_key, fence.term + 1000)
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await gc(replica, stale, EVALS, time.time() + 60)
@@ -99,13 +99,14 @@ async def test_gc_requires_a_fence_and_a_valid_request(replica: Replica, etcd_pr
 async def test_eval_gc_follows_nomads_rules(replica: Replica, etcd_prefix: str) -> None:
     fence = await fence_of(replica, etcd_prefix)
     batch = job_pb2.Job(id="cron", namespace="default", type=job_pb2.JOB_TYPE_BATCH,
+                        datacenters=["dc1"],
                         task_groups=[job_pb2.TaskGroup(name="run", count=1)])
     await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=batch))
     await replica.stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[
         ev("done", COMPLETE), ev("busy", PENDING), ev("mixed", COMPLETE),
         ev("cron-done", COMPLETE, job_id="cron", eval_type="batch"),
         ev("gone-batch", COMPLETE, job_id="nojob", eval_type="batch"),
-    ]))
+    ]), metadata=fence.metadata())
     await replica.stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[
         alloc("a-done", "done"), alloc("a-mixed-stopped", "mixed"),
         alloc("a-mixed-live", "mixed", terminal=False),
@@ -134,7 +135,8 @@ async def test_eval_gc_walks_with_a_cursor_in_bounded_txns(replica: Replica,
     fence = await fence_of(replica, etcd_prefix)
     for start in range(0, 300, 100):
         await replica.stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
-            evaluations=[ev(f"e{i:03d}", COMPLETE) for i in range(start, start + 100)]))
+            evaluations=[ev(f"e{i:03d}", COMPLETE) for i in range(start, start + 100)]),
+            metadata=fence.metadata())
     cutoff = time.time() + 60
     r = await gc(replica, fence, EVALS, cutoff, max_examined=250)
     assert (r.examined, r.evaluations, r.done) == (250, 250, False)
@@ -148,6 +150,7 @@ async def test_eval_gc_walks_with_a_cursor_in_bounded_txns(replica: Replica,
 async def test_deployment_job_and_node_gc(replica: Replica, etcd_prefix: str) -> None:
     fence = await fence_of(replica, etcd_prefix)
     svc = job_pb2.Job(id="web", namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
+                      datacenters=["dc1"],
                       task_groups=[job_pb2.TaskGroup(
                           name="g", count=1, update=job_pb2.UpdateStrategy(max_parallel=1))])
     r1 = await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=svc))
@@ -170,7 +173,7 @@ async def test_deployment_job_and_node_gc(replica: Replica, etcd_prefix: str) ->
     for e in evs.evaluations:
         e.status = COMPLETE
     await replica.stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
-        evaluations=evs.evaluations))
+        evaluations=evs.evaluations), metadata=fence.metadata())
     r = await gc(replica, fence, state_pb2.GC_KIND_JOBS, now)
     assert r.jobs == 0  # w1 still runs
     await replica.stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(updates=[

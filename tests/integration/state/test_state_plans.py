@@ -15,7 +15,8 @@ STOP = allocation_pb2.ALLOC_DESIRED_STATUS_STOP
 
 
 def _job(count: int = 2, canary: int = 0, image: str = "v1") -> job_pb2.Job:
-    return job_pb2.Job(id="web", namespace="default", task_groups=[job_pb2.TaskGroup(
+    return job_pb2.Job(id="web", namespace="default", datacenters=["dc1"],
+                       task_groups=[job_pb2.TaskGroup(
         name="g", count=count, update=job_pb2.UpdateStrategy(max_parallel=1, canary=canary),
         tasks=[job_pb2.Task(name="t", driver="sim", config={"image": image})])])
 
