@@ -1,9 +1,12 @@
 """Wiring of the eval broker for `drover serve broker`.
 
-Start-up order: dial the state service (``--state-address``, else a state
-replica from membership), restore the hot standby from it, report SERVING,
-then campaign. Campaigning only after the first restore means a replica
-never wins an election it could not serve within the establish deadline.
+Start-up order: find the state replicas (membership, followed for the
+process lifetime; ``--state-address`` is the seed and the fallback while
+membership lists none), restore the hot standby from them, report SERVING,
+then campaign. Calls spread over every replica and fail over
+(:class:`~drover.rpc.replicas.ReplicaPool`). Campaigning only after the
+first restore means a replica never wins an election it could not serve
+within the establish deadline.
 Background tasks: the event feed, the timer loop and the leader observer
 (for ``drover-leader`` hints), all for the process lifetime.
 
@@ -24,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from drover.api.broker.v1 import broker_pb2_grpc
+from drover.api.state.v1 import state_pb2_grpc
 from drover.broker import metrics
 from drover.broker.config import BrokerConfig
 from drover.broker.core import EvalBroker
@@ -44,6 +48,7 @@ from drover.errors import Unavailable
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
 from drover.rpc.channels import channel
 from drover.rpc.readiness import leader_known
+from drover.rpc.replicas import ReplicaPool
 from drover.rpc.server import App, AppContext, ServiceBinding
 
 __all__ = ["SERVICE", "BrokerApp", "create_app"]
@@ -65,7 +70,10 @@ class BrokerApp:
     ) -> None:
         self.settings = settings
         self._token = ""  # the server identity, with ACLs on (set_server_token)
-        self.api = GrpcStateApi()
+        self.state = ReplicaPool(
+            STATE_SERVICE, state_pb2_grpc.StateServiceStub, settings.state_addresses,
+            dial=lambda address: channel(address, tls=settings.tls, token=self._server_token))
+        self.api = GrpcStateApi(self.state)
         self.core = EvalBroker(broker_config, clock=time.monotonic, rng=random.Random())
         self.runtime = BrokerRuntime(self.api, self.core, address="", config=shell_config)
         self.servicer = BrokerServicer(self.runtime)
@@ -89,17 +97,17 @@ class BrokerApp:
         ]
 
     async def prepare(self) -> None:
-        if self.settings.state_addresses:
-            self.api.connect(channel(self.settings.state_addresses[0], tls=self.settings.tls,
-                    token=self._server_token))
+        pass
 
     async def start(self, ctx: AppContext) -> None:
         self.runtime.address = ctx.address
         self._unregister = metrics.register(self.core)
-        if self.api.channel is None:
-            self.api.connect(channel(await self._discover_state(ctx), tls=self.settings.tls,
-                    token=self._server_token))
         keyspace = Keyspace(self.settings.etcd.prefix)
+        if ctx.etcd is not None:
+            await self._discover_state(ctx.etcd, keyspace)
+            self._spawn(ctx, self.state.follow(ctx.etcd, keyspace), "broker-state-replicas")
+        if not len(self.state):
+            raise Unavailable("no --state-address and no state replica registered in etcd")
         if ctx.etcd is not None:
             secret = await cluster_secret(ctx.etcd, keyspace, CLUSTER_SECRET)
             self.servicer.queue.use_codec(PageTokenCodec(secret))
@@ -121,14 +129,9 @@ class BrokerApp:
         self._tasks.append(task)
         ctx.tasks.append(task)
 
-    async def _discover_state(self, ctx: AppContext) -> str:
-        if ctx.etcd is None:
-            raise Unavailable("no --state-address and no etcd to discover the state service")
-        members = await list_members(ctx.etcd, Keyspace(self.settings.etcd.prefix),
-                                     STATE_SERVICE)
-        if not members.members:
-            raise Unavailable("no state service replica is registered in etcd")
-        return random.choice(members.members).address
+    async def _discover_state(self, client: Any, keyspace: Keyspace) -> None:
+        members = await list_members(client, keyspace, STATE_SERVICE)
+        await self.state.set_members(m.address for m in members.members)
 
     async def _serve_when_restored(self, ctx: AppContext) -> None:
         await self.runtime.feed.restored.wait()
@@ -156,9 +159,7 @@ class BrokerApp:
         for task in self._tasks:
             with contextlib.suppress(BaseException):
                 await task
-        if self.api.channel is not None:
-            with contextlib.suppress(Exception):
-                await self.api.channel.close(grace=None)
+        await self.state.close()
 
 
 def create_app(settings: ServeSettings) -> App:

@@ -17,11 +17,11 @@ malformed follow-up, and :class:`~drover.errors.Unavailable` otherwise.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import grpc
 
-from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, scheduler_pb2
 from drover.broker.errors import EvaluationChanged, EvaluationGone, FollowUpExists
 from drover.coord.fence import Fence
@@ -35,6 +35,7 @@ from drover.errors import (
     Unavailable,
 )
 from drover.rpc.errors import remote_status
+from drover.rpc.replicas import FAILOVER_CODES, ReplicaPool
 
 __all__ = ["BrokerStateApi", "EvalPage", "GrpcStateApi", "ResyncNeeded", "translate"]
 
@@ -103,58 +104,57 @@ def translate(err: grpc.RpcError) -> DroverError:
 
 
 class GrpcStateApi:
-    """:class:`BrokerStateApi` over a state-service channel."""
+    """:class:`BrokerStateApi` over every state replica (:class:`ReplicaPool`).
 
-    def __init__(self, channel: grpc.aio.Channel | None = None, *,
-                 timeout: float = 10.0) -> None:
-        self._stub: Any = None
-        self.channel: grpc.aio.Channel | None = None
+    Reads go to the next replica and move on to another when one is down
+    or does not answer in time (reads are safe to repeat); a write is one
+    attempt on the next replica (an unknown outcome is never repeated
+    here: the writer decides), and a replica it failed on is held down so
+    the next write goes elsewhere. Each Subscribe picks a replica anew.
+    """
+
+    def __init__(self, replicas: ReplicaPool, *, timeout: float = 10.0) -> None:
+        self.replicas = replicas
         self._timeout = timeout
-        if channel is not None:
-            self.connect(channel)
-
-    def connect(self, channel: grpc.aio.Channel) -> None:
-        """Use ``channel`` (an app that discovers the address connects late)."""
-        self.channel = channel
-        self._stub = state_pb2_grpc.StateServiceStub(channel)
 
     async def list_held(self, page_token: str, page_size: int) -> EvalPage:
+        req = state_pb2.ListEvaluationsRequest(
+            namespace="*", filter=HELD_FILTER, page_size=page_size, page_token=page_token)
         try:
-            resp = await self._stub.ListEvaluations(
-                state_pb2.ListEvaluationsRequest(
-                    namespace="*", filter=HELD_FILTER, page_size=page_size,
-                    page_token=page_token),
-                timeout=self._timeout * 3,
-            )
+            resp = await self.replicas.read(
+                lambda stub: stub.ListEvaluations(req, timeout=self._timeout * 3))
         except grpc.RpcError as err:
             raise translate(err) from err
         return list(resp.evaluations), resp.next_page_token, resp.meta.index
 
     async def eval_index(self) -> int:
+        req = state_pb2.ListEvaluationsRequest(namespace="*", page_size=1)
         try:
-            resp = await self._stub.ListEvaluations(
-                state_pb2.ListEvaluationsRequest(namespace="*", page_size=1),
-                timeout=self._timeout,
-            )
+            resp = await self.replicas.read(
+                lambda stub: stub.ListEvaluations(req, timeout=self._timeout))
         except grpc.RpcError as err:
             raise translate(err) from err
         return int(resp.meta.index)
 
     async def scheduler_config(self) -> scheduler_pb2.SchedulerConfig:
+        req = state_pb2.GetSchedulerConfigRequest()
         try:
-            resp = await self._stub.GetSchedulerConfig(
-                state_pb2.GetSchedulerConfigRequest(), timeout=self._timeout)
+            resp = await self.replicas.read(
+                lambda stub: stub.GetSchedulerConfig(req, timeout=self._timeout))
         except grpc.RpcError as err:
             raise translate(err) from err
         return resp.config
 
     async def subscribe(self, from_index: int) -> AsyncIterator[state_pb2.SubscribeResponse]:
-        call = self._stub.Subscribe(
+        address, stub = self.replicas.picked()
+        call = stub.Subscribe(
             state_pb2.SubscribeRequest(topics=TOPICS, from_index=from_index))
         try:
             async for resp in call:
                 yield resp
         except grpc.RpcError as err:
+            if err.code() in FAILOVER_CODES:
+                self.replicas.failed(address)  # resubscribe elsewhere
             raise translate(err) from err
         finally:
             call.cancel()
@@ -163,11 +163,10 @@ class GrpcStateApi:
         self, updates: Sequence[evaluation_pb2.Evaluation],
         creates: Sequence[evaluation_pb2.Evaluation], fence: Fence,
     ) -> int:
+        req = state_pb2.UpdateEvaluationsRequest(updates=updates, creates=creates)
         try:
-            resp = await self._stub.UpdateEvaluations(
-                state_pb2.UpdateEvaluationsRequest(updates=updates, creates=creates),
-                metadata=fence.metadata(), timeout=self._timeout,
-            )
+            resp = await self.replicas.once(lambda stub: stub.UpdateEvaluations(
+                req, metadata=fence.metadata(), timeout=self._timeout))
         except grpc.RpcError as err:
             raise translate(err) from err
         return int(resp.index)

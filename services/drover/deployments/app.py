@@ -4,7 +4,10 @@ Every replica serves the API; one leads (etcd election under the service's
 name, session TTL from ``--etcd-session-ttl``) and only the leader runs the
 :class:`~.leader.WatcherLeader`. The server must run with membership on,
 which provides the control etcd client (``ctx.etcd``) the election uses.
-The state service is reached at ``settings.state_addresses[0]``.
+The state service: every replica membership lists (followed for the
+process lifetime), ``settings.state_addresses`` as the seed and the
+fallback while membership lists none; calls spread over them and fail over
+(:class:`~drover.rpc.replicas.ReplicaPool`).
 
 ``stop`` resigns first (bounded): leader work is cancelled and the election
 key deleted, so a follower takes over at once instead of after the TTL.
@@ -12,18 +15,19 @@ key deleted, so a follower takes over at once instead of after the TTL.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Sequence
 from typing import Any
 
-import grpc
-
 from drover.api.deployments.v1 import deployments_pb2_grpc
+from drover.api.state.v1 import state_pb2_grpc
 from drover.config import ServeSettings
-from drover.coord import Keyspace, Leadership, LeadershipConfig, observe
+from drover.coord import Keyspace, Leadership, LeadershipConfig, list_members, observe
 from drover.errors import DroverError
 from drover.rpc.channels import channel
 from drover.rpc.readiness import leader_known
+from drover.rpc.replicas import ReplicaPool
 from drover.rpc.server import App, AppContext, ServiceBinding
 
 from . import metrics
@@ -42,7 +46,7 @@ class DeploymentsApp:
         self._token = ""  # the server identity, with ACLs on (set_server_token)
         self._leadership_config = leadership_config
         self._leader_config = leader_config
-        self._channel: grpc.aio.Channel | None = None
+        self.state: ReplicaPool | None = None
         self._etcd: Any = None
         self.leadership: Leadership | None = None
         self.leader: WatcherLeader | None = None
@@ -63,12 +67,11 @@ class DeploymentsApp:
             deployments_pb2_grpc.add_DeploymentWatcherServiceServicer_to_server)]
 
     async def prepare(self) -> None:
-        if not self.settings.state_addresses:
-            raise ValueError("the deployment watcher needs the state service's address"
-                             " (state_addresses)")
-        self._channel = channel(self.settings.state_addresses[0], tls=self.settings.tls,
-                                token=self._server_token)
-        api = GrpcStateApi(self._channel)
+        tls = self.settings.tls
+        self.state = ReplicaPool(
+            "state", state_pb2_grpc.StateServiceStub, self.settings.state_addresses,
+            dial=lambda address: channel(address, tls=tls, token=self._server_token))
+        api = GrpcStateApi(self.state)
         gc = GarbageCollector(api, GcConfig.from_settings(self.settings.gc))
         self.leader = WatcherLeader(api, self.settings.service, config=self._leader_config,
                                     gc=gc)
@@ -78,6 +81,15 @@ class DeploymentsApp:
         if ctx.etcd is None:
             raise RuntimeError("the deployment watcher needs DroverServer(membership=True)")
         self._etcd = ctx.etcd
+        keyspace = Keyspace(self.settings.etcd.prefix)
+        assert self.state is not None, "prepare() first"
+        members = await list_members(ctx.etcd, keyspace, "state")
+        await self.state.set_members(m.address for m in members.members)
+        if not len(self.state):
+            raise ValueError("the deployment watcher needs a state service: no"
+                             " --state-address and none registered in etcd")
+        ctx.tasks.append(asyncio.create_task(self.state.follow(ctx.etcd, keyspace),
+                                             name="deployments-state-replicas"))
         cfg = self._leadership_config or LeadershipConfig(ttl=self.settings.etcd.session_ttl)
         assert self.leader is not None, "prepare() first"
         self.leadership = Leadership(ctx.etcd, Keyspace(self.settings.etcd.prefix),
@@ -94,8 +106,8 @@ class DeploymentsApp:
             close()
         if self.leadership is not None:
             await self.leadership.resign(grace=2.0)
-        if self._channel is not None:
-            await self._channel.close()
+        if self.state is not None:
+            await self.state.close()
 
     async def _leader_hint(self) -> str | None:
         if self._etcd is None:

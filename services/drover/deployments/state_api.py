@@ -23,11 +23,12 @@ from typing import Any, Protocol
 
 import grpc
 
-from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.coord.fence import Fence
 from drover.errors import Conflict, DroverError, FenceLost, NotFound, Unavailable
 from drover.rpc.errors import remote_status
+from drover.rpc.replicas import FAILOVER_CODES, ReplicaPool
 
 ACTIVE_FILTER = 'status == "running" || status == "paused"'
 PAGE_SIZE = 500
@@ -77,8 +78,18 @@ def translate(err: grpc.RpcError) -> DroverError:
 
 
 class GrpcStateApi:
-    def __init__(self, channel: grpc.aio.Channel, *, timeout: float = 10.0) -> None:
-        self._stub = state_pb2_grpc.StateServiceStub(channel)
+    """:class:`StateApi` over every state replica (:class:`ReplicaPool`).
+
+    Queries move on to another replica when one is down or does not answer
+    in time (safe to repeat); a write is one attempt on the next replica
+    (its outcome may be unknown: the caller decides), and a replica it
+    failed on is held down so the next call goes elsewhere. Each Subscribe
+    picks a replica anew, so a session rebuilt after a broken stream
+    follows the replicas that are up.
+    """
+
+    def __init__(self, replicas: ReplicaPool, *, timeout: float = 10.0) -> None:
+        self.replicas = replicas
         self._timeout = timeout
         self._counts: collections.Counter[str] = collections.Counter()
 
@@ -86,12 +97,14 @@ class GrpcStateApi:
         return StateCallStats(self._counts["query"], self._counts["write"],
                               self._counts["subscribe"])
 
-    async def _call(self, kind: str, method: Any, request: Any,
+    async def _call(self, kind: str, method: str, request: Any,
                     fence: Fence | None = None) -> Any:
         self._counts[kind] += 1
+        run = self.replicas.read if kind == "query" else self.replicas.once
+        metadata = fence.metadata() if fence else None
         try:
-            return await method(request, timeout=self._timeout,
-                                metadata=fence.metadata() if fence else None)
+            return await run(lambda stub: getattr(stub, method)(
+                request, timeout=self._timeout, metadata=metadata))
         except grpc.RpcError as err:
             raise translate(err) from err
 
@@ -100,7 +113,7 @@ class GrpcStateApi:
         out: list[deployment_pb2.Deployment] = []
         token, index = "", 0
         while True:
-            resp = await self._call("query", self._stub.ListDeployments,
+            resp = await self._call("query", "ListDeployments",
                                     state_pb2.ListDeploymentsRequest(
                                         namespace="*", filter=ACTIVE_FILTER,
                                         page_size=PAGE_SIZE, page_token=token))
@@ -116,7 +129,7 @@ class GrpcStateApi:
         self, namespace: str, deployment_id: str
     ) -> deployment_pb2.Deployment | None:
         try:
-            resp = await self._call("query", self._stub.GetDeployment,
+            resp = await self._call("query", "GetDeployment",
                                     state_pb2.GetDeploymentRequest(
                                         namespace=namespace or "default", id=deployment_id))
         except NotFound:
@@ -127,7 +140,7 @@ class GrpcStateApi:
         out: list[Any] = []
         token = ""
         while True:
-            resp = await self._call("query", self._stub.ListAllocations,
+            resp = await self._call("query", "ListAllocations",
                                     state_pb2.ListAllocationsRequest(
                                         namespace="*", page_size=PAGE_SIZE, page_token=token,
                                         filter=f'deployment_id == "{deployment_id}"'))
@@ -137,19 +150,22 @@ class GrpcStateApi:
                 return out
 
     async def job_versions(self, namespace: str, job_id: str) -> list[job_pb2.Job]:
-        resp = await self._call("query", self._stub.ListJobVersions,
+        resp = await self._call("query", "ListJobVersions",
                                 state_pb2.ListJobVersionsRequest(namespace=namespace,
                                                                  id=job_id))
         return list(resp.versions)
 
     async def subscribe(self, topic: int, from_index: int) -> AsyncIterator[Any]:
         self._counts["subscribe"] += 1
-        call = self._stub.Subscribe(state_pb2.SubscribeRequest(
+        address, stub = self.replicas.picked()
+        call = stub.Subscribe(state_pb2.SubscribeRequest(
             topics=[topic], namespace="*", from_index=from_index))  # type: ignore[list-item]
         try:
             async for resp in call:
                 yield resp
         except grpc.RpcError as err:
+            if err.code() in FAILOVER_CODES:
+                self.replicas.failed(address)
             raise translate(err) from err
         finally:
             call.cancel()
@@ -159,13 +175,13 @@ class GrpcStateApi:
         self, request: state_pb2.UpdateDeploymentRequest, fence: Fence
     ) -> state_pb2.UpdateDeploymentResponse:
         resp: state_pb2.UpdateDeploymentResponse = await self._call(
-            "write", self._stub.UpdateDeployment, request, fence)
+            "write", "UpdateDeployment", request, fence)
         return resp
 
     async def upsert_evaluations(
         self, evaluations: Sequence[evaluation_pb2.Evaluation], fence: Fence
     ) -> int:
-        resp = await self._call("write", self._stub.UpsertEvaluations,
+        resp = await self._call("write", "UpsertEvaluations",
                                 state_pb2.UpsertEvaluationsRequest(evaluations=evaluations),
                                 fence)
         return int(resp.index)
@@ -174,5 +190,5 @@ class GrpcStateApi:
         self, request: state_pb2.GarbageCollectRequest, fence: Fence
     ) -> state_pb2.GarbageCollectResponse:
         resp: state_pb2.GarbageCollectResponse = await self._call(
-            "write", self._stub.GarbageCollect, request, fence)
+            "write", "GarbageCollect", request, fence)
         return resp

@@ -69,9 +69,9 @@ class BrokerProc(Proc):
         return bool(resp.stats.enabled)
 
 
-async def start_state(etcd: str, prefix: str, logs: Path) -> tuple[Proc,
-                                                                   state_pb2_grpc.StateServiceStub]:
-    state = Proc("state", etcd, prefix, logs, "state")
+async def start_state(etcd: str, prefix: str, logs: Path, name: str = "state"
+                      ) -> tuple[Proc, state_pb2_grpc.StateServiceStub]:
+    state = Proc("state", etcd, prefix, logs, name)
     stub = state_pb2_grpc.StateServiceStub(state.channel)
     for _ in range(300):
         try:

@@ -45,6 +45,7 @@ EXPECTED_WRITES = {
         "DeleteEvaluations",
         "UpsertEvaluations",
         "UpdateDeployment",
+        "UpdateEvaluations",
         "UpsertAllocations",
         "UpdateAllocations",
         "UpsertNode",

@@ -1,0 +1,213 @@
+"""Every replica of a backend, not the first address: spread calls, fail over.
+
+A client of the state service (the eval broker, the deployment watcher)
+used to dial ``--state-address``'s first entry, or one replica picked at
+start, for its whole life: one replica's failure was the client's, and a
+Kubernetes ClusterIP pinned its one HTTP/2 connection to one pod. Now:
+
+* :class:`ReplicaChooser` (pure, clock passed in) holds the known replica
+  addresses: the ones membership lists (``<root>/v1/members/<service>/``,
+  the proxy's source) or, while membership lists none, the seed addresses
+  (``--state-address``: a seed and an override, never the only truth). It
+  picks round-robin among replicas not held down; a replica a call failed
+  on (UNAVAILABLE, deadline) is held down for a while and the next pick
+  moves on. When every replica is held down it picks the one whose hold
+  ends first (never "no replica": a call must still be attempted).
+* :class:`ReplicaPool` is its shell: one channel per address (closed when
+  the address leaves), and :meth:`ReplicaPool.follow` keeps the address set
+  current from an etcd membership watch.
+
+Whether a failed call is *retried* on the next replica is the caller's
+decision (reads are safe to repeat; a write whose outcome is unknown is
+not): the pool only says where to go next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import grpc
+
+from drover.config import TlsFiles
+from drover.coord.clock import Clock, monotonic
+from drover.coord.keys import Keyspace
+from drover.coord.membership import watch_members
+from drover.rpc.channels import channel
+
+__all__ = ["FAILOVER_CODES", "ReplicaChooser", "ReplicaPool"]
+
+log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+HOLD_DOWN = 2.0
+#: A call that ended so says nothing about the request, only the replica.
+FAILOVER_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+
+
+class ReplicaChooser:
+    """Which replica the next call goes to (pure)."""
+
+    def __init__(self, seeds: Sequence[str] = (), *, clock: Clock = monotonic,
+                 hold_down: float = HOLD_DOWN) -> None:
+        self._seeds = tuple(dict.fromkeys(a for a in seeds if a))
+        self._members: tuple[str, ...] = ()
+        self._clock = clock
+        self._hold_down = hold_down
+        self._held: dict[str, float] = {}
+        self._turn = itertools.count()
+
+    @property
+    def addresses(self) -> tuple[str, ...]:
+        """Membership's replicas, or the seeds while membership lists none."""
+        return self._members or self._seeds
+
+    def set_members(self, addresses: Iterable[str]) -> None:
+        self._members = tuple(sorted(set(a for a in addresses if a)))
+        live = set(self.addresses)
+        self._held = {a: t for a, t in self._held.items() if a in live}
+
+    def failed(self, address: str) -> None:
+        """A call on ``address`` failed in a way another replica may not."""
+        if address in self.addresses:
+            self._held[address] = self._clock() + self._hold_down
+
+    def succeeded(self, address: str) -> None:
+        self._held.pop(address, None)
+
+    def pick(self) -> str | None:
+        """The next replica (round-robin over the ones not held down)."""
+        addresses = self.addresses
+        if not addresses:
+            return None
+        now = self._clock()
+        ready = [a for a in addresses if self._held.get(a, 0.0) <= now]
+        if not ready:
+            return min(addresses, key=lambda a: self._held.get(a, 0.0))
+        return ready[next(self._turn) % len(ready)]
+
+    def order(self) -> list[str]:
+        """Every replica once, the next pick first (for a read's retries)."""
+        first = self.pick()
+        if first is None:
+            return []
+        now = self._clock()
+        rest = sorted((a for a in self.addresses if a != first),
+                      key=lambda a: (self._held.get(a, 0.0) > now, self._held.get(a, 0.0)))
+        return [first, *rest]
+
+
+class ReplicaPool:
+    """Channels to every replica of ``service`` (see module doc)."""
+
+    def __init__(self, service: str, stub: Callable[[grpc.aio.Channel], Any],
+                 seeds: Sequence[str] = (), *, tls: TlsFiles | None = None,
+                 clock: Clock = monotonic, hold_down: float = HOLD_DOWN,
+                 dial: Callable[[str], grpc.aio.Channel] | None = None) -> None:
+        self.service = service
+        self.chooser = ReplicaChooser(seeds, clock=clock, hold_down=hold_down)
+        self._stub = stub
+        self._dial = dial or (lambda address: channel(address, tls=tls))
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._stubs: dict[str, Any] = {}
+
+    def stub(self, address: str) -> Any:
+        stub = self._stubs.get(address)
+        if stub is None:
+            stub = self._stubs[address] = self._stub(self.channel(address))
+        return stub
+
+    async def read(self, call: Callable[[Any], Awaitable[_T]]) -> _T:
+        """``call(stub)`` on each replica in turn until one answers.
+
+        For calls safe to repeat only (reads): a replica that is down or did
+        not answer in time is held down and the next one tried; any other
+        status is the answer. Raises the last replica's error.
+        """
+        last: grpc.RpcError | None = None
+        for address in self.chooser.order():
+            try:
+                out = await call(self.stub(address))
+            except grpc.RpcError as err:
+                if err.code() not in FAILOVER_CODES:
+                    raise
+                self.failed(address)
+                last = err
+                continue
+            self.succeeded(address)
+            return out
+        if last is None:
+            raise LookupError(f"no {self.service} replica is known (no seed address, "
+                              "none registered in membership)")
+        raise last
+
+    async def once(self, call: Callable[[Any], Awaitable[_T]]) -> _T:
+        """``call(stub)`` on the next replica, once (a write: its outcome may
+        be unknown, so it is never repeated here). A replica that is down is
+        held down, so the caller's next attempt goes elsewhere."""
+        address, _ = self.pick()
+        try:
+            out = await call(self.stub(address))
+        except grpc.RpcError as err:
+            if err.code() in FAILOVER_CODES:
+                self.failed(address)
+            raise
+        self.succeeded(address)
+        return out
+
+    def picked(self) -> tuple[str, Any]:
+        """The next replica's address and stub (for a stream the caller watches)."""
+        address, _ = self.pick()
+        return address, self.stub(address)
+
+    def __len__(self) -> int:
+        return len(self.chooser.addresses)
+
+    def channel(self, address: str) -> grpc.aio.Channel:
+        ch = self._channels.get(address)
+        if ch is None:
+            ch = self._channels[address] = self._dial(address)
+        return ch
+
+    def pick(self) -> tuple[str, grpc.aio.Channel]:
+        address = self.chooser.pick()
+        if address is None:
+            raise LookupError(f"no {self.service} replica is known (no seed address, "
+                              "none registered in membership)")
+        return address, self.channel(address)
+
+    def order(self) -> list[tuple[str, grpc.aio.Channel]]:
+        return [(a, self.channel(a)) for a in self.chooser.order()]
+
+    def failed(self, address: str) -> None:
+        self.chooser.failed(address)
+
+    def succeeded(self, address: str) -> None:
+        self.chooser.succeeded(address)
+
+    async def set_members(self, addresses: Iterable[str]) -> None:
+        before = set(self.chooser.addresses)
+        self.chooser.set_members(addresses)
+        now = set(self.chooser.addresses)
+        if now != before:
+            log.info("%s replicas: %s", self.service, ", ".join(sorted(now)) or "none")
+        for address in [a for a in self._channels if a not in now]:
+            self._stubs.pop(address, None)
+            ch = self._channels.pop(address)
+            with contextlib.suppress(Exception):
+                await ch.close(grace=None)
+
+    async def follow(self, client: Any, keyspace: Keyspace) -> None:
+        """Keep the replica set current from membership (run as a task)."""
+        async for members in watch_members(client, keyspace, self.service):
+            await self.set_members(m.address for m in members.members)
+
+    async def close(self) -> None:
+        channels, self._channels = list(self._channels.values()), {}
+        self._stubs.clear()
+        for ch in channels:
+            with contextlib.suppress(Exception):
+                await ch.close(grace=None)
