@@ -372,7 +372,8 @@ class Forwarder:
         metadata = forwardable(context.invocation_metadata())
         deadline = self._deadline(context)
         lst = self._lists.get(m.backend)
-        cursor = StreamCursor(request) if m.path in RESUMABLE else None
+        cursor = (StreamCursor(request, heartbeat=self.holds.hold / 2)
+                  if m.path in RESUMABLE else None)
         relayed = False  # messages reached the client (initial metadata too)
         budget = len(lst.servers) + 2
         error: grpc.aio.AioRpcError | DroverError | None = None
