@@ -51,6 +51,8 @@ EXPECTED_WRITES = {
         "SetSchedulerConfig",
         "SubmitPlan",
         "UpdateNodeStatus",
+        "UpdateEvaluations",
+        "GarbageCollect",
     },
     "drover.broker.v1.EvalBrokerService": {
         "Dequeue",
@@ -65,6 +67,7 @@ EXPECTED_WRITES = {
         "PauseDeployment",
         "FailDeployment",
         "SetAllocHealth",
+        "CollectGarbage",
     },
 }
 
