@@ -48,7 +48,7 @@ from drover.api.acl.v1 import acl_pb2
 from drover.api.broker.v1 import broker_pb2
 from drover.api.deployments.v1 import deployments_pb2
 from drover.api.state.v1 import state_pb2
-from drover.errors import DroverError
+from drover.errors import DroverError, clip
 from drover.proxy.errors import NoServer, OutcomeUnknown, ServerStalled, StreamEnded
 from drover.proxy.failure import classify
 from drover.proxy.hold import AttemptEnded, Holds
@@ -372,7 +372,8 @@ class Forwarder:
         metadata = forwardable(context.invocation_metadata())
         deadline = self._deadline(context)
         lst = self._lists.get(m.backend)
-        cursor = StreamCursor(request) if m.path in RESUMABLE else None
+        cursor = (StreamCursor(request, heartbeat=self.holds.hold / 2)
+                  if m.path in RESUMABLE else None)
         relayed = False  # messages reached the client (initial metadata too)
         budget = len(lst.servers) + 2
         error: grpc.aio.AioRpcError | DroverError | None = None
@@ -380,11 +381,12 @@ class Forwarder:
         while True:
             if budget <= 0 or (deadline is not None and self._clock() >= deadline):
                 assert error is not None
-                if cursor is not None and relayed and not isinstance(error, DroverError):
+                if cursor is not None and relayed:
+                    cause = (error.message if isinstance(error, DroverError)
+                             else error.details() or error.code().name)
                     error = StreamEnded(
                         f"the stream could not be resumed after index {cursor.delivered}: "
-                        f"{error.details() or error.code().name}; subscribe again from "
-                        f"index {cursor.delivered}",
+                        f"{clip(cause)}; subscribe again from index {cursor.delivered}",
                         metadata={"index": str(cursor.delivered)},
                     )
                 await self._relay_error(context, error)

@@ -15,7 +15,12 @@ the last delivered one: an index never goes backwards and no event is
 delivered twice.
 
 Before the first response the cursor knows nothing, and the stream is
-reopened with the client's own request unchanged (as any read is retried).
+reopened with the client's own request (as any read is retried).
+
+The proxy also asks for heartbeats at least every ``heartbeat`` seconds
+(half its hold timeout), unless the client asked for shorter ones: a quiet
+stream then shows its server's life by itself, and the hold
+(:mod:`drover.proxy.hold`) needs no pings to tell it from a frozen one.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ class StreamCursor:
     """Where a resumable stream stands: the request and the last index delivered."""
 
     request: bytes
+    #: Heartbeats asked for at least this often (seconds; 0: as the client asked).
+    heartbeat: float = 0.0
     #: Index of the last response delivered to the client (0: none yet).
     delivered: int = 0
     #: Responses dropped as already delivered (stale heartbeats, replays).
@@ -50,9 +57,13 @@ class StreamCursor:
         return True
 
     def resume_request(self) -> bytes:
-        """The request that continues the stream after the last delivered index."""
-        if not self.delivered:
-            return self.request
+        """The request that (re)opens the stream after the last delivered index."""
         req = state_pb2.SubscribeRequest.FromString(self.request)
-        req.from_index = self.delivered
+        if self.delivered:
+            req.from_index = self.delivered
+        if self.heartbeat > 0:
+            asked = req.heartbeat_interval
+            asked_s = asked.seconds + asked.nanos / 1e9
+            if not req.HasField("heartbeat_interval") or asked_s <= 0 or asked_s > self.heartbeat:
+                req.heartbeat_interval.FromNanoseconds(int(self.heartbeat * 1e9))
         return req.SerializeToString()

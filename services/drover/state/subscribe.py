@@ -13,6 +13,11 @@ If etcd has compacted it, the call fails with OUT_OF_RANGE
 ``INDEX_COMPACTED``: the client re-reads state and subscribes from the
 index of that read (like a 410 Gone). A cache re-list ends every stream the
 same way, since events between the lists are lost to the cache.
+
+A quiet stream carries heartbeats (no events, the current index) every
+``heartbeat_interval`` the client asked for (default 10 s): silence much
+longer than that means the server stopped, so a client (the proxy
+included) can detect a frozen server within a bound it chose.
 """
 
 from __future__ import annotations
@@ -44,7 +49,16 @@ class SubscriberTooSlow(DroverError):
 class SubscribeConfig:
     buffer_revisions: int = 1000
     replay_events: int = 20_000
+    #: Default seconds between heartbeats of a quiet stream, and the most a
+    #: client may ask for (``heartbeat_interval``); never less than ``min_heartbeat``.
     heartbeat: float = 10.0
+    min_heartbeat: float = 0.1
+
+    def heartbeat_for(self, asked: float) -> float:
+        """The heartbeat interval of a stream whose client asked ``asked`` s (0: default)."""
+        if asked <= 0:
+            return self.heartbeat
+        return min(self.heartbeat, max(self.min_heartbeat, asked))
 
 
 @dataclass(frozen=True)
@@ -181,6 +195,8 @@ class Hub:
         interest = Interest(frozenset(request.topics), frozenset(request.keys),
                             request.namespace)
         sub = _Sub(interest, self.config.buffer_revisions)
+        asked = request.heartbeat_interval
+        heartbeat = self.config.heartbeat_for(asked.seconds + asked.nanos / 1e9)
         self._subs.add(sub)
         try:
             now = self.cache.revision
@@ -193,18 +209,35 @@ class Hub:
                 else:
                     async for r in self._history(interest, start, now):
                         yield r
-            yield state_pb2.SubscribeResponse(index=now)
+            # Indexes never go backwards, even on a replica whose cache is
+            # behind the from_index a client resumes from (elsewhere).
+            yield state_pb2.SubscribeResponse(index=max(start, now))
+            loop = asyncio.get_running_loop()
+            sent = loop.time()
             while True:
                 try:
-                    item = await asyncio.wait_for(sub.queue.get(), self.config.heartbeat)
+                    item = await asyncio.wait_for(
+                        sub.queue.get(), max(0.0, sent + heartbeat - loop.time()))
                 except TimeoutError:
-                    yield state_pb2.SubscribeResponse(index=self.cache.revision)
+                    # The queue is empty: every change up to the cache's
+                    # revision was delivered (listeners run as it applies).
+                    yield state_pb2.SubscribeResponse(index=max(start, self.cache.revision))
+                    sent = loop.time()
                     continue
                 if item is None:
                     assert sub.error is not None
                     raise sub.error
                 live = [c for c in item[1] if c.revision > start]
-                for r in responses(live, interest):
+                out = responses(live, interest)
+                for r in out:
                     yield r
+                if out:
+                    sent = loop.time()
+                elif loop.time() - sent >= heartbeat and item[0] > start:
+                    # Busy with changes this stream does not want: still a
+                    # heartbeat, at the revision just passed (not the cache's,
+                    # which may be ahead of changes still queued).
+                    yield state_pb2.SubscribeResponse(index=item[0])
+                    sent = loop.time()
         finally:
             self._subs.discard(sub)

@@ -76,6 +76,8 @@ class FakeState(state_pb2_grpc.StateServiceServicer):
             yield state_pb2.SubscribeResponse(index=request.from_index + i)
         if request.namespace == "fail":
             raise JobMissing("stream ended with an error", metadata={"job": "x"})
+        if request.namespace == "hold":  # stays open until its server stops
+            await asyncio.sleep(30)
 
 
 class FakeBroker(broker_pb2_grpc.EvalBrokerServiceServicer):

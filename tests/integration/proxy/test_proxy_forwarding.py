@@ -279,3 +279,26 @@ async def test_a_server_leaving_membership_ends_its_calls_at_once(cluster: Clust
     assert info is not None and info.reason == "OUTCOME_UNKNOWN"
     assert info.metadata["server"] == by_replica[hung][0].ctx.address  # type: ignore[union-attr]
     assert by_replica[other][1].calls["RegisterJob"] == 0  # not repeated elsewhere
+
+
+async def test_a_stream_that_cannot_resume_ends_with_the_index_to_resume_from(
+    cluster: Cluster,
+) -> None:
+    """Its only replica gone, a Subscribe stream through the proxy ends with
+    UNAVAILABLE STREAM_NOT_RESUMED and the last index it delivered: never silence."""
+    backend, _ = await cluster.state("s1")
+    proxy, app = await cluster.proxy()
+    await eventually(lambda: bool(state_addresses(app)))
+    via = state_pb2_grpc.StateServiceStub(cluster.channel(proxy))
+    stream = via.Subscribe(state_pb2.SubscribeRequest(namespace="hold", from_index=10),
+                           timeout=60)
+    seen = [(await stream.read()).index for _ in range(3)]
+    assert seen == [11, 12, 13]
+    await backend.stop(0)
+    cluster.servers.remove(backend)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await asyncio.wait_for(stream.read(), 30)
+    assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+    info = error_info(caught.value)
+    assert info is not None and info.reason == "STREAM_NOT_RESUMED"
+    assert info.metadata["index"] == "13"

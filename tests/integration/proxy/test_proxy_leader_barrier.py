@@ -82,6 +82,46 @@ async def test_leader_followed_through_failover_and_hints(
             await session.close()
 
 
+async def test_a_leader_whose_lease_is_gone_is_not_called_even_when_hinted(
+    etcd_endpoint: str, etcd_prefix: str, etcd: EtcdClient, servers: list[DroverServer]
+) -> None:
+    """b1's lease ends (its election key goes) while b2 still believes b1
+    leads: the proxy neither routes to b1 nor follows b2's stale hint to it,
+    and calls b2 as soon as it is elected."""
+    keyspace = Keyspace(etcd_prefix)
+    b1, f1 = await start_broker(etcd_endpoint, etcd_prefix, "b1")
+    b2, f2 = await start_broker(etcd_endpoint, etcd_prefix, "b2")
+    servers += [b1, b2]
+    s1 = await Session.open(etcd, 2)
+    s2 = await Session.open(etcd, 2)
+    try:
+        await Election(etcd, keyspace, "broker", s1, address=f1.address).campaign()
+        f1.leader = f2.leader = f1.address
+        proxy, app = await start_proxy(etcd_endpoint, etcd_prefix, "p1")
+        servers.append(proxy)
+        lst = app.lists.get("broker")
+        await eventually(lambda: lst.leader == f1.address)
+        via = broker_pb2_grpc.EvalBrokerServiceStub(channel_to(proxy))
+        assert (await via.Dequeue(broker_pb2.DequeueRequest(), timeout=3)).token == "b1"
+
+        await s1.close()  # b1's lease is gone; b2 has not caught up (still hints b1)
+        await eventually(lambda: lst.leader is None)
+        assert f1.address in lst.deposed
+        before = f1.calls["Dequeue"]
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await via.Dequeue(broker_pb2.DequeueRequest(), timeout=3)
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE  # b2: not the leader
+        assert f1.calls["Dequeue"] == before  # never routed to the deposed leader
+
+        await Election(etcd, keyspace, "broker", s2, address=f2.address).campaign()
+        f1.leader = f2.leader = f2.address
+        await eventually(lambda: lst.leader == f2.address)
+        assert (await via.Dequeue(broker_pb2.DequeueRequest(), timeout=3)).token == "b2"
+        assert f1.calls["Dequeue"] == before
+    finally:
+        await s2.close()
+
+
 async def test_three_proxies_converge_and_a_held_back_one_is_reported(
     etcd_endpoint: str, etcd_prefix: str, etcd: EtcdClient, servers: list[DroverServer]
 ) -> None:

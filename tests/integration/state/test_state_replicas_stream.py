@@ -138,3 +138,31 @@ async def test_subscribe_from_a_compacted_index_fails_cleanly(replica) -> None:
     assert err.value.code() == grpc.StatusCode.OUT_OF_RANGE
     info = error_info(err.value)
     assert info is not None and info.reason == "INDEX_COMPACTED"
+
+
+async def test_a_quiet_stream_carries_the_heartbeats_its_client_asked_for(replica) -> None:
+    """Silence is detectable: heartbeats at the asked interval, even while the
+    replica is busy with changes the stream filters out, indexes never
+    going backwards."""
+    request = state_pb2.SubscribeRequest(topics=[state_pb2.TOPIC_NODE])
+    request.heartbeat_interval.FromMilliseconds(100)
+    call = replica.stub.Subscribe(request, timeout=30)
+    first = await call.read()
+    indexes = [first.index]
+    for _ in range(3):  # quiet: heartbeats at the current index
+        resp = await call.read()
+        assert not resp.events
+        indexes.append(resp.index)
+    written = 0
+    for i in range(40):  # busy with jobs this stream does not want
+        r = await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job(f"hb{i}")))
+        written = r.index
+        await asyncio.sleep(0.01)
+    while indexes[-1] < written:
+        resp = await call.read()
+        assert not resp.events
+        indexes.append(resp.index)
+    call.cancel()
+    assert indexes == sorted(indexes)
+    # Heartbeats arrived while the jobs were being written, not only after.
+    assert any(first.index < i < written for i in indexes)

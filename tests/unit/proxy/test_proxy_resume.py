@@ -18,6 +18,22 @@ def test_before_any_message_the_client_request_is_resent_unchanged() -> None:
     assert cursor.resume_request() == request
 
 
+def test_heartbeats_are_asked_at_least_as_often_as_the_proxy_needs() -> None:
+    def asked(client_ms: int | None) -> float:
+        req = state_pb2.SubscribeRequest(from_index=4)
+        if client_ms is not None:
+            req.heartbeat_interval.FromMilliseconds(client_ms)
+        sent = StreamCursor(req.SerializeToString(), heartbeat=1.5).resume_request()
+        got = state_pb2.SubscribeRequest.FromString(sent)
+        assert got.from_index == 4
+        return got.heartbeat_interval.ToMilliseconds() / 1000
+
+    assert asked(None) == 1.5
+    assert asked(0) == 1.5
+    assert asked(10_000) == 1.5  # longer than the proxy can wait: shortened
+    assert asked(200) == 0.2  # the client's shorter wish stands
+
+
 def test_resumes_from_the_last_delivered_index_keeping_the_filter() -> None:
     request = state_pb2.SubscribeRequest(
         namespace="default", keys=["a"], from_index=3

@@ -7,6 +7,7 @@ from drover.api.types.v1 import job_pb2 as _job_pb2
 from drover.api.types.v1 import node_pb2 as _node_pb2
 from drover.api.types.v1 import query_pb2 as _query_pb2
 from drover.api.types.v1 import scheduler_pb2 as _scheduler_pb2
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -545,16 +546,18 @@ class SetSchedulerConfigResponse(_message.Message):
     def __init__(self, updated: _Optional[bool] = ..., index: _Optional[int] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
-    __slots__ = ("topics", "keys", "namespace", "from_index")
+    __slots__ = ("topics", "keys", "namespace", "from_index", "heartbeat_interval")
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     FROM_INDEX_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_INTERVAL_FIELD_NUMBER: _ClassVar[int]
     topics: _containers.RepeatedScalarFieldContainer[Topic]
     keys: _containers.RepeatedScalarFieldContainer[str]
     namespace: str
     from_index: int
-    def __init__(self, topics: _Optional[_Iterable[_Union[Topic, str]]] = ..., keys: _Optional[_Iterable[str]] = ..., namespace: _Optional[str] = ..., from_index: _Optional[int] = ...) -> None: ...
+    heartbeat_interval: _duration_pb2.Duration
+    def __init__(self, topics: _Optional[_Iterable[_Union[Topic, str]]] = ..., keys: _Optional[_Iterable[str]] = ..., namespace: _Optional[str] = ..., from_index: _Optional[int] = ..., heartbeat_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class Event(_message.Message):
     __slots__ = ("topic", "type", "namespace", "key", "index", "job", "evaluation", "deployment", "allocation", "node", "scheduler_config")
