@@ -292,6 +292,28 @@ class EtcdCluster:
                 raise RuntimeError(f"no etcd leader within {timeout}s")
             time.sleep(0.05)
 
+    def move_leader(self, i: int, timeout: float = 10.0) -> None:
+        """Make member ``i`` the raft leader (etcd's MoveLeader, sent to the
+        current leader)."""
+        import grpc
+        from aetcd import rpc
+
+        deadline = time.monotonic() + timeout
+        while True:
+            leader = self.leader(timeout)
+            if leader == i:
+                return
+            try:
+                with grpc.insecure_channel(self.members[i].endpoint) as ch:
+                    target = rpc.MaintenanceStub(ch).Status(rpc.StatusRequest(), timeout=2)
+                with grpc.insecure_channel(self.members[leader].endpoint) as ch:
+                    rpc.MaintenanceStub(ch).MoveLeader(
+                        rpc.MoveLeaderRequest(targetID=target.header.member_id), timeout=5)
+            except grpc.RpcError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
+
     def pause(self, i: int) -> None:
         self.members[i].pause()
 
