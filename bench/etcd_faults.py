@@ -28,12 +28,12 @@ def table(rows: list[FaultResult], cfg: DrillConfig) -> str:
     out = [f"session TTL {ttl} s; fault held {cfg.fault_seconds:g} s; "
            f"writer {cfg.write_rate:g}/s, {cfg.workers} workers",
            "| fault | writes stopped | Dequeue stopped | writes failed (unknown) "
-           "| broker leader changes | lost | acked twice |",
-           "|---|---|---|---|---|---|---|"]
+           "| broker leader changes | lost | acked twice | held for redelivery |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r.fault} | {r.write_gap:.2f} s | {r.dequeue_gap:.2f} s "
                    f"| {r.writes_failed} ({r.outcome_unknown}) of {r.writes + r.writes_failed} "
-                   f"| {r.leader_changes} | {r.lost} | {r.duplicates} |")
+                   f"| {r.leader_changes} | {r.lost} | {r.duplicates} | {r.held} |")
     return "\n".join(out)
 
 

@@ -24,8 +24,10 @@ import asyncio
 import contextlib
 import itertools
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -72,6 +74,10 @@ class FaultResult:
     leader_changes: int
     lost: int
     duplicates: int
+    #: Not acked by the end, but held by the broker (an Ack that failed during
+    #: the fault: redelivered after its nack timeout) or settled in state
+    #: (an Ack whose answer was lost but which applied).
+    held: int = 0
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,7 @@ class _Load:
     written: set[str] = field(default_factory=set)
     maybe_written: set[str] = field(default_factory=set)
     acked: dict[str, int] = field(default_factory=dict)
+    ack_failed: set[str] = field(default_factory=set)
     leader_changes: list[float] = field(default_factory=list)
 
 
@@ -134,6 +141,16 @@ class Drill:
         self._broker = ""
         self._etcd: EtcdClient | None = None
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self.log_dir = tempfile.mkdtemp(prefix="drover-drill-")
+
+    def logs(self, lines: int = 15) -> str:
+        """The last lines of every service's log (for a failure report)."""
+        out = []
+        for name in self.procs:
+            with open(os.path.join(self.log_dir, f"{name}.log"), errors="replace") as f:
+                tail = f.read().splitlines()[-lines:]
+            out.append(f"--- {name}\n" + "\n".join(tail))
+        return "\n".join(out)
 
     # -- setup ---------------------------------------------------------------
 
@@ -141,13 +158,14 @@ class Drill:
         port = free_port()
         args = [sys.executable, "-m", "drover.cli.main", "serve", service,
                 "--etcd", self.cluster.endpoint_list, "--etcd-prefix", PREFIX,
-                "--listen", f"127.0.0.1:{port}", "--replica", name, "--log-level", "WARNING",
+                "--listen", f"127.0.0.1:{port}", "--replica", name, "--log-level", "INFO",
                 *extra]
         if self.config.session_ttl is not None:
             args += ["--session-ttl", str(self.config.session_ttl)]
         env = dict(os.environ, DROVER_ETCD_ORDER="given")
-        self.procs[name] = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL)
+        log_path = os.path.join(self.log_dir, f"{name}.log")
+        with open(log_path, "ab") as out:
+            self.procs[name] = subprocess.Popen(args, env=env, stdout=out, stderr=out)
         self.addresses[name] = f"127.0.0.1:{port}"
         if not wait_for_port("127.0.0.1", port, 30):
             raise RuntimeError(f"{name} did not start")
@@ -191,6 +209,7 @@ class Drill:
             except subprocess.TimeoutExpired:
                 p.kill()
         await asyncio.to_thread(self.cluster.stop)
+        shutil.rmtree(self.log_dir, ignore_errors=True)
 
     def _channel(self, address: str) -> grpc.aio.Channel:
         ch = self._channels.get(address)
@@ -208,7 +227,11 @@ class Drill:
                     and any(t > since for t in load.dequeued[-5:])):
                 return
             await asyncio.sleep(0.1)
-        raise RuntimeError(f"load not flowing within {within}s")
+        raise RuntimeError(f"load not flowing within {within}s; last write "
+                           f"{time.monotonic() - max(self.load.write_ok, default=0):.1f}s ago, "
+                           f"last dequeue "
+                           f"{time.monotonic() - max(self.load.dequeued, default=0):.1f}s ago; "
+                           f"broker {self._broker}\n{self.logs()}")
 
     # -- load ------------------------------------------------------------------
 
@@ -262,8 +285,12 @@ class Drill:
                 if not got.token:
                     continue
                 self.load.dequeued.append(time.monotonic())
-                await stub.Ack(broker_pb2.AckRequest(eval_id=got.evaluation.id,
-                                                     token=got.token), timeout=3)
+                try:
+                    await stub.Ack(broker_pb2.AckRequest(eval_id=got.evaluation.id,
+                                                         token=got.token), timeout=3)
+                except grpc.aio.AioRpcError:
+                    self.load.ack_failed.add(got.evaluation.id)
+                    raise
                 acked = self.load.acked
                 acked[got.evaluation.id] = acked.get(got.evaluation.id, 0) + 1
             except grpc.aio.AioRpcError as e:
@@ -305,7 +332,7 @@ class Drill:
                 await asyncio.sleep(1.0)
         await asyncio.sleep(cfg.settle)
         t2 = time.monotonic()
-        lost, dup = await self._drain()
+        lost, held, dup = await self._drain()
         load = self.load
         return FaultResult(
             fault=fault.name,
@@ -317,16 +344,40 @@ class Drill:
             leader_changes=len(load.leader_changes) - changes_before,
             lost=lost,
             duplicates=dup,
+            held=held,
         )
 
-    async def _drain(self) -> tuple[int, int]:
-        """Wait until every written evaluation was acked; (lost, duplicates)."""
+    async def _drain(self) -> tuple[int, int, int]:
+        """Wait until every written evaluation was acked (or its Ack failed:
+        it is redelivered only after its nack timeout); then (lost, held,
+        duplicates). An evaluation not acked is *held* if state shows it
+        settled or the broker still queues it, else *lost*."""
         deadline = time.monotonic() + self.config.drain_timeout
         written = set(self.load.written)  # the load goes on: judge these
         while True:
             missing = written - self.load.acked.keys()
-            if not missing or time.monotonic() >= deadline:
+            if not (missing - self.load.ack_failed) or time.monotonic() >= deadline:
                 break
             await asyncio.sleep(0.2)
+        lost = held = 0
+        for eid in sorted(missing):
+            if await self._held(eid):
+                held += 1
+            else:
+                lost += 1
         dup = sum(1 for n in self.load.acked.values() if n > 1)
-        return len(missing), dup
+        return lost, held, dup
+
+    async def _held(self, eid: str) -> bool:
+        state = state_pb2_grpc.StateServiceStub(self._channel(self.addresses["state"]))
+        got = await state.GetEvaluation(state_pb2.GetEvaluationRequest(id=eid), timeout=5)
+        if got.evaluation.status != PENDING:
+            return True  # settled: an Ack applied although its answer was lost
+        for address in {self._broker, *(self.addresses[b] for b in ("broker-a", "broker-b"))}:
+            broker = broker_pb2_grpc.EvalBrokerServiceStub(self._channel(address))
+            try:
+                resp = await broker.ListQueue(broker_pb2.ListQueueRequest(prefix=eid), timeout=5)
+            except grpc.aio.AioRpcError:
+                continue  # a follower: ask the next
+            return any(q.evaluation.id == eid for q in resp.evaluations)
+        return False
