@@ -98,17 +98,20 @@ class Unavailable(DroverError):
 
 
 class NotLeader(Unavailable):
-    """A leader-only call reached a follower; ``metadata['leader']`` hints."""
+    """A leader-only call reached a follower; ``metadata['leader']`` hints,
+    ``metadata['term']`` says which term that leader holds (a client that
+    already knows a newer term ignores an older hint instead of bouncing)."""
 
     reason = "NOT_LEADER"
 
-    def __init__(self, service: str, leader: str | None) -> None:
+    def __init__(self, service: str, leader: str | None, term: int = 0) -> None:
         hint = f"; the leader is {leader}" if leader else "; no leader is known yet"
-        super().__init__(
-            f"this {service} replica is not the leader{hint}",
-            metadata={"leader": leader} if leader else None,
-        )
+        metadata = {"leader": leader} if leader else None
+        if metadata is not None and term:
+            metadata["term"] = str(term)
+        super().__init__(f"this {service} replica is not the leader{hint}", metadata=metadata)
         self.leader = leader
+        self.term = term if leader else 0
 
 
 class FenceLost(FailedPrecondition):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import os
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -184,7 +185,12 @@ class EtcdClient(aetcd.Client):
             return
         resolved = await resolve_endpoints(self.endpoints)
         eps = [Endpoint(name, self._channel(target, host)) for name, target, host in resolved]
-        self.pool = EndpointPool(eps, config=self._health, label=self.purpose)
+        # DROVER_ETCD_ORDER=given keeps the endpoints in the order given (fault
+        # drills pin every process to one member); by default each process
+        # shuffles them so processes spread over the members.
+        given = os.environ.get("DROVER_ETCD_ORDER", "") == "given"
+        self.pool = EndpointPool(eps, config=self._health, label=self.purpose,
+                                 shuffle=not given)
         self.pool.start()
         self._connected.set()
 

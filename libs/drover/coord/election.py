@@ -18,6 +18,13 @@ Holes closed here:
 
 :func:`observe` and :func:`observe_changes` give any process the current
 leader (address and term) without campaigning.
+
+Established: the key's value is the leader's address; once the leader has
+established (its components restored and serving), :meth:`Election.mark_established`
+rewrites it as ``<address>\nestablished`` (compared on the term, under the
+same lease, so it never recreates a vanished key). :class:`LeaderInfo`
+says which, so replicas advertise (``drover-leader`` hints) only a leader
+that serves, and clients are not sent to one still restoring its state.
 """
 
 from __future__ import annotations
@@ -51,6 +58,18 @@ class LeaderInfo:
     term: int
     leader_key: str
     revision: int  # etcd revision of the read that saw it
+    #: The leader has established (serves leader-only calls).
+    established: bool = False
+
+
+_ESTABLISHED = "\nestablished"
+
+
+def _leader_info(service: str, kv: Any, revision: int) -> LeaderInfo:
+    value = kv.value.decode()
+    address, established = value.removesuffix(_ESTABLISHED), value.endswith(_ESTABLISHED)
+    return LeaderInfo(service, address, kv.create_revision, kv.key.decode(), revision,
+                      established)
 
 
 class Election:
@@ -181,6 +200,20 @@ class Election:
                 if call is not None:
                     call.cancel()
 
+    async def mark_established(self, term: Term, *, rpc_timeout: float = 5.0) -> bool:
+        """Advertise that the leader of ``term`` serves (see module doc).
+        False if the key is no longer ours (nothing written)."""
+        key = self.key.encode()
+        req = rpc.TxnRequest(
+            compare=[rpc.Compare(key=key, target=rpc.Compare.CREATE,
+                                 result=rpc.Compare.EQUAL, create_revision=term.revision)],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(
+                key=key, value=(self.address + _ESTABLISHED).encode(),
+                lease=self.session.lease_id))],
+        )
+        resp = await _kv.txn(self.client, req, rpc_timeout=rpc_timeout)
+        return bool(resp.succeeded)
+
     async def resign(self, term: Term | None = None, *, rpc_timeout: float = 1.0) -> bool:
         """Delete our key if it is still ours (same create_revision). Bounded."""
         key = self.key.encode()
@@ -208,9 +241,7 @@ async def observe(client: Any, keyspace: Keyspace, service: str, *,
                             limit=1, rpc_timeout=rpc_timeout, deadline=rpc_timeout)
     if not resp.kvs:
         return None
-    kv = resp.kvs[0]
-    return LeaderInfo(service, kv.value.decode(), kv.create_revision, kv.key.decode(),
-                      resp.header.revision)
+    return _leader_info(service, resp.kvs[0], resp.header.revision)
 
 
 async def observe_changes(client: Any, keyspace: Keyspace, service: str, *,
@@ -222,12 +253,12 @@ async def observe_changes(client: Any, keyspace: Keyspace, service: str, *,
     :class:`EtcdUnavailable`, it just yields nothing new meanwhile).
     """
     prefix = keyspace.election_prefix(service).encode()
-    last: tuple[str, int] | bool | None = False  # False: nothing yielded yet
+    last: tuple[str, int, bool] | bool | None = False  # False: nothing yielded yet
     while True:
         call = None
         try:
             info = await observe(client, keyspace, service)
-            ident = (info.address, info.term) if info else None
+            ident = (info.address, info.term, info.established) if info else None
             if ident != last:
                 last = ident
                 yield info

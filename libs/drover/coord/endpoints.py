@@ -74,14 +74,15 @@ class EndpointHealth:
     """Health marks and the preferred order of a set of endpoints."""
 
     def __init__(self, endpoints: Sequence[str], *, rng: random.Random | None = None,
-                 config: HealthConfig | None = None) -> None:
+                 config: HealthConfig | None = None, shuffle: bool = True) -> None:
         if not endpoints:
             raise ValueError("at least one endpoint is required")
         if len(set(endpoints)) != len(endpoints):
             raise ValueError("endpoints must be distinct")
         self.config = config or HealthConfig()
         self.order = list(endpoints)
-        (rng or random.Random()).shuffle(self.order)
+        if shuffle:  # off only for fault drills that pin every process to one member
+            (rng or random.Random()).shuffle(self.order)
         self._marks = {ep: _Mark() for ep in self.order}
         self.current = self.order[0]
         #: How many times ``current`` changed.

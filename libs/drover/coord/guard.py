@@ -43,7 +43,8 @@ __all__ = ["LeaderGuard"]
 
 log = logging.getLogger(__name__)
 
-Lookup = Callable[[], Awaitable[str | None]]
+#: The current leader for a hint: its address, or (address, term).
+Lookup = Callable[[], Awaitable[str | tuple[str, int] | None]]
 
 
 class LeaderGuard:
@@ -55,6 +56,7 @@ class LeaderGuard:
         *,
         clock: Clock = monotonic,
         hint: Callable[[], str | None] | None = None,
+        hint_term: Callable[[], int] | None = None,
         lookup: Lookup | None = None,
         lookup_timeout: float = 1.0,
     ) -> None:
@@ -63,6 +65,7 @@ class LeaderGuard:
         self.address = ""
         self._clock = clock
         self._hint = hint or (lambda: None)
+        self._hint_term = hint_term or (lambda: 0)
         self._lookup = lookup
         self._lookup_timeout = lookup_timeout
         self._term: Term | None = None
@@ -112,7 +115,9 @@ class LeaderGuard:
     def not_leader(self) -> NotLeader:
         """The refusal, with the leader this replica last observed (never itself)."""
         hint = self._hint()
-        return NotLeader(self.service, hint if hint and hint != self.address else None)
+        if not hint or hint == self.address:
+            return NotLeader(self.service, None)
+        return NotLeader(self.service, hint, self._hint_term())
 
     # -- async refusal with a fresh hint -------------------------------------------
 
@@ -133,6 +138,9 @@ class LeaderGuard:
         except Exception as e:  # a hint is best effort; the refusal stands
             log.debug("%s: leader lookup for a hint failed: %r", self.service, e)
             return err
+        term = 0
+        if isinstance(leader, tuple):
+            leader, term = leader
         if leader and leader != self.address:
-            return NotLeader(self.service, leader)
+            return NotLeader(self.service, leader, term)
         return err

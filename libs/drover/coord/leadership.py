@@ -121,6 +121,7 @@ class Leadership:
         self.clock = clock
         self.notices: LatestChannel[Term | None] = LatestChannel(None)
         self._acted: Term | None = None
+        self._election: Election | None = None
         self._idle = asyncio.Event()
         self._idle.set()
         self._stop = asyncio.Event()
@@ -241,6 +242,7 @@ class Leadership:
         cfg = self.config
         election = Election(self.client, self.keyspace, self.service, session,
                             address=self.address, timeout=cfg.etcd_timeout)
+        self._election = election
         try:
             won = await self._until_stop(election.campaign())
         except (SessionLost, NotCandidate, EtcdUnavailable) as e:
@@ -348,6 +350,21 @@ class Leadership:
                 term.report_lost(f"establish of {type(comp).__name__} failed: {e!r}")
                 return
         self.gained += 1
+        election = self._election
+        if election is not None and election.key == term.leader_key and term.scope is not None:
+            term.scope.spawn(self._advertise(election, term), name=f"advertise-{term.revision}")
+
+    async def _advertise(self, election: Election, term: Term) -> None:
+        """Mark the term established in etcd, so replicas start pointing
+        clients here (retried until it is written or the term ends)."""
+        while not term.ended:
+            try:
+                await election.mark_established(term, rpc_timeout=self.config.etcd_timeout)
+                return
+            except EtcdUnavailable as e:
+                log.info("%s: cannot mark term %d established yet: %s", self.service,
+                         term.revision, e)
+                await asyncio.sleep(self.config.retry_backoff)
 
     async def _revoke_all(self) -> None:
         for comp in reversed(self.components):

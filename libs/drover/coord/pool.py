@@ -164,9 +164,10 @@ class EndpointPool:
 
     def __init__(self, endpoints: list[Endpoint], *, config: HealthConfig | None = None,
                  rng: random.Random | None = None, clock: Clock = monotonic,
-                 label: str = "") -> None:
+                 label: str = "", shuffle: bool = True) -> None:
         self.endpoints = {ep.name: ep for ep in endpoints}
-        self.health = EndpointHealth([ep.name for ep in endpoints], rng=rng, config=config)
+        self.health = EndpointHealth([ep.name for ep in endpoints], rng=rng, config=config,
+                                     shuffle=shuffle)
         self.config = self.health.config
         self.clock = clock
         self.label = label

@@ -139,9 +139,19 @@ class EtcdServer:
         ]
         log = open(self.log_path or os.path.join(self.data_dir, "etcd.log"), "ab")
         env = dict(os.environ, ETCD_UNSUPPORTED_ARCH=os.environ.get("ETCD_UNSUPPORTED_ARCH", ""))
-        self._proc = subprocess.Popen(
-            args, stdout=log, stderr=log, env=env, preexec_fn=new_session_dying_with_parent
-        )
+        setpriv = shutil.which("setpriv")
+        if setpriv:
+            # No Python between fork and exec: a preexec_fn in a process with
+            # gRPC threads running (a test, the fault drill) can crash the
+            # child before it execs (seen: etcd "exited" with SIGSEGV).
+            self._proc = subprocess.Popen(
+                [setpriv, "--pdeathsig", "TERM", "--", *args], stdout=log, stderr=log,
+                env=env, start_new_session=True,
+            )
+        else:
+            self._proc = subprocess.Popen(
+                args, stdout=log, stderr=log, env=env, preexec_fn=new_session_dying_with_parent
+            )
         log.close()
 
     def wait_healthy(self, timeout: float) -> None:
@@ -149,12 +159,21 @@ class EtcdServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise RuntimeError(f"etcd exited with {self._proc.returncode}; see {self.data_dir}")
+                raise RuntimeError(f"etcd exited with {self._proc.returncode}; its log ends:\n"
+                                   f"{self.log_tail()}")
             if self.healthy():
                 return
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"etcd did not become healthy within {timeout}s")
+
+    def log_tail(self, lines: int = 20) -> str:
+        path = self.log_path or os.path.join(self.data_dir or "", "etcd.log")
+        try:
+            with open(path, errors="replace") as f:
+                return "\n".join(f.read().splitlines()[-lines:])
+        except OSError as e:
+            return f"(no log: {e})"
 
     def _tls_args(self) -> list[str]:
         if not self.tls_cert:
@@ -291,6 +310,28 @@ class EtcdCluster:
             if time.monotonic() >= deadline:
                 raise RuntimeError(f"no etcd leader within {timeout}s")
             time.sleep(0.05)
+
+    def move_leader(self, i: int, timeout: float = 10.0) -> None:
+        """Make member ``i`` the raft leader (etcd's MoveLeader, sent to the
+        current leader)."""
+        import grpc
+        from aetcd import rpc
+
+        deadline = time.monotonic() + timeout
+        while True:
+            leader = self.leader(timeout)
+            if leader == i:
+                return
+            try:
+                with grpc.insecure_channel(self.members[i].endpoint) as ch:
+                    target = rpc.MaintenanceStub(ch).Status(rpc.StatusRequest(), timeout=2)
+                with grpc.insecure_channel(self.members[leader].endpoint) as ch:
+                    rpc.MaintenanceStub(ch).MoveLeader(
+                        rpc.MoveLeaderRequest(targetID=target.header.member_id), timeout=5)
+            except grpc.RpcError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
 
     def pause(self, i: int) -> None:
         self.members[i].pause()

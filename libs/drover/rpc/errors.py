@@ -27,6 +27,8 @@ from drover.validation import check_request
 log = logging.getLogger(__name__)
 
 LEADER_METADATA = "drover-leader"
+#: The term (election key create_revision) of the hinted leader.
+LEADER_TERM_METADATA = "drover-leader-term"
 
 _CODES: dict[Kind, grpc.StatusCode] = {
     Kind.INVALID_ARGUMENT: grpc.StatusCode.INVALID_ARGUMENT,
@@ -98,6 +100,8 @@ def to_status(err: DroverError) -> tuple[grpc.Status, tuple[tuple[str, str], ...
     extra: tuple[tuple[str, str], ...] = ()
     if isinstance(err, NotLeader) and err.leader:
         extra = ((LEADER_METADATA, _cut(err.leader, 256)),)
+        if err.term:
+            extra += ((LEADER_TERM_METADATA, str(err.term)),)
         status = _RichStatus(status.code, status.details, (*status.trailing_metadata, *extra))
     return status, extra
 
@@ -152,6 +156,15 @@ def remote_status(err: grpc.RpcError) -> RemoteStatus:
         reason=info.reason if info is not None else "",
         metadata=dict(info.metadata) if info is not None else {},
     )
+
+
+def leader_term(err: grpc.RpcError) -> int:
+    """The term of the ``drover-leader`` hint (0: none given)."""
+    call = err if hasattr(err, "trailing_metadata") else None
+    for key, value in (call.trailing_metadata() or ()) if call else ():  # type: ignore[attr-defined]
+        if key == LEADER_TERM_METADATA and str(value).isdigit():
+            return int(value)
+    return 0
 
 
 def leader_hint(err: grpc.RpcError) -> str | None:

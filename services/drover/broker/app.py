@@ -139,14 +139,18 @@ class BrokerApp:
         if self.leadership is not None:
             self.leadership.start()
 
-    async def _current_leader(self, client: Any, keyspace: Keyspace) -> str | None:
-        """A fresh read of the election (for a refusal's hint)."""
+    async def _current_leader(self, client: Any, keyspace: Keyspace) -> tuple[str, int] | None:
+        """A fresh read of the election (for a refusal's hint): the leader
+        and its term, once it has established (never one still restoring)."""
         info = await observe(client, keyspace, self.settings.service, rpc_timeout=1.0)
-        return info.address if info is not None else None
+        return (info.address, info.term) if info is not None and info.established else None
 
     async def _observe(self, client: Any, keyspace: Keyspace) -> None:
         async for info in observe_changes(client, keyspace, self.settings.service):
-            self.runtime.observed_leader(info.address if info is not None else None)
+            if info is None:
+                self.runtime.observed_leader(None)
+            else:
+                self.runtime.observed_leader(info.address, info.term, info.established)
 
     async def stop(self) -> None:
         for close in self._unregister:

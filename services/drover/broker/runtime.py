@@ -134,12 +134,17 @@ class BrokerRuntime:
         self.core = core
         self.config = config or ShellConfig()
         self._clock = clock
-        self.guard = LeaderGuard(SERVICE, clock=clock, hint=lambda: self.leader_address)
+        self.guard = LeaderGuard(SERVICE, clock=clock, hint=lambda: self.leader_address,
+                                 hint_term=lambda: self.leader_term)
         self.address = address
         self.feed = EventFeed(api, self)
         self.polls = LongPolls()
         self.term: Term | None = None
+        #: The leader to advertise: elected *and established* (serving).
         self.leader_address: str | None = None
+        self.leader_term = 0
+        #: Who holds the election key, established or not.
+        self.elected_address: str | None = None
         self._writer: FencedWriter | None = None
         self._enabled = asyncio.Event()
         self._leader_seen = asyncio.Event()
@@ -162,9 +167,14 @@ class BrokerRuntime:
     def address(self, value: str) -> None:
         self.guard.address = value
 
-    def observed_leader(self, address: str | None) -> None:
-        """The election observer saw ``address`` lead (None: nobody)."""
-        self.leader_address = address
+    def observed_leader(self, address: str | None, term: int = 0,
+                        established: bool = True) -> None:
+        """The election observer saw ``address`` lead (None: nobody) in
+        ``term``; hints name it only once it has ``established``, so clients
+        are never sent to a leader still restoring (they would bounce)."""
+        self.elected_address = address
+        self.leader_address = address if established else None
+        self.leader_term = term if established and address else 0
         self._leader_seen.set()
         self._leader_seen = asyncio.Event()
 
@@ -174,7 +184,7 @@ class BrokerRuntime:
     async def _writer_for_call(self, wait: float = 0.0) -> FencedWriter:
         """The term's writer, once the term is checked alive (the caller acts
         before its next ``await``)."""
-        if self._writer is None and wait > 0 and self.leader_address == self.address:
+        if self._writer is None and wait > 0 and self.elected_address == self.address:
             # Elected, establishing: serve once enabled rather than bounce.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(wait, self.config.establish_wait)):

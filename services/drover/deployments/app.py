@@ -109,15 +109,17 @@ class DeploymentsApp:
         if self.state is not None:
             await self.state.close()
 
-    async def _leader_hint(self) -> str | None:
+    async def _leader_hint(self) -> tuple[str, int] | None:
+        # Only a leader that has established is advertised (no bouncing to
+        # one still restoring its deployments).
         if self._etcd is None:
             return None
         with contextlib.suppress(DroverError):
             info = await observe(self._etcd, Keyspace(self.settings.etcd.prefix),
                                  self.settings.service)
-            if info is not None and (self.leadership is None
-                                     or info.address != self.leadership.address):
-                return info.address
+            if info is not None and info.established and (
+                    self.leadership is None or info.address != self.leadership.address):
+                return info.address, info.term
         return None
 
 

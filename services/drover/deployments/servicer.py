@@ -1,7 +1,8 @@
 """The DeploymentWatcherService servicer: argument checks, leader routing.
 
 Steering calls are leader only. A follower answers UNAVAILABLE (NotLeader)
-with ``drover-leader: host:port`` from the election, so a client or the
+with ``drover-leader: host:port`` (and ``drover-leader-term``) from the
+election, naming only a leader that has established, so a client or the
 proxy retries at the leader. GetWatcherStats answers on every replica
 (``leader`` says which one is leading), since an operator asks it precisely
 to find out what each replica is doing.
@@ -18,7 +19,8 @@ from drover.errors import InvalidArgument, NotLeader
 from .leader import Result, WatcherLeader
 from .manager import WatcherManager
 
-LeaderHint = Callable[[], Awaitable[str | None]]
+#: The established leader to advertise: (address, term), or None.
+LeaderHint = Callable[[], Awaitable[tuple[str, int] | None]]
 
 
 def _require_id(request: Any) -> None:
@@ -34,13 +36,17 @@ class DeploymentWatcherServicer(deployments_pb2_grpc.DeploymentWatcherServiceSer
     async def _steer(self, request: Any, op: Callable[[WatcherManager], Any]) -> Result:
         _require_id(request)
         if not self.leader.leading:
-            raise NotLeader(self.leader.service, await self.leader_hint())
+            raise await self._refusal()
         try:
             return await self.leader.operate(request.namespace, request.deployment_id, op)
         except NotLeader as err:  # the term ended meanwhile: point at the leader
             if err.leader is not None:
                 raise
-            raise NotLeader(self.leader.service, await self.leader_hint()) from None
+            raise await self._refusal() from None
+
+    async def _refusal(self) -> NotLeader:
+        hint = await self.leader_hint()
+        return NotLeader(self.leader.service, *(hint or (None, 0)))
 
     async def PromoteDeployment(self, request: Any, context: Any) -> Any:
         if request.all and request.groups:
@@ -82,7 +88,7 @@ class DeploymentWatcherServicer(deployments_pb2_grpc.DeploymentWatcherServiceSer
 
     async def CollectGarbage(self, request: Any, context: Any) -> Any:
         if not self.leader.leading:
-            raise NotLeader(self.leader.service, await self.leader_hint())
+            raise await self._refusal()
         r = await self.leader.collect_garbage(force=request.force)
         return deployments_pb2.CollectGarbageResponse(
             evaluations=r.evaluations, allocations=r.allocations, deployments=r.deployments,

@@ -179,6 +179,6 @@ class Discovery:
         ):
             await self._running.wait()
             address = info.address if info is not None else None
-            lst.set_leader(address)
+            lst.set_leader(address, info.term if info is not None else 0)
             log.info("leader of %s: %s", service, address or "none")
             self._notify()

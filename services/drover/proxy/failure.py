@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from drover.proxy.retry import CallFailure, FailureKind
 
 LEADER_METADATA = "drover-leader"
+LEADER_TERM_METADATA = "drover-leader-term"
 
 #: Lower-case fragments of UNAVAILABLE details that mean "never connected".
 NOT_SENT_MARKERS: tuple[str, ...] = (
@@ -47,6 +48,8 @@ def classify(
     """The failure of a call to ``server`` that ended with status ``code``."""
     trailing = list(trailing)
     hint = next((str(v) for k, v in trailing if k == LEADER_METADATA), None)
+    term_text = next((str(v) for k, v in trailing if k == LEADER_TERM_METADATA), "")
+    term = int(term_text) if term_text.isdigit() else 0
     if code == "CANCELLED":
         kind = FailureKind.CANCELLED
     elif code == "DEADLINE_EXCEEDED":
@@ -63,4 +66,5 @@ def classify(
             kind = FailureKind.CONNECTION_LOST
     else:
         kind = FailureKind.ANSWERED
-    return CallFailure(kind=kind, server=server, leader_hint=hint, relayed=relayed)
+    return CallFailure(kind=kind, server=server, leader_hint=hint, relayed=relayed,
+                       leader_term=term)

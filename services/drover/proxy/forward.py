@@ -288,7 +288,7 @@ class Forwarder:
             assert err is not None
             error = err
         if decision.action is RetryAction.FOLLOW_LEADER and decision.leader:
-            if lst.follow_hint(decision.leader, source=server.address):
+            if lst.follow_hint(decision.leader, decision.leader_term, source=server.address):
                 self._count(lst.service, "follow_leader")
                 raise _Retry(error, follow=True)
             self._count(lst.service, "next_server")

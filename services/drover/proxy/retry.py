@@ -96,6 +96,8 @@ class CallFailure:
     leader_hint: str | None = None
     #: Response messages were already relayed to the client (streams).
     relayed: bool = False
+    #: The ``drover-leader-term`` of the hint (0: not given).
+    leader_term: int = 0
 
 
 class RetryAction(enum.Enum):
@@ -115,6 +117,8 @@ class RetryDecision:
     reason: str
     #: The address to follow, for :attr:`RetryAction.FOLLOW_LEADER`.
     leader: str | None = None
+    #: The term of that leader, if the hint said (0: not given).
+    leader_term: int = 0
 
 
 _TRANSPORT = frozenset({FailureKind.NOT_SENT, FailureKind.CONNECTION_LOST, FailureKind.STALLED})
@@ -142,7 +146,8 @@ def decide_retry(method: str, failure: CallFailure) -> RetryDecision:
     refused = kind in (FailureKind.REFUSED_UNAVAILABLE, FailureKind.REFUSED_PRECONDITION)
     if refused and hint and hint != failure.server:
         return RetryDecision(
-            RetryAction.FOLLOW_LEADER, False, f"not the leader; the leader is {hint}", hint
+            RetryAction.FOLLOW_LEADER, False, f"not the leader; the leader is {hint}", hint,
+            failure.leader_term,
         )
     if kind is FailureKind.NOT_SENT:
         return RetryDecision(RetryAction.RETRY_NEXT, True, "the request was never sent")

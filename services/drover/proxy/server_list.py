@@ -115,6 +115,7 @@ class ServerList:
         # of life from it; a full lap (>= its length) falls back to backups.
         self._front_failures = 0
         self._elected: str | None = None
+        self._elected_term = 0
         self._hint: str | None = None
         self._leader_suspect = False
         self._deposed: dict[str, None] = {}  # insertion-ordered set
@@ -260,12 +261,14 @@ class ServerList:
         self._backups = list(seen.values())
         self._prune_health()
 
-    def set_leader(self, address: str | None) -> None:
-        """The leader from the election key (None: no leader right now).
+    def set_leader(self, address: str | None, term: int = 0) -> None:
+        """The leader from the election key (None: no leader right now) and
+        its term (the key's create_revision; 0 if unknown).
 
         A different leader than before ends any hint; the same one confirms
         a hint only if they agree.
         """
+        self._elected_term = term if address is not None else 0
         if address != self._elected:
             for old in (self._elected, self._hint):
                 if old is not None and old != address:
@@ -281,15 +284,21 @@ class ServerList:
         elif address is not None and address == self._hint:
             self._hint = None
 
-    def follow_hint(self, address: str, source: str | None = None) -> bool:
-        """Replica ``source`` answered with ``drover-leader: address``: call it next.
+    def follow_hint(self, address: str, term: int = 0, *, source: str | None = None) -> bool:
+        """Replica ``source`` answered with ``drover-leader: address`` (of
+        ``term``, if it said): call it next.
 
         False (and nothing changes) if ``address`` is a deposed leader and
         the hint comes from a follower: the election key is fresher than a
         follower's view of it. The leader the proxy knows denying that it
-        leads is believed (the proxy's view is the stale one then).
+        leads is believed (the proxy's view is the stale one then). False too
+        for a hint of an older term than the elected leader the proxy knows
+        (the replica has not seen the election yet): calls do not bounce back
+        to a deposed leader.
         """
         if address in self._deposed and (source is None or source != self._elected):
+            return False
+        if term and self._elected_term and term < self._elected_term:
             return False
         self._hint = None if address == self._elected else address
         self._leader_suspect = False

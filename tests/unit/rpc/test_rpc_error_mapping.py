@@ -67,3 +67,12 @@ def test_inner_deadline_leaves_the_client_time_to_hear_why() -> None:
     assert _inner_deadline(None) is None
     assert _inner_deadline(10.0) == pytest.approx(9.75)
     assert _inner_deadline(0.5) == pytest.approx(0.4)
+
+
+def test_not_leader_hint_carries_the_term() -> None:
+    from drover.rpc.errors import LEADER_TERM_METADATA
+
+    _, extra = to_status(errors.NotLeader("broker", "10.0.0.7:7102", 41))
+    assert extra == ((LEADER_METADATA, "10.0.0.7:7102"), (LEADER_TERM_METADATA, "41"))
+    _, extra = to_status(errors.NotLeader("broker", None, 41))
+    assert extra == ()
