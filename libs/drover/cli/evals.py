@@ -28,7 +28,7 @@ from drover.cli._client import (
     print_table,
     run,
 )
-from drover.rpc.errors import error_info
+from drover.rpc.remote import from_rpc_error
 
 PAUSE_HINT = "pause it first with `drover operator scheduler pause` (and resume it afterwards)"
 
@@ -126,8 +126,7 @@ def eval_status(eval_id: str, related: bool, address: str, as_json: bool,
 
 
 def _refused(err: grpc.RpcError) -> None:
-    info = error_info(err)
-    if info is not None and info.reason == "BROKER_NOT_PAUSED":
+    if from_rpc_error(err).reason == "BROKER_NOT_PAUSED":
         raise CommandFailed(f"the eval broker is not paused: {PAUSE_HINT}")
 
 

@@ -45,7 +45,7 @@ from drover.rpc.errors import error_info
 
 pytestmark = pytest.mark.slow
 
-MAX_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "1200"))
+MAX_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "1000"))
 SEED = int(os.environ.get("FUZZ_SEED", "20261124"))
 CALL_TIMEOUT = 1.0
 #: Codes a refusal may not have: the server failed, not the request.
