@@ -85,7 +85,8 @@ def test_one_trace_follows_a_cli_call_through_proxy_state_and_broker(
                 serve("proxy", etcd_endpoint, etcd_prefix) as proxy:
             spec = tmp_path / "web.yaml"
             spec.write_text("id: traced\nnamespace: default\ntype: JOB_TYPE_BATCH\n"
-                            "priority: 50\ntaskGroups:\n  - name: g\n    count: 1\n")
+                            "priority: 50\ndatacenters: [dc1]\n"
+                            "taskGroups:\n  - name: g\n    count: 1\n")
             ran = _until(lambda: (r := _cli("job", "run", str(spec), proxy=proxy)).returncode == 0
                          and r, "the proxy to reach state")
             eval_id = re.search(r"evaluation (\S+)", ran.stdout)
