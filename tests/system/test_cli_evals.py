@@ -105,3 +105,30 @@ def test_delete_ten_thousand_by_filter_with_progress(state_address: str) -> None
     assert drover("eval", "count", "--filter", f'job_id.startsWith("keep-{job}-")',
                   address=state_address).stdout.strip() == "50"
     assert drover("operator", "scheduler", "resume", address=state_address).returncode == 0
+
+
+def test_delete_by_job_counts_and_deletes_the_same_set(state_address: str) -> None:
+    job = f"q-{uuid.uuid4().hex[:6]}"
+    _seed(state_address, job, 21)  # jobs <job>-0 .. <job>-6, three evaluations each
+    # Quotes of both kinds: the CLI used to splice --job into the filter and
+    # rewrite every ' in it, so the count it confirmed was of another set.
+    flt = "triggered_by == 'job-register' || status_description == 'it\"s'"
+    _pause(state_address, False)
+    preview = drover("eval", "delete", "--job", f"{job}-1", "--filter", flt, "--dry-run",
+                     address=state_address)
+    assert preview.returncode == 0, preview.stderr  # no pause needed for a preview
+    assert "would delete 3 evaluations" in preview.stdout
+    _pause(state_address, True)
+    try:
+        declined = drover("eval", "delete", "--job", f"{job}-1", "--filter", flt,
+                          address=state_address, stdin="n\n")
+        assert "Delete 3 evaluations? [y/N]" in declined.stderr
+        done = drover("eval", "delete", "--job", f"{job}-1", "--filter", flt, "--yes",
+                      address=state_address)
+        assert done.returncode == 0 and "deleted 3 evaluations" in done.stdout, done.stderr
+    finally:
+        _pause(state_address, False)
+    assert drover("eval", "count", "--job", f"{job}-1", "--filter", flt,
+                  address=state_address).stdout.strip() == "0"
+    assert drover("eval", "count", "--filter", f'job_id.startsWith("{job}-")',
+                  address=state_address).stdout.strip() == "18"

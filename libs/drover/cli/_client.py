@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from drover.rpc.channels import channel
-from drover.rpc.errors import error_info, leader_hint
+from drover.rpc.remote import remote_status
 from drover.telemetry import TelemetryConfigError, setup_tracing, tracer
 
 #: The proxy of the local `make run` suite.
@@ -125,14 +125,11 @@ class CommandFailed(click.ClickException):
 
 
 def describe(err: grpc.RpcError) -> str:
-    code = err.code().name if hasattr(err, "code") else "UNKNOWN"
-    details = err.details() if hasattr(err, "details") else str(err)
-    info = error_info(err)
-    reason = f"{info.reason}" if info is not None else code
-    line = f"{details} ({reason})"
-    hint = leader_hint(err)
-    if hint:
-        line += f"; leader: {hint}"
+    """One line for a failed call, from the shared inbound decoding."""
+    status = remote_status(err)
+    line = f"{status.details} ({status.reason or status.code})"
+    if status.leader:
+        line += f"; leader: {status.leader}"
     return line
 
 
@@ -162,8 +159,8 @@ def run(opts: ClientOptions, body: Callable[[grpc.aio.Channel], Awaitable[T]]) -
     try:
         return asyncio.run(main())
     except grpc.RpcError as err:
-        code = err.code() if hasattr(err, "code") else None
-        if code == grpc.StatusCode.UNAVAILABLE and error_info(err) is None:
+        status = remote_status(err)
+        if status.code == "UNAVAILABLE" and not status.answered:
             raise CommandFailed(
                 f"cannot reach drover at {opts.address} ({err.details()}); "
                 "is it running (`make run`)? set --address or DROVER_ADDR"

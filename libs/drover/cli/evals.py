@@ -28,7 +28,7 @@ from drover.cli._client import (
     print_table,
     run,
 )
-from drover.rpc.errors import error_info
+from drover.rpc.remote import from_rpc_error
 
 PAUSE_HINT = "pause it first with `drover operator scheduler pause` (and resume it afterwards)"
 
@@ -77,15 +77,16 @@ def list_evals(listing: ListOptions, address: str, as_json: bool, timeout: float
 @eval_group.command(name="count")
 @click.option("--namespace", "-n", default="*", show_default=True)
 @click.option("--filter", "filter_", default="")
+@click.option("--job", default="", help="only this job's evaluations")
 @client_options
-def count_evals(namespace: str, filter_: str, address: str, as_json: bool,
+def count_evals(namespace: str, filter_: str, job: str, address: str, as_json: bool,
                 timeout: float) -> None:
     """Count evaluations matching a filter."""
     opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> int:
         resp = await state_pb2_grpc.StateServiceStub(ch).CountEvaluations(
-            state_pb2.CountEvaluationsRequest(namespace=namespace, filter=filter_),
+            state_pb2.CountEvaluationsRequest(namespace=namespace, filter=filter_, job_id=job),
             timeout=opts.timeout)
         return int(resp.count)
 
@@ -125,8 +126,7 @@ def eval_status(eval_id: str, related: bool, address: str, as_json: bool,
 
 
 def _refused(err: grpc.RpcError) -> None:
-    info = error_info(err)
-    if info is not None and info.reason == "BROKER_NOT_PAUSED":
+    if from_rpc_error(err).reason == "BROKER_NOT_PAUSED":
         raise CommandFailed(f"the eval broker is not paused: {PAUSE_HINT}")
 
 
@@ -145,7 +145,8 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
                  timeout: float) -> None:
     """Delete evaluations by ID (all or nothing) or by --filter (paged).
 
-    The eval broker must be paused (`drover operator scheduler pause`).
+    The eval broker must be paused (`drover operator scheduler pause`),
+    except for --dry-run, which previews while scheduling goes on.
     """
     if bool(eval_ids) == bool(filter_):
         raise click.UsageError("give evaluation IDs or --filter, not both and not neither")
@@ -162,9 +163,10 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
         return int(resp.deleted)
 
     async def count(ch: grpc.aio.Channel) -> int:
-        scope = filter_ if not job else f"({filter_}) && job_id == {job!r}".replace("'", '"')
+        # The very fields the delete sends (nothing spliced into the filter),
+        # so the number confirmed is the set the server deletes.
         resp = await state_pb2_grpc.StateServiceStub(ch).CountEvaluations(
-            state_pb2.CountEvaluationsRequest(namespace=namespace, filter=scope),
+            state_pb2.CountEvaluationsRequest(namespace=namespace, filter=filter_, job_id=job),
             timeout=opts.timeout)
         return int(resp.count)
 

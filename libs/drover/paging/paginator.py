@@ -125,6 +125,7 @@ class Paginator:
             prefix=request.prefix,
             page_size=resolve_page_size(request.page_size, self.defaults),
             scope=request.scope_items(),
+            options=tuple(sorted(request.options.items())),
         )
 
     def page(

@@ -104,7 +104,7 @@ class PageRequest:
     is refused by another. ``namespace=None`` means every namespace.
     ``scope`` holds further equality restrictions the RPC applies besides the
     filter (e.g. ``{"job_id": "web"}``); like namespace and prefix it is bound
-    into the page token. The filter expression is bound through the matcher
+    into the page token, and so are ``options``. The filter expression is bound through the matcher
     given to :meth:`Paginator.page`.
     """
 
@@ -115,6 +115,9 @@ class PageRequest:
     namespace: str | None = None
     prefix: str = ""
     scope: Mapping[str, str] = field(default_factory=dict)
+    #: Bound into the token like scope, but no restriction of the walk: the
+    #: fields that change what the page is for (``{"dry_run": "true"}``).
+    options: Mapping[str, str] = field(default_factory=dict)
 
     def scope_items(self) -> tuple[tuple[str, str], ...]:
         return tuple(sorted(self.scope.items()))

@@ -65,6 +65,10 @@ class TokenBinding:
     prefix: str = ""
     page_size: int = 0
     scope: tuple[tuple[str, str], ...] = ()
+    #: Request fields that change what a page *means* without narrowing the
+    #: walk (``dry_run``: a token of a preview must not drive a real delete);
+    #: each is its own part, so a mismatch names it.
+    options: tuple[tuple[str, str], ...] = ()
 
     def parts(self) -> tuple[tuple[str, bytes], ...]:
         """(field name, canonical bytes) in a fixed order."""
@@ -78,6 +82,7 @@ class TokenBinding:
             ("prefix", self.prefix.encode()),
             ("page_size", str(self.page_size).encode()),
             ("scope", scope),
+            *((name, value.encode()) for name, value in sorted(self.options)),
         )
 
 

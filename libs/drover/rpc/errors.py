@@ -1,11 +1,12 @@
-"""The one place where drover errors become gRPC statuses, and back.
+"""Outbound: the one place where drover errors become gRPC statuses.
 
 Servers raise :class:`drover.errors.DroverError` subclasses; the
 :class:`ErrorInterceptor` (installed by :mod:`drover.rpc.server`) turns them
 into a status with a google.rpc.ErrorInfo detail (reason, domain ``drover``,
 metadata) and, for :class:`~drover.errors.NotLeader`, the ``drover-leader``
 trailing metadata the proxy follows. Clients read them back with
-:func:`error_info`.
+:mod:`drover.rpc.remote` (the inbound half; ``error_info`` and
+``leader_hint`` are re-exported here for existing callers).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -22,13 +22,22 @@ from grpc_status import rpc_status
 
 from drover.coord.deadline import caller_deadline
 from drover.errors import DOMAIN, DroverError, Internal, InvalidArgument, Kind, NotLeader
+from drover.rpc.remote import (
+    LEADER_METADATA,
+    LEADER_TERM_METADATA,
+    error_info,
+    leader_hint,
+    remote_status,
+)
 from drover.validation import check_request
+
+__all__ = [
+    "LEADER_METADATA", "LEADER_TERM_METADATA", "ErrorInterceptor", "abort", "error_info",
+    "leader_hint", "remote_status", "rpc_code", "status_code", "to_status",
+]
 
 log = logging.getLogger(__name__)
 
-LEADER_METADATA = "drover-leader"
-#: The term (election key create_revision) of the hinted leader.
-LEADER_TERM_METADATA = "drover-leader-term"
 
 _CODES: dict[Kind, grpc.StatusCode] = {
     Kind.INVALID_ARGUMENT: grpc.StatusCode.INVALID_ARGUMENT,
@@ -119,63 +128,6 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], err: DroverError) -
     """Abort the call with ``err`` mapped to its status (never returns)."""
     status, _ = to_status(err)
     await context.abort_with_status(status)
-
-
-def error_info(err: grpc.RpcError) -> error_details_pb2.ErrorInfo | None:
-    """The ErrorInfo detail of a failed call, if the server sent one."""
-    try:
-        status = rpc_status.from_call(err)  # type: ignore[arg-type]
-    except Exception:  # a status without parseable details
-        return None
-    if status is None:
-        return None
-    for detail in status.details:
-        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            detail.Unpack(info)
-            return info
-    return None
-
-
-@dataclass(frozen=True)
-class RemoteStatus:
-    """What a failed call to another drover service said, decoded once:
-    the client-side half of the mapping above."""
-
-    code: grpc.StatusCode
-    details: str
-    reason: str
-    metadata: dict[str, str]
-
-
-def remote_status(err: grpc.RpcError) -> RemoteStatus:
-    info = error_info(err)
-    return RemoteStatus(
-        code=err.code(),  # type: ignore[attr-defined]
-        details=err.details() or "",  # type: ignore[attr-defined]
-        reason=info.reason if info is not None else "",
-        metadata=dict(info.metadata) if info is not None else {},
-    )
-
-
-def leader_term(err: grpc.RpcError) -> int:
-    """The term of the ``drover-leader`` hint (0: none given)."""
-    call = err if hasattr(err, "trailing_metadata") else None
-    for key, value in (call.trailing_metadata() or ()) if call else ():  # type: ignore[attr-defined]
-        if key == LEADER_TERM_METADATA and str(value).isdigit():
-            return int(value)
-    return 0
-
-
-def leader_hint(err: grpc.RpcError) -> str | None:
-    """The ``drover-leader`` address a follower answered with, if any."""
-    call = err if hasattr(err, "trailing_metadata") else None
-    if call is None:
-        return None
-    for key, value in call.trailing_metadata() or ():  # type: ignore[attr-defined]
-        if key == LEADER_METADATA:
-            return str(value)
-    return None
 
 
 Handler = Callable[..., Awaitable[Any]]

@@ -25,7 +25,7 @@ from google.protobuf.duration_pb2 import Duration
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2
-from drover.rpc.errors import error_info
+from drover.rpc.remote import from_rpc_error, remote_status
 
 from .planner import Plan, Snapshot, compute_plan
 from .view import ClusterView
@@ -125,11 +125,11 @@ class Worker:
                 try:
                     await self.submit(ev, snap, plan)
                 except grpc.RpcError as e:
-                    info = error_info(e)
-                    if info is None or info.reason != "PLAN_STALE":
+                    refused = from_rpc_error(e)
+                    if refused.reason != "PLAN_STALE":
                         raise
                     self.stats.stale += 1
-                    index = int(info.metadata.get("index", "0") or 0)
+                    index = int(refused.metadata.get("index", "0") or 0)
                     await self.view.wait_past(index, within=0.5)
                     continue
             return self._follow_ups(ev, plan)
@@ -200,6 +200,6 @@ class Worker:
 
 def _describe(e: BaseException) -> str:
     if isinstance(e, grpc.RpcError) and hasattr(e, "details"):
-        info = error_info(e)
-        return f"{e.details()} ({info.reason if info else e.code().name})"
+        status = remote_status(e)
+        return f"{status.details} ({status.reason or status.code})"
     return str(e)

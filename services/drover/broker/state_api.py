@@ -32,9 +32,8 @@ from drover.errors import (
     InvalidArgument,
     Kind,
     NotFound,
-    Unavailable,
 )
-from drover.rpc.errors import remote_status
+from drover.rpc.remote import from_rpc_error, narrow
 from drover.rpc.replicas import FAILOVER_CODES, ReplicaPool
 
 __all__ = ["BrokerStateApi", "EvalPage", "GrpcStateApi", "ResyncNeeded", "translate"]
@@ -84,23 +83,19 @@ class BrokerStateApi(Protocol):
 
 
 def translate(err: grpc.RpcError) -> DroverError:
-    """The drover error a state-service failure stands for."""
-    st = remote_status(err)
-    details, reason, metadata = st.details, st.reason, st.metadata
-    if reason == "FENCE_LOST":
-        return FenceLost(details, metadata=metadata)
-    if reason in _OUTCOME_REFUSED:
-        return _OUTCOME_REFUSED[reason](details, metadata=metadata)
-    if reason in _RESYNC_REASONS:
-        return ResyncNeeded(f"state event stream: {reason}: {details}", metadata=metadata)
-    if st.code == grpc.StatusCode.ABORTED:
-        return Conflict(details, metadata=metadata)
-    if st.code == grpc.StatusCode.NOT_FOUND:
-        return NotFound(details, metadata=metadata)
-    if st.code == grpc.StatusCode.INVALID_ARGUMENT:
-        return InvalidArgument(f"the state service refused it: {details}",
-                               metadata={**metadata, "state_reason": reason})
-    return Unavailable(f"state service: {st.code.name}: {details}", metadata=metadata)
+    """The drover error a state-service failure stands for, narrowed to
+    what the broker acts on (decoded by :func:`drover.rpc.remote.from_rpc_error`)."""
+    remote = from_rpc_error(err)
+    if remote.reason in _OUTCOME_REFUSED:
+        return _OUTCOME_REFUSED[remote.reason](remote.message, metadata=remote.metadata)
+    if remote.reason in _RESYNC_REASONS:
+        return ResyncNeeded(f"state event stream: {remote.reason}: {remote.message}",
+                            metadata=remote.metadata)
+    if isinstance(remote, InvalidArgument):
+        # A worker's malformed follow-up: the worker's fault, said as such.
+        return InvalidArgument(f"the state service refused it: {remote.message}",
+                               metadata={**remote.metadata, "state_reason": remote.reason})
+    return narrow(remote, (FenceLost, Conflict, NotFound), "state service")
 
 
 class GrpcStateApi:

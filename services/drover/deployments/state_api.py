@@ -27,7 +27,7 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.coord.fence import Fence
 from drover.errors import Conflict, DroverError, FenceLost, NotFound, Unavailable
-from drover.rpc.errors import remote_status
+from drover.rpc.remote import from_rpc_error, narrow
 from drover.rpc.replicas import FAILOVER_CODES, ReplicaPool
 
 ACTIVE_FILTER = 'status == "running" || status == "paused"'
@@ -66,15 +66,9 @@ class StateApi(Protocol):
 
 
 def translate(err: grpc.RpcError) -> DroverError:
-    """The drover error a state-service failure stands for."""
-    st = remote_status(err)
-    if st.reason == "FENCE_LOST":
-        return FenceLost(st.details)
-    if st.code == grpc.StatusCode.ABORTED:
-        return Conflict(st.details)
-    if st.code == grpc.StatusCode.NOT_FOUND:
-        return NotFound(st.details)
-    return Unavailable(f"state service: {st.code.name}: {st.details}")
+    """The drover error a state-service failure stands for, narrowed to
+    what the watcher acts on (decoded by :func:`drover.rpc.remote.from_rpc_error`)."""
+    return narrow(from_rpc_error(err), (FenceLost, Conflict, NotFound), "state service")
 
 
 class GrpcStateApi:

@@ -14,17 +14,14 @@ proxy reads it from what the failure looks like, and errs on the side of
 * any other UNAVAILABLE (GOAWAY, reset, "Socket closed"): the transport
   broke, the request may have been applied (:attr:`FailureKind.CONNECTION_LOST`).
 
-Pure: status codes arrive as their names, so this module needs no gRPC.
+Pure: it reads a decoded :class:`~drover.rpc.remote.RemoteStatus` (code
+names, no gRPC objects).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from drover.proxy.retry import CallFailure, FailureKind
-
-LEADER_METADATA = "drover-leader"
-LEADER_TERM_METADATA = "drover-leader-term"
+from drover.rpc.remote import RemoteStatus
 
 #: Lower-case fragments of UNAVAILABLE details that mean "never connected".
 NOT_SENT_MARKERS: tuple[str, ...] = (
@@ -37,19 +34,10 @@ NOT_SENT_MARKERS: tuple[str, ...] = (
 )
 
 
-def classify(
-    code: str,
-    details: str,
-    trailing: Iterable[tuple[str, str | bytes]],
-    *,
-    server: str,
-    relayed: bool = False,
-) -> CallFailure:
-    """The failure of a call to ``server`` that ended with status ``code``."""
-    trailing = list(trailing)
-    hint = next((str(v) for k, v in trailing if k == LEADER_METADATA), None)
-    term_text = next((str(v) for k, v in trailing if k == LEADER_TERM_METADATA), "")
-    term = int(term_text) if term_text.isdigit() else 0
+def classify(status: RemoteStatus, *, server: str, relayed: bool = False) -> CallFailure:
+    """The failure of a call to ``server``, as :func:`drover.rpc.remote.remote_status`
+    decoded it (the one inbound decoding every drover client shares)."""
+    code = status.code
     if code == "CANCELLED":
         kind = FailureKind.CANCELLED
     elif code == "DEADLINE_EXCEEDED":
@@ -57,8 +45,8 @@ def classify(
     elif code == "FAILED_PRECONDITION":
         kind = FailureKind.REFUSED_PRECONDITION
     elif code == "UNAVAILABLE":
-        lowered = details.lower()
-        if trailing:
+        lowered = status.details.lower()
+        if status.answered:
             kind = FailureKind.REFUSED_UNAVAILABLE
         elif any(marker in lowered for marker in NOT_SENT_MARKERS):
             kind = FailureKind.NOT_SENT
@@ -66,5 +54,5 @@ def classify(
             kind = FailureKind.CONNECTION_LOST
     else:
         kind = FailureKind.ANSWERED
-    return CallFailure(kind=kind, server=server, leader_hint=hint, relayed=relayed,
-                       leader_term=term)
+    return CallFailure(kind=kind, server=server, leader_hint=status.leader, relayed=relayed,
+                       leader_term=status.leader_term)

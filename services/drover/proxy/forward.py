@@ -64,6 +64,7 @@ from drover.proxy.retry import (
 )
 from drover.proxy.server import Server
 from drover.proxy.server_list import ServerList
+from drover.rpc.remote import remote_status
 
 log = logging.getLogger(__name__)
 
@@ -251,10 +252,7 @@ class Forwarder:
     ) -> tuple[CallFailure, RetryDecision]:
         if failure is None:
             assert err is not None
-            failure = classify(
-                err.code().name, err.details() or "", err.trailing_metadata() or (),
-                server=server.address, relayed=relayed,
-            )
+            failure = classify(remote_status(err), server=server.address, relayed=relayed)
         decision = decide_retry(m.path, failure)
         if decision.server_failed:
             lst.notify_failed(server)

@@ -98,9 +98,10 @@ class EvaluationsRpc(Base):
             evaluations=items, next_page_token=token, meta=self.reader.meta(index))
 
     async def CountEvaluations(self, request: Any, context: Any) -> Any:
+        scope = {"job_id": check_name(request.job_id, "job_id")} if request.job_id else None
         index = await self.reader.prepare(codec.EVALUATIONS, request.query)
         n = self.reader.count(codec.EVALUATIONS, request.filter,
-                              list_namespace(request.namespace))
+                              list_namespace(request.namespace), scope)
         return state_pb2.CountEvaluationsResponse(count=n, meta=self.reader.meta(index))
 
     async def UpsertEvaluations(self, request: Any, context: Any) -> Any:
@@ -194,7 +195,8 @@ class EvaluationsRpc(Base):
         ns = namespace_arg(request.namespace)
         for attempt in range(RETRIES):
             await self.cache.sync()
-            compares = [self._broker_paused()]
+            # A dry run previews while scheduling goes on: no pause needed.
+            compares = [] if request.dry_run else [self._broker_paused()]
             ops: list[Op] = []
             missing = []
             for eid in ids:
@@ -224,8 +226,11 @@ class EvaluationsRpc(Base):
         scope = {"job_id": check_name(request.job_id, "job_id")} if request.job_id else {}
         size = min(resolve_page_size(request.page_size, self.reader.paginator.defaults),
                    self.writer_limit())
+        # dry_run is bound into the token: a preview's token must not let a
+        # real delete skip the matches of the pages the preview walked.
         req = PageRequest("DeleteEvaluations", size, request.page_token, "",
-                          list_namespace(request.namespace), "", scope)
+                          list_namespace(request.namespace), "", scope,
+                          options={"dry_run": "true" if request.dry_run else "false"})
         flt = self.reader.compile(codec.EVALUATIONS, request.filter)
         if not request.page_token:
             # The first call reads consistently, so everything present then is
@@ -233,10 +238,13 @@ class EvaluationsRpc(Base):
             # mod_revision it matched, and the config's, so staleness costs a
             # retry, never a wrong delete) and save a round trip each.
             await self.cache.sync()
-        paused = self._broker_paused()
         page = self.reader.page(codec.EVALUATIONS, req, request.filter)
         hits, token = list(page.items), page.next_page_token
-        if request.dry_run or not hits:
+        if request.dry_run:
+            return state_pb2.DeleteEvaluationsResponse(
+                deleted=len(hits), next_page_token=token, index=self.cache.revision)
+        paused = self._broker_paused()
+        if not hits:
             return state_pb2.DeleteEvaluationsResponse(
                 deleted=len(hits), next_page_token=token, index=self.cache.revision)
         for attempt in range(RETRIES):

@@ -17,9 +17,7 @@ from drover.config import EtcdSettings, ServeSettings
 from drover.coord import Keyspace
 from drover.rpc.app import load_app_factory
 from drover.rpc.server import DroverServer
-from drover.state import codec
-from drover.state.cache import marker_key
-from drover.state.store import EtcdStore
+from drover.state.store import EtcdStore, prefix_end
 
 TTL = 3
 
@@ -54,18 +52,24 @@ class FuzzCluster:
 
 
 class DataRevision:
-    """The mod_revision of the state service's revision marker: every
-    successful state write (any kind, any writer) puts it in its txn, so it
-    is unchanged exactly when no write happened."""
+    """A fingerprint of everything stored under the cluster's prefix except
+    liveness keys (membership, elections, which change on their own): key
+    count, highest and summed mod_revision. A put changes the highest, a
+    delete the count and sum: unchanged exactly when nothing was written."""
+
+    _LIVENESS = ("members/", "election/")
 
     def __init__(self, etcd: str, prefix: str) -> None:
         self._channel = grpc.aio.insecure_channel(etcd)
         self._store = EtcdStore(self._channel)
-        self._key = marker_key(codec.KeyCodec(Keyspace(prefix)))
+        self._base = Keyspace(prefix).base.encode()
 
-    async def read(self) -> int:
-        page = await self._store.range(self._key, b"")
-        return page.kvs[0].mod_revision if page.kvs else 0
+    async def read(self) -> tuple[int, int, int]:
+        page = await self._store.range(self._base, prefix_end(self._base))
+        mods = [kv.mod_revision for kv in page.kvs
+                if not kv.key[len(self._base):].decode(errors="replace").startswith(
+                    self._LIVENESS)]
+        return len(mods), max(mods, default=0), sum(mods)
 
     async def close(self) -> None:
         await self._channel.close()

@@ -10,11 +10,17 @@ from drover.proxy.errors import InvalidBackupServer, InvalidRevision
 from drover.proxy.failure import classify
 from drover.proxy.forward import forwardable, forwarded_methods
 from drover.proxy.retry import FailureKind
+from drover.rpc.remote import RemoteStatus
 
 REFUSED = (
     "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: "
     "Failed to connect to remote host: Connection refused"
 )
+
+
+def _status(code: str, details: str, trailing: tuple) -> RemoteStatus:
+    leader = next((str(v) for k, v in trailing if k == "drover-leader"), None)
+    return RemoteStatus(code, details, leader=leader, answered=bool(trailing))
 
 
 @pytest.mark.parametrize(
@@ -35,14 +41,14 @@ REFUSED = (
     ],
 )
 def test_classify(code: str, details: str, trailing: tuple, kind: FailureKind) -> None:
-    failure = classify(code, details, trailing, server="s:1")
+    failure = classify(_status(code, details, trailing), server="s:1")
     assert failure.kind is kind
     assert failure.server == "s:1"
 
 
 def test_classify_reads_the_leader_hint_and_relayed_flag() -> None:
-    failure = classify("FAILED_PRECONDITION", "", (("drover-leader", "b:2"),), server="b:1",
-                       relayed=True)
+    failure = classify(_status("FAILED_PRECONDITION", "", (("drover-leader", "b:2"),)),
+                       server="b:1", relayed=True)
     assert failure.leader_hint == "b:2" and failure.relayed
 
 

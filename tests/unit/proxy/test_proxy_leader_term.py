@@ -10,6 +10,7 @@ from drover.proxy.failure import classify
 from drover.proxy.retry import RetryAction, decide_retry
 from drover.proxy.server import Server
 from drover.proxy.server_list import ServerList
+from drover.rpc.remote import RemoteStatus
 
 
 def _list() -> tuple[ServerList, list[Server]]:
@@ -37,12 +38,11 @@ def test_hint_of_a_newer_term_or_without_a_term_is_followed() -> None:
 
 
 def test_term_travels_from_the_status_to_the_decision() -> None:
-    failure = classify("UNAVAILABLE", "not the leader",
-                       (("drover-leader", "b:2"), ("drover-leader-term", "42")), server="a:1")
+    failure = classify(RemoteStatus("UNAVAILABLE", "not the leader", leader="b:2",
+                                    leader_term=42), server="a:1")
     assert (failure.leader_hint, failure.leader_term) == ("b:2", 42)
     decision = decide_retry("/drover.broker.v1.EvalBrokerService/Dequeue", failure)
     assert decision.action is RetryAction.FOLLOW_LEADER
     assert (decision.leader, decision.leader_term) == ("b:2", 42)
-    junk = classify("UNAVAILABLE", "", (("drover-leader", "b:2"), ("drover-leader-term", "x")),
-                    server="a:1")
+    junk = classify(RemoteStatus("UNAVAILABLE", "", leader="b:2"), server="a:1")
     assert junk.leader_term == 0

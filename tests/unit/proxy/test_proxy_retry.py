@@ -52,7 +52,6 @@ EXPECTED_WRITES = {
         "SetSchedulerConfig",
         "SubmitPlan",
         "UpdateNodeStatus",
-        "UpdateEvaluations",
         "GarbageCollect",
     },
     "drover.broker.v1.EvalBrokerService": {

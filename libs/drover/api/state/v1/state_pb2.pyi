@@ -230,14 +230,16 @@ class ListEvaluationsResponse(_message.Message):
     def __init__(self, evaluations: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
 
 class CountEvaluationsRequest(_message.Message):
-    __slots__ = ("namespace", "filter", "query")
+    __slots__ = ("namespace", "filter", "query", "job_id")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     filter: str
     query: _query_pb2.QueryOptions
-    def __init__(self, namespace: _Optional[str] = ..., filter: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+    job_id: str
+    def __init__(self, namespace: _Optional[str] = ..., filter: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ..., job_id: _Optional[str] = ...) -> None: ...
 
 class CountEvaluationsResponse(_message.Message):
     __slots__ = ("count", "meta")

@@ -35,7 +35,7 @@ class StateServiceStub:
     (`status == "pending"`); a filter naming an unknown field or comparing a
     field with a literal of the wrong type is INVALID_ARGUMENT (INVALID_FILTER,
     metadata path/line/column). A page token is valid only for the same method,
-    filter, order_by, namespace, prefix and page_size (INVALID_PAGE_TOKEN,
+    filter, order_by, namespace, prefix, page_size, job_id and dry_run (INVALID_PAGE_TOKEN,
     metadata `mismatch` names what differs).
     """
 
@@ -192,7 +192,7 @@ class StateServiceServicer:
     (`status == "pending"`); a filter naming an unknown field or comparing a
     field with a literal of the wrong type is INVALID_ARGUMENT (INVALID_FILTER,
     metadata path/line/column). A page token is valid only for the same method,
-    filter, order_by, namespace, prefix and page_size (INVALID_PAGE_TOKEN,
+    filter, order_by, namespace, prefix, page_size, job_id and dry_run (INVALID_PAGE_TOKEN,
     metadata `mismatch` names what differs).
     """
 
@@ -246,7 +246,8 @@ class StateServiceServicer:
 
     def DeleteEvaluations(self, request, context):
         """Deletes at most one page per call in one bounded etcd txn; loop on
-        next_page_token. Refused unless the eval broker is paused.
+        next_page_token. Refused unless the eval broker is paused (a dry run is
+        not).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -554,7 +555,7 @@ class StateService:
     (`status == "pending"`); a filter naming an unknown field or comparing a
     field with a literal of the wrong type is INVALID_ARGUMENT (INVALID_FILTER,
     metadata path/line/column). A page token is valid only for the same method,
-    filter, order_by, namespace, prefix and page_size (INVALID_PAGE_TOKEN,
+    filter, order_by, namespace, prefix, page_size, job_id and dry_run (INVALID_PAGE_TOKEN,
     metadata `mismatch` names what differs).
     """
 
