@@ -59,6 +59,8 @@ class Supervisor:
     stop_timeout: float = 4.0
     log: Callable[[str], None] = print
     etcd_members: int = 1
+    #: Run every service with ``--acl`` (bootstrap with `drover acl bootstrap`).
+    acl: bool = False
     etcd: EtcdServer | None = None
     cluster: EtcdCluster | None = None
     children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -92,6 +94,7 @@ class Supervisor:
                 "--metrics-listen", f"{lay.host}:{lay.metrics_base + i}",
                 "--state-address", lay.address("state"),
                 "--session-ttl", "6",
+                *(["--acl"] if self.acl else []),
             ]
             self.children[svc] = subprocess.Popen(args, preexec_fn=die_with_parent)
         for svc in SERVICES:
