@@ -37,7 +37,7 @@ def dev(data_dir: str | None, port_offset: int, etcd_members: int, nodes: int,
         sup.start()
         click.echo(f"drover is up; talk to the proxy at {sup.layout.address('proxy')} "
                    "(Ctrl-C stops everything)")
-        if acl:
+        if acl and not nodes:
             click.echo("ACLs are on: run `drover acl bootstrap` for a management token, "
                        "then export DROVER_TOKEN=<secret id>")
         while not stop.wait(0.5):
