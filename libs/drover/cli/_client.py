@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import click
@@ -22,6 +23,8 @@ from google.protobuf.message import Message
 from rich.console import Console
 from rich.table import Table
 
+from drover.config import TlsFiles
+from drover.coord.tlsprobe import diagnose
 from drover.rpc.channels import channel
 from drover.rpc.remote import remote_status
 from drover.telemetry import TelemetryConfigError, setup_tracing, tracer
@@ -40,10 +43,32 @@ class ClientOptions:
     address: str
     json: bool
     timeout: float
+    #: The ACL secret id sent as ``authorization: Bearer`` (empty: anonymous).
+    token: str = field(default="", repr=False)
+    tls: TlsFiles = field(default_factory=TlsFiles)
+
+
+_META = "drover.client"
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    # Kept beside the command's own arguments, so every command gets them
+    # through :func:`options` without each one declaring them.
+    ctx.meta.setdefault(_META, {})[param.name] = value
+    return value
 
 
 def client_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--address/DROVER_ADDR, --json and --timeout on a command."""
+    """--address/DROVER_ADDR, --json, --timeout, --token/DROVER_TOKEN and
+    --tls-ca/--tls-cert/--tls-key (DROVER_TLS_*) on a command."""
+    for name, env, text in (
+        ("--tls-key", "DROVER_TLS_KEY", "client key (mTLS)"),
+        ("--tls-cert", "DROVER_TLS_CERT", "client certificate (mTLS)"),
+        ("--tls-ca", "DROVER_TLS_CA", "CA that signed the server's certificate (enables TLS)"),
+        ("--token", "DROVER_TOKEN", "ACL token secret id (default: anonymous)"),
+    ):
+        f = click.option(name, envvar=env, default="", show_default=False, help=text,
+                         expose_value=False, callback=_remember)(f)
     f = click.option("--timeout", default=30.0, show_default=True, type=float,
                      help="seconds per call")(f)
     f = click.option("--json", "as_json", is_flag=True, help="machine-readable JSON output")(f)
@@ -112,7 +137,12 @@ async def follow_pages(fetch: Callable[[str], Awaitable[tuple[Sequence[T], str]]
 
 
 def options(address: str, as_json: bool, timeout: float) -> ClientOptions:
-    return ClientOptions(address=address, json=as_json, timeout=timeout)
+    ctx = click.get_current_context(silent=True)
+    extra: dict[str, Any] = ctx.meta.get(_META, {}) if ctx is not None else {}
+    return ClientOptions(
+        address=address, json=as_json, timeout=timeout, token=extra.get("token") or "",
+        tls=TlsFiles(ca=extra.get("tls_ca") or "", cert=extra.get("tls_cert") or "",
+                     key=extra.get("tls_key") or ""))
 
 
 class CommandFailed(click.ClickException):
@@ -153,14 +183,21 @@ def run(opts: ClientOptions, body: Callable[[grpc.aio.Channel], Awaitable[T]]) -
 
     async def main() -> T:
         with tracer("drover.cli").start_as_current_span(_command_name()):
-            async with channel(opts.address) as ch:
+            async with channel(opts.address, tls=opts.tls, token=lambda: opts.token) as ch:
                 return await body(ch)
 
     try:
+        for path, flag in ((opts.tls.ca, "--tls-ca"), (opts.tls.cert, "--tls-cert"),
+                           (opts.tls.key, "--tls-key")):
+            if path and not os.path.isfile(path):
+                raise CommandFailed(f"{flag} {path}: no such file")
         return asyncio.run(main())
     except grpc.RpcError as err:
         status = remote_status(err)
         if status.code == "UNAVAILABLE" and not status.answered:
+            mismatch = diagnose(opts.address, opts.tls, what="drover")
+            if mismatch:
+                raise CommandFailed(mismatch) from None
             raise CommandFailed(
                 f"cannot reach drover at {opts.address} ({err.details()}); "
                 "is it running (`make run`)? set --address or DROVER_ADDR"

@@ -18,7 +18,10 @@ from drover.dev.supervisor import DevLayout, Supervisor
               help="run an etcd cluster of this many members on loopback (3 for fault drills)")
 @click.option("--nodes", default=3, show_default=True, type=click.IntRange(0, 10000),
               help="simulated nodes to run, with one scheduler worker (0: neither)")
-def dev(data_dir: str | None, port_offset: int, etcd_members: int, nodes: int) -> None:
+@click.option("--acl", is_flag=True, envvar="DROVER_ACL",
+              help="enforce access control on every service (then `drover acl bootstrap`)")
+def dev(data_dir: str | None, port_offset: int, etcd_members: int, nodes: int,
+        acl: bool) -> None:
     """Run etcd and the state, broker, deployments and proxy services locally,
     plus a scheduler worker and simulated nodes so jobs roll out unattended.
 
@@ -28,12 +31,15 @@ def dev(data_dir: str | None, port_offset: int, etcd_members: int, nodes: int) -
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     sup = Supervisor(layout=DevLayout().shifted(port_offset), data_dir=data_dir, log=click.echo,
-                     etcd_members=etcd_members, nodes=nodes)
+                     etcd_members=etcd_members, nodes=nodes, acl=acl)
     code = 0
     try:
         sup.start()
         click.echo(f"drover is up; talk to the proxy at {sup.layout.address('proxy')} "
                    "(Ctrl-C stops everything)")
+        if acl and not nodes:
+            click.echo("ACLs are on: run `drover acl bootstrap` for a management token, "
+                       "then export DROVER_TOKEN=<secret id>")
         while not stop.wait(0.5):
             dead = sup.poll()
             if dead:

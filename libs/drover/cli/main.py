@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from drover.cli.acl import acl_group
 from drover.cli.broker import broker_group
 from drover.cli.deployments import deployment_group
 from drover.cli.dev import dev
@@ -34,6 +35,7 @@ cli.add_command(worker)
 cli.add_command(sim_group)
 cli.add_command(node_group)
 cli.add_command(alloc_group)
+cli.add_command(acl_group)
 
 
 def main() -> None:

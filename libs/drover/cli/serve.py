@@ -12,6 +12,7 @@ import asyncio
 import click
 
 from drover.config import EtcdSettings, GcSettings, ServeSettings, TlsFiles, parse_duration
+from drover.errors import DroverError
 from drover.rpc.app import load_app_factory, service_names
 from drover.rpc.server import DroverServer, run_until_signal
 from drover.telemetry import TelemetryConfigError, setup
@@ -81,7 +82,10 @@ def serve(service: str, **opts: object) -> None:
     except TelemetryConfigError as e:
         raise click.ClickException(str(e)) from None
     factory = load_app_factory(service)
-    asyncio.run(run_until_signal(DroverServer(settings, factory(settings), membership=True)))
+    try:
+        asyncio.run(run_until_signal(DroverServer(settings, factory(settings), membership=True)))
+    except DroverError as e:  # e.g. etcd unreachable or a TLS mismatch: one line, no traceback
+        raise click.ClickException(f"{service}: {e.message} ({e.reason})") from None
 
 
 def settings_from_options(service: str, opts: dict[str, object]) -> ServeSettings:

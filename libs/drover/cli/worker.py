@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from drover.cli._client import DEFAULT_ADDRESS
-from drover.rpc.channels import channel
+from drover.rpc.channels import channel, env_tls, env_token
 from drover.sim.nodes import SimConfig, SimNodes
 from drover.worker.loop import Worker, WorkerConfig
 
@@ -45,7 +45,7 @@ def worker(address: str, schedulers: tuple[str, ...], batch: int, seed: int | No
     cfg = WorkerConfig(schedulers=schedulers, batch=batch, seed=seed)
 
     async def main() -> None:
-        async with channel(address) as ch:
+        async with channel(address, tls=env_tls(), token=env_token) as ch:
             w = Worker(ch, cfg)
             click.echo(f"worker: dequeuing {', '.join(schedulers)} from {address}")
             await _until_signal(asyncio.ensure_future(w.run()))
@@ -77,7 +77,7 @@ def sim_nodes(count: int, address: str, prefix: str, cpu: int, memory: int, data
                     datacenter=datacenter)
 
     async def main() -> None:
-        async with channel(address) as ch:
+        async with channel(address, tls=env_tls(), token=env_token) as ch:
             sim = SimNodes(ch, cfg)
             click.echo(f"sim: {count} nodes {prefix}-0..{prefix}-{count - 1} on {address}")
             try:

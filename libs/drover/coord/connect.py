@@ -214,6 +214,13 @@ async def connect(settings: EtcdSettings, *, purpose: str,
     assert client.pool is not None
     if not await client.pool.wait_good(settings.dial_timeout):
         await client.close()
+        from drover.coord.tlsprobe import diagnose
+
+        for endpoint in settings.endpoints[:3]:
+            mismatch = await asyncio.to_thread(diagnose, endpoint, settings.tls, what="etcd",
+                                               flag="--etcd-ca/DROVER_ETCD_CA")
+            if mismatch:
+                raise EtcdUnavailable(mismatch, metadata={"endpoint": endpoint[:200]})
         raise EtcdUnavailable(
             f"etcd at {','.join(settings.endpoints)} not reachable within "
             f"{settings.dial_timeout}s ({purpose} client)"

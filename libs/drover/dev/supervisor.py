@@ -59,6 +59,8 @@ class Supervisor:
     stop_timeout: float = 4.0
     log: Callable[[str], None] = print
     etcd_members: int = 1
+    #: Run every service with ``--acl`` (bootstrap with `drover acl bootstrap`).
+    acl: bool = False
     etcd: EtcdServer | None = None
     cluster: EtcdCluster | None = None
     children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -92,6 +94,7 @@ class Supervisor:
                 "--metrics-listen", f"{lay.host}:{lay.metrics_base + i}",
                 "--state-address", lay.address("state"),
                 "--session-ttl", "6",
+                *(["--acl"] if self.acl else []),
             ]
             self.children[svc] = subprocess.Popen(args, preexec_fn=die_with_parent)
         for svc in SERVICES:
@@ -102,17 +105,61 @@ class Supervisor:
                 raise RuntimeError(f"{svc} on {lay.address(svc)} did not become SERVING")
             self.log(f"{svc:<12} {lay.address(svc)}  (metrics {lay.host}:"
                      f"{lay.metrics_base + SERVICES.index(svc)})")
+        tokens: dict[str, str] = {}
+        if self.acl and self.nodes:
+            tokens = self._bootstrap_acl()
         if self.nodes:
-            self._start_clients()
+            self._start_clients(tokens)
 
-    def _start_clients(self) -> None:
+    def _bootstrap_acl(self) -> dict[str, str]:
+        """Bootstrap ACLs and give the worker and the simulated nodes tokens
+        of their own (least privilege); print the management secret once."""
+        import grpc
+
+        from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
+        from drover.rpc.channels import channel_options
+
+        policies = {
+            "dev-worker": "scheduler: {policy: write}\nnode: {policy: read}\n"
+                          "namespace: {'*': {policy: read}}\n",
+            "dev-node": "node: {policy: write}\nnamespace: {'*': {policy: read}}\n",
+        }
+        deadline = time.monotonic() + 30
+        with grpc.insecure_channel(self.layout.address("state"),
+                                   options=channel_options(retries=False)) as ch:
+            stub = acl_pb2_grpc.AclServiceStub(ch)
+            while True:
+                try:
+                    secret = stub.Bootstrap(acl_pb2.BootstrapRequest(), timeout=5).secret_id
+                    break
+                except grpc.RpcError as e:
+                    if e.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            md = (("authorization", f"Bearer {secret}"),)
+            tokens = {}
+            for name, rules in policies.items():
+                stub.ApplyPolicy(acl_pb2.ApplyPolicyRequest(name=name, rules=rules),
+                                 metadata=md, timeout=5)
+                tokens[name] = stub.CreateToken(acl_pb2.CreateTokenRequest(
+                    name=name, policies=[name]), metadata=md, timeout=5).secret_id
+        self.log("acl          bootstrapped; management token (shown once):")
+        self.log(f"             export DROVER_TOKEN={secret}")
+        return tokens
+
+    def _start_clients(self, tokens: dict[str, str]) -> None:
         proxy = self.layout.address("proxy")
         cli = [sys.executable, "-m", "drover.cli.main"]
+
+        def env(token: str) -> dict[str, str]:
+            return {**os.environ, "DROVER_TOKEN": token} if token else dict(os.environ)
+
         self.children["worker"] = subprocess.Popen(
-            [*cli, "worker", "--address", proxy], preexec_fn=die_with_parent)
+            [*cli, "worker", "--address", proxy], preexec_fn=die_with_parent,
+            env=env(tokens.get("dev-worker", "")))
         self.children["sim"] = subprocess.Popen(
             [*cli, "sim", "nodes", str(self.nodes), "--address", proxy, "--keep"],
-            preexec_fn=die_with_parent)
+            preexec_fn=die_with_parent, env=env(tokens.get("dev-node", "")))
         self.log(f"worker       scheduler for service, batch via {proxy}")
         self.log(f"sim          {self.nodes} simulated nodes sim-0..sim-{self.nodes - 1}")
 

@@ -25,9 +25,10 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
+from drover.coord.fence import Fence
 from drover.errors import AlreadyExists, Conflict, FailedPrecondition, InvalidArgument, NotFound
 from drover.state import codec
-from drover.state.evaluations import validate_eval
+from drover.state.evaluations import OUTCOMES, validate_eval
 from drover.state.service_base import Base
 from drover.state.store import Compare, Op, Put
 
@@ -96,7 +97,13 @@ class EvaluationUpdateRpc(Base):
     async def UpdateEvaluations(self, request: Any, context: Any) -> Any:
         updates, creates = _validate(request)
         self.writer.check_size(len(updates) + len(creates), "evaluations")
-        fence = self.fence(context)
+        # Updates are broker outcomes, as are terminal statuses: leader only.
+        if updates or any(ev.status in OUTCOMES for ev in creates):
+            fence: Fence | None = self.require_fence(context, "UpdateEvaluations")
+        else:
+            fence = self.fence(context)
+            if fence is not None:
+                self.require_fence(context, "UpdateEvaluations")
         now = self.now()
         compares: list[Compare] = []
         ops: list[Op] = []

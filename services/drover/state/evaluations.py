@@ -30,7 +30,7 @@ from drover.state.tables import Entry
 RETRIES = 3
 
 #: Statuses only the broker leader (an ack's outcome) or the watcher writes.
-_OUTCOMES = frozenset({
+OUTCOMES = frozenset({
     evaluation_pb2.EVALUATION_STATUS_COMPLETE,
     evaluation_pb2.EVALUATION_STATUS_FAILED,
     evaluation_pb2.EVALUATION_STATUS_CANCELED,
@@ -126,7 +126,7 @@ class EvaluationsRpc(Base):
             evs.append(ev)
         table = self.cache.tables[codec.EVALUATIONS]
         fence = self.fence(context)
-        if fence is None and any(e.status in _OUTCOMES for e in evs):
+        if fence is None and any(e.status in OUTCOMES for e in evs):
             self.require_fence(context, "a terminal evaluation status")
         elif fence is not None:
             self.require_fence(context, "UpsertEvaluations")

@@ -55,6 +55,17 @@ async def start_state(endpoint: str, keyspace: Keyspace,
                         etcd_channel, address)
 
 
+async def leader_fence(state: StateReplica) -> tuple[tuple[str, str]]:
+    """A fence on a fresh election key of the test's keyspace: what the state
+    service requires of leader-only writes (outcomes, UpdateDeployment)."""
+    from drover.coord import Fence
+    from drover.state.store import Put
+    store = EtcdStore(state.etcd_channel)
+    key = f"{state.service.cache.keys.base}election/deployments/test-{id(state):x}"
+    res = await store.txn([], [Put(key.encode(), b"test leader")])
+    return Fence(key, res.revision).metadata()
+
+
 @pytest.fixture
 async def state(etcd_endpoint: str, keyspace: Keyspace) -> AsyncIterator[StateReplica]:
     replica = await start_state(etcd_endpoint, keyspace)

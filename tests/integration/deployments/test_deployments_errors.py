@@ -9,6 +9,7 @@ from deployments_harness import (
     Scheduler,
     StateReplica,
     Watcher,
+    leader_fence,
     reason_of,
     service_job,
     start_watcher,
@@ -85,15 +86,6 @@ async def test_follower_answers_with_the_leader_hint(
     assert leader_hint(err) == watcher.address
     stats = await follower.stub.GetWatcherStats(deployments_pb2.GetWatcherStatsRequest())
     assert not stats.leader and stats.active_watchers == 0
-
-
-async def leader_fence(state: StateReplica) -> tuple[tuple[str, str]]:
-    """A fence on a fresh election key of the test's keyspace."""
-    from drover.state.store import EtcdStore, Put
-    store = EtcdStore(state.etcd_channel)
-    key = f"{state.service.cache.keys.base}election/deployments/test-{id(state):x}"
-    res = await store.txn([], [Put(key.encode(), b"test leader")])
-    return Fence(key, res.revision).metadata()
 
 
 async def test_anonymous_update_deployment_is_refused_and_stores_nothing(

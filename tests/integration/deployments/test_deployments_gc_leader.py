@@ -13,6 +13,7 @@ from deployments_harness import (
     Scheduler,
     StateReplica,
     Watcher,
+    leader_fence,
     service_job,
     start_watcher,
     wait_for,
@@ -30,10 +31,11 @@ COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE
 
 
 async def terminal_evals(state: StateReplica, n: int) -> None:
+    fence = await leader_fence(state)  # terminal statuses are outcomes: leader only
     for start in range(0, n, 100):
         await state.stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[
             evaluation_pb2.Evaluation(id=f"old-{i}", type="service", status=COMPLETE)
-            for i in range(start, min(n, start + 100))]))
+            for i in range(start, min(n, start + 100))]), metadata=fence)
 
 
 async def eval_count(state: StateReplica) -> int:

@@ -30,6 +30,28 @@ async def _expect(call, code: grpc.StatusCode, reason: str) -> dict[str, str]:
     return dict(info.metadata)
 
 
+class _Leader:
+    """The replica's stub, with UpdateEvaluations carrying a leader's fence
+    (updates are broker outcomes: the state service takes them only fenced)."""
+
+    def __init__(self, stub: Any, fence: tuple[tuple[str, str], ...]) -> None:
+        self._stub, self.fence = stub, fence
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stub, name)
+
+    def UpdateEvaluations(self, request: Any, **kw: Any) -> Any:
+        kw.setdefault("metadata", self.fence)
+        return self._stub.UpdateEvaluations(request, **kw)
+
+
+async def _leader(replica: Any) -> _Leader:
+    from drover.state.store import Put
+    key = f"{replica.service.cache.keys.base}election/broker/eval-updates-test"
+    res = await replica.store.txn([], [Put(key.encode(), b"test leader")])
+    return _Leader(replica.stub, (("drover-fence", f"{key}@{res.revision}"),))
+
+
 async def _get(stub, eval_id: str) -> evaluation_pb2.Evaluation | None:
     try:
         resp = await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id=eval_id))
@@ -40,7 +62,7 @@ async def _get(stub, eval_id: str) -> evaluation_pb2.Evaluation | None:
 
 
 async def test_update_compares_on_the_index_held_and_never_creates(replica: Any) -> None:
-    stub = replica.stub
+    stub = await _leader(replica)
     await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
         evaluations=[_eval("u1"), _eval("u2")]))
     held = await _get(stub, "u1")
@@ -76,7 +98,7 @@ async def test_update_compares_on_the_index_held_and_never_creates(replica: Any)
 
 
 async def test_creates_never_overwrite_and_bad_requests_say_why(replica: Any) -> None:
-    stub = replica.stub
+    stub = await _leader(replica)
     await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[_eval("c1")]))
     meta = await _expect(stub.UpdateEvaluations(state_pb2.UpdateEvaluationsRequest(
         creates=[_eval("c1", COMPLETE)])), grpc.StatusCode.ALREADY_EXISTS, "EVALUATION_EXISTS")
@@ -103,9 +125,14 @@ async def test_update_is_fenced(replica: Any) -> None:
     await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[_eval("f1")]))
     held = await _get(stub, "f1")
     assert held is not None
+    nobody = f"{replica.service.cache.keys.base}election/broker/nobody"
     await _expect(stub.UpdateEvaluations(
         state_pb2.UpdateEvaluationsRequest(updates=[held]),
-        metadata=(("drover-fence", "/drover/nobody/leads@12345"),)),
+        metadata=(("drover-fence", f"{nobody}@12345"),)),
         grpc.StatusCode.FAILED_PRECONDITION, "FENCE_LOST")
+    for fence in ((), (("drover-fence", "/drover/not-an-election-key@12345"),)):
+        await _expect(stub.UpdateEvaluations(  # an outcome needs a leader's fence
+            state_pb2.UpdateEvaluationsRequest(updates=[held]), metadata=fence),
+            grpc.StatusCode.FAILED_PRECONDITION, "FENCE_REQUIRED")
     again = await _get(stub, "f1")
     assert again is not None and again.modify_index == held.modify_index

@@ -1,0 +1,209 @@
+"""`drover acl ...`: bootstrap, policies and tokens (Nomad's commands).
+
+A secret is printed only by the two commands that create one (bootstrap,
+token create); listings and `token self` show accessor ids.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import grpc
+
+from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
+from drover.cli._client import (
+    CommandFailed,
+    client_options,
+    enum_name,
+    options,
+    print_json,
+    print_table,
+    run,
+    to_dict,
+)
+
+
+def _stub(ch: grpc.aio.Channel) -> acl_pb2_grpc.AclServiceStub:
+    return acl_pb2_grpc.AclServiceStub(ch)
+
+
+def _type(value: int) -> str:
+    return enum_name(value, acl_pb2.TokenType, "TOKEN_TYPE_")
+
+
+def _show_token(token: Any, secret: str = "") -> None:
+    rows = [("Accessor ID", token.accessor_id)]
+    if secret:
+        rows.append(("Secret ID", secret))
+    rows += [("Name", token.name), ("Type", _type(token.type)),
+             ("Policies", ", ".join(token.policies) or "n/a"),
+             ("Create Index", str(token.create_index))]
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        click.echo(f"{k:<{width}}  {v}")
+
+
+@click.group(name="acl")
+def acl_group() -> None:
+    """Access control: bootstrap, policies, tokens."""
+
+
+@acl_group.command(name="bootstrap")
+@client_options
+def bootstrap(address: str, as_json: bool, timeout: float) -> None:
+    """Create the first management token (once per cluster) and print its secret."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await _stub(ch).Bootstrap(acl_pb2.BootstrapRequest(), timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json({"accessor_id": resp.token.accessor_id, "secret_id": resp.secret_id})
+    else:
+        _show_token(resp.token, resp.secret_id)
+
+
+@acl_group.group(name="policy")
+def policy_group() -> None:
+    """ACL policies (YAML or JSON rules)."""
+
+
+@policy_group.command(name="apply")
+@click.argument("name")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--description", default="", help="what the policy is for")
+@client_options
+def policy_apply(name: str, file: str, description: str, address: str, as_json: bool,
+                 timeout: float) -> None:
+    """Create or replace policy NAME from FILE ("-": stdin)."""
+    opts = options(address, as_json, timeout)
+    try:
+        rules = sys.stdin.read() if file == "-" else Path(file).read_text()
+    except OSError as e:
+        raise CommandFailed(f"cannot read {file}: {e.strerror}") from None
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await _stub(ch).ApplyPolicy(acl_pb2.ApplyPolicyRequest(
+            name=name, description=description, rules=rules), timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(resp.policy)
+    else:
+        click.echo(f"applied policy {resp.policy.name!r} (index {resp.policy.modify_index})")
+
+
+@policy_group.command(name="list")
+@client_options
+def policy_list(address: str, as_json: bool, timeout: float) -> None:
+    """List policies."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await _stub(ch).ListPolicies(acl_pb2.ListPoliciesRequest(), timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(list(resp.policies))
+        return
+    print_table(None, ["Name", "Description", "Modify Index"],
+                [(p.name, p.description, p.modify_index) for p in resp.policies])
+
+
+@policy_group.command(name="delete")
+@click.argument("name")
+@client_options
+def policy_delete(name: str, address: str, as_json: bool, timeout: float) -> None:
+    """Delete policy NAME (tokens naming it lose what it granted)."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await _stub(ch).DeletePolicy(acl_pb2.DeletePolicyRequest(name=name),
+                                            timeout=opts.timeout)
+
+    run(opts, body)
+    print_json({"deleted": name}) if opts.json else click.echo(f"deleted policy {name!r}")
+
+
+@acl_group.group(name="token")
+def token_group() -> None:
+    """ACL tokens."""
+
+
+@token_group.command(name="create")
+@click.option("--name", required=True, help="what the token is for")
+@click.option("--policy", "policies", multiple=True, help="policy name (repeatable)")
+@click.option("--type", "kind", type=click.Choice(["client", "management"]), default="client",
+              show_default=True)
+@client_options
+def token_create(name: str, policies: tuple[str, ...], kind: str, address: str,
+                 as_json: bool, timeout: float) -> None:
+    """Create a token and print its secret (shown only now)."""
+    opts = options(address, as_json, timeout)
+    type_ = (acl_pb2.TOKEN_TYPE_MANAGEMENT if kind == "management"
+             else acl_pb2.TOKEN_TYPE_CLIENT)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await _stub(ch).CreateToken(acl_pb2.CreateTokenRequest(
+            name=name, type=type_, policies=list(policies)), timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json({**to_dict(resp.token), "secret_id": resp.secret_id})
+    else:
+        _show_token(resp.token, resp.secret_id)
+
+
+@token_group.command(name="list")
+@client_options
+def token_list(address: str, as_json: bool, timeout: float) -> None:
+    """List tokens (accessor ids; secrets are never shown)."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await _stub(ch).ListTokens(acl_pb2.ListTokensRequest(), timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(list(resp.tokens))
+        return
+    print_table(None, ["Accessor ID", "Name", "Type", "Policies"],
+                [(t.accessor_id, t.name, _type(t.type), ",".join(t.policies))
+                 for t in resp.tokens])
+
+
+@token_group.command(name="revoke")
+@click.argument("accessor_id")
+@client_options
+def token_revoke(accessor_id: str, address: str, as_json: bool, timeout: float) -> None:
+    """Revoke the token with ACCESSOR_ID."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await _stub(ch).RevokeToken(acl_pb2.RevokeTokenRequest(accessor_id=accessor_id),
+                                           timeout=opts.timeout)
+
+    run(opts, body)
+    print_json({"revoked": accessor_id}) if opts.json else click.echo(
+        f"revoked token {accessor_id}")
+
+
+@token_group.command(name="self")
+@client_options
+def token_self(address: str, as_json: bool, timeout: float) -> None:
+    """Describe the token given with --token / DROVER_TOKEN."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await _stub(ch).GetSelfToken(acl_pb2.GetSelfTokenRequest(),
+                                            timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(resp.token)
+    else:
+        _show_token(resp.token)
