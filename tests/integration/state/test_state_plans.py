@@ -15,10 +15,10 @@ STOP = allocation_pb2.ALLOC_DESIRED_STATUS_STOP
 
 
 def _job(count: int = 2, canary: int = 0, image: str = "v1") -> job_pb2.Job:
-    return job_pb2.Job(id="web", namespace="default", datacenters=["dc1"],
-                       task_groups=[job_pb2.TaskGroup(
+    tg = job_pb2.TaskGroup(
         name="g", count=count, update=job_pb2.UpdateStrategy(max_parallel=1, canary=canary),
-        tasks=[job_pb2.Task(name="t", driver="sim", config={"image": image})])])
+        tasks=[job_pb2.Task(name="t", driver="sim", config={"image": image})])
+    return job_pb2.Job(id="web", namespace="default", datacenters=["dc1"], task_groups=[tg])
 
 
 async def _node(stub, node_id: str, cpu: int = 1000, mem: int = 1000) -> int:
