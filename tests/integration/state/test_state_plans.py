@@ -160,3 +160,4 @@ async def test_related_evaluations_walk_the_whole_chain(replica) -> None:
         await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=batch))
     r = await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id="e1", include_related=True))
     assert [e.id for e in r.related] == ["e2", "e3", "e4"]
+
