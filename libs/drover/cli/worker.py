@@ -67,14 +67,16 @@ def sim_group() -> None:
 @click.option("--cpu", default=4000, show_default=True, help="MHz per node")
 @click.option("--memory", default=8192, show_default=True, help="MB per node")
 @click.option("--datacenter", default="dc1", show_default=True)
+@click.option("--heartbeat", default=5.0, show_default=True, type=click.FloatRange(0.1),
+              help="seconds between heartbeats of each node")
 @click.option("--keep/--down-on-exit", default=False,
               help="leave the nodes ready on exit (default: mark them down)")
 def sim_nodes(count: int, address: str, prefix: str, cpu: int, memory: int, datacenter: str,
-              keep: bool) -> None:
+              heartbeat: float, keep: bool) -> None:
     """Run COUNT simulated nodes: register, heartbeat, run allocations, report health."""
     logging.basicConfig(level=logging.INFO, format="sim %(levelname)s %(message)s")
     cfg = SimConfig(count=count, prefix=prefix, cpu=cpu, memory_mb=memory,
-                    datacenter=datacenter)
+                    datacenter=datacenter, heartbeat=heartbeat)
 
     async def main() -> None:
         async with channel(address, tls=env_tls(), token=env_token) as ch:

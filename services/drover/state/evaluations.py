@@ -58,6 +58,10 @@ def validate_eval(i: int, ev: evaluation_pb2.Evaluation) -> None:
         check_name(ev.job_id, f"{f}.job_id")
 
 
+#: How many of a job's evaluations a related-chain walk reads at most.
+RELATED_SCAN = 1000
+
+
 class EvaluationsRpc(Base):
     def _find_eval(self, namespace: str, eval_id: str) -> tuple[str, Any] | None:
         table = self.cache.tables[codec.EVALUATIONS]
@@ -70,6 +74,36 @@ class EvaluationsRpc(Base):
                 return f"{ns}/{eval_id}", e
         return None
 
+    def _chain(self, ev: Any) -> list[Any]:
+        """Every evaluation linked to ``ev`` through previous/next/blocked
+        links, in either direction and transitively (Nomad walks the whole
+        chain), oldest first. Chains stay within one job, so the walk reads
+        only that job's evaluations (at most RELATED_SCAN of them)."""
+        table = self.cache.tables[codec.EVALUATIONS]
+        prefix = ev.namespace + "/"
+        links: dict[str, set[str]] = {}
+        evs: dict[str, Any] = {}
+        for n, order in enumerate(table.candidates("job_id", ev.job_id).iterate(None, False)):
+            if n >= RELATED_SCAN:
+                break
+            e = table.objects.get(order[1]) if order[1].startswith(prefix) else None
+            if e is None:
+                continue
+            other = table.decode_entry(e)
+            evs[other.id] = other
+            for rid in (other.previous_eval, other.next_eval, other.blocked_eval):
+                if rid:
+                    links.setdefault(other.id, set()).add(rid)
+                    links.setdefault(rid, set()).add(other.id)
+        seen, todo = {ev.id}, [ev.id]
+        while todo:
+            for rid in links.get(todo.pop(), ()):
+                if rid not in seen:
+                    seen.add(rid)
+                    todo.append(rid)
+        out = [evs[i] for i in seen if i != ev.id and i in evs]
+        return sorted(out, key=lambda e: (e.create_index, e.id))
+
     async def GetEvaluation(self, request: Any, context: Any) -> Any:
         check_name(request.id, "id")
         if request.namespace:
@@ -80,12 +114,7 @@ class EvaluationsRpc(Base):
             raise NotFound(f"evaluation {request.id!r} not found")
         table = self.cache.tables[codec.EVALUATIONS]
         ev = table.decode_entry(found[1])
-        related = []
-        if request.include_related:
-            for rid in (ev.previous_eval, ev.next_eval, ev.blocked_eval):
-                r = self._find_eval(ev.namespace, rid) if rid else None
-                if r is not None:
-                    related.append(table.decode_entry(r[1]))
+        related = self._chain(ev) if request.include_related else []
         return state_pb2.GetEvaluationResponse(evaluation=ev, related=related,
                                                meta=self.reader.meta(index))
 

@@ -102,11 +102,16 @@ class PlansRpc(Base):
 
         jobs = self.cache.tables[codec.JOBS]
         job_entry = jobs.objects.get(f"{ns}/{request.job_id}")
-        if job_entry is None:
-            raise NotFound(f"job {request.job_id!r} not found in namespace {ns!r}")
-        if job_entry[1] != request.job_index:
-            raise stale(f"job {request.job_id!r} is at index {job_entry[1]}, "
+        # job_index 0: the worker found the job purged and stops what is left.
+        job_mod = job_entry[1] if job_entry is not None else 0
+        if job_mod != request.job_index:
+            if job_entry is None:
+                raise NotFound(f"job {request.job_id!r} not found in namespace {ns!r}")
+            raise stale(f"job {request.job_id!r} is at index {job_mod}, "
                         f"the plan read {request.job_index}", "job")
+        if job_entry is None and placements:
+            raise InvalidArgument(f"job {request.job_id!r} is gone: a plan for it may only stop",
+                                  metadata={"field": "placements"})
         allocs = self.cache.tables[codec.ALLOCATIONS]
         current = {}
         for order in allocs.candidates("job_id", request.job_id).iterate(None, False):
@@ -117,7 +122,7 @@ class PlansRpc(Base):
         seen = dict(request.alloc_indexes)
         if {k: e[1] for k, e in current.items()} != seen:
             raise stale(f"the allocations of job {request.job_id!r} changed", "allocations")
-        compares = [Compare(self.keys.key(codec.JOBS, ns, request.job_id), "mod", job_entry[1])]
+        compares = [Compare(self.keys.key(codec.JOBS, ns, request.job_id), "mod", job_mod)]
         ops: list[Op] = []
         now = self.now()
         stopping: dict[str, Vec] = {}

@@ -15,10 +15,10 @@ STOP = allocation_pb2.ALLOC_DESIRED_STATUS_STOP
 
 
 def _job(count: int = 2, canary: int = 0, image: str = "v1") -> job_pb2.Job:
-    return job_pb2.Job(id="web", namespace="default", datacenters=["dc1"],
-                       task_groups=[job_pb2.TaskGroup(
+    tg = job_pb2.TaskGroup(
         name="g", count=count, update=job_pb2.UpdateStrategy(max_parallel=1, canary=canary),
-        tasks=[job_pb2.Task(name="t", driver="sim", config={"image": image})])])
+        tasks=[job_pb2.Task(name="t", driver="sim", config={"image": image})])
+    return job_pb2.Job(id="web", namespace="default", datacenters=["dc1"], task_groups=[tg])
 
 
 async def _node(stub, node_id: str, cpu: int = 1000, mem: int = 1000) -> int:
@@ -145,3 +145,19 @@ async def test_register_semantics(replica) -> None:
     d2 = await stub.GetDeployment(state_pb2.GetDeploymentRequest(
         namespace="default", id=changed.deployment_id))
     assert d2.deployment.task_groups["g"].desired_canaries == 1
+
+
+async def test_related_evaluations_walk_the_whole_chain(replica) -> None:
+    stub = replica.stub
+
+    def ev(eid: str, **links: str) -> evaluation_pb2.Evaluation:
+        return evaluation_pb2.Evaluation(id=eid, namespace="default", type="service",
+                                         job_id="chain", **links)
+
+    # e1 <- e2 (previous) <- e3 (previous), e3 blocked -> e4; e9: another chain
+    for batch in ([ev("e1")], [ev("e2", previous_eval="e1")],
+                  [ev("e3", previous_eval="e2", blocked_eval="e4")], [ev("e4"), ev("e9")]):
+        await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=batch))
+    r = await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id="e1", include_related=True))
+    assert [e.id for e in r.related] == ["e2", "e3", "e4"]
+

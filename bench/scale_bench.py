@@ -1,0 +1,237 @@
+"""Scale benchmark: simulated nodes, many jobs, one new version for all of them.
+
+    .venv/bin/python bench/scale_bench.py                    # 1,000 nodes, 100 jobs x 100
+    .venv/bin/python bench/scale_bench.py --nodes 100 --jobs 10 --count 100 --json
+
+Everything runs as real processes, as a user would run them: `drover dev
+--nodes 0` (etcd and the four services), `drover sim nodes N` and
+`--workers` scheduler workers (`drover worker`). It registers every job
+(version 0, all placed at once), waits until all of them are deployed, then
+measures the interesting part: `job run` of a new version for every job (a
+rolling update, ``--max-parallel`` at a time, ``--min-healthy`` seconds each)
+until every deployment is successful.
+
+Reported for the measured phase: wall time, placements per second, CPU
+seconds (and % of one core) of the worker(s), the state service, the
+deployment watcher and the broker (from /proc), state calls per second (the
+state service's own rpc.server.call.duration counts, Prometheus), and etcd
+watchers before/after (etcd's own metrics: it must not grow with the number
+of deployments). Nomad's C1M (1,000,000 containers on 5,000 hosts in under
+5 minutes: about 3,300 placements/s on many servers) is the reference a user
+would quote; this runs on one machine, every process sharing its cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import deployment_pb2, job_pb2
+from drover.dev.ports import wait_for_port
+from drover.dev.supervisor import SERVICES, DevLayout
+
+CLI = [sys.executable, "-m", "drover.cli.main"]
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _layout() -> tuple[int, DevLayout]:
+    for _ in range(50):
+        offset = random.randrange(1000, 20000, 23)
+        lay = DevLayout().shifted(offset)
+        ports = [lay.etcd_client, lay.etcd_peer, lay.etcd_metrics,
+                 *(getattr(lay, s) for s in SERVICES),
+                 *(lay.metrics_base + i for i in range(len(SERVICES)))]
+        if all(_free(p) for p in ports):
+            return offset, lay
+    raise RuntimeError("no free port range")
+
+
+def _cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def _service_pids(root: int) -> dict[str, int]:
+    """The dev suite's service processes by name (children of ``root``)."""
+    out = {}
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        if ppid == root and b"serve" in cmd:
+            out[cmd[cmd.index(b"serve") + 1].decode()] = int(proc.name)
+    return out
+
+
+def _metric_sum(url: str, pattern: str) -> float:
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    rx = re.compile(pattern)
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if not line.startswith("#") and rx.search(line))
+
+
+def _job(i: int, count: int, image: str, max_parallel: int, min_healthy: float) -> job_pb2.Job:
+    j = job_pb2.Job(id=f"bench-{i:04d}", datacenters=["dc1"], type=job_pb2.JOB_TYPE_SERVICE)
+    tg = j.task_groups.add(name="app", count=count)
+    tg.update.max_parallel = max_parallel
+    tg.update.min_healthy_time.FromMilliseconds(int(min_healthy * 1000))
+    tg.update.healthy_deadline.FromSeconds(120)
+    tg.update.progress_deadline.FromSeconds(600)
+    tg.tasks.add(name="t", driver="sim", config={"image": image})
+    return j
+
+
+def _wait_deployed(stub: Any, dep_ids: list[str], within: float) -> float:
+    """Until every deployment is successful; the time it took."""
+    t0 = time.monotonic()
+    pending = set(dep_ids)
+    while pending:
+        if time.monotonic() - t0 > within:
+            raise TimeoutError(f"{len(pending)} deployments not successful in {within}s")
+        time.sleep(0.5)
+        token = ""
+        while True:
+            resp = stub.ListDeployments(state_pb2.ListDeploymentsRequest(
+                namespace="*", page_size=1000, page_token=token,
+                filter='status == "successful" || status == "failed"'), timeout=60)
+            for d in resp.deployments:
+                if d.id in pending:
+                    if d.status == deployment_pb2.DEPLOYMENT_STATUS_FAILED:
+                        raise RuntimeError(f"deployment {d.id} failed: {d.status_description}")
+                    pending.discard(d.id)
+            token = resp.next_page_token
+            if not token:
+                break
+    return time.monotonic() - t0
+
+
+def _register(stub: Any, args: argparse.Namespace, image: str) -> list[str]:
+    return [stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job(
+        i, args.count, image, args.max_parallel, args.min_healthy)), timeout=60).deployment_id
+        for i in range(args.jobs)]
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    offset, lay = _layout()
+    log = tempfile.NamedTemporaryFile("w", prefix="scale-bench-", suffix=".log", delete=False)
+    dev = subprocess.Popen([*CLI, "dev", "--port-offset", str(offset), "--nodes", "0"],
+                           stdout=log, stderr=subprocess.STDOUT)
+    children: list[subprocess.Popen[bytes]] = []
+    try:
+        assert wait_for_port(lay.host, lay.proxy, 60), "dev suite did not start"
+        time.sleep(1)
+        env = {**os.environ, "DROVER_ADDR": lay.address("proxy")}
+        t_nodes = time.monotonic()
+        children.append(subprocess.Popen(
+            [*CLI, "sim", "nodes", str(args.nodes), "--keep", "--heartbeat", "60"],
+            env=env, stdout=log, stderr=subprocess.STDOUT))
+        channel = grpc.insecure_channel(lay.address("proxy"))
+        stub = state_pb2_grpc.StateServiceStub(channel)
+        while True:
+            try:
+                if len(stub.ListNodes(state_pb2.ListNodesRequest(page_size=args.nodes),
+                                      timeout=30).nodes) >= args.nodes:
+                    break
+            except grpc.RpcError:
+                pass  # the suite is still coming up
+            time.sleep(0.5)
+        register_nodes = time.monotonic() - t_nodes
+        workers = [subprocess.Popen([*CLI, "worker", "--seed", str(i)], env=env, stdout=log,
+                                    stderr=subprocess.STDOUT) for i in range(args.workers)]
+        children.extend(workers)
+        first = _wait_deployed(stub, _register(stub, args, "v0"), args.timeout)
+
+        pids = _service_pids(dev.pid)
+        etcd_metrics = f"http://{lay.host}:{lay.etcd_metrics}/metrics"
+        state_metrics = f"http://{lay.host}:{lay.metrics_base + SERVICES.index('state')}/metrics"
+        watchers_before = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_watcher_total")
+        calls_before = _metric_sum(state_metrics, r"rpc_server_call_duration.*_count")
+        cpu_before = {n: _cpu(p) for n, p in pids.items()}
+        cpu_before.update({f"worker-{i}": _cpu(w.pid) for i, w in enumerate(workers)})
+        cpu_before["sim"] = _cpu(children[0].pid)
+        t0 = time.monotonic()
+        deps = _register(stub, args, "v1")
+        _wait_deployed(stub, deps, args.timeout)
+        wall = time.monotonic() - t0  # from the first `job run` to the last success
+        calls = _metric_sum(state_metrics, r"rpc_server_call_duration.*_count") - calls_before
+        watchers_after = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_watcher_total")
+        cpu = {n: round(_cpu(p) - cpu_before[n], 2) for n, p in pids.items()}
+        cpu.update({f"worker-{i}": round(_cpu(w.pid) - cpu_before[f"worker-{i}"], 2)
+                    for i, w in enumerate(workers)})
+        cpu["sim"] = round(_cpu(children[0].pid) - cpu_before["sim"], 2)
+        placements = args.jobs * args.count
+        return {
+            "nodes": args.nodes, "jobs": args.jobs, "count": args.count,
+            "max_parallel": args.max_parallel, "min_healthy_s": args.min_healthy,
+            "workers": args.workers, "cpus": os.cpu_count(),
+            "register_nodes_s": round(register_nodes, 2),
+            "initial_deploy_s": round(first, 2),
+            "update_all_successful_s": round(wall, 2),
+            "placements": placements,
+            "placements_per_s": round(placements / wall, 1),
+            "cpu_s": cpu,
+            "cpu_pct_of_one_core": {n: round(100 * v / wall, 1) for n, v in cpu.items()},
+            "state_calls_per_s": round(calls / wall, 1),
+            "etcd_watchers_before": watchers_before, "etcd_watchers_after": watchers_after,
+            "nomad_c1m_placements_per_s": 3333,
+        }
+    finally:
+        for c in children:
+            c.send_signal(signal.SIGTERM)
+        for c in children:
+            try:
+                c.wait(15)
+            except subprocess.TimeoutExpired:
+                c.kill()
+        dev.send_signal(signal.SIGTERM)
+        dev.wait(20)
+        log.close()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--nodes", type=int, default=1000)
+    p.add_argument("--jobs", type=int, default=100)
+    p.add_argument("--count", type=int, default=100)
+    p.add_argument("--max-parallel", type=int, default=25)
+    p.add_argument("--min-healthy", type=float, default=1.0)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=1800)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args()
+    out = run(args)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return
+    for k, v in out.items():
+        print(f"{k:>28}: {v}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""A job rolls out with nothing written by hand: `drover dev --nodes 3`
+(etcd, the four services, a scheduler worker, three simulated nodes, all
+real processes) driven only through the `drover` CLI and the examples."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drover.dev.ports import wait_for_port
+from drover.dev.supervisor import SERVICES, DevLayout
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+EX = ROOT / "examples"
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _layout() -> tuple[int, DevLayout]:
+    for _ in range(50):
+        offset = random.randrange(1000, 20000, 19)
+        lay = DevLayout().shifted(offset)
+        ports = [lay.etcd_client, lay.etcd_peer, lay.etcd_metrics,
+                 *(getattr(lay, s) for s in SERVICES),
+                 *(lay.metrics_base + i for i in range(len(SERVICES)))]
+        if all(_free(p) for p in ports):
+            return offset, lay
+    raise RuntimeError("no free port range for the dev suite")
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    offset, lay = _layout()
+    log = (tmp_path_factory.mktemp("dev") / "dev.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "drover.cli.main", "dev", "--port-offset", str(offset),
+         "--nodes", "3"], stdout=log, stderr=subprocess.STDOUT)
+    env = {**os.environ, "DROVER_ADDR": lay.address("proxy")}
+    try:
+        assert wait_for_port(lay.host, lay.proxy, 60), "the dev suite did not start"
+        _until(lambda: len(_json(env, "node", "list")) == 3, 60, "3 simulated nodes")
+        yield env
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(15)
+        log.close()
+
+
+def drover(env: dict[str, str], *args: str,
+           timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "drover.cli.main", *args], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _json(env: dict[str, str], *args: str) -> Any:
+    out = drover(env, *args, "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _until(check: Callable[[], Any], within: float, what: str) -> Any:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            got = check()
+        except (AssertionError, json.JSONDecodeError):
+            got = None
+        if got:
+            return got
+        time.sleep(0.3)
+    raise AssertionError(f"not within {within}s: {what}")
+
+
+def _run(env: dict[str, str], spec: Path) -> dict[str, Any]:
+    out: dict[str, Any] = _json(env, "job", "run", str(spec))
+    return out
+
+
+def _live(env: dict[str, str], job: str) -> list[dict[str, Any]]:
+    allocs: list[dict[str, Any]] = _json(
+        env, "alloc", "list", "--filter", f'job_id == "{job}" && desired_status == "run"')
+    return allocs
+
+
+def test_canary_is_placed_healthy_auto_promoted_and_successful(suite: dict[str, str]) -> None:
+    first = _run(suite, EX / "canary.yaml")
+    assert "version" not in first  # version 0: proto JSON omits the default
+    watch = drover(suite, "job", "status", "web", "--watch")
+    assert watch.returncode == 0, watch.stdout + watch.stderr
+    assert "successful" in watch.stdout.splitlines()[-2]
+    v2 = _run(suite, EX / "canary-v2.yaml")
+    assert v2["version"] == "1"
+    watch = drover(suite, "deployment", "status", v2["deployment_id"], "--watch")
+    assert watch.returncode == 0, watch.stdout + watch.stderr
+    lines = watch.stdout.splitlines()
+    # the canary alone first, then the rest after the automatic promotion
+    assert any("Canaries=1/1" in ln and "Placed=1 " in ln for ln in lines), watch.stdout
+    assert "successful" in lines[-2] and "Promoted=True" in lines[-1] and "Healthy=3" in lines[-1]
+    allocs = _live(suite, "web")
+    assert len(allocs) == 3 and all(a.get("job_version") == "1" for a in allocs)
+    assert sum(a.get("deployment_status", {}).get("canary", False) for a in allocs) == 1
+    # an unchanged re-register starts nothing
+    again = _run(suite, EX / "canary-v2.yaml")
+    assert again["version"] == "1" and not again.get("deployment_id")
+
+
+def test_failing_update_auto_reverts(suite: dict[str, str]) -> None:
+    _run(suite, EX / "rolling.yaml")
+    assert drover(suite, "job", "status", "api", "--watch").returncode == 0
+    broken = _run(suite, EX / "rolling-broken.yaml")
+    watch = drover(suite, "deployment", "status", broken["deployment_id"], "--watch")
+    assert watch.returncode == 1
+    assert "reverting to job version 0" in watch.stdout
+    # the revert is version 2 (the spec of version 0), rolled out and stable
+    job = _until(lambda: (j := _json(suite, "job", "status", "api"))["job"].get("stable")
+                 and j["job"].get("version") == "2" and j, 60, "api reverted and stable")
+    assert job["job"]["task_groups"][0]["tasks"][0]["config"]["image"] == "api:1.0"
+    allocs = _until(lambda: (a := _live(suite, "api")) and len(a) == 3 and all(
+        x.get("client_status") == "ALLOC_CLIENT_STATUS_RUNNING" for x in a) and a,
+        60, "3 running allocations of the reverted version")
+    assert {a["job_version"] for a in allocs} <= {"0", "2"}
+
+
+def test_blocked_evaluation_is_unblocked_when_a_node_joins(suite: dict[str, str]) -> None:
+    spec = {"id": "huge", "type": "JOB_TYPE_SERVICE", "datacenters": ["dc1"], "task_groups": [{
+        "name": "g", "count": 1, "tasks": [{"name": "t", "driver": "sim",
+                                              "resources": {"cpu": 9000, "memory_mb": 100}}]}]}
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"huge-{os.getpid()}.json"
+    path.write_text(json.dumps(spec))
+    _run(suite, path)
+    _until(lambda: any(e.get("status") == "EVALUATION_STATUS_BLOCKED" for e in _json(
+        suite, "eval", "list", "--filter", 'job_id == "huge"')), 30, "a blocked evaluation")
+    assert not _live(suite, "huge")
+    big = subprocess.Popen([sys.executable, "-m", "drover.cli.main", "sim", "nodes", "1",
+                            "--prefix", "big", "--cpu", "16000"], env=suite,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        allocs = _until(lambda: (a := _live(suite, "huge")) and a[0].get(
+            "client_status") == "ALLOC_CLIENT_STATUS_RUNNING" and a, 30, "huge placed")
+        assert allocs[0]["node_id"] == "big-0"
+    finally:
+        big.send_signal(signal.SIGTERM)  # marks big-0 down: huge has nowhere to go
+        big.wait(15)
+
+
+def test_node_down_replaces_its_allocations(suite: dict[str, str]) -> None:
+    _run(suite, EX / "batch.yaml")  # takes room everywhere; completes
+    web = _live(suite, "web") or _until(lambda: _live(suite, "web"), 30, "web allocations")
+    victim = web[0]["node_id"]
+    down = drover(suite, "node", "down", victim)
+    assert down.returncode == 0 and "allocations lost" in down.stdout
+    allocs = _until(lambda: (a := _live(suite, "web")) and len(a) == 3 and all(
+        x["node_id"] != victim and x.get("client_status") == "ALLOC_CLIENT_STATUS_RUNNING"
+        for x in a) and a, 60, f"web replaced off {victim}")
+    assert len({a["id"] for a in allocs} & {a["id"] for a in web}) < 3
+    assert drover(suite, "node", "ready", victim).returncode == 0
