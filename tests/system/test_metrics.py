@@ -111,7 +111,7 @@ def test_services_export_domain_series_the_dashboard_and_alerts_use(
         proxy = up("proxy")
         spec = tmp_path / "web.yaml"
         spec.write_text("id: metered\nnamespace: default\ntype: JOB_TYPE_SERVICE\n"
-                        "priority: 50\ntaskGroups:\n  - name: web\n    count: 2\n"
+                        "priority: 50\ndatacenters: [dc1]\ntaskGroups:\n  - name: web\n    count: 2\n"
                         "    update: {maxParallel: 1}\n")
         deadline = time.monotonic() + 30
         while True:
