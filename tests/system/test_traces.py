@@ -87,8 +87,13 @@ def test_one_trace_follows_a_cli_call_through_proxy_state_and_broker(
             spec.write_text("id: traced\nnamespace: default\ntype: JOB_TYPE_BATCH\n"
                             "priority: 50\ndatacenters: [dc1]\n"
                             "taskGroups:\n  - name: g\n    count: 1\n")
-            ran = _until(lambda: (r := _cli("job", "run", str(spec), proxy=proxy)).returncode == 0
-                         and r, "the proxy to reach state")
+            last: list[subprocess.CompletedProcess[str]] = []
+
+            def job_run() -> subprocess.CompletedProcess[str] | None:
+                last[:] = [_cli("job", "run", str(spec), proxy=proxy)]
+                return last[0] if last[0].returncode == 0 else None
+
+            ran = _until(job_run, "the proxy to reach state", seen=lambda: last[0].stderr)
             eval_id = re.search(r"evaluation (\S+)", ran.stdout)
             assert eval_id, ran.stdout
             _until(lambda: _cli("broker", "cancel", eval_id.group(1), proxy=proxy).returncode == 0,
