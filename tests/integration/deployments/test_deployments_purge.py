@@ -75,6 +75,7 @@ async def test_purge_with_an_active_deployment_stops_its_watcher(
 
 async def test_purge_of_more_versions_than_one_txn_holds(state: StateReplica) -> None:
     job = job_pb2.Job(id="cron", namespace="default", type=job_pb2.JOB_TYPE_BATCH,
+                      datacenters=["dc1"],
                       task_groups=[job_pb2.TaskGroup(name="run", count=1)])
     for _ in range(130):  # 130 versions + 130 evaluations: 260 objects
         await state.stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))

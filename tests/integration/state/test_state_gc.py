@@ -45,6 +45,11 @@ def ev(eval_id: str, status: int, *, job_id: str = "", eval_type: str = "service
                                      job_id=job_id, status=status)  # type: ignore[arg-type]
 
 
+def web_job() -> job_pb2.Job:
+    return job_pb2.Job(id="web", namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
+                       datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(name="g", count=1)])
+
+
 def alloc(alloc_id: str, eval_id: str, *, job_id: str = "web", node_id: str = "n1",
           terminal: bool = True) -> allocation_pb2.Allocation:
     return allocation_pb2.Allocation(
@@ -99,8 +104,10 @@ async def test_gc_requires_a_fence_and_a_valid_request(replica: Replica, etcd_pr
 async def test_eval_gc_follows_nomads_rules(replica: Replica, etcd_prefix: str) -> None:
     fence = await fence_of(replica, etcd_prefix)
     batch = job_pb2.Job(id="cron", namespace="default", type=job_pb2.JOB_TYPE_BATCH,
+                      datacenters=["dc1"],
                         task_groups=[job_pb2.TaskGroup(name="run", count=1)])
     await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=batch))
+    await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=web_job()))
     await replica.stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[
         ev("done", COMPLETE), ev("busy", PENDING), ev("mixed", COMPLETE),
         ev("cron-done", COMPLETE, job_id="cron", eval_type="batch"),
@@ -148,6 +155,7 @@ async def test_eval_gc_walks_with_a_cursor_in_bounded_txns(replica: Replica,
 async def test_deployment_job_and_node_gc(replica: Replica, etcd_prefix: str) -> None:
     fence = await fence_of(replica, etcd_prefix)
     svc = job_pb2.Job(id="web", namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
+                      datacenters=["dc1"],
                       task_groups=[job_pb2.TaskGroup(
                           name="g", count=1, update=job_pb2.UpdateStrategy(max_parallel=1))])
     r1 = await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=svc))
@@ -190,6 +198,7 @@ async def test_deployment_job_and_node_gc(replica: Replica, etcd_prefix: str) ->
             id=node_id, status=status, status_updated_at=ts(old))))
     await replica.stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
         id="down-new", status=node_pb2.NODE_STATUS_DOWN)))
+    await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=web_job()))
     await replica.stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[
         alloc("busy", "x", node_id="down-busy", terminal=False)]))
     r = await gc(replica, fence, state_pb2.GC_KIND_NODES, time.time() - 3600)
