@@ -180,7 +180,7 @@ async def main(n: int) -> dict[str, Any]:
         await stub.SetSchedulerConfig(state_pb2.SetSchedulerConfigRequest(
             config=scheduler_pb2.SchedulerConfig(pause_eval_broker=False)))
 
-        fence_key = "/bench/v1/election/deployments/bench"
+        fence_key = ks.election_prefix("deployments") + "bench"
         fence = Fence(fence_key, (await store.txn([], [Put(fence_key.encode(), b"")])).revision)
         gc = GarbageCollector(GrpcStateApi(client, timeout=60), GcConfig())
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
-from drover.errors import Conflict, FailedPrecondition, InvalidArgument
+from drover.errors import Conflict, InvalidArgument
 from drover.paging import Key
 from drover.state import codec
 from drover.state.gc_rules import (
@@ -50,10 +50,6 @@ _KINDS = {
     state_pb2.GC_KIND_JOBS: codec.JOBS,
     state_pb2.GC_KIND_NODES: codec.NODES,
 }
-
-
-class FenceRequired(FailedPrecondition):
-    reason = "FENCE_REQUIRED"
 
 
 def _seconds(ts: Any) -> float:
@@ -84,10 +80,7 @@ def pack(groups: Sequence[Sequence[Doomed]], size: int = PAGE) -> Iterator[list[
 
 class GarbageCollectRpc(Reaper):
     async def GarbageCollect(self, request: Any, context: Any) -> Any:
-        fence = self.fence(context)
-        if fence is None:
-            raise FenceRequired("GarbageCollect is a leader write: the drover-fence metadata"
-                                " is required")
+        fence = self.require_fence(context, "GarbageCollect")
         kind = _KINDS.get(request.kind)
         if kind is None:
             raise InvalidArgument("kind must be evaluations, deployments, jobs or nodes",

@@ -13,6 +13,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
 from drover.coord.fence import Fence
+from drover.coord.keys import Keyspace
 from drover.rpc.errors import error_info
 from drover.state.store import Put
 
@@ -22,7 +23,7 @@ EVALS = state_pb2.GC_KIND_EVALUATIONS
 
 
 async def fence_of(replica: Replica, prefix: str) -> Fence:
-    key = f"{prefix}/election/deployments/gc-test"
+    key = Keyspace(prefix).election_prefix("deployments") + "gc-test"
     result = await replica.store.txn([], [Put(key.encode(), b"")])
     return Fence(key, result.revision)
 
@@ -92,7 +93,7 @@ async def test_gc_requires_a_fence_and_a_valid_request(replica: Replica, etcd_pr
             await replica.stub.GarbageCollect(bad, metadata=fence.metadata())
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     await replica.stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
-        evaluations=[ev("e1", COMPLETE)]))
+        evaluations=[ev("e1", COMPLETE)]), metadata=fence.metadata())
     stale = Fence(fence.leader_key, fence.term + 1000)
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await gc(replica, stale, EVALS, time.time() + 60)
@@ -112,7 +113,7 @@ async def test_eval_gc_follows_nomads_rules(replica: Replica, etcd_prefix: str) 
         ev("done", COMPLETE), ev("busy", PENDING), ev("mixed", COMPLETE),
         ev("cron-done", COMPLETE, job_id="cron", eval_type="batch"),
         ev("gone-batch", COMPLETE, job_id="nojob", eval_type="batch"),
-    ]))
+    ]), metadata=fence.metadata())  # terminal statuses are leader writes
     await replica.stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[
         alloc("a-done", "done"), alloc("a-mixed-stopped", "mixed"),
         alloc("a-mixed-live", "mixed", terminal=False),
@@ -141,7 +142,8 @@ async def test_eval_gc_walks_with_a_cursor_in_bounded_txns(replica: Replica,
     fence = await fence_of(replica, etcd_prefix)
     for start in range(0, 300, 100):
         await replica.stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
-            evaluations=[ev(f"e{i:03d}", COMPLETE) for i in range(start, start + 100)]))
+            evaluations=[ev(f"e{i:03d}", COMPLETE) for i in range(start, start + 100)]),
+            metadata=fence.metadata())
     cutoff = time.time() + 60
     r = await gc(replica, fence, EVALS, cutoff, max_examined=250)
     assert (r.examined, r.evaluations, r.done) == (250, 250, False)
@@ -159,7 +161,8 @@ async def test_deployment_job_and_node_gc(replica: Replica, etcd_prefix: str) ->
                       task_groups=[job_pb2.TaskGroup(
                           name="g", count=1, update=job_pb2.UpdateStrategy(max_parallel=1))])
     r1 = await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=svc))
-    r2 = await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=svc))  # cancels d1
+    svc.meta["v"] = "2"  # a changed spec: a new version, whose deployment cancels d1
+    r2 = await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=svc))
     await replica.stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[
         allocation_pb2.Allocation(id="w1", job_id="web", deployment_id=r2.deployment_id,
                                   eval_id=r2.eval_id, node_id="up")]))
@@ -178,7 +181,7 @@ async def test_deployment_job_and_node_gc(replica: Replica, etcd_prefix: str) ->
     for e in evs.evaluations:
         e.status = COMPLETE
     await replica.stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
-        evaluations=evs.evaluations))
+        evaluations=evs.evaluations), metadata=fence.metadata())
     r = await gc(replica, fence, state_pb2.GC_KIND_JOBS, now)
     assert r.jobs == 0  # w1 still runs
     await replica.stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(updates=[
