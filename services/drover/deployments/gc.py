@@ -31,6 +31,7 @@ from dataclasses import dataclass, fields
 from typing import Protocol
 
 from google.protobuf.timestamp_pb2 import Timestamp
+from opentelemetry.metrics import Meter
 
 from drover.api.state.v1 import state_pb2
 from drover.config import GcSettings
@@ -113,8 +114,7 @@ _COUNTED = ("evaluations", "allocations", "deployments", "jobs", "job_versions",
 
 
 class _Metrics:
-    def __init__(self) -> None:
-        m = meter("drover.deployments.gc")
+    def __init__(self, m: Meter) -> None:
         self.passes = m.create_counter("drover_gc_passes_total", description="GC passes run")
         self.objects = m.create_counter("drover_gc_objects_total",
                                         description="objects removed by GC, by kind")
@@ -137,12 +137,13 @@ class GarbageCollector:
 
     def __init__(self, state: GcStateApi, config: GcConfig | None = None, *,
                  clock: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 metrics: Meter | None = None) -> None:
         self.state = state
         self.planner = GcPlanner(config or GcConfig())
         self._clock, self._monotonic = clock, monotonic
         self._lock = asyncio.Lock()
-        self._metrics = _Metrics()
+        self._metrics = _Metrics(metrics or meter("drover.deployments.gc"))
         self.last: GcPassResult | None = None
 
     async def run_pass(self, fence: Fence, *, force: bool = False,

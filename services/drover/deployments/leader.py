@@ -140,7 +140,9 @@ class WatcherLeader:
         self.guard.enable(term)
         run.task = term.spawn(self._main(run), name="deployment-watcher")
         if self.gc is not None:
-            term.spawn(self.gc.loop(term.fence, lambda: not term.ended), name="gc")
+            # GC writes are leader writes: each step first asks the guard
+            # whether the lease is provably alive (and is fenced besides).
+            term.spawn(self.gc.loop(term.fence, self._gc_may_act(term)), name="gc")
         async with asyncio.timeout(self.config.restore_timeout):
             await run.ready.wait()
         log.info("deployment watcher leading (term %d): %d deployments restored",
@@ -455,7 +457,10 @@ class WatcherLeader:
             raise Unavailable("garbage collection is not configured on this replica")
         term = run.term
         return await self.gc.run_pass(term.fence, force=force, service=self.service,
-                                      still_leading=lambda: not term.ended)
+                                      still_leading=self._gc_may_act(term))
+
+    def _gc_may_act(self, term: Term) -> Callable[[], bool]:
+        return lambda: not term.ended and self.guard.term is term and self.guard.alive()
 
     def _session_for_call(self) -> _Session:
         run = self._run

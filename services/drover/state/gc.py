@@ -4,11 +4,13 @@ The deployment watcher's leader drives the walk (:mod:`drover.deployments.gc`):
 per kind it calls this RPC with a cutoff time and the cursor of the previous
 answer until ``done``. One call examines at most ``max_examined`` objects of
 the kind after the cursor, in create order, judges each with the pure rules
-of :mod:`.gc_rules` on this replica's cache, and deletes what may go in
-bounded txns (:mod:`.reaper`: at most 120 objects, each compared on the
-mod_revision it was judged at). An object that changed since it was judged
-fails its page as a Conflict; that page is skipped (the next pass judges it
-again), the rest of the call goes on. The cursor is the last *examined*
+of :mod:`.gc_rules` on this replica's cache, and deletes what may go, a
+page at a time as pages fill (so the event loop is held for one page's
+judging at most, never for a whole call), in bounded txns (:mod:`.reaper`:
+at most 120 objects, each compared on the mod_revision it was judged at).
+An object that changed since it was judged fails its page as a Conflict;
+that page is skipped (the next pass judges it again), the rest of the call
+goes on. The cursor is the last *examined*
 ``(create_index, key)``, so deletions behind it never shift the walk.
 
 The fence is required, not optional: GC writes are leader writes, and a
@@ -23,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
-from drover.errors import Conflict, FailedPrecondition, InvalidArgument
+from drover.errors import Conflict, InvalidArgument
 from drover.paging import Key
 from drover.state import codec
 from drover.state.gc_rules import (
@@ -48,10 +50,6 @@ _KINDS = {
     state_pb2.GC_KIND_JOBS: codec.JOBS,
     state_pb2.GC_KIND_NODES: codec.NODES,
 }
-
-
-class FenceRequired(FailedPrecondition):
-    reason = "FENCE_REQUIRED"
 
 
 def _seconds(ts: Any) -> float:
@@ -82,10 +80,7 @@ def pack(groups: Sequence[Sequence[Doomed]], size: int = PAGE) -> Iterator[list[
 
 class GarbageCollectRpc(Reaper):
     async def GarbageCollect(self, request: Any, context: Any) -> Any:
-        fence = self.fence(context)
-        if fence is None:
-            raise FenceRequired("GarbageCollect is a leader write: the drover-fence metadata"
-                                " is required")
+        fence = self.require_fence(context, "GarbageCollect")
         kind = _KINDS.get(request.kind)
         if kind is None:
             raise InvalidArgument("kind must be evaluations, deployments, jobs or nodes",
@@ -103,25 +98,32 @@ class GarbageCollectRpc(Reaper):
         table = self.cache.tables[kind]
         judge = {codec.EVALUATIONS: self._judge_eval, codec.DEPLOYMENTS: self._judge_deployment,
                  codec.JOBS: self._judge_job, codec.NODES: self._judge_node}[kind]
-        groups: list[list[Doomed]] = []
-        examined, last, done = 0, after, True
-        for order in table.candidates(None, None).iterate(after, False):
-            if examined >= limit:
-                done = False
-                break
-            examined += 1
-            last = order
-            e = table.objects.get(str(order[1]))
-            if e is not None:
-                group = judge(table, str(order[1]), e, cutoff)
-                if group:
-                    groups.append(group)
+        examined, last, done = 0, after, False
         tally = Tally()
-        for page in pack(groups):
-            try:
-                await self.delete_page(page, tally, fence=fence)
-            except Conflict:
-                continue  # changed since judged: the next pass judges it again
+        while not done and examined < limit:
+            # Judge until a page is full, delete it, then go on from the cursor
+            # with a fresh iterator (the deletes change the index under it):
+            # the event loop is never held for more than one page's judging.
+            groups: list[list[Doomed]] = []
+            pending = 0
+            done = True
+            for order in table.candidates(None, None).iterate(last, False):
+                if examined >= limit or pending >= PAGE:
+                    done = False
+                    break
+                examined += 1
+                last = order
+                e = table.objects.get(str(order[1]))
+                if e is not None:
+                    group = judge(table, str(order[1]), e, cutoff)
+                    if group:
+                        groups.append(group)
+                        pending += len(group)
+            for page in pack(groups):
+                try:
+                    await self.delete_page(page, tally, fence=fence)
+                except Conflict:
+                    continue  # changed since judged: the next pass judges it again
         resp = state_pb2.GarbageCollectResponse(
             examined=examined, done=done, txns=tally.txns, largest_txn=tally.largest_txn,
             evaluations=tally.count(codec.EVALUATIONS),

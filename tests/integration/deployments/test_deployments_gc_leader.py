@@ -13,7 +13,6 @@ from deployments_harness import (
     Scheduler,
     StateReplica,
     Watcher,
-    leader_fence,
     service_job,
     start_watcher,
     wait_for,
@@ -23,19 +22,25 @@ from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
 from drover.config import EtcdSettings, GcSettings, ServeSettings
-from drover.coord import LeadershipConfig
+from drover.coord import Keyspace, LeadershipConfig
+from drover.coord.fence import Fence
 from drover.deployments.app import DeploymentsApp
 from drover.rpc.server import DroverServer
+from drover.state.store import EtcdStore, Put
 
 COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE
 
 
-async def terminal_evals(state: StateReplica, n: int) -> None:
-    fence = await leader_fence(state)  # terminal statuses are outcomes: leader only
+async def terminal_evals(state: StateReplica, n: int, prefix: str) -> None:
+    """Terminal statuses are leader writes: written under a fence of our own
+    (the broker's would do the same)."""
+    key = Keyspace(prefix).election_prefix("broker") + "test"
+    fence = Fence(key, (await EtcdStore(state.etcd_channel).txn(
+        [], [Put(key.encode(), b"")])).revision)
     for start in range(0, n, 100):
         await state.stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[
             evaluation_pb2.Evaluation(id=f"old-{i}", type="service", status=COMPLETE)
-            for i in range(start, min(n, start + 100))]), metadata=fence)
+            for i in range(start, min(n, start + 100))]), metadata=fence.metadata())
 
 
 async def eval_count(state: StateReplica) -> int:
@@ -47,7 +52,7 @@ async def test_forced_gc_on_the_leader_and_refused_on_a_follower(
     watcher: Watcher, watchers: list[Watcher], scheduler: Scheduler, state: StateReplica,
     etcd_endpoint: str, etcd_prefix: str,
 ) -> None:
-    await terminal_evals(state, 130)
+    await terminal_evals(state, 130, etcd_prefix)
     reg = await scheduler.register(service_job("shop", count=1))
     d = await scheduler.deployment(reg.deployment_id)
     # Respecting the thresholds (1 h), nothing this young goes.
@@ -82,7 +87,7 @@ async def test_the_leader_collects_periodically(
     ctx = await server.start()
     channel = grpc.aio.insecure_channel(ctx.address)
     try:
-        await terminal_evals(state, 50)
+        await terminal_evals(state, 50, etcd_prefix)
         await wait_for(lambda: eval_count_is_zero(state), within=10.0,
                        what="the periodic pass to collect")
         gc = app.leader.gc if app.leader is not None else None

@@ -75,9 +75,10 @@ async def test_purge_with_an_active_deployment_stops_its_watcher(
 
 async def test_purge_of_more_versions_than_one_txn_holds(state: StateReplica) -> None:
     job = job_pb2.Job(id="cron", namespace="default", type=job_pb2.JOB_TYPE_BATCH,
-                      datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(name="run", count=1)])
+                      datacenters=["dc1"],
+                      task_groups=[job_pb2.TaskGroup(name="run", count=1)])
     for i in range(130):  # 130 versions + 130 evaluations: 260 objects
-        job.meta["revision"] = str(i)  # an unchanged spec would keep its version
+        job.meta["v"] = str(i)  # a changed spec: an unchanged one makes no new version
         await state.stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
     resp = await state.stub.DeregisterJob(
         state_pb2.DeregisterJobRequest(namespace="default", id="cron", purge=True))

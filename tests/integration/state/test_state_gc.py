@@ -13,6 +13,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
 from drover.coord.fence import Fence
+from drover.coord.keys import Keyspace
 from drover.rpc.errors import error_info
 from drover.state.store import Put
 
@@ -22,7 +23,7 @@ EVALS = state_pb2.GC_KIND_EVALUATIONS
 
 
 async def fence_of(replica: Replica, prefix: str) -> Fence:
-    key = f"{prefix}/v1/election/deployments/gc-test"
+    key = Keyspace(prefix).election_prefix("deployments") + "gc-test"
     result = await replica.store.txn([], [Put(key.encode(), b"")])
     return Fence(key, result.revision)
 
@@ -43,6 +44,11 @@ def ev(eval_id: str, status: int, *, job_id: str = "", eval_type: str = "service
         evaluation_pb2.Evaluation):
     return evaluation_pb2.Evaluation(id=eval_id, namespace="default", type=eval_type,
                                      job_id=job_id, status=status)  # type: ignore[arg-type]
+
+
+def web_job() -> job_pb2.Job:
+    return job_pb2.Job(id="web", namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
+                       datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(name="g", count=1)])
 
 
 def alloc(alloc_id: str, eval_id: str, *, job_id: str = "web", node_id: str = "n1",
@@ -99,14 +105,15 @@ async def test_gc_requires_a_fence_and_a_valid_request(replica: Replica, etcd_pr
 async def test_eval_gc_follows_nomads_rules(replica: Replica, etcd_prefix: str) -> None:
     fence = await fence_of(replica, etcd_prefix)
     batch = job_pb2.Job(id="cron", namespace="default", type=job_pb2.JOB_TYPE_BATCH,
-                        datacenters=["dc1"],
+                      datacenters=["dc1"],
                         task_groups=[job_pb2.TaskGroup(name="run", count=1)])
     await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=batch))
+    await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=web_job()))
     await replica.stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[
         ev("done", COMPLETE), ev("busy", PENDING), ev("mixed", COMPLETE),
         ev("cron-done", COMPLETE, job_id="cron", eval_type="batch"),
         ev("gone-batch", COMPLETE, job_id="nojob", eval_type="batch"),
-    ]), metadata=fence.metadata())
+    ]), metadata=fence.metadata())  # terminal statuses are leader writes
     await replica.stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[
         alloc("a-done", "done"), alloc("a-mixed-stopped", "mixed"),
         alloc("a-mixed-live", "mixed", terminal=False),
@@ -154,7 +161,8 @@ async def test_deployment_job_and_node_gc(replica: Replica, etcd_prefix: str) ->
                       task_groups=[job_pb2.TaskGroup(
                           name="g", count=1, update=job_pb2.UpdateStrategy(max_parallel=1))])
     r1 = await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=svc))
-    r2 = await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=svc))  # cancels d1
+    svc.meta["v"] = "2"  # a changed spec: a new version, whose deployment cancels d1
+    r2 = await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=svc))
     await replica.stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[
         allocation_pb2.Allocation(id="w1", job_id="web", deployment_id=r2.deployment_id,
                                   eval_id=r2.eval_id, node_id="up")]))
@@ -193,6 +201,7 @@ async def test_deployment_job_and_node_gc(replica: Replica, etcd_prefix: str) ->
             id=node_id, status=status, status_updated_at=ts(old))))
     await replica.stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
         id="down-new", status=node_pb2.NODE_STATUS_DOWN)))
+    await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=web_job()))
     await replica.stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[
         alloc("busy", "x", node_id="down-busy", terminal=False)]))
     r = await gc(replica, fence, state_pb2.GC_KIND_NODES, time.time() - 3600)

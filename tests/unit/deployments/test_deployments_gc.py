@@ -6,6 +6,8 @@ import asyncio
 
 import pytest
 from deployments_builders import T0, VirtualClock
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from drover.api.state.v1 import state_pb2
 from drover.config import GcSettings, parse_duration
@@ -122,3 +124,23 @@ async def test_the_loop_runs_passes_every_interval_while_leading() -> None:
     leading = False
     async with asyncio.timeout(5):
         await task
+
+
+async def test_each_pass_is_exported_as_metrics() -> None:
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    state = FakeState(pages_per_kind=2)
+    gc = GarbageCollector(state, metrics=provider.get_meter("test"))
+    await gc.run_pass(FENCE)
+    await gc.run_pass(FENCE, force=True)
+    data = reader.get_metrics_data()
+    assert data is not None
+    points = {m.name: list(m.data.data_points)
+              for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+    passes = {p.attributes["forced"]: p.value for p in points["drover_gc_passes_total"]}
+    assert passes == {"false": 1, "true": 1}
+    objects = {p.attributes["kind"]: p.value for p in points["drover_gc_objects_total"]}
+    assert objects == {"evaluations": 2 * 8 * 4, "allocations": 2 * 8}
+    assert [p.value for p in points["drover_gc_txns_total"]] == [16]
+    durations = points["drover_gc_pass_duration_seconds"]
+    assert sum(p.count for p in durations) == 2
