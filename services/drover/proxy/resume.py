@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from google.protobuf.message import DecodeError
+
 from drover.api.state.v1 import state_pb2
 
 #: Server-streaming methods the proxy resumes, by full path.
@@ -58,7 +60,12 @@ class StreamCursor:
 
     def resume_request(self) -> bytes:
         """The request that (re)opens the stream after the last delivered index."""
-        req = state_pb2.SubscribeRequest.FromString(self.request)
+        try:
+            req = state_pb2.SubscribeRequest.FromString(self.request)
+        except DecodeError:
+            # Not a request at all: pass it on as it came, so the replica
+            # refuses it (INVALID_ARGUMENT) and nothing is resumed.
+            return self.request
         if self.delivered:
             req.from_index = self.delivered
         if self.heartbeat > 0:

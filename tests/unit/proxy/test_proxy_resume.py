@@ -57,3 +57,9 @@ def test_stale_and_repeated_indexes_from_the_new_replica_are_dropped() -> None:
 
 def test_only_subscribe_is_resumable() -> None:
     assert RESUMABLE == {"/drover.state.v1.StateService/Subscribe"}
+
+
+def test_an_undecodable_request_is_passed_on_for_the_replica_to_refuse() -> None:
+    garbage = b"\xff" * 16
+    cursor = StreamCursor(garbage, heartbeat=1.5)
+    assert cursor.resume_request() == garbage
