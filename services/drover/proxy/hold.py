@@ -59,7 +59,10 @@ class AttemptEnded(Exception):
 @dataclass(eq=False)
 class Attempt:
     address: str
-    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Resolved when the attempt is ended (a plain future: waiting on it
+    #: costs no task per call).
+    ended: asyncio.Future[None] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future())
     reason: str = ""
 
 
@@ -110,16 +113,14 @@ class Holds:
         On ending, ``awaitable`` is cancelled (the caller cancels the gRPC
         call too); an answer counts as life of the attempt's server.
         """
-        if attempt.ended.is_set():
+        if attempt.ended.done():
             _close(awaitable)
             raise AttemptEnded(attempt.address, attempt.reason)
         work: asyncio.Future[T] = asyncio.ensure_future(awaitable)
-        ended = asyncio.ensure_future(attempt.ended.wait())
         try:
-            both: list[asyncio.Future[Any]] = [work, ended]
+            both: list[asyncio.Future[Any]] = [work, attempt.ended]
             await asyncio.wait(both, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            ended.cancel()
             if not work.done():
                 work.cancel()
         if work.done() and not work.cancelled():
@@ -132,7 +133,8 @@ class Holds:
         attempts = self._inflight.pop(address, set())
         for a in attempts:
             a.reason = reason
-            a.ended.set()
+            if not a.ended.done():
+                a.ended.set_result(None)
         if attempts:
             self.ended_count += len(attempts)
             log.warning("ended %d attempt(s) on %s: %s", len(attempts), address, reason)
