@@ -15,7 +15,8 @@ Per call:
   trailing ``grpc-status-details-bin`` included, so ErrorInfo survives;
 * a failure is classified (:mod:`drover.proxy.failure`) and the pure policy
   (:func:`drover.proxy.retry.decide_retry`) says whether to follow a leader
-  hint, try the next server or give up. Retries run under tenacity, within
+  hint, try the next server or give up (:mod:`drover.proxy.outcome` applies
+  it to the attempt). Retries run under tenacity, within
   the caller's deadline and at most ``servers + 2`` attempts (hints could
   point in a circle);
 * every attempt is held only while its server shows life
@@ -35,8 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import ModuleType
 from typing import Any, NoReturn, Protocol
 
@@ -44,81 +44,31 @@ import grpc
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 from tenacity.stop import stop_base
 
-from drover.api.acl.v1 import acl_pb2
-from drover.api.broker.v1 import broker_pb2
-from drover.api.deployments.v1 import deployments_pb2
-from drover.api.state.v1 import state_pb2
 from drover.errors import DroverError, clip
-from drover.proxy.errors import NoServer, OutcomeUnknown, ServerStalled, StreamEnded
-from drover.proxy.failure import classify
+from drover.proxy.errors import NoServer, StreamEnded
 from drover.proxy.hold import AttemptEnded, Holds
-from drover.proxy.resume import RESUMABLE, StreamCursor
-from drover.proxy.retry import (
-    OUTCOME_UNKNOWN_KINDS,
-    CallFailure,
-    FailureKind,
-    RetryAction,
-    RetryDecision,
-    decide_retry,
-    is_read,
+from drover.proxy.methods import (
+    BACKEND_MODULES,
+    HOP_HEADERS,
+    ForwardedMethod,
+    forwardable,
+    forwarded_methods,
+    forwarded_service_names,
 )
+from drover.proxy.outcome import RETRY_BACKOFF_BASE, RETRY_BACKOFF_MAX, next_step, report
+from drover.proxy.outcome import Final as _Final
+from drover.proxy.outcome import Retry as _Retry
+from drover.proxy.outcome import backoff as _wait
+from drover.proxy.resume import RESUMABLE, StreamCursor
 from drover.proxy.server import Server
 from drover.proxy.server_list import ServerList
-from drover.rpc.remote import remote_status
 
 log = logging.getLogger(__name__)
 
-#: Backend membership name -> the generated modules describing its services
-#: (the state replicas also host the ACL service).
-BACKEND_MODULES: Mapping[str, tuple[ModuleType, ...]] = {
-    "state": (state_pb2, acl_pb2),
-    "broker": (broker_pb2,),
-    "deployments": (deployments_pb2,),
-}
-
-#: Request headers that belong to the caller's hop, not to the call.
-HOP_HEADERS = frozenset({"user-agent", "content-type", "te", "host", "grpc-timeout"})
-
-#: Backoff before trying the next server; a followed leader hint is tried at once.
-RETRY_BACKOFF_BASE = 0.01
-RETRY_BACKOFF_MAX = 0.2
-
-
-@dataclass(frozen=True)
-class ForwardedMethod:
-    path: str  # /drover.state.v1.StateService/GetJob
-    backend: str  # membership name: state, broker, deployments
-    client_streaming: bool
-    server_streaming: bool
-
-
-def forwarded_methods(
-    modules: Mapping[str, tuple[ModuleType, ...]] = BACKEND_MODULES,
-) -> dict[str, ForwardedMethod]:
-    out: dict[str, ForwardedMethod] = {}
-    for backend, group in modules.items():
-        for svc in (s for m in group for s in m.DESCRIPTOR.services_by_name.values()):
-            for m in svc.methods:
-                path = f"/{svc.full_name}/{m.name}"
-                out[path] = ForwardedMethod(path, backend, m.client_streaming, m.server_streaming)
-    return out
-
-
-def forwarded_service_names(
-    modules: Mapping[str, tuple[ModuleType, ...]] = BACKEND_MODULES,
-) -> list[str]:
-    return [svc.full_name for group in modules.values() for m in group
-            for svc in m.DESCRIPTOR.services_by_name.values()]
-
-
-def forwardable(metadata: Iterable[tuple[str, Any]] | None) -> tuple[tuple[str, Any], ...]:
-    """The caller's metadata without pseudo and transport headers."""
-    return tuple(
-        (k, v)
-        for k, v in metadata or ()
-        if not k.startswith(":") and not k.startswith("grpc-") and k not in HOP_HEADERS
-    )
-
+__all__ = [
+    "BACKEND_MODULES", "HOP_HEADERS", "ForwardedMethod", "Forwarder", "forwardable",
+    "forwarded_methods", "forwarded_service_names",
+]
 
 class Lists(Protocol):
     def get(self, service: str) -> ServerList: ...
@@ -126,27 +76,6 @@ class Lists(Protocol):
 
 class Channels(Protocol):
     def get(self, address: str) -> grpc.aio.Channel: ...
-
-
-class _Retry(Exception):
-    def __init__(self, error: grpc.aio.AioRpcError | DroverError, follow: bool = False) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.follow = follow
-
-
-class _Final(Exception):
-    def __init__(self, error: grpc.aio.AioRpcError | DroverError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _wait(state: RetryCallState) -> float:
-    outcome = state.outcome
-    exc = outcome.exception() if outcome is not None else None
-    if isinstance(exc, _Retry) and exc.follow:
-        return 0.0
-    return min(RETRY_BACKOFF_MAX, RETRY_BACKOFF_BASE * 2 ** (state.attempt_number - 1))
 
 
 class Forwarder:
@@ -245,23 +174,6 @@ class Forwarder:
             )
         return server
 
-    def _report(
-        self, m: ForwardedMethod, lst: ServerList, server: Server,
-        err: grpc.aio.AioRpcError | None, *, relayed: bool,
-        failure: CallFailure | None = None,
-    ) -> tuple[CallFailure, RetryDecision]:
-        if failure is None:
-            assert err is not None
-            failure = classify(remote_status(err), server=server.address, relayed=relayed)
-        decision = decide_retry(m.path, failure)
-        if decision.server_failed:
-            lst.notify_failed(server)
-        log.debug(
-            "%s via %s failed (%s): %s -> %s",
-            m.path, server.address, failure.kind.value, decision.reason, decision.action.value,
-        )
-        return failure, decision
-
     def _count(self, service: str, how: str) -> None:
         key = (service, how)
         self.retries[key] = self.retries.get(key, 0) + 1
@@ -272,38 +184,7 @@ class Forwarder:
         ended: AttemptEnded | None = None,
     ) -> NoReturn:
         """Raise what the retry loop does next after a failed attempt."""
-        stalled = None
-        if ended is not None:
-            stalled = CallFailure(FailureKind.STALLED, server=server.address, relayed=relayed)
-        failure, decision = self._report(m, lst, server, err, relayed=relayed, failure=stalled)
-        error: grpc.aio.AioRpcError | DroverError
-        if ended is not None:
-            error = ServerStalled(
-                f"{lst.service} server {server.address} stopped answering: {ended.reason}",
-                metadata={"server": server.address},
-            )
-        else:
-            assert err is not None
-            error = err
-        if decision.action is RetryAction.FOLLOW_LEADER and decision.leader:
-            if lst.follow_hint(decision.leader, decision.leader_term, source=server.address):
-                self._count(lst.service, "follow_leader")
-                raise _Retry(error, follow=True)
-            self._count(lst.service, "next_server")
-            raise _Retry(error)
-        if decision.action is RetryAction.RETRY_NEXT:
-            self._count(lst.service, "next_server")
-            raise _Retry(error)
-        if failure.kind in OUTCOME_UNKNOWN_KINDS and not is_read(m.path) and not relayed:
-            raise _Final(OutcomeUnknown(
-                f"{m.path.rsplit('/', 1)[-1]} may or may not have been applied: "
-                f"{lst.service} server {server.address} "
-                + (f"stopped answering ({ended.reason})" if ended is not None
-                   else "dropped the connection")
-                + "; not repeating it",
-                metadata={"server": server.address, "method": m.path},
-            ))
-        raise _Final(error)
+        next_step(m.path, lst, server, err, relayed=relayed, ended=ended, count=self._count)
 
     async def _relay_error(
         self, context: grpc.aio.ServicerContext[Any, Any], error: grpc.aio.AioRpcError | DroverError
@@ -466,7 +347,7 @@ class Forwarder:
             response: bytes = await call
         except grpc.aio.AioRpcError as err:
             # The request stream is consumed: nothing to retry with.
-            self._report(m, lst, server, err, relayed=True)
+            report(m.path, lst, server, err, relayed=True)
             await self._relay_error(context, err)
         lst.notify_ok(server)
         await self._relay_initial(context, call)
@@ -491,7 +372,7 @@ class Forwarder:
                 try:
                     message = await call.read()
                 except grpc.aio.AioRpcError as err:
-                    self._report(m, lst, server, err, relayed=True)
+                    report(m.path, lst, server, err, relayed=True)
                     await self._relay_error(context, err)
                 if message is grpc.aio.EOF:
                     break
