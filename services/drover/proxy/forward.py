@@ -98,6 +98,8 @@ class Forwarder:
         # Attempts retried elsewhere, by service and how (metrics):
         # "next_server" (a failover) or "follow_leader" (a leader hint).
         self.retries: dict[tuple[str, str], int] = {}
+        #: Streams resumed on another server after delivering, by service (metrics).
+        self.resumes: dict[str, int] = {}
         self._handlers = {path: self._handler(m) for path, m in self.methods.items()}
 
     # -- the generic handler ------------------------------------------------
@@ -308,6 +310,8 @@ class Forwarder:
                                 error, failures = r.error, failures + 1
                                 if cursor is not None and relayed:
                                     cursor.resumes += 1
+                                    self.resumes[lst.service] = (
+                                        self.resumes.get(lst.service, 0) + 1)
                                     log.info("%s: resuming after index %d (%s)", m.path,
                                              cursor.delivered, server.address)
                                 break

@@ -80,8 +80,8 @@ class Holds:
         self._inflight: dict[str, set[Attempt]] = {}
         self._life: dict[str, float] = {}
         self._watchdogs: dict[str, asyncio.Task[None]] = {}
-        #: How many attempts were ended, by reason (for stats and tests).
-        self.ended_count = 0
+        #: Attempts ended, by cause: ``hold_timeout`` or ``left_membership`` (metrics).
+        self.ended: dict[str, int] = {}
 
     def inflight(self, address: str) -> int:
         return len(self._inflight.get(address, ()))
@@ -128,7 +128,11 @@ class Holds:
             return work.result()  # raises the call's own error, if it failed
         raise AttemptEnded(attempt.address, attempt.reason)
 
-    def end(self, address: str, reason: str) -> int:
+    @property
+    def ended_count(self) -> int:
+        return sum(self.ended.values())
+
+    def end(self, address: str, reason: str, cause: str = "left_membership") -> int:
         """End every attempt in flight on ``address``; how many there were."""
         attempts = self._inflight.pop(address, set())
         for a in attempts:
@@ -136,7 +140,7 @@ class Holds:
             if not a.ended.done():
                 a.ended.set_result(None)
         if attempts:
-            self.ended_count += len(attempts)
+            self.ended[cause] = self.ended.get(cause, 0) + len(attempts)
             log.warning("ended %d attempt(s) on %s: %s", len(attempts), address, reason)
         return len(attempts)
 
@@ -157,7 +161,8 @@ class Holds:
                 if left > 0:
                     await asyncio.sleep(left)
                     continue
-                self.end(address, f"no answer for {self.hold:g}s (hold timeout)")
+                self.end(address, f"no answer for {self.hold:g}s (hold timeout)",
+                         cause="hold_timeout")
         finally:
             self._watchdogs.pop(address, None)
 

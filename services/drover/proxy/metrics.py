@@ -6,6 +6,12 @@
 * ``drover.proxy.retries``: forwarded attempts retried elsewhere, by
   ``service`` and ``kind``: ``next_server`` (a failover) or
   ``follow_leader`` (a leader hint) (counter).
+* ``drover.proxy.attempts_ended``: forwarded attempts the proxy ended
+  because their server showed no life within the hold timeout
+  (``cause="hold_timeout"``) or left membership (``cause="left_membership"``)
+  (counter).
+* ``drover.proxy.stream_resumes``: Subscribe streams resumed on another
+  replica after delivering, by ``service`` (counter).
 * ``drover.proxy.membership.applied_revision``: the membership revision the
   lists reflect (what the convergence barrier compares).
 """
@@ -33,6 +39,15 @@ def register(lists: ServerLists, forwarder: Forwarder) -> list[Callable[[], None
                          for s in lists.services for k in ("next_server", "follow_leader")],
                 kind="counter", unit="{attempt}",
                 description="forwarded attempts retried on another server or at the leader"),
+        observe("drover.proxy.attempts_ended",
+                lambda: [(forwarder.holds.ended.get(c, 0), {"cause": c})
+                         for c in ("hold_timeout", "left_membership")],
+                kind="counter", unit="{attempt}",
+                description="forwarded attempts ended: no life within the hold, or gone"),
+        observe("drover.proxy.stream_resumes",
+                lambda: [(forwarder.resumes.get(s, 0), {"service": s}) for s in lists.services],
+                kind="counter", unit="{stream}",
+                description="streams resumed on another replica from the last delivered index"),
         observe("drover.proxy.membership.applied_revision",
                 lambda: [(lists.applied_revision, {})], unit="1",
                 description="the membership revision the server lists reflect"),

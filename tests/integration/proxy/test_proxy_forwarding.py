@@ -279,6 +279,7 @@ async def test_a_server_leaving_membership_ends_its_calls_at_once(cluster: Clust
     assert info is not None and info.reason == "OUTCOME_UNKNOWN"
     assert info.metadata["server"] == by_replica[hung][0].ctx.address  # type: ignore[union-attr]
     assert by_replica[other][1].calls["RegisterJob"] == 0  # not repeated elsewhere
+    assert app.holds.ended == {"left_membership": 2}  # counted for drover_proxy_attempts_ended
 
 
 async def test_a_stream_that_cannot_resume_ends_with_the_index_to_resume_from(
