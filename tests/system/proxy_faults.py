@@ -207,6 +207,27 @@ async def _channel(address: str) -> AsyncIterator[grpc.aio.Channel]:
         await ch.close()
 
 
+async def long_poll_outlives_the_hold(c: Cluster, *, tag: str = "") -> tuple[str, float, int]:
+    """A blocking GetJob (max_wait = 3 x hold) through the proxy on live
+    replicas, woken by a write after 2 x hold: (status, seconds, index seen).
+    The hold bounds silence, not call length: the live server answers pings."""
+    async with _channel(c.proxy.address) as ch:
+        await state_front(ch)
+        stub = state_pb2_grpc.StateServiceStub(ch)
+        jid = f"{tag}poll"
+        first = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job(jid)), timeout=10)
+        request = state_pb2.GetJobRequest(id=jid)
+        request.query.min_index = first.index
+        request.query.max_wait.FromMilliseconds(int(3000 * c.hold))
+        poll = asyncio.create_task(_timed(stub.GetJob(request, timeout=60)))
+        await asyncio.sleep(2 * c.hold)
+        changed = job(jid)
+        changed.priority = 70
+        await stub.RegisterJob(state_pb2.RegisterJobRequest(job=changed), timeout=10)
+        code, _, seconds, resp = await poll
+        return code, seconds, resp.job.priority if resp is not None else 0
+
+
 async def freeze_the_used_replica(c: Cluster, *, tag: str = "") -> Outcome:
     """The scenario of the module docstring; the frozen replica is woken at the end."""
     async with _channel(c.proxy.address) as ch:

@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from proxy_faults import cluster, freeze_the_used_replica
+from proxy_faults import cluster, freeze_the_used_replica, long_poll_outlives_the_hold
 
 pytestmark = pytest.mark.slow
 
@@ -27,6 +27,10 @@ async def test_a_frozen_replica_neither_hangs_calls_nor_silences_the_stream(
     etcd_endpoint: str, etcd_prefix: str
 ) -> None:
     with cluster(etcd_endpoint, etcd_prefix, HOLD) as c:
+        # First, on live replicas: a blocking read longer than the hold is not
+        # cut short (it is woken by the write made after 2 x hold).
+        code, _, priority = await long_poll_outlives_the_hold(c)
+        assert (code, priority) == ("OK", 70)
         out = await freeze_the_used_replica(c)
     # The read went on to the other replica.
     assert out.read_code == "OK"
