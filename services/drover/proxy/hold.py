@@ -165,6 +165,8 @@ class Holds:
                          cause="hold_timeout")
         finally:
             self._watchdogs.pop(address, None)
+            if not self._inflight.get(address):
+                self._life.pop(address, None)  # counted afresh by the next attempt
 
     async def close(self) -> None:
         tasks = list(self._watchdogs.values())
