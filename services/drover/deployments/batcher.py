@@ -12,8 +12,9 @@ seconds later; :meth:`EvalBatcher.flush_due` then returns up to ``max_batch``
 evaluations (bounded so that one write stays well within etcd's 128
 operations per transaction); any rest is due at once. Times are the
 watcher's wall-clock seconds; a clock step only shifts a sub-second window.
-Pending requests live only in the leader's memory: after a failover the new
-leader's watchers re-derive them from state on restore.
+Pending requests live only in the leader's memory, so the manager sends a
+follow-up here only when no deployment write carries it (see
+:mod:`.manager`: normally it rides in the same txn as its deployment change).
 """
 
 from __future__ import annotations

@@ -35,8 +35,11 @@ its lease and woken acts on nothing before it steps down.
 
 Writes: each deployment has one worker that applies its decisions in order
 (:mod:`.requests`, fenced UpdateDeployment), at most one write in flight per
-deployment and any number across deployments. Follow-up evaluations leave
-in batches (UpsertEvaluations, fenced). A FENCE_LOST answer ends the term at
+deployment and any number across deployments. A follow-up evaluation is
+part of the decision whose deployment change needs it, so it is created in
+that same UpdateDeployment txn (nothing waits in memory to be lost with a
+broken stream); only a follow-up with no change to ride on would leave in a
+batch (UpsertEvaluations, fenced). A FENCE_LOST answer ends the term at
 once (``term.report_lost``). A conflict (another writer changed the
 deployment) drops its watcher and queued decisions and tracks it again from
 state. Own writes coming back on the stream are recognised and not fed to

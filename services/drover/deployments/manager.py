@@ -12,10 +12,17 @@ The shell owns two subscriptions (deployments, allocations) and calls in:
 - the manual operations, which raise :mod:`.errors` classes.
 
 Every call returns :class:`~.effects.Decision` values for the shell to write
-(leader fence on each). Follow-up evaluations never leave in a decision: the
-manager moves them into the :class:`~.batcher.EvalBatcher`, and
-``flush_evaluations`` returns them in batches. On losing leadership the shell
-calls :meth:`WatcherManager.clear`; the next leader rebuilds from state.
+(leader fence on each). A follow-up evaluation rides in the decision whose
+deployment change needs it (moved to ``Decision.evaluation``), so the shell
+writes both in one UpdateDeployment, one etcd txn, as Nomad does: no
+follow-up waits in memory for a later write that a broken stream or a
+failover would lose. (A follow-up with no deployment change to carry it,
+which the watcher does not produce today, still goes through the
+:class:`~.batcher.EvalBatcher` and ``flush_evaluations``.) A burst of
+progress therefore writes one evaluation per progress write rather than one
+per batching window; the broker keeps one evaluation per job in flight and
+cancels the older pending ones. On losing leadership the shell calls
+:meth:`WatcherManager.clear`; the next leader rebuilds from state.
 
 A decision that ends a deployment (failed, successful) drops its watcher at
 once. If the shell's write of it then fails with a conflict, it re-reads the
@@ -215,7 +222,12 @@ class WatcherManager:
     # -- internals ---------------------------------------------------------
 
     def _after(self, watcher: DeploymentWatcher, decision: Decision) -> Decision:
-        """Batch the follow-up, count evaluations, drop finished watchers."""
+        """Attach the follow-up to its write, count evaluations, drop finished watchers."""
+        if (decision.follow_up is not None and decision.update is not None
+                and decision.evaluation is None):
+            # Written with the deployment change that needs it (one txn).
+            decision = dataclasses.replace(decision, evaluation=decision.follow_up,
+                                           follow_up=None)
         if decision.evaluation is not None:
             self._immediate_evals += 1
         update = decision.update

@@ -31,22 +31,22 @@ def test_an_allocation_wakes_only_its_own_watcher() -> None:
     assert m.stats().wakeups == 1 and m.stats().ignored_alloc_updates == 2
 
 
-def test_follow_ups_are_batched_across_deployments_and_coalesced_per_deployment() -> None:
+def test_a_follow_up_is_written_with_the_deployment_change_that_needs_it() -> None:
     clock = VirtualClock()
     m = manager(clock, "d1", "d2", "d3", groups={"web": G(total=5)})
     for i, deployment_id in enumerate(("d1", "d2", "d3")):
         d = m.on_allocation(alloc(f"a{i}", deployment_id=deployment_id, healthy=True))
-        assert d is not None and d.follow_up is None  # moved into the batcher
+        # One decision, one write: the new healthy count and its evaluation.
+        assert d is not None and d.update is not None and d.follow_up is None
+        assert d.evaluation is not None and d.evaluation.deployment_id == deployment_id
+        assert d.evaluation.triggered_by == "deployment-watcher"
         clock.advance(0.05)
-    m.on_allocation(alloc("a9", deployment_id="d1", healthy=True))  # coalesces
+    # Nothing waits in memory for a later write.
+    assert m.next_wakeup() is not None and m.flush_evaluations() == ()
+    clock.advance(1)
     assert m.flush_evaluations() == ()
-    assert m.next_wakeup() == pytest.approx(clock.now - 0.15 + 0.25)
-    clock.advance(0.2)
-    batch = m.flush_evaluations()
-    assert [e.deployment_id for e in batch] == ["d1", "d2", "d3"]
-    assert {e.triggered_by for e in batch} == {"deployment-watcher"}
     s = m.stats()
-    assert (s.evaluations_created, s.evaluations_coalesced, s.evaluation_batches) == (3, 1, 1)
+    assert (s.evaluations_created, s.pending_evaluations, s.evaluation_batches) == (3, 0, 0)
 
 
 def test_next_wakeup_is_the_earliest_deadline() -> None:
@@ -131,11 +131,12 @@ def test_operations_on_unwatched_deployments_are_not_found(operation) -> None:  
     assert err.value.message == "deployment nope is not watched (unknown or not active)"
 
 
-def test_manual_fail_drops_the_watcher_and_its_pending_follow_up() -> None:
+def test_manual_fail_drops_the_watcher_and_leaves_no_follow_up_behind() -> None:
     clock = VirtualClock()
     m = manager(clock, "d1", groups={"web": G(total=3)})
-    m.on_allocation(alloc("a1", deployment_id="d1", healthy=True))
-    assert m.stats().pending_evaluations == 1
+    progress = m.on_allocation(alloc("a1", deployment_id="d1", healthy=True))
+    assert progress is not None and progress.evaluation is not None  # in its write
+    assert m.stats().pending_evaluations == 0
     d = m.fail("d1")
     assert d.evaluation is not None
     assert m.stats().pending_evaluations == 0 and m.tracked() == frozenset()

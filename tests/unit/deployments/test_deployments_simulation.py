@@ -21,6 +21,7 @@ class World:
         self.stored = deployment(groups={"web": group})
         self.allocs: dict[str, allocation_pb2.Allocation] = {}
         self.evaluations: list[CreateEvaluation] = []
+        self.flushed = 0
         self.stable: list[MarkJobStable] = []
         self.writes = 0
 
@@ -65,12 +66,11 @@ class World:
         return self.place(min(room, state.desired_total - state.placed_allocs), canary=False)
 
     def flush(self) -> list[CreateEvaluation]:
-        wake = self.manager.next_wakeup()
-        assert wake is not None
-        self.clock.now = max(self.clock.now, wake)
+        """The follow-ups written since the last call (each with its deployment
+        write); none waits in the manager's memory."""
         assert self.manager.check_deadlines() == []
-        batch = list(self.manager.flush_evaluations())
-        self.evaluations.extend(batch)
+        assert self.manager.flush_evaluations() == ()
+        batch, self.flushed = self.evaluations[self.flushed:], len(self.evaluations)
         return batch
 
 
@@ -86,7 +86,7 @@ def test_canary_deployment_from_first_canary_to_stable_job() -> None:
     assert world.stored.task_groups["web"].placed_canaries == ["c1"]
     assert world.stored.task_groups["web"].HasField("require_progress_by")
 
-    # Healthy canary → auto-promotion → one follow-up evaluation after the window.
+    # Healthy canary → auto-promotion → one follow-up, written with the promotion.
     clock.advance(30)
     world.become_healthy("c1")
     assert world.stored.task_groups["web"].promoted
@@ -98,8 +98,8 @@ def test_canary_deployment_from_first_canary_to_stable_job() -> None:
     assert world.schedule() == []  # an extra evaluation would place nothing now
     clock.advance(20)
     world.become_healthy("a2")
-    world.become_healthy("a3")  # coalesces into the pending follow-up
-    assert len(world.flush()) == 1
+    world.become_healthy("a3")  # each progress write carries its own follow-up
+    assert len(world.flush()) == 2
     assert world.schedule() == ["a4", "a5"]
     clock.advance(20)
     world.become_healthy("a4")
@@ -115,8 +115,9 @@ def test_canary_deployment_from_first_canary_to_stable_job() -> None:
     state = world.stored.task_groups["web"]
     assert (state.placed_allocs, state.healthy_allocs, state.unhealthy_allocs) == (5, 5, 0)
     stats = manager.stats()
-    assert stats.evaluations_created == 2
-    assert stats.evaluations_coalesced == 1
+    # promotion, a2, a3, a4 (a5 completed the deployment: no follow-up)
+    assert stats.evaluations_created == 4
+    assert stats.evaluations_coalesced == 0
     assert stats.wakeups == 10  # 5 placements + 5 health changes, nothing else
     assert world.writes == 10  # one write per wakeup (promotion rides along), none for echoes
 
