@@ -22,6 +22,7 @@ connections, separate HTTP/2 flow control.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import os
@@ -69,6 +70,18 @@ def split_endpoint(endpoint: str) -> tuple[str, int]:
     elif ":" in host:
         raise ValueError(f"etcd endpoint {endpoint!r}: write an IPv6 address as [addr]:port")
     return host, int(port)
+
+
+#: Seconds between re-resolutions of hostname endpoints.
+DNS_REFRESH = 30.0
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _target(ip: str, port: int) -> str:
@@ -130,12 +143,14 @@ class EtcdClient(aetcd.Client):
 
     def __init__(self, endpoints: tuple[str, ...], *, creds: grpc.ChannelCredentials | None,
                  purpose: str, health: HealthConfig | None = None,
-                 timeout: float | None = None) -> None:
+                 timeout: float | None = None, dns_refresh: float = DNS_REFRESH) -> None:
         super().__init__(host=",".join(endpoints), port=0, timeout=timeout)  # type: ignore[arg-type]
         self.endpoints = endpoints
         self.purpose = purpose
         self._creds = creds
         self._health = health
+        self._dns_refresh = dns_refresh
+        self._refresher: asyncio.Task[None] | None = None
         self.pool: EndpointPool | None = None
 
     # aetcd assigns these in __init__/close; they are derived from the pool.
@@ -192,9 +207,34 @@ class EtcdClient(aetcd.Client):
         self.pool = EndpointPool(eps, config=self._health, label=self.purpose,
                                  shuffle=not given)
         self.pool.start()
+        if any(not _is_ip(split_endpoint(ep)[0]) for ep in self.endpoints):
+            self._refresher = asyncio.create_task(self._refresh_dns(),
+                                                  name=f"etcd-dns-{self.purpose}")
         self._connected.set()
 
+    async def _refresh_dns(self) -> None:
+        """Re-resolve hostnames now and then: members of a headless Service
+        come and go, and a restarted pod may come back on another address."""
+        while True:
+            await asyncio.sleep(self._dns_refresh)
+            try:
+                resolved = await resolve_endpoints(self.endpoints)
+            except EtcdUnavailable as e:
+                log.warning("etcd %s client: keeping the endpoints it has: %s", self.purpose, e)
+                continue
+            if self.pool is not None:
+                self.pool.update([Endpoint(name, self._channel(target, host))
+                                  for name, target, host in resolved
+                                  if name not in self.pool.endpoints] +
+                                 [self.pool.endpoints[name] for name, _, _ in resolved
+                                  if name in self.pool.endpoints])
+
     async def close(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresher
+            self._refresher = None
         pool, self.pool = self.pool, None
         if pool is not None:
             await pool.close()

@@ -81,8 +81,10 @@ class EndpointHealth:
             raise ValueError("endpoints must be distinct")
         self.config = config or HealthConfig()
         self.order = list(endpoints)
+        self._rng = rng or random.Random()
+        self._shuffle = shuffle
         if shuffle:  # off only for fault drills that pin every process to one member
-            (rng or random.Random()).shuffle(self.order)
+            self._rng.shuffle(self.order)
         self._marks = {ep: _Mark() for ep in self.order}
         self.current = self.order[0]
         #: How many times ``current`` changed.
@@ -148,6 +150,33 @@ class EndpointHealth:
     def suspect(self, ep: str, now: float) -> None:
         """Something on ``ep`` looks stuck: probe it as soon as possible."""
         self._marks[ep].next_probe = min(self._marks[ep].next_probe, now)
+
+    def update(self, endpoints: Sequence[str], now: float) -> tuple[list[str], list[str]]:
+        """The endpoint set changed (a hostname re-resolved): returns (added,
+        removed). A new endpoint joins at a random place in the order, held
+        down until its first good probe; a removed one is forgotten (if it was
+        in use, ``current`` moves as after a failure). An empty set is
+        ignored (a resolver outage must not leave the client with nothing)."""
+        wanted = list(dict.fromkeys(endpoints))
+        if not wanted:
+            return [], []
+        added = [ep for ep in wanted if ep not in self._marks]
+        removed = [ep for ep in self.order if ep not in wanted]
+        for ep in added:
+            at = self._rng.randint(0, len(self.order)) if self._shuffle else len(self.order)
+            self.order.insert(at, ep)
+            self._marks[ep] = _Mark(bad_since=now - self.config.hold_down,
+                                    reason="new endpoint, not probed yet", last_ok=False,
+                                    next_probe=now)
+        for ep in removed:
+            self.order.remove(ep)
+            del self._marks[ep]
+        if self.current in removed:
+            self.current = next((ep for ep in self.order if self.good(ep)),
+                                next((ep for ep in self.order if self.recovering(ep)),
+                                     self.order[0]))
+            self.switches += 1
+        return added, removed
 
     # -- internals -----------------------------------------------------------
 

@@ -203,6 +203,39 @@ class EndpointPool:
         for ep in self.endpoints.values():
             await ep.channel.close()
 
+    def update(self, endpoints: list[Endpoint]) -> None:
+        """Replace the endpoint set (a hostname re-resolved). Endpoints kept
+        keep their channels (the ``endpoints`` given for them are closed);
+        removed ones end everything in flight and close."""
+        was = self.health.current
+        fresh = {ep.name: ep for ep in endpoints}
+        added, removed = self.health.update(list(fresh), self.clock())
+        for name, ep in fresh.items():
+            if name in added:
+                self.endpoints[name] = ep
+            elif name in self.endpoints and ep is not self.endpoints[name]:
+                self._background(ep.channel.close())
+        for name in removed:
+            old = self.endpoints.pop(name)
+            for s in list(old.streams):
+                s.abort("endpoint no longer resolves")
+            for call in list(old.calls):
+                old.aborted.add(id(call))
+                call.cancel()
+            self._background(old.channel.close(grace=1.0))
+        if added or removed:
+            log.info("etcd %s client: endpoints now %s (added %s, removed %s)", self.label,
+                     ",".join(self.health.order), added, removed)
+            if self.health.current != was:
+                log.warning("etcd %s client: moving from %s to %s (no longer resolves)",
+                            self.label, was, self.health.current)
+            self._wake.set()
+
+    def _background(self, coro: Any) -> None:
+        t = asyncio.create_task(coro)
+        self._probes.add(t)
+        t.add_done_callback(self._probes.discard)
+
     # -- health events ---------------------------------------------------------
 
     def mark_bad(self, ep: Endpoint, reason: str) -> None:

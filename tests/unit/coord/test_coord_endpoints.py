@@ -125,3 +125,31 @@ def test_invalid_input() -> None:
         EndpointHealth(("a:1", "a:1"))
     with pytest.raises(ValueError):
         HealthConfig(probe_timeout=0)
+
+
+def test_update_adds_held_down_endpoints_and_drops_gone_ones() -> None:
+    h = health()
+    cur = h.current
+    others = [ep for ep in h.order if ep != cur]
+    added, removed = h.update([cur, others[0], "d:1"], 10.0)
+    assert (added, removed) == (["d:1"], [others[1]])
+    assert sorted(h.order) == sorted([cur, others[0], "d:1"])
+    assert h.current == cur  # nothing in use went away
+    # The newcomer is due for a probe, and not good until it answers.
+    assert "d:1" in h.due(10.0) and not h.good("d:1")
+    h.probe_started("d:1", 10.0)
+    h.probe_ok("d:1", 10.1)
+    assert h.good("d:1")
+
+
+def test_update_moves_off_an_endpoint_that_no_longer_resolves() -> None:
+    h = health()
+    cur, nxt, _ = h.order
+    h.update([ep for ep in EPS if ep != cur], 1.0)
+    assert h.current == nxt and h.switches == 1
+
+
+def test_update_with_nothing_resolving_keeps_what_it_has() -> None:
+    h = health()
+    assert h.update([], 1.0) == ([], [])
+    assert sorted(h.order) == sorted(EPS)
