@@ -10,7 +10,7 @@ from typing import Any
 
 import grpc
 import pytest
-from fuzz_cluster import FuzzCluster, fuzz_cluster
+from fuzz_cluster import RPCS, FuzzCluster, fuzz_cluster
 from google.protobuf.message import Message
 
 from drover.api.broker.v1 import broker_pb2
@@ -83,3 +83,24 @@ async def test_listed_escape_is_a_clear_invalid_argument(
     assert info is not None and info.metadata["field"] == field
     size = sum(len(k) + len(v) for k, v in (err.trailing_metadata() or ()))
     assert size < 4096, size
+
+
+@pytest.mark.parametrize("via", ["direct", "proxy"])
+async def test_bytes_that_are_no_message_are_invalid_argument_on_every_rpc(
+    cluster: FuzzCluster, via: str,
+) -> None:
+    # Subscribe through the proxy answered INTERNAL here once: the proxy
+    # decoded the request to resume the stream, and the decode raised.
+    body = b"\xff" * 16
+    for rpc in RPCS:
+        address = cluster.address(rpc.owner if via == "direct" else "proxy")
+        if via == "proxy" and rpc.owner == "proxy":
+            continue
+        async with grpc.aio.insecure_channel(address) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                if rpc.method.server_streaming:
+                    await channel.unary_stream(rpc.path)(body, timeout=5).read()
+                else:
+                    await channel.unary_unary(rpc.path)(body, timeout=5)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (
+            rpc.path, info.value.code(), info.value.details())
