@@ -1,7 +1,8 @@
 """Inbound: what a failed call to a drover service said, as a drover error.
 
 The one place a remote status is read back (the outbound half, a drover
-error becoming a status, is :mod:`drover.rpc.errors`). Every client in the
+error becoming a status, is :mod:`drover.rpc.errors`); this module decodes
+the call, :mod:`drover.remote_errors` (pure, re-exported here) maps it. Every client in the
 tree uses it: the broker's and the watcher's state clients, the proxy's
 failure classification and the ``drover`` CLI.
 
@@ -21,25 +22,18 @@ UNAVAILABLE.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
 import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from drover.errors import (
-    AlreadyExists,
-    Conflict,
-    DroverError,
-    FailedPrecondition,
-    FenceLost,
-    Internal,
-    InvalidArgument,
-    Kind,
-    NotFound,
-    NotLeader,
-    Unavailable,
+from drover.errors import DroverError
+from drover.remote_errors import (
+    LEADER_METADATA,
+    LEADER_TERM_METADATA,
+    RemoteError,
+    RemoteStatus,
+    narrow,
+    to_error,
 )
 
 __all__ = [
@@ -55,76 +49,6 @@ __all__ = [
     "remote_status",
     "to_error",
 ]
-
-LEADER_METADATA = "drover-leader"
-#: The term (election key create_revision) of the hinted leader.
-LEADER_TERM_METADATA = "drover-leader-term"
-
-
-@dataclass(frozen=True)
-class RemoteStatus:
-    """A failed call, decoded once. ``code`` is the status code's name."""
-
-    code: str
-    details: str = ""
-    reason: str = ""
-    metadata: dict[str, str] = field(default_factory=dict)
-    leader: str | None = None
-    #: The term of the ``drover-leader`` hint (0: none, or not a number).
-    leader_term: int = 0
-    #: The server sent trailing metadata (ErrorInfo, a leader hint): it
-    #: answered. False for failures of the transport itself.
-    answered: bool = False
-
-
-class RemoteError(DroverError):
-    """A remote failure of a kind no drover class stands for; ``kind`` and
-    ``reason`` are the remote's, per instance."""
-
-    def __init__(self, kind: Kind, reason: str, message: str,
-                 metadata: dict[str, str] | None = None) -> None:
-        super().__init__(message, metadata=metadata)
-        self.kind = kind
-        self.reason = reason
-
-
-_BY_REASON: dict[str, type[DroverError]] = {
-    FenceLost.reason: FenceLost,
-    Conflict.reason: Conflict,
-}
-_BY_KIND: dict[Kind, Callable[[str, dict[str, str]], DroverError]] = {
-    Kind.INVALID_ARGUMENT: lambda m, md: InvalidArgument(m, metadata=md),
-    Kind.NOT_FOUND: lambda m, md: NotFound(m, metadata=md),
-    Kind.ALREADY_EXISTS: lambda m, md: AlreadyExists(m, metadata=md),
-    Kind.FAILED_PRECONDITION: lambda m, md: FailedPrecondition(m, metadata=md),
-    Kind.ABORTED: lambda m, md: Conflict(m, metadata=md),
-    Kind.UNAVAILABLE: lambda m, md: Unavailable(m, metadata=md),
-    Kind.INTERNAL: lambda m, md: Internal(m, metadata=md),
-}
-
-
-def to_error(status: RemoteStatus) -> DroverError:
-    """The drover error ``status`` stands for (pure)."""
-    if status.reason == NotLeader.reason or (status.leader and status.code == "UNAVAILABLE"):
-        leader = status.leader or status.metadata.get("leader")
-        hinted = NotLeader(status.metadata.get("service", "remote"), leader)
-        hinted.message = status.details or hinted.message
-        return hinted
-    known = _BY_REASON.get(status.reason)
-    metadata = dict(status.metadata)
-    if known is not None:
-        return known(status.details, metadata=metadata)
-    kind = Kind.__members__.get(status.code)
-    if kind is None:  # CANCELLED, UNKNOWN, UNIMPLEMENTED, ...: unusable now
-        err: DroverError = Unavailable(f"{status.code}: {status.details}", metadata=metadata)
-    else:
-        build = _BY_KIND.get(kind)
-        err = (build(status.details, metadata) if build is not None
-               else RemoteError(kind, status.reason or kind.name, status.details, metadata))
-    if status.reason:
-        err.reason = status.reason
-    return err
-
 
 # -- the gRPC half ------------------------------------------------------------
 
@@ -191,13 +115,3 @@ def remote_status(err: grpc.RpcError) -> RemoteStatus:
 def from_rpc_error(err: grpc.RpcError) -> DroverError:
     """The drover error a failed call stands for (see :func:`to_error`)."""
     return to_error(remote_status(err))
-
-
-def narrow(err: DroverError, acts_on: tuple[type[DroverError], ...], what: str) -> DroverError:
-    """``err`` if the caller acts on its class, else :class:`Unavailable`
-    (retry later) with the remote's reason in the metadata: how a service
-    that calls another sees the errors it has no specific answer to."""
-    if isinstance(err, acts_on):
-        return err
-    return Unavailable(f"{what}: {err.reason}: {err.message}",
-                       metadata={**err.metadata, "remote_reason": err.reason})

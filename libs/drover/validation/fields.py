@@ -60,6 +60,7 @@ class Limits:
     max_string: int = 8 * 1024
     max_filter: int = 4 * 1024
     max_page_token: int = 4 * 1024
+    max_document: int = 64 * 1024
     max_map_key: int = 256
     max_map_value: int = 16 * 1024
     max_bytes: int = 64 * 1024
@@ -75,6 +76,8 @@ _ID_NAMES = frozenset({
     "id", "ids", "keys", "previous_eval", "next_eval", "blocked_eval",
     "previous_allocation", "placed_canaries", "replica",
 })
+#: Strings that hold whole documents (an ACL policy's rules).
+_DOCUMENTS = frozenset({"rules"})
 #: int32 fields that count things: never negative.
 _NON_NEGATIVE = frozenset({
     "page_size", "count", "max_parallel", "canary", "desired_canaries", "desired_total",
@@ -95,6 +98,8 @@ def _string_cap(name: str, limits: Limits) -> int:
         return limits.max_filter
     if name == "page_token":
         return limits.max_page_token
+    if name in _DOCUMENTS:
+        return limits.max_document
     return limits.max_string
 
 

@@ -14,14 +14,14 @@ proxy reads it from what the failure looks like, and errs on the side of
 * any other UNAVAILABLE (GOAWAY, reset, "Socket closed"): the transport
   broke, the request may have been applied (:attr:`FailureKind.CONNECTION_LOST`).
 
-Pure: it reads a decoded :class:`~drover.rpc.remote.RemoteStatus` (code
+Pure: it reads a decoded :class:`~drover.remote_errors.RemoteStatus` (code
 names, no gRPC objects).
 """
 
 from __future__ import annotations
 
 from drover.proxy.retry import CallFailure, FailureKind
-from drover.rpc.remote import RemoteStatus
+from drover.remote_errors import RemoteStatus
 
 #: Lower-case fragments of UNAVAILABLE details that mean "never connected".
 NOT_SENT_MARKERS: tuple[str, ...] = (

@@ -11,8 +11,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import grpc
+from google.protobuf.descriptor import MethodDescriptor
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from drover.api.acl.v1 import acl_pb2
+from drover.api.broker.v1 import broker_pb2
+from drover.api.deployments.v1 import deployments_pb2
+from drover.api.proxy.v1 import proxy_pb2
+from drover.api.state.v1 import state_pb2
 from drover.config import EtcdSettings, ServeSettings
 from drover.coord import Keyspace
 from drover.rpc.app import load_app_factory
@@ -20,6 +26,33 @@ from drover.rpc.server import DroverServer
 from drover.state.store import EtcdStore, prefix_end
 
 TTL = 3
+
+#: (the server that owns it, the generated module) for every drover API.
+SERVICES = (
+    ("state", state_pb2), ("state", acl_pb2), ("broker", broker_pb2),
+    ("deployments", deployments_pb2), ("proxy", proxy_pb2),
+)
+
+
+@dataclass(frozen=True, repr=False)
+class Rpc:
+    owner: str
+    method: MethodDescriptor
+
+    @property
+    def path(self) -> str:
+        return f"/{self.method.containing_service.full_name}/{self.method.name}"
+
+    def __repr__(self) -> str:
+        return self.path
+
+
+RPCS = [
+    Rpc(owner, method)
+    for owner, module in SERVICES
+    for service in module.DESCRIPTOR.services_by_name.values()
+    for method in service.methods
+]
 
 
 @dataclass

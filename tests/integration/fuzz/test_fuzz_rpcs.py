@@ -31,17 +31,11 @@ from typing import Any
 
 import grpc
 import pytest
-from fuzz_cluster import DataRevision, fuzz_cluster
+from fuzz_cluster import RPCS, DataRevision, Rpc, fuzz_cluster
 from fuzz_strategies import messages, raw_bodies
-from google.protobuf.descriptor import MethodDescriptor
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from drover.api.acl.v1 import acl_pb2
-from drover.api.broker.v1 import broker_pb2
-from drover.api.deployments.v1 import deployments_pb2
-from drover.api.proxy.v1 import proxy_pb2
-from drover.api.state.v1 import state_pb2
 from drover.rpc.errors import error_info
 
 pytestmark = pytest.mark.slow
@@ -54,32 +48,6 @@ FORBIDDEN = {grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL}
 #: Ends decided by the client (its deadline), not answers of the server.
 CLIENT_ENDS = {grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
 
-#: (the server that owns it, the generated module) for every drover API.
-SERVICES = (
-    ("state", state_pb2), ("state", acl_pb2), ("broker", broker_pb2),
-    ("deployments", deployments_pb2), ("proxy", proxy_pb2),
-)
-
-
-@dataclass(frozen=True, repr=False)
-class Rpc:
-    owner: str
-    method: MethodDescriptor
-
-    @property
-    def path(self) -> str:
-        return f"/{self.method.containing_service.full_name}/{self.method.name}"
-
-    def __repr__(self) -> str:
-        return self.path
-
-
-RPCS = [
-    Rpc(owner, method)
-    for owner, module in SERVICES
-    for service in module.DESCRIPTOR.services_by_name.values()
-    for method in service.methods
-]
 REQUESTS = {rpc.path: st.one_of(messages(rpc.method.input_type),
                                 messages(rpc.method.input_type, plausible=True))
             for rpc in RPCS}

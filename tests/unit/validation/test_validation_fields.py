@@ -79,3 +79,13 @@ def test_repeated_and_map_caps() -> None:
     assert refused(state_pb2.RegisterJobRequest(job=job)).metadata["field"] == "job.meta"
     job = job_pb2.Job(id="j", meta={"k": "v" * 20_000})
     assert refused(state_pb2.RegisterJobRequest(job=job)).metadata["field"] == "job.meta['k']"
+
+
+def test_documents_get_a_larger_cap_than_other_strings() -> None:
+    from drover.api.acl.v1 import acl_pb2
+
+    check_request(acl_pb2.ApplyPolicyRequest(name="p", rules="x" * 20_000))
+    err = refused(acl_pb2.ApplyPolicyRequest(name="p", rules="x" * 70_000))
+    assert err.metadata["field"] == "rules"
+    assert refused(acl_pb2.ApplyPolicyRequest(name="p", description="x" * 20_000)
+                   ).metadata["field"] == "description"
