@@ -25,7 +25,7 @@ from drover.acl.table import TABLE
 from drover.api.acl.v1 import acl_pb2
 from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2
-from drover.api.types.v1 import job_pb2, scheduler_pb2
+from drover.api.types.v1 import evaluation_pb2, job_pb2, scheduler_pb2
 
 pytestmark = pytest.mark.slow
 
@@ -256,3 +256,40 @@ async def test_secrets_never_reach_the_logs(acl: Acl, caplog: pytest.LogCaptureF
     assert caplog.records  # the access log did record the calls
     for secret in (acl.reader, acl.management):
         assert secret not in caplog.text
+
+
+async def test_leader_only_writes_need_the_server_identity_even_with_a_valid_fence(
+    acl: Acl, etcd_endpoint: str,
+) -> None:
+    """A management token holding the broker leader's real fence still cannot
+    write an outcome: the state service wants the server identity too."""
+    from drover.config import EtcdSettings
+    from drover.coord import _kv, connect
+    from drover.coord.keys import Keyspace
+
+    prefix = Keyspace(acl.prefix).election_prefix("broker").encode()
+    client = await connect(EtcdSettings(endpoints=(etcd_endpoint,)), purpose="probe")
+    try:
+        resp = await _kv.range_(client, prefix, _kv.prefix_end(prefix))
+    finally:
+        await client.close()
+    assert resp.kvs, "no broker election key"
+    kv = min(resp.kvs, key=lambda k: k.create_revision)
+    fence = (("drover-fence", f"{kv.key.decode()}@{kv.create_revision}"),)
+    done = evaluation_pb2.Evaluation(id="forged", namespace="default", type="service",
+                                     status=evaluation_pb2.EVALUATION_STATUS_COMPLETE)
+    ch = acl.cluster.channel("state-1")
+    for method, req in ((_S + "UpsertEvaluations",
+                         state_pb2.UpsertEvaluationsRequest(evaluations=[done])),
+                        (_S + "UpdateEvaluations",
+                         state_pb2.UpdateEvaluationsRequest(creates=[done]))):
+        req_cls = type(req)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await ch.unary_unary(method, request_serializer=req_cls.SerializeToString,
+                                 response_deserializer=lambda b: b)(
+                req, metadata=(*fence, ("authorization", f"Bearer {acl.management}")),
+                timeout=5)
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED, (method, err.value)
+    code, _, _ = await call(ch, _S + "GetEvaluation", state_pb2.GetEvaluationRequest(
+        id="forged"), secret=acl.management)
+    assert code == grpc.StatusCode.NOT_FOUND
