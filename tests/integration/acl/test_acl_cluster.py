@@ -293,3 +293,15 @@ async def test_leader_only_writes_need_the_server_identity_even_with_a_valid_fen
     code, _, _ = await call(ch, _S + "GetEvaluation", state_pb2.GetEvaluationRequest(
         id="forged"), secret=acl.management)
     assert code == grpc.StatusCode.NOT_FOUND
+
+
+async def test_undecodable_requests_get_a_clear_status_with_acls_on(acl: Acl) -> None:
+    ch = acl.cluster.channel("state-1")
+    raw = ch.unary_unary(_S + "RegisterJob", request_serializer=lambda b: b,
+                         response_deserializer=lambda b: b)
+    for secret, code in (("", grpc.StatusCode.PERMISSION_DENIED),
+                         (acl.management, grpc.StatusCode.INVALID_ARGUMENT)):
+        md = (("authorization", f"Bearer {secret}"),) if secret else ()
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await raw(b"\xff\xff\xff", metadata=md, timeout=5)
+        assert err.value.code() == code
