@@ -305,3 +305,43 @@ async def test_undecodable_requests_get_a_clear_status_with_acls_on(acl: Acl) ->
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await raw(b"\xff\xff\xff", metadata=md, timeout=5)
         assert err.value.code() == code
+
+
+async def test_a_deployment_write_reaches_state_through_the_watchers_server_identity(
+    acl: Acl,
+) -> None:
+    """The user needs deployment-write at the watcher; the watcher then writes
+    UpdateDeployment (server only, fenced) to state as the server."""
+    from drover.api.deployments.v1 import deployments_pb2
+
+    proxy = acl.cluster.channel("proxy")
+    tg = job_pb2.TaskGroup(name="g", count=1, update=job_pb2.UpdateStrategy(max_parallel=1))
+    job = job_pb2.Job(id="rolling", namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
+                      datacenters=["dc1"], task_groups=[tg])
+    code, _, reg = await call(proxy, _S + "RegisterJob", state_pb2.RegisterJobRequest(job=job),
+                              secret=acl.management)
+    assert code == grpc.StatusCode.OK and reg.deployment_id, reg
+    code, _, _ = await call(proxy, _A + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+        name="deployer", rules="namespace: {default: {capabilities: [deployment-write]}}"),
+        secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    code, _, tok = await call(proxy, _A + "CreateToken", acl_pb2.CreateTokenRequest(
+        name="deployer", policies=["deployer"]), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    pause = deployments_pb2.PauseDeploymentRequest(namespace="default",
+                                                   deployment_id=reg.deployment_id, pause=True)
+    method = "/drover.deployments.v1.DeploymentWatcherService/PauseDeployment"
+    assert (await call(proxy, method, pause, secret=acl.reader))[0] == \
+        grpc.StatusCode.PERMISSION_DENIED
+    resp = None
+    for _ in range(100):  # the watcher may still be picking the new deployment up
+        code, _, resp = await call(proxy, method, pause, secret=tok.secret_id)
+        if code == grpc.StatusCode.OK:
+            break
+        assert code not in (grpc.StatusCode.PERMISSION_DENIED,
+                            grpc.StatusCode.UNAUTHENTICATED), resp
+        await asyncio.sleep(0.05)
+    assert code == grpc.StatusCode.OK, resp
+    code, _, got = await call(proxy, _S + "GetDeployment", state_pb2.GetDeploymentRequest(
+        namespace="default", id=reg.deployment_id), secret=acl.reader)
+    assert code == grpc.StatusCode.OK and got.deployment.status == 2, got  # PAUSED
