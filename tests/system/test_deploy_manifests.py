@@ -473,6 +473,17 @@ def test_dev_runs_one_of_everything_on_smaller_requests() -> None:
     assert _configmap(list(dev.values()))["DROVER_ETCD"] == "etcd-0.etcd:2379"
 
 
+def test_access_control_is_on_in_every_overlay() -> None:
+    """Every service reads the ConfigMap: DROVER_ACL turns enforcement on for all."""
+    for objs in (_base(), _dev()):
+        assert _configmap(objs)["DROVER_ACL"] == "true"
+        for obj in objs:
+            if obj["kind"] in WORKLOADS:
+                for c in _pod(obj)["containers"]:
+                    env = {e["name"]: e for e in c.get("env", [])}
+                    assert "DROVER_ACL" not in env, "a workload overrides DROVER_ACL"
+
+
 # -- the image ---------------------------------------------------------------
 
 def _instructions() -> list[tuple[str, str]]:

@@ -33,6 +33,7 @@ class AclCache:
         self.ready = asyncio.Event()
         self._client = client
         self._applied = asyncio.Event()
+        self._inflight: asyncio.Future[bool] | None = None
         self._watch = ResilientWatch(client, keys.prefix.encode())
         self._task: asyncio.Task[None] | None = None
 
@@ -63,9 +64,16 @@ class AclCache:
 
         Asked before refusing an unknown token: a token created a moment
         ago through another replica is then found, not refused (read your
-        write across replicas). One keys-only read of the ACL prefix (small)
-        per miss; a deleted token needs no wait, its absence is the answer.
+        write across replicas). A deleted token needs no wait: its absence
+        is the answer. Single-flight: concurrent misses (a flood of bogus
+        tokens) share one keys-only read of the small ACL prefix, so they
+        cost etcd one request at a time per replica, not one each.
         """
+        if self._inflight is None or self._inflight.done():
+            self._inflight = asyncio.ensure_future(self._catch_up(within))
+        return await asyncio.shield(self._inflight)
+
+    async def _catch_up(self, within: float) -> bool:
         prefix = self._watch.prefix
         req = rpc.RangeRequest(key=prefix, range_end=self._watch.range_end, limit=1,
                                keys_only=True, sort_order=rpc.RangeRequest.DESCEND,

@@ -139,6 +139,8 @@ TABLE: dict[str, Requirement] = {
 
 
 def _values(msg: Any, path: list[str]) -> Iterator[str]:
+    if not hasattr(msg, "DESCRIPTOR"):
+        return  # an undecodable request: judged as naming none; validation refuses it
     name, rest = path[0], path[1:]
     field = msg.DESCRIPTOR.fields_by_name[name]
     value = getattr(msg, name)

@@ -146,12 +146,6 @@ class AclState:
 
     # -- reading ------------------------------------------------------------
 
-    def tokens(self) -> list[acl_pb2.Token]:
-        return [t.token for t in self._tokens.values()]
-
-    def has_policy(self, name: str) -> bool:
-        return name in self._policies
-
     def resolve(self, secret: str | None) -> Identity:
         """The identity of a call: anonymous without a secret; a known token
         or the server identity; else :class:`Unauthenticated`."""
@@ -165,10 +159,6 @@ class AclState:
             raise Unauthenticated("the token is unknown or revoked",
                                   metadata={"field": AUTHORIZATION})
         return self._identity(accessor, self._tokens[accessor])
-
-    def token_of(self, identity: Identity) -> acl_pb2.Token | None:
-        stored = self._tokens.get(identity.accessor_id)
-        return stored.token if stored is not None else None
 
     def _identity(self, accessor: str, stored: acl_pb2.StoredToken | None) -> Identity:
         cached = self._compiled.get(accessor)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
@@ -44,13 +45,15 @@ from drover.acl.tokens import AclKeys, AclState, server_secret
 from drover.config import ServeSettings
 from drover.coord import Keyspace, cluster_secret, connect
 from drover.coord.errors import EtcdUnavailable
-from drover.errors import DroverError, Unavailable
+from drover.errors import DroverError, Internal, Unavailable
 from drover.rpc.errors import abort
 
 __all__ = ["AclInterceptor", "AclRuntime", "current_identity"]
 
 #: The cluster secret the server identity is derived from.
 SERVER_SECRET_NAME = "acl-server"
+
+log = logging.getLogger(__name__)
 
 _IDENTITY: contextvars.ContextVar[Identity | None] = contextvars.ContextVar(
     "drover_acl_identity", default=None)
@@ -119,6 +122,9 @@ class AclInterceptor(grpc.aio.ServerInterceptor):
                 await check(method, request, context)
             except DroverError as err:
                 await abort(context, err)
+            except Exception:  # a bug here must not answer UNKNOWN nor let the call in
+                log.exception("access check failed for %s", method[:200])
+                await abort(context, Internal("access check failed; see the server log"))
 
         def unary(behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
             async def wrapper(request: Any, context: Any) -> Any:

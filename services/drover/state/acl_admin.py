@@ -11,19 +11,20 @@ live under ``<base>acl/``, which the state cache ignores and every server's
 * a secret leaves the server only in the response that creates it; etcd
   holds its SHA-256 (:class:`acl_pb2.StoredToken`);
 * who may call what is the interceptor's business (drover.acl.TABLE);
-  this servicer only validates input. With ACLs off it still works, so an
-  operator can bootstrap and prepare policies before turning them on.
+  this servicer only validates input;
+* with ACLs off (no interceptor, so no identity) every call is refused
+  with FAILED_PRECONDITION ``ACL_DISABLED``: tokens minted while anyone
+  may call anything would be trusted the moment ACLs are turned on.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from drover.acl import AUTHORIZATION, AclAlreadyBootstrapped, AclKeys, hash_secret, new_id
+from drover.acl import AclAlreadyBootstrapped, AclKeys, Identity, hash_secret, new_id
 from drover.acl.policy import parse_policy, validate_policy_name
-from drover.acl.tokens import parse_bearer
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
-from drover.errors import InvalidArgument, NotFound
+from drover.errors import FailedPrecondition, InvalidArgument, NotFound
 from drover.rpc.acl import current_identity
 from drover.state.store import KV, Compare, Delete, KVStore, Put
 
@@ -35,6 +36,18 @@ _MAX_POLICIES = 64
 
 def _end(prefix: bytes) -> bytes:
     return prefix[:-1] + bytes([prefix[-1] + 1])
+
+
+class AclDisabled(FailedPrecondition):
+    reason = "ACL_DISABLED"
+
+
+def _enabled() -> Identity:
+    identity = current_identity()
+    if identity is None:
+        raise AclDisabled("ACLs are not enabled on this cluster: start every service with "
+                          "--acl (DROVER_ACL=true)")
+    return identity
 
 
 class AclAdmin(acl_pb2_grpc.AclServiceServicer):
@@ -56,6 +69,7 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
         return result.revision if result.succeeded else 0
 
     async def Bootstrap(self, request: Any, context: Any) -> Any:
+        _enabled()
         token, secret = self._token("Bootstrap Token", acl_pb2.TOKEN_TYPE_MANAGEMENT, [])
         marker = self.keys.bootstrap.encode()
         rev = await self._put_token(token, secret, [Compare(marker, "create", 0)],
@@ -67,6 +81,7 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
         return acl_pb2.BootstrapResponse(token=token, secret_id=secret)
 
     async def ApplyPolicy(self, request: Any, context: Any) -> Any:
+        _enabled()
         parse_policy(request.name, request.rules)  # refuse what the caches could not use
         if len(request.description) > 1024:
             raise InvalidArgument("description is longer than 1024 characters",
@@ -93,6 +108,7 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
             key = page.kvs[-1].key + b"\0"
 
     async def ListPolicies(self, request: Any, context: Any) -> Any:
+        _enabled()
         policies = []
         for kv in await self._list(self.keys.policy("")):
             p = acl_pb2.Policy.FromString(kv.value)
@@ -101,6 +117,7 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
         return acl_pb2.ListPoliciesResponse(policies=policies)
 
     async def DeletePolicy(self, request: Any, context: Any) -> Any:
+        _enabled()
         validate_policy_name(request.name)
         key = self.keys.policy(request.name).encode()
         result = await self.store.txn([Compare(key, "version", 0)], [])
@@ -110,6 +127,7 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
         return acl_pb2.DeletePolicyResponse()
 
     async def CreateToken(self, request: Any, context: Any) -> Any:
+        _enabled()
         name = request.name.strip()
         if not name or len(name) > _MAX_NAME:
             raise InvalidArgument(f"token name must be 1-{_MAX_NAME} characters",
@@ -145,6 +163,7 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
         return acl_pb2.CreateTokenResponse(token=token, secret_id=secret)
 
     async def ListTokens(self, request: Any, context: Any) -> Any:
+        _enabled()
         tokens = []
         for kv in await self._list(self.keys.token("")):
             t = acl_pb2.StoredToken.FromString(kv.value).token
@@ -153,6 +172,7 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
         return acl_pb2.ListTokensResponse(tokens=tokens)
 
     async def RevokeToken(self, request: Any, context: Any) -> Any:
+        _enabled()
         accessor = request.accessor_id
         if not accessor or len(accessor) > 64 or "/" in accessor:
             raise InvalidArgument("accessor_id must be a token's accessor id",
@@ -165,16 +185,11 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
         return acl_pb2.RevokeTokenResponse()
 
     async def GetSelfToken(self, request: Any, context: Any) -> Any:
-        identity = current_identity()
-        digest: bytes | None = None
-        if identity is None:  # ACLs off: find the caller's token by its hash
-            for k, v in context.invocation_metadata() or ():
-                if k == AUTHORIZATION:
-                    digest = hash_secret(parse_bearer(str(v)))
-        for kv in await self._list(self.keys.token("")):
-            stored = acl_pb2.StoredToken.FromString(kv.value)
-            if (identity is not None and stored.token.accessor_id == identity.accessor_id) or (
-                    digest is not None and bytes(stored.secret_sha256) == digest):
-                stored.token.create_index = kv.create_revision
+        identity = _enabled()
+        if identity.accessor_id:
+            page = await self.store.range(self.keys.token(identity.accessor_id).encode(), b"")
+            if page.kvs:
+                stored = acl_pb2.StoredToken.FromString(page.kvs[0].value)
+                stored.token.create_index = page.kvs[0].create_revision
                 return acl_pb2.GetSelfTokenResponse(token=stored.token)
-        raise NotFound("the caller's token is not a stored token (anonymous or server)")
+        raise NotFound(f"the caller ({identity.describe}) has no stored token")

@@ -5,8 +5,7 @@ membership in the session etcd, optionally TLS everywhere."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
@@ -135,9 +134,3 @@ def host_of(method: str) -> str:
 def forwarded(method: str) -> bool:
     return host_of(method) != "proxy"
 
-
-def without_acl(s: ServeSettings) -> ServeSettings:
-    return replace(s, acl=False)
-
-
-__all__: Sequence[str] = ["Cluster", "call", "host_of", "mutations", "start_cluster"]

@@ -25,7 +25,7 @@ from drover.acl.table import TABLE
 from drover.api.acl.v1 import acl_pb2
 from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2
-from drover.api.types.v1 import job_pb2, scheduler_pb2
+from drover.api.types.v1 import evaluation_pb2, job_pb2, scheduler_pb2
 
 pytestmark = pytest.mark.slow
 
@@ -256,3 +256,92 @@ async def test_secrets_never_reach_the_logs(acl: Acl, caplog: pytest.LogCaptureF
     assert caplog.records  # the access log did record the calls
     for secret in (acl.reader, acl.management):
         assert secret not in caplog.text
+
+
+async def test_leader_only_writes_need_the_server_identity_even_with_a_valid_fence(
+    acl: Acl, etcd_endpoint: str,
+) -> None:
+    """A management token holding the broker leader's real fence still cannot
+    write an outcome: the state service wants the server identity too."""
+    from drover.config import EtcdSettings
+    from drover.coord import _kv, connect
+    from drover.coord.keys import Keyspace
+
+    prefix = Keyspace(acl.prefix).election_prefix("broker").encode()
+    client = await connect(EtcdSettings(endpoints=(etcd_endpoint,)), purpose="probe")
+    try:
+        resp = await _kv.range_(client, prefix, _kv.prefix_end(prefix))
+    finally:
+        await client.close()
+    assert resp.kvs, "no broker election key"
+    kv = min(resp.kvs, key=lambda k: k.create_revision)
+    fence = (("drover-fence", f"{kv.key.decode()}@{kv.create_revision}"),)
+    done = evaluation_pb2.Evaluation(id="forged", namespace="default", type="service",
+                                     status=evaluation_pb2.EVALUATION_STATUS_COMPLETE)
+    ch = acl.cluster.channel("state-1")
+    for method, req in ((_S + "UpsertEvaluations",
+                         state_pb2.UpsertEvaluationsRequest(evaluations=[done])),
+                        (_S + "UpdateEvaluations",
+                         state_pb2.UpdateEvaluationsRequest(creates=[done]))):
+        req_cls = type(req)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await ch.unary_unary(method, request_serializer=req_cls.SerializeToString,
+                                 response_deserializer=lambda b: b)(
+                req, metadata=(*fence, ("authorization", f"Bearer {acl.management}")),
+                timeout=5)
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED, (method, err.value)
+    code, _, _ = await call(ch, _S + "GetEvaluation", state_pb2.GetEvaluationRequest(
+        id="forged"), secret=acl.management)
+    assert code == grpc.StatusCode.NOT_FOUND
+
+
+async def test_undecodable_requests_get_a_clear_status_with_acls_on(acl: Acl) -> None:
+    ch = acl.cluster.channel("state-1")
+    raw = ch.unary_unary(_S + "RegisterJob", request_serializer=lambda b: b,
+                         response_deserializer=lambda b: b)
+    for secret, code in (("", grpc.StatusCode.PERMISSION_DENIED),
+                         (acl.management, grpc.StatusCode.INVALID_ARGUMENT)):
+        md = (("authorization", f"Bearer {secret}"),) if secret else ()
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await raw(b"\xff\xff\xff", metadata=md, timeout=5)
+        assert err.value.code() == code
+
+
+async def test_a_deployment_write_reaches_state_through_the_watchers_server_identity(
+    acl: Acl,
+) -> None:
+    """The user needs deployment-write at the watcher; the watcher then writes
+    UpdateDeployment (server only, fenced) to state as the server."""
+    from drover.api.deployments.v1 import deployments_pb2
+
+    proxy = acl.cluster.channel("proxy")
+    tg = job_pb2.TaskGroup(name="g", count=1, update=job_pb2.UpdateStrategy(max_parallel=1))
+    job = job_pb2.Job(id="rolling", namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
+                      datacenters=["dc1"], task_groups=[tg])
+    code, _, reg = await call(proxy, _S + "RegisterJob", state_pb2.RegisterJobRequest(job=job),
+                              secret=acl.management)
+    assert code == grpc.StatusCode.OK and reg.deployment_id, reg
+    code, _, _ = await call(proxy, _A + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+        name="deployer", rules="namespace: {default: {capabilities: [deployment-write]}}"),
+        secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    code, _, tok = await call(proxy, _A + "CreateToken", acl_pb2.CreateTokenRequest(
+        name="deployer", policies=["deployer"]), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    pause = deployments_pb2.PauseDeploymentRequest(namespace="default",
+                                                   deployment_id=reg.deployment_id, pause=True)
+    method = "/drover.deployments.v1.DeploymentWatcherService/PauseDeployment"
+    assert (await call(proxy, method, pause, secret=acl.reader))[0] == \
+        grpc.StatusCode.PERMISSION_DENIED
+    resp = None
+    for _ in range(100):  # the watcher may still be picking the new deployment up
+        code, _, resp = await call(proxy, method, pause, secret=tok.secret_id)
+        if code == grpc.StatusCode.OK:
+            break
+        assert code not in (grpc.StatusCode.PERMISSION_DENIED,
+                            grpc.StatusCode.UNAUTHENTICATED), resp
+        await asyncio.sleep(0.05)
+    assert code == grpc.StatusCode.OK, resp
+    code, _, got = await call(proxy, _S + "GetDeployment", state_pb2.GetDeploymentRequest(
+        namespace="default", id=reg.deployment_id), secret=acl.reader)
+    assert code == grpc.StatusCode.OK and got.deployment.status == 2, got  # PAUSED

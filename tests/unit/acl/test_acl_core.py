@@ -44,6 +44,21 @@ def test_every_rpc_of_every_service_is_in_the_table() -> None:
     assert methods == set(TABLE), (methods ^ set(TABLE))
 
 
+def test_every_namespace_rule_reads_fields_its_request_has() -> None:
+    from google.protobuf import descriptor_pool, message_factory
+
+    from drover.acl.table import request_namespaces
+    for method, req in TABLE.items():
+        if req.kind != "namespace":
+            continue
+        _, service, name = method.split("/")
+        m = descriptor_pool.Default().FindServiceByName(service).methods_by_name[name]
+        empty = message_factory.GetMessageClass(m.input_type)()
+        want = {"*"} if req.empty_is_all else {"default"}
+        assert request_namespaces(req, empty) == want, method
+        assert request_namespaces(req, object()) == {"default"}  # undecodable
+
+
 def test_the_issue_example_parses_and_means_what_it_says() -> None:
     acl = Acl.compile([parse_policy("dev", ISSUE_EXAMPLE)])
     assert acl.allow_namespace("default", "submit-job")
