@@ -152,3 +152,10 @@ def test_stopped_job_stops_everything_and_caps_ops() -> None:
     big = job(count=10)
     plan = compute_plan(snap(big, ns=nodes(10)), new_id=ids(), max_ops=4)
     assert len(plan.placements) == 4 and plan.more
+
+
+def test_canaries_with_nothing_old_left_are_part_of_the_count() -> None:
+    v1 = job(1, canary=1, image="v2")
+    plan = compute_plan(snap(v1, dep=deployment(1, canaries=1), versions=[job(0)]), new_id=ids())
+    assert len(plan.placements) == 3
+    assert sum(a.deployment_status.canary for a in plan.placements) == 1
