@@ -5,8 +5,8 @@ in-place updates -- in ONE etcd txn, so it applies whole or not at all
 (atomic within etcd's txn cap: a bigger plan is refused up front). It is
 refused with PLAN_STALE when the state the worker computed it from moved:
 
-- the job's modify index, the set of the job's allocations and each one's
-  modify index, the modify index of every node placed on, are checked
+- the job's modify index, the set of the job's allocations, the modify
+  index of each allocation the plan updates and of every node placed on, are checked
   against this replica's cache *after a sync* (so it is the current etcd
   revision), and the job, every updated allocation, every new allocation's
   absence and as many placed-on nodes as etcd's compare cap allows are
@@ -119,8 +119,11 @@ class PlansRpc(Base):
                 e = allocs.objects.get(order[1])
                 if e is not None:
                     current[order[1].partition("/")[2]] = e
-        seen = dict(request.alloc_indexes)
-        if {k: e[1] for k, e in current.items()} != seen:
+        # The set must be the one read (an allocation added or removed by someone
+        # else changes what the plan should be); a client's report on an
+        # allocation the plan leaves alone does not (Nomad's applier ignores
+        # it too), or every health report would refuse the plans of its job.
+        if set(current) != set(request.alloc_indexes):
             raise stale(f"the allocations of job {request.job_id!r} changed", "allocations")
         compares = [Compare(self.keys.key(codec.JOBS, ns, request.job_id), "mod", job_mod)]
         ops: list[Op] = []
@@ -132,6 +135,8 @@ class PlansRpc(Base):
                 raise InvalidArgument(f"update of allocation {a.id!r}, which is not an "
                                       f"allocation of job {request.job_id!r}",
                                       metadata={"field": "updates"})
+            if e[1] != request.alloc_indexes[a.id]:
+                raise stale(f"allocation {a.id!r} changed since it was read", "allocations")
             old = allocs.decode_entry(e)
             if is_live(old) and not is_live(a):
                 stopping[old.node_id] = stopping.get(old.node_id, Vec()) + Vec.of(old.resources)

@@ -379,7 +379,8 @@ class StateServiceServicer:
         places the rest in a follow-up evaluation). Refused with
         FAILED_PRECONDITION, ErrorInfo PLAN_STALE, when the state it was
         computed from moved: the job (its modify index), the job's allocations
-        (the set and each one's modify index), a node it places on (its modify
+        (the set, and the modify index of each one the plan updates: a client's
+        report on one it leaves alone does not refuse it), a node it places on (its modify
         index), or a node's free capacity no longer fits the placements. The
         worker re-reads and plans again. Also unblocks blocked evaluations of
         other jobs when the plan frees capacity (it stops allocations).
