@@ -5,12 +5,12 @@ in-place updates -- in ONE etcd txn, so it applies whole or not at all
 (atomic within etcd's txn cap: a bigger plan is refused up front). It is
 refused with PLAN_STALE when the state the worker computed it from moved:
 
-- the job's modify index, the set of the job's allocations, the modify
-  index of each allocation the plan updates and of every node placed on, are checked
-  against this replica's cache *after a sync* (so it is the current etcd
-  revision), and the job, every updated allocation, every new allocation's
-  absence and as many placed-on nodes as etcd's compare cap allows are
-  compared in the txn itself;
+- the job's modify index, the set of the job's allocations and the modify
+  index of each allocation the plan updates are checked against this
+  replica's cache *after a sync* (so it is the current etcd revision), and
+  the job, every updated allocation, every new allocation's absence and as
+  many placed-on nodes (at their current index) as etcd's compare cap
+  allows are compared in the txn itself;
 - every node placed on must be ready, eligible, not draining, and have room
   for the placements on top of what its live allocations reserve (minus the
   ones this plan stops): Nomad's per-node re-check. Plans are applied one at
@@ -42,6 +42,9 @@ from drover.state.service_base import Base
 from drover.state.store import Compare, Op, Put
 from drover.state.writes import MAX_OBJECT_OPS
 from drover.worker.resources import Vec, is_live, used
+
+#: A heartbeat is written when the stored one is at least this old (seconds).
+HEARTBEAT_WRITE_EVERY = 2.0
 
 #: etcd caps compares per txn like ops (the revision marker needs none).
 MAX_COMPARES = 128
@@ -184,12 +187,11 @@ class PlansRpc(Base):
             e = nodes.objects.get(f"{codec.GLOBAL_NS}/{node_id}")
             if e is None:
                 raise stale(f"node {node_id!r} is gone", "nodes")
-            read = request.node_indexes.get(node_id)
-            if read is None:
+            if node_id not in request.node_indexes:
                 raise InvalidArgument(f"node_indexes lacks node {node_id!r} the plan places on",
                                       metadata={"field": "node_indexes"})
-            if e[1] != read:
-                raise stale(f"node {node_id!r} changed", "nodes")
+            # No equality with the index read: a heartbeat moves it. What matters
+            # is checked here, on the current node (and compared in the txn).
             node = nodes.decode_entry(e)
             if not node_schedulable(node):
                 raise stale(f"node {node_id!r} no longer takes allocations", "nodes")
@@ -255,6 +257,9 @@ class PlansRpc(Base):
         node = nodes.decode_entry(e)
         before = node_schedulable(node)
         was_down = node.status in _DOWN or node.drain
+        if request.heartbeat and (not node.last_heartbeat.ByteSize() or _age(
+                node.last_heartbeat, self.now()) >= HEARTBEAT_WRITE_EVERY):
+            node.last_heartbeat.CopyFrom(self.now())
         if request.status:
             node.status = request.status
         if request.HasField("drain"):
@@ -319,6 +324,10 @@ class PlansRpc(Base):
             ops.append(Put(self.keys.key(codec.EVALUATIONS, ns, ev.id), codec.encode(ev)))
             ids.append(ev.id)
         return lost, ids
+
+
+def _age(ts: Any, now: Any) -> float:
+    return float((now.ToNanoseconds() - ts.ToNanoseconds()) / 1e9)
 
 
 def _type_name(job: Any) -> str:

@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.api.types.v1 import evaluation_pb2, job_pb2, node_pb2
+from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
 from drover.coord.keys import Keyspace
 from drover.rpc.errors import ErrorInterceptor
 from drover.state.main import build_on_store
@@ -63,8 +63,13 @@ async def test_stale_plan_is_recomputed_from_fresh_state(state: grpc.aio.Channel
             nonlocal calls
             calls += 1
             snap = await real(e)
-            if calls == 1:  # the node changes after the worker read it
-                await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node("n1", rack="r2")))
+            if calls == 1:  # another writer places one of the job's allocations meanwhile
+                await stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[
+                    allocation_pb2.Allocation(
+                        id="intruder", namespace="default", job_id="web", task_group="g",
+                        name="web.g[0]", node_id="n1",
+                        desired_status=allocation_pb2.ALLOC_DESIRED_STATUS_RUN,
+                        resources=job_pb2.Resources(cpu=100, memory_mb=300))]))
             return snap
 
         worker.snapshot = snapshot_then_move  # type: ignore[method-assign]
@@ -72,7 +77,8 @@ async def test_stale_plan_is_recomputed_from_fresh_state(state: grpc.aio.Channel
     finally:
         view.cancel()
     assert not follow_ups
-    assert calls == 2 and worker.stats.stale == 1 and worker.stats.placed == 2
+    # the first plan (two placements) was refused; the second saw the intruder
+    assert calls == 2 and worker.stats.stale == 1 and worker.stats.placed == 1
     allocs = await stub.ListAllocations(state_pb2.ListAllocationsRequest(namespace="default"))
     assert sorted(a.name for a in allocs.allocations) == ["web.g[0]", "web.g[1]"]
     assert all(a.node_id == "n1" and a.resources.cpu == 100 for a in allocs.allocations)
@@ -97,3 +103,34 @@ async def test_nothing_fits_acks_with_a_blocked_evaluation(state: grpc.aio.Chann
     assert blocked.status == evaluation_pb2.EVALUATION_STATUS_BLOCKED
     assert blocked.triggered_by == "queued-allocs" and blocked.previous_eval == ev.id
     assert worker.stats.plans == 0  # nothing to write
+
+
+async def test_silent_nodes_are_marked_down_and_heartbeats_keep_them(
+        state: grpc.aio.Channel) -> None:
+    stub = state_pb2_grpc.StateServiceStub(state)
+    for n in ("n1", "n2"):
+        await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node(n)))
+    registered = (await stub.GetNode(state_pb2.GetNodeRequest(id="n1"))).node
+    assert registered.last_heartbeat.ByteSize()  # registering stamps it
+    await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="n1", heartbeat=True))
+    again = (await stub.GetNode(state_pb2.GetNodeRequest(id="n1"))).node
+    assert again.modify_index == registered.modify_index  # a fresh stamp is not rewritten
+    worker = Worker(state, WorkerConfig(seed=1, node_ttl=5))
+    view = asyncio.create_task(worker.view.run())
+    try:
+        await asyncio.wait_for(worker.view.ready.wait(), 10)
+        stamp = registered.last_heartbeat.ToNanoseconds() / 1e9
+        assert await worker.mark_silent_nodes_down(stamp + 4) == []
+        # n2 heartbeats (a write: its stamp is old by then), n1 stays silent
+        await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="n2", heartbeat=True))
+        await asyncio.sleep(2.1)
+        await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="n2", heartbeat=True))
+        n2 = (await stub.GetNode(state_pb2.GetNodeRequest(id="n2"))).node
+        await worker.view.wait_past(n2.modify_index, within=5)
+        fresh = n2.last_heartbeat.ToNanoseconds() / 1e9
+        assert fresh > stamp + 2
+        assert await worker.mark_silent_nodes_down(fresh + 4) == ["n1"]
+    finally:
+        view.cancel()
+    n1 = (await stub.GetNode(state_pb2.GetNodeRequest(id="n1"))).node
+    assert n1.status == node_pb2.NODE_STATUS_DOWN
