@@ -162,7 +162,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 pass  # the suite is still coming up
             time.sleep(0.5)
         register_nodes = time.monotonic() - t_nodes
-        workers = [subprocess.Popen([*CLI, "worker", "--seed", str(i)], env=env, stdout=log,
+        # Heartbeats every 60 s keep 1,000 nodes cheap; no TTL to match.
+        workers = [subprocess.Popen([*CLI, "worker", "--seed", str(i), "--node-ttl", "0"],
+                                    env=env, stdout=log,
                                     stderr=subprocess.STDOUT) for i in range(args.workers)]
         children.extend(workers)
         first = _wait_deployed(stub, _register(stub, args, "v0"), args.timeout)

@@ -52,10 +52,13 @@ def _layout() -> tuple[int, DevLayout]:
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     offset, lay = _layout()
     log = (tmp_path_factory.mktemp("dev") / "dev.log").open("w")
+    # Short heartbeats and TTL (the worker's and sim's own flags, by env) so a
+    # killed node is noticed within seconds.
+    env = {**os.environ, "DROVER_ADDR": lay.address("proxy"), "DROVER_NODE_TTL": "8",
+           "DROVER_SIM_HEARTBEAT": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "drover.cli.main", "dev", "--port-offset", str(offset),
-         "--nodes", "3"], stdout=log, stderr=subprocess.STDOUT)
-    env = {**os.environ, "DROVER_ADDR": lay.address("proxy")}
+         "--nodes", "3"], stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         assert wait_for_port(lay.host, lay.proxy, 60), "the dev suite did not start"
         _until(lambda: len(_json(env, "node", "list")) == 3, 60, "3 simulated nodes")
@@ -175,3 +178,42 @@ def test_node_down_replaces_its_allocations(suite: dict[str, str]) -> None:
         for x in a) and a, 60, f"web replaced off {victim}")
     assert len({a["id"] for a in allocs} & {a["id"] for a in web}) < 3
     assert drover(suite, "node", "ready", victim).returncode == 0
+
+
+def test_a_killed_node_misses_its_heartbeats_and_its_allocation_is_replaced(
+        suite: dict[str, str]) -> None:
+    def sim(prefix: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-m", "drover.cli.main", "sim", "nodes", "1",
+                                 "--prefix", prefix, "--datacenter", "dc9"], env=suite,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    doomed = sim("doomed")
+    rescue = None
+    try:
+        _until(lambda: any(n["id"] == "doomed-0" for n in _json(suite, "node", "list")), 30,
+               "doomed-0 registered")
+        spec = {"id": "lonely", "type": "JOB_TYPE_SERVICE", "datacenters": ["dc9"],
+                "task_groups": [{"name": "g", "count": 1,
+                                 "tasks": [{"name": "t", "driver": "sim"}]}]}
+        path = Path(os.environ.get("TMPDIR", "/tmp")) / f"lonely-{os.getpid()}.json"
+        path.write_text(json.dumps(spec))
+        _run(suite, path)
+        first = _until(lambda: (a := _live(suite, "lonely")) and a[0].get(
+            "client_status") == "ALLOC_CLIENT_STATUS_RUNNING" and a[0], 30, "lonely running")
+        assert first["node_id"] == "doomed-0"
+        doomed.send_signal(signal.SIGKILL)  # no goodbye: only its silence tells
+        doomed.wait(5)
+        _until(lambda: next(n for n in _json(suite, "node", "list") if n["id"] == "doomed-0")
+               .get("status") == "NODE_STATUS_DOWN", 30, "doomed-0 marked down")
+        lost = _json(suite, "alloc", "status", first["id"])
+        assert lost["client_status"] == "ALLOC_CLIENT_STATUS_LOST"
+        rescue = sim("rescue")  # the replacement was blocked: dc9 had no node left
+        again = _until(lambda: (a := _live(suite, "lonely")) and a[0].get(
+            "client_status") == "ALLOC_CLIENT_STATUS_RUNNING" and a[0], 30, "lonely replaced")
+        assert again["node_id"] == "rescue-0" and again["id"] != first["id"]
+    finally:
+        if doomed.poll() is None:
+            doomed.kill()
+        if rescue is not None:
+            rescue.send_signal(signal.SIGTERM)
+            rescue.wait(15)

@@ -39,10 +39,14 @@ async def _until_signal(main: asyncio.Future[Any]) -> None:
 @click.option("--batch", default=16, show_default=True, type=click.IntRange(1, 256),
               help="evaluations per Dequeue")
 @click.option("--seed", default=None, type=int, help="seed of the placement shuffle")
-def worker(address: str, schedulers: tuple[str, ...], batch: int, seed: int | None) -> None:
+@click.option("--node-ttl", envvar="DROVER_NODE_TTL", default=10.0, show_default=True,
+              type=click.FloatRange(0), help="mark a node down after this many seconds "
+              "without a heartbeat (0: never)")
+def worker(address: str, schedulers: tuple[str, ...], batch: int, seed: int | None,
+           node_ttl: float) -> None:
     """Run the reference scheduler worker: dequeue, plan, submit, ack."""
     logging.basicConfig(level=logging.INFO, format="worker %(levelname)s %(message)s")
-    cfg = WorkerConfig(schedulers=schedulers, batch=batch, seed=seed)
+    cfg = WorkerConfig(schedulers=schedulers, batch=batch, seed=seed, node_ttl=node_ttl)
 
     async def main() -> None:
         async with channel(address, tls=env_tls(), token=env_token) as ch:
@@ -67,7 +71,8 @@ def sim_group() -> None:
 @click.option("--cpu", default=4000, show_default=True, help="MHz per node")
 @click.option("--memory", default=8192, show_default=True, help="MB per node")
 @click.option("--datacenter", default="dc1", show_default=True)
-@click.option("--heartbeat", default=5.0, show_default=True, type=click.FloatRange(0.1),
+@click.option("--heartbeat", envvar="DROVER_SIM_HEARTBEAT", default=3.0, show_default=True,
+              type=click.FloatRange(0.1),
               help="seconds between heartbeats of each node")
 @click.option("--keep/--down-on-exit", default=False,
               help="leave the nodes ready on exit (default: mark them down)")

@@ -37,7 +37,7 @@ class SimConfig:
     cpu: int = 4000
     memory_mb: int = 8192
     datacenter: str = "dc1"
-    heartbeat: float = 5.0
+    heartbeat: float = 3.0
     tick: float = 0.1
 
 
@@ -89,7 +89,7 @@ class SimNodes:
                 try:
                     # A pure heartbeat: it never undoes an operator's down or drain.
                     await self.stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(
-                        id=node_id), timeout=10)
+                        id=node_id, heartbeat=True), timeout=10)
                 except grpc.RpcError as e:
                     log.warning("heartbeat %s: %s", node_id, e)
 

@@ -14,7 +14,8 @@ the way Nomad's generic scheduler reconciles a task group:
   stop and place a replacement;
 - with a running deployment that asks for canaries (never on a job's first
   version: the state service asks for none then) only canaries are placed
-  until the group is promoted; then old allocations are replaced at most
+  until the group is promoted (with nothing old left to serve, the missing
+  allocations too, the canaries among them); then old allocations are replaced at most
   ``max_parallel`` at a time, less the ones of this deployment not yet
   healthy; a paused, failed or cancelled deployment replaces nothing;
 - missing allocations (count raised, lost, first placement) are placed at
@@ -308,12 +309,15 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
 
     # Canaries: only while a running deployment waits for them.
     want_canaries = dstate.desired_canaries if dstate is not None and dep_running else 0
-    if want_canaries and not dstate.promoted and destructive:  # type: ignore[union-attr]
-        have = sum(1 for a in current if a.deployment_status.canary and a.deployment_id == dep_id)
-        for _ in range(want_canaries - have):
+    if want_canaries and not dstate.promoted:  # type: ignore[union-attr]
+        have = sum(1 for a in current if a.deployment_status.canary)
+        new_canaries = max(0, want_canaries - have)
+        for _ in range(new_canaries):
             b.place(job, tg, next_name(), dep_id, canary=True)
-        canaries = sum(1 for a in current if a.deployment_status.canary)
-        missing = tg.count - (len(current) - canaries) - len(destructive)
+        if destructive:  # the old ones serve beside the canaries until promotion
+            missing = tg.count - (len(current) - have) - len(destructive)
+        else:  # nothing old left (lost, or never placed): canaries are part of the count
+            missing = tg.count - len(current) - new_canaries
         for _ in range(max(0, missing)):
             b.place(job, tg, next_name(), dep_id)
         return

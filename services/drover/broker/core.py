@@ -33,7 +33,8 @@ it: ``unblock_all`` when capacity may have grown (a node became ready or
 changed, allocations stopped; coalesce bursts), ``unblock_job`` when a job's
 own change makes its blocked evaluation worth retrying. A completed
 evaluation written after a job's blocked evaluation was created untracks it
-(Nomad's ``Untrack``): the job was placed, so the blocked one is cancelled.
+(Nomad's ``Untrack``): the job was placed, so the blocked one is forgotten
+(not cancelled: nothing is written).
 """
 
 from __future__ import annotations

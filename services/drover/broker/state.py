@@ -204,9 +204,11 @@ class BrokerState:
 
     def untrack_blocked(self, completed: Evaluation, now: float) -> list[Effect]:
         """A job's evaluation completed after its blocked one was created:
-        the job got placed, so the blocked evaluation is obsolete (Nomad's
-        Untrack). Same revision means same transaction: the blocked one is
-        that evaluation's own outcome and stays."""
+        the job got placed, so the blocked evaluation is no longer tracked
+        (Nomad's Untrack: nothing is written, the evaluation keeps its stored
+        status; a leader restoring it, or capacity unblocking it, only runs a
+        scheduler that finds nothing to do). Same revision means same
+        transaction: the blocked one is that evaluation's own outcome and stays."""
         job = self.jobs.get((completed.namespace, completed.job_id))
         blocked = job.blocked if job is not None else None
         if blocked is None or blocked.id == completed.id:
@@ -214,7 +216,7 @@ class BrokerState:
         if completed.modify_index <= blocked.create_index:
             return []
         self.drop(blocked, now)
-        return [self.superseded(blocked, completed.id)]
+        return []
 
     def collapse(self, key: JobKey, now: float) -> list[Effect]:
         """Keep one of a job's READY slot and pending evaluation (promotion, restore).

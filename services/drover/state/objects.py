@@ -179,6 +179,8 @@ class ObjectsRpc(Base):
         check_name(node.id, "node.id")
         if not node.status_updated_at.ByteSize():
             node.status_updated_at.CopyFrom(self.now())
+        if not node.last_heartbeat.ByteSize():
+            node.last_heartbeat.CopyFrom(self.now())  # registering proves it is alive
         key = self.keys.key(codec.NODES, codec.GLOBAL_NS, node.id)
         table = self.cache.tables[codec.NODES]
 

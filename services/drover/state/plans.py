@@ -1,16 +1,16 @@
-"""SubmitPlan (Nomad's plan applier) and UpdateNodeStatus.
+"""SubmitPlan: Nomad's plan applier.
 
 SubmitPlan writes one worker's plan for one job -- placements, stops and
 in-place updates -- in ONE etcd txn, so it applies whole or not at all
 (atomic within etcd's txn cap: a bigger plan is refused up front). It is
 refused with PLAN_STALE when the state the worker computed it from moved:
 
-- the job's modify index, the set of the job's allocations and each one's
-  modify index, the modify index of every node placed on, are checked
-  against this replica's cache *after a sync* (so it is the current etcd
-  revision), and the job, every updated allocation, every new allocation's
-  absence and as many placed-on nodes as etcd's compare cap allows are
-  compared in the txn itself;
+- the job's modify index, the set of the job's allocations and the modify
+  index of each allocation the plan updates are checked against this
+  replica's cache *after a sync* (so it is the current etcd revision), and
+  the job, every updated allocation, every new allocation's absence and as
+  many placed-on nodes (at their current index) as etcd's compare cap
+  allows are compared in the txn itself;
 - every node placed on must be ready, eligible, not draining, and have room
   for the placements on top of what its live allocations reserve (minus the
   ones this plan stops): Nomad's per-node re-check. Plans are applied one at
@@ -27,7 +27,6 @@ txn and the broker, following the event stream, requeues them.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,7 +35,6 @@ from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
 from drover.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
 from drover.state import codec
 from drover.state.evaluations import validate_eval
-from drover.state.jobs import job_type_name
 from drover.state.reads import check_name, namespace_arg
 from drover.state.service_base import Base
 from drover.state.store import Compare, Op, Put
@@ -47,7 +45,6 @@ from drover.worker.resources import Vec, is_live, used
 MAX_COMPARES = 128
 
 _READY = node_pb2.NODE_STATUS_READY
-_DOWN = (node_pb2.NODE_STATUS_DOWN, node_pb2.NODE_STATUS_DISCONNECTED)
 _INELIGIBLE = node_pb2.NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE
 _BLOCKED = evaluation_pb2.EVALUATION_STATUS_BLOCKED
 
@@ -119,8 +116,11 @@ class PlansRpc(Base):
                 e = allocs.objects.get(order[1])
                 if e is not None:
                     current[order[1].partition("/")[2]] = e
-        seen = dict(request.alloc_indexes)
-        if {k: e[1] for k, e in current.items()} != seen:
+        # The set must be the one read (an allocation added or removed by someone
+        # else changes what the plan should be); a client's report on an
+        # allocation the plan leaves alone does not (Nomad's applier ignores
+        # it too), or every health report would refuse the plans of its job.
+        if set(current) != set(request.alloc_indexes):
             raise stale(f"the allocations of job {request.job_id!r} changed", "allocations")
         compares = [Compare(self.keys.key(codec.JOBS, ns, request.job_id), "mod", job_mod)]
         ops: list[Op] = []
@@ -132,6 +132,8 @@ class PlansRpc(Base):
                 raise InvalidArgument(f"update of allocation {a.id!r}, which is not an "
                                       f"allocation of job {request.job_id!r}",
                                       metadata={"field": "updates"})
+            if e[1] != request.alloc_indexes[a.id]:
+                raise stale(f"allocation {a.id!r} changed since it was read", "allocations")
             old = allocs.decode_entry(e)
             if is_live(old) and not is_live(a):
                 stopping[old.node_id] = stopping.get(old.node_id, Vec()) + Vec.of(old.resources)
@@ -179,16 +181,15 @@ class PlansRpc(Base):
             e = nodes.objects.get(f"{codec.GLOBAL_NS}/{node_id}")
             if e is None:
                 raise stale(f"node {node_id!r} is gone", "nodes")
-            read = request.node_indexes.get(node_id)
-            if read is None:
+            if node_id not in request.node_indexes:
                 raise InvalidArgument(f"node_indexes lacks node {node_id!r} the plan places on",
                                       metadata={"field": "node_indexes"})
-            if e[1] != read:
-                raise stale(f"node {node_id!r} changed", "nodes")
+            # No equality with the index read: a heartbeat moves it. What matters
+            # is checked here, on the current node (and compared in the txn).
             node = nodes.decode_entry(e)
             if not node_schedulable(node):
                 raise stale(f"node {node_id!r} no longer takes allocations", "nodes")
-            on_node = (allocs.decode_entry(x) for x in _entries(allocs, "node_id", node_id))
+            on_node = (allocs.decode_entry(x) for x in entries(allocs, "node_id", node_id))
             free = Vec.of(node.resources) - used(on_node) + stopping.get(node_id, Vec())
             if not ask.fits_in(free):
                 raise stale(f"node {node_id!r} has no room for the placements "
@@ -218,109 +219,8 @@ class PlansRpc(Base):
             out.append((Compare(key, "mod", e[1]), Put(key, codec.encode(ev))))
         return out, len(out)
 
-    def unblock_for_node(self, node: node_pb2.Node, old: node_pb2.Node | None,
-                         compares: list[Compare], ops: list[Op]) -> int:
-        """UpsertNode's hook: a node that became schedulable unblocks."""
-        if not node_schedulable(node) or (old is not None and node_schedulable(old)):
-            return 0
-        extra, n = self._unblock(MAX_OBJECT_OPS - len(ops))
-        for c, op in extra:
-            compares.append(c)
-            ops.append(op)
-        return n
 
-    # -- UpdateNodeStatus -------------------------------------------------
-
-    async def UpdateNodeStatus(self, request: Any, context: Any) -> Any:
-        check_name(request.id, "id")
-        for attempt in range(3):
-            await self.cache.sync()
-            try:
-                return await self._node_status(request, context)
-            except Conflict:
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
-
-    async def _node_status(self, request: Any, context: Any) -> Any:
-        nodes = self.cache.tables[codec.NODES]
-        e = nodes.objects.get(f"{codec.GLOBAL_NS}/{request.id}")
-        if e is None:
-            raise NotFound(f"node {request.id!r} not found")
-        node = nodes.decode_entry(e)
-        before = node_schedulable(node)
-        was_down = node.status in _DOWN or node.drain
-        if request.status:
-            node.status = request.status
-        if request.HasField("drain"):
-            node.drain = request.drain
-        if request.scheduling_eligibility:
-            node.scheduling_eligibility = request.scheduling_eligibility
-        old = nodes.decode_entry(e)
-        if node == old:
-            return state_pb2.UpdateNodeStatusResponse(index=self.cache.revision)
-        node.status_updated_at.CopyFrom(self.now())
-        key = self.keys.key(codec.NODES, codec.GLOBAL_NS, node.id)
-        compares = [Compare(key, "mod", e[1])]
-        ops: list[Op] = [Put(key, codec.encode(node))]
-        lost, unblocked = 0, 0
-        eval_ids: list[str] = []
-        if (node.status in _DOWN or node.drain) and not was_down:
-            why = "node is down" if node.status in _DOWN else "node is draining"
-            lost, eval_ids = self._mark_lost(node.id, why, compares, ops)
-        elif node_schedulable(node) and not before:
-            extra, unblocked = self._unblock(MAX_OBJECT_OPS - len(ops))
-            for c, op in extra:
-                compares.append(c)
-                ops.append(op)
-        rev = await self.writer.commit(compares, ops, self.fence(context))
-        return state_pb2.UpdateNodeStatusResponse(index=rev, lost=lost, eval_ids=eval_ids,
-                                                  unblocked=unblocked)
-
-    def _mark_lost(self, node_id: str, why: str, compares: list[Compare],
-                   ops: list[Op]) -> tuple[int, list[str]]:
-        """Mark the node's live allocations lost and evaluate their jobs.
-
-        Bounded by the txn cap: a node with more live allocations than fit
-        loses the rest on its next status change (a sim node re-reports)."""
-        allocs = self.cache.tables[codec.ALLOCATIONS]
-        jobs: dict[tuple[str, str], Any] = {}
-        lost = 0
-        for e in _entries(allocs, "node_id", node_id):
-            a = allocs.decode_entry(e)
-            if not is_live(a):
-                continue
-            if len(ops) + 1 + len(jobs) + (0 if (a.namespace, a.job_id) in jobs else 1) \
-                    > MAX_OBJECT_OPS:
-                break
-            a.client_status = allocation_pb2.ALLOC_CLIENT_STATUS_LOST
-            a.client_description = why
-            a.modify_time.CopyFrom(self.now())
-            key = self.keys.key(codec.ALLOCATIONS, a.namespace, a.id)
-            compares.append(Compare(key, "mod", e[1]))
-            ops.append(Put(key, codec.encode(a)))
-            lost += 1
-            jobs.setdefault((a.namespace, a.job_id), a)
-        ids = []
-        job_table = self.cache.tables[codec.JOBS]
-        for (ns, job_id), _ in jobs.items():
-            job = job_table.decode(f"{ns}/{job_id}")
-            ev = evaluation_pb2.Evaluation(
-                id=str(uuid.uuid4()), namespace=ns, priority=job.priority if job else 50,
-                type=_type_name(job), triggered_by="node-update", job_id=job_id,
-                node_id=node_id, status=evaluation_pb2.EVALUATION_STATUS_PENDING,
-                create_time=self.now(), modify_time=self.now(),
-                job_modify_index=job.job_modify_index if job else 0)
-            ops.append(Put(self.keys.key(codec.EVALUATIONS, ns, ev.id), codec.encode(ev)))
-            ids.append(ev.id)
-        return lost, ids
-
-
-def _type_name(job: Any) -> str:
-    return "service" if job is None else job_type_name(job)
-
-
-def _entries(table: Any, field: str, value: str) -> Iterable[Any]:
+def entries(table: Any, field: str, value: str) -> Iterable[Any]:
     for order in table.candidates(field, value).iterate(None, False):
         e = table.objects.get(order[1])
         if e is not None:

@@ -11,8 +11,8 @@ from drover.state.eval_update import EvaluationUpdateRpc
 from drover.state.evaluations import EvaluationsRpc
 from drover.state.gc import GarbageCollectRpc
 from drover.state.jobs import JobsRpc
+from drover.state.node_status import NodeStatusRpc
 from drover.state.objects import ObjectsRpc
-from drover.state.plans import PlansRpc
 from drover.state.subscribe import Hub
 
 
@@ -23,7 +23,7 @@ class StateServicer(
     ObjectsRpc,
     DeploymentUpdateRpc,
     GarbageCollectRpc,
-    PlansRpc,
+    NodeStatusRpc,
     state_pb2_grpc.StateServiceServicer,
 ):
     hub: Hub

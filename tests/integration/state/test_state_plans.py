@@ -161,3 +161,32 @@ async def test_related_evaluations_walk_the_whole_chain(replica) -> None:
     r = await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id="e1", include_related=True))
     assert [e.id for e in r.related] == ["e2", "e3", "e4"]
 
+
+
+async def test_a_report_refuses_only_plans_that_update_that_allocation(replica) -> None:
+    stub = replica.stub
+    await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job()))
+    n1 = await _node(stub, "n1")
+    job_index = await _job_index(stub)
+    await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+        eval_id="e1", namespace="default", job_id="web", job_index=job_index,
+        node_indexes={"n1": n1}, placements=[_alloc("a1", "n1"), _alloc("a2", "n1")]))
+    read = {a.id: a for a in (await stub.ListAllocations(
+        state_pb2.ListAllocationsRequest(namespace="default"))).allocations}
+    idx = {k: a.modify_index for k, a in read.items()}
+    await stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(updates=[
+        state_pb2.AllocationUpdate(namespace="default", id="a2", healthy=True)]))
+    stop2 = allocation_pb2.Allocation()
+    stop2.CopyFrom(read["a2"])
+    stop2.desired_status = STOP
+    with pytest.raises(grpc.aio.AioRpcError) as err:  # a2 changed since it was read
+        await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+            eval_id="e2", namespace="default", job_id="web", job_index=job_index,
+            alloc_indexes=idx, updates=[stop2]))
+    assert _reason(err.value) == "PLAN_STALE"
+    stop1 = allocation_pb2.Allocation()
+    stop1.CopyFrom(read["a1"])
+    stop1.desired_status = STOP
+    await stub.SubmitPlan(state_pb2.SubmitPlanRequest(  # a1 did not: accepted
+        eval_id="e3", namespace="default", job_id="web", job_index=job_index,
+        alloc_indexes=idx, updates=[stop1]))

@@ -204,7 +204,8 @@ def test_completed_evaluation_untracks_older_blocked() -> None:
     broker, _ = make_broker()
     broker.apply(make_eval("b", job="j", status=BLOCKED, create_index=10))
     done = make_eval("e", job="j", status=COMPLETE, create_index=5, modify_index=20)
-    assert broker.apply(done) == [CancelSuperseded("default", "j", ("b",), "e")]
+    assert broker.apply(done) == []  # untracked, as Nomad does: nothing written
+    assert broker.get("b") is None and broker.stats().total_blocked == 0
     broker.apply(make_eval("b2", job="j", status=BLOCKED, create_index=30))
     same_txn = make_eval("e2", job="j", status=COMPLETE, create_index=25, modify_index=30)
     assert broker.apply(same_txn) == []

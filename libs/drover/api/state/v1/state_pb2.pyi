@@ -688,16 +688,18 @@ class SubmitPlanResponse(_message.Message):
     def __init__(self, index: _Optional[int] = ..., placed: _Optional[int] = ..., updated: _Optional[int] = ..., unblocked: _Optional[int] = ...) -> None: ...
 
 class UpdateNodeStatusRequest(_message.Message):
-    __slots__ = ("id", "status", "drain", "scheduling_eligibility")
+    __slots__ = ("id", "status", "drain", "scheduling_eligibility", "heartbeat")
     ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     DRAIN_FIELD_NUMBER: _ClassVar[int]
     SCHEDULING_ELIGIBILITY_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     id: str
     status: _node_pb2.NodeStatus
     drain: bool
     scheduling_eligibility: _node_pb2.NodeSchedulingEligibility
-    def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[_node_pb2.NodeStatus, str]] = ..., drain: _Optional[bool] = ..., scheduling_eligibility: _Optional[_Union[_node_pb2.NodeSchedulingEligibility, str]] = ...) -> None: ...
+    heartbeat: bool
+    def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[_node_pb2.NodeStatus, str]] = ..., drain: _Optional[bool] = ..., scheduling_eligibility: _Optional[_Union[_node_pb2.NodeSchedulingEligibility, str]] = ..., heartbeat: _Optional[bool] = ...) -> None: ...
 
 class UpdateNodeStatusResponse(_message.Message):
     __slots__ = ("index", "lost", "eval_ids", "unblocked")

@@ -379,8 +379,11 @@ class StateServiceServicer:
         places the rest in a follow-up evaluation). Refused with
         FAILED_PRECONDITION, ErrorInfo PLAN_STALE, when the state it was
         computed from moved: the job (its modify index), the job's allocations
-        (the set and each one's modify index), a node it places on (its modify
-        index), or a node's free capacity no longer fits the placements. The
+        (the set, and the modify index of each one the plan updates: a client's
+        report on one it leaves alone does not refuse it), or a node placed on
+        is gone, no longer ready and eligible, or has no
+        room left for the placements (re-checked at apply time, as Nomad's plan
+        applier re-checks each node; a heartbeat does not refuse a plan). The
         worker re-reads and plans again. Also unblocks blocked evaluations of
         other jobs when the plan frees capacity (it stops allocations).
         """
@@ -393,7 +396,8 @@ class StateServiceServicer:
         node going down or draining marks its running allocations lost and
         creates a `node-update` evaluation per affected job in the same txn; a
         node becoming ready (or registering with UpsertNode) unblocks blocked
-        evaluations. A heartbeat that changes nothing is not written.
+        evaluations. A heartbeat refreshes last_heartbeat at most every few
+        seconds and is otherwise not written.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

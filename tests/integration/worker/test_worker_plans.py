@@ -1,0 +1,136 @@
+"""The worker library against a real state service over a real etcd: a plan
+refused as PLAN_STALE is computed again from fresh state and then applied."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
+from drover.coord.keys import Keyspace
+from drover.rpc.errors import ErrorInterceptor
+from drover.state.main import build_on_store
+from drover.state.store import EtcdStore
+from drover.worker.loop import Worker, WorkerConfig
+from drover.worker.planner import Snapshot
+
+
+@pytest.fixture
+async def state(etcd_endpoint: str, keyspace: Keyspace) -> AsyncIterator[grpc.aio.Channel]:
+    etcd = grpc.aio.insecure_channel(etcd_endpoint)
+    service = await build_on_store(EtcdStore(etcd), keyspace)
+    server = grpc.aio.server(interceptors=[ErrorInterceptor()])
+    service.register(server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        yield channel
+    finally:
+        await channel.close()
+        await server.stop(None)
+        await service.close()
+        await etcd.close()
+
+
+def _node(node_id: str, **attrs: str) -> node_pb2.Node:
+    return node_pb2.Node(id=node_id, datacenter="dc1", status=node_pb2.NODE_STATUS_READY,
+                         resources=job_pb2.Resources(cpu=1000, memory_mb=4000),
+                         attributes=attrs)
+
+
+async def test_stale_plan_is_recomputed_from_fresh_state(state: grpc.aio.Channel) -> None:
+    stub = state_pb2_grpc.StateServiceStub(state)
+    await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node("n1")))
+    job = job_pb2.Job(id="web", datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(
+        name="g", count=2, tasks=[job_pb2.Task(name="t", driver="sim")])])
+    reg = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
+    ev = (await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id=reg.eval_id))).evaluation
+
+    worker = Worker(state, WorkerConfig(seed=1))
+    view = asyncio.create_task(worker.view.run())
+    try:
+        await asyncio.wait_for(worker.view.ready.wait(), 10)
+        real = worker.snapshot
+        calls = 0
+
+        async def snapshot_then_move(e: evaluation_pb2.Evaluation) -> Snapshot:
+            nonlocal calls
+            calls += 1
+            snap = await real(e)
+            if calls == 1:  # another writer places one of the job's allocations meanwhile
+                await stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[
+                    allocation_pb2.Allocation(
+                        id="intruder", namespace="default", job_id="web", task_group="g",
+                        name="web.g[0]", node_id="n1",
+                        desired_status=allocation_pb2.ALLOC_DESIRED_STATUS_RUN,
+                        resources=job_pb2.Resources(cpu=100, memory_mb=300))]))
+            return snap
+
+        worker.snapshot = snapshot_then_move  # type: ignore[method-assign]
+        follow_ups = await asyncio.wait_for(worker.process(ev, ev.modify_index), 20)
+    finally:
+        view.cancel()
+    assert not follow_ups
+    # the first plan (two placements) was refused; the second saw the intruder
+    assert calls == 2 and worker.stats.stale == 1 and worker.stats.placed == 1
+    allocs = await stub.ListAllocations(state_pb2.ListAllocationsRequest(namespace="default"))
+    assert sorted(a.name for a in allocs.allocations) == ["web.g[0]", "web.g[1]"]
+    assert all(a.node_id == "n1" and a.resources.cpu == 100 for a in allocs.allocations)
+
+
+async def test_nothing_fits_acks_with_a_blocked_evaluation(state: grpc.aio.Channel) -> None:
+    stub = state_pb2_grpc.StateServiceStub(state)
+    await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node("n1")))
+    job = job_pb2.Job(id="huge", datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(
+        name="g", count=1, tasks=[job_pb2.Task(
+            name="t", driver="sim", resources=job_pb2.Resources(cpu=5000, memory_mb=1))])])
+    reg = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
+    ev = (await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id=reg.eval_id))).evaluation
+    worker = Worker(state, WorkerConfig(seed=1))
+    view = asyncio.create_task(worker.view.run())
+    try:
+        await asyncio.wait_for(worker.view.ready.wait(), 10)
+        follow_ups: Any = await asyncio.wait_for(worker.process(ev, ev.modify_index), 20)
+    finally:
+        view.cancel()
+    [blocked] = follow_ups
+    assert blocked.status == evaluation_pb2.EVALUATION_STATUS_BLOCKED
+    assert blocked.triggered_by == "queued-allocs" and blocked.previous_eval == ev.id
+    assert worker.stats.plans == 0  # nothing to write
+
+
+async def test_silent_nodes_are_marked_down_and_heartbeats_keep_them(
+        state: grpc.aio.Channel) -> None:
+    stub = state_pb2_grpc.StateServiceStub(state)
+    for n in ("n1", "n2"):
+        await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node(n)))
+    registered = (await stub.GetNode(state_pb2.GetNodeRequest(id="n1"))).node
+    assert registered.last_heartbeat.ByteSize()  # registering stamps it
+    await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="n1", heartbeat=True))
+    again = (await stub.GetNode(state_pb2.GetNodeRequest(id="n1"))).node
+    assert again.modify_index == registered.modify_index  # a fresh stamp is not rewritten
+    worker = Worker(state, WorkerConfig(seed=1, node_ttl=5))
+    view = asyncio.create_task(worker.view.run())
+    try:
+        await asyncio.wait_for(worker.view.ready.wait(), 10)
+        stamp = registered.last_heartbeat.ToNanoseconds() / 1e9
+        assert await worker.mark_silent_nodes_down(stamp + 4) == []
+        # n2 heartbeats (a write: its stamp is old by then), n1 stays silent
+        await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="n2", heartbeat=True))
+        await asyncio.sleep(2.1)
+        await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="n2", heartbeat=True))
+        n2 = (await stub.GetNode(state_pb2.GetNodeRequest(id="n2"))).node
+        await worker.view.wait_past(n2.modify_index, within=5)
+        fresh = n2.last_heartbeat.ToNanoseconds() / 1e9
+        assert fresh > stamp + 2
+        assert await worker.mark_silent_nodes_down(fresh + 4) == ["n1"]
+    finally:
+        view.cancel()
+    n1 = (await stub.GetNode(state_pb2.GetNodeRequest(id="n1"))).node
+    assert n1.status == node_pb2.NODE_STATUS_DOWN
