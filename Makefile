@@ -6,13 +6,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv etcd node run test test-unit lint proto proto-check bench smoke clean
+.PHONY: help venv etcd node run test test-unit lint proto proto-check bench smoke image clean
 
 help:
 	@echo "make run    - local etcd + state, broker, deployments, proxy (Ctrl-C stops all)"
 	@echo "make test   - every test (unit, integration, system) against a real etcd"
 	@echo "make lint   - ruff, mypy, buf lint"
 	@echo "make proto  - regenerate libs/drover/api from protos/"
+	@echo "make image  - the OCI image (deploy/Dockerfile) with buildah, on a debootstrap base"
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -47,6 +48,9 @@ lint: venv node
 
 smoke: venv node
 	bash scripts/smoke.sh
+
+image:
+	bash scripts/build-image.sh
 
 proto: venv
 	$(BIN)/python scripts/genproto.py

@@ -107,8 +107,8 @@ def list_options(filter_help: str) -> Callable[[Callable[..., Any]], Callable[..
             return f(*args, listing=listing, **kwargs)
 
         for option in reversed((
-            click.option("--namespace", "-n", default="*", show_default=True,
-                         help='"*" for all'),
+            click.option("--namespace", "-n", default="default", show_default=True,
+                         help='"*" for every namespace (as Nomad: default unless asked)'),
             click.option("--filter", "filter_", default="", help=filter_help),
             click.option("--order", type=click.Choice(["asc", "desc"]), default="asc",
                          show_default=True, help="by create index"),
@@ -206,7 +206,10 @@ def run(opts: ClientOptions, body: Callable[[grpc.aio.Channel], Awaitable[T]]) -
 
 
 def to_dict(msg: Message) -> dict[str, Any]:
-    return json_format.MessageToDict(msg, preserving_proto_field_name=True)
+    """A message as JSON with every field, defaults included (``converged: false``,
+    ``version: 0``): a script reading ``--json`` must not guess what absence means."""
+    return json_format.MessageToDict(msg, preserving_proto_field_name=True,
+                                     always_print_fields_with_no_presence=True)
 
 
 def print_json(value: Any) -> None:

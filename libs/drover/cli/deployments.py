@@ -11,9 +11,11 @@ from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import deployment_pb2
 from drover.cli._client import (
+    ListOptions,
     client_options,
     enum_name,
     follow_pages,
+    list_options,
     options,
     print_json,
     print_table,
@@ -31,25 +33,22 @@ def deployment_group() -> None:
 
 
 @deployment_group.command(name="list")
-@click.option("--namespace", "-n", default="*", show_default=True)
-@click.option("--filter", "filter_", default="")
-@click.option("--page-size", default=100, show_default=True, type=click.IntRange(min=1))
+@list_options('CEL, e.g. status == "running"')
 @client_options
-def list_deployments(namespace: str, filter_: str, page_size: int, address: str,
-                     as_json: bool, timeout: float) -> None:
-    """List deployments, following every page."""
+def list_deployments(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
+    """List deployments (namespace, filter, order, id prefix), following every page."""
     opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> list[Any]:
         stub = state_pb2_grpc.StateServiceStub(ch)
 
         async def page(token: str) -> tuple[Any, str]:
-            resp = await stub.ListDeployments(state_pb2.ListDeploymentsRequest(
-                namespace=namespace, filter=filter_, page_size=page_size, page_token=token),
+            resp = await stub.ListDeployments(
+                state_pb2.ListDeploymentsRequest(**listing.request(token)),
                 timeout=opts.timeout)
             return resp.deployments, resp.next_page_token
 
-        return await follow_pages(page)
+        return await follow_pages(page, listing.limit)
 
     deps = run(opts, body)
     if opts.json:

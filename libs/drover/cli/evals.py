@@ -75,7 +75,8 @@ def list_evals(listing: ListOptions, address: str, as_json: bool, timeout: float
 
 
 @eval_group.command(name="count")
-@click.option("--namespace", "-n", default="*", show_default=True)
+@click.option("--namespace", "-n", default="default", show_default=True,
+              help='"*" for every namespace')
 @click.option("--filter", "filter_", default="")
 @click.option("--job", default="", help="only this job's evaluations")
 @client_options

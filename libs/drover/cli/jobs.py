@@ -13,7 +13,15 @@ from google.protobuf import json_format
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import job_pb2
-from drover.cli._client import client_options, enum_name, options, print_json, print_table, run
+from drover.cli._client import (
+    client_options,
+    enum_name,
+    options,
+    print_json,
+    print_table,
+    run,
+    to_dict,
+)
 from drover.cli.spec import parse_spec
 
 
@@ -95,7 +103,7 @@ def job_status(job_id: str, namespace: str, watch: bool, address: str, as_json: 
     job_resp, versions = run(opts, body)
     job = job_resp.job
     if opts.json:
-        print_json({"job": json_format.MessageToDict(job, preserving_proto_field_name=True),
+        print_json({"job": to_dict(job),
                     "versions": [v.version for v in versions.versions]})
         return
     print_table(None, ["Field", "Value"], [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from drover.cli.acl import acl_group
@@ -9,6 +11,7 @@ from drover.cli.broker import broker_group
 from drover.cli.deployments import deployment_group
 from drover.cli.dev import dev
 from drover.cli.evals import eval_group
+from drover.cli.global_options import apply, global_options
 from drover.cli.jobs import job_group
 from drover.cli.nodes import alloc_group, node_group
 from drover.cli.operator import operator_group
@@ -19,8 +22,14 @@ from drover.cli.worker import sim_group, worker
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="drover")
-def cli() -> None:
-    """drover: evaluations and rolling deployments over etcd."""
+@global_options
+@click.pass_context
+def cli(ctx: click.Context, **given: Any) -> None:
+    """drover: evaluations and rolling deployments over etcd.
+
+    Client options (--address, --json, --timeout, --token, --tls-*) go before
+    or after the subcommand."""
+    apply(ctx, given)
 
 
 cli.add_command(serve)

@@ -2,16 +2,28 @@
 
 Every flag can also be given as ``DROVER_<FLAG>`` in the environment (flag >
 env > default), which is how the container image and Kubernetes manifests
-configure it.
+configure it. The services' tunables (``--broker-nack-timeout``, ...) come
+from one table, :data:`drover.config.TUNABLES`; times take ``90s``/``5m``.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 import click
 
-from drover.config import EtcdSettings, GcSettings, ServeSettings, TlsFiles, parse_duration
+from drover.config import (
+    TUNABLES,
+    EtcdSettings,
+    GcSettings,
+    ServeSettings,
+    TlsFiles,
+    Tunable,
+    parse_duration,
+    tuning_from_options,
+)
 from drover.errors import DroverError
 from drover.rpc.app import load_app_factory, service_names
 from drover.rpc.server import DroverServer, run_until_signal
@@ -20,6 +32,44 @@ from drover.telemetry import TelemetryConfigError, setup
 
 def _split(value: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+class Duration(click.ParamType):
+    """Seconds, or a duration such as ``90s``, ``5m``, ``1h30m``."""
+
+    name = "duration"
+
+    def __init__(self, minimum: float = 0.0) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        if isinstance(value, (int, float)):
+            seconds = float(value)
+        else:
+            try:
+                seconds = parse_duration(str(value))
+            except ValueError as e:
+                self.fail(str(e), param, ctx)
+        if seconds < self.minimum:
+            self.fail(f"must be at least {self.minimum:g}s, not {seconds:g}s", param, ctx)
+        return seconds
+
+
+def _default_text(t: Tunable) -> str:
+    return f"{t.default:g}{t.unit}" if t.unit else f"{t.default:g}"
+
+
+def tunable_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """One option per service tunable (drover.config.TUNABLES), each with its
+    DROVER_* twin shown in --help; unset keeps the service's default."""
+    for t in reversed(TUNABLES):
+        kind: click.ParamType = (
+            Duration(t.minimum) if t.unit == "s" else click.IntRange(min=int(t.minimum)))
+        f = click.option(
+            t.flag, t.param, envvar=t.env, show_envvar=True, default=None, type=kind,
+            help=f"{t.service}: {t.help} [default: {_default_text(t)}]",
+        )(f)
+    return f
 
 
 @click.command()
@@ -70,6 +120,7 @@ def _split(value: str) -> tuple[str, ...]:
               help="enforce access control: tokens and policies on every RPC")
 @click.option("--log-level", envvar="DROVER_LOG_LEVEL", default="INFO", show_default=True)
 @click.option("--log-json/--no-log-json", envvar="DROVER_LOG_JSON", default=False)
+@tunable_options
 def serve(service: str, **opts: object) -> None:
     """Run SERVICE (state, broker, deployments or proxy) until SIGTERM."""
     try:
@@ -83,7 +134,11 @@ def serve(service: str, **opts: object) -> None:
         raise click.ClickException(str(e)) from None
     factory = load_app_factory(service)
     try:
-        asyncio.run(run_until_signal(DroverServer(settings, factory(settings), membership=True)))
+        app = factory(settings)
+    except ValueError as e:  # a tunable the service's config refuses
+        raise click.ClickException(str(e)) from None
+    try:
+        asyncio.run(run_until_signal(DroverServer(settings, app, membership=True)))
     except DroverError as e:  # e.g. etcd unreachable or a TLS mismatch: one line, no traceback
         raise click.ClickException(f"{service}: {e.message} ({e.reason})") from None
 
@@ -123,6 +178,7 @@ def settings_from_options(service: str, opts: dict[str, object]) -> ServeSetting
             node_threshold=parse_duration(s("gc_node_threshold") or "24h"),
         ),
         acl=bool(opts.get("acl")),
+        tuning=tuning_from_options(opts),
         **kwargs,  # type: ignore[arg-type]
     )
 

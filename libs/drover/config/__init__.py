@@ -13,6 +13,8 @@ from drover.config._settings import (
     env_default,
     parse_duration,
 )
+from drover.config._tuning import TUNABLES, Tunable, tunables, tuning_from_options
 
-__all__ = ["ENV_PREFIX", "RPC_VERSION", "EtcdSettings", "GcSettings", "ServeSettings", "TlsFiles",
-           "env_default", "parse_duration"]
+__all__ = ["ENV_PREFIX", "RPC_VERSION", "TUNABLES", "EtcdSettings", "GcSettings", "ServeSettings",
+           "TlsFiles", "Tunable", "env_default", "parse_duration", "tunables",
+           "tuning_from_options"]

@@ -135,6 +135,15 @@ class ServeSettings:
     gc: GcSettings = field(default_factory=GcSettings)
     # Enforce access control (tokens, policies; drover.acl) on every drover RPC.
     acl: bool = False
+    # Tunables given on the command line or in the environment, as
+    # ("<service>_<name>", value) (see drover.config._tuning); unset ones
+    # keep the service's own default.
+    tuning: tuple[tuple[str, float], ...] = ()
+
+    def tuned(self, service: str) -> dict[str, float]:
+        """``{name: value}`` of the tunables set for ``service``."""
+        prefix = f"{service}_"
+        return {k.removeprefix(prefix): v for k, v in self.tuning if k.startswith(prefix)}
 
     def advertised(self, bound_port: int) -> str:
         if self.advertise:

@@ -166,5 +166,17 @@ class BrokerApp:
         await self.state.close()
 
 
+def configs(settings: ServeSettings) -> tuple[BrokerConfig, ShellConfig]:
+    """The broker's configs with the tunables ``settings`` carries (flags/env)."""
+    t = settings.tuned("broker")
+    shell = {k: t.pop(k) for k in ("max_batch", "max_poll") if k in t}
+    if "delivery_limit" in t:
+        t["delivery_limit"] = int(t["delivery_limit"])
+    if "max_batch" in shell:
+        shell["max_batch"] = int(shell["max_batch"])
+    return BrokerConfig(**t), ShellConfig(**shell)  # type: ignore[arg-type]
+
+
 def create_app(settings: ServeSettings) -> App:
-    return BrokerApp(settings)
+    broker_config, shell_config = configs(settings)
+    return BrokerApp(settings, broker_config=broker_config, shell_config=shell_config)

@@ -31,6 +31,7 @@ from drover.rpc.replicas import ReplicaPool
 from drover.rpc.server import App, AppContext, ServiceBinding
 
 from . import metrics
+from .batcher import BatcherConfig
 from .gc import GarbageCollector, GcConfig
 from .leader import LeaderConfig, WatcherLeader
 from .servicer import DeploymentWatcherServicer
@@ -123,5 +124,15 @@ class DeploymentsApp:
         return None
 
 
+def leader_config(settings: ServeSettings) -> LeaderConfig:
+    """The leader's config with the tunables ``settings`` carries (flags/env)."""
+    t = settings.tuned("deployments")
+    batcher = BatcherConfig(
+        window=t.get("batch_window", BatcherConfig.window),
+        max_batch=int(t.get("batch_max", BatcherConfig.max_batch)),
+    )
+    return LeaderConfig(batcher=batcher)
+
+
 def create_app(settings: ServeSettings) -> App:
-    return DeploymentsApp(settings)
+    return DeploymentsApp(settings, leader_config=leader_config(settings))

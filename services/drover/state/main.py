@@ -84,13 +84,30 @@ async def build_on_store(
     return StateService(servicer, cache, cache.ready, tasks, admin)
 
 
+def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig]:
+    """The cache and Subscribe configs with the tunables ``settings`` carries."""
+    t = settings.tuned("state")
+    cache = CacheConfig(
+        page_size=int(t.get("cache_page_size", CacheConfig.page_size)),
+        sync_timeout=t.get("sync_timeout", CacheConfig.sync_timeout),
+    )
+    subscribe = SubscribeConfig(
+        buffer_revisions=int(t.get("subscribe_buffer", SubscribeConfig.buffer_revisions)),
+        replay_events=int(t.get("subscribe_replay_events", SubscribeConfig.replay_events)),
+        heartbeat=t.get("subscribe_heartbeat", SubscribeConfig.heartbeat),
+    )
+    return cache, subscribe
+
+
 async def build_state_service(settings: ServeSettings) -> StateService:
     """Connect to etcd (a "bulk" client: the cache's watch streams the whole
     keyspace), list the cache, and return the service ready to register."""
     from drover.coord.connect import connect
 
+    cache_config, subscribe_config = configs(settings)
     client = await connect(settings.etcd, purpose="bulk")
     store = EtcdStore(client)
-    service = await build_on_store(store, Keyspace(settings.etcd.prefix))
+    service = await build_on_store(store, Keyspace(settings.etcd.prefix),
+                                   cache_config=cache_config, subscribe_config=subscribe_config)
     service._closers.append(client.close)
     return service

@@ -1,0 +1,66 @@
+"""Newcomer friction, tried as a new user would: client options before the
+subcommand, --json with default values, lists scoped to the `default`
+namespace unless "*" is asked, `deployment list --order`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+
+def drover(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k != "DROVER_ADDR"}
+    return subprocess.run([sys.executable, "-m", "drover.cli.main", *args],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env={**base, "COLUMNS": "200", **(env or {})})
+
+
+def _job(tmp_path: Path, job_id: str, namespace: str) -> Path:
+    spec = tmp_path / f"{job_id}.yaml"
+    spec.write_text(f"id: {job_id}\nnamespace: {namespace}\ntype: JOB_TYPE_SERVICE\n"
+                    "priority: 50\ndatacenters: [dc1]\n"
+                    "taskGroups:\n  - name: web\n    count: 1\n    update: {maxParallel: 1}\n")
+    return spec
+
+
+def test_client_options_before_or_after_the_subcommand(state_address: str,
+                                                       tmp_path: Path) -> None:
+    run = uuid.uuid4().hex[:6]
+    spec = _job(tmp_path, f"glob-{run}", "default")
+    before = drover("--address", state_address, "job", "run", str(spec))
+    assert before.returncode == 0, before.stderr
+    after = drover("job", "status", f"glob-{run}", "--address", state_address, "--json")
+    assert after.returncode == 0, after.stderr
+    # A global flag beats the environment; the command's own flag beats both.
+    wrong = {"DROVER_ADDR": "127.0.0.1:1"}
+    assert drover("--address", state_address, "--json", "job", "status", f"glob-{run}",
+                  env=wrong).returncode == 0
+    refused = drover("--address", state_address, "job", "status", f"glob-{run}",
+                     "--address", "127.0.0.1:1")
+    assert refused.returncode != 0 and "127.0.0.1:1" in refused.stderr
+    # --json shows default values: version 0 and stop false are there.
+    job = json.loads(drover("--json", "--address", state_address, "job", "status",
+                            f"glob-{run}").stdout)["job"]
+    assert job["version"] in (0, "0") and job["stop"] is False
+
+
+def test_lists_are_the_default_namespace_unless_star(state_address: str,
+                                                     tmp_path: Path) -> None:
+    run = uuid.uuid4().hex[:6]
+    for ns, name in (("default", f"a-{run}"), ("other", f"b-{run}"), ("default", f"c-{run}")):
+        ran = drover("job", "run", str(_job(tmp_path, name, ns)), "--address", state_address)
+        assert ran.returncode == 0, ran.stderr
+
+    def jobs_of(*args: str) -> list[str]:
+        out = drover("deployment", "list", "--json", "--address", state_address, *args)
+        assert out.returncode == 0, out.stderr
+        return [d["job_id"] for d in json.loads(out.stdout) if d["job_id"].endswith(run)]
+
+    assert jobs_of() == [f"a-{run}", f"c-{run}"]
+    assert jobs_of("--order", "desc") == [f"c-{run}", f"a-{run}"]
+    assert sorted(jobs_of("-n", "*")) == [f"a-{run}", f"b-{run}", f"c-{run}"]
+    assert jobs_of("-n", "other") == [f"b-{run}"]

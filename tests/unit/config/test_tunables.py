@@ -1,0 +1,109 @@
+"""Every service tunable is a `drover serve` flag with a DROVER_* twin, shown
+in --help with the service's own default, wired into the service's config,
+and listed in the manifests' ConfigMap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from drover.broker.app import configs as broker_configs
+from drover.broker.config import BrokerConfig
+from drover.broker.runtime import ShellConfig
+from drover.cli.serve import serve, settings_from_options
+from drover.config import TUNABLES, ServeSettings, tunables
+from drover.deployments.app import leader_config
+from drover.deployments.batcher import BatcherConfig
+from drover.state.cache import CacheConfig
+from drover.state.main import configs as state_configs
+from drover.state.subscribe import SubscribeConfig
+
+ROOT = Path(__file__).resolve().parents[3]
+
+#: Where each tunable lands: the service config object and field.
+WHERE = {
+    "broker_nack_timeout": (BrokerConfig, "nack_timeout"),
+    "broker_delivery_limit": (BrokerConfig, "delivery_limit"),
+    "broker_initial_nack_delay": (BrokerConfig, "initial_nack_delay"),
+    "broker_subsequent_nack_delay": (BrokerConfig, "subsequent_nack_delay"),
+    "broker_failed_follow_up_base": (BrokerConfig, "failed_follow_up_base"),
+    "broker_failed_follow_up_range": (BrokerConfig, "failed_follow_up_range"),
+    "broker_max_batch": (ShellConfig, "max_batch"),
+    "broker_max_poll": (ShellConfig, "max_poll"),
+    "deployments_batch_window": (BatcherConfig, "window"),
+    "deployments_batch_max": (BatcherConfig, "max_batch"),
+    "state_cache_page_size": (CacheConfig, "page_size"),
+    "state_sync_timeout": (CacheConfig, "sync_timeout"),
+    "state_subscribe_buffer": (SubscribeConfig, "buffer_revisions"),
+    "state_subscribe_replay_events": (SubscribeConfig, "replay_events"),
+    "state_subscribe_heartbeat": (SubscribeConfig, "heartbeat"),
+}
+
+
+def _configs(settings: ServeSettings) -> dict[type, Any]:
+    b, sh = broker_configs(settings)
+    c, sub = state_configs(settings)
+    return {BrokerConfig: b, ShellConfig: sh, BatcherConfig: leader_config(settings).batcher,
+            CacheConfig: c, SubscribeConfig: sub}
+
+
+def test_the_table_covers_every_wired_tunable() -> None:
+    assert {t.param for t in TUNABLES} == set(WHERE)
+
+
+def test_help_defaults_are_the_services_defaults() -> None:
+    defaults = _configs(ServeSettings(service="x"))
+    for t in TUNABLES:
+        cls, field = WHERE[t.param]
+        assert getattr(defaults[cls], field) == t.default, t.param
+
+
+@pytest.mark.parametrize("service", ["broker", "deployments", "state"])
+def test_serve_help_lists_each_flag_and_its_env_twin(service: str) -> None:
+    out = CliRunner().invoke(serve, [service, "--help"], terminal_width=200).output
+    for t in tunables(service):
+        assert t.flag in out and t.env in out, t.flag
+
+
+def _settings(args: list[str]) -> ServeSettings:
+    ctx = serve.make_context("serve", list(args))
+    return settings_from_options(args[0], dict(ctx.params))
+
+
+def test_flags_and_env_reach_the_service_configs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DROVER_BROKER_DELIVERY_LIMIT", "7")
+    monkeypatch.setenv("DROVER_STATE_SUBSCRIBE_HEARTBEAT", "1m")
+    settings = _settings(["broker", "--broker-nack-timeout", "2m",
+                          "--deployments-batch-window", "500ms", "--state-cache-page-size", "10"])
+    got = _configs(settings)
+    assert got[BrokerConfig].nack_timeout == 120.0
+    assert got[BrokerConfig].delivery_limit == 7
+    assert got[BatcherConfig].window == 0.5
+    assert got[CacheConfig].page_size == 10
+    assert got[SubscribeConfig].heartbeat == 60.0
+    # Unset ones keep the defaults.
+    assert got[BrokerConfig].initial_nack_delay == 1.0
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--broker-nack-timeout", "soon"], "not a duration: 'soon'"),
+    (["--broker-nack-timeout", "0"], "must be at least"),
+    (["--broker-delivery-limit", "0"], "x>=1"),
+])
+def test_bad_values_are_one_clear_line(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(serve, ["broker", *args])
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_the_configmap_lists_every_tunable_at_its_default() -> None:
+    cm = yaml.safe_load((ROOT / "deploy" / "k8s" / "base" / "configmap.yaml").read_text())
+    data = cm["data"]
+    for t in TUNABLES:
+        assert t.env in data, t.env
+        settings = _settings([t.service, t.flag, data[t.env]])
+        assert dict(settings.tuning)[t.param] == t.default, t.env
