@@ -6,9 +6,11 @@
 Starts a throwaway etcd and seeds, with raw txns (seeding is not measured),
 three sets of N keys: terminal evaluations for the GC pass, terminal
 evaluations for the eval-delete walk, and a raw copy for etcd's own delete
-baseline, plus 1,000 pending evaluations that nothing deletes (the readers'
-targets). One state replica runs in-process behind a real gRPC server. In
-the same run it measures, each with a reader issuing GetEvaluation and a
+baseline, plus 1,000 pending evaluations with a running allocation each
+that nothing deletes (the readers' targets; the allocations make every
+judged evaluation pay its allocation lookup, as in a real cluster). One
+state replica runs in-process behind a real gRPC server. In the same run it
+measures, each with a reader issuing GetEvaluation and a
 first-page ListEvaluations back to back the whole time:
 
 - raw etcd deletes in txns of 120 keys (the baseline);
@@ -36,13 +38,14 @@ from typing import Any
 import grpc
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.api.types.v1 import evaluation_pb2, scheduler_pb2
+from drover.api.types.v1 import allocation_pb2, evaluation_pb2, scheduler_pb2
 from drover.coord.fence import Fence
 from drover.coord.keys import Keyspace
 from drover.deployments.gc import GarbageCollector, GcConfig
 from drover.deployments.state_api import GrpcStateApi
 from drover.dev.etcd import EtcdServer
 from drover.rpc.errors import ErrorInterceptor
+from drover.rpc.replicas import ReplicaPool
 from drover.state import codec
 from drover.state.cache import marker_put
 from drover.state.main import build_on_store
@@ -131,6 +134,14 @@ async def main(n: int) -> dict[str, Any]:
             evaluation_pb2.Evaluation(id=i, namespace="default", type="service",
                                       status=evaluation_pb2.EVALUATION_STATUS_PENDING)))
             for i in live_ids], marker_put(keys))
+        # One running allocation per live evaluation: the allocation index is
+        # not empty, so every judged evaluation pays its lookup, as in a cluster.
+        await raw_puts(store, [(keys.key(codec.ALLOCATIONS, "default", f"a-{i}"), codec.encode(
+            allocation_pb2.Allocation(
+                id=f"a-{i}", namespace="default", eval_id=i, job_id="live",
+                desired_status=allocation_pb2.ALLOC_DESIRED_STATUS_RUN,
+                client_status=allocation_pb2.ALLOC_CLIENT_STATUS_RUNNING)))
+            for i in live_ids], marker_put(keys))
         raw_keys = [f"/rawbase/{i:09d}".encode() for i in range(n)]
         await raw_puts(store, [(k, b"x" * 150) for k in raw_keys], None)
         out["seed_s"] = time.perf_counter() - t0
@@ -182,7 +193,9 @@ async def main(n: int) -> dict[str, Any]:
 
         fence_key = ks.election_prefix("deployments") + "bench"
         fence = Fence(fence_key, (await store.txn([], [Put(fence_key.encode(), b"")])).revision)
-        gc = GarbageCollector(GrpcStateApi(client, timeout=60), GcConfig())
+        pool = ReplicaPool("state", state_pb2_grpc.StateServiceStub,
+                           [f"127.0.0.1:{port}"])
+        gc = GarbageCollector(GrpcStateApi(pool, timeout=60), GcConfig())
 
         async def gc_pass() -> dict[str, float]:
             r = await gc.run_pass(fence)
@@ -193,6 +206,7 @@ async def main(n: int) -> dict[str, Any]:
         out["gc_pass"], out["gc_pass"]["reads"] = await reader.during(gc_pass)
         left = await stub.CountEvaluations(state_pb2.CountEvaluationsRequest(namespace="*"))
         assert left.count == LIVE, left.count
+        await pool.close()
         await client.close()
         await server.stop(None)
         await service.close()

@@ -141,9 +141,11 @@ class GarbageCollectRpc(Reaper):
         self, field: str, value: str, ns: str | None
     ) -> list[tuple[Doomed, AllocView]]:
         allocs = self.cache.tables[codec.ALLOCATIONS]
+        out: list[tuple[Doomed, AllocView]] = []
+        if not allocs.objects:
+            return out  # no allocations at all (an evaluation backlog): skip the index
         get = allocs.rows.getter
         desired, client = get("desired_status"), get("client_status")
-        out = []
         for order in allocs.candidates(field, value).iterate(None, False):
             nsid = str(order[1])
             if ns is not None and not nsid.startswith(ns + "/"):
@@ -172,7 +174,8 @@ class GarbageCollectRpc(Reaper):
         ev = table.decode_entry(e)
         ns = nsid.split("/", 1)[0]
         allocs = self._alloc_views("eval_id", ev.id, ns)
-        job = self._job_view(ns, ev.job_id) if ev.job_id else None
+        # Only a batch evaluation's fate depends on its job (gc_rules).
+        job = self._job_view(ns, ev.job_id) if ev.job_id and ev.type == "batch" else None
         goes, gone = eval_verdict(status, ev.type, _seconds(ev.modify_time), job,
                                   (v for _, v in allocs), cutoff)
         out = [allocs[i][0] for i in gone]
