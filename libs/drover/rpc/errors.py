@@ -136,10 +136,15 @@ Handler = Callable[..., Awaitable[Any]]
 class _Undecodable:
     """What a request that does not parse as its message type becomes: the
     handler wrapper answers INVALID_ARGUMENT instead of gRPC's INTERNAL
-    ("Exception deserializing request")."""
+    ("Exception deserializing request"). Interceptors that run before the
+    wrapper (the access check reads namespaces off the request) see an
+    empty message of the right type: every field at its default."""
 
-    def __init__(self, type_name: str, error: str) -> None:
-        self.type_name, self.error = type_name, error
+    def __init__(self, empty: Any, type_name: str, error: str) -> None:
+        self._empty, self.type_name, self.error = empty, type_name, error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._empty, name)
 
 
 def _safe_deserializer(deserialize: Callable[[bytes], Any] | None) -> Any:
@@ -152,7 +157,8 @@ def _safe_deserializer(deserialize: Callable[[bytes], Any] | None) -> Any:
         except Exception as exc:  # DecodeError, RecursionError: the client's fault
             owner = getattr(deserialize, "__self__", None)
             name = getattr(owner, "__name__", "message")
-            return _Undecodable(name, type(exc).__name__)
+            empty = owner() if isinstance(owner, type) else None
+            return _Undecodable(empty, name, type(exc).__name__)
 
     return wrapped
 

@@ -109,14 +109,16 @@ class DataRevision:
 
 
 @contextlib.asynccontextmanager
-async def fuzz_cluster(etcd: str, prefix: str) -> AsyncIterator[FuzzCluster]:
+async def fuzz_cluster(etcd: str, prefix: str, *, acl: bool = False
+                       ) -> AsyncIterator[FuzzCluster]:
+    """``acl``: every service with access control on (callers anonymous)."""
     cluster = FuzzCluster(etcd, prefix)
     try:
-        await cluster.start("state")
+        await cluster.start("state", acl=acl)
         state = (cluster.address("state"),)
-        await cluster.start("broker", state_addresses=state)
-        await cluster.start("deployments", state_addresses=state)
-        await cluster.start("proxy")
+        await cluster.start("broker", state_addresses=state, acl=acl)
+        await cluster.start("deployments", state_addresses=state, acl=acl)
+        await cluster.start("proxy", acl=acl)
         for service in cluster.servers:
             for _ in range(200):
                 if await cluster.serving(service):

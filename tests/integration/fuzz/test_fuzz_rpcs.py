@@ -36,6 +36,8 @@ from fuzz_strategies import messages, raw_bodies
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
 from drover.rpc.errors import error_info
 
 pytestmark = pytest.mark.slow
@@ -130,6 +132,29 @@ class Fuzzer:
                     f"{before} -> {after}")
 
 
+async def seed_objects(cluster: Any) -> None:
+    """Objects named like the plausible ids ("web", "job-1", "a"), so that
+    plausible requests reach the handlers' paths past "not found"."""
+    async with grpc.aio.insecure_channel(cluster.address("state")) as ch:
+        stub = state_pb2_grpc.StateServiceStub(ch)
+        group = job_pb2.TaskGroup(name="web", count=2,
+                                  update=job_pb2.UpdateStrategy(max_parallel=1))
+        web = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job_pb2.Job(
+            id="web", datacenters=["dc1"], task_groups=[group])), timeout=10)
+        await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job_pb2.Job(
+            id="job-1", type=job_pb2.JOB_TYPE_BATCH, datacenters=["dc1"],
+            task_groups=[job_pb2.TaskGroup(name="a", count=1)])), timeout=10)
+        await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
+            id="a", name="a", datacenter="dc1")), timeout=10)
+        await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[
+            evaluation_pb2.Evaluation(id="a", job_id="web", type="service",
+                                      triggered_by="job-register")]), timeout=10)
+        await stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[
+            allocation_pb2.Allocation(id="a", job_id="web", deployment_id=web.deployment_id,
+                                      eval_id=web.eval_id, node_id="a", task_group="web")]),
+            timeout=10)
+
+
 def _shown(request: Any) -> str:
     text = str(request).replace("\n", " ")
     return text if len(text) < 400 else text[:400] + f"... ({request.ByteSize()} bytes)"
@@ -140,6 +165,7 @@ async def test_every_rpc_of_every_service_refuses_bad_input_cleanly(
 ) -> None:
     loop = asyncio.get_running_loop()
     async with fuzz_cluster(etcd_endpoint, etcd_prefix) as cluster:
+        await seed_objects(cluster)
         revision = DataRevision(etcd_endpoint, etcd_prefix)
         channels = {s: grpc.insecure_channel(cluster.address(s), options=[
             ("grpc.max_send_message_length", 32 * 1024 * 1024)]) for s in cluster.servers}
