@@ -58,9 +58,9 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
-def client_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--address/DROVER_ADDR, --json, --timeout, --token/DROVER_TOKEN and
-    --tls-ca/--tls-cert/--tls-key (DROVER_TLS_*) on a command."""
+def token_tls_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--token/DROVER_TOKEN and --tls-ca/--tls-cert/--tls-key (DROVER_TLS_*),
+    read back with :func:`token_and_tls` (or :func:`options`)."""
     for name, env, text in (
         ("--tls-key", "DROVER_TLS_KEY", "client key (mTLS)"),
         ("--tls-cert", "DROVER_TLS_CERT", "client certificate (mTLS)"),
@@ -69,6 +69,22 @@ def client_options(f: Callable[..., Any]) -> Callable[..., Any]:
     ):
         f = click.option(name, envvar=env, default="", show_default=False, help=text,
                          expose_value=False, callback=_remember)(f)
+    return f
+
+
+def token_and_tls() -> tuple[str, TlsFiles]:
+    """The current command's --token and --tls-* (empty when not given)."""
+    ctx = click.get_current_context(silent=True)
+    extra: dict[str, Any] = ctx.meta.get(_META, {}) if ctx is not None else {}
+    return extra.get("token") or "", TlsFiles(ca=extra.get("tls_ca") or "",
+                                               cert=extra.get("tls_cert") or "",
+                                               key=extra.get("tls_key") or "")
+
+
+def client_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--address/DROVER_ADDR, --json, --timeout, --token/DROVER_TOKEN and
+    --tls-ca/--tls-cert/--tls-key (DROVER_TLS_*) on a command."""
+    f = token_tls_options(f)
     f = click.option("--timeout", default=30.0, show_default=True, type=float,
                      help="seconds per call")(f)
     f = click.option("--json", "as_json", is_flag=True, help="machine-readable JSON output")(f)
@@ -137,12 +153,8 @@ async def follow_pages(fetch: Callable[[str], Awaitable[tuple[Sequence[T], str]]
 
 
 def options(address: str, as_json: bool, timeout: float) -> ClientOptions:
-    ctx = click.get_current_context(silent=True)
-    extra: dict[str, Any] = ctx.meta.get(_META, {}) if ctx is not None else {}
-    return ClientOptions(
-        address=address, json=as_json, timeout=timeout, token=extra.get("token") or "",
-        tls=TlsFiles(ca=extra.get("tls_ca") or "", cert=extra.get("tls_cert") or "",
-                     key=extra.get("tls_key") or ""))
+    token, tls = token_and_tls()
+    return ClientOptions(address=address, json=as_json, timeout=timeout, token=token, tls=tls)
 
 
 class CommandFailed(click.ClickException):

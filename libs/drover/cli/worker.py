@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from drover.cli._client import DEFAULT_ADDRESS
-from drover.rpc.channels import channel, env_tls, env_token
+from drover.cli._client import DEFAULT_ADDRESS, token_and_tls, token_tls_options
+from drover.rpc.channels import channel
 from drover.sim.nodes import SimConfig, SimNodes
 from drover.worker.loop import Worker, WorkerConfig
 
@@ -39,6 +39,7 @@ async def _until_signal(main: asyncio.Future[Any]) -> None:
 @click.option("--batch", default=16, show_default=True, type=click.IntRange(1, 256),
               help="evaluations per Dequeue")
 @click.option("--seed", default=None, type=int, help="seed of the placement shuffle")
+@token_tls_options
 @click.option("--node-ttl", envvar="DROVER_NODE_TTL", default=10.0, show_default=True,
               type=click.FloatRange(0), help="mark a node down after this many seconds "
               "without a heartbeat (0: never)")
@@ -47,9 +48,10 @@ def worker(address: str, schedulers: tuple[str, ...], batch: int, seed: int | No
     """Run the reference scheduler worker: dequeue, plan, submit, ack."""
     logging.basicConfig(level=logging.INFO, format="worker %(levelname)s %(message)s")
     cfg = WorkerConfig(schedulers=schedulers, batch=batch, seed=seed, node_ttl=node_ttl)
+    token, tls = token_and_tls()
 
     async def main() -> None:
-        async with channel(address, tls=env_tls(), token=env_token) as ch:
+        async with channel(address, tls=tls, token=lambda: token) as ch:
             w = Worker(ch, cfg)
             click.echo(f"worker: dequeuing {', '.join(schedulers)} from {address}")
             await _until_signal(asyncio.ensure_future(w.run()))
@@ -74,6 +76,7 @@ def sim_group() -> None:
 @click.option("--heartbeat", envvar="DROVER_SIM_HEARTBEAT", default=3.0, show_default=True,
               type=click.FloatRange(0.1),
               help="seconds between heartbeats of each node")
+@token_tls_options
 @click.option("--keep/--down-on-exit", default=False,
               help="leave the nodes ready on exit (default: mark them down)")
 def sim_nodes(count: int, address: str, prefix: str, cpu: int, memory: int, datacenter: str,
@@ -82,9 +85,10 @@ def sim_nodes(count: int, address: str, prefix: str, cpu: int, memory: int, data
     logging.basicConfig(level=logging.INFO, format="sim %(levelname)s %(message)s")
     cfg = SimConfig(count=count, prefix=prefix, cpu=cpu, memory_mb=memory,
                     datacenter=datacenter, heartbeat=heartbeat)
+    token, tls = token_and_tls()
 
     async def main() -> None:
-        async with channel(address, tls=env_tls(), token=env_token) as ch:
+        async with channel(address, tls=tls, token=lambda: token) as ch:
             sim = SimNodes(ch, cfg)
             click.echo(f"sim: {count} nodes {prefix}-0..{prefix}-{count - 1} on {address}")
             try:

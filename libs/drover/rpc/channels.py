@@ -12,7 +12,6 @@ Every channel carries the caller's W3C trace context (a CLIENT span per call,
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -133,15 +132,3 @@ def channel(
     return grpc.aio.insecure_channel(address, options=channel_options(retries=retries),
                                      interceptors=interceptors)
 
-
-def env_token() -> str:
-    """The ACL secret of ``DROVER_TOKEN`` (clients started without flags:
-    the worker, simulated nodes)."""
-    return os.environ.get("DROVER_TOKEN", "")
-
-
-def env_tls() -> TlsFiles:
-    """``DROVER_TLS_CA/CERT/KEY`` as client TLS files (all empty: plaintext)."""
-    return TlsFiles(ca=os.environ.get("DROVER_TLS_CA", ""),
-                    cert=os.environ.get("DROVER_TLS_CERT", ""),
-                    key=os.environ.get("DROVER_TLS_KEY", ""))
