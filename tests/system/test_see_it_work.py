@@ -107,7 +107,7 @@ def _live(env: dict[str, str], job: str) -> list[dict[str, Any]]:
 
 def test_canary_is_placed_healthy_auto_promoted_and_successful(suite: dict[str, str]) -> None:
     first = _run(suite, EX / "canary.yaml")
-    assert "version" not in first  # version 0: proto JSON omits the default
+    assert str(first.get("version", "0")) == "0"
     watch = drover(suite, "job", "status", "web", "--watch")
     assert watch.returncode == 0, watch.stdout + watch.stderr
     assert "successful" in watch.stdout.splitlines()[-2]

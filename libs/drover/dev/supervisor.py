@@ -120,7 +120,8 @@ class Supervisor:
         from drover.rpc.channels import channel_options
 
         policies = {
-            "dev-worker": "scheduler: {policy: write}\nnode: {policy: read}\n"
+            # node write: the worker marks nodes that miss their heartbeats down
+            "dev-worker": "scheduler: {policy: write}\nnode: {policy: write}\n"
                           "namespace: {'*': {policy: read}}\n",
             "dev-node": "node: {policy: write}\nnamespace: {'*': {policy: read}}\n",
         }

@@ -118,8 +118,11 @@ class Worker:
             self.stats.evaluations += 1
             try:
                 follow_ups = await self.process(ev, wait_index)
-            except (PlanRefused, grpc.RpcError) as e:
-                log.warning("evaluation %s: %s; nack", ev.id, _describe(e))
+            except Exception as e:  # one bad evaluation must not stop the worker
+                if isinstance(e, (PlanRefused, grpc.RpcError)):
+                    log.warning("evaluation %s: %s; nack", ev.id, _describe(e))
+                else:
+                    log.exception("evaluation %s: planning failed; nack", ev.id)
                 self.stats.nacked += 1
                 try:
                     await self.broker.Nack(broker_pb2.NackRequest(eval_id=ev.id, token=token),
