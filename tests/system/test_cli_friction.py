@@ -64,3 +64,40 @@ def test_lists_are_the_default_namespace_unless_star(state_address: str,
     assert jobs_of("--order", "desc") == [f"c-{run}", f"a-{run}"]
     assert sorted(jobs_of("-n", "*")) == [f"a-{run}", f"b-{run}", f"c-{run}"]
     assert jobs_of("-n", "other") == [f"b-{run}"]
+
+
+def test_unique_id_prefixes_and_whole_ids_in_narrow_tables(state_address: str,
+                                                           tmp_path: Path) -> None:
+    run = uuid.uuid4().hex[:6]
+    ran = drover("--json", "--address", state_address, "job", "run",
+                 str(_job(tmp_path, f"p-{run}", "default")))
+    assert ran.returncode == 0, ran.stderr
+    registered = json.loads(ran.stdout)
+    dep, ev = registered["deployment_id"], registered["eval_id"]
+    narrow = {"COLUMNS": "50"}
+    table = drover("deployment", "list", "--prefix", dep[:8], "--address", state_address,
+                   env=narrow)
+    assert dep in table.stdout, table.stdout  # whole, on one line
+    status = drover("deployment", "status", dep[:8], "--json", "--address", state_address)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["id"] == dep
+    shown = drover("eval", "status", ev[:8], "--json", "--address", state_address)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["evaluation"]["id"] == ev
+    missing = drover("deployment", "status", "zzzzzzzz", "--address", state_address)
+    assert missing.returncode == 1 and "NOT_FOUND" in missing.stderr
+
+
+def test_an_ambiguous_prefix_lists_the_matches() -> None:
+    from drover.cli._client import CommandFailed
+    from drover.cli.prefix import unique
+
+    assert unique("ab", ["abc"], "deployment") == "abc"
+    assert unique("abc", ["abc", "abcd"], "deployment") == "abc"  # an exact id wins
+    assert unique("zz", [], "deployment") == "zz"  # the call says NOT_FOUND
+    try:
+        unique("a", ["a1", "a2"], "evaluation")
+    except CommandFailed as e:
+        assert "matches several: a1, a2" in e.message
+    else:
+        raise AssertionError("an ambiguous prefix was taken")

@@ -48,6 +48,10 @@ def _cli_through_the_proxy(proxy: str, tmp_path: Path) -> None:
     members = json.loads(_drover("operator", "members", "--json", address=proxy).stdout)
     services = {lst["service"] for lst in members["lists"]}
     assert {"state", "broker", "deployments"} <= services
+    assert [p["replica"] for p in members["proxies"]] == ["proxy-dev"]
+    table = _drover("operator", "members", "--service", "proxy", address=proxy)
+    assert table.returncode == 0 and "proxy-dev" in table.stdout, table.stderr
+    assert "state-dev" not in table.stdout
     revision = int(members["revision"])
     conv = _drover("operator", "convergence", "--revision", str(revision), "--json",
                    address=proxy)

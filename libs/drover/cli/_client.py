@@ -232,12 +232,24 @@ def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
+def _is_id(column: str) -> bool:
+    return column == "ID" or column.endswith(" ID")
+
+
 def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A table for people. ID columns are never cut or wrapped, however narrow
+    the terminal: an id is copied into the next command, whole; the other
+    columns wrap instead."""
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
     table = Table(title=title, show_edge=False, header_style="bold")
-    for col in columns:
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
+    for i, col in enumerate(columns):
+        if _is_id(col):
+            width = max([len(col), *(len(r[i]) for r in cells if i < len(r))])
+            table.add_column(col, no_wrap=True, min_width=width)
+        else:
+            table.add_column(col)
+    for row in cells:
+        table.add_row(*row)
     console.print(table)
 
 

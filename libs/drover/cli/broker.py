@@ -14,6 +14,7 @@ import click
 import grpc
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
+from drover.cli import prefix
 from drover.cli._client import (
     ListOptions,
     client_options,
@@ -113,8 +114,9 @@ def broker_cancel(eval_id: str, reason: str, address: str, as_json: bool,
     opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> int:
+        full = await prefix.evaluation_id(ch, "*", eval_id, opts.timeout)
         resp = await broker_pb2_grpc.EvalBrokerServiceStub(ch).CancelEvaluation(
-            broker_pb2.CancelEvaluationRequest(eval_id=eval_id, reason=reason),
+            broker_pb2.CancelEvaluationRequest(eval_id=full, reason=reason),
             timeout=opts.timeout)
         return int(resp.index)
 

@@ -10,6 +10,7 @@ import grpc
 from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import deployment_pb2
+from drover.cli import prefix
 from drover.cli._client import (
     ListOptions,
     client_options,
@@ -71,12 +72,17 @@ def deployment_status(deployment_id: str, namespace: str, watch: bool, address: 
     opts = options(address, as_json, timeout)
     if watch:
         from drover.cli.watch import watch_deployment
-        raise SystemExit(run(opts, lambda ch: watch_deployment(
-            ch, namespace, deployment_id, opts.timeout)))
+
+        async def follow(ch: grpc.aio.Channel) -> int:
+            full = await prefix.deployment_id(ch, namespace, deployment_id, opts.timeout)
+            return await watch_deployment(ch, namespace, full, opts.timeout)
+
+        raise SystemExit(run(opts, follow))
 
     async def body(ch: grpc.aio.Channel) -> Any:
+        full = await prefix.deployment_id(ch, namespace, deployment_id, opts.timeout)
         return await state_pb2_grpc.StateServiceStub(ch).GetDeployment(
-            state_pb2.GetDeploymentRequest(namespace=namespace, id=deployment_id),
+            state_pb2.GetDeploymentRequest(namespace=namespace, id=full),
             timeout=opts.timeout)
 
     d = run(opts, body).deployment
@@ -114,9 +120,10 @@ def promote(deployment_id: str, namespace: str, groups: tuple[str, ...], address
     opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> Any:
+        full = await prefix.deployment_id(ch, namespace, deployment_id, opts.timeout)
         return await deployments_pb2_grpc.DeploymentWatcherServiceStub(ch).PromoteDeployment(
             deployments_pb2.PromoteDeploymentRequest(
-                namespace=namespace, deployment_id=deployment_id, all=not groups,
+                namespace=namespace, deployment_id=full, all=not groups,
                 groups=list(groups)), timeout=opts.timeout)
 
     _result(opts, run(opts, body).result, "promoted")
@@ -124,9 +131,10 @@ def promote(deployment_id: str, namespace: str, groups: tuple[str, ...], address
 
 def _pause(deployment_id: str, namespace: str, pause: bool, opts: Any) -> None:
     async def body(ch: grpc.aio.Channel) -> Any:
+        full = await prefix.deployment_id(ch, namespace, deployment_id, opts.timeout)
         return await deployments_pb2_grpc.DeploymentWatcherServiceStub(ch).PauseDeployment(
             deployments_pb2.PauseDeploymentRequest(
-                namespace=namespace, deployment_id=deployment_id, pause=pause),
+                namespace=namespace, deployment_id=full, pause=pause),
             timeout=opts.timeout)
 
     _result(opts, run(opts, body).result, "paused" if pause else "resumed")
@@ -162,9 +170,9 @@ def fail(deployment_id: str, namespace: str, address: str, as_json: bool,
     opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> Any:
+        full = await prefix.deployment_id(ch, namespace, deployment_id, opts.timeout)
         return await deployments_pb2_grpc.DeploymentWatcherServiceStub(ch).FailDeployment(
-            deployments_pb2.FailDeploymentRequest(namespace=namespace,
-                                                  deployment_id=deployment_id),
+            deployments_pb2.FailDeploymentRequest(namespace=namespace, deployment_id=full),
             timeout=opts.timeout)
 
     _result(opts, run(opts, body).result, "failed")

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2
+from drover.cli import prefix
 from drover.cli._client import (
     CommandFailed,
     ListOptions,
@@ -105,8 +106,9 @@ def eval_status(eval_id: str, related: bool, address: str, as_json: bool,
     opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> state_pb2.GetEvaluationResponse:
+        full = await prefix.evaluation_id(ch, "*", eval_id, opts.timeout)
         return await state_pb2_grpc.StateServiceStub(ch).GetEvaluation(
-            state_pb2.GetEvaluationRequest(id=eval_id, include_related=related),
+            state_pb2.GetEvaluationRequest(id=full, include_related=related),
             timeout=opts.timeout)
 
     resp = run(opts, body)

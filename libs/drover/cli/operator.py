@@ -63,26 +63,31 @@ def resume(address: str, as_json: bool, timeout: float) -> None:
 
 
 @operator_group.command(name="members")
-@click.option("--service", default="", help="only this backend service")
+@click.option("--service", default="", help="only this service (state, broker, deployments, proxy)")
 @client_options
 def members(service: str, address: str, as_json: bool, timeout: float) -> None:
-    """Replicas the proxy knows, per service, in the order it uses them."""
+    """Replicas the proxy knows, per service, in the order it uses them, and
+    the proxy replicas themselves."""
     opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> proxy_pb2.ListServersResponse:
         return await proxy_pb2_grpc.ClientProxyServiceStub(ch).ListServers(
-            proxy_pb2.ListServersRequest(service=service), timeout=opts.timeout)
+            proxy_pb2.ListServersRequest(service="" if service == "proxy" else service),
+            timeout=opts.timeout)
 
     resp = run(opts, body)
     if opts.json:
         print_json(resp)
         return
     rows = []
-    for lst in resp.lists:
+    for lst in resp.lists if service != "proxy" else ():
         for s in lst.servers:
             rows.append([lst.service, s.replica, s.address, s.rpc_version,
                          "yes" if s.healthy else "no", "leader" if s.leader else "",
                          "backup" if s.backup else ""])
+    if not service or service == "proxy":
+        for s in resp.proxies:
+            rows.append(["proxy", s.replica, s.address, s.rpc_version, "yes", "", ""])
     print_table(f"membership revision {resp.revision}",
                 ["Service", "Replica", "Address", "RPC", "Healthy", "Role", ""], rows)
 

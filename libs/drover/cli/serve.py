@@ -99,7 +99,8 @@ def tunable_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--state-address", envvar="DROVER_STATE_ADDRESS", default="",
               help="state service address(es), comma separated (default: from membership)")
 @click.option("--backup-servers", envvar="DROVER_BACKUP_SERVERS", default="",
-              help="proxy: static backup servers, comma separated")
+              help="proxy: static backup servers as service=host:port, comma separated "
+                   "(e.g. state=10.0.0.5:8080,broker=10.0.0.6:8080)")
 @click.option("--hold-timeout", envvar="DROVER_HOLD_TIMEOUT", default=3.0, show_default=True,
               type=click.FloatRange(min=0.05),
               help="proxy: seconds a forwarded call waits on a server that shows no life")
@@ -136,7 +137,9 @@ def serve(service: str, **opts: object) -> None:
     try:
         app = factory(settings)
     except ValueError as e:  # a tunable the service's config refuses
-        raise click.ClickException(str(e)) from None
+        raise click.ClickException(f"{service}: {e}") from None
+    except DroverError as e:  # e.g. a malformed --backup-servers entry
+        raise click.ClickException(f"{service}: {e.message} ({e.reason})") from None
     try:
         asyncio.run(run_until_signal(DroverServer(settings, app, membership=True)))
     except DroverError as e:  # e.g. etcd unreachable or a TLS mismatch: one line, no traceback

@@ -7,7 +7,8 @@ lowercase short name the filters and tables show (``service``,
 ``pending``), any case, dashes for underscores -- to the proto's name.
 Values that are already proto names, numbers, or nothing the enum knows
 are left as they are, so ParseDict reports the unknown ones in its own
-words. Pure: no I/O.
+words. Durations are written as people write them too (``5m``, ``1h30m``,
+``90s``, as in Nomad's job specs). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-__all__ = ["enum_value", "parse_spec"]
+from drover.config import parse_duration
+
+__all__ = ["duration_value", "enum_value", "parse_spec"]
 
 M = TypeVar("M", bound=Message)
 
@@ -68,9 +71,24 @@ def _value(fd: FieldDescriptor, value: Any) -> Any:
     return _one(fd, value)
 
 
+def duration_value(value: Any) -> Any:
+    """``5m``, ``1h30m``, ``90`` (seconds) -> proto JSON's ``"300s"`` form, as
+    Nomad's job specs write durations; anything else is left for ParseDict."""
+    if not isinstance(value, str) or value.strip().startswith("-"):
+        return value
+    try:
+        seconds = parse_duration(value)
+    except ValueError as e:
+        raise json_format.ParseError(str(e)) from None
+    text = f"{seconds:.9f}".rstrip("0").rstrip(".")
+    return f"{text}s"
+
+
 def _one(fd: FieldDescriptor, value: Any) -> Any:
     if fd.enum_type is not None:
         return enum_value(fd.enum_type, value)
+    if fd.message_type is not None and fd.message_type.full_name == "google.protobuf.Duration":
+        return duration_value(value)
     if fd.message_type is not None:
         return _normalize(fd.message_type, value)
     return value

@@ -24,3 +24,13 @@ def wait_for_port(host: str, port: int, timeout: float) -> bool:
         except OSError:
             time.sleep(0.05)
     return False
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """True when ``host:port`` cannot be bound (something listens there)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+        return False

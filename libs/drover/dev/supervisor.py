@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from drover.dev.etcd import EtcdCluster, EtcdServer
-from drover.dev.ports import wait_for_port
+from drover.dev.ports import port_in_use, wait_for_port
 from drover.dev.process import die_with_parent
 
 
@@ -48,8 +48,24 @@ class DevLayout:
     def address(self, service: str) -> str:
         return f"{self.host}:{getattr(self, service)}"
 
+    def ports(self, etcd_members: int = 1) -> dict[int, str]:
+        """Every port the suite binds, and what for."""
+        out: dict[int, str] = {}
+        for i in range(etcd_members):
+            out[self.etcd_client + i] = f"etcd member {i} clients"
+            out[self.etcd_peer + i] = f"etcd member {i} peers"
+            out[self.etcd_metrics + i] = f"etcd member {i} metrics"
+        for i, svc in enumerate(SERVICES):
+            out[getattr(self, svc)] = svc
+            out[self.metrics_base + i] = f"{svc} metrics"
+        return out
+
 
 SERVICES = ("state", "broker", "deployments", "proxy")
+
+
+class PortsBusy(RuntimeError):
+    """A port of the layout is taken before the suite starts."""
 
 
 @dataclass
@@ -71,6 +87,16 @@ class Supervisor:
     def start(self) -> None:
         lay = self.layout
         n = self.etcd_members
+        # Before starting anything: a port already taken (another `drover
+        # dev`, most likely) would otherwise look like our own etcd answering,
+        # then end in one "Address already in use" traceback per service.
+        busy = [f"{port} ({what})" for port, what in sorted(lay.ports(n).items())
+                if port_in_use(lay.host, port)]
+        if busy:
+            raise PortsBusy(
+                f"port{'s' if len(busy) > 1 else ''} {', '.join(busy[:4])}"
+                f"{' and more' if len(busy) > 4 else ''} already in use on {lay.host}: "
+                "another `drover dev` running? stop it, or add --port-offset N")
         members = [EtcdServer(
             host=lay.host,
             client_port=lay.etcd_client + i,

@@ -152,6 +152,7 @@ class ProxyApp:
             sink=registration,
             on_gone=lambda address: self.holds.end(address, "it left membership"),
         )
+        self.servicer.proxies = lambda: discovery.proxies
         self.servicer.barrier = Barrier(
             discovery,
             replica=settings.replica,

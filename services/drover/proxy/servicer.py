@@ -16,12 +16,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
+from drover.coord import Member
 from drover.errors import Unavailable
 from drover.proxy.barrier import Barrier
 from drover.proxy.convergence import Convergence, ReplicaRevision
@@ -94,14 +95,21 @@ class ClientProxyServicer(proxy_pb2_grpc.ClientProxyServiceServicer):
         self._rebalancer = rebalancer
         #: Set by the app once etcd is reachable (discovery feeds it).
         self.barrier = barrier
+        #: The live proxy replicas from membership (set by the app with discovery).
+        self.proxies: Callable[[], Sequence[Member]] = tuple
         self._wall = wall_clock
 
     async def ListServers(
         self, request: proxy_pb2.ListServersRequest, context: Any
     ) -> proxy_pb2.ListServersResponse:
         snap = self._lists.snapshot(request.service)
+        proxies = [
+            proxy_pb2.Server(address=m.address, replica=m.replica, rpc_version=m.rpc_version,
+                             healthy=True)
+            for m in sorted(self.proxies(), key=lambda m: m.replica)
+        ]
         return proxy_pb2.ListServersResponse(
-            lists=lists_to_proto(snap, self._wall()), revision=snap.revision
+            lists=lists_to_proto(snap, self._wall()), revision=snap.revision, proxies=proxies,
         )
 
     async def RebalanceServers(

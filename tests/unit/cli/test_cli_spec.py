@@ -39,3 +39,28 @@ def test_proto_names_and_numbers_still_work() -> None:
 def test_unknown_words_are_reported_by_the_parser() -> None:
     with pytest.raises(json_format.ParseError, match="nope"):
         parse_spec({"type": "nope"}, job_pb2.Job())
+
+
+def test_durations_as_people_write_them() -> None:
+    from google.protobuf import json_format
+
+    from drover.api.types.v1 import job_pb2
+    from drover.cli.spec import parse_spec
+
+    job = parse_spec({"id": "web", "taskGroups": [{"name": "g", "update": {
+        "healthyDeadline": "5m", "progressDeadline": "1h30m", "minHealthyTime": "10s"}}]},
+        job_pb2.Job())
+    update = job.task_groups[0].update
+    assert update.healthy_deadline.seconds == 300
+    assert update.progress_deadline.seconds == 5400
+    assert update.min_healthy_time.seconds == 10
+    half = parse_spec({"taskGroups": [{"name": "g", "update": {"minHealthyTime": "500ms"}}]},
+                      job_pb2.Job())
+    assert half.task_groups[0].update.min_healthy_time.nanos == 500_000_000
+    try:
+        parse_spec({"taskGroups": [{"name": "g", "update": {"healthyDeadline": "5 fortnights"}}]},
+                   job_pb2.Job())
+    except json_format.ParseError as e:
+        assert "not a duration" in str(e) and "15m" in str(e)
+    else:
+        raise AssertionError("a bad duration was accepted")

@@ -26,7 +26,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x64rover/proxy/v1/proxy.proto\x12\x0f\x64rover.proxy.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa2\x01\n\x06Server\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x0f\n\x07replica\x18\x02 \x01(\t\x12\x13\n\x0brpc_version\x18\x03 \x01(\r\x12\x0f\n\x07healthy\x18\x04 \x01(\x08\x12\x0e\n\x06leader\x18\x05 \x01(\x08\x12\x0e\n\x06\x62\x61\x63kup\x18\x06 \x01(\x08\x12\x30\n\x0clast_failure\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"{\n\nServerList\x12\x0f\n\x07service\x18\x01 \x01(\t\x12(\n\x07servers\x18\x02 \x03(\x0b\x32\x17.drover.proxy.v1.Server\x12\x32\n\x0enext_rebalance\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"%\n\x12ListServersRequest\x12\x0f\n\x07service\x18\x01 \x01(\t\"S\n\x13ListServersResponse\x12*\n\x05lists\x18\x01 \x03(\x0b\x32\x1b.drover.proxy.v1.ServerList\x12\x10\n\x08revision\x18\x02 \x01(\x04\"*\n\x17RebalanceServersRequest\x12\x0f\n\x07service\x18\x01 \x01(\t\"F\n\x18RebalanceServersResponse\x12*\n\x05lists\x18\x01 \x03(\x0b\x32\x1b.drover.proxy.v1.ServerList\"Y\n\x19WaitForConvergenceRequest\x12\x10\n\x08revision\x18\x01 \x01(\x04\x12*\n\x07timeout\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\"M\n\x0fReplicaRevision\x12\x0f\n\x07replica\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x18\n\x10\x61pplied_revision\x18\x03 \x01(\x04\"\x95\x01\n\x1aWaitForConvergenceResponse\x12\x11\n\tconverged\x18\x01 \x01(\x08\x12\x32\n\x08replicas\x18\x02 \x03(\x0b\x32 .drover.proxy.v1.ReplicaRevision\x12\x30\n\x06\x62\x65hind\x18\x03 \x03(\x0b\x32 .drover.proxy.v1.ReplicaRevision2\xc6\x02\n\x12\x43lientProxyService\x12X\n\x0bListServers\x12#.drover.proxy.v1.ListServersRequest\x1a$.drover.proxy.v1.ListServersResponse\x12g\n\x10RebalanceServers\x12(.drover.proxy.v1.RebalanceServersRequest\x1a).drover.proxy.v1.RebalanceServersResponse\x12m\n\x12WaitForConvergence\x12*.drover.proxy.v1.WaitForConvergenceRequest\x1a+.drover.proxy.v1.WaitForConvergenceResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x64rover/proxy/v1/proxy.proto\x12\x0f\x64rover.proxy.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa2\x01\n\x06Server\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x0f\n\x07replica\x18\x02 \x01(\t\x12\x13\n\x0brpc_version\x18\x03 \x01(\r\x12\x0f\n\x07healthy\x18\x04 \x01(\x08\x12\x0e\n\x06leader\x18\x05 \x01(\x08\x12\x0e\n\x06\x62\x61\x63kup\x18\x06 \x01(\x08\x12\x30\n\x0clast_failure\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"{\n\nServerList\x12\x0f\n\x07service\x18\x01 \x01(\t\x12(\n\x07servers\x18\x02 \x03(\x0b\x32\x17.drover.proxy.v1.Server\x12\x32\n\x0enext_rebalance\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"%\n\x12ListServersRequest\x12\x0f\n\x07service\x18\x01 \x01(\t\"}\n\x13ListServersResponse\x12*\n\x05lists\x18\x01 \x03(\x0b\x32\x1b.drover.proxy.v1.ServerList\x12\x10\n\x08revision\x18\x02 \x01(\x04\x12(\n\x07proxies\x18\x03 \x03(\x0b\x32\x17.drover.proxy.v1.Server\"*\n\x17RebalanceServersRequest\x12\x0f\n\x07service\x18\x01 \x01(\t\"F\n\x18RebalanceServersResponse\x12*\n\x05lists\x18\x01 \x03(\x0b\x32\x1b.drover.proxy.v1.ServerList\"Y\n\x19WaitForConvergenceRequest\x12\x10\n\x08revision\x18\x01 \x01(\x04\x12*\n\x07timeout\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\"M\n\x0fReplicaRevision\x12\x0f\n\x07replica\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x18\n\x10\x61pplied_revision\x18\x03 \x01(\x04\"\x95\x01\n\x1aWaitForConvergenceResponse\x12\x11\n\tconverged\x18\x01 \x01(\x08\x12\x32\n\x08replicas\x18\x02 \x03(\x0b\x32 .drover.proxy.v1.ReplicaRevision\x12\x30\n\x06\x62\x65hind\x18\x03 \x03(\x0b\x32 .drover.proxy.v1.ReplicaRevision2\xc6\x02\n\x12\x43lientProxyService\x12X\n\x0bListServers\x12#.drover.proxy.v1.ListServersRequest\x1a$.drover.proxy.v1.ListServersResponse\x12g\n\x10RebalanceServers\x12(.drover.proxy.v1.RebalanceServersRequest\x1a).drover.proxy.v1.RebalanceServersResponse\x12m\n\x12WaitForConvergence\x12*.drover.proxy.v1.WaitForConvergenceRequest\x1a+.drover.proxy.v1.WaitForConvergenceResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,17 +40,17 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTSERVERSREQUEST']._serialized_start=403
   _globals['_LISTSERVERSREQUEST']._serialized_end=440
   _globals['_LISTSERVERSRESPONSE']._serialized_start=442
-  _globals['_LISTSERVERSRESPONSE']._serialized_end=525
-  _globals['_REBALANCESERVERSREQUEST']._serialized_start=527
-  _globals['_REBALANCESERVERSREQUEST']._serialized_end=569
-  _globals['_REBALANCESERVERSRESPONSE']._serialized_start=571
-  _globals['_REBALANCESERVERSRESPONSE']._serialized_end=641
-  _globals['_WAITFORCONVERGENCEREQUEST']._serialized_start=643
-  _globals['_WAITFORCONVERGENCEREQUEST']._serialized_end=732
-  _globals['_REPLICAREVISION']._serialized_start=734
-  _globals['_REPLICAREVISION']._serialized_end=811
-  _globals['_WAITFORCONVERGENCERESPONSE']._serialized_start=814
-  _globals['_WAITFORCONVERGENCERESPONSE']._serialized_end=963
-  _globals['_CLIENTPROXYSERVICE']._serialized_start=966
-  _globals['_CLIENTPROXYSERVICE']._serialized_end=1292
+  _globals['_LISTSERVERSRESPONSE']._serialized_end=567
+  _globals['_REBALANCESERVERSREQUEST']._serialized_start=569
+  _globals['_REBALANCESERVERSREQUEST']._serialized_end=611
+  _globals['_REBALANCESERVERSRESPONSE']._serialized_start=613
+  _globals['_REBALANCESERVERSRESPONSE']._serialized_end=683
+  _globals['_WAITFORCONVERGENCEREQUEST']._serialized_start=685
+  _globals['_WAITFORCONVERGENCEREQUEST']._serialized_end=774
+  _globals['_REPLICAREVISION']._serialized_start=776
+  _globals['_REPLICAREVISION']._serialized_end=853
+  _globals['_WAITFORCONVERGENCERESPONSE']._serialized_start=856
+  _globals['_WAITFORCONVERGENCERESPONSE']._serialized_end=1005
+  _globals['_CLIENTPROXYSERVICE']._serialized_start=1008
+  _globals['_CLIENTPROXYSERVICE']._serialized_end=1334
 # @@protoc_insertion_point(module_scope)

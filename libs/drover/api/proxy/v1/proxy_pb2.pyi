@@ -45,12 +45,14 @@ class ListServersRequest(_message.Message):
     def __init__(self, service: _Optional[str] = ...) -> None: ...
 
 class ListServersResponse(_message.Message):
-    __slots__ = ("lists", "revision")
+    __slots__ = ("lists", "revision", "proxies")
     LISTS_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
+    PROXIES_FIELD_NUMBER: _ClassVar[int]
     lists: _containers.RepeatedCompositeFieldContainer[ServerList]
     revision: int
-    def __init__(self, lists: _Optional[_Iterable[_Union[ServerList, _Mapping]]] = ..., revision: _Optional[int] = ...) -> None: ...
+    proxies: _containers.RepeatedCompositeFieldContainer[Server]
+    def __init__(self, lists: _Optional[_Iterable[_Union[ServerList, _Mapping]]] = ..., revision: _Optional[int] = ..., proxies: _Optional[_Iterable[_Union[Server, _Mapping]]] = ...) -> None: ...
 
 class RebalanceServersRequest(_message.Message):
     __slots__ = ("service",)
