@@ -31,8 +31,13 @@ def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """The group's copies of the client options (no env twins: the commands read those)."""
     for flag, name, _env, text in reversed(GLOBAL):
         kind = float if name == "timeout" else str
-        f = click.option(flag, name, default=None, type=kind, help=text)(f)
+        # Only from the command line: the environment reaches each command
+        # through its own option (auto_envvar_prefix would read DROVER_TOKEN
+        # here too, and apply() would then take it away from the command).
+        f = click.option(flag, name, default=None, type=kind, help=text,
+                         allow_from_autoenv=False)(f)
     return click.option("--json", "as_json", is_flag=True, default=False,
+                        allow_from_autoenv=False,
                         help="machine-readable JSON output for every client command")(f)
 
 
