@@ -39,7 +39,7 @@ DOMAIN = {
                     "drover_deployments_promotions_total", "drover_deployments_outcomes_total",
                     "drover_leadership_is_leader"],
     "proxy": ["drover_proxy_servers", "drover_proxy_rotations_total",
-              "drover_proxy_retries_total", "drover_proxy_attempts_ended_total",
+              "drover_proxy_retries_total",
               "drover_proxy_membership_applied_revision",
               "drover_proxy_attempts_ended_total", "drover_proxy_stream_resumes_total"],
 }

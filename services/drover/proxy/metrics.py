@@ -12,9 +12,6 @@
   (counter).
 * ``drover.proxy.stream_resumes``: Subscribe streams resumed on another
   replica after delivering, by ``service`` (counter).
-* ``drover.proxy.attempts_ended``: forwarded attempts ended by the proxy, by
-  ``cause``: ``hold_timeout`` (the server showed no life for the hold
-  timeout) or ``left_membership`` (counter).
 * ``drover.proxy.membership.applied_revision``: the membership revision the
   lists reflect (what the convergence barrier compares).
 """
@@ -51,11 +48,6 @@ def register(lists: ServerLists, forwarder: Forwarder) -> list[Callable[[], None
                 lambda: [(forwarder.resumes.get(s, 0), {"service": s}) for s in lists.services],
                 kind="counter", unit="{stream}",
                 description="streams resumed on another replica from the last delivered index"),
-        observe("drover.proxy.attempts_ended",
-                lambda: [(forwarder.holds.ended.get(c, 0), {"cause": c})
-                         for c in ("hold_timeout", "left_membership")],
-                kind="counter", unit="{attempt}",
-                description="forwarded attempts the proxy ended: hold timeout, server left"),
         observe("drover.proxy.membership.applied_revision",
                 lambda: [(lists.applied_revision, {})], unit="1",
                 description="the membership revision the server lists reflect"),
