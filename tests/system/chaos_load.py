@@ -70,6 +70,8 @@ class Record:
     #: Every evaluation id the load learnt exists (created or listed).
     evals: set[str] = field(default_factory=set)
     deleted: set[str] = field(default_factory=set)
+    #: Deletes whose answer was lost (UNAVAILABLE): applied or not, unknown.
+    maybe_deleted: set[str] = field(default_factory=set)
     deployments: set[str] = field(default_factory=set)
     registered: int = 0
 
@@ -253,10 +255,16 @@ class Deleter:
                 self.attempts += 1
                 await self._pause(True)
                 try:
-                    resp = await _quietly(self.state.DeleteEvaluations(
-                        state_pb2.DeleteEvaluationsRequest(ids=[victim]), timeout=5))
-                    if resp is not None and resp.deleted == 1:
-                        self.r.deleted.add(victim)
+                    try:
+                        resp = await self.state.DeleteEvaluations(
+                            state_pb2.DeleteEvaluationsRequest(ids=[victim]), timeout=5)
+                    except grpc.aio.AioRpcError as e:
+                        if e.code() in (grpc.StatusCode.UNAVAILABLE,
+                                        grpc.StatusCode.DEADLINE_EXCEEDED):
+                            self.r.maybe_deleted.add(victim)
+                    else:
+                        if resp.deleted == 1:
+                            self.r.deleted.add(victim)
                 finally:
                     await self._pause(False)
         except asyncio.CancelledError:

@@ -338,15 +338,18 @@ async def test_chaos(etcd_cluster3: EtcdCluster, etcd_prefix: str, tmp_path: Pat
     by_id = {e.id: e for e in evals}
     proxied = [c for c in record.calls]
     acks = [o for o in record.outcomes if o.ok]
+    terms = {d.token.partition(".")[0] for d in record.deliveries}
     print(f"faults injected: {len(faults.log)}\n  " + "\n  ".join(faults.log))
     print(f"evaluations: {len(by_id)} (known to the load {len(record.evals)}, "
           f"{sum(e.status in TERMINAL_EVAL for e in evals)} terminal), deleted "
-          f"{len(record.deleted)} of {deleter.attempts} tries; deliveries "
-          f"{len(record.deliveries)}, acks/nacks accepted {len(acks)}; jobs registered "
+          f"{len(record.deleted)} of {deleter.attempts} tries ({len(record.maybe_deleted)} "
+          f"unknown); deliveries "
+          f"{len(record.deliveries)} under {len(terms)} "
+          f"broker terms, acks/nacks accepted {len(acks)}; jobs registered "
           f"{record.registered}; deployments {len(deployments)}; proxy calls {len(proxied)}, "
           f"max {max((c.end - c.start for c in proxied), default=0):.2f}s")
     problems: list[str] = []
-    lost = sorted(record.evals - record.deleted - set(by_id))
+    lost = sorted(record.evals - record.deleted - record.maybe_deleted - set(by_id))
     problems += [f"evaluation {e} vanished" for e in lost]
     problems += [f"deleted evaluation {e} is back ({by_id[e].status})"
                  for e in sorted(record.deleted & set(by_id))]
