@@ -339,6 +339,8 @@ async def test_chaos(etcd_cluster3: EtcdCluster, etcd_prefix: str, tmp_path: Pat
     proxied = [c for c in record.calls]
     acks = [o for o in record.outcomes if o.ok]
     terms = {d.token.partition(".")[0] for d in record.deliveries}
+    followed = {e.deployment_id for e in evals if e.triggered_by == "deployment-watcher"}
+    succeeded = [d for d in deployments if d.status == deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL]
     print(f"faults injected: {len(faults.log)}\n  " + "\n  ".join(faults.log))
     print(f"evaluations: {len(by_id)} (known to the load {len(record.evals)}, "
           f"{sum(e.status in TERMINAL_EVAL for e in evals)} terminal), deleted "
@@ -346,7 +348,8 @@ async def test_chaos(etcd_cluster3: EtcdCluster, etcd_prefix: str, tmp_path: Pat
           f"unknown); deliveries "
           f"{len(record.deliveries)} under {len(terms)} "
           f"broker terms, acks/nacks accepted {len(acks)}; jobs registered "
-          f"{record.registered}; deployments {len(deployments)}; proxy calls {len(proxied)}, "
+          f"{record.registered}; deployments {len(deployments)} ({len(succeeded)} successful, "
+          f"{len(followed)} with the watcher's follow-ups); proxy calls {len(proxied)}, "
           f"max {max((c.end - c.start for c in proxied), default=0):.2f}s")
     problems: list[str] = []
     lost = sorted(record.evals - record.deleted - record.maybe_deleted - set(by_id))
@@ -357,9 +360,7 @@ async def test_chaos(etcd_cluster3: EtcdCluster, etcd_prefix: str, tmp_path: Pat
     for d in deployments:
         if d.status not in TERMINAL_DEPLOYMENT:
             problems.append(f"deployment {d.id} not terminal")
-        if d.status == deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL and d.job_version > 0 and not [
-                e for e in evals if e.deployment_id == d.id
-                and e.triggered_by == "deployment-watcher"]:
+        if d in succeeded and d.job_version > 0 and d.id not in followed:
             problems.append(f"deployment {d.id} (job {d.job_id} v{d.job_version}) succeeded "
                             "without a follow-up evaluation of the watcher")
     problems += too_long(proxied, faults.proxy_down)
