@@ -25,7 +25,7 @@ from rich.table import Table
 
 from drover.config import TlsFiles
 from drover.coord.tlsprobe import diagnose
-from drover.rpc.channels import channel
+from drover.rpc.failover import client_channel, split_addresses
 from drover.rpc.remote import remote_status
 from drover.telemetry import TelemetryConfigError, setup_tracing, tracer
 
@@ -89,7 +89,9 @@ def client_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="seconds per call")(f)
     f = click.option("--json", "as_json", is_flag=True, help="machine-readable JSON output")(f)
     f = click.option("--address", envvar="DROVER_ADDR", default=DEFAULT_ADDRESS,
-                     show_default=True, help="drover server (the proxy, or a service)")(f)
+                     show_default=True,
+                     help="drover server (the proxy, or a service); several, comma-"
+                     "separated, are tried in random order, reads fail over")(f)
     return f
 
 
@@ -195,7 +197,8 @@ def run(opts: ClientOptions, body: Callable[[grpc.aio.Channel], Awaitable[T]]) -
 
     async def main() -> T:
         with tracer("drover.cli").start_as_current_span(_command_name()):
-            async with channel(opts.address, tls=opts.tls, token=lambda: opts.token) as ch:
+            async with client_channel(opts.address, tls=opts.tls,
+                                      token=lambda: opts.token) as ch:
                 return await body(ch)
 
     try:
@@ -207,7 +210,8 @@ def run(opts: ClientOptions, body: Callable[[grpc.aio.Channel], Awaitable[T]]) -
     except grpc.RpcError as err:
         status = remote_status(err)
         if status.code == "UNAVAILABLE" and not status.answered:
-            mismatch = diagnose(opts.address, opts.tls, what="drover")
+            first = (split_addresses(opts.address) or [opts.address])[0]
+            mismatch = diagnose(first, opts.tls, what="drover")
             if mismatch:
                 raise CommandFailed(mismatch) from None
             raise CommandFailed(

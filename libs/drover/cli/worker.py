@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from drover.cli._client import DEFAULT_ADDRESS, token_and_tls, token_tls_options
-from drover.rpc.channels import channel
+from drover.rpc.failover import client_channel
 from drover.sim.nodes import SimConfig, SimNodes
 from drover.worker.loop import Worker, WorkerConfig
 
@@ -51,7 +51,7 @@ def worker(address: str, schedulers: tuple[str, ...], batch: int, seed: int | No
     token, tls = token_and_tls()
 
     async def main() -> None:
-        async with channel(address, tls=tls, token=lambda: token) as ch:
+        async with client_channel(address, tls=tls, token=lambda: token) as ch:
             w = Worker(ch, cfg)
             click.echo(f"worker: dequeuing {', '.join(schedulers)} from {address}")
             await _until_signal(asyncio.ensure_future(w.run()))
@@ -88,7 +88,7 @@ def sim_nodes(count: int, address: str, prefix: str, cpu: int, memory: int, data
     token, tls = token_and_tls()
 
     async def main() -> None:
-        async with channel(address, tls=tls, token=lambda: token) as ch:
+        async with client_channel(address, tls=tls, token=lambda: token) as ch:
             sim = SimNodes(ch, cfg)
             click.echo(f"sim: {count} nodes {prefix}-0..{prefix}-{count - 1} on {address}")
             try:

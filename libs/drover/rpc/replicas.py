@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 HOLD_DOWN = 2.0
+#: How long the channel of a replica that left stays open for the calls it
+#: may still carry: longer than any unary call of a drover service, and than
+#: keepalive needs to end a stream to a dead peer (~40 s).
+RETIRE_AFTER = 120.0
 #: A call that ended so says nothing about the request, only the replica.
 FAILOVER_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 
@@ -113,6 +117,10 @@ class ReplicaPool:
         self._dial = dial or (lambda address: channel(address, tls=tls))
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, Any] = {}
+        #: Channels of replicas that left, with when each may be closed.
+        self._retired: dict[str, tuple[grpc.aio.Channel, float]] = {}
+        self._retire_after = RETIRE_AFTER
+        self._clock = clock
 
     def stub(self, address: str) -> Any:
         stub = self._stubs.get(address)
@@ -169,7 +177,8 @@ class ReplicaPool:
     def channel(self, address: str) -> grpc.aio.Channel:
         ch = self._channels.get(address)
         if ch is None:
-            ch = self._channels[address] = self._dial(address)
+            back = self._retired.pop(address, None)  # a replica back on its address
+            ch = self._channels[address] = back[0] if back else self._dial(address)
         return ch
 
     def pick(self) -> tuple[str, grpc.aio.Channel]:
@@ -194,9 +203,20 @@ class ReplicaPool:
         now = set(self.chooser.addresses)
         if now != before:
             log.info("%s replicas: %s", self.service, ", ".join(sorted(now)) or "none")
+        # A channel of a replica that left is not closed at once: closing a
+        # grpc.aio channel cancels its calls, and a cancelled call raises
+        # asyncio.CancelledError in its caller, which cannot tell it from
+        # its own task being cancelled (a broker's event feed died of it
+        # when membership replaced the seed address it was restoring from).
+        # The calls end by their own timeouts, or fail over; the channel is
+        # closed once none can still be running.
         for address in [a for a in self._channels if a not in now]:
             self._stubs.pop(address, None)
-            ch = self._channels.pop(address)
+            self._retired[address] = (self._channels.pop(address),
+                                      self._clock() + self._retire_after)
+        due = [a for a, (_, at) in self._retired.items() if at <= self._clock()]
+        for address in due:
+            ch, _ = self._retired.pop(address)
             with contextlib.suppress(Exception):
                 await ch.close(grace=None)
 
@@ -207,6 +227,8 @@ class ReplicaPool:
 
     async def close(self) -> None:
         channels, self._channels = list(self._channels.values()), {}
+        channels += [ch for ch, _ in self._retired.values()]
+        self._retired = {}
         self._stubs.clear()
         for ch in channels:
             with contextlib.suppress(Exception):

@@ -1,0 +1,230 @@
+"""A client channel over several addresses: random order, failover that is safe.
+
+``--address``/``DROVER_ADDR`` may list several servers (``a:7100,b:7100``,
+e.g. every proxy replica). :func:`client_channel` gives a plain channel for
+one address and a :class:`FailoverChannel` for several; stubs take either.
+
+The rules, per call (the invariants):
+
+* Addresses are tried in a random order (shuffled once per channel, so a
+  fleet of CLIs spreads over the replicas); an address a call could not use
+  moves to the back, so later calls of the same command start on one that
+  worked.
+* An address is *used* only once its connection is READY: a server that
+  refuses connections (or, within a bound, never finishes the handshake, as
+  a frozen process does) is skipped before anything is sent to it. Until a
+  request is sent its outcome is known (nothing happened), so skipping is
+  safe for reads and writes alike.
+* Once a request was sent, a read (Get*/List*/Count*, health Check) that
+  ends UNAVAILABLE is retried on the next address: repeating it is harmless.
+  A write is never sent twice: whatever its server answered (UNAVAILABLE
+  included: it may have been applied) is the caller's answer.
+* The caller's ``timeout`` bounds the whole call, every attempt included.
+
+Server streams (Subscribe) open on the first address whose connection is
+READY; a stream is not moved once it has started (its resume logic, if any,
+is the caller's or the proxy's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import grpc
+
+from drover.config import TlsFiles
+from drover.rpc.channels import READ_PREFIXES, TokenSource, channel
+
+__all__ = ["FailoverChannel", "client_channel", "is_read", "split_addresses"]
+
+#: How long one address may take to connect before the next is tried.
+CONNECT_BOUND = 2.0
+
+
+def split_addresses(address: str) -> list[str]:
+    """``a:1, b:2`` -> ``["a:1", "b:2"]`` (blanks and repeats dropped)."""
+    return list(dict.fromkeys(a.strip() for a in address.split(",") if a.strip()))
+
+
+def is_read(method: str) -> bool:
+    """Whether a call to ``/pkg.Service/Method`` is safe to repeat."""
+    name = method.rsplit("/", 1)[-1]
+    return name.startswith(READ_PREFIXES) or method == "/grpc.health.v1.Health/Check"
+
+
+class FailoverChannel:
+    """Quacks like the part of :class:`grpc.aio.Channel` stubs use."""
+
+    def __init__(self, addresses: Sequence[str], *, tls: TlsFiles | None = None,
+                 token: TokenSource | None = None, rng: random.Random | None = None,
+                 connect_bound: float = CONNECT_BOUND) -> None:
+        if not addresses:
+            raise ValueError("no address")
+        order = list(addresses)
+        (rng or random.Random()).shuffle(order)
+        self.order = order
+        self._channels = {a: channel(a, tls=tls, token=token) for a in order}
+        self._connect_bound = connect_bound
+
+    # -- the grpc.aio.Channel surface stubs use ---------------------------
+    def unary_unary(self, method: str, request_serializer: Any = None,
+                    response_deserializer: Any = None, _registered_method: bool = False,
+                    ) -> Any:
+        return _Unary(self, method, request_serializer, response_deserializer)
+
+    def unary_stream(self, method: str, request_serializer: Any = None,
+                     response_deserializer: Any = None, _registered_method: bool = False,
+                     ) -> Any:
+        return _Stream(self, method, request_serializer, response_deserializer)
+
+    async def close(self, grace: float | None = None) -> None:
+        for ch in self._channels.values():
+            await ch.close(grace)
+
+    async def __aenter__(self) -> FailoverChannel:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- choosing ----------------------------------------------------------
+    def _demote(self, address: str) -> None:
+        if address in self.order:
+            self.order.remove(address)
+            self.order.append(address)
+
+    async def _ready(self, address: str, deadline: float | None) -> bool:
+        """Whether ``address`` connects within the bound (and the deadline)."""
+        ch = self._channels[address]
+        end = time.monotonic() + self._connect_bound
+        if deadline is not None:
+            end = min(end, deadline)
+        state = ch.get_state(try_to_connect=True)
+        while state != grpc.ChannelConnectivity.READY:
+            if state in (grpc.ChannelConnectivity.TRANSIENT_FAILURE,
+                         grpc.ChannelConnectivity.SHUTDOWN):
+                return False
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                await asyncio.wait_for(ch.wait_for_state_change(state), left)
+            except TimeoutError:
+                return False
+            state = ch.get_state(try_to_connect=True)
+        return True
+
+    async def _connected(self, deadline: float | None) -> list[str]:
+        """The addresses in order, READY ones first (a dead one is demoted);
+        when none connects, all of them (the call then fails with the
+        transport's own status)."""
+        for address in list(self.order):
+            if await self._ready(address, deadline):
+                return [a for a in self.order if a == address] + [
+                    a for a in self.order if a != address]
+            self._demote(address)
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+        return list(self.order)
+
+
+class _Unary:
+    def __init__(self, owner: FailoverChannel, method: str, ser: Any, de: Any) -> None:
+        self._owner, self._method, self._ser, self._de = owner, method, ser, de
+
+    def __call__(self, request: Any, *, timeout: float | None = None, **kwargs: Any) -> Any:
+        return self._call(request, None if timeout is None else time.monotonic() + timeout,
+                          kwargs)
+
+    async def _call(self, request: Any, deadline: float | None, kwargs: dict[str, Any]) -> Any:
+        owner = self._owner
+        order = await owner._connected(deadline)
+        read = is_read(self._method)
+        for i, address in enumerate(order):
+            left = None if deadline is None else max(0.001, deadline - time.monotonic())
+            call = owner._channels[address].unary_unary(
+                self._method, request_serializer=self._ser, response_deserializer=self._de)
+            try:
+                return await call(request, timeout=left, **kwargs)
+            except grpc.aio.AioRpcError as e:
+                last = i == len(order) - 1
+                if (not read or last or e.code() != grpc.StatusCode.UNAVAILABLE
+                        or (deadline is not None and time.monotonic() >= deadline)):
+                    raise
+                owner._demote(address)
+        raise AssertionError("unreachable: the last attempt raises or returns")
+
+
+class _Stream:
+    def __init__(self, owner: FailoverChannel, method: str, ser: Any, de: Any) -> None:
+        self._owner, self._method, self._ser, self._de = owner, method, ser, de
+
+    def __call__(self, request: Any, *, timeout: float | None = None, **kwargs: Any) -> Any:
+        return _OpenedStream(self, request, timeout, kwargs)
+
+
+class _OpenedStream:
+    """A server stream opened lazily on the first READY address: iterate it,
+    ``cancel()`` it, read its ``code()`` like a grpc.aio call."""
+
+    def __init__(self, spec: _Stream, request: Any, timeout: float | None,
+                 kwargs: dict[str, Any]) -> None:
+        self._spec, self._request, self._kwargs = spec, request, kwargs
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._call: Any = None
+        self._cancelled = False
+
+    async def _open(self) -> Any:
+        if self._call is None:
+            owner = self._spec._owner
+            address = (await owner._connected(self._deadline))[0]
+            left = (None if self._deadline is None
+                    else max(0.001, self._deadline - time.monotonic()))
+            self._call = owner._channels[address].unary_stream(
+                self._spec._method, request_serializer=self._spec._ser,
+                response_deserializer=self._spec._de)(self._request, timeout=left,
+                                                      **self._kwargs)
+            if self._cancelled:
+                self._call.cancel()
+        return self._call
+
+    def __aiter__(self) -> Any:
+        return self._iterate()
+
+    async def _iterate(self) -> Any:
+        call = await self._open()
+        async for item in call:
+            yield item
+
+    async def read(self) -> Any:
+        return await (await self._open()).read()
+
+    def cancel(self) -> bool:
+        self._cancelled = True
+        return bool(self._call.cancel()) if self._call is not None else True
+
+    async def code(self) -> Any:
+        return await (await self._open()).code()
+
+    async def initial_metadata(self) -> Any:
+        return await (await self._open()).initial_metadata()
+
+    async def trailing_metadata(self) -> Any:
+        return await (await self._open()).trailing_metadata()
+
+    def done(self) -> bool:
+        return self._call is not None and bool(self._call.done())
+
+
+def client_channel(address: str, *, tls: TlsFiles | None = None,
+                   token: TokenSource | None = None) -> Any:
+    """A channel to ``address``, or a :class:`FailoverChannel` when it lists
+    several (comma-separated)."""
+    addresses = split_addresses(address)
+    if len(addresses) <= 1:
+        return channel(addresses[0] if addresses else address, tls=tls, token=token)
+    return FailoverChannel(addresses, tls=tls, token=token)

@@ -1,0 +1,121 @@
+"""Several addresses on one client channel (``--address a,b``): real grpc.aio
+servers on loopback. A read that a server answers UNAVAILABLE goes on to the
+next address; a write it was sent is never repeated (its outcome is
+unknown); an address that refuses connections is skipped before anything is
+sent, for writes too; the order is random."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import job_pb2
+from drover.dev.ports import free_port
+from drover.rpc.failover import FailoverChannel, client_channel, is_read, split_addresses
+
+
+class Server:
+    """Answers GetJob and RegisterJob: OK, or UNAVAILABLE when ``down``."""
+
+    def __init__(self, name: str, down: bool) -> None:
+        self.name, self.down = name, down
+        self.calls: list[str] = []
+        self.address = f"127.0.0.1:{free_port()}"
+        self.server = grpc.aio.server()
+
+        async def get_job(req: state_pb2.GetJobRequest, ctx: grpc.aio.ServicerContext
+                          ) -> state_pb2.GetJobResponse:
+            self.calls.append("GetJob")
+            if self.down:
+                await ctx.abort(grpc.StatusCode.UNAVAILABLE, "shutting down")
+            return state_pb2.GetJobResponse(job=job_pb2.Job(id=req.id, name=self.name))
+
+        async def register(req: state_pb2.RegisterJobRequest, ctx: grpc.aio.ServicerContext
+                           ) -> state_pb2.RegisterJobResponse:
+            self.calls.append("RegisterJob")
+            if self.down:
+                await ctx.abort(grpc.StatusCode.UNAVAILABLE, "shutting down")
+            return state_pb2.RegisterJobResponse(eval_id=self.name)
+
+        handlers = {
+            "GetJob": grpc.unary_unary_rpc_method_handler(
+                get_job, state_pb2.GetJobRequest.FromString,
+                state_pb2.GetJobResponse.SerializeToString),
+            "RegisterJob": grpc.unary_unary_rpc_method_handler(
+                register, state_pb2.RegisterJobRequest.FromString,
+                state_pb2.RegisterJobResponse.SerializeToString),
+        }
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            "drover.state.v1.StateService", handlers),))
+        self.server.add_insecure_port(self.address)
+
+
+@pytest.fixture
+async def servers() -> AsyncIterator[tuple[Server, Server]]:
+    down, up = Server("down", True), Server("up", False)
+    for s in (down, up):
+        await s.server.start()
+    yield down, up
+    for s in (down, up):
+        await s.server.stop(None)
+
+
+def test_addresses_and_reads() -> None:
+    assert split_addresses(" a:1, b:2,,a:1 ") == ["a:1", "b:2"]
+    assert is_read("/drover.state.v1.StateService/ListEvaluations")
+    assert is_read("/grpc.health.v1.Health/Check")
+    assert not is_read("/drover.state.v1.StateService/RegisterJob")
+    assert not is_read("/drover.broker.v1.EvalBrokerService/Dequeue")
+
+
+async def test_a_read_fails_over_a_write_is_sent_once(servers: tuple[Server, Server]) -> None:
+    down, up = servers
+    async with FailoverChannel([down.address, up.address]) as ch:
+        ch.order = [down.address, up.address]  # the order is random: fix it
+        stub = state_pb2_grpc.StateServiceStub(ch)
+        got = await stub.GetJob(state_pb2.GetJobRequest(id="j"), timeout=10)
+        assert got.job.name == "up"
+        # (each address's channel retries a read a few times itself)
+        assert set(down.calls) == {"GetJob"} and up.calls == ["GetJob"]
+        down.calls.clear()
+        # The failed address went to the back: the next call starts on ``up``.
+        assert ch.order == [up.address, down.address]
+        ch.order = [down.address, up.address]
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job_pb2.Job(id="j")),
+                                   timeout=10)
+        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert down.calls == ["RegisterJob"] and up.calls == ["GetJob"]
+
+
+async def test_an_address_that_refuses_connections_is_skipped_for_writes_too(
+        servers: tuple[Server, Server]) -> None:
+    _, up = servers
+    dead = f"127.0.0.1:{free_port()}"
+    async with FailoverChannel([dead, up.address]) as ch:
+        ch.order = [dead, up.address]
+        stub = state_pb2_grpc.StateServiceStub(ch)
+        resp = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job_pb2.Job(id="j")),
+                                      timeout=10)
+        assert resp.eval_id == "up" and up.calls == ["RegisterJob"]
+        assert ch.order == [up.address, dead]
+
+
+async def test_the_order_is_random_and_one_address_is_a_plain_channel() -> None:
+    addresses = [f"127.0.0.1:{p}" for p in range(9001, 9006)]
+    orders = set()
+    for seed in range(10):
+        ch = FailoverChannel(addresses, rng=random.Random(seed))
+        orders.add(tuple(ch.order))
+        await ch.close()
+    assert len(orders) > 1
+    one = client_channel("127.0.0.1:9001")
+    assert isinstance(one, grpc.aio.Channel)
+    await one.close()
+    many = client_channel("127.0.0.1:9001,127.0.0.1:9002")
+    assert isinstance(many, FailoverChannel)
+    await many.close()
