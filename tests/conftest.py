@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from virtual_clock import VirtualClock
 
 from drover.coord.keys import Keyspace
 from drover.dev.etcd import EtcdCluster, EtcdServer
@@ -78,3 +79,9 @@ def etcd_prefix() -> str:
 @pytest.fixture
 def keyspace(etcd_prefix: str) -> Keyspace:
     return Keyspace(etcd_prefix)
+
+
+@pytest.fixture
+def clock() -> VirtualClock:
+    """The one virtual clock (see ``tests/virtual_clock.py``), at 0."""
+    return VirtualClock()

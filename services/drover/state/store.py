@@ -1,6 +1,8 @@
 """The etcd operations the state service uses, behind a narrow Protocol.
 
-:class:`KVStore` is the seam: paged ranges (etcd refuses responses over
+:class:`~drover.coord.kv.KVStore` (the one etcd layer's types live in
+:mod:`drover.coord.kv`; its in-memory twin is :mod:`drover.coord.memkv`) is
+the seam: paged ranges (etcd refuses responses over
 4 MiB, so every large read pages with ``limit`` and a moving start key),
 transactions of compares and puts/deletes (capped at :data:`MAX_TXN_OPS`,
 etcd's default ``--max-txn-ops``), the current revision, and a prefix watch
@@ -25,126 +27,41 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any
 
 import grpc
 from aetcd import rpc
 from opentelemetry.trace import SpanKind
 
+from drover.coord.kv import (
+    KV,
+    Compacted,
+    Compare,
+    Delete,
+    KVStore,
+    LeaseKV,
+    LeaseNotFound,
+    Op,
+    Put,
+    RangePage,
+    TxnResult,
+    Watch,
+    WatchBatch,
+    WatchEvent,
+    prefix_end,
+)
 from drover.coord.pool import Endpoint, EndpointPool
-from drover.errors import DroverError, Unavailable
+from drover.errors import Unavailable
 from drover.telemetry import meter, tracer
 
 #: etcd's default cap on operations (puts/deletes) in one transaction.
 MAX_TXN_OPS = 128
 
-
-class Compacted(DroverError):
-    """A watch asked for history etcd has compacted."""
-
-    def __init__(self, compact_revision: int) -> None:
-        super().__init__(f"etcd history before revision {compact_revision} is compacted")
-        self.compact_revision = compact_revision
-
-
-# KV and WatchEvent are NamedTuples, not frozen dataclasses: one of each is
-# made per key of every range page and watch event, and a NamedTuple is
-# about twice as fast to construct.
-
-
-class KV(NamedTuple):
-    key: bytes
-    value: bytes
-    create_revision: int
-    mod_revision: int
-
-
-@dataclass(frozen=True, slots=True)
-class Compare:
-    """``target(key) == value``; target is "mod", "create" or "version"."""
-
-    key: bytes
-    target: str
-    value: int
-
-
-@dataclass(frozen=True, slots=True)
-class Put:
-    key: bytes
-    value: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Delete:
-    key: bytes
-
-
-Op = Put | Delete
-
-
-@dataclass(frozen=True, slots=True)
-class RangePage:
-    kvs: list[KV]
-    more: bool
-    revision: int
-    count: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class TxnResult:
-    succeeded: bool
-    revision: int
-
-
-class WatchEvent(NamedTuple):
-    """A put (``deleted`` False) or delete of one key at ``kv.mod_revision``."""
-
-    kv: KV
-    deleted: bool
-
-
-@dataclass(frozen=True, slots=True)
-class WatchBatch:
-    """One watch response: events in revision order, and the revision the
-    watch has reached (every change up to ``revision`` has been sent)."""
-
-    events: list[WatchEvent] = field(default_factory=list)
-    revision: int = 0
-
-
-class Watch(Protocol):
-    def __aiter__(self) -> AsyncIterator[WatchBatch]: ...
-
-    def request_progress(self) -> None: ...
-
-    async def close(self) -> None: ...
-
-
-class KVStore(Protocol):
-    async def range(
-        self, key: bytes, range_end: bytes, *, limit: int = 0, revision: int = 0,
-        count_only: bool = False,
-    ) -> RangePage: ...
-
-    async def txn(self, compares: Sequence[Compare], ops: Sequence[Op]) -> TxnResult: ...
-
-    async def revision(self) -> int: ...
-
-    async def watch(self, key: bytes, range_end: bytes, start_revision: int) -> Watch: ...
-
-    async def compact(self, revision: int) -> None: ...
-
-
-def prefix_end(prefix: bytes) -> bytes:
-    """The range end covering every key that starts with ``prefix``."""
-    b = bytearray(prefix)
-    while b:
-        if b[-1] < 0xFF:
-            b[-1] += 1
-            return bytes(b)
-        b.pop()
-    return b"\0"
+__all__ = [
+    "KV", "MAX_TXN_OPS", "Compacted", "Compare", "Delete", "EtcdStore", "KVStore", "LeaseKV",
+    "LeaseNotFound", "Op", "Put", "RangePage", "TxnResult", "Watch", "WatchBatch", "WatchEvent",
+    "prefix_end",
+]
 
 
 def _kv(kv: Any) -> KV:
@@ -155,12 +72,18 @@ _TARGETS = {"mod": rpc.Compare.MOD, "create": rpc.Compare.CREATE, "version": rpc
 _FIELDS = {"mod": "mod_revision", "create": "create_revision", "version": "version"}
 
 
-def _unavailable(err: grpc.RpcError) -> Unavailable:
-    return Unavailable(f"etcd: {err.code().name}: {err.details()}")  # type: ignore[attr-defined]
+def _unavailable(err: grpc.RpcError) -> Unavailable | Compacted | LeaseNotFound:
+    """etcd's error as drover's: the same errors :class:`MemoryKV` raises."""
+    details = err.details() or ""  # type: ignore[attr-defined]
+    if "required revision has been compacted" in details:
+        return Compacted()  # the one "compacted" error, whatever the call
+    if "requested lease not found" in details:
+        return LeaseNotFound()
+    return Unavailable(f"etcd: {err.code().name}: {details}")  # type: ignore[attr-defined]
 
 
 class EtcdStore:
-    """:class:`KVStore` on a connected :class:`drover.coord.EtcdClient` (its
+    """:class:`LeaseKV` on a connected :class:`drover.coord.EtcdClient` (its
     endpoint pool) or on one plain gRPC channel to etcd.
 
     ``timeout`` bounds a call when the caller set no deadline."""
@@ -211,6 +134,8 @@ class EtcdStore:
             if isinstance(op, Put):
                 put = add_op().request_put
                 put.key, put.value = op.key, op.value
+                if op.lease:
+                    put.lease = op.lease
             else:
                 add_op().request_delete_range.key = op.key
         start = time.perf_counter()
@@ -246,6 +171,38 @@ class EtcdStore:
             await self._pool.unary(
                 "kv", "Compact", rpc.CompactionRequest(revision=revision, physical=True),
                 timeout=self._timeout, idempotent=True, what="compact")
+        except grpc.RpcError as err:
+            raise _unavailable(err) from err
+
+    async def lease_grant(self, ttl: int) -> int:
+        try:
+            resp = await self._pool.unary("lease", "LeaseGrant", rpc.LeaseGrantRequest(TTL=ttl),
+                                          timeout=self._timeout, idempotent=True,
+                                          what="lease grant")
+        except grpc.RpcError as err:
+            raise _unavailable(err) from err
+        return int(resp.ID)
+
+    async def lease_keepalive(self, lease: int) -> int:
+        """One keepalive on a stream of its own (a session keeps one open)."""
+        call = self._pool.open_stream("lease", "LeaseKeepAlive")
+        try:
+            await call.write(rpc.LeaseKeepAliveRequest(ID=lease))
+            resp = await asyncio.wait_for(call.read(), self._timeout)
+        except grpc.RpcError as err:
+            raise _unavailable(err) from err
+        finally:
+            call.cancel()
+        if resp is grpc.aio.EOF:
+            raise Unavailable("etcd closed the keepalive stream")
+        if resp.TTL <= 0:
+            raise LeaseNotFound(lease)
+        return int(resp.TTL)
+
+    async def lease_revoke(self, lease: int) -> None:
+        try:
+            await self._pool.unary("lease", "LeaseRevoke", rpc.LeaseRevokeRequest(ID=lease),
+                                   timeout=self._timeout, idempotent=True, what="lease revoke")
         except grpc.RpcError as err:
             raise _unavailable(err) from err
 

@@ -1,0 +1,36 @@
+"""The KV contract's backends (the ``backend`` fixture is in conftest.py):
+:class:`MemoryKV` on the virtual clock, and :class:`EtcdStore` on the
+session etcd. A test asks for ``backend`` and runs
+once on each; the test body cannot tell them apart except through
+:meth:`Backend.pass_time` (the virtual clock moves; for etcd time passes)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from virtual_clock import VirtualClock
+
+from drover.coord.kv import LeaseKV
+from drover.coord.memkv import MemoryKV
+
+
+@dataclass
+class Backend:
+    name: str
+    kv: LeaseKV
+    prefix: bytes
+    clock: VirtualClock | None = None
+
+    def key(self, name: str) -> bytes:
+        return self.prefix + name.encode()
+
+    async def pass_time(self, seconds: float) -> None:
+        if self.clock is not None:
+            self.clock.advance(seconds)
+            assert isinstance(self.kv, MemoryKV)
+            self.kv.expire_leases()
+        else:
+            await asyncio.sleep(seconds)
+
+
