@@ -7,8 +7,8 @@ import time
 
 import grpc
 import pytest
-from conftest import Replica
 from google.protobuf.timestamp_pb2 import Timestamp
+from state_harness import StateReplica as Replica
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
