@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import grpc
 import pytest
+from state_harness import StateReplica, start_state
+from state_harness import leader_fence as _leader_fence
 
 from drover.api.deployments.v1 import deployments_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
@@ -19,51 +20,14 @@ from drover.coord import Keyspace, LeadershipConfig
 from drover.deployments.app import DeploymentsApp
 from drover.deployments.batcher import BatcherConfig
 from drover.deployments.leader import LeaderConfig
-from drover.rpc.errors import ErrorInterceptor, error_info
+from drover.rpc.errors import error_info
 from drover.rpc.server import DroverServer
-from drover.state.main import StateService, build_on_store
-from drover.state.store import EtcdStore
-
-
-@dataclass
-class StateReplica:
-    service: StateService
-    server: grpc.aio.Server
-    channel: grpc.aio.Channel
-    stub: state_pb2_grpc.StateServiceStub
-    etcd_channel: grpc.aio.Channel
-    address: str
-
-    async def close(self) -> None:
-        await self.channel.close()
-        await self.server.stop(None)
-        await self.service.close()
-        await self.etcd_channel.close()
-
-
-async def start_state(endpoint: str, keyspace: Keyspace,
-                      interceptors: tuple[Any, ...] = ()) -> StateReplica:
-    etcd_channel = grpc.aio.insecure_channel(endpoint)
-    service = await build_on_store(EtcdStore(etcd_channel), keyspace)
-    server = grpc.aio.server(interceptors=[*interceptors, ErrorInterceptor()])
-    service.register(server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    address = f"127.0.0.1:{port}"
-    channel = grpc.aio.insecure_channel(address)
-    return StateReplica(service, server, channel, state_pb2_grpc.StateServiceStub(channel),
-                        etcd_channel, address)
 
 
 async def leader_fence(state: StateReplica) -> tuple[tuple[str, str]]:
     """A fence on a fresh election key of the test's keyspace: what the state
     service requires of leader-only writes (outcomes, UpdateDeployment)."""
-    from drover.coord import Fence
-    from drover.state.store import Put
-    store = EtcdStore(state.etcd_channel)
-    key = f"{state.service.cache.keys.base}election/deployments/test-{id(state):x}"
-    res = await store.txn([], [Put(key.encode(), b"test leader")])
-    return Fence(key, res.revision).metadata()
+    return await _leader_fence(state, "deployments")
 
 
 @pytest.fixture

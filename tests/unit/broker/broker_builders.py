@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import random
 
+from virtual_clock import VirtualClock
+
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.broker.config import BrokerConfig
 from drover.broker.core import EvalBroker
@@ -18,27 +20,10 @@ WALL0 = 1_700_000_000.0
 _indexes = itertools.count(1)
 
 
-class VirtualClock:
-    """Monotonic seconds that move only when a test says so."""
-
-    def __init__(self, start: float = 100.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def wall(self) -> float:
-        return WALL0 + self.now
-
-    def advance(self, seconds: float) -> float:
-        self.now += seconds
-        return self.now
-
-
 def make_broker(
     config: BrokerConfig | None = None, *, seed: int = 7, enable: bool = True
 ) -> tuple[EvalBroker, VirtualClock]:
-    clock = VirtualClock()
+    clock = VirtualClock(100.0)
     broker = EvalBroker(config, clock=clock, rng=random.Random(seed), wall_clock=clock.wall)
     if enable:
         broker.enable()

@@ -17,18 +17,6 @@ SUCCESSFUL = deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL
 CANCELLED = deployment_pb2.DEPLOYMENT_STATUS_CANCELLED
 
 
-class VirtualClock:
-    def __init__(self, start: float = T0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> float:
-        self.now += seconds
-        return self.now
-
-
 @dataclass(frozen=True)
 class G:
     """One task group of a test deployment."""

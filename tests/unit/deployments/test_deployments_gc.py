@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from deployments_builders import T0, VirtualClock
+from deployments_builders import T0
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from virtual_clock import VirtualClock
 
 from drover.api.state.v1 import state_pb2
 from drover.config import GcSettings, parse_duration
@@ -26,7 +27,7 @@ def test_defaults_are_nomads() -> None:
 
 
 def test_cutoffs_follow_the_clock() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     planner = GcPlanner(GcConfig())
     assert planner.cutoffs(clock()) == {
         "jobs": T0 - 4 * 3600, "evaluations": T0 - 3600, "deployments": T0 - 3600,
@@ -79,7 +80,7 @@ class FakeState:
 
 
 async def test_a_pass_follows_every_cursor_and_sums_the_answers() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     state = FakeState(pages_per_kind=3)
     gc = GarbageCollector(state, GcConfig(max_examined=10), clock=clock,
                           monotonic=clock)
@@ -98,7 +99,7 @@ async def test_a_pass_follows_every_cursor_and_sums_the_answers() -> None:
 
 
 async def test_a_forced_pass_cuts_off_at_now() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     state = FakeState(pages_per_kind=1)
     await GarbageCollector(state, clock=clock).run_pass(FENCE, force=True)
     assert {r.cutoff.ToNanoseconds() for r in state.requests} == {int(T0 * 1e9)}

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from deployments_builders import FAILED, PAUSED, SUCCESSFUL, G, VirtualClock, alloc, deployment, job
+from deployments_builders import FAILED, PAUSED, SUCCESSFUL, T0, G, alloc, deployment, job
+from virtual_clock import VirtualClock
 
 from drover.deployments.batcher import BatcherConfig
 from drover.deployments.errors import DeploymentNotFound
@@ -19,7 +20,7 @@ def manager(clock: VirtualClock, *ids: str, groups: dict[str, G] | None = None) 
 
 
 def test_an_allocation_wakes_only_its_own_watcher() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     m = manager(clock, "d1", "d2", "d3")
     d = m.on_allocation(alloc("a1", deployment_id="d2"))
     assert d is not None and d.deployment_id == "d2"
@@ -32,7 +33,7 @@ def test_an_allocation_wakes_only_its_own_watcher() -> None:
 
 
 def test_a_follow_up_is_written_with_the_deployment_change_that_needs_it() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     m = manager(clock, "d1", "d2", "d3", groups={"web": G(total=5)})
     for i, deployment_id in enumerate(("d1", "d2", "d3")):
         d = m.on_allocation(alloc(f"a{i}", deployment_id=deployment_id, healthy=True))
@@ -50,7 +51,7 @@ def test_a_follow_up_is_written_with_the_deployment_change_that_needs_it() -> No
 
 
 def test_next_wakeup_is_the_earliest_deadline() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     m = manager(clock, "d1", "d2")
     assert m.next_wakeup() is None
     m.on_allocation(alloc("a1", deployment_id="d2"))
@@ -60,7 +61,7 @@ def test_next_wakeup_is_the_earliest_deadline() -> None:
 
 
 def test_check_deadlines_fails_only_the_late_deployment_and_drops_it() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     m = manager(clock, "d1", "d2")
     m.on_allocation(alloc("a1", deployment_id="d1"))
     clock.advance(300)
@@ -74,7 +75,7 @@ def test_check_deadlines_fails_only_the_late_deployment_and_drops_it() -> None:
 
 
 def test_paused_deployments_survive_their_deadline() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     m = manager(clock, "d1")
     m.on_allocation(alloc("a1", deployment_id="d1"))
     m.pause("d1", True)
@@ -85,7 +86,7 @@ def test_paused_deployments_survive_their_deadline() -> None:
 
 
 def test_terminal_deployment_events_drop_the_watcher() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     m = manager(clock, "d1")
     m.on_allocation(alloc("a1", deployment_id="d1"))
     assert m.on_deployment(deployment("d1", status=SUCCESSFUL, modify_index=9)).empty
@@ -94,7 +95,7 @@ def test_terminal_deployment_events_drop_the_watcher() -> None:
 
 
 def test_wants_tells_the_shell_what_to_track() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     m = manager(clock, "d1")
     assert not m.wants(deployment("d1"))
     assert m.wants(deployment("d2", status=PAUSED))
@@ -105,7 +106,7 @@ def test_wants_tells_the_shell_what_to_track() -> None:
 
 
 def test_deleted_allocations_reach_their_watcher() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     m = manager(clock, "d1")
     m.on_allocation(alloc("a1", deployment_id="d1", healthy=True))
     d = m.on_allocation_deleted("a1")
@@ -123,7 +124,7 @@ def test_deleted_allocations_reach_their_watcher() -> None:
     ],
 )
 def test_operations_on_unwatched_deployments_are_not_found(operation) -> None:  # type: ignore[no-untyped-def]
-    m = manager(VirtualClock(), "d1")
+    m = manager(VirtualClock(T0), "d1")
     with pytest.raises(DeploymentNotFound) as err:
         operation(m)
     assert isinstance(err.value, NotFound)
@@ -132,7 +133,7 @@ def test_operations_on_unwatched_deployments_are_not_found(operation) -> None:  
 
 
 def test_manual_fail_drops_the_watcher_and_leaves_no_follow_up_behind() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     m = manager(clock, "d1", groups={"web": G(total=3)})
     progress = m.on_allocation(alloc("a1", deployment_id="d1", healthy=True))
     assert progress is not None and progress.evaluation is not None  # in its write
@@ -143,7 +144,7 @@ def test_manual_fail_drops_the_watcher_and_leaves_no_follow_up_behind() -> None:
 
 
 def test_clear_forgets_every_watcher_on_leadership_loss_but_keeps_counters() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     m = manager(clock, "d1", "d2", groups={"web": G(total=3)})
     m.on_allocation(alloc("a1", deployment_id="d1"))
     m.clear()
@@ -161,7 +162,7 @@ def test_clear_forgets_every_watcher_on_leadership_loss_but_keeps_counters() -> 
 
 
 def test_promotions_and_outcomes_are_counted_once_each() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     groups = {"web": G(total=2, canaries=1)}
     m = WatcherManager(clock, BatcherConfig(window=0.25))
     m.track(deployment("d1", groups=groups), [job(2, groups=groups)])

@@ -8,7 +8,8 @@ flight, canaries first, the rest only after promotion. Nothing here sleeps.
 
 from __future__ import annotations
 
-from deployments_builders import RUNNING, SUCCESSFUL, G, VirtualClock, alloc, deployment, job
+from deployments_builders import RUNNING, SUCCESSFUL, T0, G, alloc, deployment, job
+from virtual_clock import VirtualClock
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2
 from drover.deployments.effects import CreateEvaluation, Decision, MarkJobStable, apply_update
@@ -75,7 +76,7 @@ class World:
 
 
 def test_canary_deployment_from_first_canary_to_stable_job() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     manager = WatcherManager(clock)
     group = G(total=5, canaries=1, auto_promote=True, max_parallel=2, progress_deadline=600)
     world = World(clock, manager, group)
@@ -123,7 +124,7 @@ def test_canary_deployment_from_first_canary_to_stable_job() -> None:
 
 
 def test_a_canary_that_goes_unhealthy_reverts_the_job() -> None:
-    clock = VirtualClock()
+    clock = VirtualClock(T0)
     manager = WatcherManager(clock)
     group = G(total=3, canaries=1, auto_promote=True, auto_revert=True)
     versions = [job(2, groups={"web": group}),

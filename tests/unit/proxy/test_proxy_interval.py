@@ -7,6 +7,7 @@ import random
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from virtual_clock import VirtualClock
 
 from drover.errors import InvalidArgument
 from drover.proxy.config import ProxyConfig
@@ -16,14 +17,6 @@ from drover.proxy.server_list import ServerList
 
 CONFIG = ProxyConfig()
 MINUTE = 60.0
-
-
-class VirtualClock:
-    def __init__(self, now: float = 0.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class FixedRandom(random.Random):

@@ -7,20 +7,13 @@ import random
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from virtual_clock import VirtualClock
 
 from drover.proxy.config import ProxyConfig
 from drover.proxy.errors import ForeignPlan, InvalidPingResults
 from drover.proxy.rebalance import PingResult, RebalancePlan, RebalanceVerdict, reorder
 from drover.proxy.server import Server
 from drover.proxy.server_list import ServerList
-
-
-class VirtualClock:
-    def __init__(self, now: float = 0.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def make_servers(n: int) -> list[Server]:

@@ -7,20 +7,13 @@ import random
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from virtual_clock import VirtualClock
 
 from drover.errors import InvalidArgument
 from drover.proxy.config import ProxyConfig
 from drover.proxy.errors import InvalidServer
 from drover.proxy.server import Server
 from drover.proxy.server_list import ServerList
-
-
-class VirtualClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class ReversingRandom(random.Random):
@@ -44,7 +37,7 @@ def make_list(
     return ServerList(
         service,
         ProxyConfig(),
-        clock or VirtualClock(),
+        clock or VirtualClock(1000.0),
         rng or random.Random(7),
         backups=backups,
     )

@@ -5,19 +5,12 @@ from __future__ import annotations
 import random
 
 import pytest
+from virtual_clock import VirtualClock
 
 from drover.proxy.config import ProxyConfig
 from drover.proxy.errors import InvalidRevision, UnknownService
 from drover.proxy.server import Server
 from drover.proxy.server_lists import ServerLists
-
-
-class VirtualClock:
-    def __init__(self, now: float = 0.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def servers(prefix: str, n: int, version: int = 1) -> list[Server]:

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import random
 
+from virtual_clock import VirtualClock
+
 from drover.proxy.config import ProxyConfig
 from drover.proxy.server import Server
 from drover.proxy.server_list import ServerList
 from drover.proxy.version_gate import VersionGate, WarningThrottle
 
 HOUR = 3600.0
-
-
-class VirtualClock:
-    def __init__(self, now: float = 0.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_throttle_allows_once_per_interval_per_key() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from virtual_clock import VirtualClock
+
 from drover.rpc.replicas import ReplicaChooser
 
 
@@ -20,14 +22,14 @@ def test_seeds_until_membership_lists_replicas_then_membership_only() -> None:
 
 
 def test_calls_spread_over_every_replica_and_skip_held_down_ones() -> None:
-    now = [0.0]
-    c = ReplicaChooser(clock=lambda: now[0], hold_down=2.0)
+    now = VirtualClock(0.0)
+    c = ReplicaChooser(clock=now, hold_down=2.0)
     c.set_members(["a:1", "b:2", "c:3"])
     assert Counter(c.pick() for _ in range(30)) == {"a:1": 10, "b:2": 10, "c:3": 10}
     c.failed("b:2")
     assert {c.pick() for _ in range(10)} == {"a:1", "c:3"}
     assert c.order()[-1] == "b:2"  # a read tries the held-down one last
-    now[0] = 2.5  # the hold ends: it is tried again
+    now.now = 2.5  # the hold ends: it is tried again
     assert "b:2" in {c.pick() for _ in range(10)}
     c.failed("a:1")
     c.succeeded("a:1")
@@ -35,11 +37,11 @@ def test_calls_spread_over_every_replica_and_skip_held_down_ones() -> None:
 
 
 def test_when_every_replica_is_held_down_the_first_to_recover_is_tried() -> None:
-    now = [0.0]
-    c = ReplicaChooser(clock=lambda: now[0], hold_down=2.0)
+    now = VirtualClock(0.0)
+    c = ReplicaChooser(clock=now, hold_down=2.0)
     c.set_members(["a:1", "b:2"])
     c.failed("a:1")
-    now[0] = 1.0
+    now.now = 1.0
     c.failed("b:2")
     assert c.pick() == "a:1"
     assert c.order() == ["a:1", "b:2"]
