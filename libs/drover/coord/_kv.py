@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
-from aetcd import rpc, utils
+from aetcd import rpc
 from tenacity import (
     AsyncRetrying,
     retry_if_exception,
@@ -26,11 +26,10 @@ from tenacity import (
 
 from drover.coord.errors import EtcdUnavailable
 
+# the one definition (b"\0" for an all-0xff prefix, where aetcd's returned the prefix)
+from drover.coord.kv import prefix_end as prefix_end
+
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-
-
-def prefix_end(prefix: bytes) -> bytes:
-    return bytes(utils.prefix_range_end(prefix))
 
 
 def _retryable(e: BaseException) -> bool:

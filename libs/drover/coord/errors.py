@@ -21,11 +21,13 @@ from drover.errors import (
 )
 
 __all__ = [
+    "Compacted",
     "EstablishFailed",
     "EtcdUnavailable",
     "FenceLost",
     "InvalidFence",
     "InvalidMember",
+    "LeaseNotFound",
     "NotCandidate",
     "OutcomeUnknown",
     "SessionLost",
@@ -79,16 +81,41 @@ class EstablishFailed(FailedPrecondition):
     reason = "ESTABLISH_FAILED"
 
 
-class WatchCompacted(DroverError):
-    """The requested watch start revision was compacted away; resync."""
+class Compacted(DroverError):
+    """A read, watch or compaction asked for history etcd has compacted:
+    the one "compacted" error of every KV (etcd's and the in-memory twin's).
+
+    ``compact_revision`` is the oldest revision still kept when the backend
+    says so (a watch does; a range or compact call does not: 0)."""
 
     kind = Kind.OUT_OF_RANGE
+    reason = "COMPACTED"
+
+    def __init__(self, compact_revision: int = 0) -> None:
+        where = f"before revision {compact_revision} " if compact_revision else ""
+        super().__init__(f"etcd history {where}is compacted")
+        self.compact_revision = compact_revision
+
+
+class LeaseNotFound(DroverError):
+    """The lease has expired or was revoked (its keys are gone)."""
+
+    kind = Kind.NOT_FOUND
+    reason = "LEASE_NOT_FOUND"
+
+    def __init__(self, lease: int = 0) -> None:
+        super().__init__(f"etcd lease {lease:x} not found" if lease else "etcd lease not found")
+        self.lease = lease
+
+
+class WatchCompacted(Compacted):
+    """The requested watch start revision was compacted away; resync."""
+
     reason = "WATCH_COMPACTED"
 
     def __init__(self, requested: int, compact_revision: int) -> None:
-        super().__init__(
-            f"revision {requested} is compacted (compact revision {compact_revision})",
-            metadata={"requested": str(requested), "compact_revision": str(compact_revision)},
-        )
+        super().__init__(compact_revision)
+        self.message = f"revision {requested} is compacted (compact revision {compact_revision})"
+        self.args = (self.message,)
+        self.metadata = {"requested": str(requested), "compact_revision": str(compact_revision)}
         self.requested = requested
-        self.compact_revision = compact_revision

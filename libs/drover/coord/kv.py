@@ -11,7 +11,8 @@ Two implementations: :class:`drover.state.store.EtcdStore` on a real etcd
 and :class:`drover.coord.memkv.MemoryKV` in memory; ``tests/contract``
 runs one suite against both. Both raise the same errors: :class:`Compacted`
 for history etcd no longer has, :class:`LeaseNotFound` for an expired or
-revoked lease.
+revoked lease (both defined, with the rest of the library's errors, in
+:mod:`drover.coord.errors`).
 """
 
 from __future__ import annotations
@@ -20,27 +21,12 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from drover.errors import DroverError
+from drover.coord.errors import Compacted, LeaseNotFound
 
-
-class Compacted(DroverError):
-    """A read or watch asked for history etcd has compacted.
-
-    ``compact_revision`` is the oldest revision still kept when the backend
-    says so (a watch does; a range or compact call does not: 0)."""
-
-    def __init__(self, compact_revision: int = 0) -> None:
-        where = f"before revision {compact_revision} " if compact_revision else ""
-        super().__init__(f"etcd history {where}is compacted")
-        self.compact_revision = compact_revision
-
-
-class LeaseNotFound(DroverError):
-    """The lease has expired or was revoked (its keys are gone)."""
-
-    def __init__(self, lease: int = 0) -> None:
-        super().__init__(f"etcd lease {lease:x} not found" if lease else "etcd lease not found")
-        self.lease = lease
+__all__ = [
+    "KV", "Compacted", "Compare", "Delete", "KVStore", "LeaseKV", "LeaseNotFound", "Op", "Put",
+    "RangePage", "TxnResult", "Watch", "WatchBatch", "WatchEvent", "prefix_end",
+]
 
 
 # KV and WatchEvent are NamedTuples, not frozen dataclasses: one of each is
