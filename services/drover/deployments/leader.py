@@ -1,4 +1,6 @@
-"""The watcher leader: the async shell around :class:`~.manager.WatcherManager`.
+"""The watcher leader: the async shell around :class:`~.manager.WatcherManager`;
+this module is its ingesting half (sessions, streams, tracking, timers,
+manual calls), :mod:`.results` its writing half.
 
 Leader only: a :class:`~drover.coord.LeaderComponent`. ``establish`` starts a
 *session* for the term and returns once it has restored; ``revoke`` cancels
@@ -49,7 +51,6 @@ the watcher, which already holds those values.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import time
@@ -57,19 +58,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from drover.api.deployments.v1 import deployments_pb2
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, deployment_pb2
 from drover.coord.guard import LeaderGuard
 from drover.coord.term import Term
-from drover.errors import Conflict, FenceLost, NotLeader, Unavailable
+from drover.errors import NotLeader, Unavailable
 
 from .batcher import BatcherConfig
-from .effects import CreateEvaluation, Decision
+from .effects import Decision
 from .errors import DeploymentNotActive, DeploymentNotFound
 from .gc import GarbageCollector, GcPassResult
+from .leader_session import Result, Session
 from .manager import WatcherManager, WatcherStats
-from .requests import build_request, echo_key, result, written
+from .requests import echo_key
+from .results import ResultWriter
 from .state_api import StateApi
 from .walltime import WallClock
 from .watcher import ACTIVE
@@ -99,29 +101,6 @@ class LeaderStats:
     state_writes: int
 
 
-Result = deployments_pb2.DeploymentUpdateResult
-Job = tuple[Decision, "asyncio.Future[Result] | None"]
-
-
-class _Session:
-    """One term's leader state; dropped whole on revoke or resync."""
-
-    def __init__(self, term: Term, manager: WatcherManager) -> None:
-        self.term = term
-        self.manager = manager
-        self.stored: dict[str, deployment_pb2.Deployment] = {}
-        self.echoes: dict[str, collections.deque[bytes]] = {}
-        # deployment id -> stream events buffered while it is being tracked
-        self.tracking: dict[str, list[tuple[bool, Any]]] = {}
-        self.track_tasks: dict[str, asyncio.Task[None]] = {}
-        self.queues: dict[str, collections.deque[Job]] = {}
-        self.kick = asyncio.Event()
-        self.ready = asyncio.Event()
-        self.tg: asyncio.TaskGroup | None = None
-        self.writes = 0
-        self.task: asyncio.Task[None] | None = None
-
-
 class WatcherLeader:
     def __init__(self, state: StateApi, service: str = "deployments", *,
                  clock: WallClock = time.time, config: LeaderConfig | None = None,
@@ -131,14 +110,15 @@ class WatcherLeader:
         self.service = service
         self._clock = clock
         self.config = config or LeaderConfig()
-        self._run: _Session | None = None
+        self._run: Session | None = None
         self._writes_before = 0
         self.guard = LeaderGuard(service)
+        self.writer = ResultWriter(state, service, clock, self._check, self._start_tracking)
 
     # -- LeaderComponent ------------------------------------------------------
 
     async def establish(self, term: Term) -> None:
-        run = _Session(term, WatcherManager(self._clock, self.config.batcher))
+        run = Session(term, WatcherManager(self._clock, self.config.batcher))
         self._run = run
         self.guard.enable(term)
         run.task = term.spawn(self._main(run), name="deployment-watcher")
@@ -160,14 +140,14 @@ class WatcherLeader:
         if run.task is not None:
             run.task.cancel()
             await asyncio.wait({run.task}, timeout=2.0)
-        self._fail_pending(run, NotLeader(self.service, None))
+        self.writer.fail_pending(run, NotLeader(self.service, None))
         run.manager.clear()
 
     @property
     def leading(self) -> bool:
         return self._run is not None and self.guard.alive()
 
-    def _check(self, run: _Session) -> None:
+    def _check(self, run: Session) -> None:
         """Leader only, synchronously: the caller acts before its next await."""
         if run is not self._run:
             raise NotLeader(self.service, None)
@@ -181,7 +161,7 @@ class WatcherLeader:
 
     # -- sessions -------------------------------------------------------------
 
-    async def _main(self, run: _Session) -> None:
+    async def _main(self, run: Session) -> None:
         while True:
             try:
                 await self._session(run)
@@ -193,7 +173,7 @@ class WatcherLeader:
             run.track_tasks.clear()
             await asyncio.sleep(self.config.resync_backoff)
 
-    async def _session(self, run: _Session) -> None:
+    async def _session(self, run: Session) -> None:
         deployments = self.state.subscribe(state_pb2.TOPIC_DEPLOYMENT, 0)
         allocations = self.state.subscribe(state_pb2.TOPIC_ALLOCATION, 0)
         try:
@@ -215,7 +195,7 @@ class WatcherLeader:
                 with contextlib.suppress(Exception):
                     await stream.aclose()  # type: ignore[attr-defined]
 
-    async def _restore(self, run: _Session, ids: Sequence[str]) -> None:
+    async def _restore(self, run: Session, ids: Sequence[str]) -> None:
         limit = asyncio.Semaphore(self.config.track_concurrency)
 
         async def one(deployment_id: str) -> None:
@@ -226,7 +206,7 @@ class WatcherLeader:
         run.ready.set()
         run.kick.set()
 
-    async def _track(self, run: _Session, deployment_id: str) -> None:
+    async def _track(self, run: Session, deployment_id: str) -> None:
         """Read what a new watcher needs, then replay what arrived meanwhile."""
         run.tracking.setdefault(deployment_id, [])
         try:
@@ -239,7 +219,7 @@ class WatcherLeader:
             if d is None or not run.manager.wants(d):
                 return
             try:
-                self._submit(run, run.manager.track(d, versions, allocs))
+                self.writer.submit(run, run.manager.track(d, versions, allocs))
             except ValueError as err:  # e.g. its job version was purged
                 log.warning("cannot watch deployment %s: %s", deployment_id, err)
                 return
@@ -250,7 +230,7 @@ class WatcherLeader:
             self._on_allocation(run, deleted, payload)
         run.kick.set()
 
-    def _start_tracking(self, run: _Session, deployment_id: str) -> asyncio.Task[None] | None:
+    def _start_tracking(self, run: Session, deployment_id: str) -> asyncio.Task[None] | None:
         task = run.track_tasks.get(deployment_id)
         if task is None and run.tg is not None and deployment_id not in run.tracking:
             run.tracking[deployment_id] = []
@@ -260,7 +240,7 @@ class WatcherLeader:
 
     # -- streams --------------------------------------------------------------
 
-    async def _pump_deployments(self, run: _Session, stream: Any) -> None:
+    async def _pump_deployments(self, run: Session, stream: Any) -> None:
         async for resp in stream:
             for ev in resp.events:
                 if ev.type == UPSERT:
@@ -270,7 +250,7 @@ class WatcherLeader:
                     run.manager.untrack(ev.key)
         raise Unavailable("the deployment stream ended")
 
-    def _on_deployment(self, run: _Session, d: deployment_pb2.Deployment) -> None:
+    def _on_deployment(self, run: Session, d: deployment_pb2.Deployment) -> None:
         known = run.stored.get(d.id)
         if known is not None and d.modify_index <= known.modify_index:
             return  # older than what we hold (e.g. our own write's echo)
@@ -286,12 +266,12 @@ class WatcherLeader:
         elif run.manager.wants(d):
             self._start_tracking(run, d.id)
         else:
-            self._submit(run, run.manager.on_deployment(d))
+            self.writer.submit(run, run.manager.on_deployment(d))
         if not active:
             run.stored.pop(d.id, None)
             run.echoes.pop(d.id, None)
 
-    async def _pump_allocations(self, run: _Session, stream: Any) -> None:
+    async def _pump_allocations(self, run: Session, stream: Any) -> None:
         async for resp in stream:
             for ev in resp.events:
                 if ev.type == UPSERT:
@@ -300,22 +280,22 @@ class WatcherLeader:
                     self._on_allocation(run, True, ev.key)
         raise Unavailable("the allocation stream ended")
 
-    def _on_allocation(self, run: _Session, deleted: bool, payload: Any) -> None:
+    def _on_allocation(self, run: Session, deleted: bool, payload: Any) -> None:
         if deleted:
             for pending in run.tracking.values():
                 pending.append((True, payload))
-            self._submit(run, run.manager.on_allocation_deleted(str(payload)))
+            self.writer.submit(run, run.manager.on_allocation_deleted(str(payload)))
             return
         alloc: allocation_pb2.Allocation = payload
         buffer = run.tracking.get(alloc.deployment_id)
         if buffer is not None:
             buffer.append((False, alloc))
         else:
-            self._submit(run, run.manager.on_allocation(alloc))
+            self.writer.submit(run, run.manager.on_allocation(alloc))
 
     # -- timers: deadlines and evaluation batches -------------------------------
 
-    async def _timer(self, run: _Session) -> None:
+    async def _timer(self, run: Session) -> None:
         cfg = self.config
         while True:
             wake = run.manager.next_wakeup()
@@ -329,114 +309,10 @@ class WatcherLeader:
                 await asyncio.sleep(cfg.min_tick)
                 continue
             for decision in run.manager.check_deadlines():
-                self._submit(run, decision)
+                self.writer.submit(run, decision)
             while self.guard.alive() and (batch := run.manager.flush_evaluations()):
-                await self._write_evaluations(run, batch)
+                await self.writer.write_evaluations(run, batch)
             await asyncio.sleep(cfg.min_tick)
-
-    async def _write_evaluations(self, run: _Session, batch: Sequence[CreateEvaluation]) -> None:
-        now = self._clock()
-        try:
-            self._check(run)
-            await self.state.upsert_evaluations([e.to_proto(now) for e in batch],
-                                                run.term.fence)
-            run.writes += 1
-        except FenceLost as err:
-            run.term.report_lost(f"evaluation write: {err.message}")
-            raise
-        except Exception as err:  # the deployments still progress on their next event
-            log.warning("dropped %d follow-up evaluations: %r", len(batch), err)
-
-    # -- writes ---------------------------------------------------------------
-
-    def _submit(self, run: _Session, decision: Decision | None,
-                waiter: asyncio.Future[Result] | None = None) -> None:
-        if decision is None or (decision.empty and waiter is None):
-            return
-        run.kick.set()
-        queue = run.queues.get(decision.deployment_id)
-        if queue is None:
-            queue = run.queues[decision.deployment_id] = collections.deque()
-            run.term.spawn(self._worker(run, decision.deployment_id, queue),
-                           name=f"deployment-writer-{decision.deployment_id}")
-        queue.append((decision, waiter))
-
-    async def _worker(self, run: _Session, deployment_id: str,
-                      queue: collections.deque[Job]) -> None:
-        try:
-            while queue:
-                decision, waiter = queue[0]
-                try:
-                    res = await self._write(run, decision)
-                except Exception as err:
-                    if waiter is None:
-                        log.warning("write for deployment %s failed: %r", deployment_id, err)
-                    elif not waiter.done():
-                        waiter.set_exception(err)
-                else:
-                    if waiter is not None and not waiter.done():
-                        waiter.set_result(res)
-                if queue:
-                    queue.popleft()
-        finally:
-            if run.queues.get(deployment_id) is queue:
-                del run.queues[deployment_id]
-
-    async def _write(self, run: _Session, decision: Decision) -> Result:
-        d_id = decision.deployment_id
-        stored = run.stored.get(d_id)
-        if stored is None:
-            raise DeploymentNotFound(f"deployment {d_id} is no longer watched")
-        if decision.empty:
-            return result(state_pb2.UpdateDeploymentRequest(), None, stored)
-        req = build_request(stored, decision, self._clock())
-        key = echo_key(req.deployment)
-        echoes = run.echoes.setdefault(d_id, collections.deque(maxlen=8))
-        echoes.append(key)
-        try:
-            self._check(run)
-            resp = await self.state.update_deployment(req, run.term.fence)
-        except FenceLost as err:
-            run.term.report_lost(f"deployment write: {err.message}")
-            raise NotLeader(self.service, None) from err
-        except Conflict as err:
-            await self._conflicted(run, stored)
-            raise Conflict(f"deployment {d_id} changed concurrently; it was re-read: "
-                           "retry the call") from err
-        finally:
-            with contextlib.suppress(ValueError):
-                echoes.remove(key)
-        run.writes += 1
-        new = written(req, resp.index)
-        current = run.stored.get(d_id)
-        if current is None or current.modify_index < new.modify_index:
-            if new.status in ACTIVE:
-                run.stored[d_id] = new
-            else:
-                run.stored.pop(d_id, None)
-        return result(req, resp, new)
-
-    async def _conflicted(self, run: _Session, stale: deployment_pb2.Deployment) -> None:
-        """Drop the watcher and its queued decisions; track it again from state."""
-        queue = run.queues.get(stale.id)
-        if queue is not None:
-            for _, waiter in list(queue)[1:]:
-                if waiter is not None and not waiter.done():
-                    waiter.set_exception(Conflict(f"deployment {stale.id} changed concurrently"))
-            while len(queue) > 1:
-                queue.pop()
-        run.manager.untrack(stale.id)
-        fresh = await self.state.get_deployment(stale.namespace, stale.id)
-        run.stored.pop(stale.id, None)
-        if fresh is not None and fresh.status in ACTIVE:
-            run.stored[stale.id] = fresh
-            self._start_tracking(run, stale.id)
-
-    def _fail_pending(self, run: _Session, err: Exception) -> None:
-        for queue in run.queues.values():
-            for _, waiter in queue:
-                if waiter is not None and not waiter.done():
-                    waiter.set_exception(err)
 
     # -- manual operations ------------------------------------------------------
 
@@ -450,7 +326,7 @@ class WatcherLeader:
             self._check(run)
             decision = op(run.manager)
             waiter: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
-            self._submit(run, decision, waiter)
+            self.writer.submit(run, decision, waiter)
             return await waiter
 
     async def collect_garbage(self, force: bool) -> GcPassResult:
@@ -465,13 +341,13 @@ class WatcherLeader:
     def _gc_may_act(self, term: Term) -> Callable[[], bool]:
         return lambda: not term.ended and self.guard.term is term and self.guard.alive()
 
-    def _session_for_call(self) -> _Session:
+    def _session_for_call(self) -> Session:
         run = self._run
         if run is None or run.term.ended:
             raise NotLeader(self.service, None)
         return run
 
-    async def _ensure_watched(self, run: _Session, namespace: str, deployment_id: str) -> None:
+    async def _ensure_watched(self, run: Session, namespace: str, deployment_id: str) -> None:
         if deployment_id not in run.manager.tracked():
             task = run.track_tasks.get(deployment_id)
             if task is None:

@@ -1,0 +1,151 @@
+"""Writing results: the deployment-watcher leader's write half.
+
+Leader only. Each deployment has one worker that applies its decisions in
+order (:mod:`.requests`, fenced UpdateDeployment): at most one write in
+flight per deployment, any number across deployments. A follow-up
+evaluation with no deployment change to ride on leaves in a batch
+(UpsertEvaluations, fenced). A FENCE_LOST answer ends the term at once
+(``term.report_lost``). A conflict (another writer changed the deployment)
+drops its watcher and queued decisions and has the ingesting half
+(:mod:`.leader`) track it again from state. Every write first asks the
+leader's ``check`` (is this session current, is the lease provably alive),
+synchronously, right before it leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import deployment_pb2
+from drover.errors import Conflict, FenceLost, NotLeader
+
+from .effects import CreateEvaluation, Decision
+from .errors import DeploymentNotFound
+from .leader_session import Job, Result, Session
+from .requests import build_request, echo_key, result, written
+from .state_api import StateApi
+from .walltime import WallClock
+from .watcher import ACTIVE
+
+log = logging.getLogger(__name__)
+
+
+class ResultWriter:
+    """The write half of one leader (see the module docstring)."""
+
+    def __init__(self, state: StateApi, service: str, clock: WallClock,
+                 check: Callable[[Session], None],
+                 retrack: Callable[[Session, str], Any]) -> None:
+        self.state = state
+        self.service = service
+        self._clock = clock
+        self._check = check  # raises NotLeader unless leading, synchronously
+        self._retrack = retrack  # track a deployment again from state
+
+    async def write_evaluations(self, run: Session, batch: Sequence[CreateEvaluation]) -> None:
+        now = self._clock()
+        try:
+            self._check(run)
+            await self.state.upsert_evaluations([e.to_proto(now) for e in batch],
+                                                run.term.fence)
+            run.writes += 1
+        except FenceLost as err:
+            run.term.report_lost(f"evaluation write: {err.message}")
+            raise
+        except Exception as err:  # the deployments still progress on their next event
+            log.warning("dropped %d follow-up evaluations: %r", len(batch), err)
+
+    def submit(self, run: Session, decision: Decision | None,
+                waiter: asyncio.Future[Result] | None = None) -> None:
+        if decision is None or (decision.empty and waiter is None):
+            return
+        run.kick.set()
+        queue = run.queues.get(decision.deployment_id)
+        if queue is None:
+            queue = run.queues[decision.deployment_id] = collections.deque()
+            run.term.spawn(self._worker(run, decision.deployment_id, queue),
+                           name=f"deployment-writer-{decision.deployment_id}")
+        queue.append((decision, waiter))
+
+    async def _worker(self, run: Session, deployment_id: str,
+                      queue: collections.deque[Job]) -> None:
+        try:
+            while queue:
+                decision, waiter = queue[0]
+                try:
+                    res = await self._write(run, decision)
+                except Exception as err:
+                    if waiter is None:
+                        log.warning("write for deployment %s failed: %r", deployment_id, err)
+                    elif not waiter.done():
+                        waiter.set_exception(err)
+                else:
+                    if waiter is not None and not waiter.done():
+                        waiter.set_result(res)
+                if queue:
+                    queue.popleft()
+        finally:
+            if run.queues.get(deployment_id) is queue:
+                del run.queues[deployment_id]
+
+    async def _write(self, run: Session, decision: Decision) -> Result:
+        d_id = decision.deployment_id
+        stored = run.stored.get(d_id)
+        if stored is None:
+            raise DeploymentNotFound(f"deployment {d_id} is no longer watched")
+        if decision.empty:
+            return result(state_pb2.UpdateDeploymentRequest(), None, stored)
+        req = build_request(stored, decision, self._clock())
+        key = echo_key(req.deployment)
+        echoes = run.echoes.setdefault(d_id, collections.deque(maxlen=8))
+        echoes.append(key)
+        try:
+            self._check(run)
+            resp = await self.state.update_deployment(req, run.term.fence)
+        except FenceLost as err:
+            run.term.report_lost(f"deployment write: {err.message}")
+            raise NotLeader(self.service, None) from err
+        except Conflict as err:
+            await self._conflicted(run, stored)
+            raise Conflict(f"deployment {d_id} changed concurrently; it was re-read: "
+                           "retry the call") from err
+        finally:
+            with contextlib.suppress(ValueError):
+                echoes.remove(key)
+        run.writes += 1
+        new = written(req, resp.index)
+        current = run.stored.get(d_id)
+        if current is None or current.modify_index < new.modify_index:
+            if new.status in ACTIVE:
+                run.stored[d_id] = new
+            else:
+                run.stored.pop(d_id, None)
+        return result(req, resp, new)
+
+    async def _conflicted(self, run: Session, stale: deployment_pb2.Deployment) -> None:
+        """Drop the watcher and its queued decisions; track it again from state."""
+        queue = run.queues.get(stale.id)
+        if queue is not None:
+            for _, waiter in list(queue)[1:]:
+                if waiter is not None and not waiter.done():
+                    waiter.set_exception(Conflict(f"deployment {stale.id} changed concurrently"))
+            while len(queue) > 1:
+                queue.pop()
+        run.manager.untrack(stale.id)
+        fresh = await self.state.get_deployment(stale.namespace, stale.id)
+        run.stored.pop(stale.id, None)
+        if fresh is not None and fresh.status in ACTIVE:
+            run.stored[stale.id] = fresh
+            self._retrack(run, stale.id)
+
+    def fail_pending(self, run: Session, err: Exception) -> None:
+        for queue in run.queues.values():
+            for _, waiter in queue:
+                if waiter is not None and not waiter.done():
+                    waiter.set_exception(err)
