@@ -1,10 +1,14 @@
 """The ``backend`` fixture: each contract test runs once per KV (see
-``kv_backends.py``)."""
+``kv_backends.py``).
+
+The etcd side is an etcd of its own, not the session's: compaction is
+etcd-wide, and the session's other tests read history from early revisions
+(Subscribe from index 1)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import grpc
 import pytest
@@ -12,7 +16,18 @@ from kv_backends import Backend
 from virtual_clock import VirtualClock
 
 from drover.coord.memkv import MemoryKV
+from drover.dev.etcd import EtcdServer
 from drover.state.store import EtcdStore
+
+
+@pytest.fixture(scope="session")
+def contract_etcd() -> Iterator[EtcdServer]:
+    """A real etcd the contract may compact (started on first use)."""
+    server = EtcdServer(name="drover-contract").start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(params=["memory", "etcd"])
@@ -22,8 +37,8 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
         clock = VirtualClock()
         yield Backend("memory", MemoryKV(clock), prefix, clock)
         return
-    endpoint = request.getfixturevalue("etcd_endpoint")
-    channel = grpc.aio.insecure_channel(endpoint)
+    server: EtcdServer = request.getfixturevalue("contract_etcd")
+    channel = grpc.aio.insecure_channel(server.endpoint)
     try:
         yield Backend("etcd", EtcdStore(channel), prefix)
     finally:
