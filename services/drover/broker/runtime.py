@@ -14,7 +14,8 @@ and is the one object that mutates it (one event loop, so no locks):
   kills every token and ends the open long polls with a leader hint;
 * it serves workers: Dequeue long-polls (:mod:`.long_poll`), Ack writes the
   worker's outcome and follow-ups through the fenced writer *before* the
-  core forgets the evaluation (nothing lives only in memory), Nack and
+  core forgets the evaluation (nothing lives only in memory; settled once,
+  by :mod:`.settlement`), Nack and
   OutstandingReset are pure core calls;
 * one timer task sleeps until ``core.next_deadline()``, woken when an
   operation may have moved it earlier.
@@ -42,13 +43,14 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
-from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
+from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.api.types.v1.scheduler_pb2 import SchedulerConfig
 from drover.broker.core import BrokerMode, Delivery, EvalBroker
 from drover.broker.effects import Effect, WriteGroup, to_writes
-from drover.broker.errors import BrokerDisabled, NotOutstanding, UnknownEvaluation
+from drover.broker.errors import BrokerDisabled
 from drover.broker.feed import EventFeed
 from drover.broker.long_poll import LongPolls
+from drover.broker.settlement import AckItem, AckSettlement, ack_body, final_status
 from drover.broker.state_api import BrokerStateApi
 from drover.broker.tokens import token_term
 from drover.broker.writer import FencedWriter
@@ -64,18 +66,6 @@ log = logging.getLogger(__name__)
 SERVICE = "broker"
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
-_S = EvaluationStatus
-ACK_STATUSES = {
-    _S.EVALUATION_STATUS_UNSPECIFIED: _S.EVALUATION_STATUS_COMPLETE,
-    _S.EVALUATION_STATUS_COMPLETE: _S.EVALUATION_STATUS_COMPLETE,
-    _S.EVALUATION_STATUS_FAILED: _S.EVALUATION_STATUS_FAILED,
-    _S.EVALUATION_STATUS_BLOCKED: _S.EVALUATION_STATUS_BLOCKED,
-    _S.EVALUATION_STATUS_CANCELED: _S.EVALUATION_STATUS_CANCELED,
-}
-
-_ACKED = frozenset(ACK_STATUSES.values())
-
-
 def _hinted(
     fn: Callable[_P, Coroutine[Any, Any, _T]],
 ) -> Callable[_P, Coroutine[Any, Any, _T]]:
@@ -93,17 +83,6 @@ def _hinted(
             raise await runtime.guard.refusal(err) from None
 
     return call
-
-
-@dataclass(frozen=True, slots=True)
-class AckItem:
-    """One worker outcome of an AckBatch."""
-
-    eval_id: str
-    token: str
-    status: int = 0
-    description: str = ""
-    follow_ups: Sequence[Evaluation] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,8 +131,7 @@ class BrokerRuntime:
         self._timer_wake = asyncio.Event()
         self._timer_target: float | None = None
         self._ending: asyncio.Future[None] | None = None
-        # eval id -> token of an Ack whose write is in flight.
-        self._acking: dict[str, str] = {}
+        self.acks = AckSettlement(core)
         if core.mode is BrokerMode.DISABLED:
             core.standby()
 
@@ -216,12 +194,9 @@ class BrokerRuntime:
     def applied(self, updates: Sequence[Evaluation], deleted: Sequence[str]) -> None:
         core = self.core
         effects: list[Effect] = []
-        acking = self._acking
+        settle = self.acks.on_applied
         for evaluation in updates:
-            if acking and evaluation.status in _ACKED:
-                token = acking.pop(evaluation.id, None)
-                if token is not None:
-                    effects.extend(self._settle_ack(evaluation.id, token))
+            effects.extend(settle(evaluation))
             effects.extend(core.apply(evaluation))
         for eval_id in deleted:
             core.forget(eval_id)
@@ -350,32 +325,25 @@ class BrokerRuntime:
         description: str = "",
         follow_ups: Sequence[Evaluation] = (),
     ) -> int:
-        final = ACK_STATUSES.get(status)  # type: ignore[call-overload]
-        if final is None:
-            raise InvalidArgument(
-                f"status must be COMPLETE, FAILED, BLOCKED or CANCELED, got "
-                f"{_S.Name(status)}", metadata={"field": "status"})  # type: ignore[arg-type]
+        final = final_status(status)
         writer = await self._writer_for_call()
         held = self._core_call(lambda: self.core.check_outstanding(eval_id, token))
-        body = Evaluation()
-        body.CopyFrom(held)
-        body.status = final
-        body.status_description = description
+        body = ack_body(held, final, description)
         # An update of what was handed out (compared on its modify_index:
         # never re-created if deleted meanwhile), fenced with the term the
         # delivery was made under; follow-ups are creates of new ids.
         fence = self._token_fence(token)
         # The stream may bring this write back before the call returns; it
         # then acks the core itself (see ``applied``), else we do it here.
-        self._acking[eval_id] = token
+        self.acks.begin(eval_id, token)
         try:
             index = await writer.write(WriteGroup((body,), creates=tuple(follow_ups)), fence)
         finally:
-            still_ours = self._acking.pop(eval_id, None) == token
+            still_ours = self.acks.written(eval_id, token)
         if still_ours:
             if self._writer is not writer:
                 raise self.not_leader()
-            self._after(self._settle_ack(eval_id, token))
+            self._after(self.acks.settle(eval_id, token))
         return index
 
     def _token_fence(self, token: str) -> Fence | None:
@@ -401,14 +369,6 @@ class BrokerRuntime:
             if isinstance(outcome, BaseException) and not isinstance(outcome, DroverError):
                 raise outcome
         return outcomes  # type: ignore[return-value]
-
-    def _settle_ack(self, eval_id: str, token: str) -> list[Effect]:
-        try:
-            return self.core.ack(eval_id, token)
-        except (UnknownEvaluation, NotOutstanding, BrokerDisabled):
-            # Its nack timer fired, or leadership ended, meanwhile: the
-            # write stands either way and the stream settles the rest.
-            return []
 
     @_hinted
     async def nack(self, eval_id: str, token: str) -> None:
