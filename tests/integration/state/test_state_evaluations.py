@@ -9,6 +9,7 @@ import time
 import grpc
 import pytest
 from google.protobuf.duration_pb2 import Duration
+from virtual_clock import VirtualClock
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, query_pb2, scheduler_pb2
@@ -256,10 +257,10 @@ async def test_get_evaluation_related(replica) -> None:
 
 async def test_last_contact_counts_any_etcd_call(replica) -> None:
     cache = replica.service.cache
-    clock = [1000.0]
-    cache.store._clock = lambda: clock[0]  # a virtual clock from here on
+    clock = VirtualClock(1000.0)
+    cache.store._clock = clock  # a virtual clock from here on
     cache.store.touch()
-    clock[0] += 30.0
+    clock.advance(30.0)
     stale = await replica.stub.ListEvaluations(state_pb2.ListEvaluationsRequest(
         query=query_pb2.QueryOptions(stale=True)))
     assert stale.meta.last_contact.ToTimedelta().total_seconds() == pytest.approx(30.0)
