@@ -194,8 +194,11 @@ class MemoryKV:
 
     async def txn(self, compares: Sequence[Compare], ops: Sequence[Op]) -> TxnResult:
         self.expire_leases()
-        if len(ops) > self._max_txn_ops:
-            raise ValueError(f"a txn holds at most {self._max_txn_ops} operations, not {len(ops)}")
+        # etcd's --max-txn-ops caps the compares and the ops each
+        n = max(len(ops), len(compares))
+        if n > self._max_txn_ops:
+            raise ValueError(f"a txn holds at most {self._max_txn_ops} operations "
+                             f"(etcd's --max-txn-ops), not {n}")
         for op in ops:
             if isinstance(op, Put) and op.lease and op.lease not in self._leases:
                 raise LeaseNotFound(op.lease)
