@@ -75,6 +75,9 @@ TUNABLES: tuple[Tunable, ...] = (
        "most events one Subscribe replays before it must resync"),
     _t("state", "subscribe_heartbeat", float, 10.0, 0.001, "s",
        "heartbeat interval of an idle Subscribe stream"),
+    _t("state", "max_txn_ops", int, 128, 4, "",
+       "etcd's --max-txn-ops (never more): the largest txn a write sends, e.g. a "
+       "DeleteEvaluations page"),
 )
 
 

@@ -46,7 +46,7 @@ from drover.state import codec
 from drover.state.blocking import IndexWaiters
 from drover.state.contact import ContactStore
 from drover.state.store import Compacted, KVStore, Put, WatchBatch, prefix_end
-from drover.state.tables import Tables
+from drover.state.tables import Tables, marker_key
 from drover.state.windows import RangeWindows
 
 log = logging.getLogger(__name__)
@@ -77,10 +77,6 @@ class CacheConfig:
 
 Listener = Callable[[int, list[Change]], None]
 ResetListener = Callable[[int], None]
-
-
-def marker_key(keys: codec.KeyCodec) -> bytes:
-    return f"{keys.base}state/revision".encode()
 
 
 def marker_put(keys: codec.KeyCodec) -> Put:

@@ -1,11 +1,18 @@
 """Evaluation RPCs: get (with its chain), list, count, upsert, and the
 paged, compared delete that a million-evaluation backlog needs.
 
-DeleteEvaluations deletes at most one page per call in one txn. Every
-deleted evaluation is compared on the mod_revision it had when it matched,
-so one changed since (by a worker, say) is not deleted on a stale match: the
-call re-syncs, re-matches those candidates against fresh data and retries,
-and ``deleted`` reports what was actually applied. The scheduler config's
+DeleteEvaluations deletes at most one page per call in one txn (the page is
+as large as the configured ``--state-max-txn-ops`` allows). No evaluation
+changed since it matched is deleted on that stale match. The first attempt
+compares one key, the revision marker every object write puts
+(:func:`drover.state.tables.marker_key`), on the mod_revision the cache had
+seen when the page matched: if it holds, no object changed since, whatever
+the page holds (one compare instead of one per key made the txn 9-55 %
+cheaper for etcd). If it fails (any write anywhere since), the second
+attempt compares each deleted evaluation on the mod_revision it had when it
+matched, so unrelated writes cost one retry, not a re-match; if that fails
+too the call re-syncs, re-matches those candidates against fresh data and
+retries, and ``deleted`` reports what was actually applied. The scheduler config's
 mod_revision is compared too, so un-pausing the broker mid-call wins. The
 cursor is the last examined ``(create_index, key)``, and pages walk strictly
 after it, so deletions behind the cursor never shift what comes next
@@ -25,7 +32,7 @@ from drover.state import codec
 from drover.state.reads import ALL_NAMESPACES, check_name, list_namespace, namespace_arg
 from drover.state.service_base import Base
 from drover.state.store import Compare, Delete, Op, Put
-from drover.state.tables import Entry
+from drover.state.tables import Entry, marker_key
 
 RETRIES = 3
 
@@ -254,7 +261,7 @@ class EvaluationsRpc(Base):
     async def _delete_filter(self, request: Any, context: Any) -> Any:
         scope = {"job_id": check_name(request.job_id, "job_id")} if request.job_id else {}
         size = min(resolve_page_size(request.page_size, self.reader.paginator.defaults),
-                   self.writer_limit())
+                   self.delete_page_limit())
         # dry_run is bound into the token: a preview's token must not let a
         # real delete skip the matches of the pages the preview walked.
         req = PageRequest("DeleteEvaluations", size, request.page_token, "",
@@ -268,6 +275,8 @@ class EvaluationsRpc(Base):
             # retry, never a wrong delete) and save a round trip each.
             await self.cache.sync()
         page = self.reader.page(codec.EVALUATIONS, req, request.filter)
+        # Read with the page, no await between: what the match saw.
+        seen = self.cache.tables.marker_revision
         hits, token = list(page.items), page.next_page_token
         if request.dry_run:
             return state_pb2.DeleteEvaluationsResponse(
@@ -276,17 +285,25 @@ class EvaluationsRpc(Base):
         if not hits:
             return state_pb2.DeleteEvaluationsResponse(
                 deleted=len(hits), next_page_token=token, index=self.cache.revision)
-        for attempt in range(RETRIES):
+        marker = marker_key(self.keys)
+        attempts = RETRIES + 1 if seen else RETRIES  # the marker's try comes extra
+        for attempt in range(attempts):
             keys = [self._eval_key(e) for e in hits]
-            compares = [paused] + [Compare(k, "mod", e[1]) for k, e in zip(keys, hits, strict=True)]
+            if attempt == 0 and seen:
+                compares = [paused, Compare(marker, "mod", seen)]
+            else:
+                compares = [paused, *(Compare(k, "mod", e[1])
+                                      for k, e in zip(keys, hits, strict=True))]
             try:
                 rev = await self.writer.commit(compares, [Delete(k) for k in keys],
                                                self.fence(context))
                 return state_pb2.DeleteEvaluationsResponse(
                     deleted=len(hits), next_page_token=token, index=rev)
             except Conflict:
-                if attempt == RETRIES - 1:
+                if attempt == attempts - 1:
                     raise
+                if attempt == 0 and seen:
+                    continue  # something changed somewhere: compare per key
             # Something changed under the page: re-match what is there now.
             await self.cache.sync()
             paused = self._broker_paused()

@@ -31,7 +31,7 @@ from drover.state.reads import Reader
 from drover.state.service import StateServicer
 from drover.state.store import Compare, EtcdStore, KVStore, Put
 from drover.state.subscribe import Hub, SubscribeConfig
-from drover.state.writes import Writer
+from drover.state.writes import Writer, WriterConfig
 
 
 @dataclass
@@ -70,22 +70,24 @@ async def token_key(store: KVStore, keys: codec.KeyCodec) -> bytes:
 
 async def build_on_store(
     store: KVStore, keyspace: Keyspace, *, cache_config: CacheConfig | None = None,
-    subscribe_config: SubscribeConfig | None = None,
+    subscribe_config: SubscribeConfig | None = None, writer_config: WriterConfig | None = None,
 ) -> StateService:
     """The state service on any :class:`KVStore` (tests, benchmarks)."""
     keys = codec.KeyCodec(keyspace)
+    writer_config = writer_config or WriterConfig()
     cache = Cache(store, keys, cache_config or CacheConfig())
     await cache.start()
     reader = Reader(cache, PageTokenCodec(await token_key(cache.store, keys)))
-    servicer = StateServicer(cache, reader, Writer(cache.store, keys, cache), keys)
+    servicer = StateServicer(cache, reader, Writer(cache.store, keys, cache, writer_config),
+                               keys)
     servicer.attach_hub(Hub(cache, subscribe_config or SubscribeConfig()))
     tasks = [cache._task] if cache._task is not None else []
     admin = AclAdmin(cache.store, AclKeys(keyspace.base), servicer.now)
     return StateService(servicer, cache, cache.ready, tasks, admin)
 
 
-def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig]:
-    """The cache and Subscribe configs with the tunables ``settings`` carries."""
+def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig, WriterConfig]:
+    """The cache, Subscribe and writer configs with the tunables ``settings`` carries."""
     t = settings.tuned("state")
     cache = CacheConfig(
         page_size=int(t.get("cache_page_size", CacheConfig.page_size)),
@@ -96,7 +98,8 @@ def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig]:
         replay_events=int(t.get("subscribe_replay_events", SubscribeConfig.replay_events)),
         heartbeat=t.get("subscribe_heartbeat", SubscribeConfig.heartbeat),
     )
-    return cache, subscribe
+    writer = WriterConfig(max_txn_ops=int(t.get("max_txn_ops", WriterConfig.max_txn_ops)))
+    return cache, subscribe, writer
 
 
 async def build_state_service(settings: ServeSettings) -> StateService:
@@ -104,10 +107,11 @@ async def build_state_service(settings: ServeSettings) -> StateService:
     keyspace), list the cache, and return the service ready to register."""
     from drover.coord.connect import connect
 
-    cache_config, subscribe_config = configs(settings)
+    cache_config, subscribe_config, writer_config = configs(settings)
     client = await connect(settings.etcd, purpose="bulk")
-    store = EtcdStore(client)
+    store = EtcdStore(client, max_txn_ops=writer_config.max_txn_ops)
     service = await build_on_store(store, Keyspace(settings.etcd.prefix),
-                                   cache_config=cache_config, subscribe_config=subscribe_config)
+                                   cache_config=cache_config, subscribe_config=subscribe_config,
+                                   writer_config=writer_config)
     service._closers.append(client.close)
     return service

@@ -15,7 +15,7 @@ from drover.rpc.acl import current_identity
 from drover.state import codec
 from drover.state.cache import Cache
 from drover.state.reads import Reader
-from drover.state.writes import MAX_OBJECT_OPS, Writer, fence_from
+from drover.state.writes import Writer, fence_from
 
 
 class Base:
@@ -59,6 +59,9 @@ class Base:
                 f"{identity.describe} is not one", metadata={"capability": "server"})
         return fence
 
-    @staticmethod
-    def writer_limit() -> int:
-        return MAX_OBJECT_OPS
+    def delete_page_limit(self) -> int:
+        """Evaluations one DeleteEvaluations-by-filter call deletes (one txn):
+        the configured cap less the revision marker's put, and room for the
+        per-key compares of its fallback (each hit, the scheduler config and a
+        fence: see :mod:`drover.state.evaluations`)."""
+        return self.writer.max_txn_ops - 2

@@ -54,7 +54,8 @@ from drover.coord.pool import Endpoint, EndpointPool
 from drover.errors import Unavailable
 from drover.telemetry import meter, tracer
 
-#: etcd's default cap on operations (puts/deletes) in one transaction.
+#: etcd's default ``--max-txn-ops``: the cap on the compares, and separately
+#: on the operations (puts/deletes) of either branch, of one transaction.
 MAX_TXN_OPS = 128
 
 __all__ = [
@@ -88,7 +89,11 @@ class EtcdStore:
 
     ``timeout`` bounds a call when the caller set no deadline."""
 
-    def __init__(self, etcd: Any, *, timeout: float = 10.0) -> None:
+    def __init__(self, etcd: Any, *, timeout: float = 10.0, max_txn_ops: int = MAX_TXN_OPS
+                 ) -> None:
+        #: etcd's ``--max-txn-ops`` as this service was told it (never discovered:
+        #: etcd does not report it); a larger txn is refused here, not by etcd.
+        self.max_txn_ops = max_txn_ops
         pool = getattr(etcd, "pool", None)
         if pool is None:  # one plain channel: a pool of one, not probed
             pool = EndpointPool([Endpoint("etcd", etcd)], label="store")
@@ -121,8 +126,9 @@ class EtcdStore:
         return RangePage([_kv(kv) for kv in resp.kvs], resp.more, resp.header.revision, resp.count)
 
     async def txn(self, compares: Sequence[Compare], ops: Sequence[Op]) -> TxnResult:
-        if len(ops) > MAX_TXN_OPS:
-            raise ValueError(f"a txn holds at most {MAX_TXN_OPS} operations, not {len(ops)}")
+        if max(len(ops), len(compares)) > self.max_txn_ops:
+            raise ValueError(f"a txn holds at most {self.max_txn_ops} operations "
+                             f"(etcd's --max-txn-ops), not {max(len(ops), len(compares))}")
         # Built in place with add(): a delete page is ~256 sub-messages, and
         # constructing each then copying it into the request cost twice as much.
         req = rpc.TxnRequest()

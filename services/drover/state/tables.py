@@ -186,13 +186,25 @@ class Table:
         return [f"{ns}/{prefix}" for ns in spaces]
 
 
+def marker_key(keys: codec.KeyCodec) -> bytes:
+    """The revision marker every object write puts (see :mod:`drover.state.cache`)."""
+    return f"{keys.base}state/revision".encode()
+
+
 class Tables:
-    """Every kind's table, fed by etcd puts and deletes in revision order."""
+    """Every kind's table, fed by etcd puts and deletes in revision order.
+
+    ``marker_revision`` is the mod_revision of the revision marker as these
+    tables last saw it: every object write puts the marker, so while etcd's
+    marker still has this mod_revision, no object changed since the tables
+    did (DeleteEvaluations compares on it instead of on every key)."""
 
     def __init__(self, keys: codec.KeyCodec) -> None:
         self.keys = keys
         self.tables = {kind: Table(kind) for kind in codec.MESSAGES}
         self.revision = 0
+        self.marker_revision = 0
+        self._marker = marker_key(keys)
         self._staged: dict[str, list[tuple[str, bytes, int, int]]] = {}
 
     def __getitem__(self, kind: str) -> Table:
@@ -205,6 +217,8 @@ class Tables:
         self.revision = max(self.revision, mod)
         ok = self.keys.parse(key)
         if ok is None:
+            if key == self._marker:
+                self.marker_revision = 0 if deleted else max(self.marker_revision, mod)
             return None
         table = self.tables[ok.kind]
         nsid = f"{ok.namespace}/{ok.id}"
@@ -217,6 +231,8 @@ class Tables:
         for kv in kvs:
             self.revision = max(self.revision, kv.mod_revision)
             ok = self.keys.parse(kv.key)
+            if ok is None and kv.key == self._marker:
+                self.marker_revision = kv.mod_revision
             if ok is not None:
                 self._staged.setdefault(ok.kind, []).append(
                     (f"{ok.namespace}/{ok.id}", kv.value, kv.create_revision, kv.mod_revision))

@@ -14,6 +14,7 @@ apply it, so the writer reads its own write here even with ``stale``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from drover.coord.fence import FENCE_METADATA, Fence, parse_fence
@@ -22,7 +23,9 @@ from drover.state import codec
 from drover.state.cache import Cache, marker_put
 from drover.state.store import MAX_TXN_OPS, Compare, KVStore, Op
 
-#: Object ops per txn: etcd's cap less the revision marker.
+#: Objects one request may write: etcd's default cap less the revision marker.
+#: A public limit of the API, the same on every cluster; only whole-call
+#: walks (DeleteEvaluations by filter) use a larger configured cap.
 MAX_OBJECT_OPS = MAX_TXN_OPS - 1
 
 
@@ -36,9 +39,24 @@ def fence_from(context: Any) -> Fence | None:
     return None
 
 
+@dataclass(frozen=True)
+class WriterConfig:
+    #: etcd's ``--max-txn-ops`` as the cluster runs it (the
+    #: ``--state-max-txn-ops`` tunable; etcd does not report it, so it is
+    #: told, never discovered): no txn of this writer exceeds it. Only calls
+    #: that walk many objects (DeleteEvaluations by filter) grow with it.
+    max_txn_ops: int = MAX_TXN_OPS
+
+    def __post_init__(self) -> None:
+        if self.max_txn_ops < 4:
+            raise ValueError(f"max_txn_ops must be at least 4, got {self.max_txn_ops}")
+
+
 class Writer:
-    def __init__(self, store: KVStore, keys: codec.KeyCodec, cache: Cache) -> None:
+    def __init__(self, store: KVStore, keys: codec.KeyCodec, cache: Cache,
+                 config: WriterConfig = WriterConfig()) -> None:
         self.store, self.keys, self.cache = store, keys, cache
+        self.max_txn_ops = config.max_txn_ops
 
     def check_size(self, ops: int, what: str) -> None:
         if ops > MAX_OBJECT_OPS:
@@ -52,10 +70,14 @@ class Writer:
         *, conflict: str = "an object changed concurrently; re-read and retry",
     ) -> int:
         """Apply ``ops`` if every compare holds; the txn's revision."""
-        self.check_size(len(ops), "request")
         cmps = list(compares)
         if fence is not None:
             cmps.append(Compare(fence.leader_key.encode(), "create", fence.term))
+        if len(ops) + 1 > self.max_txn_ops or len(cmps) > self.max_txn_ops:
+            raise InvalidArgument(
+                f"the request writes {len(ops)} objects with {len(cmps)} preconditions; one "
+                f"etcd txn here holds at most {self.max_txn_ops} of either (split it)",
+                metadata={"field": "request"})
         result = await self.store.txn(cmps, [*ops, marker_put(self.keys)])
         if not result.succeeded:
             if fence is not None:

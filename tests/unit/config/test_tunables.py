@@ -21,6 +21,7 @@ from drover.deployments.batcher import BatcherConfig
 from drover.state.cache import CacheConfig
 from drover.state.main import configs as state_configs
 from drover.state.subscribe import SubscribeConfig
+from drover.state.writes import WriterConfig
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -41,14 +42,15 @@ WHERE = {
     "state_subscribe_buffer": (SubscribeConfig, "buffer_revisions"),
     "state_subscribe_replay_events": (SubscribeConfig, "replay_events"),
     "state_subscribe_heartbeat": (SubscribeConfig, "heartbeat"),
+    "state_max_txn_ops": (WriterConfig, "max_txn_ops"),
 }
 
 
 def _configs(settings: ServeSettings) -> dict[type, Any]:
     b, sh = broker_configs(settings)
-    c, sub = state_configs(settings)
+    c, sub, w = state_configs(settings)
     return {BrokerConfig: b, ShellConfig: sh, BatcherConfig: leader_config(settings).batcher,
-            CacheConfig: c, SubscribeConfig: sub}
+            CacheConfig: c, SubscribeConfig: sub, WriterConfig: w}
 
 
 def test_the_table_covers_every_wired_tunable() -> None:

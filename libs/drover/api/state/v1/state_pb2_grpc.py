@@ -247,7 +247,13 @@ class StateServiceServicer:
     def DeleteEvaluations(self, request, context):
         """Deletes at most one page per call in one bounded etcd txn; loop on
         next_page_token. Refused unless the eval broker is paused (a dry run is
-        not).
+        not). Atomicity: each call is one etcd txn, all of its page or none of
+        it; a walk of many calls is not atomic (evaluations written meanwhile may
+        or may not be seen). An evaluation changed after it matched is never
+        deleted on that stale match (it is re-matched, and `deleted` counts what
+        was applied). By ids: all-or-nothing, at most 127 ids. By filter: a page
+        holds at most the service's configured etcd --max-txn-ops less 2
+        (--state-max-txn-ops; 126 at etcd's default of 128).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
