@@ -79,11 +79,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def spawn_state(etcd: str, port: int) -> subprocess.Popen[bytes]:
-    """The state service as deployed: its own process, ``drover serve state``."""
+def spawn_state(etcd: str, port: int, max_txn_ops: int) -> subprocess.Popen[bytes]:
+    """The state service as deployed: its own process, ``drover serve state``
+    (told etcd's --max-txn-ops when the bench raised it)."""
+    told = ["--state-max-txn-ops", str(max_txn_ops)] if max_txn_ops else []
     return subprocess.Popen(
         [sys.executable, "-m", "drover.cli.main", "serve", "state", "--etcd", etcd,
-         "--etcd-prefix", "/bench", "--listen", f"127.0.0.1:{port}", "--log-level", "WARNING"],
+         "--etcd-prefix", "/bench", "--listen", f"127.0.0.1:{port}", "--log-level", "WARNING",
+         *told],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
 
@@ -155,7 +158,7 @@ async def main(n: int, writes: int, as_json: bool, max_txn_ops: int) -> None:
     try:
         channel = grpc.aio.insecure_channel(etcd.endpoint, options=[
             ("grpc.max_receive_message_length", 64 * 2**20)])
-        store = EtcdStore(channel, timeout=60)
+        store = EtcdStore(channel, timeout=60, max_txn_ops=max_txn_ops or MAX_TXN_OPS)
         ks = Keyspace("/bench")
         keys = codec.KeyCodec(ks)
         rnd = random.Random(1)
@@ -172,7 +175,7 @@ async def main(n: int, writes: int, as_json: bool, max_txn_ops: int) -> None:
         list_s, per_eval = await list_and_memory(etcd.endpoint, n)
         port = free_port()
         t0 = time.perf_counter()
-        proc = spawn_state(etcd.endpoint, port)
+        proc = spawn_state(etcd.endpoint, port, max_txn_ops)
         client = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
         await wait_serving(client, proc)
         ready_s = time.perf_counter() - t0

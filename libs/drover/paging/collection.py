@@ -39,6 +39,18 @@ Results never see the queue: every exact read (counts, ``keys``,
 object with that key (bucket sizes may then over-estimate, which only
 affects which index a walk picks).
 
+A *sparse* indexed field (``sparse=``) does not index its empty value
+``""``: for fields empty on nearly every object (an evaluation's
+``deployment_id`` and ``node_id``) that bucket would hold almost every key,
+cost one sorted-list update per write and never narrow a query. A query for
+``""`` on a sparse field walks create order and tests the field instead.
+
+The sorted id index is kept lazily on removal: a removed id stays in the
+sorted list, is noted in a set, and is skipped by prefix walks; once the
+stale ids are half the list it is rebuilt by one linear filter (the list is
+already sorted). So a delete costs no sorted-list delete on the random-UUID
+id order, and prefix reads stay exact.
+
 Not thread-safe; do not mutate while a scan iterator is being consumed.
 """
 
@@ -46,6 +58,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import itertools
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from typing import Generic, TypeVar
 
@@ -69,6 +82,10 @@ def _same_prefix(prefix: str, where: Where) -> Iterable[str]:
     return (prefix,)
 
 
+#: A value no extractor returns: the "not indexed" value of a dense index.
+_NOTHING = object()
+
+
 class IndexedCollection(Generic[T]):
     """Objects by id, in create order, with secondary indexes on some fields.
 
@@ -89,6 +106,7 @@ class IndexedCollection(Generic[T]):
         id_prefixes: IdPrefixes = _same_prefix,
         prefix_sort_limit: int = PREFIX_SORT_LIMIT,
         defer_discards: bool = False,
+        sparse: Iterable[str] = (),
     ) -> None:
         self._key_of = key_of
         self._fields = dict(fields)
@@ -98,9 +116,16 @@ class IndexedCollection(Generic[T]):
         self._items: dict[str, T] = {}
         self._order = OrderedIndex()
         self._indexes: dict[str, SecondaryIndex] = {name: SecondaryIndex() for name in indexed}
-        # (extractor, index) pairs, resolved once: writes walk them per object.
-        self._maintained = [(self._fields[name], index) for name, index in self._indexes.items()]
+        self._sparse = frozenset(sparse)
+        if not self._sparse <= set(self._indexes):
+            raise ValueError(f"sparse fields not indexed: {sorted(self._sparse - set(indexed))}")
+        # (extractor, index, the value not indexed) triples, resolved once:
+        # writes walk them per object. _NOTHING: every value is indexed.
+        self._maintained = [(self._fields[name], index, "" if name in self._sparse else _NOTHING)
+                            for name, index in self._indexes.items()]
         self._ids: SortedList | None = SortedList() if id_index else None
+        # Ids removed but still in _ids (see the module docstring).
+        self._ids_gone: set[str] = set()
         self._id_prefixes = id_prefixes
         self._prefix_sort_limit = prefix_sort_limit
         self._defer = defer_discards
@@ -119,11 +144,12 @@ class IndexedCollection(Generic[T]):
         self._queued_keys.clear()
         self._items = {key.id: item for key, item in keyed}
         self._order = OrderedIndex(key for key, _ in keyed)
-        for name, index in self._indexes.items():
-            get = self._fields[name]
-            index.load((get(item), key) for key, item in keyed)
+        for get, index, skip in self._maintained:
+            index.load(pair for pair in ((get(item), key) for key, item in keyed)
+                       if pair[0] != skip)
         if self._ids is not None:
             self._ids = SortedList(self._items)
+            self._ids_gone.clear()
 
     def upsert(self, item: T) -> T | None:
         """Insert or replace by id; returns the previous object, if any."""
@@ -138,15 +164,20 @@ class IndexedCollection(Generic[T]):
         if old is None:
             self._order.add(key)
             if self._ids is not None:
-                self._ids.add(key.id)
-        for get, index in self._maintained:
+                if key.id in self._ids_gone:
+                    self._ids_gone.discard(key.id)  # still in the list
+                else:
+                    self._ids.add(key.id)
+        for get, index, skip in self._maintained:
             value = get(item)
             if old is not None:
                 previous = get(old)
                 if previous == value:
                     continue
-                index.discard(previous, key)
-            index.add(value, key)
+                if previous != skip:
+                    index.discard(previous, key)
+            if value != skip:
+                index.add(value, key)
         return old
 
     def remove(self, key: Key) -> T | None:
@@ -159,14 +190,26 @@ class IndexedCollection(Generic[T]):
         key = self._key_of(old)
         self._order.discard(key)
         if self._ids is not None:
-            self._ids.discard(id_)
+            self._ids_gone.add(id_)
+            if len(self._ids_gone) * 2 > len(self._ids):
+                self._compact_ids()
         if self._defer:
             self._queued.append(old)
             self._queued_keys.add(key)
             return old
-        for get, index in self._maintained:
-            index.discard(get(old), key)
+        for get, index, skip in self._maintained:
+            value = get(old)
+            if value != skip:
+                index.discard(value, key)
         return old
+
+    def _compact_ids(self) -> None:
+        """Drop the removed ids from the sorted id list: one linear pass (it
+        is sorted already, so the re-sort inside SortedList is linear too)."""
+        assert self._ids is not None
+        items = self._items
+        self._ids = SortedList([i for i in self._ids if i in items])
+        self._ids_gone.clear()
 
     @property
     def queued(self) -> int:
@@ -181,8 +224,10 @@ class IndexedCollection(Generic[T]):
             old = queued.popleft()
             key = key_of(old)
             self._queued_keys.discard(key)
-            for get, index in maintained:
-                index.discard(get(old), key)
+            for get, index, skip in maintained:
+                value = get(old)
+                if value != skip:
+                    index.discard(value, key)
         return len(queued)
 
     # -- reads ----------------------------------------------------------------
@@ -215,13 +260,20 @@ class IndexedCollection(Generic[T]):
         whose indexed ``field`` is ``value``."""
         if field is None:
             return self._order.iter_from(after, descending=descending)
+        if field in self._sparse and value == "":
+            get, items = self._fields[field], self._items
+            return (key for key in self._order.iter_from(after, descending=descending)
+                    if get(items[key.id]) == "")
         self._settle()
         return self._indexes[field].iter_from((value,), after, descending=descending)
 
     def index_values(self, field: str) -> Iterator[Hashable]:
         """The distinct values an indexed field currently takes."""
         self._settle()
-        return self._indexes[field].values()
+        index = self._indexes[field]
+        if field in self._sparse and len(self._items) > index.total():
+            return itertools.chain(index.values(), ("",))
+        return index.values()
 
     def _settle(self) -> None:
         if self._queued:
@@ -251,8 +303,8 @@ class IndexedCollection(Generic[T]):
         best_size = len(self._items)
         for name, values in where.items():
             index = self._indexes.get(name)
-            if index is None:
-                continue
+            if index is None or (name in self._sparse and "" in values):
+                continue  # (a sparse index does not hold "")
             size = index.count(values)
             if best is None or size < best_size:
                 best, best_size = name, size
@@ -312,7 +364,8 @@ class IndexedCollection(Generic[T]):
         assert self._ids is not None
         items, key_of, ids = self._items, self._key_of, self._ids
         keyed = sorted(
-            ((key_of(items[i]), items[i]) for lo, hi in ranges for i in ids.islice(lo, hi)),
+            ((key_of(items[i]), items[i]) for lo, hi in ranges for i in ids.islice(lo, hi)
+             if i in items),  # a removed id may linger in the list
             key=lambda pair: pair[0],
             reverse=descending,
         )
@@ -335,7 +388,8 @@ class IndexedCollection(Generic[T]):
 
     def count(self, where: Where) -> int | None:
         """Objects satisfying ``where`` exactly, or None if a field is not indexed."""
-        if any(name not in self._indexes for name in where):
+        if any(name not in self._indexes or (name in self._sparse and "" in values)
+               for name, values in where.items()):
             return None
         name = self.plan(where)  # (settles the queue)
         if name is None:

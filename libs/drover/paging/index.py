@@ -113,6 +113,10 @@ class SecondaryIndex:
     def values(self) -> Iterator[Hashable]:
         return iter(self._buckets)
 
+    def total(self) -> int:
+        """Keys in all buckets."""
+        return sum(len(b) for b in self._buckets.values())
+
     def __len__(self) -> int:
         return len(self._buckets)
 

@@ -28,6 +28,10 @@ the collector is also off *during* the list, which would otherwise run
 several full collections over the growing tables. A re-list unfreezes first,
 so the replaced tables (a few internal cycles) are collected, then freezes
 again. Only lists of at least ``CacheConfig.freeze_min_objects`` do this.
+A cache that grows through its watch instead (a broker backlog written
+after start) is frozen again every ``CacheConfig.freeze_every_events``
+applied events (``gc.freeze`` alone: no collection, so it costs nothing;
+a cycle that happened to be garbage then waits for the next re-list).
 """
 
 from __future__ import annotations
@@ -71,6 +75,8 @@ class CacheConfig:
     retry_delay: float = 0.5
     #: Freeze the GC's view of a list this large (see the module docstring).
     freeze_min_objects: int = 50_000
+    #: Freeze again after this many watched events (see the module docstring).
+    freeze_every_events: int = 50_000
     #: Queued index removals applied per event-loop turn (see ``_drain``).
     drain_chunk: int = 32
 
@@ -110,6 +116,7 @@ class Cache:
         # The revision at which the current tables were listed: history at or
         # before it is not replayable from the cache.
         self.listed_at = 0
+        self._since_freeze = 0
 
     @property
     def revision(self) -> int:
@@ -221,6 +228,10 @@ class Cache:
             changes.append(Change(ok.kind, ok.namespace, ok.id, kv.mod_revision, ev.deleted,
                                   kv.value, create))
         self.tables.advance(batch.revision)
+        self._since_freeze += len(batch.events)
+        if self._since_freeze >= self.config.freeze_every_events:
+            self._since_freeze = 0
+            gc.freeze()
         if changes:
             for listener in self.listeners:
                 listener(self.revision, changes)

@@ -61,6 +61,12 @@ INDEXED: dict[str, tuple[str, ...]] = {
     codec.SCHEDULER_CONFIG: (),
 }  # fmt: skip
 
+#: Indexed fields empty on nearly every object of the kind: their "" is not
+#: indexed (see :class:`drover.paging.IndexedCollection`'s ``sparse``).
+SPARSE: dict[str, tuple[str, ...]] = {
+    codec.EVALUATIONS: ("deployment_id", "node_id"),
+}
+
 #: The filter schema of each listed kind (what CEL sees of a decoded object).
 SCHEMAS: dict[str, Schema] = {
     kind: Schema.for_message(msg.DESCRIPTOR) for kind, msg in codec.MESSAGES.items()
@@ -112,7 +118,9 @@ class _Bucket:
     def __len__(self) -> int:
         if self._field is None:
             return len(self._rows)
-        return self._rows.count({self._field: frozenset((self._value,))}) or 0
+        n = self._rows.count({self._field: frozenset((self._value,))})
+        # None: a value the index does not hold (a sparse field's ""): walk.
+        return sum(1 for _ in self.iterate(None, False)) if n is None else n
 
 
 class Table:
@@ -127,6 +135,7 @@ class Table:
             key_of=operator.itemgetter(2), fields=record_getters(kind),
             indexed=INDEXED[kind], id_index=True, id_prefixes=self._id_prefixes,
             defer_discards=True,  # the cache drains them in idle loop turns
+            sparse=SPARSE.get(kind, ()),
         )
         # One string per distinct record value, not one per object.
         self._interned: dict[Any, Any] = {}
