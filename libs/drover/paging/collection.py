@@ -26,9 +26,10 @@ call, which bounds the work) and walked instead of a bucket. ``id_prefixes``
 maps a request's prefix to id prefixes (a cache whose ids are
 ``"<namespace>/<id>"`` yields one per namespace).
 
-With ``defer_discards=True`` a removal updates the id map, the create-order
-index and the id index at once but only *queues* the object for removal from
-the secondary indexes; :meth:`flush` applies the queue (in bounded chunks,
+With ``defer_discards=True`` a removal updates the id map at once but only
+*queues* the object for removal from the create-order and secondary
+indexes; :meth:`flush` applies the queue (in bounded chunks, each cut from
+every list in one sorted pass by :func:`drover.paging.index.discard_sorted`,
 so an async owner can run it while it waits on I/O). Secondary-index upkeep
 is most of a removal's cost (one sorted-list delete per indexed field), and
 a delete-heavy owner -- the state cache applying a million-evaluation
@@ -188,7 +189,6 @@ class IndexedCollection(Generic[T]):
         if old is None:
             return None
         key = self._key_of(old)
-        self._order.discard(key)
         if self._ids is not None:
             self._ids_gone.add(id_)
             if len(self._ids_gone) * 2 > len(self._ids):
@@ -197,6 +197,7 @@ class IndexedCollection(Generic[T]):
             self._queued.append(old)
             self._queued_keys.add(key)
             return old
+        self._order.discard(key)
         for get, index, skip in self._maintained:
             value = get(old)
             if value != skip:
@@ -218,16 +219,28 @@ class IndexedCollection(Generic[T]):
 
     def flush(self, limit: int | None = None) -> int:
         """Apply up to ``limit`` queued removals (all if None); how many remain."""
-        queued, key_of, maintained = self._queued, self._key_of, self._maintained
+        queued, key_of = self._queued, self._key_of
         n = len(queued) if limit is None else min(limit, len(queued))
-        for _ in range(n):
-            old = queued.popleft()
-            key = key_of(old)
-            self._queued_keys.discard(key)
-            for get, index, skip in maintained:
+        if not n:
+            return len(queued)
+        batch = [queued.popleft() for _ in range(n)]
+        keys = [key_of(old) for old in batch]
+        self._queued_keys.difference_update(keys)
+        # One sorted batch per list (the order, each bucket touched), cut
+        # in one pass each, not one bisect-and-delete per key and index.
+        self._order.discard_many(sorted(keys))
+        for get, index, skip in self._maintained:
+            groups: dict[Hashable, list[Key]] = {}
+            for old, key in zip(batch, keys, strict=True):
                 value = get(old)
                 if value != skip:
-                    index.discard(value, key)
+                    group = groups.get(value)
+                    if group is None:
+                        group = groups[value] = []
+                    group.append(key)
+            for value, group in groups.items():
+                group.sort()
+                index.discard_many(value, group)
         return len(queued)
 
     # -- reads ----------------------------------------------------------------
@@ -251,6 +264,7 @@ class IndexedCollection(Generic[T]):
 
     def __iter__(self) -> Iterator[T]:
         """Objects in ascending create order."""
+        self._settle()
         items = self._items
         return (items[key.id] for key in self._order)
 
@@ -258,13 +272,13 @@ class IndexedCollection(Generic[T]):
              after: Key | None = None, descending: bool = False) -> Iterator[Key]:  # fmt: skip
         """Keys strictly after ``after`` in create order: all of them, or those
         whose indexed ``field`` is ``value``."""
+        self._settle()
         if field is None:
             return self._order.iter_from(after, descending=descending)
         if field in self._sparse and value == "":
             get, items = self._fields[field], self._items
             return (key for key in self._order.iter_from(after, descending=descending)
                     if get(items[key.id]) == "")
-        self._settle()
         return self._indexes[field].iter_from((value,), after, descending=descending)
 
     def index_values(self, field: str) -> Iterator[Hashable]:
@@ -346,8 +360,8 @@ class IndexedCollection(Generic[T]):
             keys = self._order.iter_from(after, descending=descending)
         else:
             keys = self._indexes[name].iter_from(where[name], after, descending=descending)
-            if self._queued:
-                return self._live(keys)
+        if self._queued:
+            return self._live(keys)
         return ((key, items[key.id]) for key in keys)
 
     def _live(self, keys: Iterator[Key]) -> Iterator[tuple[Key, T]]:

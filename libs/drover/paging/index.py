@@ -18,6 +18,7 @@ is being consumed (the async shell scans within one synchronous call).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Hashable, Iterable, Iterator
 from typing import NamedTuple
@@ -30,6 +31,76 @@ __all__ = ["Key", "OrderedIndex", "SecondaryIndex"]
 class Key(NamedTuple):
     create_index: int
     id: str
+
+
+#: A batch removing at least 1/REBUILD_SHARE of a list rebuilds it instead.
+REBUILD_SHARE = 8
+
+
+def discard_sorted(sl: SortedList, keys: list[Key]) -> None:
+    """Remove ``keys`` (sorted ascending; absent ones are ignored) from
+    ``sl`` in one pass: each sublist the keys fall in is cut once (keys a
+    batch removes are often adjacent -- a delete walks create order), instead
+    of one bisect-and-delete per key. Works on ``SortedList``'s sublists
+    (``_lists``, ``_maxes``, ``_len``, ``_index``: sortedcontainers 2.x,
+    pinned); a property test holds it equal to per-key ``discard``."""
+    if not keys:
+        return
+    if len(keys) * REBUILD_SHARE >= len(sl):
+        gone = set(keys)
+        kept = [k for k in sl if k not in gone]
+        if len(kept) != len(sl):
+            sl.clear()
+            sl.update(kept)  # sorted input: a linear sort
+        return
+    lists, maxes = sl._lists, sl._maxes
+    touched: list[int] = []
+    removed = 0
+    i, n = 0, len(keys)
+    pos = bisect.bisect_left(maxes, keys[0])
+    while i < n and pos < len(lists):
+        sub = lists[pos]
+        j = bisect.bisect_right(keys, maxes[pos], i)  # keys[i:j] can only be here
+        if j > i:
+            lo = bisect.bisect_left(sub, keys[i])
+            hi = bisect.bisect_right(sub, keys[j - 1])
+            if hi > lo:
+                gone = set(keys[i:j])
+                kept = [k for k in sub[lo:hi] if k not in gone]
+                if len(kept) != hi - lo:
+                    removed += hi - lo - len(kept)
+                    sub[lo:hi] = kept
+                    touched.append(pos)
+        i = j
+        if i < n:
+            pos = bisect.bisect_left(maxes, keys[i], pos + 1)
+    if not removed:
+        return
+    sl._len -= removed
+    del sl._index[:]
+    # Restore SortedList's balance as its own _delete does: a sublist under
+    # half the load joins its neighbour (and is split again if too long).
+    half = sl._load >> 1
+    for pos in reversed(touched):  # later positions first: merges shift them
+        if len(lists[pos]) > half or len(lists) == 1:
+            if lists[pos]:
+                maxes[pos] = lists[pos][-1]
+            else:
+                del lists[pos]
+                del maxes[pos]
+            continue
+        if not pos:
+            pos = 1
+        prev = pos - 1
+        lists[prev].extend(lists[pos])
+        del lists[pos]
+        del maxes[pos]
+        if lists[prev]:
+            maxes[prev] = lists[prev][-1]
+            sl._expand(prev)
+        else:
+            del lists[prev]
+            del maxes[prev]
 
 
 class OrderedIndex:
@@ -46,6 +117,10 @@ class OrderedIndex:
 
     def discard(self, key: Key) -> None:
         self._keys.discard(key)
+
+    def discard_many(self, keys: list[Key]) -> None:
+        """Remove ``keys`` (sorted ascending) in one pass."""
+        discard_sorted(self._keys, keys)
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -93,6 +168,15 @@ class SecondaryIndex:
         keys = bucket._keys
         keys.discard(key)
         if not keys:
+            del self._buckets[value]
+
+    def discard_many(self, value: Hashable, keys: list[Key]) -> None:
+        """Remove ``keys`` (sorted ascending) from ``value``'s bucket in one pass."""
+        bucket = self._buckets.get(value)
+        if bucket is None:
+            return
+        discard_sorted(bucket._keys, keys)
+        if not bucket._keys:
             del self._buckets[value]
 
     def load(self, pairs: Iterable[tuple[Hashable, Key]]) -> None:

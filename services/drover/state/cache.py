@@ -49,7 +49,7 @@ from drover.errors import Unavailable
 from drover.state import codec
 from drover.state.blocking import IndexWaiters
 from drover.state.contact import ContactStore
-from drover.state.store import Compacted, KVStore, Put, WatchBatch, prefix_end
+from drover.state.store import Compacted, KVStore, Put, RangePage, WatchBatch, prefix_end
 from drover.state.tables import Tables, marker_key
 from drover.state.windows import RangeWindows
 
@@ -78,7 +78,7 @@ class CacheConfig:
     #: Freeze again after this many watched events (see the module docstring).
     freeze_every_events: int = 50_000
     #: Queued index removals applied per event-loop turn (see ``_drain``).
-    drain_chunk: int = 32
+    drain_chunk: int = 512
 
 
 Listener = Callable[[int, list[Change]], None]
@@ -156,13 +156,28 @@ class Cache:
         tables = Tables(self.keys)
         windows = RangeWindows(self._prefix, prefix_end(self._prefix),
                                limit=self.config.page_size)
-        rev = 0
-        while not windows.done:
-            start, end = windows.next()
-            page = await self.store.range(start, end, limit=self.config.page_size, revision=rev)
-            rev = rev or page.revision
-            tables.stage(page.kvs)
+        limit = self.config.page_size
+        start, end = windows.next()
+        page = await self.store.range(start, end, limit=limit)
+        rev = page.revision  # every later page is pinned at the first one's revision
+        while True:
             windows.observe([kv.key for kv in page.kvs], page.count, page.more)
+            ahead: asyncio.Future[RangePage] | None = None
+            if not windows.done:
+                # The next page is read while this one decodes: etcd serves
+                # it on another core instead of waiting for us (fast start).
+                start, end = windows.next()
+                ahead = asyncio.ensure_future(
+                    self.store.range(start, end, limit=limit, revision=rev))
+            try:
+                tables.stage(page.kvs)
+            except BaseException:
+                if ahead is not None:
+                    ahead.cancel()
+                raise
+            if ahead is None:
+                break
+            page = await ahead
         tables.load_staged()
         tables.advance(rev)
         for table in tables.tables.values():

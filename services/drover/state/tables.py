@@ -171,9 +171,12 @@ class Table:
         self.index = max(self.index, mod)
         return old
 
-    def load(self, rows: Iterable[tuple[str, bytes, int, int]]) -> None:
+    def entry(self, nsid: str, value: bytes, create: int, mod: int) -> Entry:
+        """A new entry (decodes ``value`` once, for its record)."""
+        return self._entry(value, mod, Key(create, nsid))
+
+    def load(self, entries: list[Entry]) -> None:
         """Replace the contents (an initial list): one sort per index."""
-        entries = [self._entry(v, mod, Key(create, nsid)) for nsid, v, create, mod in rows]
         self.rows.load(entries)
         self.index = max([self.index, *(e[1] for e in entries)])
 
@@ -214,7 +217,7 @@ class Tables:
         self.revision = 0
         self.marker_revision = 0
         self._marker = marker_key(keys)
-        self._staged: dict[str, list[tuple[str, bytes, int, int]]] = {}
+        self._staged: dict[str, list[Entry]] = {}
 
     def __getitem__(self, kind: str) -> Table:
         return self.tables[kind]
@@ -236,21 +239,28 @@ class Tables:
         return ok, table.put(nsid, value, create, mod)
 
     def stage(self, kvs: Iterable[Any]) -> None:
-        """Collect one page of an initial range read (``KV``-like items)."""
+        """Decode one page of an initial range read (``KV``-like items) into
+        entries (the cache does this while the next page is in flight)."""
+        staged, tables, parse = self._staged, self.tables, self.keys.parse
         for kv in kvs:
             self.revision = max(self.revision, kv.mod_revision)
-            ok = self.keys.parse(kv.key)
-            if ok is None and kv.key == self._marker:
-                self.marker_revision = kv.mod_revision
-            if ok is not None:
-                self._staged.setdefault(ok.kind, []).append(
-                    (f"{ok.namespace}/{ok.id}", kv.value, kv.create_revision, kv.mod_revision))
+            ok = parse(kv.key)
+            if ok is None:
+                if kv.key == self._marker:
+                    self.marker_revision = kv.mod_revision
+                continue
+            entry = tables[ok.kind].entry(f"{ok.namespace}/{ok.id}", kv.value,
+                                          kv.create_revision, kv.mod_revision)
+            rows = staged.get(ok.kind)
+            if rows is None:
+                rows = staged[ok.kind] = []
+            rows.append(entry)
 
     def load_staged(self) -> None:
         """Build every table from what :meth:`stage` collected (one sort per index)."""
         staged, self._staged = self._staged, {}
-        for kind, rows in staged.items():
-            self.tables[kind].load(rows)
+        for kind, entries in staged.items():
+            self.tables[kind].load(entries)
 
     def advance(self, revision: int) -> None:
         self.revision = max(self.revision, revision)
