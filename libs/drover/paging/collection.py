@@ -60,6 +60,7 @@ from __future__ import annotations
 import bisect
 import collections
 import itertools
+import operator
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from typing import Generic, TypeVar
 
@@ -82,6 +83,8 @@ PREFIX_SORT_LIMIT = 20_000
 def _same_prefix(prefix: str, where: Where) -> Iterable[str]:
     return (prefix,)
 
+
+_first = operator.itemgetter(0)
 
 #: A value no extractor returns: the "not indexed" value of a dense index.
 _NOTHING = object()
@@ -139,18 +142,24 @@ class IndexedCollection(Generic[T]):
     # -- writes ---------------------------------------------------------------
 
     def load(self, items: Iterable[T]) -> None:
-        """Replace everything (an initial range read): one sort, not n inserts."""
+        """Replace everything (an initial range read): one sort, not n inserts.
+
+        The items are sorted into key order once, so every bucket is built
+        from keys already in order (a linear sort each, not n log n)."""
         keyed = [(self._key_of(item), item) for item in items]
         self._queued.clear()
         self._queued_keys.clear()
         self._items = {key.id: item for key, item in keyed}
+        self._ids_gone.clear()
+        if self._ids is not None:
+            # Before the sort below: items usually arrive in id order (an
+            # etcd range is in key order), which makes this sort linear.
+            self._ids = SortedList(self._items)
+        keyed.sort(key=_first)
         self._order = OrderedIndex(key for key, _ in keyed)
         for get, index, skip in self._maintained:
             index.load(pair for pair in ((get(item), key) for key, item in keyed)
                        if pair[0] != skip)
-        if self._ids is not None:
-            self._ids = SortedList(self._items)
-            self._ids_gone.clear()
 
     def upsert(self, item: T) -> T | None:
         """Insert or replace by id; returns the previous object, if any."""
