@@ -130,6 +130,7 @@ class Table:
         self.kind = kind
         self.index = 0
         self._extract = _extractors(kind)
+        self._message = codec.MESSAGES[kind]
         self._decode = decoder(kind)
         self.rows: IndexedCollection[Entry] = IndexedCollection(
             key_of=operator.itemgetter(2), fields=record_getters(kind),
@@ -156,11 +157,15 @@ class Table:
         return self._decode(e)
 
     def _entry(self, value: bytes, mod: int, key: Key) -> Entry:
-        msg = codec.MESSAGES[self.kind]()
+        # Once per object listed or written: no generators on this path.
+        msg = self._message()
         msg.ParseFromString(value)
         intern = self._interned.setdefault
         record = [get(msg) for get in self._extract]
-        return (value, mod, key, *(intern(v, v) if isinstance(v, str) else v for v in record))
+        for i, v in enumerate(record):
+            if type(v) is str:
+                record[i] = intern(v, v)
+        return (value, mod, key, *record)
 
     def put(self, nsid: str, value: bytes, create: int, mod: int) -> Entry | None:
         old = self.rows.by_id(nsid)
