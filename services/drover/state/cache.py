@@ -263,7 +263,10 @@ class Cache:
         awaiting its etcd txn, the gap before a client's next call). Reads
         never see the queue (they flush or skip it), so this only moves work
         off the critical path: the apply of a 127-evaluation delete page
-        dropped from ~2.7 to ~1.3 ms at 100k cached evaluations."""
+        dropped from ~2.7 to ~1.3 ms at 100k cached evaluations. A chunk is
+        cut from each index in one sorted pass, so chunks hold a whole watch
+        batch or more (``drain_chunk``): a delete page's removals are mostly
+        adjacent in create order."""
         while True:
             if not self.tables.flush(self.config.drain_chunk):
                 return
