@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Hashable, Iterable, Iterator
-from typing import NamedTuple
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
 
 from sortedcontainers import SortedList
 
@@ -37,7 +37,7 @@ class Key(NamedTuple):
 REBUILD_SHARE = 8
 
 
-def discard_sorted(sl: SortedList, keys: list[Key]) -> None:
+def discard_sorted(sl: SortedList, keys: Sequence[Any]) -> None:
     """Remove ``keys`` (sorted ascending; absent ones are ignored) from
     ``sl`` in one pass: each sublist the keys fall in is cut once (keys a
     batch removes are often adjacent -- a delete walks create order), instead

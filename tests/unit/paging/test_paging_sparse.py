@@ -92,13 +92,27 @@ def test_the_empty_value_is_not_indexed_and_counts_fall_back() -> None:
     assert sorted(map(str, c.index_values("deployment_id"))) == ["", "d1"]
 
 
-def test_removed_ids_linger_until_half_the_id_list_then_compact() -> None:
-    c = make(True)
+def test_removed_ids_linger_until_flushed_in_sorted_batches() -> None:
+    c = make(True)  # deferred: flush() cuts the ids
+    c.load([Rec(i, f"o{i:02}") for i in range(20)])
+    for i in range(15):
+        c.remove_id(f"o{i:02}")
+    c.upsert(Rec(99, "o03"))  # re-created before the flush: stays listed
+    assert len(c._ids or ()) == 20 and len(c._ids_gone) == 14
+    assert matching(c, {}, prefix="o0") == ["o03"]  # lingering ids are skipped
+    c.flush()
+    assert list(c._ids or ()) == ["o03", *(f"o{i}" for i in range(15, 20))]
+    assert not c._ids_gone
+
+
+def test_without_deferral_removed_ids_compact_at_half_the_list() -> None:
+    c: IndexedCollection[Rec] = IndexedCollection(
+        key_of=lambda r: Key(r.create_index, r.id), fields=FIELDS, id_index=True)
     c.load([Rec(i, f"o{i:02}") for i in range(20)])
     for i in range(10):
         c.remove_id(f"o{i:02}")
     assert len(c._ids or ()) == 20 and len(c._ids_gone) == 10
-    assert matching(c, {}, prefix="o0") == []  # the lingering ids are skipped
+    assert matching(c, {}, prefix="o0") == []
     c.remove_id("o10")
     assert len(c._ids or ()) == 9 and not c._ids_gone
     assert matching(c, {}, prefix="o1") == [f"o{i}" for i in range(11, 20)]
