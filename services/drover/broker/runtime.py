@@ -297,6 +297,11 @@ class BrokerRuntime:
                 # term is over, so this delivery never leaves.
                 self._give_back(waiter.future)
                 raise self.not_leader()
+            if first is None and (self._writer is None or not self.guard.alive()):
+                # The term ended while this poll waited and nothing ended it
+                # (it parked as the term was revoked): the worker is told
+                # to go elsewhere, not handed an empty answer.
+                raise self.not_leader()
         self._poke_timer()
         if first is None:
             return []
