@@ -84,6 +84,9 @@ def test_unique_id_prefixes_and_whole_ids_in_narrow_tables(state_address: str,
     shown = drover("eval", "status", ev[:8], "--json", "--address", state_address)
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["evaluation"]["id"] == ev
+    job = drover("job", "status", f"p-{run[:4]}", "--json", "--address", state_address)
+    assert job.returncode == 0, job.stderr
+    assert json.loads(job.stdout)["job"]["id"] == f"p-{run}"
     missing = drover("deployment", "status", "zzzzzzzz", "--address", state_address)
     assert missing.returncode == 1 and "NOT_FOUND" in missing.stderr
 
@@ -101,3 +104,15 @@ def test_an_ambiguous_prefix_lists_the_matches() -> None:
         assert "matches several: a1, a2" in e.message
     else:
         raise AssertionError("an ambiguous prefix was taken")
+
+
+def test_every_prefix_kind_names_a_real_list_call() -> None:
+    from drover.api.state.v1 import state_pb2
+    from drover.cli.prefix import _LISTS
+
+    service = state_pb2.DESCRIPTOR.services_by_name["StateService"]
+    for kind, (method, request, field) in _LISTS.items():
+        rpc = service.methods_by_name[method]
+        assert rpc.input_type.full_name == request.DESCRIPTOR.full_name, kind
+        assert "prefix" in request.DESCRIPTOR.fields_by_name, kind
+        assert field in rpc.output_type.fields_by_name, kind

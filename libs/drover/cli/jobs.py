@@ -13,6 +13,7 @@ from google.protobuf import json_format
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import job_pb2
+from drover.cli import prefix
 from drover.cli._client import (
     client_options,
     enum_name,
@@ -93,10 +94,11 @@ def job_status(job_id: str, namespace: str, watch: bool, address: str, as_json: 
 
     async def body(ch: grpc.aio.Channel) -> tuple[Any, Any]:
         stub = state_pb2_grpc.StateServiceStub(ch)
-        job = await stub.GetJob(state_pb2.GetJobRequest(namespace=namespace, id=job_id),
+        full = await prefix.resolve(ch, "job", namespace, job_id, opts.timeout)
+        job = await stub.GetJob(state_pb2.GetJobRequest(namespace=namespace, id=full),
                                 timeout=opts.timeout)
         versions = await stub.ListJobVersions(
-            state_pb2.ListJobVersionsRequest(namespace=namespace, id=job_id),
+            state_pb2.ListJobVersionsRequest(namespace=namespace, id=full),
             timeout=opts.timeout)
         return job, versions
 

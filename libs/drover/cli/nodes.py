@@ -9,6 +9,7 @@ import grpc
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, node_pb2
+from drover.cli import prefix
 from drover.cli._client import (
     ListOptions,
     client_options,
@@ -101,7 +102,8 @@ def node_status(node_id: str, address: str, as_json: bool, timeout: float) -> No
 
     async def body(ch: grpc.aio.Channel) -> tuple[Any, list[Any]]:
         stub = state_pb2_grpc.StateServiceStub(ch)
-        node = (await stub.GetNode(state_pb2.GetNodeRequest(id=node_id),
+        full = await prefix.resolve(ch, "node", None, node_id, opts.timeout)
+        node = (await stub.GetNode(state_pb2.GetNodeRequest(id=full),
                                    timeout=opts.timeout)).node
         allocs = await _all_allocs(stub, "*", f'node_id == "{node.id}"', opts.timeout)
         return node, allocs
@@ -202,8 +204,9 @@ def alloc_status(alloc_id: str, namespace: str, address: str, as_json: bool,
     opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> Any:
+        full = await prefix.resolve(ch, "allocation", namespace, alloc_id, opts.timeout)
         return (await state_pb2_grpc.StateServiceStub(ch).GetAllocation(
-            state_pb2.GetAllocationRequest(namespace=namespace, id=alloc_id),
+            state_pb2.GetAllocationRequest(namespace=namespace, id=full),
             timeout=opts.timeout)).allocation
 
     a = run(opts, body)

@@ -36,27 +36,45 @@ def _no_state_service(err: grpc.aio.AioRpcError) -> bool:
     return err.code() == grpc.StatusCode.UNIMPLEMENTED
 
 
-async def deployment_id(ch: grpc.aio.Channel, namespace: str, given: str,
-                        call_timeout: float) -> str:
+async def _matches(ch: grpc.aio.Channel, kind: str, namespace: str | None, given: str,
+                   call_timeout: float) -> list[str] | None:
+    """Ids of ``kind`` starting with ``given`` (None: no state API behind ``ch``)."""
+    method, request, field = _LISTS[kind]
+    req = request(prefix=given, page_size=SHOWN + 1)
+    if namespace is not None:
+        req.namespace = namespace
     try:
-        resp = await state_pb2_grpc.StateServiceStub(ch).ListDeployments(
-            state_pb2.ListDeploymentsRequest(namespace=namespace, prefix=given,
-                                             page_size=SHOWN + 1), timeout=call_timeout)
+        resp = await getattr(state_pb2_grpc.StateServiceStub(ch), method)(
+            req, timeout=call_timeout)
     except grpc.aio.AioRpcError as err:
         if _no_state_service(err):
-            return given
+            return None
         raise
-    return unique(given, [d.id for d in resp.deployments], "deployment")
+    return [o.id for o in getattr(resp, field)]
+
+
+#: kind -> (List method, its request, the response's repeated field).
+_LISTS: dict[str, tuple[str, type, str]] = {
+    "deployment": ("ListDeployments", state_pb2.ListDeploymentsRequest, "deployments"),
+    "evaluation": ("ListEvaluations", state_pb2.ListEvaluationsRequest, "evaluations"),
+    "allocation": ("ListAllocations", state_pb2.ListAllocationsRequest, "allocations"),
+    "job": ("ListJobs", state_pb2.ListJobsRequest, "jobs"),
+    "node": ("ListNodes", state_pb2.ListNodesRequest, "nodes"),  # nodes have no namespace
+}
+
+
+async def resolve(ch: grpc.aio.Channel, kind: str, namespace: str | None, given: str,
+                  call_timeout: float) -> str:
+    """The full id of the one ``kind`` whose id ``given`` is or begins."""
+    matches = await _matches(ch, kind, namespace, given, call_timeout)
+    return given if matches is None else unique(given, matches, kind)
+
+
+async def deployment_id(ch: grpc.aio.Channel, namespace: str, given: str,
+                        call_timeout: float) -> str:
+    return await resolve(ch, "deployment", namespace, given, call_timeout)
 
 
 async def evaluation_id(ch: grpc.aio.Channel, namespace: str, given: str,
                         call_timeout: float) -> str:
-    try:
-        resp = await state_pb2_grpc.StateServiceStub(ch).ListEvaluations(
-            state_pb2.ListEvaluationsRequest(namespace=namespace, prefix=given,
-                                             page_size=SHOWN + 1), timeout=call_timeout)
-    except grpc.aio.AioRpcError as err:
-        if _no_state_service(err):
-            return given
-        raise
-    return unique(given, [e.id for e in resp.evaluations], "evaluation")
+    return await resolve(ch, "evaluation", namespace, given, call_timeout)
