@@ -43,7 +43,7 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.errors import Conflict, InvalidArgument, NotFound
 from drover.state import codec
-from drover.state.evaluations import validate_eval
+from drover.state.evaluations import validated_evals
 from drover.state.objects import apply_allocation_update
 from drover.state.reads import check_name
 from drover.state.service_base import Base
@@ -84,12 +84,7 @@ def _validate(request: Any) -> tuple[deployment_pb2.Deployment, list[evaluation_
             "deployment.modify_index is required: the index the update is based on",
             metadata={"field": "deployment.modify_index"},
         )
-    evs = []
-    for i, src in enumerate(request.evaluations):
-        ev = evaluation_pb2.Evaluation()
-        ev.CopyFrom(src)
-        validate_eval(i, ev)
-        evs.append(ev)
+    evs = validated_evals(request.evaluations)
     if request.HasField("revert_job") and request.revert_job.id not in ("", d.job_id):
         raise InvalidArgument(
             f"revert_job.id {request.revert_job.id!r} is not the deployment's job {d.job_id!r}",

@@ -28,7 +28,7 @@ from drover.api.types.v1 import evaluation_pb2
 from drover.coord.fence import Fence
 from drover.errors import AlreadyExists, Conflict, FailedPrecondition, InvalidArgument, NotFound
 from drover.state import codec
-from drover.state.evaluations import OUTCOMES, validate_eval
+from drover.state.evaluations import OUTCOMES, validated_evals
 from drover.state.service_base import Base
 from drover.state.store import Compare, Op, Put
 
@@ -55,28 +55,12 @@ class EvaluationExists(AlreadyExists):
     reason = "EVALUATION_EXISTS"
 
 
-def _copy_all(field: str, items: Any) -> list[evaluation_pb2.Evaluation]:
-    out = []
-    for i, src in enumerate(items):
-        ev = evaluation_pb2.Evaluation()
-        ev.CopyFrom(src)
-        try:
-            validate_eval(i, ev)
-        except InvalidArgument as err:  # validate_eval names "evaluations[i]"
-            meta = {k: v.replace("evaluations[", f"{field}[", 1)
-                    for k, v in err.metadata.items()}
-            raise InvalidArgument(err.message.replace("evaluations[", f"{field}[", 1),
-                                  metadata=meta) from None
-        out.append(ev)
-    return out
-
-
 def _validate(request: Any) -> tuple[list[evaluation_pb2.Evaluation],
                                      list[evaluation_pb2.Evaluation]]:
     if not request.updates and not request.creates:
         raise InvalidArgument("set updates, creates or both", metadata={"field": "updates"})
-    updates = _copy_all("updates", request.updates)
-    creates = _copy_all("creates", request.creates)
+    updates = validated_evals(request.updates, "updates")
+    creates = validated_evals(request.creates, "creates")
     for i, ev in enumerate(updates):
         if ev.modify_index == 0:
             raise InvalidArgument(

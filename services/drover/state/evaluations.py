@@ -22,6 +22,7 @@ call of a walk syncs the cache with etcd; the compares make that safe.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
@@ -48,8 +49,20 @@ class BrokerNotPaused(FailedPrecondition):
     reason = "BROKER_NOT_PAUSED"
 
 
-def validate_eval(i: int, ev: evaluation_pb2.Evaluation) -> None:
-    f = f"evaluations[{i}]"
+def validated_evals(items: Iterable[evaluation_pb2.Evaluation],
+                    field: str = "evaluations") -> list[evaluation_pb2.Evaluation]:
+    """Copies of ``items`` with defaults filled in, each checked (errors name
+    ``field[i]``); the request's own messages are never changed."""
+    out = []
+    for i, src in enumerate(items):
+        ev = evaluation_pb2.Evaluation()
+        ev.CopyFrom(src)
+        validate_eval(f"{field}[{i}]", ev)
+        out.append(ev)
+    return out
+
+
+def validate_eval(f: str, ev: evaluation_pb2.Evaluation) -> None:
     check_name(ev.id, f"{f}.id")
     ev.namespace = ev.namespace or "default"
     check_name(ev.namespace, f"{f}.namespace")
@@ -154,12 +167,7 @@ class EvaluationsRpc(Base):
             raise InvalidArgument("evaluations must not be empty",
                                   metadata={"field": "evaluations"})
         self.writer.check_size(len(request.evaluations), "evaluations")
-        evs = []
-        for i, src in enumerate(request.evaluations):
-            ev = evaluation_pb2.Evaluation()
-            ev.CopyFrom(src)
-            validate_eval(i, ev)
-            evs.append(ev)
+        evs = validated_evals(request.evaluations)
         table = self.cache.tables[codec.EVALUATIONS]
         fence = self.fence(context)
         if fence is None and any(e.status in OUTCOMES for e in evs):

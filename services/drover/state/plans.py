@@ -34,7 +34,7 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
 from drover.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
 from drover.state import codec
-from drover.state.evaluations import validate_eval
+from drover.state.evaluations import validated_evals
 from drover.state.reads import check_name, namespace_arg
 from drover.state.service_base import Base
 from drover.state.store import Compare, Op, Put
@@ -252,10 +252,5 @@ def _validate_plan(request: Any, ns: str) -> tuple[
                     raise InvalidArgument(f"{f}.desired_status must be RUN",
                                           metadata={"field": f"{f}.desired_status"})
             out[n].append(a)
-    evs = []
-    for i, src in enumerate(request.evaluations):
-        ev = evaluation_pb2.Evaluation()
-        ev.CopyFrom(src)
-        validate_eval(i, ev)
-        evs.append(ev)
+    evs = validated_evals(request.evaluations)
     return out[0], out[1], evs
