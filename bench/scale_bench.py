@@ -26,10 +26,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -43,31 +41,14 @@ import grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import deployment_pb2, job_pb2
 from drover.dev.ports import wait_for_port
-from drover.dev.supervisor import SERVICES, DevLayout
+from drover.dev.supervisor import SERVICES, free_layout
 
 CLI = [sys.executable, "-m", "drover.cli.main"]
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
-def _layout() -> tuple[int, DevLayout]:
-    for _ in range(50):
-        offset = random.randrange(1000, 20000, 23)
-        lay = DevLayout().shifted(offset)
-        ports = [lay.etcd_client, lay.etcd_peer, lay.etcd_metrics,
-                 *(getattr(lay, s) for s in SERVICES),
-                 *(lay.metrics_base + i for i in range(len(SERVICES)))]
-        if all(_free(p) for p in ports):
-            return offset, lay
-    raise RuntimeError("no free port range")
 
 
 def _cpu(pid: int) -> float:
@@ -138,7 +119,7 @@ def _register(stub: Any, args: argparse.Namespace, image: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    offset, lay = _layout()
+    offset, lay = free_layout()
     log = tempfile.NamedTemporaryFile("w", prefix="scale-bench-", suffix=".log", delete=False)
     dev = subprocess.Popen([*CLI, "dev", "--port-offset", str(offset), "--nodes", "0"],
                            stdout=log, stderr=subprocess.STDOUT)

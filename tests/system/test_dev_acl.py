@@ -13,10 +13,10 @@ import time
 
 import grpc
 import pytest
-from test_dev_suite import _offset_with_free_ports
 
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.dev.supervisor import free_layout
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,7 @@ def _drover(*args: str, address: str, token: str = "") -> subprocess.CompletedPr
 
 
 def test_dev_acl_runs_the_suite_with_tokens() -> None:
-    offset, lay = _offset_with_free_ports()
+    offset, lay = free_layout()
     proc = subprocess.Popen(
         [sys.executable, "-m", "drover.cli.main", "dev", "--acl", "--nodes", "2",
          "--port-offset", str(offset)],

@@ -7,11 +7,11 @@ import socket
 import subprocess
 import sys
 
-from test_dev_suite import _offset_with_free_ports
+from drover.dev.supervisor import free_layout
 
 
 def test_a_busy_port_is_named_and_nothing_starts() -> None:
-    offset, lay = _offset_with_free_ports()
+    offset, lay = free_layout()
     with socket.socket() as taken:
         taken.bind((lay.host, lay.broker))
         taken.listen()

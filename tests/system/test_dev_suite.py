@@ -3,9 +3,7 @@ leaves no process behind."""
 
 from __future__ import annotations
 
-import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,29 +12,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from drover.dev.supervisor import SERVICES, DevLayout
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
-def _offset_with_free_ports() -> tuple[int, DevLayout]:
-    base = DevLayout()
-    for _ in range(50):
-        offset = random.randrange(1000, 20000, 17)
-        lay = base.shifted(offset)
-        ports = [lay.etcd_client, lay.etcd_peer, lay.etcd_metrics,
-                 *(getattr(lay, s) for s in SERVICES),
-                 *(lay.metrics_base + i for i in range(len(SERVICES)))]
-        if all(_free(p) for p in ports):
-            return offset, lay
-    raise RuntimeError("no free port range for the dev suite")
+from drover.dev.supervisor import SERVICES, free_layout
 
 
 def _children(pid: int) -> set[int]:
@@ -61,7 +37,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_dev_suite_serves_and_stops_cleanly() -> None:
-    offset, lay = _offset_with_free_ports()
+    offset, lay = free_layout()
     proc = subprocess.Popen(
         [sys.executable, "-m", "drover.cli.main", "dev", "--port-offset", str(offset)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +17,7 @@ from typing import Any
 import pytest
 
 from drover.dev.ports import wait_for_port
-from drover.dev.supervisor import SERVICES, DevLayout
+from drover.dev.supervisor import free_layout
 
 pytestmark = pytest.mark.slow
 
@@ -27,30 +25,13 @@ ROOT = Path(__file__).resolve().parents[2]
 EX = ROOT / "examples"
 
 
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
-def _layout() -> tuple[int, DevLayout]:
-    for _ in range(50):
-        offset = random.randrange(1000, 20000, 19)
-        lay = DevLayout().shifted(offset)
-        ports = [lay.etcd_client, lay.etcd_peer, lay.etcd_metrics,
-                 *(getattr(lay, s) for s in SERVICES),
-                 *(lay.metrics_base + i for i in range(len(SERVICES)))]
-        if all(_free(p) for p in ports):
-            return offset, lay
-    raise RuntimeError("no free port range for the dev suite")
 
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    offset, lay = _layout()
+    offset, lay = free_layout()
     log = (tmp_path_factory.mktemp("dev") / "dev.log").open("w")
     # Short heartbeats and TTL (the worker's and sim's own flags, by env) so a
     # killed node is noticed within seconds.

@@ -15,9 +15,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_dev_suite import _offset_with_free_ports
 
-from drover.dev.supervisor import DevLayout
+from drover.dev.supervisor import DevLayout, free_layout
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,7 +79,7 @@ def test_smoke_script_passes_with_grpcurl_and_buf_curl(tmp_path: Path) -> None:
     grpcurl = ROOT / ".venv" / "bin" / "grpcurl"
     assert grpcurl.exists() or shutil.which("grpcurl"), "make venv installs grpcurl"
     assert (ROOT / "node_modules" / ".bin" / "buf").exists(), "make node installs buf"
-    offset, lay = _offset_with_free_ports()
+    offset, lay = free_layout()
     suite = subprocess.Popen(
         [sys.executable, "-m", "drover.cli.main", "dev", "--port-offset", str(offset)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

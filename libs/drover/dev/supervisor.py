@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -219,6 +220,18 @@ class Supervisor:
                 m.stop(timeout=max(0.5, deadline - time.monotonic()))
             self.cluster = None
             self.etcd = None
+
+
+def free_layout(etcd_members: int = 1, tries: int = 50) -> tuple[int, DevLayout]:
+    """A random port offset whose whole shifted layout is free now (tests and
+    benches that run their own `drover dev`); the offset and the layout."""
+    rng = random.Random()
+    for _ in range(tries):
+        offset = rng.randrange(1000, 20000)
+        lay = DevLayout().shifted(offset)
+        if not any(port_in_use(lay.host, p) for p in lay.ports(etcd_members)):
+            return offset, lay
+    raise RuntimeError("no free port range for the dev suite")
 
 
 def wait_serving(address: str, timeout: float) -> bool:
