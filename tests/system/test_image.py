@@ -30,9 +30,12 @@ BUILDAH = ["buildah", "--storage-driver", "vfs"]
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not ENABLED, reason=("builds a whole OCI image (root, buildah, debootstrap, a Debian mirror;"
-                                   " ~3 min cold): always on in CI (CI=true), opt-in"
-                                   " here with DROVER_IMAGE_TEST=1")),
+    pytest.mark.skipif(
+        not ENABLED,
+        reason=("builds a whole OCI image (root, buildah, debootstrap, a Debian mirror;"
+                " ~3 min cold): always on in CI (CI=true), opt-in here with"
+                " DROVER_IMAGE_TEST=1"),
+    ),
 ]
 
 
