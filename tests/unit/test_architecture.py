@@ -66,6 +66,7 @@ CORE: tuple[str, ...] = (
     "drover.deployments.deadline",
     "drover.deployments.batcher",
     "drover.deployments.revert",
+    "drover.state.core",
 )
 
 #: The one etcd layer.

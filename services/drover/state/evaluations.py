@@ -22,60 +22,24 @@ call of a walk syncs the cache with etcd; the compares make that safe.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
-from drover.api.types.v1 import evaluation_pb2, scheduler_pb2
-from drover.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
+from drover.errors import Conflict, InvalidArgument, NotFound
 from drover.paging import PageRequest, resolve_page_size
 from drover.state import codec
+from drover.state.cache_view import CacheView
+from drover.state.core import evals as plans
+from drover.state.core.rules import OUTCOMES, BrokerNotPaused, broker_paused, within_cap
+from drover.state.core.validate import validate_eval, validated_evals
 from drover.state.reads import ALL_NAMESPACES, check_name, list_namespace, namespace_arg
 from drover.state.service_base import Base
-from drover.state.store import Compare, Delete, Op, Put
+from drover.state.store import Compare, Delete
 from drover.state.tables import Entry, marker_key
 
+__all__ = ["OUTCOMES", "BrokerNotPaused", "EvaluationsRpc", "validate_eval", "validated_evals"]
+
 RETRIES = 3
-
-#: Statuses only the broker leader (an ack's outcome) or the watcher writes.
-OUTCOMES = frozenset({
-    evaluation_pb2.EVALUATION_STATUS_COMPLETE,
-    evaluation_pb2.EVALUATION_STATUS_FAILED,
-    evaluation_pb2.EVALUATION_STATUS_CANCELED,
-})
-
-
-class BrokerNotPaused(FailedPrecondition):
-    reason = "BROKER_NOT_PAUSED"
-
-
-def validated_evals(items: Iterable[evaluation_pb2.Evaluation],
-                    field: str = "evaluations") -> list[evaluation_pb2.Evaluation]:
-    """Copies of ``items`` with defaults filled in, each checked (errors name
-    ``field[i]``); the request's own messages are never changed."""
-    out = []
-    for i, src in enumerate(items):
-        ev = evaluation_pb2.Evaluation()
-        ev.CopyFrom(src)
-        validate_eval(f"{field}[{i}]", ev)
-        out.append(ev)
-    return out
-
-
-def validate_eval(f: str, ev: evaluation_pb2.Evaluation) -> None:
-    check_name(ev.id, f"{f}.id")
-    ev.namespace = ev.namespace or "default"
-    check_name(ev.namespace, f"{f}.namespace")
-    if ev.priority == 0:
-        ev.priority = 50
-    if not 1 <= ev.priority <= 100:
-        raise InvalidArgument(f"{f}.priority must be 1..100, got {ev.priority}",
-                              metadata={"field": f"{f}.priority"})
-    if not ev.type:
-        raise InvalidArgument(f"{f}.type is required (service, batch, system or _core)",
-                              metadata={"field": f"{f}.type"})
-    if ev.job_id:
-        check_name(ev.job_id, f"{f}.job_id")
 
 
 #: How many of a job's evaluations a related-chain walk reads at most.
@@ -158,65 +122,36 @@ class EvaluationsRpc(Base):
 
         Anyone allowed may *create* pending or blocked evaluations. Changing
         an existing evaluation, or writing a terminal status, is a broker
-        outcome: it requires the leader's fence (FENCE_REQUIRED without one).
-        Existence is judged per attempt on the cache, and every evaluation is
-        compared on that view, so a concurrent create turns an unfenced
-        "create" into a conflict, then into a refusal, never an update.
+        outcome: it requires the leader's fence (FENCE_REQUIRED without one);
+        see :func:`drover.state.core.evals.plan_upsert`.
         """
         if not request.evaluations:
             raise InvalidArgument("evaluations must not be empty",
                                   metadata={"field": "evaluations"})
-        self.writer.check_size(len(request.evaluations), "evaluations")
+        within_cap(len(request.evaluations), "evaluations")
         evs = validated_evals(request.evaluations)
-        table = self.cache.tables[codec.EVALUATIONS]
         fence = self.fence(context)
         if fence is None and any(e.status in OUTCOMES for e in evs):
             self.require_fence(context, "a terminal evaluation status")
         elif fence is not None:
             self.require_fence(context, "UpsertEvaluations")
-        for attempt in range(RETRIES):
-            if attempt:
-                # Optimistic first try on this replica's cache: the compares
-                # catch a stale view, and only then is a sync worth its read.
-                await self.cache.sync()
-            if fence is None and any(table.objects.get(f"{e.namespace}/{e.id}") is not None
-                                     for e in evs):
-                self.require_fence(context, "an existing evaluation")
-            compares, ops = [], []
-            now = self.now()
-            for ev in evs:
-                key = self.keys.key(codec.EVALUATIONS, ev.namespace, ev.id)
-                old = table.objects.get(f"{ev.namespace}/{ev.id}")
-                compares.append(Compare(key, "mod", old[1] if old else 0))
-                if old is not None:
-                    ev.create_time.CopyFrom(table.decode_entry(old).create_time)
-                elif not ev.HasField("create_time"):
-                    ev.create_time.CopyFrom(now)
-                ev.modify_time.CopyFrom(now)
-                ops.append(Put(key, codec.encode(ev)))
-            try:
-                rev = await self.writer.commit(compares, ops, fence)
-            except Conflict:
-                if attempt == RETRIES - 1:
-                    raise
-                continue
-            return state_pb2.UpsertEvaluationsResponse(eval_ids=[e.id for e in evs], index=rev)
-        raise AssertionError("unreachable")
+
+        def needs_fence() -> None:
+            self.require_fence(context, "an existing evaluation")
+
+        ctx = self.write_context()
+        return await self.transact(
+            lambda view: plans.plan_upsert(view, ctx, evs, needs_fence if fence is None else None),
+            fence)
 
     # -- delete -----------------------------------------------------------
 
     def _broker_paused(self) -> Compare:
-        table = self.cache.tables[codec.SCHEDULER_CONFIG]
-        e = table.objects.get(f"{codec.GLOBAL_NS}/{codec.SCHEDULER_CONFIG_ID}")
-        cfg = table.decode_entry(e) if e else scheduler_pb2.SchedulerConfig()
-        if not cfg.pause_eval_broker:
-            raise BrokerNotPaused(
-                "evaluations may only be deleted while the eval broker is paused: run "
-                "`drover operator scheduler pause` (or SetSchedulerConfig with "
-                "pause_eval_broker=true), delete, then resume",
-            )
+        """The broker-paused rule on this replica's cache, as the compare
+        that keeps it true inside the txn."""
+        mod = broker_paused(CacheView(self.cache.tables, self.cache.revision, False))
         key = self.keys.key(codec.SCHEDULER_CONFIG, codec.GLOBAL_NS, codec.SCHEDULER_CONFIG_ID)
-        return Compare(key, "mod", e[1] if e else 0)
+        return Compare(key, "mod", mod)
 
     async def DeleteEvaluations(self, request: Any, context: Any) -> Any:
         by_ids, by_filter = bool(request.ids), bool(request.filter.strip())
@@ -235,36 +170,12 @@ class EvaluationsRpc(Base):
         ids = list(dict.fromkeys(request.ids))
         for i, eid in enumerate(ids):
             check_name(eid, f"ids[{i}]")
-        self.writer.check_size(len(ids), "ids")
+        within_cap(len(ids), "ids")
         ns = namespace_arg(request.namespace)
-        for attempt in range(RETRIES):
-            await self.cache.sync()
-            # A dry run previews while scheduling goes on: no pause needed.
-            compares = [] if request.dry_run else [self._broker_paused()]
-            ops: list[Op] = []
-            missing = []
-            for eid in ids:
-                found = self._find_eval(ns, eid)
-                if found is None:
-                    missing.append(eid)
-                    continue
-                key = self.keys.key(codec.EVALUATIONS, *found[0].split("/", 1))
-                compares.append(Compare(key, "mod", found[1][1]))
-                ops.append(Delete(key))
-            if missing:
-                raise NotFound(f"evaluation(s) not found: {', '.join(missing)}; nothing deleted",
-                               metadata={"ids": ",".join(missing[:20])})
-            if request.dry_run:
-                return state_pb2.DeleteEvaluationsResponse(deleted=len(ops),
-                                                           index=self.cache.revision)
-            try:
-                rev = await self.writer.commit(compares, ops, self.fence(context))
-            except Conflict:
-                if attempt == RETRIES - 1:
-                    raise
-                continue
-            return state_pb2.DeleteEvaluationsResponse(deleted=len(ops), index=rev)
-        raise AssertionError("unreachable")
+        ctx = self.write_context()
+        return await self.transact(
+            lambda view: plans.plan_delete_ids(view, ctx, ns, ids, request.dry_run),
+            self.fence(context), sync_first=True)
 
     async def _delete_filter(self, request: Any, context: Any) -> Any:
         scope = {"job_id": check_name(request.job_id, "job_id")} if request.job_id else {}

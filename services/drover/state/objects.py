@@ -1,54 +1,33 @@
 """Deployment, allocation, node and scheduler-config RPCs.
 
-Writes compare every touched object's mod_revision as read from the synced
-cache (optimistic concurrency) and retry a few times on a conflict, because
-their callers (workers, clients) send whole new states, not deltas against
-something they read. UpdateAllocations is the exception that merges: it
-changes only client status and deployment health of existing allocations.
+Writes are planned by :mod:`drover.state.core.allocs` and
+:mod:`drover.state.core.nodes` and run by :meth:`Base.transact` on a synced
+view (their callers, workers and clients, send whole new states, not deltas
+against something they read, so they judge on current data), re-planned
+on a conflict.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
-from drover.api.types.v1 import allocation_pb2, node_pb2, scheduler_pb2
-from drover.errors import Conflict, InvalidArgument, NotFound
+from drover.api.types.v1 import node_pb2, scheduler_pb2
+from drover.errors import InvalidArgument, NotFound
 from drover.paging import PageRequest
 from drover.state import codec
+from drover.state.core import allocs as plans
+from drover.state.core.allocs import apply_allocation_update
+from drover.state.core.nodes import plan_upsert_node
+from drover.state.core.rules import within_cap
+from drover.state.core.validate import validated_allocs
 from drover.state.reads import check_name, list_namespace, namespace_arg
 from drover.state.service_base import Base
-from drover.state.store import Compare, Op, Put
 
-RETRIES = 3
+__all__ = ["ObjectsRpc", "apply_allocation_update"]
 
-
-
-def apply_allocation_update(alloc: Any, update: Any, now: Any) -> None:
-    """Merge one AllocationUpdate (client status, description, deployment
-    health) into ``alloc``; unset fields leave the stored values alone.
-    Shared by UpdateAllocations and the watcher's UpdateDeployment."""
-    if update.client_status:
-        alloc.client_status = update.client_status
-    if update.client_description:
-        alloc.client_description = update.client_description
-    if update.HasField("healthy"):
-        alloc.deployment_status.healthy = update.healthy
-        alloc.deployment_status.timestamp.CopyFrom(now)
-    alloc.modify_time.CopyFrom(now)
 
 class ObjectsRpc(Base):
-    async def _retry(self, attempt: Callable[[], Awaitable[Any]]) -> Any:
-        for i in range(RETRIES):
-            await self.cache.sync()
-            try:
-                return await attempt()
-            except Conflict:
-                if i == RETRIES - 1:
-                    raise
-        raise AssertionError("unreachable")
-
     def _get(self, kind: str, ns: str, oid: str, what: str) -> Any:
         msg = self.cache.tables[kind].decode(f"{ns}/{oid}")
         if msg is None:
@@ -94,82 +73,23 @@ class ObjectsRpc(Base):
         if not request.allocations:
             raise InvalidArgument("allocations must not be empty",
                                   metadata={"field": "allocations"})
-        self.writer.check_size(len(request.allocations), "allocations")
-        allocs = []
-        for i, src in enumerate(request.allocations):
-            a = allocation_pb2.Allocation()
-            a.CopyFrom(src)
-            check_name(a.id, f"allocations[{i}].id")
-            a.namespace = a.namespace or "default"
-            check_name(a.namespace, f"allocations[{i}].namespace")
-            check_name(a.job_id, f"allocations[{i}].job_id")
-            allocs.append(a)
-        table = self.cache.tables[codec.ALLOCATIONS]
-
-        async def attempt() -> Any:
-            compares, ops = self._alloc_owners(allocs), []
-            for a in allocs:
-                key = self.keys.key(codec.ALLOCATIONS, a.namespace, a.id)
-                old = table.objects.get(f"{a.namespace}/{a.id}")
-                compares.append(Compare(key, "mod", old[1] if old else 0))
-                a.create_time.CopyFrom(table.decode_entry(old).create_time if old else self.now())
-                a.modify_time.CopyFrom(self.now())
-                ops.append(Put(key, codec.encode(a)))
-            rev = await self.writer.commit(compares, ops, self.fence(context))
-            return state_pb2.UpsertAllocationsResponse(
-                allocation_ids=[a.id for a in allocs], index=rev)
-
-        return await self._retry(attempt)
-
-    def _alloc_owners(self, allocs: list[Any]) -> list[Compare]:
-        """The job (hence the namespace) and deployment of every allocation
-        exist; compared on their create_revision, so a purge racing this
-        write aborts it instead of leaving allocations of nothing."""
-        compares: dict[bytes, Compare] = {}
-        for i, a in enumerate(allocs):
-            owners = [(codec.JOBS, a.job_id, "job", "job_id")]
-            if a.deployment_id:
-                owners.append((codec.DEPLOYMENTS, a.deployment_id, "deployment",
-                               "deployment_id"))
-            for kind, oid, what, field in owners:
-                entry = self.cache.tables[kind].objects.get(f"{a.namespace}/{oid}")
-                if entry is None:
-                    raise NotFound(
-                        f"allocations[{i}]: {what} {oid!r} not found in namespace "
-                        f"{a.namespace!r}", metadata={"field": f"allocations[{i}].{field}"})
-                if kind == codec.DEPLOYMENTS:
-                    dep = self.cache.tables[kind].decode_entry(entry)
-                    if dep.job_id != a.job_id:
-                        raise InvalidArgument(
-                            f"allocations[{i}]: deployment {oid!r} belongs to job "
-                            f"{dep.job_id!r}, not {a.job_id!r}",
-                            metadata={"field": f"allocations[{i}].deployment_id"})
-                key = self.keys.key(kind, a.namespace, oid)
-                compares[key] = Compare(key, "create", entry[2][0])
-        return list(compares.values())
+        within_cap(len(request.allocations), "allocations")
+        allocs = validated_allocs(request.allocations)
+        ctx = self.write_context()
+        return await self.transact(lambda view: plans.plan_upsert_allocs(view, ctx, allocs),
+                                   self.fence(context), sync_first=True)
 
     async def UpdateAllocations(self, request: Any, context: Any) -> Any:
         if not request.updates:
             raise InvalidArgument("updates must not be empty", metadata={"field": "updates"})
-        self.writer.check_size(len(request.updates), "updates")
+        within_cap(len(request.updates), "updates")
         for i, u in enumerate(request.updates):
             check_name(u.id, f"updates[{i}].id")
             check_name(u.namespace or "default", f"updates[{i}].namespace")
-
-        async def attempt() -> Any:
-            compares: list[Compare] = []
-            ops: list[Op] = []
-            for u in request.updates:
-                ns = u.namespace or "default"
-                a = self._get(codec.ALLOCATIONS, ns, u.id, "allocation")
-                key = self.keys.key(codec.ALLOCATIONS, ns, u.id)
-                compares.append(Compare(key, "mod", a.modify_index))
-                apply_allocation_update(a, u, self.now())
-                ops.append(Put(key, codec.encode(a)))
-            rev = await self.writer.commit(compares, ops, self.fence(context))
-            return state_pb2.UpdateAllocationsResponse(index=rev)
-
-        return await self._retry(attempt)
+        ctx = self.write_context()
+        return await self.transact(
+            lambda view: plans.plan_update_allocs(view, ctx, request.updates),
+            self.fence(context), sync_first=True)
 
     # -- nodes ------------------------------------------------------------
 
@@ -177,26 +97,13 @@ class ObjectsRpc(Base):
         node = node_pb2.Node()
         node.CopyFrom(request.node)
         check_name(node.id, "node.id")
+        ctx = self.write_context()
         if not node.status_updated_at.ByteSize():
-            node.status_updated_at.CopyFrom(self.now())
+            node.status_updated_at.CopyFrom(ctx.now)
         if not node.last_heartbeat.ByteSize():
-            node.last_heartbeat.CopyFrom(self.now())  # registering proves it is alive
-        key = self.keys.key(codec.NODES, codec.GLOBAL_NS, node.id)
-        table = self.cache.tables[codec.NODES]
-
-        async def attempt() -> Any:
-            old = table.objects.get(f"{codec.GLOBAL_NS}/{node.id}")
-            compares: list[Compare] = [Compare(key, "mod", old[1] if old else 0)]
-            ops: list[Op] = [Put(key, codec.encode(node))]
-            # A node that can take allocations now and could not before
-            # unblocks blocked evaluations (PlansRpc, when composed).
-            unblock = getattr(self, "unblock_for_node", None)
-            if callable(unblock):
-                unblock(node, table.decode_entry(old) if old else None, compares, ops)
-            rev = await self.writer.commit(compares, ops, self.fence(context))
-            return state_pb2.UpsertNodeResponse(index=rev)
-
-        return await self._retry(attempt)
+            node.last_heartbeat.CopyFrom(ctx.now)  # registering proves it is alive
+        return await self.transact(lambda view: plan_upsert_node(view, ctx, node),
+                                   self.fence(context), sync_first=True)
 
     async def GetNode(self, request: Any, context: Any) -> Any:
         check_name(request.id, "id")
@@ -228,18 +135,8 @@ class ObjectsRpc(Base):
         return state_pb2.GetSchedulerConfigResponse(config=cfg, meta=self.reader.meta(index))
 
     async def SetSchedulerConfig(self, request: Any, context: Any) -> Any:
-        await self.cache.sync()
-        _, mod = self._config()
-        if request.HasField("cas_index") and request.cas_index != mod:
-            return state_pb2.SetSchedulerConfigResponse(updated=False, index=self.cache.revision)
-        key = self.keys.key(codec.SCHEDULER_CONFIG, codec.GLOBAL_NS, codec.SCHEDULER_CONFIG_ID)
-        try:
-            rev = await self.writer.commit([Compare(key, "mod", mod)],
-                                           [Put(key, codec.encode(request.config))],
-                                           self.fence(context))
-        except Conflict:
-            if request.HasField("cas_index"):
-                return state_pb2.SetSchedulerConfigResponse(updated=False,
-                                                            index=self.cache.revision)
-            raise
-        return state_pb2.SetSchedulerConfigResponse(updated=True, index=rev)
+        cas = request.cas_index if request.HasField("cas_index") else None
+        ctx = self.write_context()
+        return await self.transact(
+            lambda view: plans.plan_scheduler_config(view, ctx, request.config, cas),
+            self.fence(context), sync_first=True)

@@ -13,6 +13,7 @@ from drover.state.gc import GarbageCollectRpc
 from drover.state.jobs import JobsRpc
 from drover.state.node_status import NodeStatusRpc
 from drover.state.objects import ObjectsRpc
+from drover.state.plans import PlansRpc
 from drover.state.subscribe import Hub
 
 
@@ -24,6 +25,7 @@ class StateServicer(
     DeploymentUpdateRpc,
     GarbageCollectRpc,
     NodeStatusRpc,
+    PlansRpc,
     state_pb2_grpc.StateServiceServicer,
 ):
     hub: Hub

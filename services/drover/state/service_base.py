@@ -1,8 +1,11 @@
-"""The parts every RPC group of the state servicer shares."""
+"""The parts every RPC group of the state servicer shares: the clock, the
+call's fence, and :meth:`Base.transact` (every write goes through
+:func:`drover.state.transact.transact`)."""
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -10,11 +13,13 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from drover.acl import IdentityKind, PermissionDenied
 from drover.coord.fence import Fence
-from drover.errors import FenceRequired
 from drover.rpc.acl import current_identity
 from drover.state import codec
 from drover.state.cache import Cache
+from drover.state.core.plan import WriteContext
+from drover.state.core.rules import leader_fence
 from drover.state.reads import Reader
+from drover.state.transact import Planner, transact
 from drover.state.writes import Writer, fence_from
 
 
@@ -31,27 +36,24 @@ class Base:
         ts.FromNanoseconds(int(self._wall() * 1e9))
         return ts
 
+    def write_context(self) -> WriteContext:
+        """One clock reading for the call, and random UUIDs for new objects."""
+        return WriteContext(self.keys, self.now(), lambda: str(uuid.uuid4()))
+
+    async def transact(self, planner: Planner, fence: Fence | None, *,
+                       sync_first: bool = False) -> Any:
+        return await transact(self.cache, self.writer, planner, fence, sync_first=sync_first)
+
     def fence(self, context: Any) -> Fence | None:
         return fence_from(context)
 
     def require_fence(self, context: Any, what: str) -> Fence:
-        """The call's fence, which must name an election key of this keyspace.
-
-        Leader-only writes (deployment outcomes, stable versions, broker
-        outcomes) are refused without one: only a leader holds an election
-        key, and the txn then proves it still holds it. A fence naming any
-        other key (an object's, whose create_index a client can read) proves
-        nothing and is refused as well.
-        """
+        """The call's fence, which must name an election key of this keyspace
+        (:func:`drover.state.core.rules.leader_fence`), from a drover server
+        when ACLs are on."""
         fence = fence_from(context)
-        if fence is None:
-            raise FenceRequired(
-                f"{what} may only be written by a leader: the call needs a "
-                "drover-fence (leader key and term)", metadata={"field": "drover-fence"})
-        if not fence.leader_key.startswith(f"{self.keys.base}election/"):
-            raise FenceRequired(
-                f"{what} needs a fence on an election key of this cluster",
-                metadata={"field": "drover-fence"})
+        leader_fence(fence.leader_key if fence else None, self.keys.base, what)
+        assert fence is not None
         identity = current_identity()  # None: ACLs off
         if identity is not None and identity.kind is not IdentityKind.SERVER:
             raise PermissionDenied(

@@ -21,12 +21,10 @@ from drover.coord.fence import FENCE_METADATA, Fence, parse_fence
 from drover.errors import Conflict, FenceLost, InvalidArgument, Unavailable
 from drover.state import codec
 from drover.state.cache import Cache, marker_put
+from drover.state.core.rules import MAX_OBJECT_OPS
 from drover.state.store import MAX_TXN_OPS, Compare, KVStore, Op
 
-#: Objects one request may write: etcd's default cap less the revision marker.
-#: A public limit of the API, the same on every cluster; only whole-call
-#: walks (DeleteEvaluations by filter) use a larger configured cap.
-MAX_OBJECT_OPS = MAX_TXN_OPS - 1
+__all__ = ["MAX_OBJECT_OPS", "Writer", "WriterConfig", "fence_from"]
 
 
 def fence_from(context: Any) -> Fence | None:
@@ -57,13 +55,6 @@ class Writer:
                  config: WriterConfig = WriterConfig()) -> None:
         self.store, self.keys, self.cache = store, keys, cache
         self.max_txn_ops = config.max_txn_ops
-
-    def check_size(self, ops: int, what: str) -> None:
-        if ops > MAX_OBJECT_OPS:
-            raise InvalidArgument(
-                f"{what} writes {ops} objects; one request may write at most "
-                f"{MAX_OBJECT_OPS} (split it)", metadata={"field": what},
-            )
 
     async def commit(
         self, compares: Sequence[Compare], ops: Sequence[Op], fence: Fence | None = None,

@@ -1,0 +1,107 @@
+"""Evaluation planners: upsert, update (broker outcomes), delete by ids.
+
+- **Upsert** creates evaluations, or (leader only: the shell requires the
+  fence) writes an outcome. Existence is judged on the view and every
+  evaluation is compared on it, so a concurrent create turns an unfenced
+  "create" into a conflict, then (re-planned) into a refusal, never an
+  update. An existing evaluation keeps its ``create_time``.
+- **Update**: updates that never create, creates that never update. Each
+  update is compared on the ``modify_index`` the writer held (so a late
+  Ack never re-creates a deleted evaluation, nor overwrites a changed
+  one); each create is compared absent. The compares are the caller's;
+  the view is used only to name the refusal (:func:`update_of_seen`,
+  :func:`create_is_new`): EVALUATION_GONE / _CHANGED / _EXISTS with
+  ``eval_id`` in the ErrorInfo. All or nothing, one txn.
+- **Delete by ids**: all the named evaluations or none (NOT_FOUND lists
+  the missing), each compared on its revision, and the broker must be
+  paused (the scheduler config compared too). A dry run counts, writes
+  nothing and needs no pause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import evaluation_pb2
+from drover.errors import NotFound
+from drover.state import codec
+from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
+from drover.state.core.rules import broker_paused, create_is_new, update_of_seen
+from drover.state.core.validate import ALL_NAMESPACES
+from drover.state.core.view import View
+
+Evals = Sequence[evaluation_pb2.Evaluation]
+
+
+def plan_upsert(view: View, ctx: WriteContext, evs: Evals,
+                existing_needs_fence: Callable[[], None] | None) -> WritePlan:
+    """UpsertEvaluations. ``existing_needs_fence`` (an unfenced call) raises
+    when any evaluation exists already: changing one is a broker outcome."""
+    if existing_needs_fence is not None and any(
+            view.mod(codec.EVALUATIONS, e.namespace, e.id) for e in evs):
+        existing_needs_fence()
+    plan = PlanBuilder(ctx.keys)
+    for ev in evs:  # the call's own copies: set idempotently on each attempt
+        old = view.get(codec.EVALUATIONS, ev.namespace, ev.id)
+        if old is not None:
+            ev.create_time.CopyFrom(old.obj.create_time)
+        elif not ev.HasField("create_time"):
+            ev.create_time.CopyFrom(ctx.now)
+        ev.modify_time.CopyFrom(ctx.now)
+        plan.put(codec.EVALUATIONS, ev.namespace, ev.id, ev, old.mod if old else 0)
+    ids = [e.id for e in evs]
+    return plan.build(lambda rev: state_pb2.UpsertEvaluationsResponse(eval_ids=ids, index=rev))
+
+
+def plan_update(view: View, ctx: WriteContext, updates: Evals, creates: Evals) -> WritePlan:
+    """UpdateEvaluations (module doc)."""
+    for ev in updates:
+        update_of_seen(view, ev)
+    for ev in creates:
+        create_is_new(view, ev)
+    plan = PlanBuilder(ctx.keys)
+    # The call's own copies (validate): set idempotently on each attempt.
+    for ev in updates:
+        ev.modify_time.CopyFrom(ctx.now)
+        plan.put(codec.EVALUATIONS, ev.namespace, ev.id, ev, ev.modify_index)
+    for ev in creates:
+        if not ev.HasField("create_time"):
+            ev.create_time.CopyFrom(ctx.now)
+        ev.modify_time.CopyFrom(ctx.now)
+        plan.put(codec.EVALUATIONS, ev.namespace, ev.id, ev, 0)
+    return plan.build(lambda rev: state_pb2.UpdateEvaluationsResponse(index=rev))
+
+
+def find_eval(view: View, ns: str, eval_id: str) -> tuple[str, int] | None:
+    """(namespace, mod revision) of an evaluation by id; ``ns`` "" or "*"
+    looks in every namespace."""
+    spaces = [ns] if ns not in ("", ALL_NAMESPACES) else view.namespaces(codec.EVALUATIONS)
+    for space in spaces:
+        mod = view.mod(codec.EVALUATIONS, space, eval_id)
+        if mod:
+            return space, mod
+    return None
+
+
+def plan_delete_ids(view: View, ctx: WriteContext, ns: str, ids: Sequence[str],
+                    dry_run: bool) -> WritePlan:
+    """DeleteEvaluations by ids (module doc)."""
+    plan = PlanBuilder(ctx.keys)
+    if not dry_run:
+        plan.compare_mod(codec.SCHEDULER_CONFIG, codec.GLOBAL_NS, codec.SCHEDULER_CONFIG_ID,
+                         broker_paused(view))
+    missing = []
+    for eid in ids:
+        found = find_eval(view, ns, eid)
+        if found is None:
+            missing.append(eid)
+            continue
+        plan.delete(codec.EVALUATIONS, found[0], eid, found[1])
+    if missing:
+        raise NotFound(f"evaluation(s) not found: {', '.join(missing)}; nothing deleted",
+                       metadata={"ids": ",".join(missing[:20])})
+    n = len(plan.ops)
+    if dry_run:
+        return no_write(lambda rev: state_pb2.DeleteEvaluationsResponse(deleted=n, index=rev))
+    return plan.build(lambda rev: state_pb2.DeleteEvaluationsResponse(deleted=n, index=rev))

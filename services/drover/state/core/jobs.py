@@ -1,0 +1,174 @@
+"""Job planners: register (new version, or unchanged), deregister.
+
+RegisterJob writes, atomically in one txn: the job (compared on its
+mod_revision, or absence), an immutable version record (for rollback), a
+``job-register`` evaluation, and, for a service job whose groups have an
+update strategy, a running deployment; older active deployments of the job
+are cancelled in the same txn (each compared). Version bumps: a changed
+spec is version ``current + 1`` (0 for a first registration); an
+unchanged re-register keeps the version, starts no deployment and writes
+only an evaluation (Nomad). Indexes that name "this txn" are stored as 0
+and resolved on read (:func:`drover.state.codec.decode`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
+from drover.errors import NotFound
+from drover.state import codec
+from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
+from drover.state.core.rules import job_index_matches
+from drover.state.core.view import View
+
+ACTIVE_DEPLOYMENTS = (
+    deployment_pb2.DEPLOYMENT_STATUS_RUNNING, deployment_pb2.DEPLOYMENT_STATUS_PAUSED,
+)
+
+_NOT_SPEC = ("version", "stable", "status", "status_description", "create_index",
+             "modify_index", "job_modify_index", "submit_time", "stop")
+
+
+def spec_unchanged(old: job_pb2.Job, new: job_pb2.Job) -> bool:
+    """Whether ``new`` asks for exactly what the running ``old`` does (Nomad
+    keeps the version and starts no deployment then)."""
+    if old.stop:
+        return False
+    a, b = job_pb2.Job(), job_pb2.Job()
+    a.CopyFrom(old)
+    b.CopyFrom(new)
+    for m in (a, b):
+        for name in _NOT_SPEC:
+            m.ClearField(name)
+    return a == b
+
+
+def job_type_name(job: job_pb2.Job) -> str:
+    return job_pb2.JobType.Name(job.type).removeprefix("JOB_TYPE_").lower()
+
+
+def new_eval(ctx: WriteContext, job: job_pb2.Job, trigger: str) -> evaluation_pb2.Evaluation:
+    return evaluation_pb2.Evaluation(
+        id=ctx.new_id(), namespace=job.namespace, priority=job.priority,
+        type=job_type_name(job), triggered_by=trigger, job_id=job.id,
+        status=evaluation_pb2.EVALUATION_STATUS_PENDING, create_time=ctx.timestamp(),
+        modify_time=ctx.timestamp(),
+    )
+
+
+def new_deployment(ctx: WriteContext, job: job_pb2.Job, create_index: int,
+                   first: bool = False) -> deployment_pb2.Deployment | None:
+    """The deployment of a new job version, if it needs one. Canaries only
+    replace an earlier version: on a job's first version (``first``) Nomad
+    places every allocation at once and asks for no canary."""
+    if job.type != job_pb2.JOB_TYPE_SERVICE:
+        return None
+    groups = {tg.name: tg for tg in job.task_groups if tg.HasField("update")}
+    if not groups:
+        return None
+    d = deployment_pb2.Deployment(
+        id=ctx.new_id(), namespace=job.namespace, job_id=job.id,
+        job_version=job.version, job_create_index=create_index,
+        status=deployment_pb2.DEPLOYMENT_STATUS_RUNNING,
+        status_description="Deployment is running", create_time=ctx.timestamp(),
+        modify_time=ctx.timestamp(),
+    )
+    for name, tg in groups.items():
+        st = d.task_groups[name]
+        st.auto_revert, st.auto_promote = tg.update.auto_revert, tg.update.auto_promote
+        st.desired_canaries = 0 if first else tg.update.canary
+        st.desired_total = tg.count
+        st.progress_deadline.CopyFrom(tg.update.progress_deadline)
+    return d
+
+
+def cancel_active(view: View, ctx: WriteContext, plan: PlanBuilder, job: job_pb2.Job,
+                  keep: str = "") -> None:
+    """Cancel the job's running or paused deployments (but ``keep``), each compared."""
+    ns = job.namespace
+    for nsid in view.ids(codec.DEPLOYMENTS, "job_id", job.id):
+        d_ns, _, d_id = nsid.partition("/")
+        if d_ns != ns or d_id == keep:
+            continue
+        found = view.get(codec.DEPLOYMENTS, d_ns, d_id)
+        if found is None or found.obj.status not in ACTIVE_DEPLOYMENTS:
+            continue
+        d = found.obj
+        d.status = deployment_pb2.DEPLOYMENT_STATUS_CANCELLED
+        d.status_description = f"Cancelled because job is updated to version {job.version}"
+        d.modify_time.CopyFrom(ctx.now)
+        plan.put(codec.DEPLOYMENTS, ns, d.id, d, found.mod)
+
+
+def plan_register(view: View, ctx: WriteContext, src: job_pb2.Job, *,
+                  enforce_index: bool = False, job_modify_index: int = 0) -> WritePlan:
+    """RegisterJob (module doc). ``src`` is validated (:func:`validate_job`)."""
+    job = job_pb2.Job()
+    job.CopyFrom(src)
+    ns = job.namespace
+    current = view.get(codec.JOBS, ns, job.id)
+    if enforce_index:
+        job_index_matches(view, job.id, current, job_modify_index)
+    plan = PlanBuilder(ctx.keys)
+    conflict = f"job {job.id!r} changed concurrently; retry"
+    plan.compare_mod(codec.JOBS, ns, job.id, current.mod if current else 0)
+    if current is not None and spec_unchanged(current.obj, job):
+        return _plan_unchanged(ctx, plan, current.obj, conflict)
+    old = current.obj if current else None
+    job.version = old.version + 1 if old else 0
+    job.stop, job.stable = False, False
+    job.status = job_pb2.JOB_STATUS_PENDING
+    job.job_modify_index = 0
+    job.submit_time.CopyFrom(ctx.now)
+    ev = new_eval(ctx, job, "job-register")
+    plan.put(codec.JOBS, ns, job.id, job, None)
+    plan.put_version(ns, job.id, job.version, job, None)
+    dep = new_deployment(ctx, job, old.create_index if old else 0,
+                         first=old is None or old.stop)
+    if dep is not None:
+        ev.deployment_id = dep.id
+        plan.put(codec.DEPLOYMENTS, ns, dep.id, dep, None)
+        cancel_active(view, ctx, plan, job)
+    plan.put(codec.EVALUATIONS, ns, ev.id, ev, None)
+    version, dep_id = job.version, dep.id if dep else ""
+    return plan.build(lambda rev: state_pb2.RegisterJobResponse(
+        job_modify_index=rev, eval_id=ev.id, deployment_id=dep_id, version=version, index=rev,
+    ), conflict=conflict)
+
+
+def _plan_unchanged(ctx: WriteContext, plan: PlanBuilder, job: job_pb2.Job,
+                    conflict: str) -> WritePlan:
+    """Nomad's unchanged re-register: no new version, no deployment, the
+    one in flight goes on; only an evaluation (which will find nothing to
+    change), still compared on the job so a concurrent change re-plans."""
+    ev = new_eval(ctx, job, "job-register")
+    ev.job_modify_index = job.job_modify_index
+    plan.put(codec.EVALUATIONS, job.namespace, ev.id, ev, None)
+    return plan.build(lambda rev: state_pb2.RegisterJobResponse(
+        job_modify_index=job.job_modify_index, eval_id=ev.id, version=job.version, index=rev,
+        warnings=[f"job spec is unchanged: kept version {job.version}, no new deployment"],
+    ), conflict=conflict)
+
+
+def plan_deregister(view: View, ctx: WriteContext, ns: str, job_id: str) -> WritePlan:
+    """DeregisterJob without purge: the job stopped as a new version (the
+    stop is a spec change: ``job_modify_index`` is this txn) and a
+    ``job-deregister`` evaluation, compared on the job's revision."""
+    found = view.get(codec.JOBS, ns, job_id)
+    if found is None:
+        raise NotFound(f"job {job_id!r} not found in namespace {ns!r}")
+    job: Any = found.obj
+    plan = PlanBuilder(ctx.keys)
+    ev = new_eval(ctx, job, "job-deregister")
+    plan.put(codec.EVALUATIONS, ns, ev.id, ev, None)
+    job.stop = True
+    job.version += 1
+    job.job_modify_index = 0
+    plan.put(codec.JOBS, ns, job.id, job, found.mod)
+    plan.put_version(ns, job.id, job.version, job, None)
+    return plan.build(lambda rev: state_pb2.DeregisterJobResponse(
+        eval_id=ev.id, job_modify_index=rev, index=rev,
+    ), conflict=f"job {job.id!r} changed concurrently; retry")
+

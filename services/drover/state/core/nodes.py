@@ -1,0 +1,113 @@
+"""Node planners: UpsertNode (register, +unblock) and UpdateNodeStatus.
+
+A node going down or draining marks its live allocations lost and creates
+a ``node-update`` evaluation per affected job, in the same txn (bounded by
+the request cap: the rest are lost on the node's next status change). A
+node that becomes schedulable (ready, eligible, not draining; also on
+registration) unblocks blocked evaluations in the same txn. A heartbeat
+refreshes ``last_heartbeat`` at most every :data:`HEARTBEAT_WRITE_EVERY`
+seconds and is otherwise not written; it never changes the node's status
+(an operator's down or drain stays). A status change that changes nothing
+writes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
+from drover.state import codec
+from drover.state.core.jobs import job_type_name
+from drover.state.core.placement import node_schedulable, unblock
+from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
+from drover.state.core.rules import MAX_OBJECT_OPS, existing
+from drover.state.core.view import View, found_all
+from drover.worker.resources import is_live
+
+#: A heartbeat is written when the stored one is at least this old (seconds).
+HEARTBEAT_WRITE_EVERY = 2.0
+
+_DOWN = (node_pb2.NODE_STATUS_DOWN, node_pb2.NODE_STATUS_DISCONNECTED)
+
+
+def plan_upsert_node(view: View, ctx: WriteContext, node: node_pb2.Node) -> WritePlan:
+    """Register or replace a node (compared on the revision seen); a node
+    that can take allocations now and could not before unblocks."""
+    old = view.get(codec.NODES, codec.GLOBAL_NS, node.id)
+    plan = PlanBuilder(ctx.keys)
+    plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, old.mod if old else 0)
+    if node_schedulable(node) and not (old is not None and node_schedulable(old.obj)):
+        unblock(view, ctx, plan, MAX_OBJECT_OPS - len(plan.ops))
+    return plan.build(lambda rev: state_pb2.UpsertNodeResponse(index=rev))
+
+
+def plan_node_status(view: View, ctx: WriteContext, request: Any) -> WritePlan:
+    found = existing(view, codec.NODES, codec.GLOBAL_NS, request.id, "node")
+    node = found.obj
+    before = node_schedulable(node)
+    was_down = node.status in _DOWN or node.drain
+    if request.heartbeat and (not node.last_heartbeat.ByteSize() or _age(
+            node.last_heartbeat, ctx.now) >= HEARTBEAT_WRITE_EVERY):
+        node.last_heartbeat.CopyFrom(ctx.now)
+    if request.status:
+        node.status = request.status
+    if request.HasField("drain"):
+        node.drain = request.drain
+    if request.scheduling_eligibility:
+        node.scheduling_eligibility = request.scheduling_eligibility
+    unchanged = view.get(codec.NODES, codec.GLOBAL_NS, request.id)
+    if unchanged is not None and node == unchanged.obj:
+        return no_write(lambda rev: state_pb2.UpdateNodeStatusResponse(index=rev))
+    node.status_updated_at.CopyFrom(ctx.now)
+    plan = PlanBuilder(ctx.keys)
+    plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, found.mod)
+    lost, unblocked = 0, 0
+    eval_ids: list[str] = []
+    if (node.status in _DOWN or node.drain) and not was_down:
+        why = "node is down" if node.status in _DOWN else "node is draining"
+        lost, eval_ids = _mark_lost(view, ctx, plan, node.id, why)
+    elif node_schedulable(node) and not before:
+        unblocked = unblock(view, ctx, plan, MAX_OBJECT_OPS - len(plan.ops))
+    return plan.build(lambda rev: state_pb2.UpdateNodeStatusResponse(
+        index=rev, lost=lost, eval_ids=eval_ids, unblocked=unblocked))
+
+
+def _mark_lost(view: View, ctx: WriteContext, plan: PlanBuilder, node_id: str,
+               why: str) -> tuple[int, list[str]]:
+    """Mark the node's live allocations lost and evaluate their jobs.
+
+    Bounded by the request cap: a node with more live allocations than fit
+    loses the rest on its next status change (a sim node re-reports)."""
+    jobs: dict[tuple[str, str], Any] = {}
+    lost = 0
+    for _, found in found_all(view, codec.ALLOCATIONS, "node_id", node_id):
+        a = found.obj
+        if not is_live(a):
+            continue
+        if len(plan.ops) + 1 + len(jobs) + (0 if (a.namespace, a.job_id) in jobs else 1) \
+                > MAX_OBJECT_OPS:
+            break
+        a.client_status = allocation_pb2.ALLOC_CLIENT_STATUS_LOST
+        a.client_description = why
+        a.modify_time.CopyFrom(ctx.now)
+        plan.put(codec.ALLOCATIONS, a.namespace, a.id, a, found.mod)
+        lost += 1
+        jobs.setdefault((a.namespace, a.job_id), a)
+    ids = []
+    for ns, job_id in jobs:
+        job_found = view.get(codec.JOBS, ns, job_id)
+        job = job_found.obj if job_found else None
+        ev = evaluation_pb2.Evaluation(
+            id=ctx.new_id(), namespace=ns, priority=job.priority if job else 50,
+            type="service" if job is None else job_type_name(job), triggered_by="node-update",
+            job_id=job_id, node_id=node_id, status=evaluation_pb2.EVALUATION_STATUS_PENDING,
+            create_time=ctx.timestamp(), modify_time=ctx.timestamp(),
+            job_modify_index=job.job_modify_index if job else 0)
+        plan.put(codec.EVALUATIONS, ns, ev.id, ev, None)
+        ids.append(ev.id)
+    return lost, ids
+
+
+def _age(ts: Any, now: Any) -> float:
+    return float((now.ToNanoseconds() - ts.ToNanoseconds()) / 1e9)

@@ -1,0 +1,219 @@
+"""The rules a write must respect: named pure functions, errors named by cause.
+
+Each rule reads the :class:`~drover.state.core.view.View` (or only the
+request) and either passes, adds the compares that make it hold inside
+the txn, or raises. Refusals that a stale view could cause wrongly
+(something not yet seen) go through :func:`~drover.state.core.view.refuse`,
+so the shell re-plans on a fresh view before the caller hears of them.
+
+- broker paused: evaluations are deleted only while the eval broker is
+  paused, and the delete compares the scheduler config's revision (an
+  un-pause mid-call wins);
+- leader fences: broker outcomes, deployment status, stable versions and
+  GC are leader-only writes; they need a fence on an election key of this
+  keyspace (the writer adds its compare to the txn);
+- preconditions on what the caller last saw: ``modify_index`` of an
+  evaluation update or of a deployment update, a job's
+  ``job_modify_index`` with ``enforce_index``, the scheduler config's
+  ``cas_index``;
+- creates never update (compared absent) and updates never create
+  (the object must exist, compared on the revision the caller saw);
+- referential checks: an allocation's job and deployment exist (compared
+  on their create revision) and the deployment belongs to the job;
+- sizes: at most :data:`MAX_OBJECT_OPS` objects per request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drover.api.types.v1 import evaluation_pb2
+from drover.errors import (
+    AlreadyExists,
+    Conflict,
+    FailedPrecondition,
+    FenceRequired,
+    InvalidArgument,
+    NotFound,
+)
+from drover.state import codec
+from drover.state.core.plan import PlanBuilder
+from drover.state.core.view import Found, View, refuse, scheduler_config
+
+#: etcd's default ``--max-txn-ops``.
+ETCD_DEFAULT_TXN_OPS = 128
+#: Objects one request may write: etcd's default cap less the revision marker.
+#: A public limit of the API, the same on every cluster; only whole-call
+#: walks (DeleteEvaluations by filter) use a larger configured cap.
+MAX_OBJECT_OPS = ETCD_DEFAULT_TXN_OPS - 1
+#: etcd caps compares per txn like ops (the revision marker needs none).
+MAX_COMPARES = ETCD_DEFAULT_TXN_OPS
+
+#: Statuses only the broker leader (an ack's outcome) or the watcher writes.
+OUTCOMES = frozenset({
+    evaluation_pb2.EVALUATION_STATUS_COMPLETE,
+    evaluation_pb2.EVALUATION_STATUS_FAILED,
+    evaluation_pb2.EVALUATION_STATUS_CANCELED,
+})
+
+
+class BrokerNotPaused(FailedPrecondition):
+    reason = "BROKER_NOT_PAUSED"
+
+
+class JobModifyIndexMismatch(FailedPrecondition):
+    reason = "JOB_MODIFY_INDEX_MISMATCH"
+
+
+class EvaluationGone(NotFound):
+    """An update names an evaluation that no longer exists (deleted)."""
+
+    reason = "EVALUATION_GONE"
+
+
+class EvaluationChanged(FailedPrecondition):
+    """An update's modify_index is not the evaluation's current one."""
+
+    reason = "EVALUATION_CHANGED"
+
+
+class EvaluationExists(AlreadyExists):
+    """A create names an evaluation id that exists already."""
+
+    reason = "EVALUATION_EXISTS"
+
+
+class DeploymentChanged(Conflict):
+    """The deployment's modify_index is not the one the caller based its update on."""
+
+    reason = "DEPLOYMENT_CHANGED"
+
+
+class PlanStale(FailedPrecondition):
+    """The state a plan was computed from has moved: re-read and plan again."""
+
+    reason = "PLAN_STALE"
+
+
+# -- request-level ------------------------------------------------------------
+
+def within_cap(objects: int, what: str) -> None:
+    """One request writes at most :data:`MAX_OBJECT_OPS` objects."""
+    if objects > MAX_OBJECT_OPS:
+        raise InvalidArgument(
+            f"{what} writes {objects} objects; one request may write at most "
+            f"{MAX_OBJECT_OPS} (split it)", metadata={"field": what},
+        )
+
+
+def leader_fence(leader_key: str | None, base: str, what: str) -> None:
+    """A leader-only write carries a fence on an election key of this keyspace.
+
+    Only a leader holds an election key, and the txn then proves it still
+    holds it; a fence naming any other key (an object's, whose create_index
+    a client can read) proves nothing and is refused as well."""
+    if leader_key is None:
+        raise FenceRequired(
+            f"{what} may only be written by a leader: the call needs a "
+            "drover-fence (leader key and term)", metadata={"field": "drover-fence"})
+    if not leader_key.startswith(f"{base}election/"):
+        raise FenceRequired(f"{what} needs a fence on an election key of this cluster",
+                            metadata={"field": "drover-fence"})
+
+
+# -- on the view ----------------------------------------------------------------
+
+def broker_paused(view: View) -> int:
+    """Deletes need the eval broker paused; the config's mod revision to compare."""
+    cfg, mod = scheduler_config(view)
+    if not cfg.pause_eval_broker:
+        raise BrokerNotPaused(
+            "evaluations may only be deleted while the eval broker is paused: run "
+            "`drover operator scheduler pause` (or SetSchedulerConfig with "
+            "pause_eval_broker=true), delete, then resume",
+        )
+    return mod
+
+
+def cas_holds(cas_index: int | None, mod: int) -> bool:
+    """A check-and-set on what the caller last saw (None: no CAS asked)."""
+    return cas_index is None or cas_index == mod
+
+
+def job_index_matches(view: View, job_id: str, current: Found | None, expected: int) -> None:
+    """``enforce_index``: the job's ``job_modify_index`` is what the caller saw."""
+    have = current.obj.job_modify_index if current else 0
+    if have != expected:
+        refuse(view, JobModifyIndexMismatch(
+            f"job {job_id!r} has job_modify_index {have}, not {expected}; re-read it and retry",
+            metadata={"field": "job_modify_index"}))
+
+
+def update_of_seen(view: View, ev: Any) -> None:
+    """An evaluation update applies to the evaluation at ``ev.modify_index``:
+    gone means deleted (never re-created), another index means changed."""
+    mod = view.mod(codec.EVALUATIONS, ev.namespace, ev.id)
+    meta = {"eval_id": ev.id}
+    if mod == 0:
+        refuse(view, EvaluationGone(
+            f"evaluation {ev.id!r} no longer exists (deleted); nothing was written",
+            metadata=meta))
+    if mod != ev.modify_index:
+        current = view.get(codec.EVALUATIONS, ev.namespace, ev.id)
+        status = evaluation_pb2.EvaluationStatus.Name(current.obj.status if current else 0)
+        refuse(view, EvaluationChanged(
+            f"evaluation {ev.id!r} changed since index {ev.modify_index} (it is at "
+            f"{mod}, {status}); nothing was written",
+            metadata={**meta, "modify_index": str(mod), "status": status}))
+
+
+def create_is_new(view: View, ev: Any) -> None:
+    """A create names a new evaluation id (compared absent in the txn too)."""
+    if view.mod(codec.EVALUATIONS, ev.namespace, ev.id):
+        refuse(view, EvaluationExists(
+            f"evaluation {ev.id!r} exists already; a create needs a new id",
+            metadata={"eval_id": ev.id}))
+
+
+def deployment_seen(view: View, ns: str, dep_id: str, modify_index: int) -> Found:
+    """The deployment exists and is at the index the caller based its update on."""
+    found = view.get(codec.DEPLOYMENTS, ns, dep_id)
+    if found is None:
+        raise NotFound(f"deployment {dep_id!r} not found in namespace {ns!r}")
+    if found.mod != modify_index:
+        raise DeploymentChanged(
+            f"deployment {dep_id!r} is at index {found.mod}, not {modify_index};"
+            " re-read it and retry", metadata={"index": str(found.mod)})
+    return found
+
+
+def existing(view: View, kind: str, ns: str, oid: str, what: str) -> Found:
+    """Updates never create: the object must exist (NOT_FOUND otherwise)."""
+    found = view.get(kind, ns, oid)
+    if found is None:
+        where = f" in namespace {ns!r}" if ns != codec.GLOBAL_NS else ""
+        raise NotFound(f"{what} {oid!r} not found{where}")
+    return found
+
+
+def allocation_owners(view: View, allocs: list[Any], plan: PlanBuilder) -> None:
+    """The job (hence the namespace) and deployment of every allocation
+    exist, and the deployment is the job's; compared on their create
+    revision, so a purge racing this write aborts it instead of leaving
+    allocations of nothing."""
+    for i, a in enumerate(allocs):
+        owners = [(codec.JOBS, a.job_id, "job", "job_id")]
+        if a.deployment_id:
+            owners.append((codec.DEPLOYMENTS, a.deployment_id, "deployment", "deployment_id"))
+        for kind, oid, what, field in owners:
+            found = view.get(kind, a.namespace, oid)
+            if found is None:
+                raise NotFound(
+                    f"allocations[{i}]: {what} {oid!r} not found in namespace "
+                    f"{a.namespace!r}", metadata={"field": f"allocations[{i}].{field}"})
+            if kind == codec.DEPLOYMENTS and found.obj.job_id != a.job_id:
+                raise InvalidArgument(
+                    f"allocations[{i}]: deployment {oid!r} belongs to job "
+                    f"{found.obj.job_id!r}, not {a.job_id!r}",
+                    metadata={"field": f"allocations[{i}].deployment_id"})
+            plan.compare_created(kind, a.namespace, oid, found.create)

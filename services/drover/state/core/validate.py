@@ -1,0 +1,197 @@
+"""Request-level checks of the write RPCs (pure; errors name the request's field).
+
+Each returns the request's objects as *copies* with defaults filled in; a
+request message is never changed. Field-level limits common to every RPC
+stay in :mod:`drover.validation`; what is here is what a write means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2
+from drover.errors import InvalidArgument
+from drover.worker.resources import fill_defaults
+
+_NS_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+DEFAULT_NAMESPACE = "default"
+ALL_NAMESPACES = "*"
+
+
+def check_name(value: str, field: str, *, allow_all: bool = False) -> str:
+    """A namespace or id: non-empty, at most 128 of [A-Za-z0-9-_.]."""
+    if allow_all and value == ALL_NAMESPACES:
+        return value
+    if not value:
+        raise InvalidArgument(f"{field} is required", metadata={"field": field})
+    if len(value) > 128 or not set(value) <= _NS_CHARS:
+        raise InvalidArgument(
+            f"{field} {value!r} is invalid: use 1-128 letters, digits, '-', '_' or '.'",
+            metadata={"field": field},
+        )
+    return value
+
+
+def namespace_arg(value: str, *, allow_all: bool = True) -> str:
+    return check_name(value or DEFAULT_NAMESPACE, "namespace", allow_all=allow_all)
+
+
+def validate_job(src: job_pb2.Job) -> job_pb2.Job:
+    """A copy of ``src``, defaults filled in (namespace, priority, type, resources)."""
+    job = job_pb2.Job()
+    job.CopyFrom(src)
+    job.namespace = job.namespace or DEFAULT_NAMESPACE
+    check_name(job.id, "job.id")
+    check_name(job.namespace, "job.namespace")
+    if job.priority == 0:
+        job.priority = 50
+    if not 1 <= job.priority <= 100:
+        raise InvalidArgument(
+            f"job.priority must be 1..100, got {job.priority}", metadata={"field": "job.priority"}
+        )
+    if job.type == job_pb2.JOB_TYPE_UNSPECIFIED:
+        job.type = job_pb2.JOB_TYPE_SERVICE
+    # Nomad refuses both: a job with nowhere to run or nothing to run.
+    if not job.datacenters:
+        raise InvalidArgument("job.datacenters must name at least one datacenter",
+                              metadata={"field": "job.datacenters"})
+    for i, dc in enumerate(job.datacenters):
+        if not dc:
+            raise InvalidArgument(f"job.datacenters[{i}] is empty",
+                                  metadata={"field": f"job.datacenters[{i}]"})
+    if not job.task_groups:
+        raise InvalidArgument("job.task_groups must hold at least one task group",
+                              metadata={"field": "job.task_groups"})
+    seen: set[str] = set()
+    for i, tg in enumerate(job.task_groups):
+        check_name(tg.name, f"job.task_groups[{i}].name")
+        if tg.name in seen:
+            raise InvalidArgument(f"task group {tg.name!r} appears twice",
+                                  metadata={"field": f"job.task_groups[{i}].name"})
+        seen.add(tg.name)
+        if tg.count < 0:
+            raise InvalidArgument(f"task group {tg.name!r} count must be >= 0",
+                                  metadata={"field": f"job.task_groups[{i}].count"})
+    fill_defaults(job)
+    return job
+
+
+def validate_eval(f: str, ev: evaluation_pb2.Evaluation) -> None:
+    check_name(ev.id, f"{f}.id")
+    ev.namespace = ev.namespace or DEFAULT_NAMESPACE
+    check_name(ev.namespace, f"{f}.namespace")
+    if ev.priority == 0:
+        ev.priority = 50
+    if not 1 <= ev.priority <= 100:
+        raise InvalidArgument(f"{f}.priority must be 1..100, got {ev.priority}",
+                              metadata={"field": f"{f}.priority"})
+    if not ev.type:
+        raise InvalidArgument(f"{f}.type is required (service, batch, system or _core)",
+                              metadata={"field": f"{f}.type"})
+    if ev.job_id:
+        check_name(ev.job_id, f"{f}.job_id")
+
+
+def validated_evals(items: Iterable[evaluation_pb2.Evaluation],
+                    field: str = "evaluations") -> list[evaluation_pb2.Evaluation]:
+    """Copies of ``items`` with defaults filled in, each checked (errors name
+    ``field[i]``); the request's own messages are never changed."""
+    out = []
+    for i, src in enumerate(items):
+        ev = evaluation_pb2.Evaluation()
+        ev.CopyFrom(src)
+        validate_eval(f"{field}[{i}]", ev)
+        out.append(ev)
+    return out
+
+
+def validated_eval_updates(request: Any) -> tuple[list[evaluation_pb2.Evaluation],
+                                                  list[evaluation_pb2.Evaluation]]:
+    """UpdateEvaluations: (updates, creates); each update names the index it is
+    based on, and no evaluation appears twice."""
+    if not request.updates and not request.creates:
+        raise InvalidArgument("set updates, creates or both", metadata={"field": "updates"})
+    updates = validated_evals(request.updates, "updates")
+    creates = validated_evals(request.creates, "creates")
+    for i, ev in enumerate(updates):
+        if ev.modify_index == 0:
+            raise InvalidArgument(
+                f"updates[{i}].modify_index is required: the index of the evaluation "
+                "the update is based on", metadata={"field": f"updates[{i}].modify_index"})
+    seen: set[tuple[str, str]] = set()
+    for field, evs in (("updates", updates), ("creates", creates)):
+        for i, ev in enumerate(evs):
+            ident = (ev.namespace, ev.id)
+            if ident in seen:
+                raise InvalidArgument(f"{field}[{i}]: evaluation {ev.id!r} appears twice",
+                                      metadata={"field": f"{field}[{i}].id"})
+            seen.add(ident)
+    return updates, creates
+
+
+def validated_allocs(items: Iterable[allocation_pb2.Allocation]) -> list[allocation_pb2.Allocation]:
+    """UpsertAllocations: copies, each with an id, a namespace and a job."""
+    out = []
+    for i, src in enumerate(items):
+        a = allocation_pb2.Allocation()
+        a.CopyFrom(src)
+        check_name(a.id, f"allocations[{i}].id")
+        a.namespace = a.namespace or DEFAULT_NAMESPACE
+        check_name(a.namespace, f"allocations[{i}].namespace")
+        check_name(a.job_id, f"allocations[{i}].job_id")
+        out.append(a)
+    return out
+
+
+def validated_deployment_update(request: Any) -> tuple[deployment_pb2.Deployment,
+                                                       list[evaluation_pb2.Evaluation]]:
+    d = deployment_pb2.Deployment()
+    d.CopyFrom(request.deployment)
+    check_name(d.id, "deployment.id")
+    d.namespace = d.namespace or DEFAULT_NAMESPACE
+    check_name(d.namespace, "deployment.namespace")
+    if d.modify_index == 0:
+        raise InvalidArgument(
+            "deployment.modify_index is required: the index the update is based on",
+            metadata={"field": "deployment.modify_index"},
+        )
+    evs = validated_evals(request.evaluations)
+    if request.HasField("revert_job") and request.revert_job.id not in ("", d.job_id):
+        raise InvalidArgument(
+            f"revert_job.id {request.revert_job.id!r} is not the deployment's job {d.job_id!r}",
+            metadata={"field": "revert_job.id"},
+        )
+    for i, u in enumerate(request.allocation_updates):
+        check_name(u.id, f"allocation_updates[{i}].id")
+    return d, evs
+
+
+def validated_plan(request: Any, ns: str) -> tuple[
+    list[allocation_pb2.Allocation], list[allocation_pb2.Allocation],
+    list[evaluation_pb2.Evaluation],
+]:
+    """SubmitPlan: (placements, updates, evaluations), all of the plan's job."""
+    if not request.placements and not request.updates and not request.evaluations:
+        raise InvalidArgument("a plan must place, update or evaluate something",
+                              metadata={"field": "placements"})
+    out: list[list[allocation_pb2.Allocation]] = [[], []]
+    for n, (name, items) in enumerate((("placements", request.placements),
+                                       ("updates", request.updates))):
+        for i, src in enumerate(items):
+            a = allocation_pb2.Allocation()
+            a.CopyFrom(src)
+            f = f"{name}[{i}]"
+            check_name(a.id, f"{f}.id")
+            a.namespace = a.namespace or ns
+            if a.namespace != ns or a.job_id != request.job_id:
+                raise InvalidArgument(f"{f} is not an allocation of job {request.job_id!r} "
+                                      f"in namespace {ns!r}", metadata={"field": f})
+            if n == 0:
+                check_name(a.node_id, f"{f}.node_id")
+                if a.desired_status != allocation_pb2.ALLOC_DESIRED_STATUS_RUN:
+                    raise InvalidArgument(f"{f}.desired_status must be RUN",
+                                          metadata={"field": f"{f}.desired_status"})
+            out[n].append(a)
+    evs = validated_evals(request.evaluations)
+    return out[0], out[1], evs

@@ -1,0 +1,71 @@
+"""``transact``: every write of the state service, with ONE retry policy.
+
+A *planner* is a pure function of a :class:`~drover.state.core.view.View`
+(and what it closed over: the validated request, the call's clock reading)
+returning a :class:`~drover.state.core.plan.WritePlan`. The policy:
+
+1. plan on this replica's cache as it is (optimistic: the plan's compares
+   catch a stale view), or after a sync when ``sync_first`` (the call must
+   judge on current data before it writes, e.g. "not found");
+2. a plan with no ops answers at once, with the view's revision;
+3. commit the plan with :meth:`drover.state.writes.Writer.commit` (one txn,
+   fenced when the call carries a fence);
+4. on :class:`Conflict`, sync the cache and plan again on the fresh view:
+   the planner re-checks its rules there, so a refusal a conflict reveals
+   (the evaluation was deleted, the deployment moved) is the caller's
+   answer, named by cause. A rule that refuses on a stale view asks for
+   this too (:class:`~drover.state.core.view.Replan`);
+5. at most :data:`ATTEMPTS` commits; the last conflict is raised.
+   A plan marked ``retry=False`` (its compares are the caller's) raises its
+   ``conflict_error`` on the first conflict. :class:`FenceLost` is never
+   retried: a deposed leader's write is refused, not re-planned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from drover.coord.fence import Fence
+from drover.errors import Conflict
+from drover.state.cache import Cache
+from drover.state.cache_view import CacheView
+from drover.state.core.plan import WritePlan
+from drover.state.core.view import Replan, View
+from drover.state.writes import Writer
+
+#: Commits per call before a conflict is the caller's (CONFLICT: retry).
+ATTEMPTS = 3
+
+Planner = Callable[[View], WritePlan]
+
+
+async def transact(cache: Cache, writer: Writer, planner: Planner, fence: Fence | None = None,
+                   *, sync_first: bool = False, attempts: int = ATTEMPTS) -> Any:
+    """Plan, commit, and on a conflict re-plan on a fresh view (module doc)."""
+    fresh = sync_first
+    commits = 0
+    while True:
+        if fresh:
+            await cache.sync()
+        view = CacheView(cache.tables, cache.revision, fresh)
+        try:
+            plan = planner(view)
+        except Replan as e:
+            if fresh:  # a planner must not ask twice: its refusal stands
+                raise e.cause from None
+            fresh = True
+            continue
+        if not plan.writes:
+            return plan.respond(view.revision)
+        try:
+            rev = await writer.commit(plan.compares, plan.ops, fence, conflict=plan.conflict)
+        except Conflict as e:
+            commits += 1
+            if not plan.retry:
+                raise plan.conflict_error() from e
+            if commits >= attempts:
+                raise
+            fresh = True
+            continue
+        return plan.respond(rev)
