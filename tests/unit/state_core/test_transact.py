@@ -1,0 +1,155 @@
+"""transact's one retry policy, on a state service over MemoryKV: plan
+optimistically, commit, on a conflict sync and re-plan (where the rules
+refuse by cause), bounded commits, FenceLost never retried."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from virtual_clock import VirtualClock
+
+from drover.api.types.v1 import evaluation_pb2
+from drover.coord.fence import Fence
+from drover.coord.keys import Keyspace
+from drover.coord.kv import Compare, Put
+from drover.coord.memkv import MemoryKV
+from drover.errors import Conflict, FenceLost
+from drover.state import codec
+from drover.state.cache import marker_put
+from drover.state.core import evals
+from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
+from drover.state.core.rules import EvaluationChanged, PlanStale
+from drover.state.core.view import View
+from drover.state.main import StateService, build_on_store
+from drover.state.transact import ATTEMPTS, transact
+
+
+@pytest.fixture
+async def service(keyspace: Keyspace, clock: VirtualClock) -> AsyncIterator[StateService]:
+    svc = await build_on_store(MemoryKV(clock), keyspace)
+    try:
+        yield svc
+    finally:
+        await svc.close()
+
+
+def recording(planner: Callable[[View], WritePlan]) -> tuple[Callable[[View], WritePlan],
+                                                              list[bool]]:
+    """The planner, and the freshness of every view it was called with."""
+    seen: list[bool] = []
+
+    def wrapped(view: View) -> WritePlan:
+        seen.append(view.fresh)
+        return planner(view)
+    return wrapped, seen
+
+
+def ctx(service: StateService) -> WriteContext:
+    return service.servicer.write_context()
+
+
+async def put_eval(service: StateService, ev: evaluation_pb2.Evaluation) -> int:
+    """Written straight to the store, as another replica would (with the
+    revision marker every object write puts, which is what a sync waits for)."""
+    key = service.cache.keys.key(codec.EVALUATIONS, ev.namespace, ev.id)
+    res = await service.cache.store.txn([], [Put(key, codec.encode(ev)),
+                                             marker_put(service.cache.keys)])
+    return res.revision
+
+
+EV = evaluation_pb2.Evaluation(id="e1", namespace="default", type="service",
+                               status=evaluation_pb2.EVALUATION_STATUS_PENDING)
+
+
+async def test_a_conflict_replans_on_a_fresh_view_where_the_rule_refuses(
+        service: StateService) -> None:
+    first = await put_eval(service, EV)
+    await service.cache.sync()
+    # Changed behind this replica's back: the cache has not seen it yet.
+    changed = await put_eval(service, EV)
+    assert service.cache.revision < changed
+    upd = evaluation_pb2.Evaluation()
+    upd.CopyFrom(EV)
+    upd.status, upd.modify_index = evaluation_pb2.EVALUATION_STATUS_COMPLETE, first
+    c = ctx(service)
+    planner, seen = recording(lambda v: evals.plan_update(v, c, [upd], []))
+    with pytest.raises(EvaluationChanged) as err:
+        await transact(service.cache, service.servicer.writer, planner)
+    assert seen == [False, True]  # optimistic, then re-planned after the sync
+    assert err.value.metadata["modify_index"] == str(changed)
+
+
+async def test_a_stale_refusal_is_judged_again_on_a_fresh_view(service: StateService) -> None:
+    """The cache lags a create; the rule would say GONE on the stale view:
+    it re-plans instead, and the fresh view lets the update through."""
+    rev = await put_eval(service, EV)
+    upd = evaluation_pb2.Evaluation()
+    upd.CopyFrom(EV)
+    upd.modify_index = rev
+    c = ctx(service)
+    planner, seen = recording(lambda v: evals.plan_update(v, c, [upd], []))
+    resp = await transact(service.cache, service.servicer.writer, planner)
+    assert seen == [False, True]
+    assert resp.index > rev
+
+
+def always_conflicting(service: StateService, **build: Any) -> Callable[[View], WritePlan]:
+    def planner(view: View) -> WritePlan:
+        plan = PlanBuilder(service.cache.keys)
+        plan.compare(b"never/there", "mod", 99)  # never holds
+        plan.put(codec.EVALUATIONS, "default", "x", EV, None)
+        return plan.build(lambda rev: rev, conflict="still moving", **build)
+    return planner
+
+
+async def test_conflicts_are_retried_a_bounded_number_of_times(service: StateService) -> None:
+    before = await service.cache.store.revision()
+    planner, seen = recording(always_conflicting(service))
+    with pytest.raises(Conflict, match="still moving"):
+        await transact(service.cache, service.servicer.writer, planner)
+    assert seen == [False] + [True] * (ATTEMPTS - 1)
+    assert await service.cache.store.revision() == before  # nothing written
+
+
+async def test_a_plan_whose_compares_are_the_callers_is_not_retried(
+        service: StateService) -> None:
+    planner, seen = recording(always_conflicting(
+        service, retry=False, final_conflict=lambda: PlanStale("moved")))
+    with pytest.raises(PlanStale):
+        await transact(service.cache, service.servicer.writer, planner, sync_first=True)
+    assert seen == [True]
+
+
+async def test_fence_lost_is_never_retried(service: StateService) -> None:
+    leader_key = f"{service.cache.keys.base}election/broker/a"
+    res = await service.cache.store.txn([], [Put(leader_key.encode(), b"me")])
+    deposed = Fence(leader_key, res.revision + 1)  # another term holds the key
+    c = ctx(service)
+    planner, seen = recording(lambda v: evals.plan_upsert(v, c, [EV], None))
+    with pytest.raises(FenceLost):
+        await transact(service.cache, service.servicer.writer, planner, deposed)
+    assert seen == [False]
+    assert service.cache.tables[codec.EVALUATIONS].objects.get("default/e1") is None
+
+
+async def test_a_plan_that_writes_nothing_makes_no_txn(service: StateService) -> None:
+    await put_eval(service, EV)
+    await service.cache.sync()
+    before = await service.cache.store.revision()
+    c = ctx(service)
+    planner, seen = recording(lambda v: evals.plan_delete_ids(v, c, "default", ["e1"], True))
+    resp = await transact(service.cache, service.servicer.writer, planner)
+    assert (resp.deleted, resp.index) == (1, before)
+    assert seen == [False]
+    assert await service.cache.store.revision() == before
+
+
+async def test_a_successful_commit_answers_with_its_revision(service: StateService) -> None:
+    c = ctx(service)
+    resp = await transact(service.cache, service.servicer.writer,
+                          lambda v: evals.plan_upsert(v, c, [EV], None))
+    assert list(resp.eval_ids) == ["e1"]
+    assert resp.index == await service.cache.sync()
+    assert Compare  # (imported for the reader: plans compare, transact commits)
