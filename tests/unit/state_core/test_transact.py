@@ -13,7 +13,7 @@ from virtual_clock import VirtualClock
 from drover.api.types.v1 import evaluation_pb2
 from drover.coord.fence import Fence
 from drover.coord.keys import Keyspace
-from drover.coord.kv import Compare, Put
+from drover.coord.kv import Put
 from drover.coord.memkv import MemoryKV
 from drover.errors import Conflict, FenceLost
 from drover.state import codec
@@ -152,4 +152,3 @@ async def test_a_successful_commit_answers_with_its_revision(service: StateServi
                           lambda v: evals.plan_upsert(v, c, [EV], None))
     assert list(resp.eval_ids) == ["e1"]
     assert resp.index == await service.cache.sync()
-    assert Compare  # (imported for the reader: plans compare, transact commits)
