@@ -67,6 +67,7 @@ CORE: tuple[str, ...] = (
     "drover.deployments.batcher",
     "drover.deployments.revert",
     "drover.state.core",
+    "drover.state.gc_rules",
 )
 
 #: The one etcd layer.

@@ -21,13 +21,14 @@ a stale cache cost a skipped page, never a wrong delete.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.errors import Conflict, InvalidArgument
 from drover.paging import Key
 from drover.state import codec
+from drover.state.cache_view import CacheView
+from drover.state.core.reap import PAGE, Doomed, Tally, job_owned, pack
 from drover.state.gc_rules import (
     TERMINAL_EVAL,
     AllocView,
@@ -38,7 +39,7 @@ from drover.state.gc_rules import (
     job_collectable,
     node_collectable,
 )
-from drover.state.reaper import PAGE, Doomed, Reaper, Tally, job_owned
+from drover.state.reaper import Reaper
 from drover.state.tables import Entry, Table
 
 DEFAULT_EXAMINED = 1000
@@ -54,28 +55,6 @@ _KINDS = {
 
 def _seconds(ts: Any) -> float:
     return float(ts.seconds) + ts.nanos / 1e9
-
-
-def pack(groups: Sequence[Sequence[Doomed]], size: int = PAGE) -> Iterator[list[Doomed]]:
-    """Pages of at most ``size``; a group (an evaluation with its allocations,
-    a job with all it owns) stays in one page when it fits one, and when it
-    does not, its last object (the owner) goes in its last page."""
-    page: list[Doomed] = []
-    for group in groups:
-        if len(page) + len(group) > size and page:
-            yield page
-            page = []
-        if len(group) > size:
-            for i in range(0, len(group), size):
-                chunk = list(group[i:i + size])
-                if i + size < len(group):
-                    yield chunk
-                else:
-                    page = chunk
-            continue
-        page.extend(group)
-    if page:
-        yield page
 
 
 class GarbageCollectRpc(Reaper):
@@ -211,7 +190,8 @@ class GarbageCollectRpc(Reaper):
         modified = max([modified, *(v.modified for _, v in allocs)])
         if not job_collectable(view, modified, statuses, (v for _, v in allocs), cutoff):
             return []
-        return [*job_owned(self.cache.tables, ns, job_id), Doomed(codec.JOBS, nsid, e[1])]
+        cache = CacheView(self.cache.tables, self.cache.revision, False)
+        return [*job_owned(cache, ns, job_id), Doomed(codec.JOBS, nsid, e[1])]
 
     def _judge_node(self, table: Table, nsid: str, e: Entry, cutoff: float) -> list[Doomed]:
         status = str(table.rows.getter("status")(e))
