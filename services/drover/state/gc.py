@@ -39,7 +39,8 @@ from drover.state.gc_rules import (
     job_collectable,
     node_collectable,
 )
-from drover.state.reaper import Reaper
+from drover.state.reaper import delete_page
+from drover.state.service_base import Base
 from drover.state.tables import Entry, Table
 
 DEFAULT_EXAMINED = 1000
@@ -57,7 +58,7 @@ def _seconds(ts: Any) -> float:
     return float(ts.seconds) + ts.nanos / 1e9
 
 
-class GarbageCollectRpc(Reaper):
+class GarbageCollectRpc(Base):
     async def GarbageCollect(self, request: Any, context: Any) -> Any:
         fence = self.require_fence(context, "GarbageCollect")
         kind = _KINDS.get(request.kind)
@@ -100,7 +101,7 @@ class GarbageCollectRpc(Reaper):
                         pending += len(group)
             for page in pack(groups):
                 try:
-                    await self.delete_page(page, tally, fence=fence)
+                    await delete_page(self.transact, self.keys, page, tally, fence)
                 except Conflict:
                     continue  # changed since judged: the next pass judges it again
         resp = state_pb2.GarbageCollectResponse(

@@ -18,13 +18,14 @@ from drover.state.core.jobs import job_type_name, spec_unchanged
 from drover.state.core.rules import JobModifyIndexMismatch
 from drover.state.core.validate import validate_job
 from drover.state.reads import check_name, list_namespace, namespace_arg
-from drover.state.reaper import Reaper
+from drover.state.reaper import purge_job
+from drover.state.service_base import Base
 
 __all__ = ["JobModifyIndexMismatch", "JobsRpc", "job_type_name", "spec_unchanged",
            "validate_job"]
 
 
-class JobsRpc(Reaper):
+class JobsRpc(Base):
     def _job(self, namespace: str, job_id: str) -> tuple[Any, int] | None:
         e = self.cache.tables[codec.JOBS].objects.get(f"{namespace}/{job_id}")
         if e is None:
@@ -91,7 +92,7 @@ class JobsRpc(Reaper):
 
     async def _purge(self, ns: str, job_id: str, context: Any) -> Any:
         """Purge means gone: the job and all it owns, in bounded txns (:mod:`.reaper`)."""
-        tally, rev = await self.purge_job(ns, job_id, self.fence(context))
+        tally, rev = await purge_job(self.transact, self.keys, ns, job_id, self.fence(context))
         return state_pb2.DeregisterJobResponse(
             job_modify_index=rev, index=rev,
             purged_versions=tally.count(codec.JOB_VERSIONS),

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from virtual_clock import VirtualClock
 
-from drover.api.types.v1 import evaluation_pb2
+from drover.api.types.v1 import evaluation_pb2, job_pb2
 from drover.coord.fence import Fence
 from drover.coord.keys import Keyspace
 from drover.coord.kv import Put
@@ -18,9 +18,10 @@ from drover.coord.memkv import MemoryKV
 from drover.errors import Conflict, FenceLost
 from drover.state import codec
 from drover.state.cache import marker_put
-from drover.state.core import evals
+from drover.state.core import evals, jobs
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.rules import EvaluationChanged, PlanStale
+from drover.state.core.validate import validate_job
 from drover.state.core.view import View
 from drover.state.main import StateService, build_on_store
 from drover.state.transact import ATTEMPTS, transact
@@ -81,17 +82,19 @@ async def test_a_conflict_replans_on_a_fresh_view_where_the_rule_refuses(
     assert err.value.metadata["modify_index"] == str(changed)
 
 
-async def test_a_stale_refusal_is_judged_again_on_a_fresh_view(service: StateService) -> None:
-    """The cache lags a create; the rule would say GONE on the stale view:
-    it re-plans instead, and the fresh view lets the update through."""
+async def test_a_lagging_cache_does_not_refuse_an_update_the_compares_allow(
+        service: StateService) -> None:
+    """The cache lags a create (GONE on its view): the update's compares are
+    the caller's, so it commits at once, with no sync and no re-plan."""
     rev = await put_eval(service, EV)
     upd = evaluation_pb2.Evaluation()
     upd.CopyFrom(EV)
     upd.modify_index = rev
     c = ctx(service)
     planner, seen = recording(lambda v: evals.plan_update(v, c, [upd], []))
+    assert service.cache.tables[codec.EVALUATIONS].objects.get("default/e1") is None
     resp = await transact(service.cache, service.servicer.writer, planner)
-    assert seen == [False, True]
+    assert seen == [False]
     assert resp.index > rev
 
 
@@ -152,3 +155,25 @@ async def test_a_successful_commit_answers_with_its_revision(service: StateServi
                           lambda v: evals.plan_upsert(v, c, [EV], None))
     assert list(resp.eval_ids) == ["e1"]
     assert resp.index == await service.cache.sync()
+
+
+async def test_a_refusal_on_a_stale_view_replans_and_the_fresh_view_decides(
+        service: StateService) -> None:
+    """enforce_index judged on a cache that has not seen the job yet would
+    refuse (JOB_MODIFY_INDEX_MISMATCH); it re-plans after a sync instead,
+    and the fresh view lets the register through."""
+    job = validate_job(job_pb2.Job(id="web", datacenters=["dc1"],
+                                   task_groups=[job_pb2.TaskGroup(name="g", count=1)]))
+    key = service.cache.keys.key(codec.JOBS, "default", "web")
+    res = await service.cache.store.txn([], [Put(key, codec.encode(job)),
+                                             marker_put(service.cache.keys)])
+    changed = job_pb2.Job()
+    changed.CopyFrom(job)
+    changed.task_groups[0].count = 2
+    c = ctx(service)
+    planner, seen = recording(lambda v: jobs.plan_register(
+        v, c, changed, enforce_index=True, job_modify_index=res.revision))
+    assert service.cache.tables[codec.JOBS].objects.get("default/web") is None  # lags
+    resp = await transact(service.cache, service.servicer.writer, planner)
+    assert seen == [False, True]
+    assert resp.version == 1 and resp.index > res.revision

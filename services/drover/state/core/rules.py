@@ -151,28 +151,35 @@ def job_index_matches(view: View, job_id: str, current: Found | None, expected: 
 
 def update_of_seen(view: View, ev: Any) -> None:
     """An evaluation update applies to the evaluation at ``ev.modify_index``:
-    gone means deleted (never re-created), another index means changed."""
+    gone means deleted (never re-created), another index means changed.
+
+    Judged on a fresh view only: the txn compares the caller's index, not
+    the view's, so on a stale view the compares decide, and a conflict
+    brings the fresh view that names the cause."""
+    if not view.fresh:
+        return
     mod = view.mod(codec.EVALUATIONS, ev.namespace, ev.id)
     meta = {"eval_id": ev.id}
     if mod == 0:
-        refuse(view, EvaluationGone(
+        raise EvaluationGone(
             f"evaluation {ev.id!r} no longer exists (deleted); nothing was written",
-            metadata=meta))
+            metadata=meta)
     if mod != ev.modify_index:
         current = view.get(codec.EVALUATIONS, ev.namespace, ev.id)
         status = evaluation_pb2.EvaluationStatus.Name(current.obj.status if current else 0)
-        refuse(view, EvaluationChanged(
+        raise EvaluationChanged(
             f"evaluation {ev.id!r} changed since index {ev.modify_index} (it is at "
             f"{mod}, {status}); nothing was written",
-            metadata={**meta, "modify_index": str(mod), "status": status}))
+            metadata={**meta, "modify_index": str(mod), "status": status})
 
 
 def create_is_new(view: View, ev: Any) -> None:
-    """A create names a new evaluation id (compared absent in the txn too)."""
-    if view.mod(codec.EVALUATIONS, ev.namespace, ev.id):
-        refuse(view, EvaluationExists(
+    """A create names a new evaluation id (compared absent in the txn, which
+    decides on a stale view: judged here on a fresh one only)."""
+    if view.fresh and view.mod(codec.EVALUATIONS, ev.namespace, ev.id):
+        raise EvaluationExists(
             f"evaluation {ev.id!r} exists already; a create needs a new id",
-            metadata={"eval_id": ev.id}))
+            metadata={"eval_id": ev.id})
 
 
 def deployment_seen(view: View, ns: str, dep_id: str, modify_index: int) -> Found:
