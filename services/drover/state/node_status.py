@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from drover.state.core.nodes import HEARTBEAT_WRITE_EVERY, plan_node_status
-from drover.state.reads import check_name
+from drover.state.core.validate import check_name
 from drover.state.service_base import Base
 
 __all__ = ["HEARTBEAT_WRITE_EVERY", "NodeStatusRpc"]

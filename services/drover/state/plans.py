@@ -16,8 +16,7 @@ from typing import Any
 
 from drover.state.core.placement import node_schedulable, plan_submit
 from drover.state.core.rules import PlanStale, within_cap
-from drover.state.core.validate import validated_plan
-from drover.state.reads import check_name, namespace_arg
+from drover.state.core.validate import check_name, namespace_arg, validated_plan
 from drover.state.service_base import Base
 
 __all__ = ["PlanStale", "PlansRpc", "node_schedulable"]

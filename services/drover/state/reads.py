@@ -31,35 +31,17 @@ from typing import Any
 from google.protobuf.duration_pb2 import Duration
 
 from drover.api.types.v1 import query_pb2
-from drover.errors import InvalidArgument
 from drover.filter import Filter, FilterCompiler
 from drover.paging import Page, PageRequest, PageTokenCodec, Paginator, PagingDefaults
 from drover.state import codec, tables
 from drover.state.blocking import BlockingConfig, blocking_wait
 from drover.state.cache import Cache
+from drover.state.core.validate import (  # noqa: F401  (the read RPCs' names)
+    ALL_NAMESPACES,
+    check_name,
+    namespace_arg,
+)
 from drover.state.tables import Entry
-
-_NS_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
-DEFAULT_NAMESPACE = "default"
-ALL_NAMESPACES = "*"
-
-
-def check_name(value: str, field: str, *, allow_all: bool = False) -> str:
-    """A namespace or id: non-empty, at most 128 of [A-Za-z0-9-_.]."""
-    if allow_all and value == ALL_NAMESPACES:
-        return value
-    if not value:
-        raise InvalidArgument(f"{field} is required", metadata={"field": field})
-    if len(value) > 128 or not set(value) <= _NS_CHARS:
-        raise InvalidArgument(
-            f"{field} {value!r} is invalid: use 1-128 letters, digits, '-', '_' or '.'",
-            metadata={"field": field},
-        )
-    return value
-
-
-def namespace_arg(value: str, *, allow_all: bool = True) -> str:
-    return check_name(value or DEFAULT_NAMESPACE, "namespace", allow_all=allow_all)
 
 
 def list_namespace(value: str) -> str | None:
