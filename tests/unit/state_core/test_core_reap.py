@@ -61,3 +61,9 @@ def test_a_gc_page_conflict_is_final() -> None:
     plan = plan_delete_page(KEYS, page)
     assert plan.compares == (Compare(key(codec.EVALUATIONS, "default", "e1"), "mod", 5),)
     assert not plan.retry
+
+
+def test_exactly_a_page_of_children_takes_the_job_along() -> None:
+    plan = plan_purge_page(view(owned(PAGE - 1)), KEYS, "default", "j", started=False)
+    assert len(plan.ops) == PAGE + 1 and len(plan.compares) == PAGE + 1
+    assert plan.ops[-1] == Delete(key(codec.JOBS, "default", "j"))

@@ -38,7 +38,7 @@ from drover.state import codec
 from drover.state.core.allocs import apply_allocation_update
 from drover.state.core.jobs import cancel_active, new_deployment
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
-from drover.state.core.rules import deployment_seen, within_cap
+from drover.state.core.rules import deployment_seen, next_version, within_cap
 from drover.state.core.view import View
 
 
@@ -115,7 +115,7 @@ def _revert(view: View, ctx: WriteContext, plan: PlanBuilder, failed: deployment
     job = job_pb2.Job()
     job.CopyFrom(target)
     job.id, job.namespace = failed.job_id, ns
-    job.version = current.version + 1
+    job.version = next_version(current)
     job.stop, job.stable = False, False
     job.status = job_pb2.JOB_STATUS_PENDING
     job.job_modify_index = 0  # "this txn": resolved on read

@@ -20,7 +20,7 @@ from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.errors import NotFound
 from drover.state import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
-from drover.state.core.rules import job_index_matches
+from drover.state.core.rules import job_index_matches, next_version
 from drover.state.core.view import View
 
 ACTIVE_DEPLOYMENTS = (
@@ -117,7 +117,7 @@ def plan_register(view: View, ctx: WriteContext, src: job_pb2.Job, *,
     if current is not None and spec_unchanged(current.obj, job):
         return _plan_unchanged(ctx, plan, current.obj, conflict)
     old = current.obj if current else None
-    job.version = old.version + 1 if old else 0
+    job.version = next_version(old)
     job.stop, job.stable = False, False
     job.status = job_pb2.JOB_STATUS_PENDING
     job.job_modify_index = 0
@@ -164,7 +164,7 @@ def plan_deregister(view: View, ctx: WriteContext, ns: str, job_id: str) -> Writ
     ev = new_eval(ctx, job, "job-deregister")
     plan.put(codec.EVALUATIONS, ns, ev.id, ev, None)
     job.stop = True
-    job.version += 1
+    job.version = next_version(job)
     job.job_modify_index = 0
     plan.put(codec.JOBS, ns, job.id, job, found.mod)
     plan.put_version(ns, job.id, job.version, job, None)

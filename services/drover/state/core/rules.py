@@ -20,6 +20,7 @@ so the shell re-plans on a fresh view before the caller hears of them.
   (the object must exist, compared on the revision the caller saw);
 - referential checks: an allocation's job and deployment exist (compared
   on their create revision) and the deployment belongs to the job;
+- version bumps: every spec change is a new version (:func:`next_version`);
 - sizes: at most :data:`MAX_OBJECT_OPS` objects per request.
 """
 
@@ -133,6 +134,13 @@ def broker_paused(view: View) -> int:
             "pause_eval_broker=true), delete, then resume",
         )
     return mod
+
+
+def next_version(current: Any | None) -> int:
+    """Version bumps: a job's first version is 0; every spec change (a new
+    spec, a stop, a revert) is the current version + 1, never reused (the
+    version records are immutable history)."""
+    return 0 if current is None else int(current.version) + 1
 
 
 def cas_holds(cas_index: int | None, mod: int) -> bool:
