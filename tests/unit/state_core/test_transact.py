@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from virtual_clock import VirtualClock
 
-from drover.api.types.v1 import evaluation_pb2, job_pb2
+from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.coord.fence import Fence
 from drover.coord.keys import Keyspace
 from drover.coord.kv import Put
@@ -177,3 +177,39 @@ async def test_a_refusal_on_a_stale_view_replans_and_the_fresh_view_decides(
     resp = await transact(service.cache, service.servicer.writer, planner)
     assert seen == [False, True]
     assert resp.version == 1 and resp.index > res.revision
+
+
+async def test_a_plans_events_are_the_changes_its_txn_makes(service: StateService) -> None:
+    """The plan says which objects it puts and deletes: exactly what the
+    store's watch then reports for the txn (less the revision marker)."""
+    running = deployment_pb2.Deployment(id="d-old", namespace="default", job_id="web",
+                                        status=deployment_pb2.DEPLOYMENT_STATUS_RUNNING)
+    key = service.cache.keys.key(codec.DEPLOYMENTS, "default", "d-old")
+    await service.cache.store.txn([], [Put(key, codec.encode(running)),
+                                       marker_put(service.cache.keys)])
+    await service.cache.sync()
+    job = job_pb2.Job(id="web", datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(
+        name="g", count=1, update=job_pb2.UpdateStrategy(max_parallel=1))])
+    job = validate_job(job)
+    c = ctx(service)
+    plans: list[WritePlan] = []
+
+    def planner(v: View) -> WritePlan:
+        plans.append(jobs.plan_register(v, c, job))
+        return plans[-1]
+
+    resp = await transact(service.cache, service.servicer.writer, planner)
+    base = service.cache.keys.base.encode()
+    watch = await service.cache.store.watch(base, base + b"\xff", resp.index)
+    try:
+        batch = await anext(aiter(watch))
+    finally:
+        await watch.close()
+    changes = []
+    for event in batch.events:
+        parsed = service.cache.keys.parse(event.kv.key)
+        if parsed is not None and event.kv.mod_revision == resp.index:
+            changes.append((parsed.kind, parsed.namespace, parsed.id,
+                            "delete" if event.deleted else "put"))
+    assert [(e.kind, e.namespace, e.id, e.op) for e in plans[-1].events] == changes
+    assert (codec.DEPLOYMENTS, "default", "d-old", "put") in changes  # cancelled
