@@ -15,9 +15,9 @@ import pytest
 from kv_backends import Backend
 from virtual_clock import VirtualClock
 
+from drover.coord.etcd_kv import EtcdKV
 from drover.coord.memkv import MemoryKV
 from drover.dev.etcd import EtcdServer
-from drover.state.store import EtcdStore
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +40,6 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     server: EtcdServer = request.getfixturevalue("contract_etcd")
     channel = grpc.aio.insecure_channel(server.endpoint)
     try:
-        yield Backend("etcd", EtcdStore(channel), prefix)
+        yield Backend("etcd", EtcdKV(channel), prefix)
     finally:
         await channel.close()

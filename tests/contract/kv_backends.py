@@ -1,5 +1,5 @@
 """The KV contract's backends (the ``backend`` fixture is in conftest.py):
-:class:`MemoryKV` on the virtual clock, and :class:`EtcdStore` on a real
+:class:`MemoryKV` on the virtual clock, and :class:`EtcdKV` on a real
 etcd of the contract's own. A test asks for ``backend`` and runs
 once on each; the test body cannot tell them apart except through
 :meth:`Backend.pass_time` (the virtual clock moves; for etcd time passes)."""

@@ -1,5 +1,5 @@
 """One contract, two KVs: every test here runs against :class:`MemoryKV`
-and a real etcd (through :class:`EtcdStore`) with the same body, so what
+and a real etcd (through :class:`EtcdKV`) with the same body, so what
 the in-memory twin promises is what etcd does."""
 
 from __future__ import annotations
@@ -209,3 +209,49 @@ async def test_an_expired_lease_deletes_its_keys(backend: Backend) -> None:
     with pytest.raises(LeaseNotFound):
         await kv.lease_keepalive(lost)
     await kv.lease_revoke(kept)
+
+
+async def test_compare_on_the_lease_a_key_is_attached_to(backend: Backend) -> None:
+    kv, a, b = backend.kv, backend.key("a"), backend.key("b")
+    mine, other = await kv.lease_grant(30), await kv.lease_grant(30)
+    try:
+        await kv.txn([], [Put(a, b"1", lease=mine), Put(b, b"1")])
+        assert not (await kv.txn([Compare(a, "lease", other)], [Delete(a)])).succeeded
+        assert (await kv.txn([Compare(b, "lease", 0)], [Put(b, b"2")])).succeeded
+        # an absent key has lease 0, as it has revision 0
+        assert (await kv.txn([Compare(backend.key("absent"), "lease", 0)], [])).succeeded
+        assert (await kv.txn([Compare(a, "lease", mine)], [Delete(a)])).succeeded
+        assert (await kv.range(a, b"")).kvs == []
+    finally:
+        await kv.lease_revoke(mine)
+        await kv.lease_revoke(other)
+
+
+async def test_a_keepalive_stream_answers_every_send_in_order(backend: Backend) -> None:
+    kv = backend.kv
+    lease = await kv.lease_grant(30)
+    stream = kv.keepalives(lease)
+    try:
+        it = aiter(stream)
+        await stream.send()
+        await stream.send()
+        assert [await asyncio.wait_for(anext(it), BOUND) for _ in range(2)] == [30, 30]
+        stream.suspect()  # harmless on a member that answers
+        await kv.lease_revoke(lease)
+        await stream.send()
+        assert await asyncio.wait_for(anext(it), BOUND) <= 0  # the lease is gone
+    finally:
+        stream.cancel()
+    assert backend.kv.suspect_after > 0
+
+
+async def test_a_watch_with_progress_notify_sees_changes(backend: Backend) -> None:
+    kv, a = backend.kv, backend.key("a")
+    w = await kv.watch(a, b"", 0, progress_notify=True)
+    try:
+        await kv.txn([], [Put(a, b"1")])
+        batch = await next_batch(aiter(w))
+        assert [(e.kv.key, e.kv.value) for e in batch.events] == [(a, b"1")]
+        w.suspect()  # harmless on a member that answers
+    finally:
+        await w.close()

@@ -75,7 +75,6 @@ ETCD_LAYER = "drover.coord"
 
 #: Modules outside the layer that still import an etcd client, and why.
 ETCD_EXCEPTIONS: dict[str, str] = {
-    "drover.state.store": "issue 15: the state store still builds etcd txns itself",
     "drover.acl.cache": "its token/policy watch predates a typed watch in the layer",
     "drover.dev.etcd": "dev tooling: starts etcd members and asks them for status",
 }

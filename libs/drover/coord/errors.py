@@ -21,6 +21,7 @@ from drover.errors import (
 )
 
 __all__ = [
+    "ClientClosed",
     "Compacted",
     "EstablishFailed",
     "EtcdUnavailable",
@@ -39,6 +40,12 @@ class EtcdUnavailable(Unavailable):
     """etcd did not answer (down, partitioned, frozen) within the deadline."""
 
     reason = "ETCD_UNAVAILABLE"
+
+
+class ClientClosed(EtcdUnavailable):
+    """The etcd client was closed: nothing sent through it can succeed again."""
+
+    reason = "ETCD_CLIENT_CLOSED"
 
 
 class OutcomeUnknown(EtcdUnavailable):

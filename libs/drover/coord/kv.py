@@ -7,12 +7,16 @@ watch from a revision that reports every response's revision, progress and
 compaction, compaction itself, and leases (grant, one keepalive, revoke)
 with puts attached to them.
 
-Two implementations: :class:`drover.state.store.EtcdStore` on a real etcd
+Beside it, the small Protocols each coord component takes (the consumer
+owns the seam): :class:`Ranges`, :class:`Txns`, :class:`Watches` and
+:class:`Leases` (grant, revoke, and a keepalive stream a session renews on).
+
+Two implementations: :class:`drover.coord.etcd_kv.EtcdKV` on a real etcd
 and :class:`drover.coord.memkv.MemoryKV` in memory; ``tests/contract``
 runs one suite against both. Both raise the same errors: :class:`Compacted`
 for history etcd no longer has, :class:`LeaseNotFound` for an expired or
-revoked lease (both defined, with the rest of the library's errors, in
-:mod:`drover.coord.errors`).
+revoked lease, :class:`EtcdUnavailable` when the store cannot answer (all
+defined, with the rest of the library's errors, in :mod:`drover.coord.errors`).
 """
 
 from __future__ import annotations
@@ -24,9 +28,14 @@ from typing import NamedTuple, Protocol
 from drover.coord.errors import Compacted, LeaseNotFound
 
 __all__ = [
-    "KV", "Compacted", "Compare", "Delete", "KVStore", "LeaseKV", "LeaseNotFound", "Op", "Put",
-    "RangePage", "TxnResult", "Watch", "WatchBatch", "WatchEvent", "prefix_end",
+    "KV", "MAX_TXN_OPS", "Compacted", "Compare", "Delete", "KVStore", "KeepAlives", "LeaseKV",
+    "LeaseNotFound", "Leases", "Op", "Put", "RangePage", "Ranges", "TxnResult", "Txns", "Watch",
+    "WatchBatch", "WatchEvent", "Watches", "prefix_end",
 ]
+
+#: etcd's default ``--max-txn-ops``: the cap on the compares, and separately
+#: on the operations (puts/deletes) of either branch, of one transaction.
+MAX_TXN_OPS = 128
 
 
 # KV and WatchEvent are NamedTuples, not frozen dataclasses: one of each is
@@ -43,7 +52,8 @@ class KV(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Compare:
-    """``target(key) == value``; target is "mod", "create" or "version"."""
+    """``target(key) == value``; target is "mod", "create", "version" or
+    "lease" (the id of the lease the key is attached to, 0: none)."""
 
     key: bytes
     target: str
@@ -103,7 +113,65 @@ class Watch(Protocol):
 
     def request_progress(self) -> None: ...
 
+    def suspect(self) -> None:
+        """The owner saw the watch go silent: have its member checked now."""
+        ...
+
     async def close(self) -> None: ...
+
+
+class KeepAlives(Protocol):
+    """One lease's keepalive stream: each :meth:`send` is answered, in order,
+    by one TTL from the iterator (<= 0: the lease is gone). A broken stream
+    raises :class:`~drover.coord.errors.EtcdUnavailable` from either."""
+
+    async def send(self) -> None: ...
+
+    def __aiter__(self) -> AsyncIterator[int]: ...
+
+    def suspect(self) -> None:
+        """A send went unanswered too long: have its member checked now."""
+        ...
+
+    def cancel(self) -> None: ...
+
+
+class Ranges(Protocol):
+    async def range(
+        self, key: bytes, range_end: bytes, *, limit: int = 0, revision: int = 0,
+        count_only: bool = False,
+    ) -> RangePage: ...
+
+
+class Txns(Protocol):
+    async def txn(self, compares: Sequence[Compare], ops: Sequence[Op]) -> TxnResult: ...
+
+
+class Watches(Protocol):
+    async def watch(self, key: bytes, range_end: bytes, start_revision: int, *,
+                    progress_notify: bool = False) -> Watch:
+        """Every change in ``[key, range_end)`` from ``start_revision`` (0:
+        from the next). ``progress_notify``: etcd also sends a progress
+        notification now and then while idle (every 10 min by default)."""
+        ...
+
+
+class Leases(Protocol):
+    """What a session needs: a lease, its keepalive stream, its revocation."""
+
+    @property
+    def suspect_after(self) -> float:
+        """Seconds a keepalive may go unanswered before its member is suspect."""
+        ...
+
+    async def lease_grant(self, ttl: int) -> int: ...
+
+    def keepalives(self, lease: int) -> KeepAlives:
+        """Open a keepalive stream (require-leader on etcd): :class:`ClientClosed`
+        if the client is closed."""
+        ...
+
+    async def lease_revoke(self, lease: int) -> None: ...
 
 
 class KVStore(Protocol):
@@ -123,8 +191,8 @@ class KVStore(Protocol):
     async def compact(self, revision: int) -> None: ...
 
 
-class LeaseKV(KVStore, Protocol):
-    """A :class:`KVStore` with leases: what sessions and elections need."""
+class LeaseKV(KVStore, Leases, Protocol):
+    """A :class:`KVStore` with leases: both backends are one."""
 
     async def lease_grant(self, ttl: int) -> int: ...
 

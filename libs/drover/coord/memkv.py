@@ -1,4 +1,4 @@
-"""An in-memory etcd: the twin of :class:`drover.state.store.EtcdStore`.
+"""An in-memory etcd: the twin of :class:`drover.coord.etcd_kv.EtcdKV`.
 
 Same semantics as etcd's v3 KV where drover depends on them (the contract
 suite in ``tests/contract`` runs the same tests against both):
@@ -18,7 +18,11 @@ suite in ``tests/contract`` runs the same tests against both):
 * leases with a TTL on the clock passed in: keys put with a lease are
   deleted, in one revision, when it is revoked or expires. Expiry is
   checked at every operation and by :meth:`MemoryKV.expire_leases` (call
-  it after advancing a virtual clock so watchers see the deletes).
+  it after advancing a virtual clock so watchers see the deletes). A
+  keepalive stream answers each send at once with the TTL (0 once the
+  lease is gone), as etcd's does;
+* ``progress_notify`` on a watch is accepted and ignored (etcd sends those
+  every 10 minutes by default; :meth:`request_progress` answers at once).
 
 Pure apart from the watch queues: no I/O, no timers, the clock passed in.
 Not thread-safe (one event loop, like everything in drover).
@@ -28,10 +32,12 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import math
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from drover.coord.clock import Clock, monotonic
+from drover.coord.errors import EtcdUnavailable
 from drover.coord.kv import (
     KV,
     Compacted,
@@ -45,7 +51,6 @@ from drover.coord.kv import (
     WatchBatch,
     WatchEvent,
 )
-from drover.errors import Unavailable
 
 
 @dataclass(slots=True)
@@ -95,6 +100,9 @@ class _MemWatch:
         if not self._closed:
             self._queue.put_nowait(WatchBatch([], self._kv.current_revision))
 
+    def suspect(self) -> None:
+        return None  # nothing to probe: memory does not freeze
+
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
@@ -110,6 +118,35 @@ class _MemWatch:
                 await self.close()
                 raise item
             yield item
+
+
+class _MemKeepAlives:
+    """A keepalive stream: every send is answered at once, in order."""
+
+    def __init__(self, kv: MemoryKV, lease: int) -> None:
+        self._kv, self._lease = kv, lease
+        self._replies: asyncio.Queue[int | None] = asyncio.Queue()
+        self._closed = False
+
+    async def send(self) -> None:
+        if self._closed:
+            raise EtcdUnavailable("keepalive stream is closed")
+        self._replies.put_nowait(self._kv._renew(self._lease))
+
+    async def __aiter__(self) -> AsyncIterator[int]:
+        while True:
+            ttl = await self._replies.get()
+            if ttl is None:
+                return
+            yield ttl
+
+    def suspect(self) -> None:
+        return None
+
+    def cancel(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._replies.put_nowait(None)
 
 
 class MemoryKV:
@@ -159,7 +196,8 @@ class MemoryKV:
         if revision and revision < self._compacted:
             raise Compacted()
         if revision > self._rev:
-            raise Unavailable("etcd: OUT_OF_RANGE: mvcc: required revision is a future revision")
+            raise EtcdUnavailable(
+                "etcd: OUT_OF_RANGE: mvcc: required revision is a future revision")
         at = revision or self._rev
         kvs = []
         for k in self._keys_in(key, range_end):
@@ -188,6 +226,8 @@ class MemoryKV:
             actual = v.kv.create_revision
         elif c.target == "version":
             actual = v.version
+        elif c.target == "lease":
+            actual = v.lease
         else:
             raise ValueError(f"unknown compare target {c.target!r}")
         return actual == c.value
@@ -244,7 +284,8 @@ class MemoryKV:
         if revision <= self._compacted:
             raise Compacted()
         if revision > self._rev:
-            raise Unavailable("etcd: OUT_OF_RANGE: mvcc: required revision is a future revision")
+            raise EtcdUnavailable(
+                "etcd: OUT_OF_RANGE: mvcc: required revision is a future revision")
         self._compacted = revision
         for key in list(self._keys):
             hist = self._hist[key]
@@ -259,7 +300,8 @@ class MemoryKV:
 
     # ---- watches
 
-    async def watch(self, key: bytes, range_end: bytes, start_revision: int) -> _MemWatch:
+    async def watch(self, key: bytes, range_end: bytes, start_revision: int, *,
+                    progress_notify: bool = False) -> _MemWatch:
         self.expire_leases()
         w = _MemWatch(self, key, range_end)
         if start_revision and start_revision < self._compacted:
@@ -280,13 +322,26 @@ class MemoryKV:
         self._leases[self._next_lease] = _Lease(ttl, self._clock() + ttl)
         return self._next_lease
 
+    #: A keepalive is answered at once: never suspect.
+    suspect_after = math.inf
+
     async def lease_keepalive(self, lease: int) -> int:
+        ttl = self._renew(lease)
+        if ttl <= 0:
+            raise LeaseNotFound(lease)
+        return ttl
+
+    def _renew(self, lease: int) -> int:
+        """Renew ``lease``: its TTL, or 0 if it is gone (etcd's answer)."""
         self.expire_leases()
         held = self._leases.get(lease)
         if held is None:
-            raise LeaseNotFound(lease)
+            return 0
         held.expires = self._clock() + held.ttl
         return held.ttl
+
+    def keepalives(self, lease: int) -> _MemKeepAlives:
+        return _MemKeepAlives(self, lease)
 
     async def lease_revoke(self, lease: int) -> None:
         self.expire_leases()

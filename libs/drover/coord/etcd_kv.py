@@ -1,0 +1,370 @@
+"""The one etcd layer: :class:`EtcdKV`, the typed KV of :mod:`drover.coord.kv`
+on a real etcd. The only code (with :mod:`.pool`, :mod:`.connect` and
+:mod:`.endpoints` under it) that builds etcd requests.
+
+It speaks the raw etcd v3 stubs through the health-checked endpoint pool
+of a :class:`drover.coord.EtcdClient` (or, for tests and benches, one plain
+channel): aetcd's own range has no ``limit``/``revision`` and its watcher
+splits responses into single events, losing the revision boundaries and
+the progress notifications a watch-fed cache needs to prove it is current.
+Through the pool:
+
+* reads retry on another etcd member within their bound;
+* a txn whose answer is lost raises
+  :class:`~drover.coord.errors.OutcomeUnknown` (never retried);
+* watches and keepalive streams carry etcd's require-leader metadata
+  (``hasleader``) and end when their member turns bad;
+* every call ends by the gRPC caller's deadline (:mod:`drover.coord.deadline`).
+
+One error set, the same :class:`~drover.coord.memkv.MemoryKV` raises:
+:class:`Compacted`, :class:`LeaseNotFound`, :class:`ClientClosed` and
+otherwise :class:`EtcdUnavailable` (and :class:`OutcomeUnknown` from txns).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import grpc
+from aetcd import rpc
+from opentelemetry.trace import SpanKind
+
+from drover.coord.connect import EtcdClient
+from drover.coord.errors import ClientClosed, EtcdUnavailable
+from drover.coord.kv import (
+    KV,
+    MAX_TXN_OPS,
+    Compacted,
+    Compare,
+    LeaseNotFound,
+    Op,
+    Put,
+    RangePage,
+    TxnResult,
+    WatchBatch,
+    WatchEvent,
+)
+from drover.coord.pool import Endpoint, EndpointPool, Stream
+from drover.telemetry import meter, tracer
+
+__all__ = ["EtcdKV"]
+
+
+def _kv(kv: Any) -> KV:
+    return KV(kv.key, kv.value, kv.create_revision, kv.mod_revision)
+
+
+_TARGETS = {"mod": rpc.Compare.MOD, "create": rpc.Compare.CREATE,
+            "version": rpc.Compare.VERSION, "lease": rpc.Compare.LEASE}
+_FIELDS = {"mod": "mod_revision", "create": "create_revision", "version": "version",
+           "lease": "lease"}
+
+
+def _error(err: BaseException) -> EtcdUnavailable | Compacted | LeaseNotFound:
+    """etcd's error as the layer's: the same errors :class:`MemoryKV` raises."""
+    if not isinstance(err, grpc.RpcError):
+        return EtcdUnavailable(f"etcd: {err!r}")
+    details = err.details() or ""  # type: ignore[attr-defined]
+    if "required revision has been compacted" in details:
+        return Compacted()  # the one "compacted" error, whatever the call
+    if "requested lease not found" in details:
+        return LeaseNotFound()
+    return EtcdUnavailable(f"etcd: {err.code().name}: {details}")  # type: ignore[attr-defined]
+
+
+class _Telemetry:
+    """Txn spans and metrics under one name (the state service: "drover.state")."""
+
+    def __init__(self, name: str) -> None:
+        self.tracer = tracer(f"{name}.etcd")
+        m = meter(name)
+        self.txn_duration = m.create_histogram(
+            f"{name}.etcd.txn.duration", unit="s",
+            description=f"etcd transaction round trips of {name}, by outcome")
+        self.compare_failures = m.create_counter(
+            f"{name}.etcd.txn.compare_failures", unit="{txn}",
+            description="etcd transactions whose compares failed (concurrent writer, lost fence)",
+        )
+        self.compare_failures.add(0)  # a series from the start: alerts see 0, not nothing
+
+
+class EtcdKV:
+    """:class:`~drover.coord.kv.LeaseKV` on an :class:`EtcdClient` (its
+    endpoint pool, looked up at each call: a closed client raises
+    :class:`ClientClosed`) or on one plain gRPC channel to etcd.
+
+    ``timeout`` bounds a call (clipped to the caller's deadline:
+    :func:`drover.coord.deadline.caller_deadline` shortens it); ``telemetry``
+    names the spans and metrics of its txns (none when empty)."""
+
+    def __init__(self, etcd: EtcdClient | grpc.aio.Channel, *, timeout: float = 10.0,
+                 max_txn_ops: int = MAX_TXN_OPS, telemetry: str = "") -> None:
+        #: etcd's ``--max-txn-ops`` as this process was told it (never discovered:
+        #: etcd does not report it); a larger txn is refused here, not by etcd.
+        self.max_txn_ops = max_txn_ops
+        self._client: EtcdClient | None = None
+        self._fixed: EndpointPool | None = None
+        if isinstance(etcd, EtcdClient):
+            self._client = etcd
+        else:  # one plain channel: a pool of one, not probed
+            self._fixed = EndpointPool([Endpoint("etcd", etcd)], label="kv")
+        self._timeout = timeout
+        self._telemetry = _Telemetry(telemetry) if telemetry else None
+
+    @property
+    def client(self) -> EtcdClient | None:
+        """The client this KV runs on (None on a plain channel)."""
+        return self._client
+
+    @property
+    def _pool(self) -> EndpointPool:
+        if self._fixed is not None:
+            return self._fixed
+        assert self._client is not None
+        pool = self._client.pool
+        if pool is None:
+            raise ClientClosed("the etcd client was closed")
+        return pool
+
+    @property
+    def suspect_after(self) -> float:
+        """Seconds a keepalive may go unanswered before its member is suspect."""
+        if self._fixed is not None:
+            return math.inf  # one channel: nowhere else to go
+        pool = self._client.pool if self._client is not None else None
+        return pool.config.request_bound if pool is not None else math.inf
+
+    async def _unary(self, kind: str, method: str, req: Any, *, idempotent: bool,
+                     what: str) -> Any:
+        try:
+            return await self._pool.unary(kind, method, req, timeout=self._timeout,
+                                          idempotent=idempotent, what=what)
+        except grpc.RpcError as err:
+            raise _error(err) from err
+
+    # ---- KV
+
+    async def range(
+        self, key: bytes, range_end: bytes, *, limit: int = 0, revision: int = 0,
+        count_only: bool = False,
+    ) -> RangePage:
+        req = rpc.RangeRequest(
+            key=key, range_end=range_end, limit=limit, revision=revision, count_only=count_only
+        )
+        resp = await self._unary("kv", "Range", req, idempotent=True, what="range")
+        return RangePage([_kv(kv) for kv in resp.kvs], resp.more, resp.header.revision, resp.count)
+
+    async def txn(self, compares: Sequence[Compare], ops: Sequence[Op]) -> TxnResult:
+        if max(len(ops), len(compares)) > self.max_txn_ops:
+            raise ValueError(f"a txn holds at most {self.max_txn_ops} operations "
+                             f"(etcd's --max-txn-ops), not {max(len(ops), len(compares))}")
+        # Built in place with add(): a delete page is ~256 sub-messages, and
+        # constructing each then copying it into the request cost twice as much.
+        req = rpc.TxnRequest()
+        add_compare, add_op = req.compare.add, req.success.add
+        for c in compares:
+            m = add_compare(key=c.key, result=rpc.Compare.EQUAL, target=_TARGETS[c.target])
+            setattr(m, _FIELDS[c.target], c.value)
+        for op in ops:
+            if isinstance(op, Put):
+                put = add_op().request_put
+                put.key, put.value = op.key, op.value
+                if op.lease:
+                    put.lease = op.lease
+            else:
+                add_op().request_delete_range.key = op.key
+        # never retried: OutcomeUnknown when it may have been applied
+        t = self._telemetry
+        if t is None:
+            resp = await self._unary("kv", "Txn", req, idempotent=False, what="txn")
+            return TxnResult(resp.succeeded, resp.header.revision)
+        start = time.perf_counter()
+        outcome = "error"
+        with t.tracer.start_as_current_span(
+            "etcd Txn", kind=SpanKind.CLIENT,
+            attributes={"db.system": "etcd", "db.operation": "Txn",
+                        "drover.etcd.compares": len(compares), "drover.etcd.ops": len(ops)},
+        ) as span:
+            try:
+                resp = await self._unary("kv", "Txn", req, idempotent=False, what="txn")
+                outcome = "succeeded" if resp.succeeded else "compare_failed"
+                span.set_attribute("drover.etcd.revision", resp.header.revision)
+                span.set_attribute("drover.etcd.succeeded", resp.succeeded)
+            finally:
+                t.txn_duration.record(time.perf_counter() - start, {"outcome": outcome})
+        if not resp.succeeded:
+            t.compare_failures.add(1)
+        return TxnResult(resp.succeeded, resp.header.revision)
+
+    async def revision(self) -> int:
+        # A linearizable read of one (probably absent) key: cheap, and its
+        # header carries the current revision of the whole store.
+        page = await self.range(b"\0", b"", count_only=True)
+        return page.revision
+
+    async def compact(self, revision: int) -> None:
+        await self._unary("kv", "Compact", rpc.CompactionRequest(revision=revision, physical=True),
+                          idempotent=True, what="compact")
+
+    # ---- leases
+
+    async def lease_grant(self, ttl: int) -> int:
+        # retried on another member: an orphaned lease just expires
+        resp = await self._unary("lease", "LeaseGrant", rpc.LeaseGrantRequest(TTL=ttl),
+                                 idempotent=True, what="lease grant")
+        return int(resp.ID)
+
+    async def lease_keepalive(self, lease: int) -> int:
+        """One keepalive on a stream of its own (a session keeps one open:
+        :meth:`keepalives`)."""
+        stream = self.keepalives(lease)
+        try:
+            await stream.send()
+            async with asyncio.timeout(self._timeout):
+                async for ttl in stream:
+                    if ttl <= 0:
+                        raise LeaseNotFound(lease)
+                    return ttl
+        except TimeoutError as err:
+            raise EtcdUnavailable("etcd did not answer a lease keepalive") from err
+        finally:
+            stream.cancel()
+        raise EtcdUnavailable("etcd closed the keepalive stream")
+
+    async def lease_revoke(self, lease: int) -> None:
+        await self._unary("lease", "LeaseRevoke", rpc.LeaseRevokeRequest(ID=lease),
+                          idempotent=True, what="lease revoke")
+
+    def keepalives(self, lease: int) -> _EtcdKeepAlives:
+        """A LeaseKeepAlive stream for ``lease`` (require-leader)."""
+        return _EtcdKeepAlives(self._pool.open_stream("lease", "LeaseKeepAlive"), lease)
+
+    # ---- watches
+
+    async def watch(self, key: bytes, range_end: bytes, start_revision: int, *,
+                    progress_notify: bool = False) -> _EtcdWatch:
+        w = _EtcdWatch(self._pool, key, range_end, start_revision, progress_notify)
+        await w.start()
+        return w
+
+
+class _EtcdKeepAlives:
+    """Keepalive requests of one lease on one stream; replies are TTLs in order."""
+
+    def __init__(self, stream: Stream, lease: int) -> None:
+        self._stream = stream
+        self._lease = lease
+
+    async def send(self) -> None:
+        try:
+            await self._stream.write(rpc.LeaseKeepAliveRequest(ID=self._lease))
+        except (grpc.RpcError, asyncio.InvalidStateError) as err:
+            raise _error(err) from err
+
+    async def __aiter__(self) -> AsyncIterator[int]:
+        try:
+            async for reply in self._stream:
+                yield int(reply.TTL)
+        except (grpc.RpcError, asyncio.InvalidStateError) as err:
+            raise _error(err) from err
+
+    def suspect(self) -> None:
+        self._stream.suspect()
+
+    def cancel(self) -> None:
+        self._stream.cancel()
+
+
+class _EtcdWatch:
+    """One watch on its own stream, so a progress request speaks for it alone."""
+
+    def __init__(self, pool: EndpointPool, key: bytes, range_end: bytes,
+                 start_revision: int, progress_notify: bool) -> None:
+        self._requests: asyncio.Queue[Any] = asyncio.Queue()
+        self._pool = pool
+        create = rpc.WatchCreateRequest(
+            key=key, range_end=range_end, start_revision=start_revision,
+            progress_notify=progress_notify,
+        )
+        self._requests.put_nowait(rpc.WatchRequest(create_request=create))
+        self._call: Stream | None = None
+        self._closed = False
+
+    async def _iter_requests(self) -> AsyncIterator[Any]:
+        while True:
+            req = await self._requests.get()
+            if req is None:
+                return
+            yield req
+
+    async def start(self) -> None:
+        self._call = self._pool.open_stream("watch", "Watch", self._iter_requests())
+        try:
+            first = await self._call.read()
+        except grpc.RpcError as err:
+            await self.close()
+            raise _error(err) from err
+        except BaseException:
+            await self.close()
+            raise
+        if first is grpc.aio.EOF:
+            await self.close()
+            raise EtcdUnavailable("etcd closed the watch stream")
+        if first.compact_revision:
+            await self.close()
+            raise Compacted(first.compact_revision)
+        if first.canceled:
+            await self.close()
+            raise EtcdUnavailable(f"etcd refused the watch: {first.cancel_reason}")
+
+    def request_progress(self) -> None:
+        if not self._closed:
+            self._requests.put_nowait(
+                rpc.WatchRequest(progress_request=rpc.WatchProgressRequest())
+            )
+
+    def suspect(self) -> None:
+        if self._call is not None:
+            self._call.suspect()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._requests.put_nowait(None)
+        if self._call is not None:
+            self._call.cancel()
+
+    async def __aiter__(self) -> AsyncIterator[WatchBatch]:
+        assert self._call is not None, "start() first"
+        while True:
+            try:
+                resp = await self._call.read()
+            except asyncio.CancelledError:
+                raise
+            except grpc.RpcError as err:
+                if self._closed:
+                    return
+                raise _error(err) from err
+            if resp is grpc.aio.EOF:
+                if self._closed:
+                    return
+                raise EtcdUnavailable("etcd closed the watch stream")
+            if resp.compact_revision:
+                with contextlib.suppress(Exception):
+                    await self.close()
+                raise Compacted(resp.compact_revision)
+            if resp.canceled:
+                raise EtcdUnavailable(f"etcd canceled the watch: {resp.cancel_reason}")
+            events = [WatchEvent(_kv(ev.kv), ev.type == 1) for ev in resp.events]
+            # With events, claim only their last revision: a catching-up watch
+            # may send a header revision ahead of what it has sent so far. An
+            # empty response is a progress notification, sent only when the
+            # watch is synced, so its header revision is safe.
+            rev = events[-1].kv.mod_revision if events else resp.header.revision
+            yield WatchBatch(events, rev)
