@@ -46,6 +46,7 @@ from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.config import EtcdSettings
 from drover.coord import Keyspace, Member, Registration, connect, list_members
+from drover.coord.etcd_kv import EtcdKV
 from drover.dev.etcd import EtcdServer
 
 PREFIX = "/bench/drover"
@@ -79,7 +80,7 @@ async def convergence_latency(endpoint: str, stub: Any, rounds: int) -> list[flo
             t0 = time.perf_counter()
             if live is None:
                 live = Registration(
-                    etcd, keyspace,
+                    EtcdKV(etcd), keyspace,
                     Member("state", f"bench-{i}", f"127.0.0.1:{20000 + i}", 1,
                            started_at=time.time()),
                     ttl=5,
@@ -89,7 +90,7 @@ async def convergence_latency(endpoint: str, stub: Any, rounds: int) -> list[flo
             else:
                 await live.close()
                 live = None
-            revision = (await list_members(etcd, keyspace, "state")).revision
+            revision = (await list_members(EtcdKV(etcd), keyspace, "state")).revision
             request = proxy_pb2.WaitForConvergenceRequest(revision=revision)
             request.timeout.FromSeconds(5)
             resp = await stub.WaitForConvergence(request, timeout=6)

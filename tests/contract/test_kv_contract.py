@@ -255,3 +255,20 @@ async def test_a_watch_with_progress_notify_sees_changes(backend: Backend) -> No
         w.suspect()  # harmless on a member that answers
     finally:
         await w.close()
+
+
+async def test_newest_is_the_key_modified_last(backend: Backend) -> None:
+    kv, p = backend.kv, backend.prefix
+    a, b = backend.key("a"), backend.key("b")
+    assert await kv.newest(p, prefix_end(p)) is None
+    await kv.txn([], [Put(b, b"1")])
+    await kv.txn([], [Put(a, b"1")])
+    got = await kv.newest(p, prefix_end(p))
+    assert got is not None and (got.key, got.value) == (a, b"")
+    assert got.mod_revision == await kv.revision()
+    await kv.txn([], [Put(b, b"2")])
+    got = await kv.newest(p, prefix_end(p))
+    assert got is not None and got.key == b
+    await kv.txn([], [Delete(b)])  # a delete leaves no key: the newest live one answers
+    got = await kv.newest(p, prefix_end(p))
+    assert got is not None and got.key == a

@@ -14,27 +14,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
-
-from aetcd import rpc
+from typing import Protocol
 
 from drover.acl.tokens import AclKeys, AclState
-from drover.coord.watch import ResilientWatch
+from drover.coord.deadline import caller_deadline
+from drover.coord.errors import EtcdUnavailable
+from drover.coord.kv import Newest
+from drover.coord.watch import ResilientWatch, WatchKV
 from drover.coord.watch_buffer import EventType, Resync
 
-__all__ = ["AclCache"]
+__all__ = ["AclCache", "AclKV"]
 
 log = logging.getLogger(__name__)
 
 
+class AclKV(WatchKV, Newest, Protocol):
+    """What the cache needs of etcd: a resilient watch, and the newest key."""
+
+
 class AclCache:
-    def __init__(self, client: Any, keys: AclKeys, server_secret: str = "") -> None:
+    def __init__(self, kv: AclKV, keys: AclKeys, server_secret: str = "") -> None:
         self.state = AclState(keys, server_secret)
         self.ready = asyncio.Event()
-        self._client = client
+        self._kv = kv
         self._applied = asyncio.Event()
         self._inflight: asyncio.Future[bool] | None = None
-        self._watch = ResilientWatch(client, keys.prefix.encode())
+        self._watch = ResilientWatch(kv, keys.prefix.encode())
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> AclCache:
@@ -74,18 +79,15 @@ class AclCache:
         return await asyncio.shield(self._inflight)
 
     async def _catch_up(self, within: float) -> bool:
-        prefix = self._watch.prefix
-        req = rpc.RangeRequest(key=prefix, range_end=self._watch.range_end, limit=1,
-                               keys_only=True, sort_order=rpc.RangeRequest.DESCEND,
-                               sort_target=rpc.RangeRequest.MOD)
         try:
-            async with asyncio.timeout(within):
-                resp = await self._client.kvstub.Range(req)
-                newest = resp.kvs[0].mod_revision if resp.kvs else 0
-                while self.state.revision < newest:
-                    self._applied.clear()
-                    await self._applied.wait()
-        except (TimeoutError, rpc.AioRpcError):
+            with caller_deadline(within):
+                async with asyncio.timeout(within):
+                    last = await self._kv.newest(self._watch.prefix, self._watch.range_end)
+                    newest = last.mod_revision if last is not None else 0
+                    while self.state.revision < newest:
+                        self._applied.clear()
+                        await self._applied.wait()
+        except (TimeoutError, EtcdUnavailable):
             return False
         return True
 

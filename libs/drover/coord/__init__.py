@@ -2,8 +2,11 @@
 watches. The public surface is pinned in ``__all__``; see each module's
 docstring for its guarantees.
 
-Open two clients (:func:`connect`): ``purpose="control"`` for sessions,
-elections and membership, ``purpose="bulk"`` for :class:`ResilientWatch`.
+Every component runs on a small typed Protocol of :mod:`drover.coord.kv`
+(the one etcd layer): :class:`EtcdKV` over a connected client, or
+:class:`~drover.coord.memkv.MemoryKV` in tests. Open two clients
+(:func:`connect`): ``purpose="control"`` for sessions, elections and
+membership, ``purpose="bulk"`` for :class:`ResilientWatch`.
 """
 
 from drover.coord.clock import Clock, monotonic
@@ -21,11 +24,11 @@ from drover.coord.errors import (
     SessionLost,
     WatchCompacted,
 )
+from drover.coord.etcd_kv import EtcdKV
 from drover.coord.fence import (
     FENCE_METADATA,
     Fence,
     fence_compare,
-    fence_compare_pb,
     fenced_txn,
     parse_fence,
 )
@@ -63,6 +66,7 @@ __all__ = [
     "Election",
     "EstablishFailed",
     "EtcdClient",
+    "EtcdKV",
     "EtcdUnavailable",
     "EventType",
     "Fence",
@@ -102,7 +106,6 @@ __all__ = [
     "connect",
     "decide",
     "fence_compare",
-    "fence_compare_pb",
     "fenced_txn",
     "list_members",
     "monotonic",

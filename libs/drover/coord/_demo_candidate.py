@@ -26,11 +26,11 @@ import sys
 import time
 from typing import Any
 
-from aetcd import transactions
-
 from drover.coord.connect import EtcdClient
 from drover.coord.errors import FenceLost
+from drover.coord.etcd_kv import EtcdKV
 from drover.coord.keys import Keyspace
+from drover.coord.kv import Put
 from drover.coord.leadership import Leadership, LeadershipConfig
 from drover.coord.membership import Member, Registration
 from drover.coord.term import Term
@@ -41,9 +41,9 @@ def emit(event: str, **fields: Any) -> None:
 
 
 class DemoWriter:
-    def __init__(self, client: Any, keyspace: Keyspace, service: str, name: str,
+    def __init__(self, kv: EtcdKV, keyspace: Keyspace, service: str, name: str,
                  interval: float, unguarded: bool) -> None:
-        self.client = client
+        self.kv = kv
         self.base = f"{keyspace.base}demo/{service}/{name}/"
         self.interval = interval
         self.unguarded = unguarded
@@ -68,8 +68,7 @@ class DemoWriter:
             seq += 1
             key = f"{self.base}{seq:08d}".encode()
             try:
-                await term.txn(self.client, success=[
-                    transactions.Put(key, str(term.revision).encode())])
+                await term.txn(self.kv, ops=[Put(key, str(term.revision).encode())])
             except FenceLost as e:
                 emit("fence_lost", term=term.revision, seq=seq, detail=e.message)
                 return
@@ -93,16 +92,17 @@ async def main(argv: list[str]) -> int:
                         format=f"%(asctime)s {args.name} %(levelname)s %(message)s")
     client = EtcdClient(tuple(args.endpoint.split(",")), creds=None, purpose="control")
     await client.connect()
+    kv = EtcdKV(client)
     keyspace = Keyspace(args.prefix)
-    writer = DemoWriter(client, keyspace, args.service, args.name, args.write_interval,
+    writer = DemoWriter(kv, keyspace, args.service, args.name, args.write_interval,
                         args.unguarded_writer)
-    leadership = Leadership(client, keyspace, args.service, f"{args.name}:0", [writer],
+    leadership = Leadership(kv, keyspace, args.service, f"{args.name}:0", [writer],
                             config=LeadershipConfig(ttl=args.ttl, establish_timeout=2.0,
                                                     revoke_timeout=1.0, retry_backoff=0.1))
     task = leadership.start()
     registration = None
     if args.member:
-        registration = Registration(client, keyspace, Member(
+        registration = Registration(kv, keyspace, Member(
             args.service, args.name, f"{args.name}:0", 1, started_at=time.time()), ttl=args.ttl)
         registration.start()
         await registration.registered.wait()

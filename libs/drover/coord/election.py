@@ -34,19 +34,22 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
-from aetcd import rpc
-
-from drover.coord import _kv
-from drover.coord.errors import EtcdUnavailable, NotCandidate
+from drover.coord.deadline import caller_deadline
+from drover.coord.errors import Compacted, EtcdUnavailable, NotCandidate
 from drover.coord.keys import Keyspace
+from drover.coord.kv import KV, Compare, Delete, Put, Ranges, Txns, Watches, prefix_end
 from drover.coord.session import Session
 from drover.coord.term import Term
 
-__all__ = ["Election", "LeaderInfo", "observe", "observe_changes"]
+__all__ = ["Election", "ElectionKV", "LeaderInfo", "observe", "observe_changes"]
 
 log = logging.getLogger(__name__)
+
+
+class ElectionKV(Ranges, Txns, Watches, Protocol):
+    """What a candidacy needs of etcd (its lease is its :class:`Session`'s)."""
 
 
 @dataclass(frozen=True)
@@ -65,19 +68,49 @@ class LeaderInfo:
 _ESTABLISHED = "\nestablished"
 
 
-def _leader_info(service: str, kv: Any, revision: int) -> LeaderInfo:
+def _leader_info(service: str, kv: KV, revision: int) -> LeaderInfo:
     value = kv.value.decode()
     address, established = value.removesuffix(_ESTABLISHED), value.endswith(_ESTABLISHED)
     return LeaderInfo(service, address, kv.create_revision, kv.key.decode(), revision,
                       established)
 
 
+def _by_creation(kvs: list[KV]) -> list[KV]:
+    """Candidates in election order (lowest create_revision leads). The
+    election prefix holds one key per candidate: sorting here is cheap."""
+    return sorted(kvs, key=lambda kv: kv.create_revision)
+
+
+async def _candidates(kv: Ranges, prefix: bytes, bound: float) -> tuple[list[KV], int]:
+    """Every candidate, in election order, and the revision of the read
+    (linearizable; retried on another member within ``bound`` seconds)."""
+    with caller_deadline(bound):
+        page = await kv.range(prefix, prefix_end(prefix))
+    return _by_creation(page.kvs), page.revision
+
+
+async def _until_deleted(kv: Watches, key: bytes, range_end: bytes, start_revision: int,
+                         keys: set[bytes]) -> bool:
+    """Watch from ``start_revision``; True once one of ``keys`` is deleted,
+    False if the watch ends first. Raises what the watch raises
+    (:class:`Compacted`, :class:`EtcdUnavailable`). Bound it by the caller's
+    timeout: opening the watch waits for etcd too."""
+    watch = await kv.watch(key, range_end, start_revision)
+    try:
+        async for batch in watch:
+            if any(ev.deleted and ev.kv.key in keys for ev in batch.events):
+                return True
+        return False
+    finally:
+        await watch.close()
+
+
 class Election:
     """One candidacy of one session in the election of ``service``."""
 
-    def __init__(self, client: Any, keyspace: Keyspace, service: str, session: Session, *,
+    def __init__(self, kv: ElectionKV, keyspace: Keyspace, service: str, session: Session, *,
                  address: str, recheck: float | None = None, timeout: float = 5.0) -> None:
-        self.client = client
+        self.kv = kv
         self.keyspace = keyspace
         self.service = service
         self.session = session
@@ -95,70 +128,55 @@ class Election:
         :class:`NotCandidate` when our key vanished (never a phantom win).
         """
         await self._ensure_key()
-        prefix = self.prefix.encode()
+        prefix, key = self.prefix.encode(), self.key.encode()
         while True:
             self.session.check()
-            resp = await _kv.range_(self.client, prefix, _kv.prefix_end(prefix),
-                                    sort_create=True, rpc_timeout=self.timeout,
-                                    deadline=self.timeout)
+            kvs, revision = await _candidates(self.kv, prefix, self.timeout)
             self.session.check()
-            mine = [kv for kv in resp.kvs if kv.key.decode() == self.key]
+            mine = [kv for kv in kvs if kv.key == key]
             if not mine or mine[0].create_revision != self.create_revision:
                 raise NotCandidate(f"election key {self.key} vanished while campaigning")
-            if resp.kvs[0].key.decode() == self.key:
-                return Term(self.service, self.key, self.create_revision,
-                            resp.header.revision, self.address)
-            before = [kv for kv in resp.kvs if kv.create_revision < self.create_revision]
+            if kvs[0].key == key:
+                return Term(self.service, self.key, self.create_revision, revision,
+                            self.address)
+            before = [kv for kv in kvs if kv.create_revision < self.create_revision]
             predecessor = before[-1].key
-            await self._wait_deleted({predecessor, self.key.encode()}, resp.header.revision + 1)
+            await self._wait_deleted({predecessor, key}, revision + 1)
 
     async def _ensure_key(self) -> None:
         key = self.key.encode()
-        req = rpc.TxnRequest(
-            compare=[rpc.Compare(key=key, target=rpc.Compare.CREATE,
-                                 result=rpc.Compare.EQUAL, create_revision=0)],
-            success=[rpc.RequestOp(request_put=rpc.PutRequest(
-                key=key, value=self.address.encode(), lease=self.session.lease_id))],
-            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=key))],
-        )
-        resp = await _kv.txn(self.client, req, rpc_timeout=self.timeout)
-        if resp.succeeded:
-            self.create_revision = resp.header.revision
-        else:
-            self.create_revision = resp.responses[0].response_range.kvs[0].create_revision
+        with caller_deadline(self.timeout):
+            res = await self.kv.txn(
+                [Compare(key, "create", 0)],
+                [Put(key, self.address.encode(), lease=self.session.lease_id)])
+            if res.succeeded:
+                self.create_revision = res.revision
+                return
+            # Already there: ours (the key names our lease), from an earlier campaign.
+            page = await self.kv.range(key, b"")
+        if not page.kvs:
+            raise NotCandidate(f"election key {self.key} vanished while campaigning")
+        self.create_revision = page.kvs[0].create_revision
 
     async def _wait_deleted(self, keys: set[bytes], start_revision: int) -> None:
-        """Return when one of ``keys`` is deleted, the session is lost, or
+        """Return when one of ``keys`` is deleted, the session is unsafe, or
         ``recheck`` seconds pass (the caller re-reads in every case)."""
         prefix = self.prefix.encode()
-        call = None
         lost = asyncio.ensure_future(self.session.unsafe.wait())
+        waiter = asyncio.ensure_future(
+            _until_deleted(self.kv, prefix, prefix_end(prefix), start_revision, keys))
         try:
-            call = await _kv.open_watch(self.client, _kv.watch_create(
-                prefix, _kv.prefix_end(prefix), start_revision, no_put=True))
-
-            async def deleted() -> None:
-                async for resp in call:
-                    if resp.compact_revision or resp.canceled:
-                        return
-                    if any(ev.kv.key in keys for ev in resp.events):
-                        return
-
-            waiter = asyncio.ensure_future(deleted())
-            try:
-                await asyncio.wait({waiter, lost}, timeout=self.recheck,
-                                   return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiter.cancel()
-                with contextlib.suppress(asyncio.CancelledError, rpc.AioRpcError):
-                    await waiter
-        except rpc.AioRpcError as e:
-            log.info("election watch for %s failed, re-reading: %r", self.key, e)
-            await asyncio.sleep(0.1)
+            await asyncio.wait({waiter, lost}, timeout=self.recheck,
+                               return_when=asyncio.FIRST_COMPLETED)
         finally:
             lost.cancel()
-            if call is not None:
-                call.cancel()
+            waiter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                try:
+                    await waiter
+                except (EtcdUnavailable, Compacted) as e:
+                    log.info("election watch for %s failed, re-reading: %r", self.key, e)
+                    await asyncio.sleep(0.1)
 
     async def wait_key_gone(self, term: Term) -> str:
         """While leading: return (a reason) once our key is deleted or replaced.
@@ -167,52 +185,35 @@ class Election:
         start = term.won_at_revision + 1
         while True:
             try:
-                resp = await _kv.range_(self.client, key, rpc_timeout=self.timeout)
+                with caller_deadline(self.timeout):
+                    page = await self.kv.range(key, b"")
             except EtcdUnavailable as e:
                 # The session guards against a long outage; here just retry.
                 log.info("leader key check for %s failed: %s", self.key, e)
                 await asyncio.sleep(min(1.0, self.recheck))
                 continue
-            if not resp.kvs or resp.kvs[0].create_revision != term.revision:
+            if not page.kvs or page.kvs[0].create_revision != term.revision:
                 return f"election key {self.key} is gone"
-            start = max(start, resp.header.revision + 1)
-            call = None
+            start = max(start, page.revision + 1)
             try:
-                call = await _kv.open_watch(self.client, _kv.watch_create(key, b"", start))
-
-                async def gone(call: Any = call) -> bool:
-                    async for r in call:
-                        if r.compact_revision or r.canceled:
-                            return False
-                        for ev in r.events:
-                            if ev.type == rpc.Event.DELETE:
-                                return True
-                    return False
-
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self.recheck):
-                        if await gone():
-                            return f"election key {self.key} was deleted"
-            except rpc.AioRpcError as e:
+                async with asyncio.timeout(self.recheck):
+                    if await _until_deleted(self.kv, key, b"", start, {key}):
+                        return f"election key {self.key} was deleted"
+            except TimeoutError:
+                pass
+            except (EtcdUnavailable, Compacted) as e:
                 log.info("leader key watch for %s failed, re-reading: %r", self.key, e)
                 await asyncio.sleep(0.1)
-            finally:
-                if call is not None:
-                    call.cancel()
 
     async def mark_established(self, term: Term, *, rpc_timeout: float = 5.0) -> bool:
         """Advertise that the leader of ``term`` serves (see module doc).
         False if the key is no longer ours (nothing written)."""
         key = self.key.encode()
-        req = rpc.TxnRequest(
-            compare=[rpc.Compare(key=key, target=rpc.Compare.CREATE,
-                                 result=rpc.Compare.EQUAL, create_revision=term.revision)],
-            success=[rpc.RequestOp(request_put=rpc.PutRequest(
-                key=key, value=(self.address + _ESTABLISHED).encode(),
-                lease=self.session.lease_id))],
-        )
-        resp = await _kv.txn(self.client, req, rpc_timeout=rpc_timeout)
-        return bool(resp.succeeded)
+        with caller_deadline(rpc_timeout):
+            res = await self.kv.txn(
+                [Compare(key, "create", term.revision)],
+                [Put(key, (self.address + _ESTABLISHED).encode(), lease=self.session.lease_id)])
+        return res.succeeded
 
     async def resign(self, term: Term | None = None, *, rpc_timeout: float = 1.0) -> bool:
         """Delete our key if it is still ours (same create_revision). Bounded."""
@@ -220,31 +221,33 @@ class Election:
         rev = term.revision if term is not None else self.create_revision
         if rev <= 0:
             return False
-        req = rpc.TxnRequest(
-            compare=[rpc.Compare(key=key, target=rpc.Compare.CREATE,
-                                 result=rpc.Compare.EQUAL, create_revision=rev)],
-            success=[rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=key))],
-        )
         try:
-            resp = await _kv.txn(self.client, req, rpc_timeout=rpc_timeout)
+            with caller_deadline(rpc_timeout):
+                res = await self.kv.txn([Compare(key, "create", rev)], [Delete(key)])
         except EtcdUnavailable as e:
             log.info("resign of %s failed (the lease will expire it): %s", self.key, e)
             return False
-        return bool(resp.succeeded)
+        return res.succeeded
 
 
-async def observe(client: Any, keyspace: Keyspace, service: str, *,
+async def _read_leader(kv: Ranges, keyspace: Keyspace, service: str,
+                       bound: float) -> tuple[LeaderInfo | None, int]:
+    kvs, revision = await _candidates(kv, keyspace.election_prefix(service).encode(), bound)
+    return (_leader_info(service, kvs[0], revision) if kvs else None), revision
+
+
+async def observe(kv: Ranges, keyspace: Keyspace, service: str, *,
                   rpc_timeout: float = 5.0) -> LeaderInfo | None:
     """The current leader of ``service`` (linearizable read), or None."""
-    prefix = keyspace.election_prefix(service).encode()
-    resp = await _kv.range_(client, prefix, _kv.prefix_end(prefix), sort_create=True,
-                            limit=1, rpc_timeout=rpc_timeout, deadline=rpc_timeout)
-    if not resp.kvs:
-        return None
-    return _leader_info(service, resp.kvs[0], resp.header.revision)
+    info, _ = await _read_leader(kv, keyspace, service, rpc_timeout)
+    return info
 
 
-async def observe_changes(client: Any, keyspace: Keyspace, service: str, *,
+class ObserveKV(Ranges, Watches, Protocol):
+    """What following an election needs."""
+
+
+async def observe_changes(kv: ObserveKV, keyspace: Keyspace, service: str, *,
                           recheck: float = 5.0) -> AsyncIterator[LeaderInfo | None]:
     """Yield the leader now, then on every change (None: no leader).
 
@@ -255,28 +258,21 @@ async def observe_changes(client: Any, keyspace: Keyspace, service: str, *,
     prefix = keyspace.election_prefix(service).encode()
     last: tuple[str, int, bool] | bool | None = False  # False: nothing yielded yet
     while True:
-        call = None
         try:
-            info = await observe(client, keyspace, service)
+            info, revision = await _read_leader(kv, keyspace, service, 5.0)
             ident = (info.address, info.term, info.established) if info else None
             if ident != last:
                 last = ident
                 yield info
-            start = (info.revision if info else 0) + 1
-            if info is None:
-                resp = await _kv.range_(client, prefix, _kv.prefix_end(prefix), count_only=True)
-                start = resp.header.revision + 1
-            call = await _kv.open_watch(client, _kv.watch_create(
-                prefix, _kv.prefix_end(prefix), start))
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(recheck):
-                    async for r in call:
-                        if r.events or r.compact_revision or r.canceled:
-                            break
-        except (EtcdUnavailable, rpc.AioRpcError) as e:
+                    watch = await kv.watch(prefix, prefix_end(prefix), revision + 1)
+                    try:
+                        async for batch in watch:
+                            if batch.events:
+                                break
+                    finally:
+                        await watch.close()
+        except (EtcdUnavailable, Compacted) as e:
             log.info("observing %s leader: %r; retrying", service, e)
             await asyncio.sleep(0.2)
-        finally:
-            if call is not None:
-                call.cancel()
-

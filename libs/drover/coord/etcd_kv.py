@@ -159,6 +159,13 @@ class EtcdKV:
         resp = await self._unary("kv", "Range", req, idempotent=True, what="range")
         return RangePage([_kv(kv) for kv in resp.kvs], resp.more, resp.header.revision, resp.count)
 
+    async def newest(self, key: bytes, range_end: bytes) -> KV | None:
+        req = rpc.RangeRequest(key=key, range_end=range_end, limit=1, keys_only=True,
+                               sort_order=rpc.RangeRequest.DESCEND,
+                               sort_target=rpc.RangeRequest.MOD)
+        resp = await self._unary("kv", "Range", req, idempotent=True, what="range")
+        return _kv(resp.kvs[0]) if resp.kvs else None
+
     async def txn(self, compares: Sequence[Compare], ops: Sequence[Op]) -> TxnResult:
         if max(len(ops), len(compares)) > self.max_txn_ops:
             raise ValueError(f"a txn holds at most {self.max_txn_ops} operations "

@@ -11,9 +11,10 @@ moment of the write, whatever the writer believes.
 
 Two forms:
 
-* in-process, :func:`fence_compare` (an aetcd compare) and :func:`fenced_txn`
-  (runs a txn with the fence, raises :class:`FenceLost` when the fence, not
-  the caller's own compares, failed);
+* in-process, :func:`fence_compare` (a typed :class:`~drover.coord.kv.Compare`)
+  and :func:`fenced_txn` (runs a txn with the fence on a small typed KV,
+  raises :class:`FenceLost` when the fence, not the caller's own compares,
+  failed);
 * over the wire, metadata ``drover-fence: <leader_key>@<term>``
   (:meth:`Fence.header` / :func:`parse_fence`), which the broker and the
   deployment watcher attach and the state service turns back into a compare.
@@ -23,18 +24,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from aetcd import rpc, transactions
+from typing import Protocol
 
 from drover.coord.errors import FenceLost, InvalidFence
+from drover.coord.kv import Compare, Op, Ranges, TxnResult, Txns
 
 __all__ = [
     "FENCE_METADATA",
     "Fence",
-    "TxnClient",
+    "FenceKV",
     "fence_compare",
-    "fence_compare_pb",
     "fenced_txn",
     "parse_fence",
 ]
@@ -78,56 +77,37 @@ def parse_fence(value: str) -> Fence:
     return Fence(key, int(term))
 
 
-def fence_compare(fence: Fence) -> transactions.Create:
-    """``create_revision(leader_key) == term`` for ``aetcd.Client.transaction``."""
-    return transactions.Create(fence.leader_key.encode()) == fence.term  # type: ignore[return-value]
+def fence_compare(fence: Fence) -> Compare:
+    """``create_revision(leader_key) == term``."""
+    return Compare(fence.leader_key.encode(), "create", fence.term)
 
 
-def fence_compare_pb(fence: Fence) -> Any:
-    """The same compare as an etcd ``Compare`` message, for raw TxnRequests."""
-    return rpc.Compare(
-        key=fence.leader_key.encode(),
-        target=rpc.Compare.CREATE,
-        result=rpc.Compare.EQUAL,
-        create_revision=fence.term,
-    )
-
-
-class TxnClient(Protocol):
-    """The one client operation a fenced write needs."""
-
-    async def transaction(
-        self, compare: list[Any], success: list[Any] | None = ..., failure: list[Any] | None = ...
-    ) -> tuple[bool, list[Any]]: ...
+class FenceKV(Txns, Ranges, Protocol):
+    """What a fenced write needs: a txn, and a read to explain a failed one."""
 
 
 async def fenced_txn(
-    client: TxnClient,
+    kv: FenceKV,
     fence: Fence,
-    compare: Sequence[Any] = (),
-    success: Sequence[Any] = (),
-    failure: Sequence[Any] = (),
+    compares: Sequence[Compare] = (),
+    ops: Sequence[Op] = (),
     *,
     on_lost: Callable[[str], None] | None = None,
-) -> tuple[bool, list[Any]]:
-    """Run a txn guarded by ``fence``.
+) -> TxnResult:
+    """Run a txn of ``compares`` and ``ops`` guarded by ``fence``.
 
-    Returns ``(succeeded, responses)`` like aetcd when the caller's own
-    compares decided; raises :class:`FenceLost` (after calling ``on_lost``,
-    which ends leadership at once) when the fence failed. A read of the
-    leader key rides in the failure branch to tell the two apart in one
-    round trip.
+    Returns the result when the caller's own compares decided; raises
+    :class:`FenceLost` (after calling ``on_lost``, which ends leadership at
+    once) when the fence failed. Which one failed is read after a failed
+    txn: a term is never regained (every win creates the key anew), so a
+    read that still shows the term proves the fence held at the txn too,
+    and one that does not proves it is lost now.
     """
-    key = fence.leader_key.encode()
-    ok, responses = await client.transaction(
-        compare=[*compare, fence_compare(fence)],
-        success=list(success),
-        failure=[*failure, transactions.Get(key)],
-    )
-    if ok:
-        return True, responses
-    probe = responses[-1] if responses else []
-    current = probe[0][1].create_revision if probe else 0
+    result = await kv.txn([*compares, fence_compare(fence)], ops)
+    if result.succeeded:
+        return result
+    page = await kv.range(fence.leader_key.encode(), b"")
+    current = page.kvs[0].create_revision if page.kvs else 0
     if current != fence.term:
         reason = (f"fence {fence.header()} lost: leader key "
                   + (f"now has term {current}" if current else "is gone"))
@@ -135,4 +115,4 @@ async def fenced_txn(
             on_lost(reason)
         raise FenceLost(reason, metadata={"leader_key": fence.leader_key,
                                           "term": str(fence.term)})
-    return False, responses[:-1]
+    return result

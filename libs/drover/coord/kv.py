@@ -29,8 +29,8 @@ from drover.coord.errors import Compacted, LeaseNotFound
 
 __all__ = [
     "KV", "MAX_TXN_OPS", "Compacted", "Compare", "Delete", "KVStore", "KeepAlives", "LeaseKV",
-    "LeaseNotFound", "Leases", "Op", "Put", "RangePage", "Ranges", "TxnResult", "Txns", "Watch",
-    "WatchBatch", "WatchEvent", "Watches", "prefix_end",
+    "LeaseNotFound", "Leases", "Newest", "Op", "Put", "RangePage", "Ranges", "TxnResult", "Txns",
+    "Watch", "WatchBatch", "WatchEvent", "Watches", "prefix_end",
 ]
 
 #: etcd's default ``--max-txn-ops``: the cap on the compares, and separately
@@ -141,6 +141,13 @@ class Ranges(Protocol):
         self, key: bytes, range_end: bytes, *, limit: int = 0, revision: int = 0,
         count_only: bool = False,
     ) -> RangePage: ...
+
+
+class Newest(Protocol):
+    async def newest(self, key: bytes, range_end: bytes) -> KV | None:
+        """The key in ``[key, range_end)`` modified last, value omitted (None:
+        the range is empty). One sorted, limit-1, keys-only read on etcd."""
+        ...
 
 
 class Txns(Protocol):

@@ -28,20 +28,27 @@ import contextlib
 import logging
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from drover.coord.clock import Clock, monotonic
 from drover.coord.decide import Action, decide
-from drover.coord.election import Election, observe
+from drover.coord.election import Election, ElectionKV, observe
 from drover.coord.errors import EtcdUnavailable, NotCandidate, SessionLost
 from drover.coord.keys import Keyspace
+from drover.coord.kv import Leases
 from drover.coord.latest import LatestChannel
 from drover.coord.session import ACT_FRACTION, Session, election_warning
 from drover.coord.term import LeaderComponent, Term
 
-__all__ = ["Leadership", "LeadershipConfig"]
+__all__ = ["Leadership", "LeadershipConfig", "LeadershipKV"]
 
 log = logging.getLogger(__name__)
+
+
+class LeadershipKV(ElectionKV, Leases, Protocol):
+    """What campaigning needs: sessions (leases) and the election's reads,
+    txns and watches. :class:`~drover.coord.etcd_kv.EtcdKV` on the control
+    client, or :class:`~drover.coord.memkv.MemoryKV` in tests."""
 
 
 @dataclass(frozen=True)
@@ -106,10 +113,10 @@ class _WorkScope:
 class Leadership:
     """Campaign for ``service`` and drive ``components`` (see module doc)."""
 
-    def __init__(self, client: Any, keyspace: Keyspace, service: str, address: str,
+    def __init__(self, kv: LeadershipKV, keyspace: Keyspace, service: str, address: str,
                  components: Sequence[LeaderComponent] = (), *,
                  config: LeadershipConfig | None = None, clock: Clock = monotonic) -> None:
-        self.client = client
+        self.kv = kv
         self.keyspace = keyspace
         self.service = service
         self.address = address
@@ -207,7 +214,7 @@ class Leadership:
         cfg = self.config
         while not self._stop.is_set():
             try:
-                session = await Session.open(self.client, cfg.ttl, clock=self.clock,
+                session = await Session.open(self.kv, cfg.ttl, clock=self.clock,
                                              act_fraction=cfg.act_fraction)
             except EtcdUnavailable as e:
                 log.warning("%s: cannot open an etcd session: %s", self.service, e)
@@ -240,7 +247,7 @@ class Leadership:
 
     async def _one_session(self, session: Session) -> None:
         cfg = self.config
-        election = Election(self.client, self.keyspace, self.service, session,
+        election = Election(self.kv, self.keyspace, self.service, session,
                             address=self.address, timeout=cfg.etcd_timeout)
         self._election = election
         try:
@@ -323,7 +330,7 @@ class Leadership:
 
     async def _confirmed(self, term: Term) -> bool:
         try:
-            info = await observe(self.client, self.keyspace, self.service,
+            info = await observe(self.kv, self.keyspace, self.service,
                                  rpc_timeout=self.config.etcd_timeout)
         except EtcdUnavailable as e:
             log.warning("%s: cannot confirm leadership: %s", self.service, e)

@@ -19,24 +19,24 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Protocol
 
-from aetcd import rpc
-
-from drover.coord import _kv
-from drover.coord.errors import EtcdUnavailable, InvalidMember
+from drover.coord.deadline import caller_deadline
+from drover.coord.errors import EtcdUnavailable, InvalidMember, LeaseNotFound
 from drover.coord.keys import Keyspace
+from drover.coord.kv import KV, Compare, Delete, Leases, Put, Ranges, Txns, prefix_end
 from drover.coord.latest import LatestChannel
 from drover.coord.session import Session
-from drover.coord.watch import ResilientWatch, WatchConfig
-from drover.coord.watch_buffer import EventType, Resync
+from drover.coord.watch import ResilientWatch, WatchConfig, WatchKV
+from drover.coord.watch_buffer import EventType, KeyValue, Resync
 
 __all__ = [
     "Member",
     "MemberList",
     "Registration",
+    "RegistrationKV",
     "list_members",
     "watch_members",
 ]
@@ -74,7 +74,11 @@ class MemberList:
     revision: int  # etcd revision this list is current at
 
 
-def _decode(items: Any) -> dict[bytes, Member]:
+class RegistrationKV(Txns, Leases, Protocol):
+    """What keeping a membership entry needs: a session and puts under it."""
+
+
+def _decode(items: Iterable[KV | KeyValue]) -> dict[bytes, Member]:
     out: dict[bytes, Member] = {}
     for kv in items:
         try:
@@ -88,13 +92,14 @@ def _as_list(members: dict[bytes, Member], revision: int) -> MemberList:
     return MemberList(tuple(members[k] for k in sorted(members)), revision)
 
 
-async def list_members(client: Any, keyspace: Keyspace, service: str) -> MemberList:
+async def list_members(kv: Ranges, keyspace: Keyspace, service: str) -> MemberList:
     prefix = keyspace.members_prefix(service).encode()
-    resp = await _kv.range_(client, prefix, _kv.prefix_end(prefix), deadline=5.0)
-    return _as_list(_decode(resp.kvs), resp.header.revision)
+    with caller_deadline(5.0):  # retried on another member within it
+        page = await kv.range(prefix, prefix_end(prefix))
+    return _as_list(_decode(page.kvs), page.revision)
 
 
-async def watch_members(client: Any, keyspace: Keyspace, service: str, *,
+async def watch_members(kv: WatchKV, keyspace: Keyspace, service: str, *,
                         config: WatchConfig | None = None) -> AsyncIterator[MemberList]:
     """Yield the full member list now and after every etcd revision that
     changed it. Resilient like :class:`ResilientWatch`.
@@ -106,7 +111,7 @@ async def watch_members(client: Any, keyspace: Keyspace, service: str, *,
     """
     prefix = keyspace.members_prefix(service).encode()
     members: dict[bytes, Member] = {}
-    async with ResilientWatch(client, prefix, config=config) as watch:
+    async with ResilientWatch(kv, prefix, config=config) as watch:
         while True:
             for msg in await watch.get():
                 if isinstance(msg, Resync):
@@ -123,9 +128,9 @@ async def watch_members(client: Any, keyspace: Keyspace, service: str, *,
 class Registration:
     """Keeps this replica's membership entry alive. Run :meth:`run` as a task."""
 
-    def __init__(self, client: Any, keyspace: Keyspace, member: Member, *, ttl: int = 10,
-                 flush_interval: float = 0.5, retry_backoff: float = 0.5) -> None:
-        self.client = client
+    def __init__(self, kv: RegistrationKV, keyspace: Keyspace, member: Member, *,
+                 ttl: int = 10, flush_interval: float = 0.5, retry_backoff: float = 0.5) -> None:
+        self.kv = kv
         self.key = keyspace.member(member.service, member.replica).encode()
         self.ttl = ttl
         self.flush_interval = flush_interval
@@ -165,24 +170,21 @@ class Registration:
                 await self._task
         session, self._session = self._session, None
         if session is not None:
-            with contextlib.suppress(EtcdUnavailable):
-                await _kv.txn(self.client, rpc.TxnRequest(
-                    compare=[rpc.Compare(key=self.key, target=rpc.Compare.LEASE,
-                                         result=rpc.Compare.EQUAL, lease=session.lease_id)],
-                    success=[rpc.RequestOp(
-                        request_delete_range=rpc.DeleteRangeRequest(key=self.key))],
-                ), rpc_timeout=1.0)
+            with contextlib.suppress(EtcdUnavailable), caller_deadline(1.0):
+                # only our own entry: one a newer session of ours put stays
+                await self.kv.txn([Compare(self.key, "lease", session.lease_id)],
+                                  [Delete(self.key)])
             await session.close()
 
     async def _put(self, session: Session) -> None:
-        await _kv.txn(self.client, rpc.TxnRequest(success=[rpc.RequestOp(
-            request_put=rpc.PutRequest(key=self.key, value=self.member.to_json(),
-                                       lease=session.lease_id))]))
+        with caller_deadline(5.0):
+            await self.kv.txn([], [Put(self.key, self.member.to_json(),
+                                       lease=session.lease_id)])
 
     async def run(self) -> None:
         while True:
             try:
-                session = await Session.open(self.client, self.ttl)
+                session = await Session.open(self.kv, self.ttl)
             except EtcdUnavailable as e:
                 log.warning("membership %s: no session: %s", self._member.replica, e)
                 await asyncio.sleep(self.retry_backoff)
@@ -190,7 +192,7 @@ class Registration:
             self._session = session
             try:
                 await self._keep(session)
-            except EtcdUnavailable as e:
+            except (EtcdUnavailable, LeaseNotFound) as e:
                 log.warning("membership %s: %s; re-registering", self._member.replica, e)
             finally:
                 self.registered.clear()

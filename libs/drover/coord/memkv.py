@@ -210,6 +210,15 @@ class MemoryKV:
         more = bool(limit) and count > limit
         return RangePage(kvs[:limit] if limit else kvs, more, self._rev, count)
 
+    async def newest(self, key: bytes, range_end: bytes) -> KV | None:
+        self.expire_leases()
+        live = [v.kv for k in self._keys_in(key, range_end)
+                if (v := self._live(k)) is not None and v.kv is not None]
+        if not live:
+            return None
+        kv = max(live, key=lambda x: x.mod_revision)
+        return kv._replace(value=b"")
+
     async def revision(self) -> int:
         self.expire_leases()
         return self._rev

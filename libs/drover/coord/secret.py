@@ -12,28 +12,33 @@ deleting it, which invalidates what it signed.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Protocol
 
-from aetcd import rpc
-
-from drover.coord import _kv
+from drover.coord.errors import EtcdUnavailable
 from drover.coord.keys import Keyspace
+from drover.coord.kv import Compare, Put, Ranges, Txns
 
-__all__ = ["SECRET_BYTES", "cluster_secret"]
+__all__ = ["SECRET_BYTES", "SecretKV", "cluster_secret"]
 
 SECRET_BYTES = 32
 
+#: Create-or-read rounds before giving up (a secret deleted, i.e. rotated,
+#: between our failed create and our read costs one more round).
+_ROUNDS = 5
 
-async def cluster_secret(client: Any, keyspace: Keyspace, name: str) -> bytes:
+
+class SecretKV(Txns, Ranges, Protocol):
+    """What agreeing on a secret needs."""
+
+
+async def cluster_secret(kv: SecretKV, keyspace: Keyspace, name: str) -> bytes:
     """The secret ``name`` of this keyspace, created on first use."""
     key = keyspace.secret(name).encode()
-    fresh = os.urandom(SECRET_BYTES)
-    resp = await _kv.txn(client, rpc.TxnRequest(
-        compare=[rpc.Compare(key=key, target=rpc.Compare.CREATE, result=rpc.Compare.EQUAL,
-                             create_revision=0)],
-        success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=fresh))],
-        failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=key))],
-    ))
-    if resp.succeeded:
-        return fresh
-    return bytes(resp.responses[0].response_range.kvs[0].value)
+    for _ in range(_ROUNDS):
+        fresh = os.urandom(SECRET_BYTES)
+        if (await kv.txn([Compare(key, "create", 0)], [Put(key, fresh)])).succeeded:
+            return fresh
+        page = await kv.range(key, b"")
+        if page.kvs:
+            return page.kvs[0].value
+    raise EtcdUnavailable(f"cluster secret {name!r} kept vanishing while being read")

@@ -1,8 +1,9 @@
 """A session: one etcd lease, kept alive over one LeaseKeepAlive stream.
 
-aetcd has no keepalive helper (``Lease.refresh`` opens a stream per call),
-so this module drives the lease stub itself: one bidirectional stream,
-a request every TTL/6, replies matched to requests in order.
+It runs on any :class:`~drover.coord.kv.Leases` (etcd through
+:class:`~drover.coord.etcd_kv.EtcdKV`, or :class:`~drover.coord.memkv.MemoryKV`
+on a virtual clock): one keepalive stream (require-leader on etcd), a
+request every TTL/6, replies matched to requests in order.
 
 Timing guarantees, all on the monotonic clock and measured from the *send*
 time of the request a reply answers (never from the receive time: a reply
@@ -27,6 +28,9 @@ that sat in a buffer while the process was paused proves nothing about now):
 * :attr:`Session.lost` fires when ``expires_at`` passes without renewal or
   a reply carries TTL <= 0 (the lease is gone). A lost session is over; the
   owner opens a new one.
+* The first deadlines use the TTL asked for: etcd may grant more (it raises
+  a TTL below its minimum), never less, so they are on the safe side until
+  the first keepalive reply brings the granted TTL.
 
 :class:`LeaseClock` is the pure core; :class:`Session` the async shell.
 """
@@ -38,12 +42,11 @@ import contextlib
 import logging
 import math
 from collections import deque
-from typing import Any
-
-from aetcd import rpc
 
 from drover.coord.clock import Clock, monotonic
-from drover.coord.errors import EtcdUnavailable, SessionLost
+from drover.coord.deadline import caller_deadline
+from drover.coord.errors import ClientClosed, EtcdUnavailable, LeaseNotFound, SessionLost
+from drover.coord.kv import KeepAlives, Leases
 
 __all__ = ["DEFAULT_TTL", "ELECTION_BUDGET", "LeaseClock", "Session", "election_warning"]
 
@@ -137,9 +140,9 @@ class LeaseClock:
 class Session:
     """An etcd lease kept alive in the background. Use :meth:`open`."""
 
-    def __init__(self, client: Any, lease_id: int, ttl: int, core: LeaseClock,
+    def __init__(self, kv: Leases, lease_id: int, ttl: int, core: LeaseClock,
                  clock: Clock) -> None:
-        self.client = client
+        self.kv = kv
         self.lease_id = lease_id
         self.ttl = ttl
         self.lost = asyncio.Event()
@@ -152,8 +155,7 @@ class Session:
         self._task: asyncio.Task[None] | None = None
         # A keepalive unanswered this long makes its member suspect (the
         # pool probes it at once and moves if it does not answer).
-        pool = getattr(client, "pool", None)
-        self._silent_after = pool.config.request_bound if pool is not None else math.inf
+        self._silent_after = kv.suspect_after
 
     @property
     def lease_hex(self) -> str:
@@ -168,25 +170,23 @@ class Session:
         return self._core.act_until
 
     @classmethod
-    async def open(cls, client: Any, ttl: int = DEFAULT_TTL, *,
+    async def open(cls, kv: Leases, ttl: int = DEFAULT_TTL, *,
                    clock: Clock = monotonic, act_fraction: float = ACT_FRACTION) -> Session:
         if ttl <= 0:
             raise ValueError(f"session TTL must be positive, got {ttl}")
-        await client.connect()
         sent = clock()
-        pool = getattr(client, "pool", None)
         try:
-            async with asyncio.timeout(ttl):
-                if pool is not None:  # retried on another member (an orphan lease expires)
-                    reply = await pool.unary("lease", "LeaseGrant", rpc.LeaseGrantRequest(TTL=ttl),
-                                             timeout=ttl, idempotent=True, what="lease grant")
-                else:
-                    reply = await client.leasestub.LeaseGrant(rpc.LeaseGrantRequest(TTL=ttl))
-        except (TimeoutError, rpc.AioRpcError) as e:
+            # retried on another member within the TTL (an orphaned lease expires)
+            with caller_deadline(ttl):
+                async with asyncio.timeout(ttl):
+                    lease = await kv.lease_grant(ttl)
+        except TimeoutError as e:
             raise EtcdUnavailable(f"lease grant failed: {e!r}") from e
-        core = LeaseClock(reply.TTL, sent, act_fraction=act_fraction)
-        session = cls(client, reply.ID, reply.TTL, core, clock)
-        session._task = asyncio.create_task(session._keepalive(), name=f"lease-{reply.ID:x}")
+        except EtcdUnavailable as e:
+            raise EtcdUnavailable(f"lease grant failed: {e}") from e
+        core = LeaseClock(ttl, sent, act_fraction=act_fraction)
+        session = cls(kv, lease, ttl, core, clock)
+        session._task = asyncio.create_task(session._keepalive(), name=f"lease-{lease:x}")
         return session
 
     def safe(self, now: float) -> bool:
@@ -215,12 +215,12 @@ class Session:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if revoke and self.client.leasestub is not None:
+        if revoke:
             try:
-                async with asyncio.timeout(grace):
-                    await self.client.leasestub.LeaseRevoke(
-                        rpc.LeaseRevokeRequest(ID=self.lease_id))
-            except (TimeoutError, rpc.AioRpcError) as e:
+                with caller_deadline(grace):
+                    async with asyncio.timeout(grace):
+                        await self.kv.lease_revoke(self.lease_id)
+            except (TimeoutError, EtcdUnavailable, LeaseNotFound) as e:
                 log.info("lease %s revoke failed (it will expire): %r", self.lease_hex, e)
 
     def _fire_lost(self, reason: str) -> None:
@@ -231,19 +231,19 @@ class Session:
             self.unsafe.set()
             self.lost.set()
 
-    async def _read(self, call: Any) -> None:
+    async def _read(self, call: KeepAlives) -> None:
         try:
-            async for reply in call:
-                self._core.on_reply(reply.TTL, self._clock())
+            async for ttl in call:
+                self._core.on_reply(ttl, self._clock())
                 self._kick.set()
-        except (rpc.AioRpcError, asyncio.InvalidStateError) as e:
+        except EtcdUnavailable as e:
             log.info("keepalive stream of %s broke: %r", self.lease_hex, e)
         finally:  # also when the call was cancelled locally after a failed write
             self._core.stream_reset()
             self._kick.set()
 
     async def _keepalive(self) -> None:
-        call: Any = None
+        call: KeepAlives | None = None
         reader: asyncio.Task[None] | None = None
         suspected: float | None = None
         core = self._core
@@ -265,29 +265,27 @@ class Session:
                     await asyncio.sleep(min(0.1, core.interval / 4))  # reconnect backoff
                     continue
                 if call is None:
-                    stub = self.client.leasestub
-                    if stub is None:
+                    try:
+                        # Require-leader on etcd: a member cut off from the raft
+                        # leader ends the stream instead of silently not renewing.
+                        call = self.kv.keepalives(self.lease_id)
+                    except ClientClosed:
                         # The client was closed under a live session (the
                         # owner skipped close()): the lease can only expire.
                         self._fire_lost("the etcd client was closed")
                         return
-                    pool = getattr(self.client, "pool", None)
-                    # Require-leader: a member cut off from the raft leader
-                    # ends the stream instead of silently not renewing.
-                    call = (pool.open_stream("lease", "LeaseKeepAlive") if pool is not None
-                            else stub.LeaseKeepAlive())
                     reader = asyncio.create_task(self._read(call))
                 oldest = core.oldest_pending()
                 if (oldest is not None and oldest != suspected
-                        and now - oldest >= self._silent_after and hasattr(call, "suspect")):
+                        and now - oldest >= self._silent_after):
                     suspected = oldest
                     call.suspect()  # keepalive unanswered: have the pool probe its member
                 if now >= core.next_send_at:
                     core.on_send(now)
                     try:
                         async with asyncio.timeout(core.interval):
-                            await call.write(rpc.LeaseKeepAliveRequest(ID=self.lease_id))
-                    except (TimeoutError, rpc.AioRpcError, asyncio.InvalidStateError) as e:
+                            await call.send()
+                    except (TimeoutError, EtcdUnavailable) as e:
                         log.info("keepalive write of %s failed: %r", self.lease_hex, e)
                         call.cancel()
                 oldest = core.oldest_pending()

@@ -20,7 +20,8 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from drover.coord.fence import Fence, TxnClient, fenced_txn
+from drover.coord.fence import Fence, FenceKV, fenced_txn
+from drover.coord.kv import Compare, Op, TxnResult
 
 __all__ = ["LeaderComponent", "LeaseView", "Term", "TermScope"]
 
@@ -80,16 +81,10 @@ class Term:
         if self.scope is not None:
             self.scope.report_lost(reason)
 
-    async def txn(
-        self,
-        client: TxnClient,
-        compare: Sequence[Any] = (),
-        success: Sequence[Any] = (),
-        failure: Sequence[Any] = (),
-    ) -> tuple[bool, list[Any]]:
+    async def txn(self, kv: FenceKV, compares: Sequence[Compare] = (),
+                  ops: Sequence[Op] = ()) -> TxnResult:
         """A fenced etcd txn; a failed fence ends this term before raising."""
-        return await fenced_txn(client, self.fence, compare, success, failure,
-                                on_lost=self.report_lost)
+        return await fenced_txn(kv, self.fence, compares, ops, on_lost=self.report_lost)
 
 
 @runtime_checkable

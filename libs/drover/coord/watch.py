@@ -28,8 +28,9 @@ How:
 * Events are converted and buffered per etcd response; the consumer takes
   everything buffered in one ``await get()``, never one await per event.
 
-Open it on a *bulk* client (:func:`drover.coord.connect`), not the one
-carrying session keepalives.
+Open it on the typed KV of a *bulk* client (:func:`drover.coord.connect`,
+:class:`~drover.coord.etcd_kv.EtcdKV`), not the one carrying session
+keepalives; or on :class:`~drover.coord.memkv.MemoryKV` in tests.
 """
 
 from __future__ import annotations
@@ -39,23 +40,27 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
-from aetcd import rpc
-
-from drover.coord import _kv
 from drover.coord.clock import Clock, monotonic
-from drover.coord.errors import EtcdUnavailable
+from drover.coord.deadline import caller_deadline
+from drover.coord.errors import Compacted, EtcdUnavailable
+from drover.coord.kv import Ranges, Watch, Watches, prefix_end
 from drover.coord.latest import LatestChannel
 from drover.coord.watch_buffer import (
+    KeyValue,
     Resync,
     WatchBuffer,
     WatchMessage,
     batches_from_events,
-    kv_from_pb,
+    kv_from_kv,
 )
 
-__all__ = ["ResilientWatch", "WatchConfig", "WatchHealth"]
+__all__ = ["ResilientWatch", "WatchConfig", "WatchHealth", "WatchKV"]
+
+
+class WatchKV(Ranges, Watches, Protocol):
+    """What a resilient watch needs: paged ranges (to resync) and watches."""
 
 log = logging.getLogger(__name__)
 
@@ -81,14 +86,14 @@ class ResilientWatch:
     """Watch every key under ``prefix``. ``start_revision=0``: begin with a
     Resync of the current state; else resume from that revision."""
 
-    def __init__(self, client: Any, prefix: bytes, *, start_revision: int = 0,
-                 config: WatchConfig | None = None, probe_client: Any = None,
+    def __init__(self, kv: WatchKV, prefix: bytes, *, start_revision: int = 0,
+                 config: WatchConfig | None = None, probe_kv: Ranges | None = None,
                  clock: Clock = monotonic) -> None:
-        self.client = client
+        self.kv = kv
         self.prefix = prefix
-        self.range_end = _kv.prefix_end(prefix)
+        self.range_end = prefix_end(prefix)
         self.config = config or WatchConfig()
-        self.probe_client = probe_client or client
+        self.probe_kv: Ranges = probe_kv or kv
         self.clock = clock
         self.health: LatestChannel[WatchHealth] = LatestChannel(WatchHealth(True, clock()))
         self.resyncs = 0
@@ -100,7 +105,7 @@ class ResilientWatch:
         self._restart = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._error: BaseException | None = None
-        self._call: Any = None
+        self._call: Watch | None = None
 
     @property
     def healthy(self) -> bool:
@@ -162,17 +167,17 @@ class ResilientWatch:
 
     async def _resync(self, reason: str) -> None:
         cfg = self.config
-        items: list[Any] = []
+        items: list[KeyValue] = []
         key, revision = self.prefix, 0
         while True:
-            resp = await _kv.range_(self.client, key, self.range_end, limit=cfg.resync_page,
-                                    revision=revision, rpc_timeout=cfg.rpc_timeout,
-                                    deadline=cfg.rpc_timeout)
-            revision = revision or resp.header.revision
-            items.extend(kv_from_pb(kv) for kv in resp.kvs)
-            if not resp.more or not resp.kvs:
+            with caller_deadline(cfg.rpc_timeout):  # retried on another member within it
+                page = await self.kv.range(key, self.range_end, limit=cfg.resync_page,
+                                           revision=revision)
+            revision = revision or page.revision
+            items.extend(kv_from_kv(kv) for kv in page.kvs)
+            if not page.more or not page.kvs:
                 break
-            key = resp.kvs[-1].key + b"\0"
+            key = page.kvs[-1].key + b"\0"
         self.resyncs += 1
         log.info("watch %r: resync at revision %d (%d keys): %s", self.prefix, revision,
                  len(items), reason)
@@ -188,7 +193,10 @@ class ResilientWatch:
                     await self._space.wait()
                 try:
                     await self._stream_once()
-                except (rpc.AioRpcError, EtcdUnavailable) as e:
+                except Compacted as e:
+                    await self._resync(f"revision {self._next} compacted "
+                                       f"(compact revision {e.compact_revision})")
+                except EtcdUnavailable as e:
                     log.info("watch %r: stream error, resuming from %d: %r", self.prefix,
                              self._next, e)
                     await asyncio.sleep(self.config.retry_backoff)
@@ -201,26 +209,20 @@ class ResilientWatch:
 
     async def _stream_once(self) -> None:
         self._restart.clear()
-        call = await _kv.open_watch(self.client, _kv.watch_create(
-            self.prefix, self.range_end, self._next, progress_notify=True))
+        with caller_deadline(self.config.rpc_timeout):
+            call = await self.kv.watch(self.prefix, self.range_end, self._next,
+                                       progress_notify=True)
         self._call = call
         self.restarts += 1
         try:
-            async for resp in call:
-                if resp.compact_revision:
-                    await self._resync(f"revision {self._next} compacted "
-                                       f"(compact revision {resp.compact_revision})")
-                    return
-                if resp.canceled:
-                    log.info("watch %r canceled by etcd: %s", self.prefix, resp.cancel_reason)
-                    return
-                if resp.events:
-                    for batch in batches_from_events(resp.events):
-                        if batch.revision >= self._next:
-                            self._deliver(batch)
-                elif not resp.created and resp.header.revision >= self._next:
+            async for batch in call:
+                if batch.events:
+                    for msg in batches_from_events(batch.events):
+                        if msg.revision >= self._next:
+                            self._deliver(msg)
+                elif batch.revision >= self._next:
                     # Progress notification: nothing under the prefix up to it.
-                    self._next = resp.header.revision + 1
+                    self._next = batch.revision + 1
                 if self._buffer.full:
                     return  # pause: resume from self._next after the consumer drains
                 if self._restart.is_set():
@@ -233,7 +235,7 @@ class ResilientWatch:
                 raise
         finally:
             self._call = None
-            call.cancel()
+            await call.close()
 
     def _set_health(self, healthy: bool, detail: str) -> None:
         if self.health.value.healthy != healthy:
@@ -246,19 +248,19 @@ class ResilientWatch:
         while True:
             await asyncio.sleep(cfg.liveness_interval)
             try:
-                async with asyncio.timeout(cfg.liveness_timeout):
-                    await _kv.range_(self.probe_client, self.prefix, b"", keys_only=True,
-                                     rpc_timeout=cfg.liveness_timeout)
+                with caller_deadline(cfg.liveness_timeout):
+                    async with asyncio.timeout(cfg.liveness_timeout):
+                        await self.probe_kv.range(self.prefix, b"", count_only=True)
             except (TimeoutError, EtcdUnavailable) as e:
                 self._set_health(False, f"unresponsive: linearizable read failed: {e!r}")
-                if self._call is not None and hasattr(self._call, "suspect"):
+                if self._call is not None:
                     self._call.suspect()  # the pool probes the stream's member now
                 continue
             if not self.healthy:
                 self._set_health(True, "")
-                self._kick_stream()
+                await self._kick_stream()
 
-    def _kick_stream(self) -> None:
+    async def _kick_stream(self) -> None:
         self._restart.set()
         if self._call is not None:
-            self._call.cancel()
+            await self._call.close()  # ends its read: the reader re-opens from self._next

@@ -18,7 +18,9 @@ import enum
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+
+from drover.coord.kv import KV
+from drover.coord.kv import WatchEvent as KVEvent
 
 __all__ = [
     "Batch",
@@ -29,7 +31,7 @@ __all__ = [
     "WatchEvent",
     "WatchMessage",
     "batches_from_events",
-    "kv_from_pb",
+    "kv_from_kv",
 ]
 
 
@@ -44,8 +46,9 @@ class KeyValue:
     value: bytes
     create_revision: int
     mod_revision: int
-    version: int
-    lease: int
+    #: Not carried by the typed KV layer's watch (always 0 from it).
+    version: int = 0
+    lease: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +80,12 @@ WatchMessage = Batch | Resync
 _TYPES = (EventType.PUT, EventType.DELETE)
 
 
-def kv_from_pb(kv: Any) -> KeyValue:
-    return KeyValue(kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version, kv.lease)
+def kv_from_kv(kv: KV) -> KeyValue:
+    return KeyValue(kv.key, kv.value, kv.create_revision, kv.mod_revision)
 
 
-def batches_from_events(events: Iterable[Any]) -> list[Batch]:
-    """Group raw etcd events (``mvccpb.Event``) by revision, keeping order."""
+def batches_from_events(events: Iterable[KVEvent]) -> list[Batch]:
+    """Group the typed layer's watch events by revision, keeping order."""
     out: list[Batch] = []
     current: list[WatchEvent] = []
     rev = 0
@@ -92,8 +95,8 @@ def batches_from_events(events: Iterable[Any]) -> list[Batch]:
             out.append(Batch(rev, tuple(current)))
             current = []
         rev = kv.mod_revision
-        current.append(WatchEvent(_TYPES[ev.type], KeyValue(
-            kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version, kv.lease)))
+        current.append(WatchEvent(_TYPES[ev.deleted], KeyValue(
+            kv.key, kv.value, kv.create_revision, kv.mod_revision)))
     if current:
         out.append(Batch(rev, tuple(current)))
     return out

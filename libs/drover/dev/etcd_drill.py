@@ -38,7 +38,7 @@ from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.config import EtcdSettings
-from drover.coord import EtcdClient, Keyspace, connect, observe_changes
+from drover.coord import EtcdClient, EtcdKV, Keyspace, connect, observe_changes
 from drover.dev.etcd import EtcdCluster
 from drover.dev.ports import free_port, wait_for_port
 from drover.rpc.errors import error_info, leader_hint
@@ -238,7 +238,7 @@ class Drill:
     async def _observe(self) -> None:
         assert self._etcd is not None
         last: str | None = None
-        async for info in observe_changes(self._etcd, Keyspace(PREFIX), "broker"):
+        async for info in observe_changes(EtcdKV(self._etcd), Keyspace(PREFIX), "broker"):
             address = info.address if info else None
             if address:
                 self._broker = address

@@ -43,7 +43,7 @@ from drover.acl import (
 from drover.acl.cache import AclCache
 from drover.acl.tokens import AclKeys, AclState, server_secret
 from drover.config import ServeSettings
-from drover.coord import Keyspace, cluster_secret, connect
+from drover.coord import EtcdKV, Keyspace, cluster_secret, connect
 from drover.coord.errors import EtcdUnavailable
 from drover.errors import DroverError, Internal, Unavailable
 from drover.rpc.errors import abort
@@ -170,8 +170,9 @@ class AclRuntime:
         client = await connect(settings.etcd, purpose="acl")
         try:
             keyspace = Keyspace(settings.etcd.prefix)
-            token = server_secret(await cluster_secret(client, keyspace, SERVER_SECRET_NAME))
-            cache = await AclCache(client, AclKeys(keyspace.base), token).start()
+            kv = EtcdKV(client)
+            token = server_secret(await cluster_secret(kv, keyspace, SERVER_SECRET_NAME))
+            cache = await AclCache(kv, AclKeys(keyspace.base), token).start()
             try:
                 async with asyncio.timeout(max(settings.etcd.dial_timeout, 5.0)):
                     await cache.ready.wait()

@@ -6,20 +6,19 @@ None when satisfied, else a short reason.
 
 from __future__ import annotations
 
-from typing import Any
-
 from drover.coord import Keyspace, observe
+from drover.coord.kv import Ranges
 from drover.errors import DroverError
 from drover.rpc.health import Check
 
 
-def leader_known(client: Any, keyspace: Keyspace, service: str) -> Check:
+def leader_known(kv: Ranges, keyspace: Keyspace, service: str) -> Check:
     """A leader-only service is ready when a leader is elected (a follower
     then answers with its address): one linearizable etcd read per check."""
 
     async def check() -> str | None:
         try:
-            info = await observe(client, keyspace, service, rpc_timeout=1.5)
+            info = await observe(kv, keyspace, service, rpc_timeout=1.5)
         except DroverError as e:
             return f"cannot read the {service} election: {e}"
         return None if info is not None else f"no {service} leader is elected"

@@ -36,6 +36,7 @@ from drover.config import TlsFiles
 from drover.coord.clock import Clock, monotonic
 from drover.coord.keys import Keyspace
 from drover.coord.membership import watch_members
+from drover.coord.watch import WatchKV
 from drover.rpc.channels import channel
 
 __all__ = ["FAILOVER_CODES", "ReplicaChooser", "ReplicaPool"]
@@ -220,9 +221,9 @@ class ReplicaPool:
             with contextlib.suppress(Exception):
                 await ch.close(grace=None)
 
-    async def follow(self, client: Any, keyspace: Keyspace) -> None:
+    async def follow(self, kv: WatchKV, keyspace: Keyspace) -> None:
         """Keep the replica set current from membership (run as a task)."""
-        async for members in watch_members(client, keyspace, self.service):
+        async for members in watch_members(kv, keyspace, self.service):
             await self.set_members(m.address for m in members.members)
 
     async def close(self) -> None:

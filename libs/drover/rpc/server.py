@@ -35,7 +35,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from drover.config import ServeSettings
-from drover.coord import Keyspace, Member, Registration, connect
+from drover.coord import EtcdKV, Keyspace, Member, Registration, connect
 from drover.errors import DroverError
 from drover.rpc.acl import AclInterceptor, AclRuntime
 from drover.rpc.channels import MAX_MESSAGE_BYTES
@@ -75,8 +75,10 @@ class ServiceBinding:
 class AppContext:
     """What a running app gets from its server.
 
-    With membership on, ``etcd`` is the server's control client (sessions,
-    elections, membership; never bulk watches) and ``registration`` keeps
+    With membership on, ``etcd`` is the typed etcd layer
+    (:class:`~drover.coord.EtcdKV`) on the server's control client (sessions,
+    elections, membership; never bulk watches; the server owns and closes
+    the client) and ``registration`` keeps
     this replica's ``members/<service>/<replica>`` entry, whose applied
     revision the app advances.
     """
@@ -86,7 +88,7 @@ class AppContext:
     address: str
     port: int
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
-    etcd: Any = None
+    etcd: EtcdKV | None = None
     registration: Registration | None = None
     #: With ``settings.acl``: this cluster's server identity secret, for
     #: calls to other drover services (never log it).
@@ -236,7 +238,7 @@ class DroverServer:
     async def _register(self, ctx: AppContext) -> None:
         settings = self.settings
         try:
-            ctx.etcd = await connect(settings.etcd, purpose="control")
+            ctx.etcd = EtcdKV(await connect(settings.etcd, purpose="control"))
         except DroverError:
             await self.stop(0)
             raise
@@ -295,9 +297,10 @@ class DroverServer:
                 if self.ctx.registration is not None:
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(self.ctx.registration.close(), 2.0)
-                if self.ctx.etcd is not None:
+                client = self.ctx.etcd.client if self.ctx.etcd is not None else None
+                if client is not None:
                     with contextlib.suppress(Exception):
-                        await self.ctx.etcd.close()
+                        await client.close()
             if self._server is not None:
                 await self._server.stop(grace)
             if self._health_server is not None:

@@ -39,7 +39,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from drover.api.proxy.v1 import proxy_pb2_grpc
 from drover.config import ServeSettings
-from drover.coord import Keyspace, connect
+from drover.coord import EtcdKV, Keyspace, connect
 from drover.proxy import metrics
 from drover.proxy.barrier import Barrier
 from drover.proxy.channel_pool import ChannelPool
@@ -133,10 +133,11 @@ class ProxyApp:
         self._unregister = metrics.register(self.lists, self.forwarder)
         control = ctx.etcd
         if control is None:
-            control = await connect(settings.etcd, purpose="control")
-            self._clients.append(control)
-        bulk = await connect(settings.etcd, purpose="bulk")
-        self._clients.append(bulk)
+            client = await connect(settings.etcd, purpose="control")
+            self._clients.append(client)
+            control = EtcdKV(client)
+        self._clients.append(bulk_client := await connect(settings.etcd, purpose="bulk"))
+        bulk = EtcdKV(bulk_client)
         registration = ctx.registration
         if registration is not None:
             # Written only when the lists change: a short interval keeps the

@@ -27,10 +27,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from drover.coord import Keyspace, Member, MemberList, list_members, observe_changes
 from drover.coord import watch_members as _watch_members
+from drover.coord.election import ObserveKV
+from drover.coord.watch import WatchKV
 from drover.proxy.change_log import ChangeLog
 from drover.proxy.server import Server
 from drover.proxy.server_lists import ServerLists
@@ -59,8 +61,8 @@ class Discovery:
         lists: ServerLists,
         pool: Pool,
         *,
-        bulk: Any,
-        control: Any,
+        bulk: WatchKV,
+        control: ObserveKV,
         keyspace: Keyspace,
         own_service: str,
         sink: AppliedSink | None,

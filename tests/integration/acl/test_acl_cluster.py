@@ -230,13 +230,13 @@ async def test_revocation_is_refused_by_every_state_replica(acl: Acl) -> None:
 
 async def test_no_secret_is_stored_in_etcd_in_plain_text(acl: Acl, etcd_endpoint: str) -> None:
     from drover.config import EtcdSettings
-    from drover.coord import _kv, connect
+    from drover.coord import EtcdKV, connect
 
     server_token = acl.cluster.servers["state-1"].acl.server_token  # type: ignore[union-attr]
     secrets = [acl.management, acl.reader, acl.worker, server_token]
     client = await connect(EtcdSettings(endpoints=(etcd_endpoint,)), purpose="scan")
     try:
-        resp = await _kv.range_(client, b"\0", b"\0")  # every key of the etcd
+        resp = await EtcdKV(client).range(b"\0", b"\0")  # every key of the etcd
         blob = b"\n".join(kv.key + b"=" + kv.value for kv in resp.kvs)
     finally:
         await client.close()
@@ -264,13 +264,14 @@ async def test_leader_only_writes_need_the_server_identity_even_with_a_valid_fen
     """A management token holding the broker leader's real fence still cannot
     write an outcome: the state service wants the server identity too."""
     from drover.config import EtcdSettings
-    from drover.coord import _kv, connect
+    from drover.coord import EtcdKV, connect
     from drover.coord.keys import Keyspace
+    from drover.coord.kv import prefix_end
 
     prefix = Keyspace(acl.prefix).election_prefix("broker").encode()
     client = await connect(EtcdSettings(endpoints=(etcd_endpoint,)), purpose="probe")
     try:
-        resp = await _kv.range_(client, prefix, _kv.prefix_end(prefix))
+        resp = await EtcdKV(client).range(prefix, prefix_end(prefix))
     finally:
         await client.close()
     assert resp.kvs, "no broker election key"

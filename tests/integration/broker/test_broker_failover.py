@@ -150,7 +150,7 @@ async def revoke_leader_lease(cluster: Cluster, node: BrokerNode) -> None:
     info = await observe(ctx.etcd, Keyspace(cluster.prefix), "broker")
     assert info is not None and info.address == node.address
     lease = int(info.leader_key.rsplit("/", 1)[1], 16)
-    await ctx.etcd.revoke_lease(lease)
+    await ctx.etcd.lease_revoke(lease)
 
 
 async def test_failover_on_graceful_resign_under_load(cluster: Cluster) -> None:

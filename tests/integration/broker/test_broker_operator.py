@@ -19,6 +19,7 @@ from drover.broker.core import EvalBroker
 from drover.broker.queue_view import QueueView
 from drover.config import EtcdSettings
 from drover.coord import Keyspace, cluster_secret, connect
+from drover.coord.etcd_kv import EtcdKV
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
 from drover.rpc.errors import error_info
 
@@ -166,7 +167,7 @@ async def test_list_queue_tokens_are_signed_with_the_cluster_secret(cluster: Clu
     assert issued
     client = await connect(EtcdSettings(endpoints=(cluster.etcd,)), purpose="control")
     try:
-        secret = await cluster_secret(client, Keyspace(cluster.prefix), CLUSTER_SECRET)
+        secret = await cluster_secret(EtcdKV(client), Keyspace(cluster.prefix), CLUSTER_SECRET)
     finally:
         await client.close()
     held = [await cluster.get_eval(f"s{i}") for i in range(3)]

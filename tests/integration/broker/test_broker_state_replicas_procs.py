@@ -22,6 +22,7 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.config import EtcdSettings
 from drover.coord import Keyspace, connect, list_members
+from drover.coord.etcd_kv import EtcdKV
 
 PENDING = EvaluationStatus.EVALUATION_STATUS_PENDING
 COMPLETE = EvaluationStatus.EVALUATION_STATUS_COMPLETE
@@ -67,8 +68,9 @@ async def _registered(etcd: str, prefix: str, address: str) -> None:
     try:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 15
+        kv = EtcdKV(client)
         while address not in {m.address for m in
-                              (await list_members(client, Keyspace(prefix), "state")).members}:
+                              (await list_members(kv, Keyspace(prefix), "state")).members}:
             assert loop.time() < deadline, f"{address} never registered"
             await asyncio.sleep(0.05)
     finally:

@@ -7,10 +7,10 @@ import asyncio
 import importlib
 
 import pytest
-from aetcd import rpc
 
-from drover.coord import _kv
 from drover.coord.connect import EtcdClient
+from drover.coord.etcd_kv import EtcdKV
+from drover.coord.kv import Put
 
 # drover.coord re-exports the function connect(), shadowing the module.
 connect_mod = importlib.import_module("drover.coord.connect")
@@ -44,9 +44,9 @@ async def test_client_follows_re_resolved_addresses(
                 await asyncio.sleep(0.05)
         assert client.pool.current.name == moved
         key = f"{etcd_prefix}/dns".encode()
-        await _kv.txn(client, rpc.TxnRequest(success=[rpc.RequestOp(
-            request_put=rpc.PutRequest(key=key, value=b"v"))]))
-        assert (await _kv.range_(client, key)).kvs[0].value == b"v"
+        kv = EtcdKV(client)
+        await kv.txn([], [Put(key, b"v")])
+        assert (await kv.range(key, b"")).kvs[0].value == b"v"
         assert calls >= 2
     finally:
         await client.close()

@@ -7,7 +7,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-from aetcd import transactions
 
 from drover.config import EtcdSettings
 from drover.coord import (
@@ -25,6 +24,8 @@ from drover.coord import (
     observe,
     observe_changes,
 )
+from drover.coord.etcd_kv import EtcdKV
+from drover.coord.kv import Put
 
 
 async def wait_until(cond: Callable[[], bool], within: float = 5.0) -> None:
@@ -41,7 +42,7 @@ async def client(etcd_endpoint: str) -> AsyncIterator[EtcdClient]:
 
 
 async def test_session_outlives_its_ttl_and_detects_revocation(client: EtcdClient) -> None:
-    session = await Session.open(client, 1)
+    session = await Session.open(EtcdKV(client), 1)
     try:
         await asyncio.sleep(2.2)
         assert not session.lost.is_set() and not session.unsafe.is_set()
@@ -56,7 +57,7 @@ async def test_session_outlives_its_ttl_and_detects_revocation(client: EtcdClien
 
 async def test_a_client_closed_under_a_session_ends_it_cleanly(etcd_endpoint: str) -> None:
     own = await connect(EtcdSettings(endpoints=(etcd_endpoint,)), purpose="control")
-    session = await Session.open(own, 2)
+    session = await Session.open(EtcdKV(own), 2)
     await own.close()
     await asyncio.wait_for(session.lost.wait(), 3.0)
     assert session.lost_reason == "the etcd client was closed"
@@ -65,35 +66,35 @@ async def test_a_client_closed_under_a_session_ends_it_cleanly(etcd_endpoint: st
 
 
 async def test_close_revokes_the_lease(client: EtcdClient) -> None:
-    session = await Session.open(client, 5)
+    session = await Session.open(EtcdKV(client), 5)
     await session.close()
     assert (await client.get_lease_info(session.lease_id, keys=False)).TTL == -1
 
 
 async def test_graceful_failover_in_process(client: EtcdClient, keyspace: Keyspace) -> None:
     cfg = LeadershipConfig(ttl=2, retry_backoff=0.05)
-    a = Leadership(client, keyspace, "svc", "a:1", config=cfg)
-    b = Leadership(client, keyspace, "svc", "b:1", config=cfg)
+    a = Leadership(EtcdKV(client), keyspace, "svc", "a:1", config=cfg)
+    b = Leadership(EtcdKV(client), keyspace, "svc", "b:1", config=cfg)
     a.start()
     await wait_until(lambda: a.is_leader)
     b.start()
-    info = await observe(client, keyspace, "svc")
+    info = await observe(EtcdKV(client), keyspace, "svc")
     assert info is not None and info.address == "a:1"
     t0 = time.monotonic()
     await a.resign()
     await wait_until(lambda: b.is_leader, within=1.0)
     assert time.monotonic() - t0 < 1.0
-    info = await observe(client, keyspace, "svc")
+    info = await observe(EtcdKV(client), keyspace, "svc")
     assert info is not None and info.address == "b:1"
     await b.resign()
-    assert await observe(client, keyspace, "svc") is None
+    assert await observe(EtcdKV(client), keyspace, "svc") is None
 
 
 async def test_phantom_leadership_waiting_candidate_whose_lease_expires(
         client: EtcdClient, keyspace: Keyspace) -> None:
-    sa, sb = await Session.open(client, 5), await Session.open(client, 1)
-    a = Election(client, keyspace, "ph", sa, address="a:1")
-    b = Election(client, keyspace, "ph", sb, address="b:1")
+    sa, sb = await Session.open(EtcdKV(client), 5), await Session.open(EtcdKV(client), 1)
+    a = Election(EtcdKV(client), keyspace, "ph", sa, address="a:1")
+    b = Election(EtcdKV(client), keyspace, "ph", sb, address="b:1")
     term_a = await a.campaign()
     waiting = asyncio.ensure_future(b.campaign())
     await asyncio.sleep(0.2)
@@ -104,16 +105,16 @@ async def test_phantom_leadership_waiting_candidate_whose_lease_expires(
     with pytest.raises((NotCandidate, SessionLost)):
         await asyncio.wait_for(waiting, 3)
     assert await a.resign(term_a)
-    assert await observe(client, keyspace, "ph") is None
+    assert await observe(EtcdKV(client), keyspace, "ph") is None
     await sa.close()
     await sb.close()
 
 
 async def test_key_vanishing_while_waiting_is_noticed(client: EtcdClient,
                                                       keyspace: Keyspace) -> None:
-    sa, sb = await Session.open(client, 5), await Session.open(client, 5)
-    a = Election(client, keyspace, "ph2", sa, address="a:1")
-    b = Election(client, keyspace, "ph2", sb, address="b:1")
+    sa, sb = await Session.open(EtcdKV(client), 5), await Session.open(EtcdKV(client), 5)
+    a = Election(EtcdKV(client), keyspace, "ph2", sa, address="a:1")
+    b = Election(EtcdKV(client), keyspace, "ph2", sb, address="b:1")
     await a.campaign()
     waiting = asyncio.ensure_future(b.campaign())
     await asyncio.sleep(0.2)
@@ -127,19 +128,19 @@ async def test_key_vanishing_while_waiting_is_noticed(client: EtcdClient,
 
 async def test_fenced_write_after_losing_the_key_ends_leadership(
         client: EtcdClient, keyspace: Keyspace) -> None:
-    lead = Leadership(client, keyspace, "fx", "a:1",
+    lead = Leadership(EtcdKV(client), keyspace, "fx", "a:1",
                       config=LeadershipConfig(ttl=2, retry_backoff=5))
     lead.start()
     await wait_until(lambda: lead.is_leader)
     term = lead.term
     assert isinstance(term, Term)
-    ok, _ = await term.txn(client, success=[transactions.Put(b"/fx-probe", b"1")])
-    assert ok
+    kv = EtcdKV(client)
+    assert (await term.txn(kv, ops=[Put(b"/fx-probe", b"1")])).succeeded
     # Another process takes over: the key is recreated with a new revision.
     await client.delete(term.leader_key.encode())
     await client.put(term.leader_key.encode(), b"usurper")
     with pytest.raises(FenceLost):
-        await term.txn(client, success=[transactions.Put(b"/fx-probe", b"2")])
+        await term.txn(kv, ops=[Put(b"/fx-probe", b"2")])
     assert term.ended
     for _ in range(100):
         if lead.term is None:
@@ -154,7 +155,7 @@ async def test_fenced_write_after_losing_the_key_ends_leadership(
 async def test_observe_changes_follows_the_leader(client: EtcdClient,
                                                   keyspace: Keyspace) -> None:
     seen: list[str | None] = []
-    changes = observe_changes(client, keyspace, "obs", recheck=1.0)
+    changes = observe_changes(EtcdKV(client), keyspace, "obs", recheck=1.0)
 
     async def collect() -> None:
         async for info in changes:
@@ -163,7 +164,7 @@ async def test_observe_changes_follows_the_leader(client: EtcdClient,
     task = asyncio.create_task(collect())
     try:
         cfg = LeadershipConfig(ttl=2)
-        a = Leadership(client, keyspace, "obs", "a:1", config=cfg)
+        a = Leadership(EtcdKV(client), keyspace, "obs", "a:1", config=cfg)
         a.start()
         for _ in range(200):
             if seen[-1:] == ["a:1"]:

@@ -8,13 +8,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-import grpc
 import pytest
-from aetcd import rpc
 
 from drover.config import EtcdSettings
-from drover.coord import EtcdClient, OutcomeUnknown, Session, _kv, connect
+from drover.coord import EtcdClient, EtcdUnavailable, OutcomeUnknown, Session, connect
 from drover.coord.deadline import caller_deadline
+from drover.coord.etcd_kv import EtcdKV
+from drover.coord.kv import Put, prefix_end
 from drover.dev.etcd import EtcdCluster
 
 pytestmark = pytest.mark.slow
@@ -27,9 +27,9 @@ async def client(etcd_cluster3: EtcdCluster) -> AsyncIterator[EtcdClient]:
     await c.close()
 
 
-def _put(key: bytes, value: bytes) -> rpc.TxnRequest:
-    return rpc.TxnRequest(success=[rpc.RequestOp(request_put=rpc.PutRequest(key=key,
-                                                                            value=value))])
+async def _put(client: EtcdClient, key: bytes, value: bytes, *, bound: float = 5.0) -> None:
+    with caller_deadline(bound):
+        await EtcdKV(client).txn([], [Put(key, value)])
 
 
 async def test_frozen_member_in_use_is_left_while_it_stays_frozen(
@@ -40,7 +40,7 @@ async def test_frozen_member_in_use_is_left_while_it_stays_frozen(
         # A frozen *follower*: freezing the raft leader also stops writes
         # everywhere for an election, which is another test's subject.
         etcd_cluster3.move_leader((frozen + 1) % 3)
-    session = await Session.open(client, ttl=5)
+    session = await Session.open(EtcdKV(client), ttl=5)
     etcd_cluster3.pause(frozen)
     try:
         key = f"{etcd_prefix}/w".encode()
@@ -48,14 +48,15 @@ async def test_frozen_member_in_use_is_left_while_it_stays_frozen(
         for i in range(20):
             with caller_deadline(3.0):
                 try:
-                    await _kv.txn(client, _put(key, str(i).encode()), rpc_timeout=3.0)
+                    await _put(client, key, str(i).encode(), bound=3.0)
                     ok += 1
                 except OutcomeUnknown:
                     pass  # the write caught on the frozen member
         assert ok >= 19
         assert client.pool.current.name != etcd_cluster3.endpoints[frozen]
-        resp = await _kv.range_(client, key, rpc_timeout=3.0)
-        assert resp.kvs[0].value == b"19"
+        with caller_deadline(3.0):
+            page = await EtcdKV(client).range(key, b"")
+        assert page.kvs[0].value == b"19"
         await asyncio.sleep(1.0)  # a keepalive round on the new member
         session.check()  # the lease was renewed through another member
     finally:
@@ -70,7 +71,7 @@ async def test_write_caught_on_a_frozen_member_is_outcome_unknown(
     etcd_cluster3.pause(frozen)
     try:
         with pytest.raises(OutcomeUnknown) as e:
-            await _kv.txn(client, _put(f"{etcd_prefix}/u".encode(), b"x"), rpc_timeout=10.0)
+            await _put(client, f"{etcd_prefix}/u".encode(), b"x", bound=10.0)
         assert e.value.reason == "OUTCOME_UNKNOWN"
     finally:
         etcd_cluster3.resume(frozen)
@@ -85,7 +86,7 @@ async def test_caller_deadline_bounds_a_write(
         loop = asyncio.get_running_loop()
         start = loop.time()
         with caller_deadline(0.3), pytest.raises(OutcomeUnknown):
-            await _kv.txn(client, _put(f"{etcd_prefix}/d".encode(), b"x"), rpc_timeout=30.0)
+            await _put(client, f"{etcd_prefix}/d".encode(), b"x", bound=30.0)
         # Ended by the caller's 0.3 s, not the 30 s rpc_timeout (loose bound).
         assert loop.time() - start < 20.0
     finally:
@@ -100,18 +101,17 @@ async def test_watch_on_a_member_without_a_leader_ends(
                       purpose="bulk")
     try:
         prefix = etcd_prefix.encode()
-        stream = await _kv.open_watch(c, _kv.watch_create(prefix, _kv.prefix_end(prefix), 0))
-        first = await stream.read()
-        assert first.created
+        watch = await EtcdKV(c).watch(prefix, prefix_end(prefix), 0)  # created
         etcd_cluster3.pause(1)
         etcd_cluster3.pause(2)
         # hasleader: the member ends the stream once it has no leader,
         # instead of keeping it open and silent.
-        with pytest.raises(grpc.aio.AioRpcError) as e:
+        with pytest.raises(EtcdUnavailable) as e:
             async with asyncio.timeout(30):
-                async for _ in stream:
+                async for _ in watch:
                     pass
-        assert e.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "UNAVAILABLE" in str(e.value)
+        await watch.close()
     finally:
         etcd_cluster3.resume(1)
         etcd_cluster3.resume(2)
@@ -125,7 +125,7 @@ async def test_hostname_endpoints(etcd_cluster3: EtcdCluster, etcd_prefix: str) 
         assert c.pool is not None
         assert all(n.startswith("localhost@") for n in c.pool.endpoints)
         key = f"{etcd_prefix}/h".encode()
-        await _kv.txn(c, _put(key, b"v"))
-        assert (await _kv.range_(c, key)).kvs[0].value == b"v"
+        await _put(c, key, b"v")
+        assert (await EtcdKV(c).range(key, b"")).kvs[0].value == b"v"
     finally:
         await c.close()

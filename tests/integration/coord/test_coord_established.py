@@ -20,6 +20,7 @@ from drover.coord import (
     observe,
     observe_changes,
 )
+from drover.coord.etcd_kv import EtcdKV
 
 
 @pytest.fixture
@@ -47,13 +48,13 @@ class Gate:
 async def test_established_only_after_every_component(client: EtcdClient,
                                                       keyspace: Keyspace) -> None:
     gate = Gate()
-    lead = Leadership(client, keyspace, "est", "a:1", [gate],
+    lead = Leadership(EtcdKV(client), keyspace, "est", "a:1", [gate],
                       config=LeadershipConfig(ttl=5, retry_backoff=0.05))
     seen: list[tuple[str, int, bool]] = []
     changed = asyncio.Event()
 
     async def watch() -> None:
-        async for info in observe_changes(client, keyspace, "est", recheck=0.5):
+        async for info in observe_changes(EtcdKV(client), keyspace, "est", recheck=0.5):
             if info is not None:
                 seen.append((info.address, info.term, info.established))
                 changed.set()
@@ -68,10 +69,10 @@ async def test_established_only_after_every_component(client: EtcdClient,
     lead.start()
     try:
         await until(lambda: bool(seen))
-        info = await observe(client, keyspace, "est")
+        info = await observe(EtcdKV(client), keyspace, "est")
         assert info is not None and info.address == "a:1" and not info.established
         await asyncio.sleep(0.3)  # still establishing: still not advertised
-        assert not (await observe(client, keyspace, "est")).established  # type: ignore[union-attr]
+        assert not (await observe(EtcdKV(client), keyspace, "est")).established  # type: ignore[union-attr]
         gate.open.set()
         await until(lambda: seen[-1][2])
         assert seen[-1] == ("a:1", info.term, True)

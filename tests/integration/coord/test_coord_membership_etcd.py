@@ -21,6 +21,7 @@ from drover.coord import (
     list_members,
     watch_members,
 )
+from drover.coord.etcd_kv import EtcdKV
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ async def test_register_update_list_and_watch(client: EtcdClient, keyspace: Keys
     lists: list[MemberList] = []
 
     async def follow() -> None:
-        async for ml in watch_members(client, keyspace, "proxy"):
+        async for ml in watch_members(EtcdKV(client), keyspace, "proxy"):
             lists.append(ml)
 
     watcher = asyncio.create_task(follow())
@@ -43,7 +44,7 @@ async def test_register_update_list_and_watch(client: EtcdClient, keyspace: Keys
             break
         await asyncio.sleep(0.02)
     assert lists and lists[0].members == ()
-    reg = Registration(client, keyspace, Member("proxy", "r1", "127.0.0.1:1", 1,
+    reg = Registration(EtcdKV(client), keyspace, Member("proxy", "r1", "127.0.0.1:1", 1,
                                                 started_at=time.time()),
                        ttl=2, flush_interval=0.05)
     reg.start()
@@ -53,14 +54,14 @@ async def test_register_update_list_and_watch(client: EtcdClient, keyspace: Keys
             reg.set_applied_revision(rev)
         reg.set_applied_revision(10)  # never goes backwards
         for _ in range(100):
-            got = await list_members(client, keyspace, "proxy")
+            got = await list_members(EtcdKV(client), keyspace, "proxy")
             if got.members and got.members[0].applied_revision == 49:
                 break
             await asyncio.sleep(0.02)
         assert [m.replica for m in got.members] == ["r1"]
         assert got.members[0].applied_revision == 49 and got.revision > 0
         await reg.close()
-        assert (await list_members(client, keyspace, "proxy")).members == ()
+        assert (await list_members(EtcdKV(client), keyspace, "proxy")).members == ()
         for _ in range(100):
             if lists and lists[-1].members == ():
                 break
@@ -74,7 +75,7 @@ async def test_register_update_list_and_watch(client: EtcdClient, keyspace: Keys
 
 async def test_each_revision_is_its_own_list_even_when_delivered_together(
         client: EtcdClient, keyspace: Keyspace) -> None:
-    watch = watch_members(client, keyspace, "state")
+    watch = watch_members(EtcdKV(client), keyspace, "state")
     first = await asyncio.wait_for(anext(watch), 5)
     assert first.members == ()
     revisions = []
@@ -99,11 +100,11 @@ async def test_entry_vanishes_when_the_replica_dies(client: EtcdClient, keyspace
     cand = Candidate(etcd_endpoint, etcd_prefix, "m1", ttl=ttl, extra=("--member",))
     try:
         cand.wait_for("ready", 10)
-        got = await list_members(client, keyspace, "demo")
+        got = await list_members(EtcdKV(client), keyspace, "demo")
         assert [m.replica for m in got.members] == ["m1"]
         cand.signal(signal.SIGKILL)
         t0 = time.monotonic()
-        while (await list_members(client, keyspace, "demo")).members:
+        while (await list_members(EtcdKV(client), keyspace, "demo")).members:
             assert time.monotonic() - t0 < ttl + 1.0, "entry must expire with the lease"
             await asyncio.sleep(0.05)
     finally:

@@ -6,6 +6,7 @@ import asyncio
 
 from drover.config import EtcdSettings
 from drover.coord import Keyspace, cluster_secret, connect
+from drover.coord.etcd_kv import EtcdKV
 from drover.state import codec
 from drover.state.main import token_key
 from drover.state.store import EtcdStore
@@ -16,13 +17,14 @@ async def test_concurrent_first_callers_agree_and_it_never_changes(
     clients = [await connect(EtcdSettings(endpoints=(etcd_endpoint,)), purpose="control")
                for _ in range(4)]
     try:
-        first = await asyncio.gather(*(cluster_secret(c, keyspace, "page-token")
+        first = await asyncio.gather(*(cluster_secret(EtcdKV(c), keyspace, "page-token")
                                        for c in clients for _ in range(3)))
         assert len(set(first)) == 1 and len(first[0]) == 32
-        assert await cluster_secret(clients[0], keyspace, "page-token") == first[0]
-        other = await cluster_secret(clients[0], keyspace, "other")
+        assert await cluster_secret(EtcdKV(clients[0]), keyspace, "page-token") == first[0]
+        other = await cluster_secret(EtcdKV(clients[0]), keyspace, "other")
         assert other != first[0]
-        elsewhere = await cluster_secret(clients[0], Keyspace(keyspace.root + "x"), "page-token")
+        elsewhere = await cluster_secret(EtcdKV(clients[0]), Keyspace(keyspace.root + "x"),
+                                         "page-token")
         assert elsewhere != first[0]
         # The state service signs with the very same key.
         store = EtcdStore(clients[0].channel)

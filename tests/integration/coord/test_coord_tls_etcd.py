@@ -10,6 +10,7 @@ import pytest
 
 from drover.config import EtcdSettings, TlsFiles
 from drover.coord import EtcdUnavailable, Session, connect
+from drover.coord.etcd_kv import EtcdKV
 from drover.dev.etcd import EtcdServer
 
 
@@ -55,7 +56,7 @@ async def test_tls_client_with_certificate(tls_etcd: tuple[EtcdServer, dict]) ->
         await client.put(b"/tls/probe", b"ok")
         got = await client.get(b"/tls/probe")
         assert got is not None and got.value == b"ok"
-        session = await Session.open(client, ttl=2)  # keepalive stream over TLS too
+        session = await Session.open(EtcdKV(client), ttl=2)  # keepalive stream over TLS too
         assert session.lease_id > 0
         await session.close()
     finally:

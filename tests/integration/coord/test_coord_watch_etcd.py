@@ -19,6 +19,7 @@ from drover.coord import (
     WatchMessage,
     connect,
 )
+from drover.coord.etcd_kv import EtcdKV
 from drover.dev.etcd import EtcdServer
 
 
@@ -53,7 +54,7 @@ async def test_initial_resync_then_batches_per_revision(
         clients: tuple[EtcdClient, EtcdClient]) -> None:
     bulk, control = clients
     await control.put(b"/w1/a", b"0")
-    async with ResilientWatch(bulk, b"/w1/") as watch:
+    async with ResilientWatch(EtcdKV(bulk), b"/w1/") as watch:
         first = await take(watch, 0)
         assert isinstance(first[0], Resync) and [kv.key for kv in first[0].items] == [b"/w1/a"]
         put = control.transactions.put
@@ -71,7 +72,7 @@ async def test_compaction_while_consumer_paused_resyncs_without_gaps_or_dupes(
         clients: tuple[EtcdClient, EtcdClient]) -> None:
     bulk, control = clients
     cfg = WatchConfig(max_buffered_events=3, liveness_interval=10)
-    async with ResilientWatch(bulk, b"/w2/", config=cfg) as watch:
+    async with ResilientWatch(EtcdKV(bulk), b"/w2/", config=cfg) as watch:
         start = await take(watch, 0)
         assert isinstance(start[-1], Resync)
         revs = [(await control.put(f"/w2/k{i}".encode(), str(i).encode())).header.revision
@@ -106,7 +107,7 @@ async def test_frozen_etcd_is_reported_within_the_liveness_bound_then_resumes(
         clients: tuple[EtcdClient, EtcdClient], private_etcd: EtcdServer) -> None:
     bulk, control = clients
     cfg = WatchConfig(liveness_interval=0.3, liveness_timeout=0.3)
-    async with ResilientWatch(bulk, b"/w3/", config=cfg) as watch:
+    async with ResilientWatch(EtcdKV(bulk), b"/w3/", config=cfg) as watch:
         await take(watch, 0)
         seen = watch.health.version
         private_etcd.pause()

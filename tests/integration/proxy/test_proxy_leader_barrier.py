@@ -14,6 +14,7 @@ from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.config import EtcdSettings
 from drover.coord import Election, EtcdClient, Keyspace, Session, connect, list_members
+from drover.coord.etcd_kv import EtcdKV
 from drover.rpc.server import DroverServer
 
 
@@ -40,9 +41,9 @@ async def test_leader_followed_through_failover_and_hints(
     b1, f1 = await start_broker(etcd_endpoint, etcd_prefix, "b1")
     b2, f2 = await start_broker(etcd_endpoint, etcd_prefix, "b2")
     servers += [b1, b2]
-    sessions = [await Session.open(etcd, 2) for _ in range(2)]
-    e1 = Election(etcd, keyspace, "broker", sessions[0], address=f1.address)
-    e2 = Election(etcd, keyspace, "broker", sessions[1], address=f2.address)
+    sessions = [await Session.open(EtcdKV(etcd), 2) for _ in range(2)]
+    e1 = Election(EtcdKV(etcd), keyspace, "broker", sessions[0], address=f1.address)
+    e2 = Election(EtcdKV(etcd), keyspace, "broker", sessions[1], address=f2.address)
     term1 = await e1.campaign()
     second = asyncio.ensure_future(e2.campaign())
     f1.leader = f2.leader = f1.address
@@ -92,10 +93,10 @@ async def test_a_leader_whose_lease_is_gone_is_not_called_even_when_hinted(
     b1, f1 = await start_broker(etcd_endpoint, etcd_prefix, "b1")
     b2, f2 = await start_broker(etcd_endpoint, etcd_prefix, "b2")
     servers += [b1, b2]
-    s1 = await Session.open(etcd, 2)
-    s2 = await Session.open(etcd, 2)
+    s1 = await Session.open(EtcdKV(etcd), 2)
+    s2 = await Session.open(EtcdKV(etcd), 2)
     try:
-        await Election(etcd, keyspace, "broker", s1, address=f1.address).campaign()
+        await Election(EtcdKV(etcd), keyspace, "broker", s1, address=f1.address).campaign()
         f1.leader = f2.leader = f1.address
         proxy, app = await start_proxy(etcd_endpoint, etcd_prefix, "p1")
         servers.append(proxy)
@@ -113,7 +114,7 @@ async def test_a_leader_whose_lease_is_gone_is_not_called_even_when_hinted(
         assert caught.value.code() == grpc.StatusCode.UNAVAILABLE  # b2: not the leader
         assert f1.calls["Dequeue"] == before  # never routed to the deposed leader
 
-        await Election(etcd, keyspace, "broker", s2, address=f2.address).campaign()
+        await Election(EtcdKV(etcd), keyspace, "broker", s2, address=f2.address).campaign()
         f1.leader = f2.leader = f2.address
         await eventually(lambda: lst.leader == f2.address)
         assert (await via.Dequeue(broker_pb2.DequeueRequest(), timeout=3)).token == "b2"
@@ -140,13 +141,13 @@ async def test_three_proxies_converge_and_a_held_back_one_is_reported(
     # p2 is not held back: let it apply the change (a loaded CI box may need
     # longer than the barrier's 500 ms below) so that only p3 is behind.
     async def p2_published() -> bool:
-        members = await list_members(etcd, Keyspace(etcd_prefix), "proxy")
+        members = await list_members(EtcdKV(etcd), Keyspace(etcd_prefix), "proxy")
         return any(m.replica == "p2" and m.applied_revision >= changed_at
                    for m in members.members)
 
     await eventually(p2_published)
     # Any later revision works too: it maps to the last change at or below it.
-    target = (await list_members(etcd, Keyspace(etcd_prefix), "state")).revision
+    target = (await list_members(EtcdKV(etcd), Keyspace(etcd_prefix), "state")).revision
     assert target >= changed_at
 
     request = proxy_pb2.WaitForConvergenceRequest(revision=target)

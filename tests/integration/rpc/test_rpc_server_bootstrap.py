@@ -15,6 +15,7 @@ from grpc_reflection.v1alpha import reflection_pb2
 from drover import errors
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.config import ServeSettings
+from drover.coord.etcd_kv import EtcdKV
 from drover.dev.ports import free_port
 from drover.rpc.app import load_app_factory, service_names
 from drover.rpc.errors import error_info, leader_hint
@@ -252,11 +253,11 @@ async def test_membership_entry_lives_with_the_server(etcd_endpoint: str, etcd_p
     try:
         assert ctx.registration is not None
         await asyncio.wait_for(ctx.registration.registered.wait(), 5)
-        members = await list_members(client, Keyspace(etcd_prefix), "state")
+        members = await list_members(EtcdKV(client), Keyspace(etcd_prefix), "state")
         assert [(m.replica, m.address, m.rpc_version) for m in members.members] == [
             ("state-a", ctx.address, settings.rpc_version)]
         await server.stop(0)
-        members = await list_members(client, Keyspace(etcd_prefix), "state")
+        members = await list_members(EtcdKV(client), Keyspace(etcd_prefix), "state")
         assert members.members == ()
     finally:
         await client.close()

@@ -3,17 +3,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from aetcd import rpc, rtypes
 
 from drover.coord.errors import FenceLost, InvalidFence
 from drover.coord.fence import (
     FENCE_METADATA,
     Fence,
     fence_compare,
-    fence_compare_pb,
     fenced_txn,
     parse_fence,
 )
+from drover.coord.kv import Compare, Delete, Put
+from drover.coord.memkv import MemoryKV
 from drover.coord.term import Term
 
 KEY = "/drover/v1/election/broker/694d7a1b2c"
@@ -44,50 +44,39 @@ def test_fence_validates_fields() -> None:
         Fence("no-slash", 3)
 
 
-def test_compares_build_create_revision_equal() -> None:
-    msg = fence_compare(Fence(KEY, 7)).build_message()
-    pb = fence_compare_pb(Fence(KEY, 7))
-    for m in (msg, pb):
-        assert m.key == KEY.encode()
-        assert m.target == rpc.Compare.CREATE and m.result == rpc.Compare.EQUAL
-        assert m.create_revision == 7
+def test_the_compare_is_create_revision_equal() -> None:
+    assert fence_compare(Fence(KEY, 7)) == Compare(KEY.encode(), "create", 7)
 
 
-def _get(create_revision: int) -> list[tuple[bytes, rtypes.Get]]:
-    kv = rpc.KeyValue(key=KEY.encode(), value=b"addr", create_revision=create_revision)
-    return [(b"addr", rtypes.Get(rpc.ResponseHeader(revision=99), kv))]
+async def _leader(kv: MemoryKV) -> int:
+    """Put the leader key; its term (create_revision)."""
+    return (await kv.txn([], [Put(KEY.encode(), b"a:1")])).revision
 
 
-class FakeTxn:
-    def __init__(self, ok: bool, failure_responses: list[Any]) -> None:
-        self.ok = ok
-        self.failure_responses = failure_responses
-        self.calls: list[tuple[list[Any], list[Any], list[Any]]] = []
-
-    async def transaction(self, compare: list[Any], success: list[Any] | None = None,
-                          failure: list[Any] | None = None) -> tuple[bool, list[Any]]:
-        self.calls.append((compare, success or [], failure or []))
-        return (True, ["put-ok"]) if self.ok else (False, self.failure_responses)
-
-
-async def test_fenced_txn_adds_the_fence_and_passes_success() -> None:
-    client = FakeTxn(True, [])
-    ok, resp = await fenced_txn(client, Fence(KEY, 7), success=["op"])
-    assert ok and resp == ["put-ok"]
-    compare, success, failure = client.calls[0]
-    assert compare[-1].build_message().create_revision == 7 and success == ["op"]
-    assert failure[-1].key == KEY.encode()
+async def test_fenced_txn_applies_while_the_term_holds() -> None:
+    kv = MemoryKV()
+    fence = Fence(KEY, await _leader(kv))
+    res = await fenced_txn(kv, fence, ops=[Put(b"/x", b"1")])
+    assert res.succeeded and (await kv.range(b"/x", b"")).kvs[0].value == b"1"
 
 
 async def test_own_compare_failure_is_not_a_fence_loss() -> None:
-    client = FakeTxn(False, ["caller-get", _get(7)])
-    ok, resp = await fenced_txn(client, Fence(KEY, 7), compare=["c"], failure=["g"])
-    assert not ok and resp == ["caller-get"]
+    kv = MemoryKV()
+    fence = Fence(KEY, await _leader(kv))
+    lost: list[str] = []
+    res = await fenced_txn(kv, fence, [Compare(b"/x", "version", 3)], [Put(b"/x", b"1")],
+                           on_lost=lost.append)
+    assert not res.succeeded and lost == []
+    assert (await kv.range(b"/x", b"")).kvs == []
 
 
-@pytest.mark.parametrize("current", [0, 8])
-async def test_fence_loss_raises_and_ends_term(current: int) -> None:
-    client = FakeTxn(False, [_get(current) if current else []])
+@pytest.mark.parametrize("recreated", [False, True])
+async def test_fence_loss_raises_and_ends_term(recreated: bool) -> None:
+    kv = MemoryKV()
+    term_rev = await _leader(kv)
+    await kv.txn([], [Delete(KEY.encode())])
+    if recreated:  # another replica won: the key again, with a new create_revision
+        await _leader(kv)
     lost: list[str] = []
 
     class Scope:
@@ -99,9 +88,10 @@ async def test_fence_loss_raises_and_ends_term(current: int) -> None:
         def report_lost(self, reason: str) -> None:
             lost.append(reason)
 
-    term = Term("broker", KEY, 7, 7, "a:1", scope=Scope())
+    term = Term("broker", KEY, term_rev, term_rev, "a:1", scope=Scope())
     with pytest.raises(FenceLost) as e:
-        await term.txn(client, success=["op"])
+        await term.txn(kv, ops=[Put(b"/x", b"1")])
     assert e.value.reason == "FENCE_LOST"
-    assert e.value.metadata == {"leader_key": KEY, "term": "7"}
-    assert len(lost) == 1 and "lost" in lost[0]
+    assert e.value.metadata == {"leader_key": KEY, "term": str(term_rev)}
+    assert len(lost) == 1 and ("now has term" if recreated else "is gone") in lost[0]
+    assert (await kv.range(b"/x", b"")).kvs == []  # nothing written

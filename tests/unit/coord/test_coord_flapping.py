@@ -1,5 +1,6 @@
 """The leadership actuator under flapping notices (no etcd: a fake KV answers
-the confirm read with whatever term is current)."""
+the confirm read with whatever term is current; the real thing on MemoryKV
+is in test_coord_leadership_memkv.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import logging
 from typing import Any
 
 import pytest
-from aetcd import rpc
 
 from drover.coord.keys import Keyspace
+from drover.coord.kv import KV, RangePage
 from drover.coord.leadership import Leadership, LeadershipConfig
 from drover.coord.term import Term
 
@@ -23,23 +24,15 @@ def term(rev: int) -> Term:
 
 
 class FakeKV:
+    """Answers the actuator's one read: the election prefix holds ``leader``."""
+
     def __init__(self) -> None:
         self.leader: Term | None = None
 
-    async def Range(self, req: Any, **_: Any) -> Any:
-        resp = rpc.RangeResponse(header=rpc.ResponseHeader(revision=100))
-        if self.leader is not None:
-            resp.kvs.append(rpc.KeyValue(key=self.leader.leader_key.encode(), value=b"a:1",
-                                         create_revision=self.leader.revision))
-        return resp
-
-
-class FakeClient:
-    def __init__(self) -> None:
-        self.kvstub = FakeKV()
-
-    async def connect(self) -> None:
-        return None
+    async def range(self, key: bytes, range_end: bytes, **_: Any) -> RangePage:
+        t = self.leader
+        kvs = [] if t is None else [KV(t.leader_key.encode(), b"a:1", t.revision, t.revision)]
+        return RangePage(kvs, False, 100, len(kvs))
 
 
 class Recorder:
@@ -56,11 +49,11 @@ class Recorder:
         self.calls.append("revoke")
 
 
-def make(comp: Any, **cfg: Any) -> tuple[Leadership, FakeClient]:
-    client = FakeClient()
-    lead = Leadership(client, KS, SERVICE, "a:1", [comp],
+def make(comp: Any, **cfg: Any) -> tuple[Leadership, FakeKV]:
+    kv = FakeKV()
+    lead = Leadership(kv, KS, SERVICE, "a:1", [comp],
                       config=LeadershipConfig(ttl=2, **cfg))
-    return lead, client
+    return lead, kv
 
 
 async def settle() -> None:
@@ -90,14 +83,14 @@ async def test_lost_then_regained_revokes_then_establishes_latest_of_a_burst(
     lead, client = make(comp)
     actuator = asyncio.create_task(lead._actuate())
     try:
-        client.kvstub.leader = term(5)
+        client.leader = term(5)
         comp.gate.clear()  # establish of term 5 is busy...
         lead.notices.publish(term(5))
         await settle()
         assert comp.calls == ["establish 5"]
         for t in (None, term(7), None, term(9), None, term(11)):  # ...while it flaps
             lead.notices.publish(t)
-        client.kvstub.leader = term(11)
+        client.leader = term(11)
         with caplog.at_level(logging.WARNING, "drover.coord.leadership"):
             comp.gate.set()
             await settle()
@@ -111,7 +104,7 @@ async def test_lost_then_regained_revokes_then_establishes_latest_of_a_burst(
 async def test_unconfirmed_term_is_not_established() -> None:
     comp = Recorder()
     lead, client = make(comp)
-    client.kvstub.leader = term(3)  # someone else is lowest
+    client.leader = term(3)  # someone else is lowest
     actuator = asyncio.create_task(lead._actuate())
     try:
         lead.notices.publish(term(5))
@@ -137,7 +130,7 @@ async def test_establish_timeout_revokes_and_gives_the_term_up() -> None:
 
     lead, client = make(comp, establish_timeout=0.05)
     t5 = Term(SERVICE, term(5).leader_key, 5, 5, "a:1", scope=Scope())
-    client.kvstub.leader = t5
+    client.leader = t5
     actuator = asyncio.create_task(lead._actuate())
     try:
         lead.notices.publish(t5)

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 import pytest
-from aetcd import rpc
 
+from drover.coord.kv import KV
+from drover.coord.kv import WatchEvent as KVEvent
 from drover.coord.watch_buffer import (
     Batch,
     EventType,
@@ -13,12 +14,8 @@ from drover.coord.watch_buffer import (
 )
 
 
-def ev(rev: int, key: str, deleted: bool = False) -> rpc.Event:
-    return rpc.Event(
-        type=rpc.Event.DELETE if deleted else rpc.Event.PUT,
-        kv=rpc.KeyValue(key=key.encode(), value=b"" if deleted else b"v",
-                        mod_revision=rev, create_revision=rev),
-    )
+def ev(rev: int, key: str, deleted: bool = False) -> KVEvent:
+    return KVEvent(KV(key.encode(), b"" if deleted else b"v", rev, rev), deleted)
 
 
 def test_events_group_by_revision_in_order() -> None:
