@@ -19,6 +19,11 @@ Holes closed here:
 :func:`observe` and :func:`observe_changes` give any process the current
 leader (address and term) without campaigning.
 
+Everything here runs on the small typed :class:`ElectionKV` (the one etcd
+layer, :class:`~drover.coord.etcd_kv.EtcdKV`, or
+:class:`~drover.coord.memkv.MemoryKV` in tests); every read and write is
+bounded by the caller-deadline scope it opens (:mod:`.deadline`).
+
 Established: the key's value is the leader's address; once the leader has
 established (its components restored and serving), :meth:`Election.mark_established`
 rewrites it as ``<address>\nestablished`` (compared on the term, under the
@@ -37,7 +42,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from drover.coord.deadline import caller_deadline
-from drover.coord.errors import Compacted, EtcdUnavailable, NotCandidate
+from drover.coord.errors import (
+    Compacted,
+    EtcdUnavailable,
+    LeaseNotFound,
+    NotCandidate,
+    SessionLost,
+)
 from drover.coord.keys import Keyspace
 from drover.coord.kv import KV, Compare, Delete, Put, Ranges, Txns, Watches, prefix_end
 from drover.coord.session import Session
@@ -146,9 +157,13 @@ class Election:
     async def _ensure_key(self) -> None:
         key = self.key.encode()
         with caller_deadline(self.timeout):
-            res = await self.kv.txn(
-                [Compare(key, "create", 0)],
-                [Put(key, self.address.encode(), lease=self.session.lease_id)])
+            try:
+                res = await self.kv.txn(
+                    [Compare(key, "create", 0)],
+                    [Put(key, self.address.encode(), lease=self.session.lease_id)])
+            except LeaseNotFound as e:
+                raise SessionLost(f"session {self.session.lease_hex} lost: its lease "
+                                  "is gone") from e
             if res.succeeded:
                 self.create_revision = res.revision
                 return
@@ -209,10 +224,14 @@ class Election:
         """Advertise that the leader of ``term`` serves (see module doc).
         False if the key is no longer ours (nothing written)."""
         key = self.key.encode()
-        with caller_deadline(rpc_timeout):
-            res = await self.kv.txn(
-                [Compare(key, "create", term.revision)],
-                [Put(key, (self.address + _ESTABLISHED).encode(), lease=self.session.lease_id)])
+        try:
+            with caller_deadline(rpc_timeout):
+                res = await self.kv.txn(
+                    [Compare(key, "create", term.revision)],
+                    [Put(key, (self.address + _ESTABLISHED).encode(),
+                         lease=self.session.lease_id)])
+        except LeaseNotFound:
+            return False  # the lease is gone, and the key with it
         return res.succeeded
 
     async def resign(self, term: Term | None = None, *, rpc_timeout: float = 1.0) -> bool:

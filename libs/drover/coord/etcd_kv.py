@@ -35,6 +35,7 @@ from aetcd import rpc
 from opentelemetry.trace import SpanKind
 
 from drover.coord.connect import EtcdClient
+from drover.coord.deadline import bounded
 from drover.coord.errors import ClientClosed, EtcdUnavailable
 from drover.coord.kv import (
     KV,
@@ -256,7 +257,7 @@ class EtcdKV:
     async def watch(self, key: bytes, range_end: bytes, start_revision: int, *,
                     progress_notify: bool = False) -> _EtcdWatch:
         w = _EtcdWatch(self._pool, key, range_end, start_revision, progress_notify)
-        await w.start()
+        await w.start(self._timeout)
         return w
 
 
@@ -309,13 +310,19 @@ class _EtcdWatch:
                 return
             yield req
 
-    async def start(self) -> None:
+    async def start(self, within: float) -> None:
+        """Open the stream and wait for etcd's answer (created, compacted or
+        refused), at most ``within`` seconds (clipped to the caller's deadline)."""
         self._call = self._pool.open_stream("watch", "Watch", self._iter_requests())
         try:
-            first = await self._call.read()
+            async with asyncio.timeout(bounded(within)):
+                first = await self._call.read()
         except grpc.RpcError as err:
             await self.close()
             raise _error(err) from err
+        except TimeoutError as err:
+            await self.close()
+            raise EtcdUnavailable(f"etcd did not create a watch within {within:g}s") from err
         except BaseException:
             await self.close()
             raise

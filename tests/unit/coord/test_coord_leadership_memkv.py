@@ -157,6 +157,19 @@ async def test_a_waiting_candidate_whose_key_vanishes_never_wins(clock: VirtualC
         await sb.close()
 
 
+async def test_campaigning_on_a_lease_already_gone_is_a_lost_session(
+        clock: VirtualClock) -> None:
+    kv = MemoryKV(clock)
+    session = await Session.open(kv, 60, clock=clock)
+    try:
+        await kv.lease_revoke(session.lease_id)  # before the keepalive notices
+        with pytest.raises(SessionLost):
+            await Election(kv, KS, "svc", session, address="a:1").campaign()
+        assert await observe(kv, KS, "svc") is None
+    finally:
+        await session.close()
+
+
 # ---- Leadership
 
 
