@@ -192,11 +192,14 @@ class ResilientWatch:
                     self._space.clear()
                     await self._space.wait()
                 try:
-                    await self._stream_once()
-                except Compacted as e:
-                    await self._resync(f"revision {self._next} compacted "
-                                       f"(compact revision {e.compact_revision})")
-                except EtcdUnavailable as e:
+                    try:
+                        await self._stream_once()
+                    except Compacted as e:
+                        # A resync that fails (or meets a compaction at its
+                        # own revision) is retried like a stream error.
+                        await self._resync(f"revision {self._next} compacted "
+                                           f"(compact revision {e.compact_revision})")
+                except (EtcdUnavailable, Compacted) as e:
                     log.info("watch %r: stream error, resuming from %d: %r", self.prefix,
                              self._next, e)
                     await asyncio.sleep(self.config.retry_backoff)
