@@ -50,9 +50,11 @@ class StateReplica:
 
 async def start_state_on(store: KVStore, keyspace: Keyspace, *,
                          interceptors: tuple[Any, ...] = (),
-                         etcd_channel: grpc.aio.Channel | None = None) -> StateReplica:
-    """The state service on ``store``, listening on a free loopback port."""
-    service = await build_on_store(store, keyspace)
+                         etcd_channel: grpc.aio.Channel | None = None,
+                         **build: Any) -> StateReplica:
+    """The state service on ``store``, listening on a free loopback port
+    (``build``: :func:`build_on_store`'s configs)."""
+    service = await build_on_store(store, keyspace, **build)
     server = grpc.aio.server(interceptors=[*interceptors, ErrorInterceptor()])
     service.register(server)
     port = server.add_insecure_port("127.0.0.1:0")
@@ -64,11 +66,11 @@ async def start_state_on(store: KVStore, keyspace: Keyspace, *,
 
 
 async def start_state(endpoint: str, keyspace: Keyspace,
-                      interceptors: tuple[Any, ...] = ()) -> StateReplica:
+                      interceptors: tuple[Any, ...] = (), **build: Any) -> StateReplica:
     """The state service on the etcd at ``endpoint`` (its own channel)."""
     etcd_channel = grpc.aio.insecure_channel(endpoint)
     return await start_state_on(EtcdStore(etcd_channel), keyspace, interceptors=interceptors,
-                                etcd_channel=etcd_channel)
+                                etcd_channel=etcd_channel, **build)
 
 
 async def leader_fence(state: StateReplica, election: str) -> tuple[tuple[str, str]]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from drover.api.acl.v1 import acl_pb2_grpc
-from drover.api.state.v1 import state_pb2_grpc
 from drover.config import ServeSettings
 from drover.errors import DroverError
 from drover.rpc.server import App, AppContext, ServiceBinding
 from drover.state import metrics
 from drover.state.main import StateService, build_state_service
+from drover.state.service import add_state_servicer
 
 SERVICE = "drover.state.v1.StateService"
 ACL_SERVICE = "drover.acl.v1.AclService"
@@ -39,7 +39,7 @@ class StateApp:
             ServiceBinding(
                 SERVICE,
                 self._service.servicer,
-                state_pb2_grpc.add_StateServiceServicer_to_server,
+                add_state_servicer,
             ),
             ServiceBinding(ACL_SERVICE, self._service.acl_admin,
                            acl_pb2_grpc.add_AclServiceServicer_to_server),

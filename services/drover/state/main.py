@@ -20,7 +20,6 @@ import grpc
 
 from drover.acl import AclKeys
 from drover.api.acl.v1 import acl_pb2_grpc
-from drover.api.state.v1 import state_pb2_grpc
 from drover.config import ServeSettings
 from drover.coord.keys import Keyspace
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
@@ -28,7 +27,7 @@ from drover.state import codec
 from drover.state.acl_admin import AclAdmin
 from drover.state.cache import Cache, CacheConfig
 from drover.state.reads import Reader
-from drover.state.service import StateServicer
+from drover.state.service import StateServicer, add_state_servicer
 from drover.state.store import Compare, EtcdStore, KVStore, Put
 from drover.state.subscribe import Hub, SubscribeConfig
 from drover.state.writes import Writer, WriterConfig
@@ -47,7 +46,7 @@ class StateService:
     _closers: list[Callable[[], Any]] = field(default_factory=list)
 
     def register(self, server: grpc.aio.Server) -> None:
-        state_pb2_grpc.add_StateServiceServicer_to_server(self.servicer, server)
+        add_state_servicer(self.servicer, server)
         if self.acl_admin is not None:
             acl_pb2_grpc.add_AclServiceServicer_to_server(self.acl_admin, server)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.state.v1 import state_pb2_grpc
+from drover.rpc.encoded import with_encoded
 from drover.state.deployment_update import DeploymentUpdateRpc
 from drover.state.eval_update import EvaluationUpdateRpc
 from drover.state.evaluations import EvaluationsRpc
@@ -15,6 +16,12 @@ from drover.state.node_status import NodeStatusRpc
 from drover.state.objects import ObjectsRpc
 from drover.state.plans import PlansRpc
 from drover.state.subscribe import Hub
+
+#: Adds the servicer to a server; Subscribe's responses arrive serialized
+#: (each event is encoded once per change for every subscriber, see
+#: :mod:`drover.state.subscribe`).
+add_state_servicer = with_encoded(state_pb2_grpc.add_StateServiceServicer_to_server,
+                                  ("Subscribe",))
 
 
 class StateServicer(
@@ -35,6 +42,6 @@ class StateServicer(
 
     async def Subscribe(  # type: ignore[override]
         self, request: Any, context: Any
-    ) -> AsyncIterator[state_pb2.SubscribeResponse]:
+    ) -> AsyncIterator[bytes]:
         async for resp in self.hub.subscribe(request):
             yield resp

@@ -14,6 +14,13 @@ If etcd has compacted it, the call fails with OUT_OF_RANGE
 index of that read (like a 410 Gone). A cache re-list ends every stream the
 same way, since events between the lists are lost to the cache.
 
+Encoded once per change, not per subscriber: the hub hands every
+subscriber's queue the same batch object, which parses each change's value
+straight into its event and serializes it at most once, and joins the
+responses of each distinct interest at most once (:class:`_Batch`). Streams
+yield those bytes and gRPC sends them as they are
+(:mod:`drover.rpc.encoded`); the wire format is unchanged.
+
 A quiet stream carries heartbeats (no events, the current index) every
 ``heartbeat_interval`` the client asked for (default 10 s): silence much
 longer than that means the server stopped, so a client (the proxy
@@ -24,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,35 +85,99 @@ class Interest:
         return not (self.namespace not in ("", "*") and c.namespace != self.namespace)
 
 
-def to_event(c: Change) -> state_pb2.Event:
+def event_chunk(c: Change) -> bytes:
+    """``c`` as a serialized SubscribeResponse holding just its event.
+
+    A response of several events is the concatenation of their chunks and
+    then its index (:func:`encode_responses`): protobuf parses concatenated
+    messages as one, repeated fields appended in order, and the bytes are
+    exactly what serializing the whole response would give (field 1, the
+    events, before field 2, the index). The payload is parsed straight into
+    the event (no copy)."""
+    r = state_pb2.SubscribeResponse()
     topic: Any = codec.TOPICS[c.kind]
-    ev = state_pb2.Event(
+    ev = r.events.add(
         topic=topic, namespace="" if c.namespace == codec.GLOBAL_NS else c.namespace,
         key=c.id, index=c.revision,
         type=state_pb2.EVENT_TYPE_DELETE if c.deleted else state_pb2.EVENT_TYPE_UPSERT,
     )
     if not c.deleted:
-        msg = codec.decode(c.kind, c.value, c.create_revision, c.revision)
-        getattr(ev, codec.PAYLOAD_FIELD[c.kind]).CopyFrom(msg)
-    return ev
+        codec.decode_into(c.kind, getattr(ev, codec.PAYLOAD_FIELD[c.kind]), c.value,
+                          c.create_revision, c.revision)
+    return r.SerializeToString()
 
 
-def responses(changes: Iterable[Change], interest: Interest) -> list[state_pb2.SubscribeResponse]:
-    """Group wanted changes into one response per revision."""
-    out: list[state_pb2.SubscribeResponse] = []
-    for c in changes:
-        if not interest.wants(c):
+def index_only(index: int) -> bytes:
+    """A serialized response with no events (a heartbeat, or the catch-up mark)."""
+    return state_pb2.SubscribeResponse(index=index).SerializeToString()
+
+
+Chunk = Callable[[int, Change], bytes]
+
+
+def _plain_chunk(_: int, c: Change) -> bytes:
+    return event_chunk(c)
+
+
+def encode_responses(changes: Sequence[Change], interest: Interest, after: int = 0,
+                     chunk: Chunk = _plain_chunk) -> list[bytes]:
+    """The serialized responses ``interest`` gets from ``changes`` (those after
+    revision ``after``): one per revision, in order. ``chunk(i, changes[i])``
+    encodes one event (a shared batch memoizes it)."""
+    out: list[bytes] = []
+    parts: list[bytes] = []
+    rev = -1
+    for i, c in enumerate(changes):
+        if c.revision <= after or not interest.wants(c):
             continue
-        if not out or out[-1].index != c.revision:
-            out.append(state_pb2.SubscribeResponse(index=c.revision))
-        out[-1].events.append(to_event(c))
+        if c.revision != rev:
+            if parts:
+                parts.append(index_only(rev))
+                out.append(b"".join(parts))
+                parts = []
+            rev = c.revision
+        parts.append(chunk(i, c))
+    if parts:
+        parts.append(index_only(rev))
+        out.append(b"".join(parts))
     return out
+
+
+class _Batch:
+    """One batch of changes the cache applied, as every subscriber's queue
+    holds it (one object, shared): each change is encoded at most once, and
+    the responses of each distinct interest at most once, whatever the
+    number of subscribers (the broker's replicas all ask for the same)."""
+
+    __slots__ = ("_by_interest", "_chunks", "changes", "revision")
+
+    def __init__(self, revision: int, changes: list[Change]) -> None:
+        self.revision, self.changes = revision, changes
+        self._chunks: list[bytes | None] = [None] * len(changes)
+        self._by_interest: dict[Interest, list[bytes]] = {}
+
+    def _chunk(self, i: int, c: Change) -> bytes:
+        got = self._chunks[i]
+        if got is None:
+            got = self._chunks[i] = event_chunk(c)
+        return got
+
+    def encoded(self, interest: Interest, after: int) -> list[bytes]:
+        """The responses for ``interest``, of changes after revision ``after``."""
+        if self.changes and self.changes[0].revision <= after:
+            # A stream that started inside this batch: its own cut.
+            return encode_responses(self.changes, interest, after, self._chunk)
+        got = self._by_interest.get(interest)
+        if got is None:
+            got = self._by_interest[interest] = encode_responses(
+                self.changes, interest, chunk=self._chunk)
+        return got
 
 
 class _Sub:
     def __init__(self, interest: Interest, size: int) -> None:
         self.interest = interest
-        self.queue: asyncio.Queue[tuple[int, list[Change]] | None] = asyncio.Queue(size)
+        self.queue: asyncio.Queue[_Batch | None] = asyncio.Queue(size)
         self.error: DroverError | None = None
 
 
@@ -127,9 +198,10 @@ class Hub:
         # A revision may straddle the trim point: drop its remains too.
         while self._ring and self._ring[0].revision <= self._floor:
             self._ring.popleft()
+        batch = _Batch(revision, changes)
         for sub in list(self._subs):
             try:
-                sub.queue.put_nowait((revision, changes))
+                sub.queue.put_nowait(batch)
             except asyncio.QueueFull:
                 self._end(sub, SubscriberTooSlow(
                     f"subscriber fell more than {self.config.buffer_revisions} revisions "
@@ -144,17 +216,17 @@ class Hub:
                 f"again from index {revision}", metadata={"index": str(revision)}))
 
     def _end(self, sub: _Sub, err: DroverError) -> None:
+        """End ``sub`` with ``err`` before anything still queued: the client
+        resumes from the last index it got, so a queued revision must not be
+        sent after one dropped to make room (a gap it would never notice)."""
         sub.error = err
         self._subs.discard(sub)
-        while True:
-            try:
-                sub.queue.put_nowait(None)
-                return
-            except asyncio.QueueFull:
-                sub.queue.get_nowait()
+        while not sub.queue.empty():
+            sub.queue.get_nowait()
+        sub.queue.put_nowait(None)
 
     async def _history(self, interest: Interest, start: int, until: int) -> (
-        AsyncIterator[state_pb2.SubscribeResponse]
+        AsyncIterator[bytes]
     ):
         """Changes in (start, until] read back from etcd's history."""
         if start >= until:
@@ -171,7 +243,7 @@ class Hub:
             ) from err
 
     async def _read_history(self, interest: Interest, start: int, until: int) -> (
-        AsyncIterator[state_pb2.SubscribeResponse]
+        AsyncIterator[bytes]
     ):
         prefix = self.cache.keys.base.encode()
         watch = await self.cache.store.watch(prefix, prefix_end(prefix), start + 1)
@@ -184,14 +256,16 @@ class Hub:
                         continue
                     changes.append(Change(ok.kind, ok.namespace, ok.id, ev.kv.mod_revision,
                                           ev.deleted, ev.kv.value, ev.kv.create_revision))
-                for r in responses(changes, interest):
+                for r in encode_responses(changes, interest):
                     yield r
                 if batch.revision >= until:
                     return
         finally:
             await watch.close()
 
-    async def subscribe(self, request: Any) -> AsyncIterator[state_pb2.SubscribeResponse]:
+    async def subscribe(self, request: Any) -> AsyncIterator[bytes]:
+        """The stream's responses, serialized (``SubscribeResponse`` bytes: the
+        servicer hands them to gRPC as they are, see :mod:`drover.rpc.encoded`)."""
         interest = Interest(frozenset(request.topics), frozenset(request.keys),
                             request.namespace)
         sub = _Sub(interest, self.config.buffer_revisions)
@@ -204,14 +278,14 @@ class Hub:
             if start < now:
                 if start >= self._floor:
                     backlog = [c for c in self._ring if start < c.revision <= now]
-                    for r in responses(backlog, interest):
+                    for r in encode_responses(backlog, interest):
                         yield r
                 else:
                     async for r in self._history(interest, start, now):
                         yield r
             # Indexes never go backwards, even on a replica whose cache is
             # behind the from_index a client resumes from (elsewhere).
-            yield state_pb2.SubscribeResponse(index=max(start, now))
+            yield index_only(max(start, now))
             loop = asyncio.get_running_loop()
             sent = loop.time()
             while True:
@@ -221,23 +295,22 @@ class Hub:
                 except TimeoutError:
                     # The queue is empty: every change up to the cache's
                     # revision was delivered (listeners run as it applies).
-                    yield state_pb2.SubscribeResponse(index=max(start, self.cache.revision))
+                    yield index_only(max(start, self.cache.revision))
                     sent = loop.time()
                     continue
                 if item is None:
                     assert sub.error is not None
                     raise sub.error
-                live = [c for c in item[1] if c.revision > start]
-                out = responses(live, interest)
+                out = item.encoded(interest, start)
                 for r in out:
                     yield r
                 if out:
                     sent = loop.time()
-                elif loop.time() - sent >= heartbeat and item[0] > start:
+                elif loop.time() - sent >= heartbeat and item.revision > start:
                     # Busy with changes this stream does not want: still a
                     # heartbeat, at the revision just passed (not the cache's,
                     # which may be ahead of changes still queued).
-                    yield state_pb2.SubscribeResponse(index=item[0])
+                    yield index_only(item.revision)
                     sent = loop.time()
         finally:
             self._subs.discard(sub)
