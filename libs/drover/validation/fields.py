@@ -22,6 +22,10 @@ The walk knows fields by name, so one table covers every service: ``id``,
 recursive, so the walk's depth is bounded by the schema; ``max_depth`` is
 a guard should one become so.
 
+The walk is compiled once per message type (a check per field number,
+each a closure with its caps bound) and builds a field's path only when
+it refuses it: every request of every service goes through here.
+
 Pure: protobuf descriptors only, no gRPC, no asyncio. Messages are
 checked, never changed; unknown fields (a newer client's) are left alone.
 """
@@ -29,7 +33,7 @@ checked, never changed; unknown fields (a newer client's) are left alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,54 +172,216 @@ def _check_well_known(path: str, msg: Message) -> bool:
     return False
 
 
-def _items(msg: Message) -> Iterator[tuple[FieldDescriptor, Any]]:
-    return iter(msg.ListFields())
+class _Bad(Exception):
+    """A value no handler could use; the path is assembled while unwinding,
+    so a request that passes (nearly all) never builds a path string."""
+
+    def __init__(self, what: str, path: str = "") -> None:
+        super().__init__(what)
+        self.what = what
+        self.segments: list[str] = [path] if path else []
 
 
-def _check_message(path: str, msg: Message, limits: Limits, depth: int) -> None:
-    if depth > limits.max_depth:
-        raise _invalid(path or "request", f"nests deeper than {limits.max_depth} messages")
-    if _check_well_known(path, msg):
-        return
-    for fd, value in _items(msg):
-        here = f"{path}.{fd.name}" if path else fd.name
-        if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
-            _check_map(here, fd, value, limits, depth)
-        elif fd.is_repeated:
-            if len(value) > limits.max_repeated:
-                raise _invalid(here, f"has {len(value)} entries; at most {limits.max_repeated}")
-            for i, item in enumerate(value):
-                _check_value(f"{here}[{i}]", fd, item, limits, depth)
-        else:
-            _check_value(here, fd, value, limits, depth)
+Check = Callable[[Any, int], None]  # (value, depth) -> None, or raises _Bad
 
 
-def _check_value(path: str, fd: FieldDescriptor, value: Any, limits: Limits, depth: int) -> None:
-    if fd.type == _T.TYPE_MESSAGE:
-        _check_message(path, value, limits, depth + 1)
+def _leaf(fd: FieldDescriptor, limits: Limits) -> Check:
+    """The check of one scalar value of ``fd`` (raises :class:`_Bad`)."""
+
+    def check(value: Any, depth: int) -> None:
+        try:
+            _check_scalar("", fd, value, limits)
+        except InvalidArgument as err:
+            # The message is "<path>: <what>" with an empty path.
+            raise _Bad(err.message.partition(": ")[2]) from None
+
+    t = fd.type
+    if t == _T.TYPE_STRING and fd.name not in ("namespace", "prefix") and not is_id_field(
+            fd.name):
+        cap = _string_cap(fd.name, limits)
+
+        def capped(value: Any, depth: int) -> None:
+            if len(value) > cap:
+                raise _Bad(f"is {len(value)} characters long; at most {cap}")
+
+        return capped
+    if t == _T.TYPE_STRING:
+
+        def ident(value: Any, depth: int) -> None:
+            if (value and len(value) <= limits.max_id and set(value) <= ID_CHARS):
+                return
+            check(value, depth)
+
+        return ident
+    if t == _T.TYPE_ENUM:
+        enum = fd.enum_type
+        assert enum is not None
+        known = frozenset(enum.values_by_number)
+
+        def defined(value: Any, depth: int) -> None:
+            if value not in known:
+                check(value, depth)
+
+        return defined
+    if t in (_T.TYPE_UINT64, _T.TYPE_FIXED64):
+        def in_range(value: Any, depth: int) -> None:
+            if value > INT64_MAX:
+                check(value, depth)
+
+        return in_range
+    if t in (_T.TYPE_INT32, _T.TYPE_SINT32, _T.TYPE_SFIXED32):
+        low, high = (0, 100) if fd.name == "priority" else (
+            (0, None) if fd.name in _NON_NEGATIVE else (None, None))
+        if low is None:
+            return _nothing
+
+        def bounded(value: Any, depth: int) -> None:
+            if value < low or (high is not None and value > high):
+                check(value, depth)
+
+        return bounded
+    if t in (_T.TYPE_BOOL, _T.TYPE_INT64, _T.TYPE_SINT64, _T.TYPE_SFIXED64,
+             _T.TYPE_UINT32, _T.TYPE_FIXED32):
+        return _nothing
+    return check
+
+
+def _nothing(value: Any, depth: int) -> None:
+    return None
+
+
+def _field_check(fd: FieldDescriptor, limits: Limits) -> Check:
+    """The check of a set field of ``fd`` (its whole value: repeated, map or one)."""
+    sub = fd.message_type
+    if sub is not None and sub.GetOptions().map_entry:
+        return _map_check(sub, limits)
+    one: Check
+    if sub is not None:
+        plan = _plan(sub, limits)
+
+        def one(value: Any, depth: int) -> None:
+            _run(plan, value, depth + 1, limits)
     else:
-        _check_scalar(path, fd, value, limits)
+        one = _leaf(fd, limits)
+    if not fd.is_repeated:
+        return one
+    cap = limits.max_repeated
+
+    def each(value: Any, depth: int) -> None:
+        if len(value) > cap:
+            raise _Bad(f"has {len(value)} entries; at most {cap}")
+        for i, item in enumerate(value):
+            try:
+                one(item, depth)
+            except _Bad as bad:
+                bad.segments.append(f"[{i}]")
+                raise
+
+    return each
 
 
-def _check_map(path: str, fd: FieldDescriptor, value: Any, limits: Limits, depth: int) -> None:
-    if len(value) > limits.max_map_entries:
-        raise _invalid(path, f"has {len(value)} entries; at most {limits.max_map_entries}")
-    entry: Descriptor | None = fd.message_type
-    assert entry is not None
+def _map_check(entry: Descriptor, limits: Limits) -> Check:
     vfd = entry.fields_by_name["value"]
-    for key, item in value.items():
-        where = f"{path}[{clip(str(key), 40)!r}]"
-        if isinstance(key, str) and len(key) > limits.max_map_key:
-            raise _invalid(path, f"has a key {len(key)} characters long; at most "
-                           f"{limits.max_map_key}")
-        if vfd.type == _T.TYPE_MESSAGE:
-            _check_message(where, item, limits, depth + 1)
-        elif vfd.type == _T.TYPE_STRING:
+    item_check: Check
+    if vfd.type == _T.TYPE_MESSAGE:
+        assert vfd.message_type is not None
+        plan = _plan(vfd.message_type, limits)
+
+        def item_check(item: Any, depth: int) -> None:
+            _run(plan, item, depth + 1, limits)
+    elif vfd.type == _T.TYPE_STRING:
+        def item_check(item: Any, depth: int) -> None:
             if len(item) > limits.max_map_value:
-                raise _invalid(where, f"is {len(item)} characters long; at most "
-                               f"{limits.max_map_value}")
-        else:
-            _check_scalar(where, vfd, item, limits)
+                raise _Bad(f"is {len(item)} characters long; at most {limits.max_map_value}")
+    else:
+        item_check = _leaf(vfd, limits)
+
+    def check(value: Any, depth: int) -> None:
+        if len(value) > limits.max_map_entries:
+            raise _Bad(f"has {len(value)} entries; at most {limits.max_map_entries}")
+        for key, item in value.items():
+            if isinstance(key, str) and len(key) > limits.max_map_key:
+                raise _Bad(f"has a key {len(key)} characters long; at most "
+                           f"{limits.max_map_key}")
+            try:
+                item_check(item, depth)
+            except _Bad as bad:
+                bad.segments.append(f"[{clip(str(key), 40)!r}]")
+                raise
+
+    return check
+
+
+_Plan = dict[int, Check] | Check
+_PLANS: dict[tuple[Descriptor, Limits], _Plan] = {}
+
+
+def _plan(descriptor: Descriptor, limits: Limits) -> _Plan:
+    """Per message type (and limits), made once: a check per field number, or
+    one check of the whole message for Duration/Timestamp. Fields are bound
+    lazily, so recursive types would still terminate (``max_depth`` bounds
+    the walk)."""
+    key = (descriptor, limits)
+    got = _PLANS.get(key)
+    if got is not None:
+        return got
+    if descriptor.full_name in ("google.protobuf.Duration", "google.protobuf.Timestamp"):
+        low, high = ((0, DURATION_MAX_SECONDS)
+                     if descriptor.full_name == "google.protobuf.Duration"
+                     else (TIMESTAMP_MIN_SECONDS, TIMESTAMP_MAX_SECONDS))
+
+        def well_known(msg: Any, depth: int) -> None:
+            if low <= msg.seconds <= high and 0 <= msg.nanos <= 999_999_999:
+                return  # the common case, valid for both (negatives: below)
+            try:
+                _check_well_known("", msg)
+            except InvalidArgument as err:
+                raise _Bad(err.message.partition(": ")[2]) from None
+
+        _PLANS[key] = well_known
+        return well_known
+    plan: dict[int, Check] = {}
+    _PLANS[key] = plan  # before the fields: a self-referencing type finds it
+    for fd in descriptor.fields:
+        plan[fd.number] = _lazy(fd, limits, plan)
+    return plan
+
+
+def _lazy(fd: FieldDescriptor, limits: Limits, plan: dict[int, Check]) -> Check:
+    def first(value: Any, depth: int) -> None:
+        plan[fd.number] = check = _field_check(fd, limits)
+        check(value, depth)
+
+    return first
+
+
+def _run(plan: _Plan, msg: Any, depth: int, limits: Limits) -> None:
+    if depth > limits.max_depth:
+        raise _Bad(f"nests deeper than {limits.max_depth} messages")
+    if not isinstance(plan, dict):
+        plan(msg, depth)
+        return
+    for fd, value in msg.ListFields():
+        check = plan.get(fd.number)
+        if check is None:
+            continue  # an extension: not drover's
+        try:
+            check(value, depth)
+        except _Bad as bad:
+            bad.segments.append(f".{fd.name}")
+            raise
+
+
+def _checked(request: Message, limits: Limits) -> None:
+    """:func:`check_request`'s walk, compiled per message type (the hot path:
+    every request of every service: an evaluation took ~13 us walked field
+    by field, ~4.4 us so; see bench/results/issue15/README.md)."""
+    descriptor: Any = request.DESCRIPTOR
+    try:
+        _run(_plan(descriptor, limits), request, 0, limits)
+    except _Bad as bad:
+        path = "".join(reversed(bad.segments)).lstrip(".")
+        raise _invalid(path or "request", bad.what) from None
 
 
 def check_request(request: Any, limits: Limits = DEFAULT_LIMITS) -> None:
@@ -224,4 +390,4 @@ def check_request(request: Any, limits: Limits = DEFAULT_LIMITS) -> None:
     Anything that is not a protobuf message (the proxy's raw bytes) passes:
     the service that decodes it checks it."""
     if isinstance(request, Message):
-        _check_message("", request, limits, 0)
+        _checked(request, limits)

@@ -89,3 +89,36 @@ def test_documents_get_a_larger_cap_than_other_strings() -> None:
     assert err.metadata["field"] == "rules"
     assert refused(acl_pb2.ApplyPolicyRequest(name="p", description="x" * 20_000)
                    ).metadata["field"] == "description"
+
+
+def test_the_compiled_walk_names_nested_map_and_well_known_paths() -> None:
+    """The walk is compiled per message type (hot: every request): paths
+    through map values, repeated messages and well-known types still name
+    the field, and valid values of each kind pass."""
+    from drover.api.types.v1 import deployment_pb2, evaluation_pb2
+
+    req = state_pb2.UpdateDeploymentRequest(
+        deployment=deployment_pb2.Deployment(id="d1", namespace="default"))
+    group = req.deployment.task_groups["web"]
+    group.placed_canaries.append("a1")
+    group.progress_deadline.FromSeconds(30)
+    group.require_progress_by.GetCurrentTime()
+    check_request(req)
+    group.healthy_allocs = -1
+    assert refused(req).metadata["field"] == "deployment.task_groups['web'].healthy_allocs"
+    group.healthy_allocs = 0
+    group.placed_canaries.append("not an id")
+    assert refused(req).metadata["field"] == \
+        "deployment.task_groups['web'].placed_canaries[1]"
+    del group.placed_canaries[1]
+    group.progress_deadline.seconds = -5
+    assert refused(req).metadata["field"] == "deployment.task_groups['web'].progress_deadline"
+    ok = [evaluation_pb2.Evaluation(id=f"e{i}", namespace="*" if i else "default",
+                                    priority=100, modify_index=2**63 - 1) for i in range(3)]
+    check_request(state_pb2.UpsertEvaluationsRequest(evaluations=ok))
+    bad = [*ok, evaluation_pb2.Evaluation(id="e9", priority=101)]
+    assert refused(state_pb2.UpsertEvaluationsRequest(evaluations=bad)).metadata["field"] == \
+        "evaluations[3].priority"
+    bad[3] = evaluation_pb2.Evaluation(id="e9", modify_index=2**63)
+    assert refused(state_pb2.UpsertEvaluationsRequest(evaluations=bad)).metadata["field"] == \
+        "evaluations[3].modify_index"
