@@ -29,6 +29,21 @@ the broker the newer state, from which it decides again). ``FENCE_LOST``
 ends the term at once (``on_fence_lost``): no later write of this term can
 succeed anyway, and the next leader re-derives every effect from the store.
 
+Overlapped flushes: up to ``max_in_flight`` batches (default 2) are in
+flight at once, so the next batch is sent while the previous one's txn
+and reply are under way (a worker's AckBatch of 128 fills a 127-object
+txn and starts the next: serially, every second round trip waited on the
+first). Batches in flight never share an evaluation id (an update or a
+create): a write that touches one still in flight waits for it, and
+whatever queued behind it waits too, so per evaluation the writes reach
+the store in the order they were made, and each is still compared on the
+``modify_index`` it was built on (never re-created if deleted, never
+overwriting a change it did not see). Different ids have no order among
+them in the store: none is implied by the broker (each outcome is its
+own update). ``FENCE_LOST`` from any flush ends the term once; the other
+flight's callers learn it (their write may or may not have landed: an
+outcome unknown, as for any lost reply; at-least-once).
+
 Tracing: each write remembers the trace context it was made in; a batch's
 ``broker write`` span is the child of its first write's context and links
 the others, so an Ack's trace goes on to the state service's txn.
@@ -103,6 +118,7 @@ class FencedWriter:
         alive: Callable[[], bool] = lambda: True,
         max_objects: int = MAX_OBJECTS,
         retry_backoff: float = 0.5,
+        max_in_flight: int = 2,
     ) -> None:
         self._api = api
         self._fence = fence
@@ -111,13 +127,16 @@ class FencedWriter:
         self._on_fence_lost = on_fence_lost
         self._max = max_objects
         self._backoff = retry_backoff
+        self._max_in_flight = max(1, max_in_flight)
         self._queue: list[_Pending] = []
         self._wake = asyncio.Event()
         self._closed: DroverError | None = None
         self._retry: list[_Pending] = []
-        # The batch being written: a cancelled writer (the term ended) must
-        # still answer its callers.
-        self._inflight: list[_Pending] = []
+        # The batches being written: a cancelled writer (the term ended) must
+        # still answer their callers.
+        self._inflight: list[list[_Pending]] = []
+        # The evaluation ids those batches write (see "Overlapped flushes").
+        self._busy: dict[str, int] = {}
         self._retry_handle: asyncio.TimerHandle | None = None
 
     def submit(self, groups: Sequence[WriteGroup]) -> None:
@@ -148,10 +167,11 @@ class FencedWriter:
     def close(self, err: DroverError) -> None:
         """End the term's writes: waiting callers get ``err``; effects are dropped."""
         self._closed = err
-        for item in (*self._inflight, *self._queue):
+        for item in (*(i for batch in self._inflight for i in batch), *self._queue):
             if item.done is not None and not item.done.done():
                 item.done.set_exception(err)
         self._inflight = []
+        self._busy.clear()
         self._queue.clear()
         self._retry.clear()
         if self._retry_handle is not None:
@@ -160,33 +180,78 @@ class FencedWriter:
         self._wake.set()
 
     async def run(self) -> None:
-        """Flush until closed (spawned in the term's task group)."""
+        """Flush until closed (spawned in the term's task group), up to
+        ``max_in_flight`` batches at once."""
+        flights: set[asyncio.Task[None]] = set()
         try:
             while self._closed is None:
-                if not self._queue:
-                    self._wake.clear()
-                    await self._wake.wait()
+                self._wake.clear()
+                batch = self._take() if len(flights) < self._max_in_flight else []
+                if batch:
+                    # Marked in flight now, not when the task first runs:
+                    # the next _take must already see its ids.
+                    ids = self._start(batch)
+                    flights.add(asyncio.ensure_future(self._flight(batch, ids)))
                     continue
-                self._inflight = self._take()
-                await self._flush(self._inflight)
-                self._inflight = []
+                # Nothing to start: wait for a write, or for a flight to land
+                # (which frees a slot, or the ids the queue's head waits on).
+                woken = asyncio.ensure_future(self._wake.wait())
+                try:
+                    done, _ = await asyncio.wait({woken, *flights},
+                                                 return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    woken.cancel()
+                for task in done & flights:
+                    flights.discard(task)
+                    task.result()  # a bug in a flush ends the writer, loudly
         finally:
+            for task in flights:
+                task.cancel()
             if self._closed is None:
                 self.close(NotLeader("broker", None))
 
+    def _start(self, batch: list[_Pending]) -> set[str]:
+        self._inflight.append(batch)
+        ids = _ids(batch)
+        for i in ids:
+            self._busy[i] = self._busy.get(i, 0) + 1
+        return ids
+
+    async def _flight(self, batch: list[_Pending], ids: set[str]) -> None:
+        try:
+            await self._flush(batch)
+        finally:
+            mine = [b for b in self._inflight if b is batch]
+            if mine:  # else close() emptied the lists
+                self._inflight = [b for b in self._inflight if b is not batch]
+                for i in ids:
+                    left = self._busy.pop(i, 1) - 1
+                    if left:
+                        self._busy[i] = left
+
     def _take(self) -> list[_Pending]:
+        """The next batch: the queue's head and what follows it, up to
+        ``max_objects``, one fence, and stopping at the first write that
+        touches an evaluation still in flight (FIFO per evaluation)."""
         batch: list[_Pending] = []
         size = 0
+        busy = self._busy
         while self._queue:
             head = self._queue[0]
             n = head.group.size
             if batch and (size + n > self._max or head.fence != batch[0].fence):
+                break
+            if busy and any(i in busy for i in _group_ids(head.group)):
                 break
             batch.append(self._queue.pop(0))
             size += n
         return batch
 
     async def _flush(self, batch: list[_Pending]) -> None:
+        if self._closed is not None:
+            # Ended while this batch waited (another flight lost the fence):
+            # close() answered its callers; nothing more is written.
+            return
         links = [trace.Link(c) for c in
                  (trace.get_current_span(p.context).get_span_context() for p in batch[1:])
                  if c.is_valid]
@@ -270,5 +335,15 @@ class FencedWriter:
         self._wake.set()
 
     def _lost(self, err: FenceLost) -> None:
+        if self._closed is not None:
+            return  # the other flight lost it first: the term ends once
         self._on_fence_lost(f"a fenced state write failed: {err.message}")
         self.close(NotLeader("broker", None))
+
+
+def _group_ids(group: WriteGroup) -> list[str]:
+    return [ev.id for ev in (*group.evaluations, *group.creates)]
+
+
+def _ids(batch: list[_Pending]) -> set[str]:
+    return {i for item in batch for i in _group_ids(item.group)}
