@@ -72,12 +72,16 @@ from drover.broker.tokens import make_token
 __all__ = ["BrokerMode", "Delivery", "EvalBroker"]
 
 _S = EvaluationStatus
-_QUEUEABLE = (_S.EVALUATION_STATUS_PENDING, _S.EVALUATION_STATUS_UNSPECIFIED)
-_TERMINAL = (
+# Plain ints, read once: an enum wrapper's attribute is a slow lookup, and
+# these are tested once per evaluation event on every replica.
+_QUEUEABLE = frozenset((_S.EVALUATION_STATUS_PENDING, _S.EVALUATION_STATUS_UNSPECIFIED))
+_TERMINAL = frozenset((
     _S.EVALUATION_STATUS_COMPLETE,
     _S.EVALUATION_STATUS_FAILED,
     _S.EVALUATION_STATUS_CANCELED,
-)
+))
+_COMPLETE = _S.EVALUATION_STATUS_COMPLETE
+_BLOCKED = _S.EVALUATION_STATUS_BLOCKED
 
 
 class BrokerMode(enum.Enum):
@@ -240,7 +244,7 @@ class EvalBroker:
         state = self._state
         if status in _TERMINAL:
             self._forget(evaluation.id, now)
-            if status == _S.EVALUATION_STATUS_COMPLETE:
+            if status == _COMPLETE:
                 return self._emit(state.untrack_blocked(evaluation, now))
             return []
         rec = state.records.get(evaluation.id)
@@ -249,7 +253,7 @@ class EvalBroker:
         if evaluation.modify_index > rec.eval.modify_index:
             rec.eval = evaluation
             state.observe_index(rec, evaluation.modify_index)
-        if status == _S.EVALUATION_STATUS_BLOCKED and rec.state not in (
+        if status == _BLOCKED and rec.state not in (
             EvalState.BLOCKED,
             EvalState.UNACKED,
         ):
@@ -278,7 +282,7 @@ class EvalBroker:
         if evaluation.id in self._deferred:
             return []
         state = self._state
-        if status == _S.EVALUATION_STATUS_BLOCKED:
+        if status == _BLOCKED:
             return state.block(state.hold(evaluation), now)
         if status not in _QUEUEABLE:
             return []
