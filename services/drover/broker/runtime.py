@@ -330,19 +330,11 @@ class BrokerRuntime:
         description: str = "",
         follow_ups: Sequence[Evaluation] = (),
     ) -> int:
-        final = final_status(status)
         writer = await self._writer_for_call()
-        held = self._core_call(lambda: self.core.check_outstanding(eval_id, token))
-        body = ack_body(held, final, description)
-        # An update of what was handed out (compared on its modify_index:
-        # never re-created if deleted meanwhile), fenced with the term the
-        # delivery was made under; follow-ups are creates of new ids.
-        fence = self._token_fence(token)
-        # The stream may bring this write back before the call returns; it
-        # then acks the core itself (see ``applied``), else we do it here.
-        self.acks.begin(eval_id, token)
+        written = self._begin_ack(writer, AckItem(eval_id, token, status, description,
+                                                  list(follow_ups)))
         try:
-            index = await writer.write(WriteGroup((body,), creates=tuple(follow_ups)), fence)
+            index = await written
         finally:
             still_ours = self.acks.written(eval_id, token)
         if still_ours:
@@ -350,6 +342,22 @@ class BrokerRuntime:
                 raise self.not_leader()
             self._after(self.acks.settle(eval_id, token))
         return index
+
+    def _begin_ack(self, writer: FencedWriter, ack: AckItem) -> asyncio.Future[int]:
+        """Queue an ack's write (synchronous: checked and queued at one moment
+        of the term); the future of its store index."""
+        final = final_status(ack.status)
+        held = self._core_call(lambda: self.core.check_outstanding(ack.eval_id, ack.token))
+        body = ack_body(held, final, ack.description)
+        # An update of what was handed out (compared on its modify_index:
+        # never re-created if deleted meanwhile), fenced with the term the
+        # delivery was made under; follow-ups are creates of new ids.
+        written = writer.enqueue(WriteGroup((body,), creates=tuple(ack.follow_ups)),
+                                 self._token_fence(ack.token))
+        # The stream may bring this write back before the call returns; it
+        # then acks the core itself (see ``applied``), else the caller does.
+        self.acks.begin(ack.eval_id, ack.token)
+        return written
 
     def _token_fence(self, token: str) -> Fence | None:
         term, issued = self.term, token_term(token)
@@ -361,19 +369,47 @@ class BrokerRuntime:
     async def ack_batch(self, acks: Sequence[AckItem]) -> list[int | DroverError]:
         """Each ack's store index, or the error Ack alone would have raised.
 
-        The acks' writes join one group commit (as few txns as fit), and
+        The acks' writes are queued at one moment (one check of the term,
+        no task per ack) and join one group commit (as few txns as fit);
         each succeeds or fails on its own. Not being the leader fails the
         whole call, so a caller is pointed at the leader once.
         """
-        await self._writer_for_call()
-        outcomes = await asyncio.gather(
-            *(self.ack(a.eval_id, a.token, a.status, a.description, a.follow_ups)
-              for a in acks),
-            return_exceptions=True)
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException) and not isinstance(outcome, DroverError):
-                raise outcome
-        return outcomes  # type: ignore[return-value]
+        writer = await self._writer_for_call()
+        outcomes: list[int | DroverError] = [0] * len(acks)
+        queued: list[tuple[int, AckItem, asyncio.Future[int]]] = []
+        for i, ack in enumerate(acks):
+            try:
+                queued.append((i, ack, self._begin_ack(writer, ack)))
+            except DroverError as err:
+                outcomes[i] = err
+        try:
+            if queued:
+                await asyncio.wait([written for _, _, written in queued])
+        except BaseException:
+            # Cancelled: the writes stand or fail on their own; the stream
+            # settles the ones that land.
+            for _, ack, written in queued:
+                self.acks.written(ack.eval_id, ack.token)
+                written.cancel()
+            raise
+        for i, ack, written in queued:
+            still_ours = self.acks.written(ack.eval_id, ack.token)
+            failed = written.exception()
+            if failed is not None:
+                if not isinstance(failed, DroverError):
+                    raise failed
+                outcomes[i] = failed
+                continue
+            if still_ours:
+                if self._writer is not writer:
+                    outcomes[i] = self.not_leader()
+                    continue
+                self._after(self.acks.settle(ack.eval_id, ack.token))
+            outcomes[i] = written.result()
+        for i, outcome in enumerate(outcomes):
+            if isinstance(outcome, NotLeader) and outcome.leader is None:
+                outcomes[i] = await self.guard.refusal(outcome)
+        return outcomes
 
     @_hinted
     async def nack(self, eval_id: str, token: str) -> None:

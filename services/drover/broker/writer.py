@@ -151,6 +151,11 @@ class FencedWriter:
 
         ``fence`` overrides the term's (an Ack is fenced with its token's term).
         """
+        return await self.enqueue(group, fence)
+
+    def enqueue(self, group: WriteGroup, fence: Fence | None = None) -> asyncio.Future[int]:
+        """:meth:`write` without the wait: the future of the store index
+        (many writes queued in one go, awaited together: an AckBatch)."""
         if self._closed is not None:
             raise self._closed
         if group.size > self._max:
@@ -162,7 +167,7 @@ class FencedWriter:
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._queue.append(_Pending(group, done, fence=None if fence == self._fence else fence))
         self._wake.set()
-        return await done
+        return done
 
     def close(self, err: DroverError) -> None:
         """End the term's writes: waiting callers get ``err``; effects are dropped."""
