@@ -1,15 +1,17 @@
 """AclService: bootstrap, policies and tokens, hosted by every state replica.
 
-Writes go straight to etcd (one txn each; no cache needed): the ACL keys
-live under ``<base>acl/``, which the state cache ignores and every server's
+Writes are planned by the pure core (:mod:`drover.state.core.acl`, where
+their rules and invariants live) and committed through the state service's
+one :func:`drover.state.transact.transact_on` (one retry policy, one commit
+primitive): each handler validates, transacts, answers. The ACL keys live
+under ``<base>acl/``, which the state cache ignores and every server's
 :class:`drover.acl.cache.AclCache` watches. Invariants:
 
-* bootstrap happens once per cluster: the txn creates ``acl/bootstrap``
-  only if it has never existed (compare create_revision == 0), with the
-  first management token in the same txn, so two concurrent bootstraps
-  cannot both win;
-* a secret leaves the server only in the response that creates it; etcd
-  holds its SHA-256 (:class:`acl_pb2.StoredToken`);
+* every read here is a linearizable etcd read, never a replica's cache:
+  the keys a planner judges on are read for each attempt (so a bootstrap,
+  a "not found" or a token's policies are judged on current data, and the
+  plan's compares make that judgement hold in the txn); the lists and
+  GetSelfToken page the ACL prefix from etcd;
 * who may call what is the interceptor's business (drover.acl.TABLE);
   this servicer only validates input;
 * with ACLs off (no interceptor, so no identity) every call is refused
@@ -19,19 +21,20 @@ live under ``<base>acl/``, which the state cache ignores and every server's
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from drover.acl import AclAlreadyBootstrapped, AclKeys, Identity, hash_secret, new_id
+from drover.acl import AclKeys, Identity, new_id
 from drover.acl.policy import parse_policy, validate_policy_name
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
-from drover.errors import FailedPrecondition, InvalidArgument, NotFound
+from drover.errors import FailedPrecondition, NotFound
 from drover.rpc.acl import current_identity
-from drover.state.store import KV, Compare, Delete, KVStore, Put
+from drover.state.core import acl
+from drover.state.store import KV
+from drover.state.transact import transact_on
+from drover.state.writes import Writer
 
 __all__ = ["AclAdmin"]
-
-_MAX_NAME = 256
-_MAX_POLICIES = 64
 
 
 def _end(prefix: bytes) -> bytes:
@@ -51,50 +54,35 @@ def _enabled() -> Identity:
 
 
 class AclAdmin(acl_pb2_grpc.AclServiceServicer):
-    def __init__(self, store: KVStore, keys: AclKeys, wall: Any) -> None:
-        self.store, self.keys, self._now = store, keys, wall
+    def __init__(self, writer: Writer, keys: AclKeys, wall: Any) -> None:
+        self.writer, self.store, self.keys, self._now = writer, writer.store, keys, wall
 
-    def _token(self, name: str, kind: int, policies: list[str]) -> tuple[acl_pb2.Token, str]:
-        token = acl_pb2.Token(accessor_id=new_id(), name=name, type=kind,  # type: ignore[arg-type]
-                              policies=policies)
-        token.create_time.CopyFrom(self._now())
-        return token, new_id()
+    def _context(self) -> acl.AclContext:
+        return acl.AclContext(self.keys, self._now(), new_id)
 
-    async def _put_token(self, token: acl_pb2.Token, secret: str,
-                         compares: list[Compare], extra: list[Put]) -> int:
-        stored = acl_pb2.StoredToken(token=token, secret_sha256=hash_secret(secret))
-        key = self.keys.token(token.accessor_id).encode()
-        result = await self.store.txn([*compares, Compare(key, "create", 0)],
-                                      [*extra, Put(key, stored.SerializeToString())])
-        return result.revision if result.succeeded else 0
+    async def _read(self, keys: tuple[str, ...]) -> acl.AclSnapshot:
+        """The keys a planner reads, from etcd (linearizable: always fresh)."""
+        pages = await asyncio.gather(*(self.store.range(k.encode(), b"") for k in keys))
+        entries = {k: (acl.AclEntry(p.kvs[0].value, p.kvs[0].mod_revision,
+                                    p.kvs[0].create_revision) if p.kvs else None)
+                   for k, p in zip(keys, pages, strict=True)}
+        return acl.AclSnapshot(max((p.revision for p in pages), default=0), entries)
+
+    async def _transact(self, write: acl.AclWrite) -> Any:
+        async def views(fresh: bool) -> acl.AclSnapshot:
+            return await self._read(write.reads)
+        return await transact_on(views, self.writer, write.plan)
 
     async def Bootstrap(self, request: Any, context: Any) -> Any:
         _enabled()
-        token, secret = self._token("Bootstrap Token", acl_pb2.TOKEN_TYPE_MANAGEMENT, [])
-        marker = self.keys.bootstrap.encode()
-        rev = await self._put_token(token, secret, [Compare(marker, "create", 0)],
-                                    [Put(marker, token.accessor_id.encode())])
-        if not rev:
-            raise AclAlreadyBootstrapped(
-                "ACLs are already bootstrapped; create tokens with a management token")
-        token.create_index = rev
-        return acl_pb2.BootstrapResponse(token=token, secret_id=secret)
+        return await self._transact(acl.bootstrap(self._context()))
 
     async def ApplyPolicy(self, request: Any, context: Any) -> Any:
         _enabled()
         parse_policy(request.name, request.rules)  # refuse what the caches could not use
-        if len(request.description) > 1024:
-            raise InvalidArgument("description is longer than 1024 characters",
-                                  metadata={"field": "description"})
-        record = acl_pb2.Policy(name=request.name, description=request.description,
-                                rules=request.rules)
-        result = await self.store.txn([], [Put(self.keys.policy(request.name).encode(),
-                                               record.SerializeToString())])
-        page = await self.store.range(self.keys.policy(request.name).encode(), b"")
-        if page.kvs:
-            record.create_index = page.kvs[0].create_revision
-        record.modify_index = result.revision
-        return acl_pb2.ApplyPolicyResponse(policy=record)
+        acl.check_description(request.description)
+        return await self._transact(acl.apply_policy(
+            self._context(), request.name, request.description, request.rules))
 
     async def _list(self, prefix: str) -> list[KV]:
         out: list[KV] = []
@@ -119,48 +107,12 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
     async def DeletePolicy(self, request: Any, context: Any) -> Any:
         _enabled()
         validate_policy_name(request.name)
-        key = self.keys.policy(request.name).encode()
-        result = await self.store.txn([Compare(key, "version", 0)], [])
-        if result.succeeded:  # version 0: absent
-            raise NotFound(f"policy {request.name!r} not found")
-        await self.store.txn([], [Delete(key)])
-        return acl_pb2.DeletePolicyResponse()
+        return await self._transact(acl.delete_policy(self._context(), request.name))
 
     async def CreateToken(self, request: Any, context: Any) -> Any:
         _enabled()
-        name = request.name.strip()
-        if not name or len(name) > _MAX_NAME:
-            raise InvalidArgument(f"token name must be 1-{_MAX_NAME} characters",
-                                  metadata={"field": "name"})
-        kind = request.type or acl_pb2.TOKEN_TYPE_CLIENT
-        if kind not in (acl_pb2.TOKEN_TYPE_CLIENT, acl_pb2.TOKEN_TYPE_MANAGEMENT):
-            raise InvalidArgument("type must be client or management",
-                                  metadata={"field": "type"})
-        policies = list(dict.fromkeys(request.policies))
-        if kind == acl_pb2.TOKEN_TYPE_MANAGEMENT and policies:
-            raise InvalidArgument("a management token takes no policies",
-                                  metadata={"field": "policies"})
-        if kind == acl_pb2.TOKEN_TYPE_CLIENT and not policies:
-            raise InvalidArgument("a client token needs at least one policy",
-                                  metadata={"field": "policies"})
-        if len(policies) > _MAX_POLICIES:
-            raise InvalidArgument(f"at most {_MAX_POLICIES} policies per token",
-                                  metadata={"field": "policies"})
-        compares = []
-        for p in policies:
-            validate_policy_name(p)
-            key = self.keys.policy(p).encode()
-            page = await self.store.range(key, b"")
-            if not page.kvs:
-                raise NotFound(f"policy {p!r} not found; apply it first",
-                               metadata={"policy": p})
-            compares.append(Compare(key, "create", page.kvs[0].create_revision))
-        token, secret = self._token(name, kind, policies)
-        rev = await self._put_token(token, secret, compares, [])
-        if not rev:
-            raise NotFound("a policy of the token was deleted meanwhile; retry")
-        token.create_index = rev
-        return acl_pb2.CreateTokenResponse(token=token, secret_id=secret)
+        valid = acl.token_request(request.name, request.type, list(request.policies))
+        return await self._transact(acl.create_token(self._context(), valid))
 
     async def ListTokens(self, request: Any, context: Any) -> Any:
         _enabled()
@@ -173,16 +125,8 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
 
     async def RevokeToken(self, request: Any, context: Any) -> Any:
         _enabled()
-        accessor = request.accessor_id
-        if not accessor or len(accessor) > 64 or "/" in accessor:
-            raise InvalidArgument("accessor_id must be a token's accessor id",
-                                  metadata={"field": "accessor_id"})
-        key = self.keys.token(accessor).encode()
-        result = await self.store.txn([Compare(key, "version", 0)], [])
-        if result.succeeded:
-            raise NotFound(f"token {accessor!r} not found")
-        await self.store.txn([], [Delete(key)])
-        return acl_pb2.RevokeTokenResponse()
+        acl.check_accessor(request.accessor_id)
+        return await self._transact(acl.revoke_token(self._context(), request.accessor_id))
 
     async def GetSelfToken(self, request: Any, context: Any) -> Any:
         identity = _enabled()

@@ -81,7 +81,7 @@ async def build_on_store(
                                keys)
     servicer.attach_hub(Hub(cache, subscribe_config or SubscribeConfig()))
     tasks = [cache._task] if cache._task is not None else []
-    admin = AclAdmin(cache.store, AclKeys(keyspace.base), servicer.now)
+    admin = AclAdmin(servicer.writer, AclKeys(keyspace.base), servicer.now)
     return StateService(servicer, cache, cache.ready, tasks, admin)
 
 

@@ -19,12 +19,17 @@ returning a :class:`~drover.state.core.plan.WritePlan`. The policy:
    A plan marked ``retry=False`` (its compares are the caller's) raises its
    ``conflict_error`` on the first conflict. :class:`FenceLost` is never
    retried: a deposed leader's write is refused, not re-planned.
+
+The view is the cache's (:func:`transact`); the ACL keyspace, which the
+cache does not hold, is read from etcd on each attempt instead
+(:func:`transact_on` with the AclService's view source): the same policy,
+the same commit primitive.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
 
 from drover.coord.fence import Fence
 from drover.errors import Conflict
@@ -40,15 +45,36 @@ ATTEMPTS = 3
 Planner = Callable[[View], WritePlan]
 
 
+class _AtRevision(Protocol):
+    @property
+    def revision(self) -> int: ...
+
+
+V = TypeVar("V", bound=_AtRevision)
+
+
 async def transact(cache: Cache, writer: Writer, planner: Planner, fence: Fence | None = None,
                    *, sync_first: bool = False, attempts: int = ATTEMPTS) -> Any:
-    """Plan, commit, and on a conflict re-plan on a fresh view (module doc)."""
+    """Plan on the cache's view, commit, and on a conflict re-plan on a
+    fresh (synced) view (module doc)."""
+    async def views(fresh: bool) -> View:
+        if fresh:
+            await cache.sync()
+        return CacheView(cache.tables, cache.revision, fresh)
+    return await transact_on(views, writer, planner, fence, sync_first=sync_first,
+                             attempts=attempts)
+
+
+async def transact_on(views: Callable[[bool], Awaitable[V]], writer: Writer,
+                      planner: Callable[[V], WritePlan], fence: Fence | None = None,
+                      *, sync_first: bool = False, attempts: int = ATTEMPTS) -> Any:
+    """The policy on any view source: ``views(fresh)`` is the view of one
+    attempt (fresh: synced with etcd). Data outside the cache (the ACL
+    keyspace, :mod:`drover.state.core.acl`) brings its own source."""
     fresh = sync_first
     commits = 0
     while True:
-        if fresh:
-            await cache.sync()
-        view = CacheView(cache.tables, cache.revision, fresh)
+        view = await views(fresh)
         try:
             plan = planner(view)
         except Replan as e:

@@ -1,0 +1,104 @@
+"""The AclService's writes through the one ``transact`` policy, on a state
+service over MemoryKV: bootstrap once under a race, a conflict re-planned
+on a fresh read that names its cause, every write compared."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from virtual_clock import VirtualClock
+
+from drover.acl import AclAlreadyBootstrapped, Identity, IdentityKind
+from drover.acl.acl import Acl
+from drover.api.acl.v1 import acl_pb2
+from drover.coord.keys import Keyspace
+from drover.coord.kv import Delete
+from drover.coord.memkv import MemoryKV
+from drover.errors import NotFound
+from drover.rpc import acl as rpc_acl
+from drover.state.acl_admin import AclAdmin, AclDisabled
+from drover.state.core.acl import AclSnapshot
+from drover.state.main import StateService, build_on_store
+
+
+@pytest.fixture
+async def service(keyspace: Keyspace, clock: VirtualClock) -> AsyncIterator[StateService]:
+    svc = await build_on_store(MemoryKV(clock), keyspace)
+    try:
+        yield svc
+    finally:
+        await svc.close()
+
+
+def admin(service: StateService) -> AclAdmin:
+    """The service's AclAdmin, called as a management token would."""
+    rpc_acl._IDENTITY.set(Identity(IdentityKind.MANAGEMENT, Acl(management=True), "m", "m"))
+    assert service.acl_admin is not None
+    return service.acl_admin
+
+
+async def test_of_two_concurrent_bootstraps_exactly_one_wins(service: StateService) -> None:
+    a = admin(service)
+    got = await asyncio.gather(a.Bootstrap(acl_pb2.BootstrapRequest(), None),
+                               a.Bootstrap(acl_pb2.BootstrapRequest(), None),
+                               return_exceptions=True)
+    won = [g for g in got if isinstance(g, acl_pb2.BootstrapResponse)]
+    lost = [g for g in got if isinstance(g, AclAlreadyBootstrapped)]
+    assert (len(won), len(lost)) == (1, 1), got
+    tokens = (await a.ListTokens(acl_pb2.ListTokensRequest(), None)).tokens
+    assert [t.accessor_id for t in tokens] == [won[0].token.accessor_id]
+    with pytest.raises(AclAlreadyBootstrapped):
+        await a.Bootstrap(acl_pb2.BootstrapRequest(), None)
+
+
+async def test_a_policy_deleted_under_create_token_is_named_on_the_replan(
+        service: StateService, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = admin(service)
+    await a.ApplyPolicy(acl_pb2.ApplyPolicyRequest(name="p", rules="node: {policy: read}"),
+                        None)
+    read = a._read
+    reads: list[tuple[str, ...]] = []
+
+    async def racing(keys: tuple[str, ...]) -> AclSnapshot:
+        snapshot = await read(keys)
+        reads.append(keys)
+        if len(reads) == 1:  # deleted after the planner's read, before its txn
+            await a.store.txn([], [Delete(a.keys.policy("p").encode())])
+        return snapshot
+    monkeypatch.setattr(a, "_read", racing)
+    with pytest.raises(NotFound) as err:
+        await a.CreateToken(acl_pb2.CreateTokenRequest(name="t", policies=["p"]), None)
+    assert err.value.metadata == {"policy": "p"}
+    assert len(reads) == 2  # one conflict, one re-plan on a fresh read
+    assert not (await a.ListTokens(acl_pb2.ListTokensRequest(), None)).tokens
+
+
+async def test_policies_and_tokens_round_trip_with_their_indexes(service: StateService) -> None:
+    a = admin(service)
+    req = acl_pb2.ApplyPolicyRequest(name="p", rules="node: {policy: read}")
+    first = (await a.ApplyPolicy(req, None)).policy
+    again = (await a.ApplyPolicy(req, None)).policy
+    assert first.create_index == first.modify_index == again.create_index
+    assert again.modify_index > first.modify_index
+    tok = await a.CreateToken(acl_pb2.CreateTokenRequest(name="t", policies=["p"]), None)
+    assert tok.token.create_index > again.modify_index and tok.secret_id
+    # Deleting a policy a token names is allowed; the token keeps the name.
+    await a.DeletePolicy(acl_pb2.DeletePolicyRequest(name="p"), None)
+    with pytest.raises(NotFound):
+        await a.DeletePolicy(acl_pb2.DeletePolicyRequest(name="p"), None)
+    listed = (await a.ListTokens(acl_pb2.ListTokensRequest(), None)).tokens
+    assert [list(t.policies) for t in listed] == [["p"]]
+    revoke = acl_pb2.RevokeTokenRequest(accessor_id=tok.token.accessor_id)
+    await a.RevokeToken(revoke, None)
+    with pytest.raises(NotFound):
+        await a.RevokeToken(revoke, None)
+    assert not (await a.ListTokens(acl_pb2.ListTokensRequest(), None)).tokens
+
+
+async def test_with_acls_off_every_write_is_refused(service: StateService) -> None:
+    assert service.acl_admin is not None
+    rpc_acl._IDENTITY.set(None)
+    with pytest.raises(AclDisabled):
+        await service.acl_admin.Bootstrap(acl_pb2.BootstrapRequest(), None)
