@@ -19,8 +19,11 @@ from drover.coord.memkv import MemoryKV
 from drover.errors import NotFound
 from drover.rpc import acl as rpc_acl
 from drover.state.acl_admin import AclAdmin, AclDisabled
+from drover.state.core import acl
 from drover.state.core.acl import AclSnapshot
+from drover.state.core.plan import WritePlan
 from drover.state.main import StateService, build_on_store
+from drover.state.transact import transact_on
 
 
 @pytest.fixture
@@ -102,3 +105,50 @@ async def test_with_acls_off_every_write_is_refused(service: StateService) -> No
     rpc_acl._IDENTITY.set(None)
     with pytest.raises(AclDisabled):
         await service.acl_admin.Bootstrap(acl_pb2.BootstrapRequest(), None)
+
+
+def _acl_event(a: AclAdmin, key: bytes, deleted: bool) -> tuple[str, str, str, str] | None:
+    """The plan event a watched ACL key is (None: not an ACL object)."""
+    k = key.decode()
+    for kind, prefix in ((acl.TOKEN, a.keys.token("")), (acl.POLICY, a.keys.policy(""))):
+        if k.startswith(prefix):
+            return kind, "", k.removeprefix(prefix), "delete" if deleted else "put"
+    if k == a.keys.bootstrap:
+        return acl.BOOTSTRAP, "", "bootstrap", "delete" if deleted else "put"
+    return None
+
+
+@pytest.mark.parametrize("which", ["bootstrap", "policy", "token", "revoke", "delete-policy"])
+async def test_an_acl_plans_events_are_the_changes_its_txn_makes(
+        service: StateService, which: str) -> None:
+    a = admin(service)
+    await a.ApplyPolicy(acl_pb2.ApplyPolicyRequest(name="p", rules="node: {policy: read}"),
+                        None)
+    tok = await a.CreateToken(acl_pb2.CreateTokenRequest(name="t", policies=["p"]), None)
+    c = a._context()
+    write = {
+        "bootstrap": lambda: acl.bootstrap(c),
+        "policy": lambda: acl.apply_policy(c, "q", "", "node: {policy: read}"),
+        "token": lambda: acl.create_token(c, acl.token_request("u", 0, ["p"])),
+        "revoke": lambda: acl.revoke_token(c, tok.token.accessor_id),
+        "delete-policy": lambda: acl.delete_policy(c, "p"),
+    }[which]()
+    plans: list[WritePlan] = []
+
+    def planner(view: AclSnapshot) -> WritePlan:
+        plans.append(write.plan(view))
+        return plans[-1]
+
+    async def views(fresh: bool) -> AclSnapshot:
+        return await a._read(write.reads)
+
+    await transact_on(views, a.writer, planner)
+    rev = await a.store.revision()
+    base = a.keys.prefix.encode()
+    watch = await a.store.watch(base, base[:-1] + b"0", rev)
+    try:
+        batch = await anext(aiter(watch))
+    finally:
+        await watch.close()
+    changes = [_acl_event(a, ev.kv.key, ev.deleted) for ev in batch.events]
+    assert [(e.kind, e.namespace, e.id, e.op) for e in plans[-1].events] == changes
