@@ -21,17 +21,19 @@ them make every full (oldest-generation) collection walk millions of objects
 for nothing -- they never form cycles. Measured: ~90 ms per full collection
 at 100k objects, the slowest DeleteEvaluations call at both 100k and 1M (1.6
 s), landing on whichever RPC happened to allocate at that moment.
-So a big list is followed by one full collection and :func:`gc.freeze`,
-which moves everything alive into the permanent generation that collections
-skip (acyclic entries are still freed by reference counting when deleted);
-the collector is also off *during* the list, which would otherwise run
-several full collections over the growing tables. A re-list unfreezes first,
-so the replaced tables (a few internal cycles) are collected, then freezes
-again. Only lists of at least ``CacheConfig.freeze_min_objects`` do this.
-A cache that grows through its watch instead (a broker backlog written
-after start) is frozen again every ``CacheConfig.freeze_every_events``
-applied events (``gc.freeze`` alone: no collection, so it costs nothing;
-a cycle that happened to be garbage then waits for the next re-list).
+So a big list is followed by :func:`gc.freeze`, which moves everything
+alive into the permanent generation that collections skip (acyclic entries
+are still freed by reference counting when deleted); the collector is also
+off *during* the list, which would otherwise run several full collections
+over the growing tables. A first list freezes without collecting (nothing
+to free: a collection would only walk the new tables, ~0.7 s at 1M); a
+re-list unfreezes and collects once, so the replaced tables (a few internal
+cycles) are freed, then freezes again. Only lists of at least
+``CacheConfig.freeze_min_objects`` freeze. A cache that grows through its
+watch instead (a broker backlog written after start) is frozen again every
+``CacheConfig.freeze_every_events`` applied events (``gc.freeze`` alone:
+no collection, so it costs nothing; a cycle that happened to be garbage
+then waits for the next re-list).
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ class CacheConfig:
     freeze_min_objects: int = 50_000
     #: Freeze again after this many watched events (see the module docstring).
     freeze_every_events: int = 50_000
+    #: Listed keys decoded per event-loop turn (see ``_read_all``).
+    stage_chunk: int = 1000
     #: Queued index removals applied per event-loop turn (see ``_drain``).
     drain_chunk: int = 512
 
@@ -146,11 +150,15 @@ class Cache:
         finally:
             if collecting:
                 gc.enable()
+        replaced = sum(len(t) for t in self.tables.tables.values())
         self._swap(tables, tables.revision)
-        if sum(len(t) for t in tables.tables.values()) >= self.config.freeze_min_objects:
+        if replaced:
+            # A re-list: the replaced tables (cycles through their tables'
+            # bound methods) are garbage only a collection frees.
             gc.unfreeze()
             gc.collect()
-            gc.freeze()
+        if sum(len(t) for t in tables.tables.values()) >= self.config.freeze_min_objects:
+            gc.freeze()  # (no collection first on a first list: nothing to free)
 
     async def _read_all(self) -> Tables:
         tables = Tables(self.keys)
@@ -170,7 +178,14 @@ class Cache:
                 ahead = asyncio.ensure_future(
                     self.store.range(start, end, limit=limit, revision=rev))
             try:
-                tables.stage(page.kvs)
+                kvs, step = page.kvs, self.config.stage_chunk
+                for i in range(0, len(kvs), step):
+                    # Yield between chunks: a request only goes out when its
+                    # task runs (and grpc's own call task after it), so
+                    # without these turns the read "ahead" would start only
+                    # after the whole page was decoded -- no overlap at all.
+                    await asyncio.sleep(0)
+                    tables.stage(kvs[i:i + step])
             except BaseException:
                 if ahead is not None:
                     ahead.cancel()
