@@ -3,21 +3,23 @@
 A cached entry carries its *record* (see :mod:`drover.state.tables`): the
 values the filter schema's getters return for a few scalar fields. Extracting
 it runs once per object listed or written -- a million times in an initial
-list -- so :func:`record_maker` compiles, per kind, one
-``operator.attrgetter`` over all the fields (one C call returning a tuple)
-and one C-level converter per position: ``sys.intern`` for strings (one copy
-per distinct value; interned strings are still freed when unused), the
-enum's name table for enums (a dict whose ``__missing__`` answers
-``str(number)``, exactly like the schema's getter), ``int``/``bool``/
-``float`` (identity on values of that exact type) for the rest. The values
-are the schema getters' values; a kind with a field of any other shape (a
+list -- so :func:`record_maker` generates, per kind, one function (as
+``collections.namedtuple`` generates its methods) that reads every field as
+a plain attribute and converts it with one C call where the schema's getter
+converts: ``sys.intern`` for strings (one copy per distinct value; interned
+strings are still freed when unused) and the enum's name table for enums (a
+dict whose ``__missing__`` answers ``str(number)``, exactly like the
+schema's getter); ints, bools and floats come from upb as they are. Measured:
+1.3 us per evaluation mapping converters over an ``attrgetter`` tuple, 0.35
+us generated. The values are the schema getters' values (a unit test holds
+them equal, types included); a kind with a field of any other shape (a
 message, a repeated field) or a synthetic record (job versions) keeps the
 schema getters. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import operator
+import keyword
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -44,6 +46,7 @@ _INTS = (FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_INT64, FieldDescriptor
          FieldDescriptor.TYPE_FIXED32, FieldDescriptor.TYPE_FIXED64,
          FieldDescriptor.TYPE_SFIXED32, FieldDescriptor.TYPE_SFIXED64)
 _FLOATS = (FieldDescriptor.TYPE_FLOAT, FieldDescriptor.TYPE_DOUBLE)
+_IDENTITY = (int, bool, float)
 
 
 def _converter(fd: FieldDescriptor) -> Callable[[Any], Any] | None:
@@ -73,13 +76,20 @@ def record_maker(descriptor: Any, names: Sequence[str],
     getters -- the filter schema's -- would read them)."""
     fields = [descriptor.fields_by_name.get(name) for name in names]
     converters = [None if fd is None else _converter(fd) for fd in fields]
-    if not names or any(c is None for c in converters):
+    if not names or any(c is None for c in converters) or not all(
+            name.isidentifier() and not keyword.iskeyword(name) for name in names):
         getters = list(fallback)
         return lambda msg: tuple([_intern(get(msg)) for get in getters])
-    attrs = operator.attrgetter(*names)
-    convert: list[Callable[[Any], Any]] = [c for c in converters if c is not None]
-    call: Callable[..., Any] = operator.call
-    if len(names) == 1:
-        (one,) = convert
-        return lambda msg: (one(attrs(msg)),)
-    return lambda msg: tuple(map(call, convert, attrs(msg)))
+    # One generated function (as namedtuple does): plain attribute reads and
+    # one C call per string or enum, ~4x cheaper than mapping converters
+    # over an attrgetter's tuple. Names are proto identifiers (checked above).
+    env: dict[str, Any] = {}
+    parts = []
+    for i, (name, convert) in enumerate(zip(names, converters, strict=True)):
+        if convert in _IDENTITY:
+            parts.append(f"m.{name}")  # upb returns exact int/bool/float already
+        else:
+            env[f"_c{i}"] = convert
+            parts.append(f"_c{i}(m.{name})")
+    made: Callable[[Any], Record] = eval(f"lambda m: ({', '.join(parts)},)", env)
+    return made

@@ -36,6 +36,7 @@ Order = Key
 Entry = tuple[Any, ...]
 Getter = Callable[[Any], Any]
 RECORD_START = 3
+_mod_revision = operator.itemgetter(1)
 
 #: Per kind: the record fields, and which of them are indexed.
 RECORDS: dict[str, tuple[str, ...]] = {
@@ -177,7 +178,7 @@ class Table:
     def load(self, entries: list[Entry]) -> None:
         """Replace the contents (an initial list): one sort per index."""
         self.rows.load(entries)
-        self.index = max([self.index, *(e[1] for e in entries)])
+        self.index = max(self.index, max(map(_mod_revision, entries), default=0))
 
     def delete(self, nsid: str, rev: int) -> Entry | None:
         self.index = max(self.index, rev)
@@ -236,6 +237,15 @@ class Tables:
         if deleted:
             return ok, table.delete(nsid, mod)
         return ok, table.put(nsid, value, create, mod)
+
+    def existing(self, key: bytes) -> int | None:
+        """The create revision of the object at ``key``, if cached; for a key
+        that is not an object, 0 if it is the marker as seen, else None."""
+        ok = self.keys.parse(key)
+        if ok is None:
+            return 0 if key == self._marker and self.marker_revision else None
+        e = self.tables[ok.kind].rows.by_id(f"{ok.namespace}/{ok.id}")
+        return None if e is None else int(e[2][0])
 
     def stage(self, kvs: Iterable[Any]) -> None:
         """Decode one page of an initial range read (``KV``-like items) into
