@@ -245,7 +245,8 @@ class IndexedCollection(Generic[T]):
         if not n:
             return len(queued)
         batch = [queued.popleft() for _ in range(n)]
-        keys = [key_of(old) for old in batch]
+        batch.sort(key=key_of)  # key order: every group cut below is then in order
+        keys = list(map(key_of, batch))
         self._queued_keys.difference_update(keys)
         gone = self._ids_gone
         if self._ids is not None and gone:
@@ -254,19 +255,20 @@ class IndexedCollection(Generic[T]):
             gone.difference_update(drop)
             discard_sorted(self._ids, drop)
         # One sorted batch per list (the order, each bucket touched), cut
-        # in one pass each, not one bisect-and-delete per key and index.
-        self._order.discard_many(sorted(keys))
+        # in one pass each, not one bisect-and-delete per key and index;
+        # values grouped by C-level iteration (a field with one value in
+        # the batch -- namespace, type -- is one group: no grouping at all).
+        self._order.discard_many(keys)
         for get, index, skip in self._maintained:
-            groups: dict[Hashable, list[Key]] = {}
-            for old, key in zip(batch, keys, strict=True):
-                value = get(old)
-                if value != skip:
-                    group = groups.get(value)
-                    if group is None:
-                        group = groups[value] = []
-                    group.append(key)
+            values = list(map(get, batch))
+            first = values[0]
+            if first != skip and values.count(first) == n:
+                index.discard_many(first, keys)
+                continue
+            groups: dict[Hashable, list[Key]] = {value: [] for value in set(values)}
+            collections.deque(map(list.append, map(groups.__getitem__, values), keys), maxlen=0)
+            groups.pop(skip, None)
             for value, group in groups.items():
-                group.sort()
                 index.discard_many(value, group)
         return len(queued)
 

@@ -34,6 +34,8 @@ class Key(NamedTuple):
     id: str
 
 
+#: Keys per list up to which a batch removal discards them one by one.
+SMALL_BATCH = 2
 #: A batch removing at least 1/REBUILD_SHARE of a list rebuilds it instead.
 REBUILD_SHARE = 8
 
@@ -197,8 +199,16 @@ class SecondaryIndex:
         bucket = self._buckets.get(value)
         if bucket is None:
             return
-        discard_sorted(bucket._keys, keys)
-        if not bucket._keys:
+        sl = bucket._keys
+        if len(keys) <= SMALL_BATCH:
+            # A selective index (job_id: a few keys per bucket per batch)
+            # touches many buckets with a key or two each: a plain discard
+            # beats the batch cut's set-up (measured ~2x per key).
+            for key in keys:
+                sl.discard(key)
+        else:
+            discard_sorted(sl, keys)
+        if not sl:
             del self._buckets[value]
 
     def load(self, pairs: Iterable[tuple[Hashable, Key]]) -> None:
