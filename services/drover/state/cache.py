@@ -21,17 +21,19 @@ them make every full (oldest-generation) collection walk millions of objects
 for nothing -- they never form cycles. Measured: ~90 ms per full collection
 at 100k objects, the slowest DeleteEvaluations call at both 100k and 1M (1.6
 s), landing on whichever RPC happened to allocate at that moment.
-So a big list is followed by one full collection and :func:`gc.freeze`,
-which moves everything alive into the permanent generation that collections
-skip (acyclic entries are still freed by reference counting when deleted);
-the collector is also off *during* the list, which would otherwise run
-several full collections over the growing tables. A re-list unfreezes first,
-so the replaced tables (a few internal cycles) are collected, then freezes
-again. Only lists of at least ``CacheConfig.freeze_min_objects`` do this.
-A cache that grows through its watch instead (a broker backlog written
-after start) is frozen again every ``CacheConfig.freeze_every_events``
-applied events (``gc.freeze`` alone: no collection, so it costs nothing;
-a cycle that happened to be garbage then waits for the next re-list).
+So a big list is followed by :func:`gc.freeze`, which moves everything
+alive into the permanent generation that collections skip (acyclic entries
+are still freed by reference counting when deleted); the collector is also
+off *during* the list, which would otherwise run several full collections
+over the growing tables. A first list freezes without collecting (nothing
+to free: a collection would only walk the new tables, ~0.7 s at 1M); a
+re-list unfreezes and collects once, so the replaced tables (a few internal
+cycles) are freed, then freezes again. Only lists of at least
+``CacheConfig.freeze_min_objects`` freeze. A cache that grows through its
+watch instead (a broker backlog written after start) is frozen again every
+``CacheConfig.freeze_every_events`` applied events (``gc.freeze`` alone:
+no collection, so it costs nothing; a cycle that happened to be garbage
+then waits for the next re-list).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import contextlib
 import gc
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -49,7 +51,17 @@ from drover.errors import Unavailable
 from drover.state import codec
 from drover.state.blocking import IndexWaiters
 from drover.state.contact import ContactStore
-from drover.state.store import Compacted, KVStore, Put, RangePage, WatchBatch, prefix_end
+from drover.state.store import (
+    KV,
+    Compacted,
+    KVStore,
+    Op,
+    Put,
+    RangePage,
+    WatchBatch,
+    WatchEvent,
+    prefix_end,
+)
 from drover.state.tables import Tables, marker_key
 from drover.state.windows import RangeWindows
 
@@ -77,6 +89,8 @@ class CacheConfig:
     freeze_min_objects: int = 50_000
     #: Freeze again after this many watched events (see the module docstring).
     freeze_every_events: int = 50_000
+    #: Listed keys decoded per event-loop turn (see ``_read_all``).
+    stage_chunk: int = 1000
     #: Queued index removals applied per event-loop turn (see ``_drain``).
     drain_chunk: int = 512
 
@@ -116,6 +130,7 @@ class Cache:
         # The revision at which the current tables were listed: history at or
         # before it is not replayable from the cache.
         self.listed_at = 0
+        self._listing = False  # (apply_committed waits for the new tables)
         self._since_freeze = 0
 
     @property
@@ -141,16 +156,22 @@ class Cache:
     async def _list(self) -> None:
         collecting = gc.isenabled()
         gc.disable()  # process-wide, but only until the list ends (see above)
+        self._listing = True
         try:
             tables = await self._read_all()
         finally:
+            self._listing = False
             if collecting:
                 gc.enable()
+        replaced = sum(len(t) for t in self.tables.tables.values())
         self._swap(tables, tables.revision)
-        if sum(len(t) for t in tables.tables.values()) >= self.config.freeze_min_objects:
+        if replaced:
+            # A re-list: the replaced tables (cycles through their tables'
+            # bound methods) are garbage only a collection frees.
             gc.unfreeze()
             gc.collect()
-            gc.freeze()
+        if sum(len(t) for t in tables.tables.values()) >= self.config.freeze_min_objects:
+            gc.freeze()  # (no collection first on a first list: nothing to free)
 
     async def _read_all(self) -> Tables:
         tables = Tables(self.keys)
@@ -170,7 +191,14 @@ class Cache:
                 ahead = asyncio.ensure_future(
                     self.store.range(start, end, limit=limit, revision=rev))
             try:
-                tables.stage(page.kvs)
+                kvs, step = page.kvs, self.config.stage_chunk
+                for i in range(0, len(kvs), step):
+                    # Yield between chunks: a request only goes out when its
+                    # task runs (and grpc's own call task after it), so
+                    # without these turns the read "ahead" would start only
+                    # after the whole page was decoded -- no overlap at all.
+                    await asyncio.sleep(0)
+                    tables.stage(kvs[i:i + step])
             except BaseException:
                 if ahead is not None:
                     ahead.cancel()
@@ -229,9 +257,19 @@ class Cache:
                 await asyncio.sleep(self.config.retry_delay)
 
     def _apply(self, batch: WatchBatch) -> None:
+        # An event at or below the applied revision was applied by
+        # apply_committed (the watch delivers every revision once, in order,
+        # so nothing else is ever at or below it): skipped, not applied twice.
+        top = self.tables.revision
+        events = batch.events
+        if events and events[0].kv.mod_revision <= top:
+            events = [ev for ev in events if ev.kv.mod_revision > top]
+        self._apply_events(events, batch.revision)
+
+    def _apply_events(self, events: list[WatchEvent], revision: int) -> None:
         changes: list[Change] = []
         touched: set[str] = set()
-        for ev in batch.events:
+        for ev in events:
             kv = ev.kv
             got = self.tables.apply(kv.key, kv.value, kv.create_revision, kv.mod_revision,
                                     ev.deleted)
@@ -242,8 +280,8 @@ class Cache:
             create = kv.create_revision if not ev.deleted else (old[2][0] if old else 0)
             changes.append(Change(ok.kind, ok.namespace, ok.id, kv.mod_revision, ev.deleted,
                                   kv.value, create))
-        self.tables.advance(batch.revision)
-        self._since_freeze += len(batch.events)
+        self.tables.advance(revision)
+        self._since_freeze += len(events)
         if self._since_freeze >= self.config.freeze_every_events:
             self._since_freeze = 0
             gc.freeze()
@@ -255,6 +293,37 @@ class Cache:
         self.applied.advance(self.revision)
         if self.tables.queued and (self._drainer is None or self._drainer.done()):
             self._drainer = asyncio.create_task(self._drain(), name="state-cache-drain")
+
+    def apply_committed(self, revision: int, ops: Sequence[Op]) -> bool:
+        """Read-your-write without the watch round trip: apply ``ops``, the
+        whole of a txn that etcd committed as ``revision``, if the cache has
+        applied exactly ``revision - 1``; False (nothing done) otherwise.
+
+        Exact: the watch claims a revision only once it delivered every event
+        up to it (:class:`~drover.coord.kv.WatchBatch`), so a cache at
+        ``revision - 1`` holds every key of the prefix as it was just before
+        the txn, and the txn's ops *are* the events of ``revision``: a put
+        keeps the cached create revision of a key that exists and takes
+        ``revision`` for a new one, a delete of an absent key is no event.
+        Listeners get the same Changes in the same order as from the watch,
+        whose events for ``revision`` are then skipped as already applied
+        (:meth:`_apply`). Refused while a list runs (its tables replace these)
+        and for a txn that put a key twice (etcd refuses those anyway)."""
+        if self._listing or self.tables.revision != revision - 1:
+            return False
+        keys = [op.key for op in ops]
+        if len(set(keys)) != len(keys):
+            return False
+        events: list[WatchEvent] = []
+        for op in ops:
+            old = self.tables.existing(op.key)
+            if isinstance(op, Put):
+                create = revision if old is None else old
+                events.append(WatchEvent(KV(op.key, op.value, create, revision), False))
+            elif old is not None:
+                events.append(WatchEvent(KV(op.key, b"", 0, revision), True))
+        self._apply_events(events, revision)
+        return True
 
     async def _drain(self) -> None:
         """Finish deletes' secondary-index removals in small chunks, one per

@@ -30,11 +30,13 @@ from typing import Any
 from drover.filter import Schema
 from drover.paging import IndexedCollection, Key, Where
 from drover.state import codec
+from drover.state.records import record_maker
 
 Order = Key
 Entry = tuple[Any, ...]
 Getter = Callable[[Any], Any]
 RECORD_START = 3
+_mod_revision = operator.itemgetter(1)
 
 #: Per kind: the record fields, and which of them are indexed.
 RECORDS: dict[str, tuple[str, ...]] = {
@@ -129,8 +131,8 @@ class Table:
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.index = 0
-        self._extract = _extractors(kind)
         self._message = codec.MESSAGES[kind]
+        self._record = record_maker(self._message.DESCRIPTOR, RECORDS[kind], _extractors(kind))
         self._decode = decoder(kind)
         self.rows: IndexedCollection[Entry] = IndexedCollection(
             key_of=operator.itemgetter(2), fields=record_getters(kind),
@@ -138,8 +140,6 @@ class Table:
             defer_discards=True,  # the cache drains them in idle loop turns
             sparse=SPARSE.get(kind, ()),
         )
-        # One string per distinct record value, not one per object.
-        self._interned: dict[Any, Any] = {}
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -157,15 +157,10 @@ class Table:
         return self._decode(e)
 
     def _entry(self, value: bytes, mod: int, key: Key) -> Entry:
-        # Once per object listed or written: no generators on this path.
+        # Once per object listed or written (a million times in a list).
         msg = self._message()
         msg.ParseFromString(value)
-        intern = self._interned.setdefault
-        record = [get(msg) for get in self._extract]
-        for i, v in enumerate(record):
-            if type(v) is str:
-                record[i] = intern(v, v)
-        return (value, mod, key, *record)
+        return (value, mod, key, *self._record(msg))
 
     def put(self, nsid: str, value: bytes, create: int, mod: int) -> Entry | None:
         old = self.rows.by_id(nsid)
@@ -183,7 +178,7 @@ class Table:
     def load(self, entries: list[Entry]) -> None:
         """Replace the contents (an initial list): one sort per index."""
         self.rows.load(entries)
-        self.index = max([self.index, *(e[1] for e in entries)])
+        self.index = max(self.index, max(map(_mod_revision, entries), default=0))
 
     def delete(self, nsid: str, rev: int) -> Entry | None:
         self.index = max(self.index, rev)
@@ -243,23 +238,49 @@ class Tables:
             return ok, table.delete(nsid, mod)
         return ok, table.put(nsid, value, create, mod)
 
+    def existing(self, key: bytes) -> int | None:
+        """The create revision of the object at ``key``, if cached; for a key
+        that is not an object, 0 if it is the marker as seen, else None."""
+        ok = self.keys.parse(key)
+        if ok is None:
+            return 0 if key == self._marker and self.marker_revision else None
+        e = self.tables[ok.kind].rows.by_id(f"{ok.namespace}/{ok.id}")
+        return None if e is None else int(e[2][0])
+
     def stage(self, kvs: Iterable[Any]) -> None:
         """Decode one page of an initial range read (``KV``-like items) into
-        entries (the cache does this while the next page is in flight)."""
+        entries (the cache does this while the next page is in flight).
+
+        A page is in key order, so its keys come in runs of one kind: while
+        a key starts with the run's ``<base><kind>/`` its ``namespace/id`` is
+        the rest (what :meth:`codec.KeyCodec.parse` would give), and only the
+        first key of a run, or one not an object, takes the full parse."""
         staged, tables, parse = self._staged, self.tables, self.keys.parse
+        base = self.keys.base
+        prefix, cut = b"\0", 0  # (no key starts with NUL: the base does not)
+        rows: list[Entry] = []
+        make: Callable[[bytes, int, Key], Entry] | None = None
+        top = self.revision
+        new_key = tuple.__new__
         for kv in kvs:
-            self.revision = max(self.revision, kv.mod_revision)
-            ok = parse(kv.key)
-            if ok is None:
-                if kv.key == self._marker:
-                    self.marker_revision = kv.mod_revision
-                continue
-            entry = tables[ok.kind].entry(f"{ok.namespace}/{ok.id}", kv.value,
-                                          kv.create_revision, kv.mod_revision)
-            rows = staged.get(ok.kind)
-            if rows is None:
-                rows = staged[ok.kind] = []
-            rows.append(entry)
+            key, mod = kv.key, kv.mod_revision
+            if mod > top:
+                top = mod
+            nsid = key[cut:].decode() if key.startswith(prefix) else ""
+            if "/" not in nsid:
+                ok = parse(key)
+                if ok is None:
+                    if key == self._marker:
+                        self.marker_revision = mod
+                    continue
+                prefix = f"{base}{ok.kind}/".encode()
+                cut = len(prefix)
+                nsid = f"{ok.namespace}/{ok.id}"
+                make = tables[ok.kind]._entry
+                rows = staged.setdefault(ok.kind, [])
+            assert make is not None
+            rows.append(make(kv.value, mod, new_key(Key, (kv.create_revision, nsid))))
+        self.revision = top
 
     def load_staged(self) -> None:
         """Build every table from what :meth:`stage` collected (one sort per index)."""

@@ -7,8 +7,11 @@ from the ``drover-fence`` metadata, and (c) a put of the cache's revision
 marker (:func:`drover.state.cache.marker_put`), which is what makes
 consistent reads exact. A failed txn is either :class:`FenceLost` (the
 fence key is gone or has another term) or :class:`Conflict` (re-read and
-retry). After success the write waits briefly for this replica's cache to
-apply it, so the writer reads its own write here even with ``stale``.
+retry). After success this replica's cache applies the txn at once when it
+is exactly one revision behind it (:meth:`Cache.apply_committed`: the usual
+case, and no watch round trip), else the write waits briefly for the watch
+to deliver it; either way the writer reads its own write here even with
+``stale``.
 """
 
 from __future__ import annotations
@@ -69,7 +72,8 @@ class Writer:
                 f"the request writes {len(ops)} objects with {len(cmps)} preconditions; one "
                 f"etcd txn here holds at most {self.max_txn_ops} of either (split it)",
                 metadata={"field": "request"})
-        result = await self.store.txn(cmps, [*ops, marker_put(self.keys)])
+        committed = [*ops, marker_put(self.keys)]
+        result = await self.store.txn(cmps, committed)
         if not result.succeeded:
             if fence is not None:
                 page = await self.store.range(fence.leader_key.encode(), b"")
@@ -81,6 +85,8 @@ class Writer:
                         metadata={"leader_key": fence.leader_key, "term": str(fence.term)},
                     )
             raise Conflict(conflict)
+        if self.cache.apply_committed(result.revision, committed):
+            return result.revision  # read-your-write with no watch round trip
         try:
             await self.cache.wait_for_revision(result.revision, within=2.0)
         except Unavailable:

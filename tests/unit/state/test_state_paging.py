@@ -172,3 +172,35 @@ def test_blocking_wait() -> None:
     assert blocking_wait(160, 0.999, cfg) == pytest.approx(160 + 10 * 0.999)
     with pytest.raises(InvalidArgument):
         blocking_wait(-1, 0.0, cfg)
+
+
+def test_stage_reads_every_kind_and_skips_what_is_not_an_object() -> None:
+    """The staged list's per-kind fast path (a run of keys of one kind)
+    gives what parsing each key gives, across kind boundaries, with the
+    marker and foreign keys in between."""
+    t, evs = _tables(40)
+    def kv(key: bytes, value: bytes, create: int, mod: int) -> object:
+        return type("KV", (), {"key": key, "value": value, "create_revision": create,
+                               "mod_revision": mod})()
+    job = codec.MESSAGES[codec.JOBS](id="web", namespace="ops")
+    node = codec.MESSAGES[codec.NODES](id="n1")
+    kvs = [kv(KEYS.key(codec.DEPLOYMENTS, "default", "d"),
+              codec.encode(codec.MESSAGES[codec.DEPLOYMENTS](id="d", namespace="default")), 5, 6)]
+    kvs += [kv(KEYS.key(EVALS, *str(e[2][1]).split("/", 1)), e[0], e[2][0], e[1])
+            for e in sorted(t[EVALS].objects.values(), key=lambda e: e[2][1])]
+    kvs.insert(3, kv(KEYS.key(EVALS, "only-a-namespace", "")[:-1], b"", 1, 1))  # no id part
+    kvs += [kv(KEYS.key(codec.JOBS, "ops", "web"), codec.encode(job), 7, 8),
+            kv(f"{KEYS.base}state/revision".encode(), b"", 3, 900),
+            kv(KEYS.key(codec.NODES, codec.GLOBAL_NS, "n1"), codec.encode(node), 9, 9),
+            kv(KEYS.base.encode() + b"unknown/x/y", b"", 1, 2)]
+    loaded = Tables(KEYS)
+    for i in range(0, len(kvs), 7):
+        loaded.stage(kvs[i:i + 7])
+    loaded.load_staged()
+    assert loaded.marker_revision == 900 and loaded.revision == 900
+    assert loaded[EVALS].objects == t[EVALS].objects
+    assert list(loaded[EVALS].rows.keys()) == list(t[EVALS].rows.keys())
+    assert loaded[codec.JOBS].decode("ops/web").id == "web"
+    assert loaded[codec.NODES].decode(f"{codec.GLOBAL_NS}/n1").id == "n1"
+    assert list(loaded[codec.DEPLOYMENTS].objects) == ["default/d"]
+    assert len(evs) == 40
