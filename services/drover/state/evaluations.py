@@ -1,23 +1,6 @@
-"""Evaluation RPCs: get (with its chain), list, count, upsert, and the
-paged, compared delete that a million-evaluation backlog needs.
-
-DeleteEvaluations deletes at most one page per call in one txn (the page is
-as large as the configured ``--state-max-txn-ops`` allows). No evaluation
-changed since it matched is deleted on that stale match. The first attempt
-compares one key, the revision marker every object write puts
-(:func:`drover.state.tables.marker_key`), on the mod_revision the cache had
-seen when the page matched: if it holds, no object changed since, whatever
-the page holds (one compare instead of one per key made the txn 9-55 %
-cheaper for etcd). If it fails (any write anywhere since), the second
-attempt compares each deleted evaluation on the mod_revision it had when it
-matched, so unrelated writes cost one retry, not a re-match; if that fails
-too the call re-syncs, re-matches those candidates against fresh data and
-retries, and ``deleted`` reports what was actually applied. The scheduler config's
-mod_revision is compared too, so un-pausing the broker mid-call wins. The
-cursor is the last examined ``(create_index, key)``, and pages walk strictly
-after it, so deletions behind the cursor never shift what comes next
-(Nomad's offset-style paging skipped evaluations this way). Only the first
-call of a walk syncs the cache with etcd; the compares make that safe.
+"""Evaluation RPCs: get (with its chain), list, count, upsert, and delete
+(by ids here: all or nothing in one txn; by filter, the paged delete a
+million-evaluation backlog needs, in :mod:`drover.state.eval_delete`).
 """
 
 from __future__ import annotations
@@ -25,17 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
-from drover.errors import Conflict, InvalidArgument, NotFound
-from drover.paging import PageRequest, resolve_page_size
+from drover.errors import InvalidArgument, NotFound
+from drover.paging import PageRequest
 from drover.state import codec
 from drover.state.cache_view import CacheView
 from drover.state.core import evals as plans
 from drover.state.core.rules import OUTCOMES, BrokerNotPaused, broker_paused, within_cap
 from drover.state.core.validate import validate_eval, validated_evals
+from drover.state.eval_delete import DeleteByFilterRpc
 from drover.state.reads import ALL_NAMESPACES, check_name, list_namespace, namespace_arg
-from drover.state.service_base import Base
-from drover.state.store import Compare, Delete
-from drover.state.tables import Entry, marker_key
+from drover.state.store import Compare
 
 __all__ = ["OUTCOMES", "BrokerNotPaused", "EvaluationsRpc", "validate_eval", "validated_evals"]
 
@@ -46,7 +28,7 @@ RETRIES = 3
 RELATED_SCAN = 1000
 
 
-class EvaluationsRpc(Base):
+class EvaluationsRpc(DeleteByFilterRpc):
     def _find_eval(self, namespace: str, eval_id: str) -> tuple[str, Any] | None:
         table = self.cache.tables[codec.EVALUATIONS]
         namespaces = (
@@ -176,66 +158,3 @@ class EvaluationsRpc(Base):
         return await self.transact(
             lambda view: plans.plan_delete_ids(view, ctx, ns, ids, request.dry_run),
             self.fence(context), sync_first=True)
-
-    async def _delete_filter(self, request: Any, context: Any) -> Any:
-        scope = {"job_id": check_name(request.job_id, "job_id")} if request.job_id else {}
-        size = min(resolve_page_size(request.page_size, self.reader.paginator.defaults),
-                   self.delete_page_limit())
-        # dry_run is bound into the token: a preview's token must not let a
-        # real delete skip the matches of the pages the preview walked.
-        req = PageRequest("DeleteEvaluations", size, request.page_token, "",
-                          list_namespace(request.namespace), "", scope,
-                          options={"dry_run": "true" if request.dry_run else "false"})
-        flt = self.reader.compile(codec.EVALUATIONS, request.filter)
-        if not request.page_token:
-            # The first call reads consistently, so everything present then is
-            # walked; later calls trust the cache (every delete compares the
-            # mod_revision it matched, and the config's, so staleness costs a
-            # retry, never a wrong delete) and save a round trip each.
-            await self.cache.sync()
-        page = self.reader.page(codec.EVALUATIONS, req, request.filter)
-        # Read with the page, no await between: what the match saw.
-        seen = self.cache.tables.marker_revision
-        hits, token = list(page.items), page.next_page_token
-        if request.dry_run:
-            return state_pb2.DeleteEvaluationsResponse(
-                deleted=len(hits), next_page_token=token, index=self.cache.revision)
-        paused = self._broker_paused()
-        if not hits:
-            return state_pb2.DeleteEvaluationsResponse(
-                deleted=len(hits), next_page_token=token, index=self.cache.revision)
-        marker = marker_key(self.keys)
-        attempts = RETRIES + 1 if seen else RETRIES  # the marker's try comes extra
-        for attempt in range(attempts):
-            keys = [self._eval_key(e) for e in hits]
-            if attempt == 0 and seen:
-                compares = [paused, Compare(marker, "mod", seen)]
-            else:
-                compares = [paused, *(Compare(k, "mod", e[1])
-                                      for k, e in zip(keys, hits, strict=True))]
-            try:
-                rev = await self.writer.commit(compares, [Delete(k) for k in keys],
-                                               self.fence(context))
-                return state_pb2.DeleteEvaluationsResponse(
-                    deleted=len(hits), next_page_token=token, index=rev)
-            except Conflict:
-                if attempt == attempts - 1:
-                    raise
-                if attempt == 0 and seen:
-                    continue  # something changed somewhere: compare per key
-            # Something changed under the page: re-match what is there now.
-            await self.cache.sync()
-            paused = self._broker_paused()
-            table = self.cache.tables[codec.EVALUATIONS]
-            job_of = table.rows.getter("job_id")
-            hits = [e for e in (table.objects.get(h[2][1]) for h in hits)
-                    if e is not None and flt.matches(e)
-                    and (not scope or job_of(e) == scope["job_id"])]  # fmt: skip
-            if not hits:
-                break
-        return state_pb2.DeleteEvaluationsResponse(
-            deleted=0, next_page_token=token, index=self.cache.revision)
-
-    def _eval_key(self, entry: Entry) -> bytes:
-        ns, eid = str(entry[2][1]).split("/", 1)
-        return self.keys.key(codec.EVALUATIONS, ns, eid)

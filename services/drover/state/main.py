@@ -97,7 +97,11 @@ def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig, Writ
         replay_events=int(t.get("subscribe_replay_events", SubscribeConfig.replay_events)),
         heartbeat=t.get("subscribe_heartbeat", SubscribeConfig.heartbeat),
     )
-    writer = WriterConfig(max_txn_ops=int(t.get("max_txn_ops", WriterConfig.max_txn_ops)))
+    writer = WriterConfig(
+        max_txn_ops=int(t.get("max_txn_ops", WriterConfig.max_txn_ops)),
+        delete_txns_in_flight=int(t.get("delete_txns_in_flight",
+                                        WriterConfig.delete_txns_in_flight)),
+    )
     return cache, subscribe, writer
 
 

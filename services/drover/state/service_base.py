@@ -60,10 +60,3 @@ class Base:
                 f"{what} may only be written by a drover server (its server identity); "
                 f"{identity.describe} is not one", metadata={"capability": "server"})
         return fence
-
-    def delete_page_limit(self) -> int:
-        """Evaluations one DeleteEvaluations-by-filter call deletes (one txn):
-        the configured cap less the revision marker's put, and room for the
-        per-key compares of its fallback (each hit, the scheduler config and a
-        fence: see :mod:`drover.state.evaluations`)."""
-        return self.writer.max_txn_ops - 2

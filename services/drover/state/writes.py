@@ -47,16 +47,23 @@ class WriterConfig:
     #: told, never discovered): no txn of this writer exceeds it. Only calls
     #: that walk many objects (DeleteEvaluations by filter) grow with it.
     max_txn_ops: int = MAX_TXN_OPS
+    #: DeleteEvaluations by filter: txns one call keeps in flight (its page
+    #: spread over them; see :mod:`drover.state.eval_delete`).
+    delete_txns_in_flight: int = 4
 
     def __post_init__(self) -> None:
         if self.max_txn_ops < 4:
             raise ValueError(f"max_txn_ops must be at least 4, got {self.max_txn_ops}")
+        if self.delete_txns_in_flight < 1:
+            raise ValueError("delete_txns_in_flight must be at least 1, "
+                             f"got {self.delete_txns_in_flight}")
 
 
 class Writer:
     def __init__(self, store: KVStore, keys: codec.KeyCodec, cache: Cache,
                  config: WriterConfig = WriterConfig()) -> None:
         self.store, self.keys, self.cache = store, keys, cache
+        self.config = config
         self.max_txn_ops = config.max_txn_ops
 
     async def commit(

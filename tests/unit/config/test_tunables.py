@@ -43,6 +43,7 @@ WHERE = {
     "state_subscribe_replay_events": (SubscribeConfig, "replay_events"),
     "state_subscribe_heartbeat": (SubscribeConfig, "heartbeat"),
     "state_max_txn_ops": (WriterConfig, "max_txn_ops"),
+    "state_delete_txns_in_flight": (WriterConfig, "delete_txns_in_flight"),
 }
 
 
@@ -109,3 +110,20 @@ def test_the_configmap_lists_every_tunable_at_its_default() -> None:
         assert t.env in data, t.env
         settings = _settings([t.service, t.flag, data[t.env]])
         assert dict(settings.tuning)[t.param] == t.default, t.env
+
+
+def _env(manifest: str, container: str) -> dict[str, str]:
+    docs = yaml.safe_load_all((ROOT / "deploy" / "k8s" / "base" / manifest).read_text())
+    for doc in docs:
+        spec = (doc or {}).get("spec", {}).get("template", {}).get("spec", {})
+        for c in spec.get("containers", []):
+            if c["name"] == container:
+                return {e["name"]: e.get("value", "") for e in c.get("env", [])}
+    raise AssertionError(f"no container {container!r} in {manifest}")
+
+
+def test_the_state_service_is_told_etcds_max_txn_ops() -> None:
+    """The manifests raise etcd's --max-txn-ops; the state service must be
+    told exactly that (more: etcd refuses its txns; less: slower deletes)."""
+    etcd = _env("etcd.yaml", "etcd")["ETCD_MAX_TXN_OPS"]
+    assert _env("state.yaml", "state")["DROVER_STATE_MAX_TXN_OPS"] == etcd

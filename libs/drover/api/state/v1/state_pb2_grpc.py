@@ -245,15 +245,21 @@ class StateServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeleteEvaluations(self, request, context):
-        """Deletes at most one page per call in one bounded etcd txn; loop on
-        next_page_token. Refused unless the eval broker is paused (a dry run is
-        not). Atomicity: each call is one etcd txn, all of its page or none of
-        it; a walk of many calls is not atomic (evaluations written meanwhile may
-        or may not be seen). An evaluation changed after it matched is never
-        deleted on that stale match (it is re-matched, and `deleted` counts what
-        was applied). By ids: all-or-nothing, at most 127 ids. By filter: a page
-        holds at most the service's configured etcd --max-txn-ops less 2
-        (--state-max-txn-ops; 126 at etcd's default of 128).
+        """Deletes at most one page per call; loop on next_page_token. Refused
+        unless the eval broker is paused (a dry run is not). By ids: one etcd
+        txn, all-or-nothing, at most 127 ids. By filter: a page holds at most
+        --state-delete-txns-in-flight txns of the configured etcd --max-txn-ops
+        less 2 keys (--state-max-txn-ops; 126 at etcd's default of 128), and at
+        most 1000 evaluations; its txns are sent concurrently. Atomicity: each
+        txn is all-or-nothing, a call is not (some of its txns may apply and
+        others not), nor is a walk of many calls (evaluations written meanwhile
+        may or may not be seen). An evaluation changed after it matched is never
+        deleted on that stale match (it is re-matched), and none is deleted once
+        the broker is un-paused. `deleted` counts what was applied; when part of
+        a page could not be deleted (still changing, or the broker un-paused)
+        the call returns what was, with a token that resumes at the first
+        evaluation left; when nothing was, it fails (ABORTED, or
+        FAILED_PRECONDITION BROKER_NOT_PAUSED) and the same token may be resent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,0 +1,226 @@
+"""DeleteEvaluations by filter: one page per call, deleted by several etcd
+txns in flight.
+
+A call matches one page (at most ``delete_page_limit()`` evaluations, the
+paging maximum at most) on the cache, cuts it into chunks of at most
+``--state-max-txn-ops`` less 2 keys (room for the per-key compares, the
+scheduler config's and a fence; the marker's put is the txn's extra op) and
+keeps up to ``--state-delete-txns-in-flight`` of those txns outstanding, so
+etcd works on one chunk while this replica applies the watched deletes of
+another.
+
+Guarantees, each chunk on its own (a chunk is one txn: all of it or none):
+
+* **No stale match.** No evaluation changed since it matched is deleted on
+  that match. The first chunk compares the revision marker every object
+  write puts (:func:`drover.state.tables.marker_key`) on the mod_revision the
+  cache had seen when the page matched: one compare proves nothing changed.
+  The other chunks compare each of their keys on the mod_revision it
+  matched with (the chunks of one call also put the marker, so a marker
+  compare would make them conflict with each other). A chunk whose marker
+  compare fails retries with per-key compares; a chunk whose per-key
+  compares fail re-syncs, re-matches its evaluations on fresh data and
+  retries (at most ``RETRIES`` times in all).
+* **The broker stays paused.** Every chunk compares the scheduler config's
+  mod_revision as the page saw it; once the broker is un-paused no further
+  chunk commits, and a re-match refuses (BROKER_NOT_PAUSED).
+* **``deleted`` is what was applied**: the evaluations of the chunks whose
+  txns committed.
+* **Paging after a partial failure.** The cursor is the last examined
+  ``(create_index, key)``; pages walk strictly after it. When every chunk
+  commits (or its evaluations stopped matching), the token resumes after
+  the page. When a chunk could not be applied (still conflicting after its
+  retries, or the broker was un-paused) but another was, the call succeeds
+  with what was applied and a token that resumes just before the first
+  evaluation left undeleted, so the next call re-matches it (a deleted one
+  behind it is simply gone). When nothing was applied the call fails as a
+  single txn would (ABORTED CONFLICT, or FAILED_PRECONDITION
+  BROKER_NOT_PAUSED) and the same token may be sent again. An etcd error
+  fails the call; chunks committed before it stay deleted, and the same
+  token re-walks the page.
+
+Only the first call of a walk syncs the cache with etcd; the compares make
+that safe for the later ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from drover.api.state.v1 import state_pb2
+from drover.coord.fence import Fence
+from drover.errors import Conflict, FailedPrecondition
+from drover.paging import Key, PageRequest, resolve_page_size
+from drover.state import codec
+from drover.state.reads import check_name, list_namespace
+from drover.state.service_base import Base
+from drover.state.store import Compare, Delete
+from drover.state.tables import Entry, marker_key
+
+#: Txns one chunk may try: the marker's (first chunk only) comes extra.
+RETRIES = 3
+
+#: Before every evaluation: the cursor of a walk's very first page.
+START = Key(0, "")
+
+#: Keys below which a page is not split further: a txn's fixed cost (a raft
+#: round, an fsync, a watch response) outweighs the overlap it would buy.
+MIN_CHUNK = 64
+
+
+# -- pure -------------------------------------------------------------------
+
+
+def chunk_size(page: int, txn_keys: int, in_flight: int) -> int:
+    """Keys per txn: the page spread over ``in_flight`` txns, but not below
+    :data:`MIN_CHUNK`, and never more than one txn holds (``txn_keys``)."""
+    return max(1, min(txn_keys, max(MIN_CHUNK, -(-page // max(1, in_flight)))))
+
+
+def chunked(hits: Sequence[Entry], size: int) -> list[list[Entry]]:
+    return [list(hits[i:i + size]) for i in range(0, len(hits), size)]
+
+
+def resume_after(hits: Sequence[Entry], left: set[str]) -> Key | None:
+    """The cursor a retry of this page starts after: the key of the hit
+    before the first one ``left`` undeleted (walk order), or ``None`` when
+    that is the page's first hit (resume where the page started)."""
+    prev: Key | None = None
+    for h in hits:
+        if h[2][1] in left:
+            return prev
+        prev = h[2]
+    raise ValueError("no hit is left")
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    deleted: int
+    revision: int
+    #: Ids (``ns/id``) matched but not deleted: still conflicting, the broker
+    #: was un-paused (a failed precondition), or etcd failed (``error``).
+    left: tuple[str, ...] = ()
+    error: Exception | None = None
+
+
+# -- shell ------------------------------------------------------------------
+
+
+class DeleteByFilterRpc(Base):
+    def delete_page_limit(self) -> int:
+        """Evaluations one call matches: ``in_flight`` txns of the largest
+        size the configured cap allows (the paging maximum caps it too)."""
+        cfg = self.writer.config
+        return cfg.delete_txns_in_flight * (cfg.max_txn_ops - 2)
+
+    def _broker_paused(self) -> Compare:
+        """The scheduler config's compare; FAILED_PRECONDITION (BROKER_NOT_PAUSED)
+        unless the broker is paused (the evaluation RPCs define it)."""
+        raise NotImplementedError
+
+    def _eval_key(self, entry: Entry) -> bytes:
+        ns, eid = str(entry[2][1]).split("/", 1)
+        return self.keys.key(codec.EVALUATIONS, ns, eid)
+
+    async def _delete_filter(self, request: Any, context: Any) -> Any:
+        scope = {"job_id": check_name(request.job_id, "job_id")} if request.job_id else {}
+        size = min(resolve_page_size(request.page_size, self.reader.paginator.defaults),
+                   self.delete_page_limit())
+        # dry_run is bound into the token: a preview's token must not let a
+        # real delete skip the matches of the pages the preview walked.
+        req = PageRequest("DeleteEvaluations", size, request.page_token, "",
+                          list_namespace(request.namespace), "", scope,
+                          options={"dry_run": "true" if request.dry_run else "false"})
+        flt = self.reader.compile(codec.EVALUATIONS, request.filter)
+        if not request.page_token:
+            # The first call reads consistently, so everything present then is
+            # walked; later calls trust the cache (every delete compares what
+            # it matched, and the config's, so staleness costs a retry, never
+            # a wrong delete) and save a round trip each.
+            await self.cache.sync()
+        page = self.reader.page(codec.EVALUATIONS, req, request.filter)
+        # Read with the page, no await between: what the match saw.
+        seen = self.cache.tables.marker_revision
+        hits, token = list(page.items), page.next_page_token
+        if request.dry_run or not hits:
+            if not request.dry_run:
+                self._broker_paused()
+            return state_pb2.DeleteEvaluationsResponse(
+                deleted=len(hits), next_page_token=token, index=self.cache.revision)
+        paused = self._broker_paused()
+        cfg = self.writer.config
+        size = chunk_size(len(hits), cfg.max_txn_ops - 2, cfg.delete_txns_in_flight)
+        gate = asyncio.Semaphore(cfg.delete_txns_in_flight)
+        fence = self.fence(context)
+        job_of = self.cache.tables[codec.EVALUATIONS].rows.getter("job_id")
+
+        def still(e: Entry) -> bool:
+            return flt.matches(e) and (not scope or job_of(e) == scope["job_id"])
+
+        async def run(n: int, chunk: list[Entry]) -> ChunkResult:
+            async with gate:
+                return await self._delete_chunk(chunk, seen if n == 0 else 0, paused,
+                                                still, fence)
+
+        results = await asyncio.gather(*(run(n, c) for n, c in enumerate(chunked(hits, size))))
+        deleted = sum(r.deleted for r in results)
+        index = max([r.revision for r in results if r.deleted] or [self.cache.revision])
+        left = {nsid for r in results for nsid in r.left}
+        errors = [r.error for r in results if r.error is not None]
+        failed = [e for e in errors if not isinstance(e, Conflict | FailedPrecondition)]
+        if failed:
+            raise failed[0]  # etcd trouble: the same token re-walks the page
+        if left and not deleted:
+            raise next((e for e in errors if isinstance(e, FailedPrecondition)),
+                       Conflict("the matched evaluations kept changing; retry the call"))
+        if left:
+            cursor = resume_after(hits, left)
+            token = (request.page_token if cursor is None and request.page_token else
+                     self.reader.paginator.codec.encode(
+                         self.reader.paginator.binding(req, flt), cursor or START))
+        return state_pb2.DeleteEvaluationsResponse(
+            deleted=deleted, next_page_token=token, index=index)
+
+    async def _delete_chunk(self, hits: list[Entry], seen: int, paused: Compare,
+                            still: Callable[[Entry], bool], fence: Fence | None
+                            ) -> ChunkResult:
+        """Delete ``hits`` in one txn, compared on the marker (``seen`` > 0)
+        or per key; on a conflict per key, then re-matched. Never raises a
+        conflict or BROKER_NOT_PAUSED: they come back in the result."""
+        marker = marker_key(self.keys)
+        attempts = RETRIES + 1 if seen else RETRIES
+        for attempt in range(attempts):
+            keys = [self._eval_key(e) for e in hits]
+            if attempt == 0 and seen:
+                compares = [paused, Compare(marker, "mod", seen)]
+            else:
+                compares = [paused, *(Compare(k, "mod", e[1])
+                                      for k, e in zip(keys, hits, strict=True))]
+            try:
+                rev = await self.writer.commit(compares, [Delete(k) for k in keys], fence)
+                return ChunkResult(len(hits), rev)
+            except Conflict as err:
+                if attempt == attempts - 1:
+                    return ChunkResult(0, 0, tuple(h[2][1] for h in hits), err)
+                if attempt == 0 and seen:
+                    continue  # something changed somewhere: compare per key
+            except Exception as err:
+                return ChunkResult(0, 0, tuple(h[2][1] for h in hits), err)
+            # Something changed under the chunk: re-match what is there now.
+            try:
+                await self.cache.sync()
+                paused = self._broker_paused()
+            except Exception as err:
+                return ChunkResult(0, 0, tuple(h[2][1] for h in hits), err)
+            table = self.cache.tables[codec.EVALUATIONS]
+            hits = [e for e in (table.objects.get(h[2][1]) for h in hits)
+                    if e is not None and still(e)]
+            if not hits:
+                return ChunkResult(0, 0)
+        raise AssertionError("unreachable")
+
+
+__all__ = ["DeleteByFilterRpc", "chunk_size", "chunked", "resume_after"]
