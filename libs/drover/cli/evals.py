@@ -29,8 +29,12 @@ from drover.cli._client import (
     print_table,
     run,
 )
+from drover.paging.request import DEFAULTS
 from drover.rpc.remote import from_rpc_error
 
+#: A filter delete's page size when none is given: the paging maximum (the
+#: server clamps it to the page its etcd txns in flight allow).
+LARGEST_PAGE = DEFAULTS.maximum
 PAUSE_HINT = "pause it first with `drover operator scheduler pause` (and resume it afterwards)"
 
 
@@ -139,7 +143,7 @@ def _refused(err: grpc.RpcError) -> None:
 @click.option("--namespace", "-n", default="*", show_default=True, help="scope of --filter")
 @click.option("--job", default="", help="scope of --filter: one job")
 @click.option("--page-size", default=0, type=click.IntRange(min=0),
-              help="evaluations per call (0: server default)")
+              help="evaluations per call (0: the largest the server allows)")
 @click.option("--yes", "-y", is_flag=True, help="do not ask for confirmation")
 @click.option("--dry-run", is_flag=True, help="count what would be deleted, delete nothing")
 @client_options
@@ -177,6 +181,10 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
         stub = state_pb2_grpc.StateServiceStub(ch)
         deleted = 0
         token = ""
+        # Calls follow each other (each needs the last one's token); the
+        # server spreads each page over several etcd txns in flight, so ask
+        # for its largest page (it clamps the size to what it allows).
+        size = page_size or LARGEST_PAGE
         with Progress(TextColumn("deleting"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=err_console,
                       disable=opts.json) as progress:
@@ -184,7 +192,7 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
             while True:
                 try:
                     resp = await stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
-                        filter=filter_, namespace=namespace, job_id=job, page_size=page_size,
+                        filter=filter_, namespace=namespace, job_id=job, page_size=size,
                         page_token=token, dry_run=dry_run), timeout=opts.timeout)
                 except grpc.RpcError as err:
                     _refused(err)
