@@ -174,8 +174,8 @@ class DeleteByFilterRpc(Base):
         if failed:
             raise failed[0]  # etcd trouble: the same token re-walks the page
         if left and not deleted:
-            raise next((e for e in errors if isinstance(e, FailedPrecondition)),
-                       Conflict("the matched evaluations kept changing; retry the call"))
+            # As one txn would: the un-pause first, else the last conflict.
+            raise next((e for e in errors if isinstance(e, FailedPrecondition)), errors[0])
         if left:
             cursor = resume_after(hits, left)
             token = (request.page_token if cursor is None and request.page_token else
