@@ -49,7 +49,7 @@ class WriterConfig:
     max_txn_ops: int = MAX_TXN_OPS
     #: DeleteEvaluations by filter: txns one call keeps in flight (its page
     #: spread over them; see :mod:`drover.state.eval_delete`).
-    delete_txns_in_flight: int = 4
+    delete_txns_in_flight: int = 2
 
     def __post_init__(self) -> None:
         if self.max_txn_ops < 4:

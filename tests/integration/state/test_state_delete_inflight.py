@@ -63,7 +63,7 @@ async def _in_etcd(replica: Any) -> set[str]:
 class Gate:
     """Wraps a replica's writer: the call's first txn commits, then
     ``between()`` runs, then the txns waiting meanwhile go on. Records each
-    txn's keys and how many were held at once (in flight together)."""
+    txn's keys and how many were in flight at once."""
 
     def __init__(self, replica: Any, between: Callable[[], Awaitable[None]]) -> None:
         self.writer = replica.service.servicer.writer
@@ -71,51 +71,51 @@ class Gate:
         self.between = between
         self.first_done = asyncio.Event()
         self.txns: list[int] = []
-        self.held = self.most_held = 0
+        self.active = self.most_active = 0
         self.writer.commit = self._commit
 
     async def _commit(self, compares: Any, ops: Any, fence: Any = None, **kw: Any) -> int:
         first = not self.txns
         self.txns.append(len(ops))
-        if first:
-            try:
-                return int(await self.commit(compares, ops, fence, **kw))
-            finally:
-                await self.between()
-                self.first_done.set()
-        self.held += 1
-        self.most_held = max(self.most_held, self.held)
+        self.active += 1
+        self.most_active = max(self.most_active, self.active)
         try:
+            if first:
+                try:
+                    return int(await self.commit(compares, ops, fence, **kw))
+                finally:
+                    await self.between()
+                    self.first_done.set()
             await self.first_done.wait()
+            return int(await self.commit(compares, ops, fence, **kw))
         finally:
-            self.held -= 1
-        return int(await self.commit(compares, ops, fence, **kw))
+            self.active -= 1
 
 
 async def test_a_write_mid_call_to_a_matched_evaluation_keeps_it(replica: Any,
                                                                    replica2: Any) -> None:
-    await _seed(replica, 300)
+    await _seed(replica, 250)  # one page: two txns at etcd's default cap
     fence = await _fence(replica2)
 
     async def change() -> None:
-        # ev-0250 (a later txn of the call) stops matching; ev-0260 still
+        # ev-0200 (the call's second txn) stops matching; ev-0210 still
         # matches but changed: both were matched before the change.
         await replica2.stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
-            evaluations=[_ev(250, trigger="kept"), _ev(260, priority=70)]), metadata=fence)
+            evaluations=[_ev(200, trigger="kept"), _ev(210, priority=70)]), metadata=fence)
 
     gate = Gate(replica, change)
     r = await replica.stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
         filter=FLT, page_size=1000))
-    assert gate.most_held >= 2  # the other txns were in flight together
+    assert gate.most_active >= 2  # the call's txns were in flight together
     left = await _in_etcd(replica)
-    assert left == {"ev-0250"}
-    # ev-0260 was re-matched on fresh data, and deleted then.
-    assert r.deleted == 299 and not r.next_page_token
+    assert left == {"ev-0200"}
+    # ev-0210 was re-matched on fresh data, and deleted then.
+    assert r.deleted == 249 and not r.next_page_token
 
 
 async def test_unpausing_the_broker_mid_call_stops_deleting(replica: Any,
                                                              replica2: Any) -> None:
-    await _seed(replica, 300)
+    await _seed(replica, 250)
 
     async def resume() -> None:
         await _pause(replica2, False)
@@ -124,10 +124,10 @@ async def test_unpausing_the_broker_mid_call_stops_deleting(replica: Any,
     r = await replica.stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
         filter=FLT, page_size=1000))
     first = gate.txns[0]
-    assert len(gate.txns) >= 2 and gate.most_held >= 2
+    assert len(gate.txns) >= 2 and gate.most_active >= 2
     left = await _in_etcd(replica)
     # Only the txn committed before the un-pause applied; `deleted` is it.
-    assert r.deleted == first == 300 - len(left)
+    assert r.deleted == first == 250 - len(left)
     assert r.next_page_token  # the rest of the page is still to walk
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await replica.stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
