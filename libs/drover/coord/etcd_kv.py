@@ -56,6 +56,9 @@ from drover.telemetry import meter, tracer
 __all__ = ["EtcdKV"]
 
 
+_tuple = tuple.__new__
+
+
 def _kv(kv: Any) -> KV:
     return KV(kv.key, kv.value, kv.create_revision, kv.mod_revision)
 
@@ -375,7 +378,12 @@ class _EtcdWatch:
                 raise Compacted(resp.compact_revision)
             if resp.canceled:
                 raise EtcdUnavailable(f"etcd canceled the watch: {resp.cancel_reason}")
-            events = [WatchEvent(_kv(ev.kv), ev.type == 1) for ev in resp.events]
+            # Built with tuple.__new__ (what the NamedTuples' own __new__
+            # does, minus a Python call each): one KV and one event per
+            # change of every watch, the state cache's included.
+            events = [_tuple(WatchEvent, (_tuple(KV, (kv.key, kv.value, kv.create_revision,
+                                                       kv.mod_revision)), ev.type == 1))
+                      for ev in resp.events for kv in (ev.kv,)]
             # With events, claim only their last revision: a catching-up watch
             # may send a header revision ahead of what it has sent so far. An
             # empty response is a progress notification, sent only when the

@@ -33,6 +33,7 @@ checked, never changed; unknown fields (a newer client's) are left alone.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -206,11 +207,13 @@ def _leaf(fd: FieldDescriptor, limits: Limits) -> Check:
 
         return capped
     if t == _T.TYPE_STRING:
+        # One compiled match per value (a set built per value was ~1/3 of
+        # an evaluation's walk); a miss goes the long way for its message.
+        valid = re.compile(rf"[A-Za-z0-9_.\-]{{1,{limits.max_id}}}").fullmatch
 
         def ident(value: Any, depth: int) -> None:
-            if (value and len(value) <= limits.max_id and set(value) <= ID_CHARS):
-                return
-            check(value, depth)
+            if valid(value) is None:
+                check(value, depth)
 
         return ident
     if t == _T.TYPE_ENUM:

@@ -14,7 +14,7 @@ from drover.state import codec
 from drover.state.cache_view import CacheView
 from drover.state.core import evals as plans
 from drover.state.core.rules import OUTCOMES, BrokerNotPaused, broker_paused, within_cap
-from drover.state.core.validate import validate_eval, validated_evals
+from drover.state.core.validate import owned_evals, validate_eval, validated_evals
 from drover.state.eval_delete import DeleteByFilterRpc
 from drover.state.reads import ALL_NAMESPACES, check_name, list_namespace, namespace_arg
 from drover.state.store import Compare
@@ -111,7 +111,9 @@ class EvaluationsRpc(DeleteByFilterRpc):
             raise InvalidArgument("evaluations must not be empty",
                                   metadata={"field": "evaluations"})
         within_cap(len(request.evaluations), "evaluations")
-        evs = validated_evals(request.evaluations)
+        # The request is this call's alone and nothing reads it after the
+        # handler: its evaluations are checked and written as they are.
+        evs = owned_evals(request.evaluations)
         fence = self.fence(context)
         if fence is None and any(e.status in OUTCOMES for e in evs):
             self.require_fence(context, "a terminal evaluation status")

@@ -1,12 +1,15 @@
 """Request-level checks of the write RPCs (pure; errors name the request's field).
 
 Each returns the request's objects as *copies* with defaults filled in; a
-request message is never changed. Field-level limits common to every RPC
-stay in :mod:`drover.validation`; what is here is what a write means.
+request message is never changed, except by :func:`owned_evals` (and
+:func:`validated_eval_updates`), for handlers that own their request.
+Field-level limits common to every RPC stay in :mod:`drover.validation`;
+what is here is what a write means.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,23 +17,26 @@ from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, 
 from drover.errors import InvalidArgument
 from drover.worker.resources import fill_defaults
 
-_NS_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+#: A valid namespace or id. One compiled match, not a set built per call:
+#: checked ~3 times per evaluation written (it was ~6 % of the state
+#: process's CPU on the broker's batched path).
+_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 DEFAULT_NAMESPACE = "default"
 ALL_NAMESPACES = "*"
 
 
 def check_name(value: str, field: str, *, allow_all: bool = False) -> str:
     """A namespace or id: non-empty, at most 128 of [A-Za-z0-9-_.]."""
+    if _NAME.fullmatch(value) is not None:
+        return value
     if allow_all and value == ALL_NAMESPACES:
         return value
     if not value:
         raise InvalidArgument(f"{field} is required", metadata={"field": field})
-    if len(value) > 128 or not set(value) <= _NS_CHARS:
-        raise InvalidArgument(
-            f"{field} {value!r} is invalid: use 1-128 letters, digits, '-', '_' or '.'",
-            metadata={"field": field},
-        )
-    return value
+    raise InvalidArgument(
+        f"{field} {value!r} is invalid: use 1-128 letters, digits, '-', '_' or '.'",
+        metadata={"field": field},
+    )
 
 
 def namespace_arg(value: str, *, allow_all: bool = True) -> str:
@@ -106,14 +112,29 @@ def validated_evals(items: Iterable[evaluation_pb2.Evaluation],
     return out
 
 
+def owned_evals(items: Iterable[evaluation_pb2.Evaluation],
+                field: str = "evaluations") -> list[evaluation_pb2.Evaluation]:
+    """Like :func:`validated_evals`, but checks and fills in ``items``
+    themselves, no copy: only for a request the handler owns outright, that
+    nothing reads after it (a gRPC server hands each call its own freshly
+    parsed request, and no interceptor looks at it once the handler runs).
+    The broker's path writes every evaluation through UpsertEvaluations and
+    UpdateEvaluations, where a copy per evaluation was measurable."""
+    out = list(items)
+    for i, ev in enumerate(out):
+        validate_eval(f"{field}[{i}]", ev)
+    return out
+
+
 def validated_eval_updates(request: Any) -> tuple[list[evaluation_pb2.Evaluation],
                                                   list[evaluation_pb2.Evaluation]]:
     """UpdateEvaluations: (updates, creates); each update names the index it is
-    based on, and no evaluation appears twice."""
+    based on, and no evaluation appears twice. The request's own evaluations
+    (:func:`owned_evals`): the handler owns the request."""
     if not request.updates and not request.creates:
         raise InvalidArgument("set updates, creates or both", metadata={"field": "updates"})
-    updates = validated_evals(request.updates, "updates")
-    creates = validated_evals(request.creates, "creates")
+    updates = owned_evals(request.updates, "updates")
+    creates = owned_evals(request.creates, "creates")
     for i, ev in enumerate(updates):
         if ev.modify_index == 0:
             raise InvalidArgument(

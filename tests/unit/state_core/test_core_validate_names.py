@@ -1,0 +1,63 @@
+"""check_name (one compiled match) and owned_evals (the request's own evaluations)."""
+
+from __future__ import annotations
+
+import pytest
+
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import evaluation_pb2
+from drover.errors import InvalidArgument
+from drover.state.core.validate import (
+    check_name,
+    owned_evals,
+    validated_eval_updates,
+    validated_evals,
+)
+
+
+@pytest.mark.parametrize("value", ["a", "default", "A-b_c.9", "x" * 128, "-", ".", "_"])
+def test_valid_names_pass_as_they_are(value: str) -> None:
+    assert check_name(value, "id") == value
+
+
+@pytest.mark.parametrize("value", ["x" * 129, "a/b", "a b", "é", "abc\n", "\nabc", "a*", "*"])
+def test_invalid_names_are_refused_naming_the_field(value: str) -> None:
+    with pytest.raises(InvalidArgument, match="is invalid") as err:
+        check_name(value, "job.id")
+    assert err.value.metadata == {"field": "job.id"}
+
+
+def test_empty_is_required_and_star_only_where_allowed() -> None:
+    with pytest.raises(InvalidArgument, match="namespace is required"):
+        check_name("", "namespace")
+    assert check_name("*", "namespace", allow_all=True) == "*"
+    with pytest.raises(InvalidArgument):
+        check_name("", "namespace", allow_all=True)
+
+
+def _ev(eid: str, **kw: object) -> evaluation_pb2.Evaluation:
+    return evaluation_pb2.Evaluation(id=eid, type="service", **kw)  # type: ignore[arg-type]
+
+
+def test_owned_evals_fill_in_the_request_itself_and_copies_do_not() -> None:
+    req = state_pb2.UpsertEvaluationsRequest(evaluations=[_ev("a"), _ev("b", priority=70)])
+    copies = validated_evals(req.evaluations)
+    assert req.evaluations[0].namespace == "" and copies[0].namespace == "default"
+    owned = owned_evals(req.evaluations)
+    assert [e.id for e in owned] == ["a", "b"]
+    assert req.evaluations[0].namespace == "default" and req.evaluations[0].priority == 50
+    assert req.evaluations[1].priority == 70
+    owned[0].status = evaluation_pb2.EVALUATION_STATUS_COMPLETE
+    assert req.evaluations[0].status == evaluation_pb2.EVALUATION_STATUS_COMPLETE
+
+
+def test_owned_evals_refuse_naming_the_field_and_index() -> None:
+    req = state_pb2.UpdateEvaluationsRequest(
+        updates=[_ev("a", modify_index=3)], creates=[_ev("ok"), _ev("bad id")])
+    with pytest.raises(InvalidArgument) as err:
+        validated_eval_updates(req)
+    assert err.value.metadata == {"field": "creates[1].id"}
+    req = state_pb2.UpdateEvaluationsRequest(updates=[_ev("a", modify_index=3)],
+                                             creates=[_ev("a")])
+    with pytest.raises(InvalidArgument, match="appears twice"):
+        validated_eval_updates(req)
