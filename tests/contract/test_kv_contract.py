@@ -165,6 +165,33 @@ async def test_watch_from_a_revision_is_ordered_and_complete(backend: Backend) -
         await w.close()
 
 
+async def test_a_watch_skips_what_its_consumer_applied(backend: Backend) -> None:
+    """skip_applied: events at or below ``applied()`` are left out; a batch
+    left with none still comes, empty, at its revision."""
+    kv, p = backend.kv, backend.prefix
+    a, b = backend.key("a"), backend.key("b")
+    start = await kv.revision() + 1
+    w = await kv.watch(p, prefix_end(p), start)
+    applied = [0]
+    w.skip_applied(lambda: applied[0])
+    try:
+        it = aiter(w)
+        first = await kv.txn([], [Put(a, b"1"), Put(b, b"1")])
+        batch = await next_batch(it)
+        assert [(e.kv.key, e.kv.mod_revision) for e in batch.events] == [
+            (a, first.revision), (b, first.revision)]
+        second = await kv.txn([], [Put(a, b"2")])
+        applied[0] = second.revision  # applied before the watch delivers it
+        batch = await next_batch(it)
+        assert batch.events == [] and batch.revision == second.revision
+        third = await kv.txn([], [Delete(b)])
+        batch = await next_batch(it)
+        assert [(e.kv.key, e.deleted) for e in batch.events] == [(b, True)]
+        assert batch.revision == third.revision
+    finally:
+        await w.close()
+
+
 async def test_revoking_a_lease_deletes_its_keys_in_one_revision(backend: Backend) -> None:
     kv, a, b, c = backend.kv, backend.key("a"), backend.key("b"), backend.key("c")
     lease = await kv.lease_grant(30)

@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -305,6 +305,7 @@ class _EtcdWatch:
         self._requests.put_nowait(rpc.WatchRequest(create_request=create))
         self._call: Stream | None = None
         self._closed = False
+        self._applied: Callable[[], int] | None = None
 
     async def _iter_requests(self) -> AsyncIterator[Any]:
         while True:
@@ -345,6 +346,9 @@ class _EtcdWatch:
                 rpc.WatchRequest(progress_request=rpc.WatchProgressRequest())
             )
 
+    def skip_applied(self, applied: Callable[[], int]) -> None:
+        self._applied = applied
+
     def suspect(self) -> None:
         if self._call is not None:
             self._call.suspect()
@@ -378,12 +382,22 @@ class _EtcdWatch:
                 raise Compacted(resp.compact_revision)
             if resp.canceled:
                 raise EtcdUnavailable(f"etcd canceled the watch: {resp.cancel_reason}")
+            got = resp.events
+            if got and self._applied is not None:
+                # The consumer has these already (skip_applied): a txn's
+                # events come in one response, so one look skips them all.
+                top, last = self._applied(), got[-1].kv.mod_revision
+                if last <= top:
+                    yield WatchBatch([], last)
+                    continue
+                if got[0].kv.mod_revision <= top:
+                    got = [ev for ev in got if ev.kv.mod_revision > top]
             # Built with tuple.__new__ (what the NamedTuples' own __new__
             # does, minus a Python call each): one KV and one event per
             # change of every watch, the state cache's included.
             events = [_tuple(WatchEvent, (_tuple(KV, (kv.key, kv.value, kv.create_revision,
                                                        kv.mod_revision)), ev.type == 1))
-                      for ev in resp.events for kv in (ev.kv,)]
+                      for ev in got for kv in (ev.kv,)]
             # With events, claim only their last revision: a catching-up watch
             # may send a header revision ahead of what it has sent so far. An
             # empty response is a progress notification, sent only when the

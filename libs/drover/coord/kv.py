@@ -21,7 +21,7 @@ defined, with the rest of the library's errors, in :mod:`drover.coord.errors`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
@@ -112,6 +112,15 @@ class Watch(Protocol):
     def __aiter__(self) -> AsyncIterator[WatchBatch]: ...
 
     def request_progress(self) -> None: ...
+
+    def skip_applied(self, applied: Callable[[], int]) -> None:
+        """The consumer applies some changes before the watch delivers them
+        (the state cache applies its own committed writes): from now on,
+        events at or below ``applied()`` (asked once per response) are left
+        out of the batches, not even built. A response left with no events
+        still comes, as an empty batch at its last event's revision (which
+        the consumer has)."""
+        ...
 
     def suspect(self) -> None:
         """The owner saw the watch go silent: have its member checked now."""

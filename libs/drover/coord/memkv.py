@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import math
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
 from drover.coord.clock import Clock, monotonic
@@ -86,6 +86,10 @@ class _MemWatch:
         self.key, self.range_end = key, range_end
         self._queue: asyncio.Queue[WatchBatch | BaseException | None] = asyncio.Queue()
         self._closed = False
+        self._applied: Callable[[], int] | None = None
+
+    def skip_applied(self, applied: Callable[[], int]) -> None:
+        self._applied = applied
 
     def offer(self, revision: int, events: list[WatchEvent]) -> None:
         mine = [e for e in events if _in_range(e.kv.key, self.key, self.range_end)]
@@ -117,6 +121,11 @@ class _MemWatch:
             if isinstance(item, BaseException):
                 await self.close()
                 raise item
+            if item.events and self._applied is not None:
+                top = self._applied()  # what etcd's watch leaves out too
+                kept = [e for e in item.events if e.kv.mod_revision > top]
+                if len(kept) != len(item.events):
+                    item = WatchBatch(kept, item.revision)
             yield item
 
 

@@ -232,6 +232,9 @@ class Cache:
         while True:
             try:
                 watch = await self.store.watch(self._prefix, end, self.revision + 1)
+                # What apply_committed applied is not even built by the
+                # watch (_apply would skip it anyway).
+                watch.skip_applied(lambda: self.tables.revision)
                 try:
                     async for batch in watch:
                         self._touch()
