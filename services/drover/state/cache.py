@@ -34,6 +34,18 @@ watch instead (a broker backlog written after start) is frozen again every
 ``CacheConfig.freeze_every_events`` applied events (``gc.freeze`` alone:
 no collection, so it costs nothing; a cycle that happened to be garbage
 then waits for the next re-list).
+
+The youngest generation's threshold is raised to at least
+``CacheConfig.gc_young_threshold`` allocations when the cache starts
+(never lowered; 0 leaves it). A young collection walks every tracked object
+still alive since the last one, and a serving replica always holds
+thousands of them in flight (a 100-evaluation write's plan, its txn, the
+watch's batch, the entries and Changes it makes), so at CPython's default
+of 700 the same in-flight objects were walked over and over and promoted
+to be walked again: measured on the broker's batched path, the collector
+was ~12 % of the state process's CPU (0.080 -> 0.071 ms per evaluation at
+5,000, the same as with the collector off). Garbage is still found, a few
+thousand allocations later.
 """
 
 from __future__ import annotations
@@ -89,6 +101,8 @@ class CacheConfig:
     freeze_min_objects: int = 50_000
     #: Freeze again after this many watched events (see the module docstring).
     freeze_every_events: int = 50_000
+    #: The young generation's GC threshold at least (module docstring; 0: leave it).
+    gc_young_threshold: int = 5000
     #: Listed keys decoded per event-loop turn (see ``_read_all``).
     stage_chunk: int = 1000
     #: Queued index removals applied per event-loop turn (see ``_drain``).
@@ -143,6 +157,9 @@ class Cache:
 
     async def start(self) -> None:
         """List, then watch in the background; returns once listed."""
+        young, *older = gc.get_threshold()
+        if young < self.config.gc_young_threshold:
+            gc.set_threshold(self.config.gc_young_threshold, *older)
         await self._list()
         self._task = asyncio.create_task(self._run(), name="state-cache-watch")
 
