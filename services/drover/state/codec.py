@@ -68,6 +68,9 @@ PAYLOAD_FIELD: dict[str, str] = {
 }
 
 
+_tuple = tuple.__new__
+
+
 class ObjectKey(NamedTuple):
     """A parsed object key (a NamedTuple: parsed once per cached change)."""
 
@@ -99,11 +102,12 @@ class KeyCodec:
         """The object a key names, or None for keys that are not objects."""
         if not key.startswith(self._base_b):
             return None
-        rest = key[len(self._base_b) :].decode()
-        parts = rest.split("/", 2)
+        parts = key[len(self._base_b) :].decode().split("/", 2)
         if len(parts) != 3 or parts[0] not in MESSAGES:
             return None
-        return ObjectKey(parts[0], parts[1], parts[2])
+        # tuple.__new__ is what ObjectKey's own __new__ does, minus a Python
+        # call: a written object's key is parsed two or three times.
+        return _tuple(ObjectKey, parts)
 
 
 def encode(msg: Message) -> bytes:

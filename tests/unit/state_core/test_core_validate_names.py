@@ -61,3 +61,16 @@ def test_owned_evals_refuse_naming_the_field_and_index() -> None:
                                              creates=[_ev("a")])
     with pytest.raises(InvalidArgument, match="appears twice"):
         validated_eval_updates(req)
+
+
+def test_object_keys_parse_to_their_parts_and_others_to_none() -> None:
+    from drover.coord.keys import Keyspace
+    from drover.state import codec
+
+    keys = codec.KeyCodec(Keyspace("/t/drover"))
+    ok = keys.parse(keys.key(codec.EVALUATIONS, "default", "a/b"))
+    assert ok == codec.ObjectKey("evaluations", "default", "a/b")
+    assert isinstance(ok, codec.ObjectKey) and ok.id == "a/b"
+    assert keys.parse(keys.key("nope", "default", "x")) is None
+    assert keys.parse(f"{keys.base}evaluations/only-ns".encode()) is None
+    assert keys.parse(b"/elsewhere/evaluations/default/x") is None
