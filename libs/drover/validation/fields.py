@@ -315,7 +315,7 @@ def _map_check(entry: Descriptor, limits: Limits) -> Check:
     return check
 
 
-_Plan = dict[int, Check] | Check
+_Plan = dict[FieldDescriptor, Check] | Check
 _PLANS: dict[tuple[Descriptor, Limits], _Plan] = {}
 
 
@@ -343,16 +343,18 @@ def _plan(descriptor: Descriptor, limits: Limits) -> _Plan:
 
         _PLANS[key] = well_known
         return well_known
-    plan: dict[int, Check] = {}
+    # Keyed by the field's descriptor, which ListFields hands back as it is
+    # (no attribute read per field of every message checked).
+    plan: dict[FieldDescriptor, Check] = {}
     _PLANS[key] = plan  # before the fields: a self-referencing type finds it
     for fd in descriptor.fields:
-        plan[fd.number] = _lazy(fd, limits, plan)
+        plan[fd] = _lazy(fd, limits, plan)
     return plan
 
 
-def _lazy(fd: FieldDescriptor, limits: Limits, plan: dict[int, Check]) -> Check:
+def _lazy(fd: FieldDescriptor, limits: Limits, plan: dict[FieldDescriptor, Check]) -> Check:
     def first(value: Any, depth: int) -> None:
-        plan[fd.number] = check = _field_check(fd, limits)
+        plan[fd] = check = _field_check(fd, limits)
         check(value, depth)
 
     return first
@@ -365,7 +367,7 @@ def _run(plan: _Plan, msg: Any, depth: int, limits: Limits) -> None:
         plan(msg, depth)
         return
     for fd, value in msg.ListFields():
-        check = plan.get(fd.number)
+        check = plan.get(fd)
         if check is None:
             continue  # an extension: not drover's
         try:
