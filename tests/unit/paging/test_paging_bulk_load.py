@@ -105,3 +105,34 @@ def test_sorted_list_of_is_a_sorted_list(values: list[int], ops: list[int]) -> N
         cut._check()
         assert list(cut) == list(built)
         assert cut.bisect_left(v) == built.bisect_left(v)
+
+
+uniform = st.lists(
+    st.builds(Rec, create_index=st.integers(1, 12), id=st.text("abc/", min_size=1, max_size=4),
+              status=st.just("pending"), job=st.sampled_from(["j0", "j1"]),
+              deployment_id=st.just("")),
+    max_size=40, unique_by=lambda r: r.id,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(uniform, st.booleans(), st.randoms(use_true_random=False))
+def test_load_of_one_valued_fields_and_id_ordered_input(
+        items: list[Rec], in_id_order: bool, rnd: object) -> None:
+    """One status everywhere (one bucket, no grouping), a sparse field empty
+    everywhere (no bucket), items already in id order (no id sort)."""
+    one_by_one = make()
+    for r in items:
+        one_by_one.upsert(r)
+    given_order = sorted(items, key=lambda r: r.id) if in_id_order else list(items)
+    if not in_id_order:
+        rnd.shuffle(given_order)  # type: ignore[attr-defined]
+    loaded = make()
+    loaded.load(given_order)
+    assert state(loaded) == state(one_by_one)
+    for c in (loaded, one_by_one):
+        c.upsert(Rec(50, "new", "failed", "j1", "d1"))
+        for r in items[::2]:
+            c.remove_id(r.id)
+        c.flush()
+    assert state(loaded) == state(one_by_one)
