@@ -69,7 +69,7 @@ from sortedcontainers import SortedList
 
 from drover.paging.index import Key, OrderedIndex, SecondaryIndex, discard_sorted, sorted_list_of
 
-__all__ = ["IndexedCollection", "Where"]
+__all__ = ["BulkLoad", "IndexedCollection", "Where"]
 
 T = TypeVar("T")
 
@@ -95,6 +95,37 @@ def _permuted(order: list[int], *lists: list[Any]) -> tuple[list[Any], ...]:
 
 #: A value no extractor returns: the "not indexed" value of a dense index.
 _NOTHING = object()
+
+
+class BulkLoad(Generic[T]):
+    """The items of one bulk load, gathered as they arrive (the pages of an
+    initial list, while the next page is in flight): each :meth:`add` makes
+    the items' keys and adds them to the id map, so
+    :meth:`IndexedCollection.load_bulk` is left only the sorts and the
+    indexes. Loading one bulk fed in several adds is exactly loading the
+    concatenation (a property test holds it so)."""
+
+    def __init__(self, key_of: Callable[[T], Key]) -> None:
+        self._key_of = key_of
+        self.items: list[T] = []
+        self.keys: list[Key] = []
+        self.ids: list[str] = []
+        self.by_id: dict[str, T] = {}
+        self.duplicate = False  # an id added twice (load_bulk refuses it)
+
+    def add(self, items: list[T]) -> None:
+        keys = list(map(self._key_of, items))
+        ids = list(map(_second, keys))
+        before = len(self.by_id)
+        self.by_id.update(zip(ids, items, strict=True))
+        if len(self.by_id) != before + len(items):
+            self.duplicate = True
+        self.items += items
+        self.keys += keys
+        self.ids += ids
+
+    def __len__(self) -> int:
+        return len(self.items)
 
 
 class IndexedCollection(Generic[T]):
@@ -155,15 +186,25 @@ class IndexedCollection(Generic[T]):
         every bucket are then cut from lists already in order (no compare),
         and each bucket is filled by C-level iteration (see
         :meth:`SecondaryIndex.load_sorted`). Keys must be distinct."""
-        ordered = list(items)
+        bulk = self.bulk()
+        bulk.add(list(items))
+        self.load_bulk(bulk)
+
+    def bulk(self) -> BulkLoad[T]:
+        """An empty :class:`BulkLoad` for this collection's items."""
+        return BulkLoad(self._key_of)
+
+    def load_bulk(self, bulk: BulkLoad[T]) -> None:
+        """Replace everything by what ``bulk`` gathered: as :meth:`load` of
+        its items in the order added, the per-item work already done."""
+        if bulk.duplicate:
+            raise ValueError("load: two items share an id")
         self._queued.clear()
         self._queued_keys.clear()
         self._ids_gone.clear()
-        keys = list(map(self._key_of, ordered))
-        ids = list(map(_second, keys))
-        self._items = dict(zip(ids, ordered, strict=True))
-        if len(self._items) != len(ordered):
-            raise ValueError("load: two items share an id")
+        ordered, keys, ids = bulk.items, bulk.keys, bulk.ids
+        bulk.items, bulk.keys, bulk.ids = [], [], []
+        self._items, bulk.by_id = bulk.by_id, {}
         # Key order: id order first (free when the items come in id order,
         # as an etcd range's do: only checked), then a stable sort on the
         # create index alone, so ties (one txn's creations) stay in id order.
