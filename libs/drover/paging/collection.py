@@ -67,9 +67,10 @@ from typing import Any, Generic, TypeVar
 
 from sortedcontainers import SortedList
 
+from drover.paging.bulk import BulkLoad
 from drover.paging.index import Key, OrderedIndex, SecondaryIndex, discard_sorted, sorted_list_of
 
-__all__ = ["BulkLoad", "IndexedCollection", "Where"]
+__all__ = ["IndexedCollection", "Where"]
 
 T = TypeVar("T")
 
@@ -95,37 +96,6 @@ def _permuted(order: list[int], *lists: list[Any]) -> tuple[list[Any], ...]:
 
 #: A value no extractor returns: the "not indexed" value of a dense index.
 _NOTHING = object()
-
-
-class BulkLoad(Generic[T]):
-    """The items of one bulk load, gathered as they arrive (the pages of an
-    initial list, while the next page is in flight): each :meth:`add` makes
-    the items' keys and adds them to the id map, so
-    :meth:`IndexedCollection.load_bulk` is left only the sorts and the
-    indexes. Loading one bulk fed in several adds is exactly loading the
-    concatenation (a property test holds it so)."""
-
-    def __init__(self, key_of: Callable[[T], Key]) -> None:
-        self._key_of = key_of
-        self.items: list[T] = []
-        self.keys: list[Key] = []
-        self.ids: list[str] = []
-        self.by_id: dict[str, T] = {}
-        self.duplicate = False  # an id added twice (load_bulk refuses it)
-
-    def add(self, items: list[T]) -> None:
-        keys = list(map(self._key_of, items))
-        ids = list(map(_second, keys))
-        before = len(self.by_id)
-        self.by_id.update(zip(ids, items, strict=True))
-        if len(self.by_id) != before + len(items):
-            self.duplicate = True
-        self.items += items
-        self.keys += keys
-        self.ids += ids
-
-    def __len__(self) -> int:
-        return len(self.items)
 
 
 class IndexedCollection(Generic[T]):

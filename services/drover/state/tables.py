@@ -29,7 +29,7 @@ from typing import Any
 
 from drover.filter import Schema
 from drover.paging import IndexedCollection, Key, Where
-from drover.paging.collection import BulkLoad
+from drover.paging.bulk import BulkLoad
 from drover.state import codec
 from drover.state.records import record_maker
 
