@@ -226,7 +226,13 @@ class SecondaryIndex:
         ``values[i]`` the field value of ``keys[i]``; ``skip`` is a value not
         indexed (pass an object no value equals to index all). Buckets are
         filled in key order by C-level iteration (one ``list.append`` per
-        key, dispatched through ``map``), so none is sorted."""
+        key, dispatched through ``map``), so none is sorted. A field with one
+        value on every key (one namespace, one type; a sparse field empty
+        everywhere) is one bucket of ``keys``, or none: no grouping pass."""
+        first = values[0] if values else skip
+        if values.count(first) == len(values):
+            self._buckets = {} if first == skip else {first: OrderedIndex.of_sorted(keys)}
+            return
         grouped: dict[Hashable, list[Key]] = {value: [] for value in set(values)}
         collections.deque(map(list.append, map(grouped.__getitem__, values), keys), maxlen=0)
         grouped.pop(skip, None)

@@ -176,19 +176,25 @@ class Cache:
         self._listing = True
         try:
             tables = await self._read_all()
+            self._listing = False
+            replaced = sum(len(t) for t in self.tables.tables.values())
+            self._swap(tables, tables.revision)
+            if replaced:
+                # A re-list: the replaced tables (cycles through their tables'
+                # bound methods) are garbage only a collection frees.
+                gc.unfreeze()
+                gc.collect()
+            if sum(len(t) for t in tables.tables.values()) >= self.config.freeze_min_objects:
+                # (No collection first on a first list: nothing to free.)
+                # Frozen *before* the collector is back on: every object the
+                # list made is still in the youngest generation, so the first
+                # allocation after gc.enable() would walk all of them (a
+                # young collection over millions of objects: ~1 s at 1M).
+                gc.freeze()
         finally:
             self._listing = False
             if collecting:
                 gc.enable()
-        replaced = sum(len(t) for t in self.tables.tables.values())
-        self._swap(tables, tables.revision)
-        if replaced:
-            # A re-list: the replaced tables (cycles through their tables'
-            # bound methods) are garbage only a collection frees.
-            gc.unfreeze()
-            gc.collect()
-        if sum(len(t) for t in tables.tables.values()) >= self.config.freeze_min_objects:
-            gc.freeze()  # (no collection first on a first list: nothing to free)
 
     async def _read_all(self) -> Tables:
         tables = Tables(self.keys)

@@ -29,6 +29,7 @@ from typing import Any
 
 from drover.filter import Schema
 from drover.paging import IndexedCollection, Key, Where
+from drover.paging.bulk import BulkLoad
 from drover.state import codec
 from drover.state.records import record_maker
 
@@ -177,8 +178,15 @@ class Table:
 
     def load(self, entries: list[Entry]) -> None:
         """Replace the contents (an initial list): one sort per index."""
-        self.rows.load(entries)
-        self.index = max(self.index, max(map(_mod_revision, entries), default=0))
+        bulk = self.rows.bulk()
+        bulk.add(entries)
+        self.load_bulk(bulk, max(map(_mod_revision, entries), default=0))
+
+    def load_bulk(self, bulk: BulkLoad[Entry], top: int) -> None:
+        """Replace the contents by ``bulk``'s entries, whose largest
+        mod_revision is ``top``."""
+        self.rows.load_bulk(bulk)
+        self.index = max(self.index, top)
 
     def delete(self, nsid: str, rev: int) -> Entry | None:
         self.index = max(self.index, rev)
@@ -217,7 +225,8 @@ class Tables:
         self.revision = 0
         self.marker_revision = 0
         self._marker = marker_key(keys)
-        self._staged: dict[str, list[Entry]] = {}
+        # The initial list's entries per kind, and each kind's largest mod_revision.
+        self._staged: dict[str, tuple[BulkLoad[Entry], list[int]]] = {}
 
     def __getitem__(self, kind: str) -> Table:
         return self.tables[kind]
@@ -255,9 +264,10 @@ class Tables:
         a key starts with the run's ``<base><kind>/`` its ``namespace/id`` is
         the rest (what :meth:`codec.KeyCodec.parse` would give), and only the
         first key of a run, or one not an object, takes the full parse."""
-        staged, tables, parse = self._staged, self.tables, self.keys.parse
+        tables, parse = self.tables, self.keys.parse
         base = self.keys.base
         prefix, cut = b"\0", 0  # (no key starts with NUL: the base does not)
+        runs: dict[str, list[Entry]] = {}
         rows: list[Entry] = []
         make: Callable[[bytes, int, Key], Entry] | None = None
         top = self.revision
@@ -277,16 +287,24 @@ class Tables:
                 cut = len(prefix)
                 nsid = f"{ok.namespace}/{ok.id}"
                 make = tables[ok.kind]._entry
-                rows = staged.setdefault(ok.kind, [])
+                rows = runs.setdefault(ok.kind, [])
             assert make is not None
             rows.append(make(kv.value, mod, new_key(Key, (kv.create_revision, nsid))))
         self.revision = top
+        # The per-entry work of the final build, done here, per page, while
+        # the next page is in flight (see BulkLoad).
+        for kind, entries in runs.items():
+            staged = self._staged.get(kind)
+            if staged is None:
+                staged = self._staged[kind] = (tables[kind].rows.bulk(), [0])
+            staged[0].add(entries)
+            staged[1][0] = max(staged[1][0], max(map(_mod_revision, entries)))
 
     def load_staged(self) -> None:
         """Build every table from what :meth:`stage` collected (one sort per index)."""
         staged, self._staged = self._staged, {}
-        for kind, entries in staged.items():
-            self.tables[kind].load(entries)
+        for kind, (bulk, top) in staged.items():
+            self.tables[kind].load_bulk(bulk, top[0])
 
     def advance(self, revision: int) -> None:
         self.revision = max(self.revision, revision)

@@ -4,6 +4,7 @@ SortedList it cuts from sorted input behaves as one built by sorting."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable
 from dataclasses import dataclass
 
@@ -105,3 +106,66 @@ def test_sorted_list_of_is_a_sorted_list(values: list[int], ops: list[int]) -> N
         cut._check()
         assert list(cut) == list(built)
         assert cut.bisect_left(v) == built.bisect_left(v)
+
+
+uniform = st.lists(
+    st.builds(Rec, create_index=st.integers(1, 12), id=st.text("abc/", min_size=1, max_size=4),
+              status=st.just("pending"), job=st.sampled_from(["j0", "j1"]),
+              deployment_id=st.just("")),
+    max_size=40, unique_by=lambda r: r.id,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(uniform, st.booleans(), st.randoms(use_true_random=False))
+def test_load_of_one_valued_fields_and_id_ordered_input(
+        items: list[Rec], in_id_order: bool, rnd: object) -> None:
+    """One status everywhere (one bucket, no grouping), a sparse field empty
+    everywhere (no bucket), items already in id order (no id sort)."""
+    one_by_one = make()
+    for r in items:
+        one_by_one.upsert(r)
+    given_order = sorted(items, key=lambda r: r.id) if in_id_order else list(items)
+    if not in_id_order:
+        rnd.shuffle(given_order)  # type: ignore[attr-defined]
+    loaded = make()
+    loaded.load(given_order)
+    assert state(loaded) == state(one_by_one)
+    for c in (loaded, one_by_one):
+        c.upsert(Rec(50, "new", "failed", "j1", "d1"))
+        for r in items[::2]:
+            c.remove_id(r.id)
+        c.flush()
+    assert state(loaded) == state(one_by_one)
+
+
+@settings(max_examples=100, deadline=None)
+@given(recs, st.lists(st.integers(0, 80), max_size=6), st.booleans(),
+       st.randoms(use_true_random=False))
+def test_a_bulk_load_fed_in_pieces_equals_one_load(
+        items: list[Rec], cuts: list[int], in_id_order: bool, rnd: object) -> None:
+    """The initial list feeds a BulkLoad page by page: the same collection as
+    one load of all the items (and as inserting them one by one)."""
+    given_order = sorted(items, key=lambda r: r.id) if in_id_order else list(items)
+    if not in_id_order:
+        rnd.shuffle(given_order)  # type: ignore[attr-defined]
+    whole, pieces, one_by_one = make(), make(), make()
+    whole.load(given_order)
+    bulk = pieces.bulk()
+    bounds = [0, *sorted(c for c in cuts if c <= len(given_order)), len(given_order)]
+    for lo, hi in itertools.pairwise(bounds):
+        bulk.add(given_order[lo:hi])
+    assert len(bulk) == len(items)
+    pieces.load_bulk(bulk)
+    for r in items:
+        one_by_one.upsert(r)
+    assert state(pieces) == state(whole) == state(one_by_one)
+
+
+def test_a_bulk_load_refuses_an_id_added_twice() -> None:
+    c = make()
+    bulk = c.bulk()
+    bulk.add([Rec(1, "a", "pending", "j", "")])
+    bulk.add([Rec(2, "a", "pending", "j", "")])
+    with pytest.raises(ValueError, match="share an id"):
+        c.load_bulk(bulk)
