@@ -70,6 +70,7 @@ CORE: tuple[str, ...] = (
     "drover.deployments.revert",
     "drover.state.core",
     "drover.state.gc_rules",
+    "drover.state.query_specs",
 )
 
 #: The one etcd layer: the modules that may build etcd requests.

@@ -11,13 +11,12 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.errors import NotFound
-from drover.paging import PageRequest
 from drover.state import codec
 from drover.state.core import jobs as plans
 from drover.state.core.jobs import job_type_name, spec_unchanged
 from drover.state.core.rules import JobModifyIndexMismatch
 from drover.state.core.validate import validate_job
-from drover.state.reads import check_name, list_namespace, namespace_arg
+from drover.state.reads import check_name, namespace_arg
 from drover.state.reaper import purge_job
 from drover.state.service_base import Base
 
@@ -41,42 +40,6 @@ class JobsRpc(Base):
             lambda view: plans.plan_register(view, ctx, job, enforce_index=request.enforce_index,
                                              job_modify_index=request.job_modify_index),
             self.fence(context))
-
-    async def GetJob(self, request: Any, context: Any) -> Any:
-        ns = namespace_arg(request.namespace, allow_all=False)
-        check_name(request.id, "id")
-        index = await self.reader.prepare(codec.JOBS, request.query)
-        if request.HasField("version"):
-            table = self.cache.tables[codec.JOB_VERSIONS]
-            job = table.decode(f"{ns}/{request.id}/{request.version:020d}")
-        else:
-            found = self._job(ns, request.id)
-            job = found[0] if found else None
-        if job is None:
-            raise NotFound(f"job {request.id!r} not found in namespace {ns!r}"
-                           + (f" at version {request.version}" if request.HasField("version")
-                              else ""))
-        return state_pb2.GetJobResponse(job=job, meta=self.reader.meta(index))
-
-    async def ListJobs(self, request: Any, context: Any) -> Any:
-        index = await self.reader.prepare(codec.JOBS, request.query)
-        items, token = self.reader.list(codec.JOBS, PageRequest(
-            "ListJobs", request.page_size, request.page_token, request.order_by,
-            list_namespace(request.namespace), request.prefix), request.filter)
-        return state_pb2.ListJobsResponse(jobs=items, next_page_token=token,
-                                          meta=self.reader.meta(index))
-
-    async def ListJobVersions(self, request: Any, context: Any) -> Any:
-        ns = namespace_arg(request.namespace, allow_all=False)
-        check_name(request.id, "id")
-        index = await self.reader.prepare(codec.JOB_VERSIONS, request.query)
-        table = self.cache.tables[codec.JOB_VERSIONS]
-        orders = list(table.candidates("job", f"{ns}/{request.id}").iterate(None, True))
-        if not orders:
-            raise NotFound(f"job {request.id!r} not found in namespace {ns!r}")
-        versions = [v for v in (table.decode(o[1]) for o in orders) if v is not None]
-        versions.sort(key=lambda j: j.version, reverse=True)
-        return state_pb2.ListJobVersionsResponse(versions=versions, meta=self.reader.meta(index))
 
     async def DeregisterJob(self, request: Any, context: Any) -> Any:
         ns = namespace_arg(request.namespace, allow_all=False)

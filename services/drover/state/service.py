@@ -1,4 +1,8 @@
-"""The StateService gRPC servicer: the RPC groups composed into one class."""
+"""The StateService gRPC servicer: the RPC groups composed into one class.
+
+Every Get/List/Count comes from :class:`~drover.state.queries.QueriesRpc`
+(one row of :data:`drover.state.query_specs.QUERIES` each); the other groups
+hold the writes."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from drover.state.jobs import JobsRpc
 from drover.state.node_status import NodeStatusRpc
 from drover.state.objects import ObjectsRpc
 from drover.state.plans import PlansRpc
+from drover.state.queries import QueriesRpc
 from drover.state.subscribe import Hub
 
 #: Adds the servicer to a server; Subscribe's responses arrive serialized
@@ -25,6 +30,7 @@ add_state_servicer = with_encoded(state_pb2_grpc.add_StateServiceServicer_to_ser
 
 
 class StateServicer(
+    QueriesRpc,
     JobsRpc,
     EvaluationsRpc,
     EvaluationUpdateRpc,

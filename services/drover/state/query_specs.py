@@ -1,0 +1,246 @@
+"""Every read RPC of the StateService as one row of a table (pure: no I/O).
+
+A row (:class:`Query`) says what a Get, List or Count reads and how: the
+kind whose table index answers the query (and which a blocking query waits
+on), how the request names a namespace (:class:`Scope`), the response
+message and the field that carries the answer, and the noun a NOT_FOUND
+names. What differs between kinds is a small named hook, not a handler:
+
+* ``find`` -- how a Get finds its answer (:func:`by_key` for most kinds;
+  :func:`job_or_version` for GetJob's ``version``, :func:`in_any_namespace`
+  for GetEvaluation, :func:`job_versions` for ListJobVersions,
+  :func:`scheduler_config`, which is never missing);
+* ``missing`` -- the NOT_FOUND message (:func:`not_found`, or
+  :func:`job_not_found`, which names the version asked for);
+* ``extra`` -- further response fields (:func:`related_evaluations`: the
+  evaluation chain GetEvaluation's ``include_related`` asks for);
+* ``scoped_by`` -- request fields that, when set, restrict a Count to the
+  objects whose record field of the same name equals them (CountEvaluations'
+  ``job_id``, so a count and the delete it announces select the same set).
+
+The shell (:mod:`drover.state.queries`) turns each row into the servicer's
+method of that name, so a new kind, or a new read of a kind, is one row.
+The hooks read the cache tables through :class:`TablesView` (the operations
+used, nothing more), so they run on plain :class:`drover.state.tables.Tables`
+in unit tests.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import scheduler_pb2
+from drover.state import codec
+
+
+class KeyView(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+class BucketView(Protocol):
+    def iterate(self, after: Any, descending: bool) -> Iterator[KeyView]: ...
+
+
+class TableView(Protocol):
+    """What the hooks read of one kind's cache table."""
+
+    def decode(self, nsid: str) -> Any | None: ...
+
+    def candidates(self, field: str | None, value: Any) -> BucketView: ...
+
+    def namespaces(self) -> list[str]: ...
+
+
+class TablesView(Protocol):
+    def __getitem__(self, kind: str) -> TableView: ...
+
+
+class Verb(enum.Enum):
+    GET = "get"  # one answer (object, list of versions, config) or NOT_FOUND
+    LIST = "list"  # one page of a kind: prefix, filter, order, page size/token
+    COUNT = "count"  # how many objects a filter matches
+
+
+class Scope(enum.Enum):
+    """How a request's ``namespace`` is read (empty always means "default",
+    except for :attr:`ANY`)."""
+
+    #: One namespace; ``"*"`` is refused. NOT_FOUND names the namespace.
+    ONE = "one"
+    #: One namespace, or every one when empty or ``"*"`` (an id unique
+    #: across namespaces: evaluations). NOT_FOUND names no namespace.
+    ANY = "any"
+    #: A List or Count: one namespace, or every one with ``"*"``.
+    LISTED = "listed"
+    #: The kind has no namespace (nodes, the scheduler config); the request
+    #: has no namespace field.
+    GLOBAL = "global"
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """A validated Get request: the namespace to read (``codec.GLOBAL_NS``
+    for a kind without one; None: every namespace, :attr:`Scope.ANY` only),
+    the id (empty when the request names none) and the request itself."""
+
+    namespace: str | None
+    id: str
+    request: Any
+
+
+Finder = Callable[[TablesView, "Query", Lookup], Any | None]
+Missing = Callable[["Query", Lookup], str]
+Extra = Callable[[TablesView, Lookup, Any], Mapping[str, Any]]
+
+
+def by_key(tables: TablesView, query: Query, lookup: Lookup) -> Any | None:
+    """The object ``<namespace>/<id>`` of the query's kind."""
+    return tables[query.kind].decode(f"{lookup.namespace}/{lookup.id}")
+
+
+def job_or_version(tables: TablesView, query: Query, lookup: Lookup) -> Any | None:
+    """The job, or with ``version`` set that version's immutable record."""
+    if lookup.request.HasField("version"):
+        nsid = f"{lookup.namespace}/{lookup.id}/{lookup.request.version:020d}"
+        return tables[codec.JOB_VERSIONS].decode(nsid)
+    return by_key(tables, query, lookup)
+
+
+def in_any_namespace(tables: TablesView, query: Query, lookup: Lookup) -> Any | None:
+    """The object with this id in the given namespace, or in the first
+    namespace that holds one when none is given."""
+    table = tables[query.kind]
+    spaces = [lookup.namespace] if lookup.namespace is not None else table.namespaces()
+    for ns in spaces:
+        found = table.decode(f"{ns}/{lookup.id}")
+        if found is not None:
+            return found
+    return None
+
+
+def job_versions(tables: TablesView, query: Query, lookup: Lookup) -> list[Any] | None:
+    """Every stored version of the job, newest first; None if it has none."""
+    table = tables[query.kind]
+    orders = table.candidates("job", f"{lookup.namespace}/{lookup.id}").iterate(None, True)
+    versions = [v for v in (table.decode(o.id) for o in orders) if v is not None]
+    if not versions:
+        return None
+    versions.sort(key=lambda j: j.version, reverse=True)
+    return versions
+
+
+def scheduler_config(tables: TablesView, query: Query, lookup: Lookup) -> Any:
+    """The cluster's scheduler config; the defaults until one is written."""
+    found = tables[query.kind].decode(f"{codec.GLOBAL_NS}/{codec.SCHEDULER_CONFIG_ID}")
+    return scheduler_pb2.SchedulerConfig() if found is None else found
+
+
+def not_found(query: Query, lookup: Lookup) -> str:
+    where = f" in namespace {lookup.namespace!r}" if query.scope is Scope.ONE else ""
+    return f"{query.what} {lookup.id!r} not found{where}"
+
+
+def job_not_found(query: Query, lookup: Lookup) -> str:
+    if lookup.request.HasField("version"):
+        return f"{not_found(query, lookup)} at version {lookup.request.version}"
+    return not_found(query, lookup)
+
+
+#: How many of a job's evaluations a related-chain walk reads at most.
+RELATED_SCAN = 1000
+
+
+def related_evaluations(tables: TablesView, lookup: Lookup, ev: Any) -> Mapping[str, Any]:
+    """With ``include_related``: every evaluation linked to ``ev`` through
+    previous/next/blocked links, in either direction and transitively (Nomad
+    walks the whole chain), oldest first. Chains stay within one job, so the
+    walk reads only that job's evaluations (at most RELATED_SCAN of them)."""
+    if not lookup.request.include_related:
+        return {}
+    table = tables[codec.EVALUATIONS]
+    prefix = ev.namespace + "/"
+    links: dict[str, set[str]] = {}
+    evs: dict[str, Any] = {}
+    for n, order in enumerate(table.candidates("job_id", ev.job_id).iterate(None, False)):
+        if n >= RELATED_SCAN:
+            break
+        other = table.decode(order.id) if order.id.startswith(prefix) else None
+        if other is None:
+            continue
+        evs[other.id] = other
+        for rid in (other.previous_eval, other.next_eval, other.blocked_eval):
+            if rid:
+                links.setdefault(other.id, set()).add(rid)
+                links.setdefault(rid, set()).add(other.id)
+    seen, todo = {ev.id}, [ev.id]
+    while todo:
+        for rid in links.get(todo.pop(), ()):
+            if rid not in seen:
+                seen.add(rid)
+                todo.append(rid)
+    chain = [evs[i] for i in seen if i != ev.id and i in evs]
+    return {"related": sorted(chain, key=lambda e: (e.create_index, e.id))}
+
+
+@dataclass(frozen=True)
+class Query:
+    """One read RPC.
+
+    ``names`` are the request fields that name the object (``"namespace"``
+    read per ``scope``, any other checked as an id), validated in this order
+    before the query reads or blocks. A LIST or COUNT takes its paging,
+    filter and namespace fields from the request by their usual names.
+    """
+
+    rpc: str
+    verb: Verb
+    kind: str
+    response: Any
+    field: str
+    scope: Scope
+    what: str = ""
+    names: tuple[str, ...] = ()
+    find: Finder = by_key
+    missing: Missing = not_found
+    extra: Extra | None = None
+    scoped_by: tuple[str, ...] = ()
+
+
+def _get(rpc: str, kind: str, field: str, what: str, scope: Scope = Scope.ONE,
+         **hooks: Any) -> Query:  # fmt: skip
+    names = ("namespace", "id") if scope is Scope.ONE else ("id",)
+    return Query(rpc, Verb.GET, kind, getattr(state_pb2, f"{rpc}Response"), field, scope,
+                 what, hooks.pop("names", names), **hooks)
+
+
+def _list(rpc: str, kind: str, field: str, scope: Scope = Scope.LISTED) -> Query:
+    return Query(rpc, Verb.LIST, kind, getattr(state_pb2, f"{rpc}Response"), field, scope)
+
+
+#: The table: one row per Get/List/Count RPC of the StateService.
+QUERIES: tuple[Query, ...] = (
+    _get("GetJob", codec.JOBS, "job", "job", find=job_or_version, missing=job_not_found),
+    _list("ListJobs", codec.JOBS, "jobs"),
+    _get("ListJobVersions", codec.JOB_VERSIONS, "versions", "job", find=job_versions),
+    # Evaluation ids are unique across namespaces: any namespace may hold it.
+    _get("GetEvaluation", codec.EVALUATIONS, "evaluation", "evaluation", Scope.ANY,
+         names=("id", "namespace"), find=in_any_namespace, extra=related_evaluations),
+    _list("ListEvaluations", codec.EVALUATIONS, "evaluations"),
+    Query("CountEvaluations", Verb.COUNT, codec.EVALUATIONS, state_pb2.CountEvaluationsResponse,
+          "count", Scope.LISTED, scoped_by=("job_id",)),
+    _get("GetDeployment", codec.DEPLOYMENTS, "deployment", "deployment"),
+    _list("ListDeployments", codec.DEPLOYMENTS, "deployments"),
+    _get("GetAllocation", codec.ALLOCATIONS, "allocation", "allocation"),
+    _list("ListAllocations", codec.ALLOCATIONS, "allocations"),
+    _get("GetNode", codec.NODES, "node", "node", Scope.GLOBAL),
+    _list("ListNodes", codec.NODES, "nodes", Scope.GLOBAL),
+    _get("GetSchedulerConfig", codec.SCHEDULER_CONFIG, "config", "scheduler config",
+         Scope.GLOBAL, names=(), find=scheduler_config),
+)  # fmt: skip
+
+BY_RPC: Mapping[str, Query] = {q.rpc: q for q in QUERIES}
