@@ -1,4 +1,4 @@
-"""Evaluation RPCs: get (with its chain), list, count, upsert, and delete
+"""Evaluation writes: upsert, and delete (reads: :mod:`drover.state.queries`)
 (by ids here: all or nothing in one txn; by filter, the paged delete a
 million-evaluation backlog needs, in :mod:`drover.state.eval_delete`).
 """

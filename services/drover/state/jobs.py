@@ -1,4 +1,4 @@
-"""Job RPCs: register, get, list, versions, deregister.
+"""Job writes: register and deregister. Reads: :mod:`drover.state.queries`.
 
 Writes are planned by :mod:`drover.state.core.jobs` (what RegisterJob and
 DeregisterJob write, atomically, in one txn) and run by

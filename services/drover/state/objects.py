@@ -1,4 +1,4 @@
-"""Deployment, allocation, node and scheduler-config RPCs.
+"""Allocation, node and scheduler-config writes (reads: :mod:`drover.state.queries`).
 
 Writes are planned by :mod:`drover.state.core.allocs` and
 :mod:`drover.state.core.nodes` and run by :meth:`Base.transact` on a synced

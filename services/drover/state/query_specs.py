@@ -212,10 +212,11 @@ class Query:
 
 
 def _get(rpc: str, kind: str, field: str, what: str, scope: Scope = Scope.ONE,
-         **hooks: Any) -> Query:  # fmt: skip
-    names = ("namespace", "id") if scope is Scope.ONE else ("id",)
+         names: tuple[str, ...] | None = None, **hooks: Any) -> Query:  # fmt: skip
+    if names is None:
+        names = ("namespace", "id") if scope is Scope.ONE else ("id",)
     return Query(rpc, Verb.GET, kind, getattr(state_pb2, f"{rpc}Response"), field, scope,
-                 what, hooks.pop("names", names), **hooks)
+                 what, names, **hooks)
 
 
 def _list(rpc: str, kind: str, field: str, scope: Scope = Scope.LISTED) -> Query:
@@ -226,6 +227,7 @@ def _list(rpc: str, kind: str, field: str, scope: Scope = Scope.LISTED) -> Query
 QUERIES: tuple[Query, ...] = (
     _get("GetJob", codec.JOBS, "job", "job", find=job_or_version, missing=job_not_found),
     _list("ListJobs", codec.JOBS, "jobs"),
+    # A Get in all but name: one job's versions, whole, no paging.
     _get("ListJobVersions", codec.JOB_VERSIONS, "versions", "job", find=job_versions),
     # Evaluation ids are unique across namespaces: any namespace may hold it.
     _get("GetEvaluation", codec.EVALUATIONS, "evaluation", "evaluation", Scope.ANY,
