@@ -191,9 +191,14 @@ def related_evaluations(tables: TablesView, lookup: Lookup, ev: Any) -> Mapping[
 class Query:
     """One read RPC.
 
-    ``names`` are the request fields that name the object (``"namespace"``
-    read per ``scope``, any other checked as an id), validated in this order
-    before the query reads or blocks. A LIST or COUNT takes its paging,
+    ``kind`` is the table whose index the answer reflects and a blocking
+    query waits on (GetJob's ``version`` reads the versions table but waits
+    on the jobs table: every version is written with its job, one txn).
+    ``response`` is the response message class, ``field`` the field that
+    carries the answer, ``what`` the noun of a NOT_FOUND. ``names`` are the
+    request fields that name the object (``"namespace"`` read per ``scope``,
+    any other checked as an id), validated in this order before the query
+    reads or blocks. A LIST or COUNT takes its paging,
     filter and namespace fields from the request by their usual names.
     """
 
