@@ -23,42 +23,20 @@ from typing import Any
 from drover.api.state.v1 import state_pb2_grpc
 from drover.errors import NotFound
 from drover.paging import PageRequest
-from drover.state import codec
-from drover.state.query_specs import QUERIES, Lookup, Query, Scope, Verb
-from drover.state.reads import ALL_NAMESPACES, check_name, list_namespace, namespace_arg
+from drover.state.query_specs import (
+    QUERIES,
+    Query,
+    Verb,
+    count_scope,
+    listed_namespace,
+    lookup,
+)
 from drover.state.service_base import Base
 
 
 class QueriesRpc(Base):
     """Every Get/List/Count of the StateService: one method per row of
     :data:`~drover.state.query_specs.QUERIES` (installed below)."""
-
-
-def _namespace(scope: Scope, value: str) -> str | None:
-    """The namespace a Get reads (None: every namespace)."""
-    if scope is Scope.ONE:
-        return namespace_arg(value, allow_all=False)
-    if scope is Scope.ANY:
-        if value in ("", ALL_NAMESPACES):
-            return None
-        return check_name(value, "namespace")
-    return codec.GLOBAL_NS
-
-
-def _listed(query: Query, request: Any) -> str | None:
-    """A List's or Count's namespace for the paginator (None: every one)."""
-    return None if query.scope is Scope.GLOBAL else list_namespace(request.namespace)
-
-
-def lookup(query: Query, request: Any) -> Lookup:
-    """The validated names of a Get request, checked in the row's order."""
-    ns = _namespace(query.scope, "")
-    for name in query.names:
-        if name == "namespace":
-            ns = _namespace(query.scope, request.namespace)
-        else:
-            check_name(getattr(request, name), name)
-    return Lookup(ns, request.id if "id" in query.names else "", request)
 
 
 async def get(rpc: QueriesRpc, query: Query, request: Any) -> Any:
@@ -73,7 +51,7 @@ async def get(rpc: QueriesRpc, query: Query, request: Any) -> Any:
 
 
 async def list_page(rpc: QueriesRpc, query: Query, request: Any) -> Any:
-    namespace = _listed(query, request)
+    namespace = listed_namespace(query, request)
     index = await rpc.reader.prepare(query.kind, request.query)
     page = PageRequest(query.rpc, request.page_size, request.page_token, request.order_by,
                        namespace, request.prefix)
@@ -83,10 +61,10 @@ async def list_page(rpc: QueriesRpc, query: Query, request: Any) -> Any:
 
 
 async def count(rpc: QueriesRpc, query: Query, request: Any) -> Any:
-    scope = {f: check_name(getattr(request, f), f) for f in query.scoped_by if getattr(request, f)}
-    namespace = _listed(query, request)
+    scope = count_scope(query, request)
+    namespace = listed_namespace(query, request)
     index = await rpc.reader.prepare(query.kind, request.query)
-    n = rpc.reader.count(query.kind, request.filter, namespace, scope or None)
+    n = rpc.reader.count(query.kind, request.filter, namespace, scope)
     return query.response(**{query.field: n}, meta=rpc.reader.meta(index))
 
 

@@ -18,6 +18,8 @@ names. What differs between kinds is a small named hook, not a handler:
   objects whose record field of the same name equals them (CountEvaluations'
   ``job_id``, so a count and the delete it announces select the same set).
 
+How a request is read is here too, pure: :func:`lookup` (a Get's names,
+validated in the row's order), :func:`listed_namespace`, :func:`count_scope`.
 The shell (:mod:`drover.state.queries`) turns each row into the servicer's
 method of that name, so a new kind, or a new read of a kind, is one row.
 The hooks read the cache tables through :class:`TablesView` (the operations
@@ -35,6 +37,7 @@ from typing import Any, Protocol
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import scheduler_pb2
 from drover.state import codec
+from drover.state.core.validate import ALL_NAMESPACES, check_name, namespace_arg
 
 
 class KeyView(Protocol):
@@ -214,6 +217,43 @@ class Query:
     missing: Missing = not_found
     extra: Extra | None = None
     scoped_by: tuple[str, ...] = ()
+
+
+# -- reading a request (before the read blocks: bad input never waits) ------
+
+def _namespace(scope: Scope, value: str) -> str | None:
+    if scope is Scope.ONE:
+        return namespace_arg(value, allow_all=False)
+    if scope is Scope.ANY:
+        return None if value in ("", ALL_NAMESPACES) else check_name(value, "namespace")
+    if scope is Scope.LISTED:
+        ns = namespace_arg(value)
+        return None if ns == ALL_NAMESPACES else ns
+    return codec.GLOBAL_NS
+
+
+def lookup(query: Query, request: Any) -> Lookup:
+    """A Get's validated names, checked in the row's order (INVALID_ARGUMENT
+    naming the field)."""
+    ns = _namespace(query.scope, "")
+    for name in query.names:
+        if name == "namespace":
+            ns = _namespace(query.scope, request.namespace)
+        else:
+            check_name(getattr(request, name), name)
+    return Lookup(ns, request.id if "id" in query.names else "", request)
+
+
+def listed_namespace(query: Query, request: Any) -> str | None:
+    """A List's or Count's namespace for the paginator: None means every one
+    (``"*"``, or a kind without namespaces)."""
+    return None if query.scope is Scope.GLOBAL else _namespace(query.scope, request.namespace)
+
+
+def count_scope(query: Query, request: Any) -> dict[str, str] | None:
+    """A Count's restrictions from its ``scoped_by`` fields that are set."""
+    scope = {f: check_name(getattr(request, f), f) for f in query.scoped_by if getattr(request, f)}
+    return scope or None
 
 
 def _get(rpc: str, kind: str, field: str, what: str, scope: Scope = Scope.ONE,

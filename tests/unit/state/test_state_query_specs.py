@@ -16,6 +16,7 @@ import pytest
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2, job_pb2, scheduler_pb2
 from drover.coord.keys import Keyspace
+from drover.errors import InvalidArgument
 from drover.state import codec, queries
 from drover.state.query_specs import (
     BY_RPC,
@@ -25,8 +26,11 @@ from drover.state.query_specs import (
     Query,
     Scope,
     Verb,
+    count_scope,
     in_any_namespace,
     job_versions,
+    listed_namespace,
+    lookup,
     related_evaluations,
 )
 from drover.state.service import StateServicer
@@ -176,3 +180,41 @@ def test_a_node_is_missing_without_a_namespace_in_the_message() -> None:
     lookup = Lookup(codec.GLOBAL_NS, "n1", state_pb2.GetNodeRequest(id="n1"))
     assert row.find(Tables(KEYS), row, lookup) is None
     assert row.missing(row, lookup) == "node 'n1' not found"
+
+
+def _field(call: object) -> str:
+    with pytest.raises(InvalidArgument) as info:
+        call()  # type: ignore[operator]
+    return str(info.value.metadata["field"])
+
+
+def test_how_each_scope_reads_a_namespace() -> None:
+    job, ev, node = BY_RPC["GetJob"], BY_RPC["GetEvaluation"], BY_RPC["GetNode"]
+    assert lookup(job, state_pb2.GetJobRequest(id="w")).namespace == "default"
+    assert lookup(job, state_pb2.GetJobRequest(namespace="ops", id="w")).namespace == "ops"
+    assert _field(lambda: lookup(job, state_pb2.GetJobRequest(namespace="*", id="w"))) \
+        == "namespace"
+    for every in ("", "*"):
+        got = lookup(ev, state_pb2.GetEvaluationRequest(namespace=every, id="e"))
+        assert got.namespace is None and got.id == "e"
+    assert lookup(node, state_pb2.GetNodeRequest(id="n")).namespace == codec.GLOBAL_NS
+    listed = BY_RPC["ListJobs"]
+    assert listed_namespace(listed, state_pb2.ListJobsRequest()) == "default"
+    assert listed_namespace(listed, state_pb2.ListJobsRequest(namespace="*")) is None
+    assert listed_namespace(BY_RPC["ListNodes"], state_pb2.ListNodesRequest()) is None
+
+
+def test_names_are_checked_in_the_rows_order() -> None:
+    # Both bad: the row's first name is the one reported.
+    assert _field(lambda: lookup(BY_RPC["GetJob"], state_pb2.GetJobRequest(
+        namespace="a b", id=""))) == "namespace"
+    assert _field(lambda: lookup(BY_RPC["GetEvaluation"], state_pb2.GetEvaluationRequest(
+        namespace="a b", id=""))) == "id"
+
+
+def test_a_count_is_scoped_only_by_the_fields_that_are_set() -> None:
+    row = BY_RPC["CountEvaluations"]
+    assert count_scope(row, state_pb2.CountEvaluationsRequest()) is None
+    assert count_scope(row, state_pb2.CountEvaluationsRequest(job_id="web")) == {"job_id": "web"}
+    assert _field(lambda: count_scope(row, state_pb2.CountEvaluationsRequest(job_id="a/b"))) \
+        == "job_id"
