@@ -78,7 +78,7 @@ TUNABLES: tuple[Tunable, ...] = (
     _t("state", "max_txn_ops", int, 128, 4, "",
        "etcd's --max-txn-ops (never more): the largest txn a write sends, e.g. a "
        "DeleteEvaluations page"),
-    _t("state", "delete_txns_in_flight", int, 2, 1, "",
+    _t("state", "delete_txns_in_flight", int, 4, 1, "",
        "DeleteEvaluations by filter: etcd txns one call keeps in flight (its page, "
        "at most this many txns of the largest size, spread over them)"),
 )
