@@ -47,6 +47,10 @@ def etcd_binary() -> str:
     return found
 
 
+#: Starts tried when a picked port turns out taken (see :meth:`EtcdServer.start`).
+PORT_ATTEMPTS = 3
+
+
 @dataclass
 class EtcdServer:
     """One etcd member on 127.0.0.1. ``start()`` blocks until it serves."""
@@ -109,9 +113,35 @@ class EtcdServer:
         return self
 
     def start(self, timeout: float = 20.0) -> EtcdServer:
-        self.spawn()
-        self.wait_healthy(timeout)
-        return self
+        """Spawn and wait until healthy. Ports this server picked itself
+        are picked again when one was taken between the pick and etcd's
+        bind (the bind-to-0 race of :func:`free_port`), up to
+        :data:`PORT_ATTEMPTS` times; ports it was given are never changed."""
+        own_ports = not (self.client_port or self.peer_port or self.metrics_port)
+        for attempt in range(PORT_ATTEMPTS):
+            self.spawn()
+            try:
+                self.wait_healthy(timeout)
+            except RuntimeError:
+                if not (own_ports and self.lost_port_race()) or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                self.stop()
+                self.forget_ports()
+                continue
+            return self
+        raise AssertionError("unreachable")
+
+    def lost_port_race(self) -> bool:
+        """Whether etcd exited because a port it was told was taken."""
+        return not self.running and "address already in use" in self.log_tail(40)
+
+    def forget_ports(self) -> None:
+        """Drop the picked ports (and an own, partly written data dir) so
+        the next :meth:`allocate` picks fresh ones."""
+        self.client_port = self.peer_port = self.metrics_port = 0
+        if self._own_dir and self.data_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            self.data_dir, self._own_dir = None, False
 
     def spawn(self) -> None:
         """Start the process without waiting (a cluster member is healthy
@@ -154,13 +184,18 @@ class EtcdServer:
             )
         log.close()
 
+    def raise_if_exited(self) -> None:
+        """RuntimeError with the end of etcd's log if the process has exited."""
+        assert self._proc is not None, "etcd was not spawned"
+        if self._proc.poll() is not None:
+            raise RuntimeError(f"etcd exited with {self._proc.returncode}; its log ends:\n"
+                               f"{self.log_tail()}")
+
     def wait_healthy(self, timeout: float) -> None:
         assert self._proc is not None, "etcd was not spawned"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"etcd exited with {self._proc.returncode}; its log ends:\n"
-                                   f"{self.log_tail()}")
+            self.raise_if_exited()
             if self.healthy():
                 return
             time.sleep(0.1)
@@ -268,25 +303,53 @@ class EtcdCluster:
     def start(self, timeout: float = 30.0) -> EtcdCluster:
         """Start the members (``members`` given: those, with their ports and
         data dirs; else ``size`` members on free ports)."""
-        token = f"{self.name}-{os.getpid()}-{time.monotonic_ns()}"
-        if not self.members:
+        own_ports = not self.members
+        if own_ports:
             self.members = [EtcdServer(host=self.host, name=f"{self.name}-{i}")
                             for i in range(self.size)]
         self.size = len(self.members)
+        for attempt in range(PORT_ATTEMPTS):
+            try:
+                self._start_once(timeout)
+            except RuntimeError:
+                # Ports picked here may be taken between the pick and the
+                # bind (seen in CI: a peer port): the whole cluster is
+                # started again on fresh ones. Given ports are never changed.
+                lost = any(m.lost_port_race() for m in self.members)
+                self.stop()
+                if not (own_ports and lost) or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                for m in self.members:
+                    m.forget_ports()
+                continue
+            except BaseException:
+                self.stop()
+                raise
+            return self
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout: float) -> None:
+        token = f"{self.name}-{os.getpid()}-{time.monotonic_ns()}"
         for m in self.members:
             m.cluster_token = token
             m.allocate()
         initial = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
-        try:
-            for m in self.members:
-                m.initial_cluster = initial
-                m.spawn()
-            for m in self.members:
-                m.wait_healthy(timeout)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        for m in self.members:
+            m.initial_cluster = initial
+            m.spawn()
+        # Every member watched at once: one that exits (a taken port) fails
+        # the start now, not after the others waited out their quorum.
+        deadline = time.monotonic() + timeout
+        waiting = list(self.members)
+        while waiting:
+            for m in list(waiting):
+                m.raise_if_exited()
+                if m.healthy():
+                    waiting.remove(m)
+            if waiting and time.monotonic() > deadline:
+                raise RuntimeError(f"etcd cluster did not become healthy within {timeout}s")
+            if waiting:
+                time.sleep(0.1)
 
     @property
     def endpoints(self) -> tuple[str, ...]:
