@@ -5,34 +5,21 @@ on a fresh read that names its cause, every write compared."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
-from virtual_clock import VirtualClock
 
 from drover.acl import AclAlreadyBootstrapped, Identity, IdentityKind
 from drover.acl.acl import Acl
 from drover.api.acl.v1 import acl_pb2
-from drover.coord.keys import Keyspace
 from drover.coord.kv import Delete
-from drover.coord.memkv import MemoryKV
 from drover.errors import NotFound
 from drover.rpc import acl as rpc_acl
 from drover.state.acl_admin import AclAdmin, AclDisabled
 from drover.state.core import acl
 from drover.state.core.acl import AclSnapshot
 from drover.state.core.plan import WritePlan
-from drover.state.main import StateService, build_on_store
+from drover.state.main import StateService
 from drover.state.transact import transact_on
-
-
-@pytest.fixture
-async def service(keyspace: Keyspace, clock: VirtualClock) -> AsyncIterator[StateService]:
-    svc = await build_on_store(MemoryKV(clock), keyspace)
-    try:
-        yield svc
-    finally:
-        await svc.close()
 
 
 def admin(service: StateService) -> AclAdmin:

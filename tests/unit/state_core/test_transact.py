@@ -4,17 +4,14 @@ refuse by cause), bounded commits, FenceLost never retried."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from virtual_clock import VirtualClock
 
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.coord.fence import Fence
-from drover.coord.keys import Keyspace
 from drover.coord.kv import Put
-from drover.coord.memkv import MemoryKV
 from drover.errors import Conflict, FenceLost
 from drover.state import codec
 from drover.state.cache import marker_put
@@ -23,17 +20,8 @@ from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.rules import EvaluationChanged, PlanStale
 from drover.state.core.validate import validate_job
 from drover.state.core.view import View
-from drover.state.main import StateService, build_on_store
+from drover.state.main import StateService
 from drover.state.transact import ATTEMPTS, transact
-
-
-@pytest.fixture
-async def service(keyspace: Keyspace, clock: VirtualClock) -> AsyncIterator[StateService]:
-    svc = await build_on_store(MemoryKV(clock), keyspace)
-    try:
-        yield svc
-    finally:
-        await svc.close()
 
 
 def recording(planner: Callable[[View], WritePlan]) -> tuple[Callable[[View], WritePlan],
