@@ -236,18 +236,25 @@ def apply_policy(ctx: AclContext, name: str, description: str, rules: str) -> Ac
     return AclWrite((key,), plan)
 
 
-def delete_policy(ctx: AclContext, name: str) -> AclWrite:
-    """Delete an existing policy (tokens naming it keep the name, get nothing)."""
-    key = ctx.keys.policy(name)
+def _delete_existing(kind: str, key: str, oid: str, what: str,
+                     respond: Callable[[int], Any]) -> AclWrite:
+    """Delete ``key`` as last read (compared on its mod revision); NOT_FOUND
+    when it does not exist."""
 
     def plan(view: AclView) -> WritePlan:
         found = view.get(key)
         if found is None:
-            raise NotFound(f"policy {name!r} not found")
+            raise NotFound(f"{what} {oid!r} not found")
         p = _Plan()
-        p.delete(POLICY, key, name, found.mod)
-        return p.build(lambda rev: acl_pb2.DeletePolicyResponse())
+        p.delete(kind, key, oid, found.mod)
+        return p.build(respond)
     return AclWrite((key,), plan)
+
+
+def delete_policy(ctx: AclContext, name: str) -> AclWrite:
+    """Delete an existing policy (tokens naming it keep the name, get nothing)."""
+    return _delete_existing(POLICY, ctx.keys.policy(name), name, "policy",
+                            lambda rev: acl_pb2.DeletePolicyResponse())
 
 
 def policies_exist(view: AclView, keys: AclKeys, policies: tuple[str, ...]) -> list[int]:
@@ -283,13 +290,5 @@ def create_token(ctx: AclContext, request: TokenRequest) -> AclWrite:
 
 def revoke_token(ctx: AclContext, accessor: str) -> AclWrite:
     """Delete an existing token (every replica's ACL cache drops it on the event)."""
-    key = ctx.keys.token(accessor)
-
-    def plan(view: AclView) -> WritePlan:
-        found = view.get(key)
-        if found is None:
-            raise NotFound(f"token {accessor!r} not found")
-        p = _Plan()
-        p.delete(TOKEN, key, accessor, found.mod)
-        return p.build(lambda rev: acl_pb2.RevokeTokenResponse())
-    return AclWrite((key,), plan)
+    return _delete_existing(TOKEN, ctx.keys.token(accessor), accessor, "token",
+                            lambda rev: acl_pb2.RevokeTokenResponse())
