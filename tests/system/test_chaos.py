@@ -224,7 +224,12 @@ def overlaps(deliveries: list[Delivery], outcomes: list[Outcome], nack: float) -
             for b in ds[i + 1:]:
                 if term(a) != term(b) or b.end <= a.start:
                     continue
+                # Either may have been made last within its call (a long
+                # poll answers at its end): both were certainly outstanding
+                # only if neither could have ended before the other was made.
                 if sent.get(a.token, float("inf")) < b.end or b.end >= a.start + nack:
+                    continue
+                if sent.get(b.token, float("inf")) < a.end or a.end >= b.start + nack:
                     continue
                 out.append(f"job {job}: {a.eval_id} ({a.token}, {a.start:.2f}-{a.end:.2f}) and "
                            f"{b.eval_id} ({b.token}, {b.start:.2f}-{b.end:.2f}) both outstanding")
@@ -378,6 +383,12 @@ def test_the_judges_see_what_they_look_for() -> None:
     assert not overlaps([a, Delivery("e2", "job", "5.y", 1.0, 1.1)],
                         [Outcome("5.x", "e1", 0.5, 0.6, True)], nack=8.0)
     assert not overlaps([a, Delivery("e1", "job", "5.y", 8.5, 8.6)], [], nack=8.0)
+    # ...nor when the earlier-started call was a long poll that may have got
+    # its evaluation only after the other delivery's Ack was sent.
+    poll = Delivery("e1", "job", "5.x", 0.0, 2.0)
+    assert not overlaps([poll, Delivery("e2", "job", "5.y", 0.3, 0.3)],
+                        [Outcome("5.y", "e2", 0.4, 0.5, True)], nack=8.0)
+    assert overlaps([poll, Delivery("e2", "job", "5.y", 0.3, 0.3)], [], nack=8.0)
     # ...nor when a new leader hands it out again (the old delivery is fenced),
     assert not overlaps([a, Delivery("e1", "job", "9.y", 3.0, 3.1)], [], nack=8.0)
     # but a delivery of the old term after the new one delivered is a deposed
