@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
@@ -33,43 +34,54 @@ from drover.state.core.view import View
 
 Evals = Sequence[evaluation_pb2.Evaluation]
 
+_NS_ID = attrgetter("namespace", "id")
+
 
 def plan_upsert(view: View, ctx: WriteContext, evs: Evals,
                 existing_needs_fence: Callable[[], None] | None) -> WritePlan:
     """UpsertEvaluations. ``existing_needs_fence`` (an unfenced call) raises
     when any evaluation exists already: changing one is a broker outcome."""
-    if existing_needs_fence is not None and any(
-            view.mod(codec.EVALUATIONS, e.namespace, e.id) for e in evs):
+    kind, now = codec.EVALUATIONS, ctx.now
+    # One look-up per evaluation (its revision on the view, 0: absent); the
+    # old value is decoded only for one that exists, for its create_time.
+    idents = [_NS_ID(e) for e in evs]
+    mods = [view.mod(kind, ns, eid) for ns, eid in idents]
+    if existing_needs_fence is not None and any(mods):
         existing_needs_fence()
     plan = PlanBuilder(ctx.keys)
-    for ev in evs:  # the call's own copies: set idempotently on each attempt
-        old = view.get(codec.EVALUATIONS, ev.namespace, ev.id)
+    for ev, (ns, eid), mod in zip(evs, idents, mods, strict=True):
+        # the call's own copies: set idempotently on each attempt
+        old = view.get(kind, ns, eid) if mod else None
         if old is not None:
             ev.create_time.CopyFrom(old.obj.create_time)
         elif not ev.HasField("create_time"):
-            ev.create_time.CopyFrom(ctx.now)
-        ev.modify_time.CopyFrom(ctx.now)
-        plan.put(codec.EVALUATIONS, ev.namespace, ev.id, ev, old.mod if old else 0)
-    ids = [e.id for e in evs]
+            ev.create_time.CopyFrom(now)
+        ev.modify_time.CopyFrom(now)
+        plan.put(kind, ns, eid, ev, old.mod if old else 0)
+    ids = [eid for _, eid in idents]
     return plan.build(lambda rev: state_pb2.UpsertEvaluationsResponse(eval_ids=ids, index=rev))
 
 
 def plan_update(view: View, ctx: WriteContext, updates: Evals, creates: Evals) -> WritePlan:
     """UpdateEvaluations (module doc)."""
-    for ev in updates:
-        update_of_seen(view, ev)
-    for ev in creates:
-        create_is_new(view, ev)
+    if view.fresh:  # the rules judge on a fresh view only (they return at once else)
+        for ev in updates:
+            update_of_seen(view, ev)
+        for ev in creates:
+            create_is_new(view, ev)
+    kind, now = codec.EVALUATIONS, ctx.now
     plan = PlanBuilder(ctx.keys)
     # The call's own copies (validate): set idempotently on each attempt.
     for ev in updates:
-        ev.modify_time.CopyFrom(ctx.now)
-        plan.put(codec.EVALUATIONS, ev.namespace, ev.id, ev, ev.modify_index)
+        ev.modify_time.CopyFrom(now)
+        ns, eid = _NS_ID(ev)
+        plan.put(kind, ns, eid, ev, ev.modify_index)
     for ev in creates:
         if not ev.HasField("create_time"):
-            ev.create_time.CopyFrom(ctx.now)
-        ev.modify_time.CopyFrom(ctx.now)
-        plan.put(codec.EVALUATIONS, ev.namespace, ev.id, ev, 0)
+            ev.create_time.CopyFrom(now)
+        ev.modify_time.CopyFrom(now)
+        ns, eid = _NS_ID(ev)
+        plan.put(kind, ns, eid, ev, 0)
     return plan.build(lambda rev: state_pb2.UpdateEvaluationsResponse(index=rev))
 
 

@@ -30,6 +30,10 @@ from drover.state import codec
 
 DEFAULT_CONFLICT = "an object changed concurrently; re-read and retry"
 
+#: What a NamedTuple's own ``__new__`` does, minus a Python call: a plan
+#: makes a Compare, a Put and an Event per object it writes.
+_tuple = tuple.__new__
+
 
 class Event(NamedTuple):
     """One object a plan changes: ``put`` or ``delete`` (a NamedTuple: one
@@ -123,10 +127,11 @@ class PlanBuilder:
         """Write ``msg``; ``mod`` is the revision read (0: absent, a create),
         None: not compared (the caller compares it some other way)."""
         key = self.keys.key(kind, ns, oid)
-        if mod is not None:
-            self.compare(key, "mod", mod)
-        self.ops.append(Put(key, codec.encode(msg)))
-        self.events.append(Event(kind, ns, oid, "put"))
+        if mod is not None and (key, "mod") not in self._compared:  # compare(), inlined
+            self._compared.add((key, "mod"))
+            self.compares.append(_tuple(Compare, (key, "mod", mod)))
+        self.ops.append(_tuple(Put, (key, codec.encode(msg), 0)))
+        self.events.append(_tuple(Event, (kind, ns, oid, "put")))
 
     def put_version(self, ns: str, job_id: str, version: int, job: Any, mod: int | None) -> None:
         key = self.keys.version_key(ns, job_id, version)

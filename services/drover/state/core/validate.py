@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import Any
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2
@@ -21,6 +22,13 @@ from drover.worker.resources import fill_defaults
 #: checked ~3 times per evaluation written (it was ~6 % of the state
 #: process's CPU on the broker's batched path).
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+#: id, namespace and job_id of an evaluation in one match: "/" is no name
+#: character, so the joined string splits only one way (job_id may be empty).
+_EVAL_NAMES = re.compile(
+    r"[A-Za-z0-9_.\-]{1,128}/[A-Za-z0-9_.\-]{1,128}/(?:[A-Za-z0-9_.\-]{1,128})?").fullmatch
+_EVAL_FIELDS = attrgetter("id", "namespace", "priority", "type", "job_id")
+_NS_ID = attrgetter("namespace", "id")
+_MODIFY_INDEX = attrgetter("modify_index")
 DEFAULT_NAMESPACE = "default"
 ALL_NAMESPACES = "*"
 
@@ -83,6 +91,16 @@ def validate_job(src: job_pb2.Job) -> job_pb2.Job:
     return job
 
 
+def eval_is_complete(ev: evaluation_pb2.Evaluation) -> bool:
+    """True when :func:`validate_eval` would neither refuse ``ev`` nor fill
+    anything in (an evaluation as the broker writes it back, or as a client
+    sends it complete): one attribute read and one match instead of ~10
+    calls. Never True for what :func:`validate_eval` refuses."""
+    eid, ns, priority, typ, job_id = _EVAL_FIELDS(ev)
+    return bool(ns and typ and 1 <= priority <= 100
+                and _EVAL_NAMES(f"{eid}/{ns}/{job_id}") is not None)
+
+
 def validate_eval(f: str, ev: evaluation_pb2.Evaluation) -> None:
     check_name(ev.id, f"{f}.id")
     ev.namespace = ev.namespace or DEFAULT_NAMESPACE
@@ -107,7 +125,8 @@ def validated_evals(items: Iterable[evaluation_pb2.Evaluation],
     for i, src in enumerate(items):
         ev = evaluation_pb2.Evaluation()
         ev.CopyFrom(src)
-        validate_eval(f"{field}[{i}]", ev)
+        if not eval_is_complete(ev):
+            validate_eval(f"{field}[{i}]", ev)
         out.append(ev)
     return out
 
@@ -122,7 +141,8 @@ def owned_evals(items: Iterable[evaluation_pb2.Evaluation],
     UpdateEvaluations, where a copy per evaluation was measurable."""
     out = list(items)
     for i, ev in enumerate(out):
-        validate_eval(f"{field}[{i}]", ev)
+        if not eval_is_complete(ev):  # the path is formatted only when needed
+            validate_eval(f"{field}[{i}]", ev)
     return out
 
 
@@ -135,12 +155,15 @@ def validated_eval_updates(request: Any) -> tuple[list[evaluation_pb2.Evaluation
         raise InvalidArgument("set updates, creates or both", metadata={"field": "updates"})
     updates = owned_evals(request.updates, "updates")
     creates = owned_evals(request.creates, "creates")
-    for i, ev in enumerate(updates):
-        if ev.modify_index == 0:
-            raise InvalidArgument(
-                f"updates[{i}].modify_index is required: the index of the evaluation "
-                "the update is based on", metadata={"field": f"updates[{i}].modify_index"})
-    seen: set[tuple[str, str]] = set()
+    if not all(map(_MODIFY_INDEX, updates)):
+        i = [ev.modify_index for ev in updates].index(0)
+        raise InvalidArgument(
+            f"updates[{i}].modify_index is required: the index of the evaluation "
+            "the update is based on", metadata={"field": f"updates[{i}].modify_index"})
+    idents = [*map(_NS_ID, updates), *map(_NS_ID, creates)]
+    if len(set(idents)) == len(idents):
+        return updates, creates
+    seen: set[tuple[str, str]] = set()  # a duplicate: find the first, to name it
     for field, evs in (("updates", updates), ("creates", creates)):
         for i, ev in enumerate(evs):
             ident = (ev.namespace, ev.id)
