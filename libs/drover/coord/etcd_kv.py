@@ -65,6 +65,8 @@ def _kv(kv: Any) -> KV:
 
 _TARGETS = {"mod": rpc.Compare.MOD, "create": rpc.Compare.CREATE,
             "version": rpc.Compare.VERSION, "lease": rpc.Compare.LEASE}
+_MOD = rpc.Compare.MOD
+assert rpc.Compare.EQUAL == 0  # the compare result every txn here asks for
 _FIELDS = {"mod": "mod_revision", "create": "create_revision", "version": "version",
            "lease": "lease"}
 
@@ -178,9 +180,13 @@ class EtcdKV:
         # constructing each then copying it into the request cost twice as much.
         req = rpc.TxnRequest()
         add_compare, add_op = req.compare.add, req.success.add
-        for c in compares:
-            m = add_compare(key=c.key, result=rpc.Compare.EQUAL, target=_TARGETS[c.target])
-            setattr(m, _FIELDS[c.target], c.value)
+        # result EQUAL is the enum's 0 (the default): not set. The usual
+        # target, "mod", is made in one call (a compare per written object).
+        for key, target, value in compares:
+            if target == "mod":
+                add_compare(key=key, target=_MOD, mod_revision=value)
+            else:
+                setattr(add_compare(key=key, target=_TARGETS[target]), _FIELDS[target], value)
         for op in ops:
             if isinstance(op, Put):
                 put = add_op().request_put

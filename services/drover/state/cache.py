@@ -341,13 +341,16 @@ class Cache:
         if len(set(keys)) != len(keys):
             return False
         events: list[WatchEvent] = []
+        new = tuple.__new__  # a NamedTuple's own __new__ minus a Python call (2 per op)
+        existing = self.tables.existing
         for op in ops:
-            old = self.tables.existing(op.key)
+            old = existing(op.key)
             if isinstance(op, Put):
                 create = revision if old is None else old
-                events.append(WatchEvent(KV(op.key, op.value, create, revision), False))
+                events.append(new(WatchEvent, (new(KV, (op.key, op.value, create, revision)),
+                                               False)))
             elif old is not None:
-                events.append(WatchEvent(KV(op.key, b"", 0, revision), True))
+                events.append(new(WatchEvent, (new(KV, (op.key, b"", 0, revision)), True)))
         self._apply_events(events, revision)
         return True
 

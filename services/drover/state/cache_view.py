@@ -31,7 +31,9 @@ class CacheView:
         return Found(table.decode_entry(e), e[1], e[2][0])
 
     def mod(self, kind: str, ns: str, oid: str) -> int:
-        e = self._tables[kind].objects.get(f"{ns}/{oid}")
+        # The tables' dict itself (no Tables.__getitem__ call): planners
+        # ask this once per object they write.
+        e = self._tables.tables[kind].objects.get(f"{ns}/{oid}")
         return 0 if e is None else int(e[1])
 
     def ids(self, kind: str, field: str | None, value: Any) -> Iterator[str]:

@@ -5,6 +5,7 @@ million-evaluation backlog needs, in :mod:`drover.state.eval_delete`).
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from drover.errors import InvalidArgument
@@ -20,6 +21,8 @@ from drover.state.store import Compare
 __all__ = ["OUTCOMES", "BrokerNotPaused", "EvaluationsRpc", "validate_eval", "validated_evals"]
 
 RETRIES = 3
+
+_STATUS = attrgetter("status")
 
 
 class EvaluationsRpc(DeleteByFilterRpc):
@@ -39,7 +42,7 @@ class EvaluationsRpc(DeleteByFilterRpc):
         # handler: its evaluations are checked and written as they are.
         evs = owned_evals(request.evaluations)
         fence = self.fence(context)
-        if fence is None and any(e.status in OUTCOMES for e in evs):
+        if fence is None and not OUTCOMES.isdisjoint(map(_STATUS, evs)):
             self.require_fence(context, "a terminal evaluation status")
         elif fence is not None:
             self.require_fence(context, "UpsertEvaluations")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from drover.api.state.v1 import state_pb2
@@ -9,6 +11,7 @@ from drover.api.types.v1 import evaluation_pb2
 from drover.errors import InvalidArgument
 from drover.state.core.validate import (
     check_name,
+    eval_is_complete,
     owned_evals,
     validated_eval_updates,
     validated_evals,
@@ -74,3 +77,40 @@ def test_object_keys_parse_to_their_parts_and_others_to_none() -> None:
     assert keys.parse(keys.key("nope", "default", "x")) is None
     assert keys.parse(f"{keys.base}evaluations/only-ns".encode()) is None
     assert keys.parse(b"/elsewhere/evaluations/default/x") is None
+
+
+NAMES = ["", "a", "x" * 128, "x" * 129, "a/b", "a b", "*", "\u00e9", "ok-1_.Z", "a\n"]
+
+
+def test_an_evaluation_is_complete_only_when_validate_eval_would_change_nothing() -> None:
+    """The fast check never passes what validate_eval refuses or fills in
+    (every combination of good and bad ids, namespaces, job ids, priorities
+    and types); it does pass a complete evaluation."""
+    complete = 0
+    for eid, ns, job, prio, typ in itertools.product(
+            NAMES, NAMES, NAMES, [0, 1, 50, 100, 101, -1], ["", "service"]):
+        ev = evaluation_pb2.Evaluation(id=eid, namespace=ns, job_id=job, priority=prio, type=typ)
+        if not eval_is_complete(ev):
+            continue
+        complete += 1
+        checked = evaluation_pb2.Evaluation()
+        checked.CopyFrom(ev)
+        validated_evals([checked])  # raises if refused
+        assert validated_evals([ev]) == [ev]  # nothing filled in
+    assert complete == 3 * 3 * 4 * 3  # ids, namespaces, job ids (or none), priorities
+
+
+def test_validated_eval_updates_name_the_first_missing_index_and_duplicate() -> None:
+    req = state_pb2.UpdateEvaluationsRequest(
+        updates=[_ev("a", modify_index=3), _ev("b"), _ev("c")])
+    with pytest.raises(InvalidArgument) as err:
+        validated_eval_updates(req)
+    assert err.value.metadata == {"field": "updates[1].modify_index"}
+    req = state_pb2.UpdateEvaluationsRequest(
+        updates=[_ev("a", modify_index=3)], creates=[_ev("b"), _ev("a"), _ev("b")])
+    with pytest.raises(InvalidArgument, match="'a' appears twice") as err:
+        validated_eval_updates(req)
+    assert err.value.metadata == {"field": "creates[1].id"}
+    ok = state_pb2.UpdateEvaluationsRequest(updates=[_ev("a", modify_index=3)],
+                                            creates=[_ev("a", namespace="other")])
+    assert [len(x) for x in validated_eval_updates(ok)] == [1, 1]
