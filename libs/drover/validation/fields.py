@@ -380,7 +380,7 @@ def _run(plan: _Plan, msg: Any, depth: int, limits: Limits) -> None:
 
 def _checked(request: Message, limits: Limits) -> None:
     """:func:`check_request`: the accept-only function of
-    :mod:`drover.validation.accept` first (~1 us an evaluation); the walk
+    :mod:`drover.validation.accept` first (cheaper per evaluation); the walk
     only when it cannot vouch for the request, which then decides (and
     names the field) as it always did."""
     descriptor: Any = request.DESCRIPTOR
