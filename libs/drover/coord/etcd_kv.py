@@ -71,6 +71,31 @@ _FIELDS = {"mod": "mod_revision", "create": "create_revision", "version": "versi
            "lease": "lease"}
 
 
+def txn_request(compares: Sequence[Compare], ops: Sequence[Op]) -> Any:
+    """The etcd TxnRequest of ``compares`` (each ``target == value``) and
+    ``ops`` (all applied when every compare holds; no else branch)."""
+    # Built in place with add(): a delete page is ~256 sub-messages, and
+    # constructing each then copying it into the request cost twice as much.
+    req = rpc.TxnRequest()
+    add_compare, add_op = req.compare.add, req.success.add
+    # result EQUAL is the enum's 0 (the default): not set. The usual target,
+    # "mod", is made in one call (a compare per written object).
+    for key, target, value in compares:
+        if target == "mod":
+            add_compare(key=key, target=_MOD, mod_revision=value)
+        else:
+            setattr(add_compare(key=key, target=_TARGETS[target]), _FIELDS[target], value)
+    for op in ops:
+        if isinstance(op, Put):
+            put = add_op().request_put
+            put.key, put.value = op.key, op.value
+            if op.lease:
+                put.lease = op.lease
+        else:
+            add_op().request_delete_range.key = op.key
+    return req
+
+
 def _error(err: BaseException) -> EtcdUnavailable | Compacted | LeaseNotFound:
     """etcd's error as the layer's: the same errors :class:`MemoryKV` raises."""
     if not isinstance(err, grpc.RpcError):
@@ -176,25 +201,7 @@ class EtcdKV:
         if max(len(ops), len(compares)) > self.max_txn_ops:
             raise ValueError(f"a txn holds at most {self.max_txn_ops} operations "
                              f"(etcd's --max-txn-ops), not {max(len(ops), len(compares))}")
-        # Built in place with add(): a delete page is ~256 sub-messages, and
-        # constructing each then copying it into the request cost twice as much.
-        req = rpc.TxnRequest()
-        add_compare, add_op = req.compare.add, req.success.add
-        # result EQUAL is the enum's 0 (the default): not set. The usual
-        # target, "mod", is made in one call (a compare per written object).
-        for key, target, value in compares:
-            if target == "mod":
-                add_compare(key=key, target=_MOD, mod_revision=value)
-            else:
-                setattr(add_compare(key=key, target=_TARGETS[target]), _FIELDS[target], value)
-        for op in ops:
-            if isinstance(op, Put):
-                put = add_op().request_put
-                put.key, put.value = op.key, op.value
-                if op.lease:
-                    put.lease = op.lease
-            else:
-                add_op().request_delete_range.key = op.key
+        req = txn_request(compares, ops)
         # never retried: OutcomeUnknown when it may have been applied
         t = self._telemetry
         if t is None:
