@@ -65,7 +65,10 @@ INDEXED: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 #: Indexed fields empty on nearly every object of the kind: their "" is not
-#: indexed (see :class:`drover.paging.IndexedCollection`'s ``sparse``).
+#: indexed (see :class:`drover.paging.IndexedCollection`'s ``sparse``). An
+#: indexed field with one value on every object (the namespace of a
+#: single-namespace cluster) keeps no bucket at all (a *uniform* index,
+#: same docstring): either way only values that narrow a query are indexed.
 SPARSE: dict[str, tuple[str, ...]] = {
     codec.EVALUATIONS: ("deployment_id", "node_id"),
 }
