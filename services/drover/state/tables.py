@@ -172,7 +172,8 @@ class Table:
             return old  # already applied (a replayed event)
         key = old[2] if old is not None else Key(create, nsid)
         self.rows.upsert(self._entry(value, mod, key))
-        self.index = max(self.index, mod)
+        if mod > self.index:
+            self.index = mod
         return old
 
     def entry(self, nsid: str, value: bytes, create: int, mod: int) -> Entry:
@@ -238,7 +239,8 @@ class Tables:
         tuple[codec.ObjectKey, Entry | None] | None
     ):
         """Apply one change; the object it touched and its previous entry."""
-        self.revision = max(self.revision, mod)
+        if mod > self.revision:
+            self.revision = mod
         ok = self.keys.parse(key)
         if ok is None:
             if key == self._marker:
