@@ -199,9 +199,16 @@ class OrderedIndex:
         mine = self._keys
         if not isinstance(mine, list):
             discard_sorted(mine, keys)
-            return
-        gone = set(keys)
-        mine[:] = [k for k in mine if k not in gone]
+        elif len(keys) * REBUILD_SHARE < len(mine):
+            # A key or two from a job's bucket (a delete page spans many
+            # jobs): a search each, not a pass over the whole bucket.
+            for key in keys:
+                i = bisect.bisect_left(mine, key)
+                if i < len(mine) and mine[i] == key:
+                    del mine[i]
+        else:
+            gone = set(keys)
+            mine[:] = [k for k in mine if k not in gone]
 
     def __len__(self) -> int:
         return len(self._keys)

@@ -88,20 +88,21 @@ def observed(c: IndexedCollection[Rec], model: Mapping[str, Rec]) -> dict[str, o
 
 ops = st.lists(st.tuples(
     st.sampled_from(["put", "put", "put", "del", "flush", "load"]),
-    st.integers(0, 19),
+    st.integers(0, 39),
     st.sampled_from(["default", "default", "default", "other"]),
     st.sampled_from(["pending", "complete", "complete", "failed"]),
     st.sampled_from(["j0", "j0", "j1", "j2", "j3"]),
 ), max_size=60)
 
 
-@settings(max_examples=150, deadline=None)
-@given(ops, st.booleans())
+@settings(max_examples=200, deadline=None)
+@given(ops, st.booleans(), st.sampled_from([2, 256]))
 def test_reads_equal_a_scan_through_uniform_and_small_buckets(
-        script: list[tuple[str, int, str, str, str]], defer: bool) -> None:
-    # Buckets of 3+ keys become SortedLists, so promotions happen too.
+        script: list[tuple[str, int, str, str, str]], defer: bool, small: int) -> None:
+    # 2: buckets of 3+ keys become SortedLists, so promotions happen too;
+    # 256: every bucket stays a list (one-key removals search, larger filter).
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(index_mod, "SMALL_BUCKET", 2)
+        m.setattr(index_mod, "SMALL_BUCKET", small)
         c = make(defer)
         model: dict[str, Rec] = {}
         rev = 0
@@ -180,3 +181,16 @@ def test_add_new_is_add_unless_present(initial: list[int], adds: list[int]) -> N
         assert list(ours) == list(theirs)
         assert [ours[i] for i in range(0, len(ours), 7)] == [theirs[i] for i in
                                                              range(0, len(theirs), 7)]
+
+
+@pytest.mark.parametrize("defer", [True, False])
+def test_a_few_removals_from_a_long_list_bucket_remove_exactly_those(defer: bool) -> None:
+    c = make(defer)
+    c.load([Rec(i, f"o{i:02}", job="j0" if i % 2 else "j1") for i in range(1, 61)])
+    assert isinstance(c._indexes["job"]._buckets["j0"]._keys, list)  # 30 keys: a list
+    for i in (7, 31, 59):
+        c.remove_id(f"o{i:02}")
+    c.flush()
+    left = [Key(i, f"o{i:02}") for i in range(1, 61, 2) if i not in (7, 31, 59)]
+    assert list(c.keys("job", "j0")) == left
+    assert c.count({"job": frozenset(["j0"])}) == 27
