@@ -46,6 +46,17 @@ A *sparse* indexed field (``sparse=``) does not index its empty value
 cost one sorted-list update per write and never narrow a query. A query for
 ``""`` on a sparse field walks create order and tests the field instead.
 
+A dense indexed field whose every object has one value is *uniform* (see
+:class:`drover.paging.index.SecondaryIndex`): no bucket is kept, the create
+order is that value's bucket, and a write costs the index nothing -- the
+namespace of a single-namespace cluster, a field every object leaves at its
+default: an index that holds one value never narrows a query. The first
+object of another value turns it into buckets by one copy of the create
+order; it turns uniform again only when the collection empties (nothing
+queued) or is re-loaded. Buckets themselves start as plain sorted lists
+and turn into a ``SortedList`` past ``SMALL_BUCKET`` keys: a selective index
+(job_id) makes one per new value.
+
 The sorted id index is kept lazily on removal: a removed id stays in the
 sorted list, is noted in a set, and is skipped by prefix walks; with
 ``defer_discards`` :meth:`flush` cuts them in sorted batches, otherwise once
@@ -68,7 +79,15 @@ from typing import Any, Generic, TypeVar
 from sortedcontainers import SortedList
 
 from drover.paging.bulk import BulkLoad
-from drover.paging.index import Key, OrderedIndex, SecondaryIndex, discard_sorted, sorted_list_of
+from drover.paging.index import (
+    MIXED,
+    Key,
+    OrderedIndex,
+    SecondaryIndex,
+    add_new,
+    discard_sorted,
+    sorted_list_of,
+)
 
 __all__ = ["IndexedCollection", "Where"]
 
@@ -127,10 +146,15 @@ class IndexedCollection(Generic[T]):
             raise ValueError(f"indexed fields without an extractor: {unknown}")
         self._items: dict[str, T] = {}
         self._order = OrderedIndex()
-        self._indexes: dict[str, SecondaryIndex] = {name: SecondaryIndex() for name in indexed}
         self._sparse = frozenset(sparse)
-        if not self._sparse <= set(self._indexes):
+        indexed = list(indexed)
+        if not self._sparse <= set(indexed):
             raise ValueError(f"sparse fields not indexed: {sorted(self._sparse - set(indexed))}")
+        # A dense index may be uniform (see SecondaryIndex): its universe is
+        # the create order. A sparse one is not (its "" is not indexed).
+        self._indexes: dict[str, SecondaryIndex] = {
+            name: SecondaryIndex(None if name in self._sparse else self._order)
+            for name in indexed}
         # (extractor, index, the value not indexed) triples, resolved once:
         # writes walk them per object. _NOTHING: every value is indexed.
         self._maintained = [(self._fields[name], index, "" if name in self._sparse else _NOTHING)
@@ -193,6 +217,8 @@ class IndexedCollection(Generic[T]):
                                       keys, ordered)
         self._order = OrderedIndex.of_sorted(keys)
         for get, index, skip in self._maintained:
+            if index.universe is not None:
+                index.universe = self._order
             index.load_sorted(list(map(get, ordered)), keys, skip)
 
     def upsert(self, item: T) -> T | None:
@@ -204,6 +230,8 @@ class IndexedCollection(Generic[T]):
             old = None  # a new object under a reused id: a new position
         if old is None and key in self._queued_keys:
             self.flush()
+        # Empty, nothing queued: every index is empty, and may turn uniform.
+        fresh = not self._items and not self._queued
         self._items[key.id] = item
         if old is None:
             self._order.add(key)
@@ -211,15 +239,24 @@ class IndexedCollection(Generic[T]):
                 if key.id in self._ids_gone:
                     self._ids_gone.discard(key.id)  # still in the list
                 else:
-                    self._ids.add(key.id)
+                    add_new(self._ids, key.id)
         for get, index, skip in self._maintained:
             value = get(item)
             if old is not None:
                 previous = get(old)
                 if previous == value:
                     continue
+                if index.uniform is not MIXED:
+                    index.materialize()  # (this key leaves the bucket below)
                 if previous != skip:
                     index.discard(previous, key)
+            elif index.uniform is not MIXED:
+                if value == index.uniform:
+                    continue
+                index.materialize(key)
+            elif fresh and index.universe is not None:
+                index.uniform = value
+                continue
             if value != skip:
                 index.add(value, key)
         return old
@@ -244,6 +281,8 @@ class IndexedCollection(Generic[T]):
             return old
         self._order.discard(key)
         for get, index, skip in self._maintained:
+            if index.uniform is not MIXED:
+                continue  # (the key left the universe: its bucket)
             value = get(old)
             if value != skip:
                 index.discard(value, key)
@@ -284,6 +323,8 @@ class IndexedCollection(Generic[T]):
         # the batch -- namespace, type -- is one group: no grouping at all).
         self._order.discard_many(keys)
         for get, index, skip in self._maintained:
+            if index.uniform is not MIXED:
+                continue  # every queued key had the value: gone with the order
             values = list(map(get, batch))
             first = values[0]
             if first != skip and values.count(first) == n:

@@ -295,17 +295,17 @@ class Cache:
     def _apply_events(self, events: list[WatchEvent], revision: int) -> None:
         changes: list[Change] = []
         touched: set[str] = set()
-        for ev in events:
-            kv = ev.kv
-            got = self.tables.apply(kv.key, kv.value, kv.create_revision, kv.mod_revision,
-                                    ev.deleted)
+        apply, new = self.tables.apply, tuple.__new__
+        for kv, deleted in events:
+            got = apply(kv.key, kv.value, kv.create_revision, kv.mod_revision, deleted)
             if got is None:
                 continue
             ok, old = got
             touched.add(ok.kind)
-            create = kv.create_revision if not ev.deleted else (old[2][0] if old else 0)
-            changes.append(Change(ok.kind, ok.namespace, ok.id, kv.mod_revision, ev.deleted,
-                                  kv.value, create))
+            create = kv.create_revision if not deleted else (old[2][0] if old else 0)
+            # (tuple.__new__: what Change's own __new__ does, minus a Python call)
+            changes.append(new(Change, (ok.kind, ok.namespace, ok.id, kv.mod_revision, deleted,
+                                        kv.value, create)))
         self.tables.advance(revision)
         self._since_freeze += len(events)
         if self._since_freeze >= self.config.freeze_every_events:

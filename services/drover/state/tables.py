@@ -37,6 +37,8 @@ Order = Key
 Entry = tuple[Any, ...]
 Getter = Callable[[Any], Any]
 RECORD_START = 3
+#: Object keys whose parse :class:`Tables` remembers (~1 MB at most).
+PARSED_KEYS = 4096
 _mod_revision = operator.itemgetter(1)
 
 #: Per kind: the record fields, and which of them are indexed.
@@ -65,7 +67,10 @@ INDEXED: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 #: Indexed fields empty on nearly every object of the kind: their "" is not
-#: indexed (see :class:`drover.paging.IndexedCollection`'s ``sparse``).
+#: indexed (see :class:`drover.paging.IndexedCollection`'s ``sparse``). An
+#: indexed field with one value on every object (the namespace of a
+#: single-namespace cluster) keeps no bucket at all (a *uniform* index,
+#: same docstring): either way only values that narrow a query are indexed.
 SPARSE: dict[str, tuple[str, ...]] = {
     codec.EVALUATIONS: ("deployment_id", "node_id"),
 }
@@ -169,7 +174,8 @@ class Table:
             return old  # already applied (a replayed event)
         key = old[2] if old is not None else Key(create, nsid)
         self.rows.upsert(self._entry(value, mod, key))
-        self.index = max(self.index, mod)
+        if mod > self.index:
+            self.index = mod
         return old
 
     def entry(self, nsid: str, value: bytes, create: int, mod: int) -> Entry:
@@ -225,18 +231,36 @@ class Tables:
         self.revision = 0
         self.marker_revision = 0
         self._marker = marker_key(keys)
+        # Recently parsed object keys (see _parse).
+        self._parsed: dict[bytes, codec.ObjectKey] = {}
         # The initial list's entries per kind, and each kind's largest mod_revision.
         self._staged: dict[str, tuple[BulkLoad[Entry], list[int]]] = {}
 
     def __getitem__(self, kind: str) -> Table:
         return self.tables[kind]
 
+    def _parse(self, key: bytes) -> codec.ObjectKey | None:
+        """:meth:`codec.KeyCodec.parse`, remembered for the last
+        ``PARSED_KEYS`` object keys: a written object's key is parsed again
+        soon (a txn's key when the write is applied, after the check of what
+        it replaces; an evaluation's when the broker acks it, a moment
+        after its creation). Cleared when full (a bound, not an LRU)."""
+        ok = self._parsed.get(key)
+        if ok is None:
+            ok = self.keys.parse(key)
+            if ok is not None:
+                if len(self._parsed) >= PARSED_KEYS:
+                    self._parsed.clear()
+                self._parsed[key] = ok
+        return ok
+
     def apply(self, key: bytes, value: bytes, create: int, mod: int, deleted: bool) -> (
         tuple[codec.ObjectKey, Entry | None] | None
     ):
         """Apply one change; the object it touched and its previous entry."""
-        self.revision = max(self.revision, mod)
-        ok = self.keys.parse(key)
+        if mod > self.revision:
+            self.revision = mod
+        ok = self._parse(key)
         if ok is None:
             if key == self._marker:
                 self.marker_revision = 0 if deleted else max(self.marker_revision, mod)
@@ -250,7 +274,7 @@ class Tables:
     def existing(self, key: bytes) -> int | None:
         """The create revision of the object at ``key``, if cached; for a key
         that is not an object, 0 if it is the marker as seen, else None."""
-        ok = self.keys.parse(key)
+        ok = self._parse(key)
         if ok is None:
             return 0 if key == self._marker and self.marker_revision else None
         e = self.tables[ok.kind].rows.by_id(f"{ok.namespace}/{ok.id}")
