@@ -46,15 +46,17 @@ outcome unknown, as for any lost reply; at-least-once).
 
 Tracing: each write remembers the trace context it was made in; a batch's
 ``broker write`` span is the child of its first write's context and links
-the others, so an Ack's trace goes on to the state service's txn.
+the others (each context once: an AckBatch's writes share one), so an Ack's
+trace goes on to the state service's txn. ``on_written`` is called once per
+landed txn, with every group it wrote.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from opentelemetry import context as otel_context
@@ -95,16 +97,61 @@ class UpdateApi(Protocol):
 _FINAL = (InvalidArgument, NotFound, AlreadyExists, FailedPrecondition)
 
 
-@dataclass
+class _Outcomes:
+    """The outcomes of writes queued together (an AckBatch): one future for
+    all of them, resolved once every write has its store index or error
+    (each write still succeeds or fails on its own)."""
+
+    __slots__ = ("future", "left", "results")
+
+    def __init__(self, future: asyncio.Future[list[int | DroverError]], n: int) -> None:
+        self.future = future
+        self.results: list[int | DroverError | None] = [None] * n
+        self.left = n
+
+    def resolve(self, slot: int, outcome: int | DroverError) -> None:
+        if self.results[slot] is not None:
+            return  # answered once (close() after a landing, say)
+        self.results[slot] = outcome
+        self.left -= 1
+        if not self.left and not self.future.done():
+            self.future.set_result(self.results)  # type: ignore[arg-type]
+
+
 class _Pending:
-    group: WriteGroup
-    # None for an effect (nobody awaits it; retried until written).
-    done: asyncio.Future[int] | None = None
-    attempts: int = field(default=0)
-    # None: the term's fence.
-    fence: Fence | None = None
-    # The trace context the write was made in (an RPC's server span).
-    context: otel_context.Context = field(default_factory=otel_context.get_current)
+    """One queued write. ``sink`` is None for an effect (nobody awaits it;
+    retried until written), else where its outcome goes: a future, or slot
+    ``slot`` of an :class:`_Outcomes`."""
+
+    __slots__ = ("attempts", "context", "fence", "group", "sink", "slot")
+
+    def __init__(self, group: WriteGroup, sink: asyncio.Future[int] | _Outcomes | None = None,
+                 fence: Fence | None = None, context: otel_context.Context | None = None,
+                 slot: int = 0) -> None:
+        self.group = group
+        self.sink = sink
+        self.slot = slot
+        self.attempts = 0
+        # None: the term's fence.
+        self.fence = fence
+        # The trace context the write was made in (an RPC's server span).
+        self.context = otel_context.get_current() if context is None else context
+
+    @property
+    def awaited(self) -> bool:
+        return self.sink is not None
+
+    def resolve(self, outcome: int | DroverError) -> None:
+        sink = self.sink
+        if sink is None:
+            return
+        if isinstance(sink, _Outcomes):
+            sink.resolve(self.slot, outcome)
+        elif not sink.done():
+            if isinstance(outcome, DroverError):
+                sink.set_exception(outcome)
+            else:
+                sink.set_result(outcome)
 
 
 class FencedWriter:
@@ -113,7 +160,7 @@ class FencedWriter:
         api: UpdateApi,
         fence: Fence,
         *,
-        on_written: Callable[[WriteGroup, int], None],
+        on_written: Callable[[Sequence[WriteGroup], int], None],
         on_fence_lost: Callable[[str], None],
         alive: Callable[[], bool] = lambda: True,
         max_objects: int = MAX_OBJECTS,
@@ -128,7 +175,8 @@ class FencedWriter:
         self._max = max_objects
         self._backoff = retry_backoff
         self._max_in_flight = max(1, max_in_flight)
-        self._queue: list[_Pending] = []
+        self._queue: deque[_Pending] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._wake = asyncio.Event()
         self._closed: DroverError | None = None
         self._retry: list[_Pending] = []
@@ -154,8 +202,41 @@ class FencedWriter:
         return await self.enqueue(group, fence)
 
     def enqueue(self, group: WriteGroup, fence: Fence | None = None) -> asyncio.Future[int]:
-        """:meth:`write` without the wait: the future of the store index
-        (many writes queued in one go, awaited together: an AckBatch)."""
+        """:meth:`write` without the wait: the future of the store index."""
+        self._check(group)
+        done: asyncio.Future[int] = self._running_loop().create_future()
+        self._queue.append(_Pending(group, done, None if fence == self._fence else fence))
+        self._wake.set()
+        return done
+
+    def enqueue_all(
+        self, writes: Sequence[tuple[WriteGroup, Fence | None]],
+    ) -> asyncio.Future[list[int | DroverError]]:
+        """Queue many writes at one moment (an AckBatch); one future of
+        every write's store index or error, in order, once all are answered.
+
+        Each write is still its own: merged into txns with others, and
+        failing alone (a refused batch is retried group by group). Raises
+        at once, queuing nothing, if the writer is closed or a group is too
+        big.
+        """
+        for group, _ in writes:
+            self._check(group)
+        done: asyncio.Future[list[int | DroverError]] = self._running_loop().create_future()
+        if not writes:
+            done.set_result([])
+            return done
+        sink = _Outcomes(done, len(writes))
+        context = otel_context.get_current()
+        term_fence = self._fence
+        self._queue.extend(
+            _Pending(group, sink, None if fence is None or fence == term_fence else fence,
+                     context, slot)
+            for slot, (group, fence) in enumerate(writes))
+        self._wake.set()
+        return done
+
+    def _check(self, group: WriteGroup) -> None:
         if self._closed is not None:
             raise self._closed
         if group.size > self._max:
@@ -164,17 +245,20 @@ class FencedWriter:
                 f"{self._max - 1} follow-ups), got {group.size}",
                 metadata={"field": "follow_ups"},
             )
-        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Pending(group, done, fence=None if fence == self._fence else fence))
-        self._wake.set()
-        return done
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        # Looked up once: asyncio.get_running_loop() is a getpid() syscall
+        # each time, and an AckBatch used to make one per ack.
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
 
     def close(self, err: DroverError) -> None:
         """End the term's writes: waiting callers get ``err``; effects are dropped."""
         self._closed = err
         for item in (*(i for batch in self._inflight for i in batch), *self._queue):
-            if item.done is not None and not item.done.done():
-                item.done.set_exception(err)
+            item.resolve(err)
         self._inflight = []
         self._busy.clear()
         self._queue.clear()
@@ -246,9 +330,9 @@ class FencedWriter:
             n = head.group.size
             if batch and (size + n > self._max or head.fence != batch[0].fence):
                 break
-            if busy and any(i in busy for i in _group_ids(head.group)):
+            if busy and _touches(head.group, busy):
                 break
-            batch.append(self._queue.pop(0))
+            batch.append(self._queue.popleft())
             size += n
         return batch
 
@@ -257,9 +341,7 @@ class FencedWriter:
             # Ended while this batch waited (another flight lost the fence):
             # close() answered its callers; nothing more is written.
             return
-        links = [trace.Link(c) for c in
-                 (trace.get_current_span(p.context).get_span_context() for p in batch[1:])
-                 if c.is_valid]
+        links = _links(batch)
         try:
             with _tracer.start_as_current_span(
                 "broker write", context=batch[0].context, links=links,
@@ -283,8 +365,7 @@ class FencedWriter:
                 return
             self._failed(batch[0], err)
             return
-        for item in batch:
-            self._succeeded(item, index)
+        self._succeeded(batch, index)
 
     async def _update(self, batch: list[_Pending]) -> int:
         updates: dict[str, Evaluation] = {}
@@ -301,18 +382,17 @@ class FencedWriter:
         fence = batch[0].fence or self._fence
         return await self._api.update(list(updates.values()), list(creates.values()), fence)
 
-    def _succeeded(self, item: _Pending, index: int) -> None:
+    def _succeeded(self, batch: list[_Pending], index: int) -> None:
         try:
-            self._on_written(item.group, index)
+            self._on_written([item.group for item in batch], index)
         except Exception:
             log.exception("broker: after-write hook failed")
-        if item.done is not None and not item.done.done():
-            item.done.set_result(index)
+        for item in batch:
+            item.resolve(index)
 
     def _failed(self, item: _Pending, err: DroverError) -> None:
-        if item.done is not None:
-            if not item.done.done():
-                item.done.set_exception(err)
+        if item.awaited:
+            item.resolve(err)
             return
         if isinstance(err, InvalidArgument):
             log.error("broker: the state store refused an effect write, dropping it: %s", err)
@@ -350,5 +430,31 @@ def _group_ids(group: WriteGroup) -> list[str]:
     return [ev.id for ev in (*group.evaluations, *group.creates)]
 
 
+def _touches(group: WriteGroup, busy: dict[str, int]) -> bool:
+    """Whether ``group`` writes an evaluation of a batch in flight."""
+    for ev in group.evaluations:
+        if ev.id in busy:
+            return True
+    return any(ev.id in busy for ev in group.creates)
+
+
 def _ids(batch: list[_Pending]) -> set[str]:
     return {i for item in batch for i in _group_ids(item.group)}
+
+
+def _links(batch: list[_Pending]) -> list[trace.Link]:
+    """Links to the trace contexts of a batch's writes after the first (the
+    span's parent), each context once: an AckBatch's writes share one."""
+    links: list[trace.Link] = []
+    previous = batch[0].context
+    seen = {id(previous)}  # (every context is alive: the batch holds it)
+    for item in batch[1:]:
+        context = item.context
+        if context is previous or id(context) in seen:
+            continue
+        previous = context
+        seen.add(id(context))
+        span_context = trace.get_current_span(context).get_span_context()
+        if span_context.is_valid:
+            links.append(trace.Link(span_context))
+    return links
