@@ -318,12 +318,7 @@ class BrokerRuntime:
             return []
         batch = [first]
         if limit > 1 and self._writer is not None and self.guard.alive():
-            core = self.core
-            while len(batch) < limit:
-                more = core.dequeue(schedulers)
-                if more is None:
-                    break
-                batch.append(more)
+            batch += self.core.dequeue_many(schedulers, limit - 1)
         return batch
 
     def _give_back(self, future: asyncio.Future[Delivery]) -> None:

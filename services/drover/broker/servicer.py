@@ -103,18 +103,18 @@ class BrokerServicer(broker_pb2_grpc.EvalBrokerServiceServicer):
                     metadata={"field": f"acks[{i}].eval_id"})
             seen[ack.eval_id] = i
         outcomes = await self.runtime.ack_batch([
-            AckItem(a.eval_id, a.token, a.status, a.status_description, list(a.follow_ups))
+            AckItem(a.eval_id, a.token, a.status, a.status_description,
+                    list(a.follow_ups) if a.follow_ups else ())
             for a in acks
         ])
         response = broker_pb2.AckBatchResponse()
-        for ack, outcome in zip(acks, outcomes, strict=True):
-            item = response.outcomes.add(eval_id=ack.eval_id)
+        add = response.outcomes.add
+        for eval_id, outcome in zip(seen, outcomes, strict=True):
             if isinstance(outcome, DroverError):
-                item.code = rpc_code(outcome)
-                item.reason = outcome.reason
-                item.message = outcome.message
+                add(eval_id=eval_id, code=rpc_code(outcome), reason=outcome.reason,
+                    message=outcome.message)
             else:
-                item.index = outcome
+                add(eval_id=eval_id, index=outcome)
         return response
 
     async def Nack(self, request: Any, context: Any) -> Any:

@@ -78,6 +78,8 @@ from drover.errors import (
 
 __all__ = ["FencedWriter", "UpdateApi"]
 
+_NONE: tuple[list[_Pending], list[str]] = ([], [])
+
 log = logging.getLogger(__name__)
 _tracer = trace.get_tracer("drover.broker.writer")
 
@@ -275,11 +277,11 @@ class FencedWriter:
         try:
             while self._closed is None:
                 self._wake.clear()
-                batch = self._take() if len(flights) < self._max_in_flight else []
+                batch, ids = self._take() if len(flights) < self._max_in_flight else _NONE
                 if batch:
                     # Marked in flight now, not when the task first runs:
                     # the next _take must already see its ids.
-                    ids = self._start(batch)
+                    self._start(batch, ids)
                     flights.add(asyncio.ensure_future(self._flight(batch, ids)))
                     continue
                 # Nothing to start: wait for a write, or for a flight to land
@@ -299,14 +301,14 @@ class FencedWriter:
             if self._closed is None:
                 self.close(NotLeader("broker", None))
 
-    def _start(self, batch: list[_Pending]) -> set[str]:
+    def _start(self, batch: list[_Pending], ids: list[str]) -> list[str]:
         self._inflight.append(batch)
-        ids = _ids(batch)
+        busy = self._busy
         for i in ids:
-            self._busy[i] = self._busy.get(i, 0) + 1
+            busy[i] = busy.get(i, 0) + 1
         return ids
 
-    async def _flight(self, batch: list[_Pending], ids: set[str]) -> None:
+    async def _flight(self, batch: list[_Pending], ids: list[str]) -> None:
         try:
             await self._flush(batch)
         finally:
@@ -318,23 +320,29 @@ class FencedWriter:
                     if left:
                         self._busy[i] = left
 
-    def _take(self) -> list[_Pending]:
-        """The next batch: the queue's head and what follows it, up to
-        ``max_objects``, one fence, and stopping at the first write that
-        touches an evaluation still in flight (FIFO per evaluation)."""
+    def _take(self) -> tuple[list[_Pending], list[str]]:
+        """The next batch and the evaluation ids it writes: the queue's head
+        and what follows it, up to ``max_objects``, one fence, and stopping
+        at the first write that touches an evaluation still in flight (FIFO
+        per evaluation)."""
         batch: list[_Pending] = []
-        size = 0
+        ids: list[str] = []
         busy = self._busy
-        while self._queue:
-            head = self._queue[0]
-            n = head.group.size
-            if batch and (size + n > self._max or head.fence != batch[0].fence):
+        queue = self._queue
+        limit = self._max
+        while queue:
+            head = queue[0]
+            group = head.group
+            mine = [ev.id for ev in group.evaluations]
+            if group.creates:
+                mine += [ev.id for ev in group.creates]
+            if batch and (len(ids) + len(mine) > limit or head.fence != batch[0].fence):
                 break
-            if busy and _touches(head.group, busy):
+            if busy and not busy.keys().isdisjoint(mine):
                 break
-            batch.append(self._queue.popleft())
-            size += n
-        return batch
+            batch.append(queue.popleft())
+            ids += mine
+        return batch, ids
 
     async def _flush(self, batch: list[_Pending]) -> None:
         if self._closed is not None:
@@ -424,22 +432,6 @@ class FencedWriter:
             return  # the other flight lost it first: the term ends once
         self._on_fence_lost(f"a fenced state write failed: {err.message}")
         self.close(NotLeader("broker", None))
-
-
-def _group_ids(group: WriteGroup) -> list[str]:
-    return [ev.id for ev in (*group.evaluations, *group.creates)]
-
-
-def _touches(group: WriteGroup, busy: dict[str, int]) -> bool:
-    """Whether ``group`` writes an evaluation of a batch in flight."""
-    for ev in group.evaluations:
-        if ev.id in busy:
-            return True
-    return any(ev.id in busy for ev in group.creates)
-
-
-def _ids(batch: list[_Pending]) -> set[str]:
-    return {i for item in batch for i in _group_ids(item.group)}
 
 
 def _links(batch: list[_Pending]) -> list[trace.Link]:
