@@ -51,7 +51,7 @@ from drover.broker.errors import BrokerDisabled
 from drover.broker.feed import EventFeed
 from drover.broker.gc_policy import GcPolicy
 from drover.broker.long_poll import LongPolls
-from drover.broker.settlement import AckItem, AckSettlement, ack_body, final_status
+from drover.broker.settlement import AckItem, AckLike, AckSettlement, ack_body, final_status
 from drover.broker.state_api import BrokerStateApi
 from drover.broker.tokens import token_term
 from drover.broker.writer import FencedWriter
@@ -60,7 +60,7 @@ from drover.coord.guard import LeaderGuard
 from drover.coord.term import Term
 from drover.errors import DroverError, InvalidArgument, NotLeader
 
-__all__ = ["AckItem", "BrokerRuntime", "ShellConfig"]
+__all__ = ["AckItem", "AckLike", "BrokerRuntime", "ShellConfig"]
 
 log = logging.getLogger(__name__)
 
@@ -354,7 +354,7 @@ class BrokerRuntime:
             self._after(self.acks.settle(eval_id, token))
         return index
 
-    def _begin_ack(self, ack: AckItem) -> tuple[WriteGroup, Fence | None]:
+    def _begin_ack(self, ack: AckLike) -> tuple[WriteGroup, Fence | None]:
         """Check an ack and mark it in flight (synchronous: checked and
         queued at one moment of the term); the write to queue and its fence."""
         final = final_status(ack.status)
@@ -362,11 +362,12 @@ class BrokerRuntime:
             held = self.core.check_outstanding(ack.eval_id, ack.token)
         except BrokerDisabled:
             raise self.not_leader() from None
-        body = ack_body(held, final, ack.description)
+        body = ack_body(held, final, ack.status_description)
         # An update of what was handed out (compared on its modify_index:
         # never re-created if deleted meanwhile), fenced with the term the
         # delivery was made under; follow-ups are creates of new ids.
-        group = WriteGroup((body,), creates=tuple(ack.follow_ups) if ack.follow_ups else ())
+        follow_ups = ack.follow_ups
+        group = WriteGroup((body,), creates=tuple(follow_ups) if follow_ups else ())
         # The stream may bring this write back before the call returns; it
         # then acks the core itself (see ``applied``), else the caller does.
         self.acks.begin(ack.eval_id, ack.token)
@@ -382,7 +383,7 @@ class BrokerRuntime:
         return Fence(term.leader_key, issued)
 
     @_hinted
-    async def ack_batch(self, acks: Sequence[AckItem]) -> list[int | DroverError]:
+    async def ack_batch(self, acks: Sequence[AckLike]) -> list[int | DroverError]:
         """Each ack's store index, or the error Ack alone would have raised.
 
         The acks' writes are queued at one moment (one check of the term,
@@ -392,7 +393,7 @@ class BrokerRuntime:
         """
         writer = await self._writer_for_call()
         outcomes: list[int | DroverError] = [0] * len(acks)
-        queued: list[tuple[int, AckItem]] = []
+        queued: list[tuple[int, AckLike]] = []
         writes: list[tuple[WriteGroup, Fence | None]] = []
         for i, ack in enumerate(acks):
             try:
