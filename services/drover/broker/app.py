@@ -31,6 +31,7 @@ from drover.api.state.v1 import state_pb2_grpc
 from drover.broker import metrics
 from drover.broker.config import BrokerConfig
 from drover.broker.core import EvalBroker
+from drover.broker.gc_policy import GcPolicy
 from drover.broker.runtime import BrokerRuntime, ShellConfig
 from drover.broker.servicer import BrokerServicer
 from drover.broker.state_api import GrpcStateApi
@@ -75,7 +76,9 @@ class BrokerApp:
             dial=lambda address: channel(address, tls=settings.tls, token=self._server_token))
         self.api = GrpcStateApi(self.state)
         self.core = EvalBroker(broker_config, clock=time.monotonic, rng=random.Random())
-        self.runtime = BrokerRuntime(self.api, self.core, address="", config=shell_config)
+        self.gc_policy = GcPolicy()
+        self.runtime = BrokerRuntime(self.api, self.core, address="", config=shell_config,
+                                     gc_policy=self.gc_policy)
         self.servicer = BrokerServicer(self.runtime)
         self.leadership: Leadership | None = None
         self._leadership_config = leadership_config or LeadershipConfig(
@@ -101,6 +104,7 @@ class BrokerApp:
 
     async def start(self, ctx: AppContext) -> None:
         self.runtime.address = ctx.address
+        self.gc_policy.start()
         self._unregister = metrics.register(self.core)
         keyspace = Keyspace(self.settings.etcd.prefix)
         if ctx.etcd is not None:

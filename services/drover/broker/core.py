@@ -42,9 +42,8 @@ from __future__ import annotations
 import enum
 import random
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.broker.config import BrokerConfig
@@ -81,7 +80,13 @@ _TERMINAL = frozenset((
     _S.EVALUATION_STATUS_CANCELED,
 ))
 _COMPLETE = _S.EVALUATION_STATUS_COMPLETE
+# The RFC 4122 variant and version-4 bits of a random UUID, as uuid.UUID sets them.
+_UUID_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))
+_UUID_V4 = (0x8000 << 48) | (4 << 76)
 _BLOCKED = _S.EVALUATION_STATUS_BLOCKED
+
+
+UNACKED = EvalState.UNACKED
 
 
 class BrokerMode(enum.Enum):
@@ -90,9 +95,9 @@ class BrokerMode(enum.Enum):
     LEADER = "leader"
 
 
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """An evaluation handed to a worker by ``dequeue``."""
+class Delivery(NamedTuple):
+    """An evaluation handed to a worker by ``dequeue`` (a tuple: one is
+    built per evaluation delivered)."""
 
     evaluation: Evaluation
     token: str
@@ -143,7 +148,11 @@ class EvalBroker:
         self._processing = Reservoir(size, self._rng)
 
     def _random_uuid(self) -> str:
-        return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        # str(uuid.UUID(int=..., version=4)), formatted directly: one per
+        # delivery (its token), and the UUID class costs twice as much.
+        n = (self._rng.getrandbits(128) & _UUID_CLEAR) | _UUID_V4
+        h = f"{n:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     # -- modes -----------------------------------------------------------------
 
@@ -305,19 +314,34 @@ class EvalBroker:
 
     def dequeue(self, schedulers: Sequence[str]) -> Delivery | None:
         """The best ready evaluation of ``schedulers``, or None (the shell long-polls)."""
+        batch = self.dequeue_many(schedulers, 1)
+        return batch[0] if batch else None
+
+    def dequeue_many(self, schedulers: Sequence[str], limit: int) -> list[Delivery]:
+        """Up to ``limit`` deliveries, each as ``dequeue`` would make them
+        one after the other (best first; one per job: a delivered job's
+        pending evaluation is not ready until the delivery is acked)."""
         self._require_leader()
         if self._paused:
-            return None
+            return []
         state = self._state
-        rec = state.ready.pop_best(schedulers, self._rng)
-        if rec is None:
-            return None
+        pop_best = state.ready.pop_best
+        rng = self._rng
         now = self._clock()
-        self._ready_wait.add(now - rec.since)
-        rec.deliveries += 1
-        rec.token = make_token(self._term, self._new_id())
-        state.set_state(rec, EvalState.UNACKED, now, deadline=now + self._config.nack_timeout)
-        return Delivery(rec.eval, rec.token, state.wait_index(rec), rec.deliveries)
+        deadline = now + self._config.nack_timeout
+        term = self._term
+        new_id = self._new_id
+        out: list[Delivery] = []
+        while len(out) < limit:
+            rec = pop_best(schedulers, rng)
+            if rec is None:
+                break
+            self._ready_wait.add(now - rec.since)
+            rec.deliveries += 1
+            rec.token = token = make_token(term, new_id())
+            state.set_state(rec, UNACKED, now, deadline=deadline)
+            out.append(Delivery(rec.eval, token, state.wait_index(rec), rec.deliveries))
+        return out
 
     def ack(self, eval_id: str, token: str) -> list[Effect]:
         """The worker finished; the job's pending evaluation becomes ready."""

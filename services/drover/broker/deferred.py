@@ -41,8 +41,9 @@ class DeferredCancels:
                         self._bodies[eval_id] = body
 
     def discard(self, eval_id: str) -> None:
-        self._by_id.pop(eval_id, None)
-        self._bodies.pop(eval_id, None)
+        if self._by_id:  # (bodies are only kept for ids in _by_id)
+            self._by_id.pop(eval_id, None)
+            self._bodies.pop(eval_id, None)
 
     def __contains__(self, eval_id: object) -> bool:
         return eval_id in self._by_id

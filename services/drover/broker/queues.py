@@ -86,6 +86,14 @@ class ReadyQueues:
         equal priorities are broken at random: a flood of one scheduler type
         cannot starve another of the same priority.
         """
+        if len(schedulers) == 1:
+            # One type (the common worker): its head, no ties to break.
+            heap = self._heaps.get(schedulers[0])
+            while heap:
+                entry = heapq.heappop(heap)
+                if entry[2] == entry[3].ticket:
+                    return entry[3]
+            return None
         best: list[EvalRecord] = []
         for name in dict.fromkeys(schedulers):
             head = self._head(name)

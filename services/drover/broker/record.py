@@ -38,6 +38,11 @@ class EvalState(enum.Enum):
     # Reached the delivery limit; waits for the leader to write it failed.
     FAILED = "failed"
 
+    # Members are singletons compared by identity: hash them by identity too,
+    # in C (Enum's own __hash__ is Python code, and the broker's counters,
+    # keyed by state, are touched on every state change).
+    __hash__ = object.__hash__
+
 
 class EvalRecord:
     """What the broker knows about one held evaluation. Read-only outside the core."""

@@ -49,8 +49,9 @@ from drover.broker.core import BrokerMode, Delivery, EvalBroker
 from drover.broker.effects import Effect, WriteGroup, to_writes
 from drover.broker.errors import BrokerDisabled
 from drover.broker.feed import EventFeed
+from drover.broker.gc_policy import GcPolicy
 from drover.broker.long_poll import LongPolls
-from drover.broker.settlement import AckItem, AckSettlement, ack_body, final_status
+from drover.broker.settlement import AckItem, AckLike, AckSettlement, ack_body, final_status
 from drover.broker.state_api import BrokerStateApi
 from drover.broker.tokens import token_term
 from drover.broker.writer import FencedWriter
@@ -59,7 +60,7 @@ from drover.coord.guard import LeaderGuard
 from drover.coord.term import Term
 from drover.errors import DroverError, InvalidArgument, NotLeader
 
-__all__ = ["AckItem", "BrokerRuntime", "ShellConfig"]
+__all__ = ["AckItem", "AckLike", "BrokerRuntime", "ShellConfig"]
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +109,11 @@ class BrokerRuntime:
         address: str,
         config: ShellConfig | None = None,
         clock: Callable[[], float] = time.monotonic,
+        gc_policy: GcPolicy | None = None,
     ) -> None:
         self.api = api
+        # The process's collector policy (the app's; None leaves it alone).
+        self._gc = gc_policy
         self.core = core
         self.config = config or ShellConfig()
         self._clock = clock
@@ -119,6 +123,8 @@ class BrokerRuntime:
         self.feed = EventFeed(api, self)
         self.polls = LongPolls()
         self.term: Term | None = None
+        # Tokens this term hands out start with it (see _token_fence).
+        self._term_prefix = "-"
         #: The leader to advertise: elected *and established* (serving).
         self.leader_address: str | None = None
         self.leader_term = 0
@@ -189,6 +195,8 @@ class BrokerRuntime:
             self.term.report_lost("the broker's event stream had to re-read the store")
             self.core.standby()
         self.core.restore(evaluations)
+        if self._gc is not None:
+            self._gc.restored(len(evaluations))
         self._after([])
 
     def applied(self, updates: Sequence[Evaluation], deleted: Sequence[str]) -> None:
@@ -200,6 +208,8 @@ class BrokerRuntime:
             effects.extend(core.apply(evaluation))
         for eval_id in deleted:
             core.forget(eval_id)
+        if self._gc is not None:
+            self._gc.applied(len(updates) + len(deleted))
         self._after(effects)
 
     def config_changed(self, config: SchedulerConfig) -> None:
@@ -223,6 +233,7 @@ class BrokerRuntime:
                               on_fence_lost=term.report_lost, alive=self.guard.alive)
         term.spawn(writer.run(), name="broker-writer")
         self.term = term
+        self._term_prefix = f"{term.revision}."
         self._writer = writer
         self.guard.enable(term)
         effects = self.core.enable(term.revision)
@@ -307,12 +318,7 @@ class BrokerRuntime:
             return []
         batch = [first]
         if limit > 1 and self._writer is not None and self.guard.alive():
-            core = self.core
-            while len(batch) < limit:
-                more = core.dequeue(schedulers)
-                if more is None:
-                    break
-                batch.append(more)
+            batch += self.core.dequeue_many(schedulers, limit - 1)
         return batch
 
     def _give_back(self, future: asyncio.Future[Delivery]) -> None:
@@ -331,8 +337,13 @@ class BrokerRuntime:
         follow_ups: Sequence[Evaluation] = (),
     ) -> int:
         writer = await self._writer_for_call()
-        written = self._begin_ack(writer, AckItem(eval_id, token, status, description,
-                                                  list(follow_ups)))
+        group, fence = self._begin_ack(AckItem(eval_id, token, status, description,
+                                               list(follow_ups)))
+        try:
+            written = writer.enqueue(group, fence)
+        except DroverError:
+            self.acks.written(eval_id, token)
+            raise
         try:
             index = await written
         finally:
@@ -343,69 +354,88 @@ class BrokerRuntime:
             self._after(self.acks.settle(eval_id, token))
         return index
 
-    def _begin_ack(self, writer: FencedWriter, ack: AckItem) -> asyncio.Future[int]:
-        """Queue an ack's write (synchronous: checked and queued at one moment
-        of the term); the future of its store index."""
+    def _begin_ack(self, ack: AckLike) -> tuple[WriteGroup, Fence | None]:
+        """Check an ack and mark it in flight (synchronous: checked and
+        queued at one moment of the term); the write to queue and its fence."""
         final = final_status(ack.status)
-        held = self._core_call(lambda: self.core.check_outstanding(ack.eval_id, ack.token))
-        body = ack_body(held, final, ack.description)
+        try:
+            held = self.core.check_outstanding(ack.eval_id, ack.token)
+        except BrokerDisabled:
+            raise self.not_leader() from None
+        body = ack_body(held, final, ack.status_description)
         # An update of what was handed out (compared on its modify_index:
         # never re-created if deleted meanwhile), fenced with the term the
         # delivery was made under; follow-ups are creates of new ids.
-        written = writer.enqueue(WriteGroup((body,), creates=tuple(ack.follow_ups)),
-                                 self._token_fence(ack.token))
+        follow_ups = ack.follow_ups
+        group = WriteGroup((body,), creates=tuple(follow_ups) if follow_ups else ())
         # The stream may bring this write back before the call returns; it
         # then acks the core itself (see ``applied``), else the caller does.
         self.acks.begin(ack.eval_id, ack.token)
-        return written
+        return group, self._token_fence(ack.token)
 
     def _token_fence(self, token: str) -> Fence | None:
-        term, issued = self.term, token_term(token)
-        if term is None or issued in (0, term.revision):
+        term = self.term
+        if term is None or token.startswith(self._term_prefix):
+            return None  # this term's own delivery (the common case, no parse)
+        issued = token_term(token)
+        if issued in (0, term.revision):
             return None
         return Fence(term.leader_key, issued)
 
     @_hinted
-    async def ack_batch(self, acks: Sequence[AckItem]) -> list[int | DroverError]:
+    async def ack_batch(self, acks: Sequence[AckLike]) -> list[int | DroverError]:
         """Each ack's store index, or the error Ack alone would have raised.
 
         The acks' writes are queued at one moment (one check of the term,
-        no task per ack) and join one group commit (as few txns as fit);
-        each succeeds or fails on its own. Not being the leader fails the
-        whole call, so a caller is pointed at the leader once.
+        no task or future per ack) and join one group commit (as few txns
+        as fit); each succeeds or fails on its own. Not being the leader
+        fails the whole call, so a caller is pointed at the leader once.
         """
         writer = await self._writer_for_call()
         outcomes: list[int | DroverError] = [0] * len(acks)
-        queued: list[tuple[int, AckItem, asyncio.Future[int]]] = []
+        queued: list[tuple[int, AckLike]] = []
+        writes: list[tuple[WriteGroup, Fence | None]] = []
         for i, ack in enumerate(acks):
             try:
-                queued.append((i, ack, self._begin_ack(writer, ack)))
+                writes.append(self._begin_ack(ack))
             except DroverError as err:
                 outcomes[i] = err
-        try:
-            if queued:
-                await asyncio.wait([written for _, _, written in queued])
-        except BaseException:
-            # Cancelled: the writes stand or fail on their own; the stream
-            # settles the ones that land.
-            for _, ack, written in queued:
-                self.acks.written(ack.eval_id, ack.token)
-                written.cancel()
-            raise
-        for i, ack, written in queued:
-            still_ours = self.acks.written(ack.eval_id, ack.token)
-            failed = written.exception()
-            if failed is not None:
-                if not isinstance(failed, DroverError):
-                    raise failed
-                outcomes[i] = failed
                 continue
-            if still_ours:
-                if self._writer is not writer:
-                    outcomes[i] = self.not_leader()
+            queued.append((i, ack))
+        if queued:
+            try:
+                written = writer.enqueue_all(writes)
+            except DroverError as err:
+                for i, ack in queued:
+                    self.acks.written(ack.eval_id, ack.token)
+                    outcomes[i] = err
+                queued = []
+        if queued:
+            try:
+                results = await written
+            except BaseException:
+                # Cancelled: the writes stand or fail on their own; the stream
+                # settles the ones that land.
+                for _, ack in queued:
+                    self.acks.written(ack.eval_id, ack.token)
+                written.cancel()
+                raise
+            effects: list[Effect] = []
+            settled = False
+            for (i, ack), result in zip(queued, results, strict=True):
+                still_ours = self.acks.written(ack.eval_id, ack.token)
+                if isinstance(result, DroverError):
+                    outcomes[i] = result
                     continue
-                self._after(self.acks.settle(ack.eval_id, ack.token))
-            outcomes[i] = written.result()
+                if still_ours:
+                    if self._writer is not writer:
+                        outcomes[i] = self.not_leader()
+                        continue
+                    effects.extend(self.acks.settle(ack.eval_id, ack.token))
+                    settled = True
+                outcomes[i] = result
+            if settled:
+                self._after(effects)
         for i, outcome in enumerate(outcomes):
             if isinstance(outcome, NotLeader) and outcome.leader is None:
                 outcomes[i] = await self.guard.refusal(outcome)
@@ -448,21 +478,30 @@ class BrokerRuntime:
 
     # -- plumbing ----------------------------------------------------------------
 
-    def _written(self, group: WriteGroup, index: int) -> None:
-        if self.core.mode is BrokerMode.LEADER and group.evaluations:
+    def _written(self, groups: Sequence[WriteGroup], index: int) -> None:
+        """The writer landed ``groups`` in one txn at store ``index``."""
+        leader = self.core.mode is BrokerMode.LEADER
+        if not leader:
+            return
+        bodies: list[Evaluation] = []
+        failed: list[str] = []
+        for group in groups:
+            for body in group.evaluations:
+                # Stamped in place: a written body belongs to its write (see
+                # WriteGroup), and nothing else reads it once written.
+                body.modify_index = index
+                bodies.append(body)
+            if group.failed:
+                failed.append(group.failed)
+        if bodies:
             # Our own updates, applied now rather than when the stream echoes
             # them: a later update of the same evaluation (an Ack after an
             # unblock) must compare on the index this one produced.
-            bodies = []
-            for ev in group.evaluations:
-                body = Evaluation()
-                body.CopyFrom(ev)
-                body.modify_index = index
-                bodies.append(body)
             self.applied(bodies, [])
-        if group.failed and self.core.mode is BrokerMode.LEADER:
-            with contextlib.suppress(DroverError):
-                self.core.release_failed(group.failed)
+        if failed:
+            for eval_id in failed:
+                with contextlib.suppress(DroverError):
+                    self.core.release_failed(eval_id)
             self._after([])
 
     def _after(self, effects: list[Effect]) -> None:

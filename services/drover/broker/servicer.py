@@ -19,7 +19,7 @@ from drover.api.types.v1 import query_pb2
 from drover.broker.core import BrokerMode
 from drover.broker.queue_view import QueueView
 from drover.broker.record import EvalState
-from drover.broker.runtime import AckItem, BrokerRuntime
+from drover.broker.runtime import BrokerRuntime
 from drover.broker.stats import TimingSummary
 from drover.errors import DroverError, InvalidArgument
 from drover.rpc.errors import rpc_code
@@ -102,19 +102,16 @@ class BrokerServicer(broker_pb2_grpc.EvalBrokerServiceServicer):
                     f"acks[{seen[ack.eval_id]}]); ack each evaluation once",
                     metadata={"field": f"acks[{i}].eval_id"})
             seen[ack.eval_id] = i
-        outcomes = await self.runtime.ack_batch([
-            AckItem(a.eval_id, a.token, a.status, a.status_description, list(a.follow_ups))
-            for a in acks
-        ])
+        # The AckRequest messages themselves (AckLike): read, never kept.
+        outcomes = await self.runtime.ack_batch(acks)
         response = broker_pb2.AckBatchResponse()
-        for ack, outcome in zip(acks, outcomes, strict=True):
-            item = response.outcomes.add(eval_id=ack.eval_id)
+        add = response.outcomes.add
+        for eval_id, outcome in zip(seen, outcomes, strict=True):
             if isinstance(outcome, DroverError):
-                item.code = rpc_code(outcome)
-                item.reason = outcome.reason
-                item.message = outcome.message
+                add(eval_id=eval_id, code=rpc_code(outcome), reason=outcome.reason,
+                    message=outcome.message)
             else:
-                item.index = outcome
+                add(eval_id=eval_id, index=outcome)
         return response
 
     async def Nack(self, request: Any, context: Any) -> Any:

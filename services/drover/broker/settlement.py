@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.broker.core import EvalBroker
@@ -23,7 +24,7 @@ from drover.broker.effects import Effect
 from drover.broker.errors import BrokerDisabled, NotOutstanding, UnknownEvaluation
 from drover.errors import InvalidArgument
 
-__all__ = ["ACK_STATUSES", "AckItem", "AckSettlement", "ack_body", "final_status"]
+__all__ = ["ACK_STATUSES", "AckItem", "AckLike", "AckSettlement", "ack_body", "final_status"]
 
 _S = EvaluationStatus
 #: The status a worker may report, and the status its evaluation is stored with.
@@ -38,14 +39,34 @@ ACK_STATUSES = {
 _ACKED = frozenset(ACK_STATUSES.values())
 
 
+class AckLike(Protocol):
+    """One worker outcome, as the runtime reads it: an :class:`AckItem`, or
+    an AckBatch's ``AckRequest`` message as it came (no copy per ack)."""
+
+    @property
+    def eval_id(self) -> str: ...
+
+    @property
+    def token(self) -> str: ...
+
+    @property
+    def status(self) -> Any: ...
+
+    @property
+    def status_description(self) -> str: ...
+
+    @property
+    def follow_ups(self) -> Sequence[Evaluation]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class AckItem:
-    """One worker outcome of an AckBatch."""
+    """One worker outcome (an :class:`AckLike`)."""
 
     eval_id: str
     token: str
     status: int = 0
-    description: str = ""
+    status_description: str = ""
     follow_ups: Sequence[Evaluation] = ()
 
 

@@ -209,6 +209,8 @@ class BrokerState:
         status; a leader restoring it, or capacity unblocking it, only runs a
         scheduler that finds nothing to do). Same revision means same
         transaction: the blocked one is that evaluation's own outcome and stays."""
+        if not self.blocked_jobs:
+            return []  # (every completed evaluation asks: most often, none blocked)
         job = self.jobs.get((completed.namespace, completed.job_id))
         blocked = job.blocked if job is not None else None
         if blocked is None or blocked.id == completed.id:

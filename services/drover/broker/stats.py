@@ -55,10 +55,19 @@ class BrokerStats:
     processing: TimingSummary = TimingSummary()
 
 
-class Reservoir:
-    """A bounded uniform sample of observations plus the exact count and max."""
+_NEVER = 1 << 62
 
-    __slots__ = ("_capacity", "_max", "_rng", "_samples", "count")
+
+class Reservoir:
+    """A bounded uniform sample of observations plus the exact count and max.
+
+    Li's Algorithm L: once full, the index of the next observation to keep
+    is drawn ahead (a geometric skip), so a full reservoir costs one
+    comparison per observation, not a random draw (two per evaluation
+    delivered); the sample is uniform all the same.
+    """
+
+    __slots__ = ("_capacity", "_max", "_next", "_rng", "_samples", "_w", "count")
 
     def __init__(self, capacity: int, rng: random.Random) -> None:
         self._capacity = capacity
@@ -66,17 +75,39 @@ class Reservoir:
         self._samples: list[float] = []
         self._max = 0.0
         self.count = 0
+        self._w = 1.0
+        # The count at which the next observation replaces a sample.
+        self._next = capacity
 
     def add(self, value: float) -> None:
         self.count += 1
         if value > self._max:
             self._max = value
-        if len(self._samples) < self._capacity:
+        if self.count <= self._capacity:
             self._samples.append(value)
+            if self.count == self._capacity:
+                self._w = self._draw_w()
+                self._next = self._skip()
             return
-        slot = self._rng.randrange(self.count)
-        if slot < self._capacity:
-            self._samples[slot] = value
+        if self.count < self._next:
+            return
+        self._samples[self._rng.randrange(self._capacity)] = value
+        self._w *= self._draw_w()
+        self._next = self._skip()
+
+    def _draw_w(self) -> float:
+        return math.exp(math.log(1.0 - self._rng.random()) / self._capacity)
+
+    def _skip(self) -> int:
+        """The count of the next observation kept (Algorithm L)."""
+        w = self._w
+        if w >= 1.0:  # (a degenerate draw: keep the very next one)
+            return self.count + 1
+        u = 1.0 - self._rng.random()  # in (0, 1]
+        log_keep = math.log(1.0 - w)
+        if log_keep == 0.0:  # w below float precision: nothing more is kept
+            return self.count + _NEVER
+        return self.count + int(math.log(u) / log_keep) + 1
 
     def summary(self) -> TimingSummary:
         if not self._samples:

@@ -46,15 +46,17 @@ outcome unknown, as for any lost reply; at-least-once).
 
 Tracing: each write remembers the trace context it was made in; a batch's
 ``broker write`` span is the child of its first write's context and links
-the others, so an Ack's trace goes on to the state service's txn.
+the others (each context once: an AckBatch's writes share one), so an Ack's
+trace goes on to the state service's txn. ``on_written`` is called once per
+landed txn, with every group it wrote.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from opentelemetry import context as otel_context
@@ -76,6 +78,8 @@ from drover.errors import (
 
 __all__ = ["FencedWriter", "UpdateApi"]
 
+_NONE: tuple[list[_Pending], list[str]] = ([], [])
+
 log = logging.getLogger(__name__)
 _tracer = trace.get_tracer("drover.broker.writer")
 
@@ -95,16 +99,61 @@ class UpdateApi(Protocol):
 _FINAL = (InvalidArgument, NotFound, AlreadyExists, FailedPrecondition)
 
 
-@dataclass
+class _Outcomes:
+    """The outcomes of writes queued together (an AckBatch): one future for
+    all of them, resolved once every write has its store index or error
+    (each write still succeeds or fails on its own)."""
+
+    __slots__ = ("future", "left", "results")
+
+    def __init__(self, future: asyncio.Future[list[int | DroverError]], n: int) -> None:
+        self.future = future
+        self.results: list[int | DroverError | None] = [None] * n
+        self.left = n
+
+    def resolve(self, slot: int, outcome: int | DroverError) -> None:
+        if self.results[slot] is not None:
+            return  # answered once (close() after a landing, say)
+        self.results[slot] = outcome
+        self.left -= 1
+        if not self.left and not self.future.done():
+            self.future.set_result(self.results)  # type: ignore[arg-type]
+
+
 class _Pending:
-    group: WriteGroup
-    # None for an effect (nobody awaits it; retried until written).
-    done: asyncio.Future[int] | None = None
-    attempts: int = field(default=0)
-    # None: the term's fence.
-    fence: Fence | None = None
-    # The trace context the write was made in (an RPC's server span).
-    context: otel_context.Context = field(default_factory=otel_context.get_current)
+    """One queued write. ``sink`` is None for an effect (nobody awaits it;
+    retried until written), else where its outcome goes: a future, or slot
+    ``slot`` of an :class:`_Outcomes`."""
+
+    __slots__ = ("attempts", "context", "fence", "group", "sink", "slot")
+
+    def __init__(self, group: WriteGroup, sink: asyncio.Future[int] | _Outcomes | None = None,
+                 fence: Fence | None = None, context: otel_context.Context | None = None,
+                 slot: int = 0) -> None:
+        self.group = group
+        self.sink = sink
+        self.slot = slot
+        self.attempts = 0
+        # None: the term's fence.
+        self.fence = fence
+        # The trace context the write was made in (an RPC's server span).
+        self.context = otel_context.get_current() if context is None else context
+
+    @property
+    def awaited(self) -> bool:
+        return self.sink is not None
+
+    def resolve(self, outcome: int | DroverError) -> None:
+        sink = self.sink
+        if sink is None:
+            return
+        if isinstance(sink, _Outcomes):
+            sink.resolve(self.slot, outcome)
+        elif not sink.done():
+            if isinstance(outcome, DroverError):
+                sink.set_exception(outcome)
+            else:
+                sink.set_result(outcome)
 
 
 class FencedWriter:
@@ -113,7 +162,7 @@ class FencedWriter:
         api: UpdateApi,
         fence: Fence,
         *,
-        on_written: Callable[[WriteGroup, int], None],
+        on_written: Callable[[Sequence[WriteGroup], int], None],
         on_fence_lost: Callable[[str], None],
         alive: Callable[[], bool] = lambda: True,
         max_objects: int = MAX_OBJECTS,
@@ -128,7 +177,8 @@ class FencedWriter:
         self._max = max_objects
         self._backoff = retry_backoff
         self._max_in_flight = max(1, max_in_flight)
-        self._queue: list[_Pending] = []
+        self._queue: deque[_Pending] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._wake = asyncio.Event()
         self._closed: DroverError | None = None
         self._retry: list[_Pending] = []
@@ -154,8 +204,41 @@ class FencedWriter:
         return await self.enqueue(group, fence)
 
     def enqueue(self, group: WriteGroup, fence: Fence | None = None) -> asyncio.Future[int]:
-        """:meth:`write` without the wait: the future of the store index
-        (many writes queued in one go, awaited together: an AckBatch)."""
+        """:meth:`write` without the wait: the future of the store index."""
+        self._check(group)
+        done: asyncio.Future[int] = self._running_loop().create_future()
+        self._queue.append(_Pending(group, done, None if fence == self._fence else fence))
+        self._wake.set()
+        return done
+
+    def enqueue_all(
+        self, writes: Sequence[tuple[WriteGroup, Fence | None]],
+    ) -> asyncio.Future[list[int | DroverError]]:
+        """Queue many writes at one moment (an AckBatch); one future of
+        every write's store index or error, in order, once all are answered.
+
+        Each write is still its own: merged into txns with others, and
+        failing alone (a refused batch is retried group by group). Raises
+        at once, queuing nothing, if the writer is closed or a group is too
+        big.
+        """
+        for group, _ in writes:
+            self._check(group)
+        done: asyncio.Future[list[int | DroverError]] = self._running_loop().create_future()
+        if not writes:
+            done.set_result([])
+            return done
+        sink = _Outcomes(done, len(writes))
+        context = otel_context.get_current()
+        term_fence = self._fence
+        self._queue.extend(
+            _Pending(group, sink, None if fence is None or fence == term_fence else fence,
+                     context, slot)
+            for slot, (group, fence) in enumerate(writes))
+        self._wake.set()
+        return done
+
+    def _check(self, group: WriteGroup) -> None:
         if self._closed is not None:
             raise self._closed
         if group.size > self._max:
@@ -164,17 +247,20 @@ class FencedWriter:
                 f"{self._max - 1} follow-ups), got {group.size}",
                 metadata={"field": "follow_ups"},
             )
-        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Pending(group, done, fence=None if fence == self._fence else fence))
-        self._wake.set()
-        return done
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        # Looked up once: asyncio.get_running_loop() is a getpid() syscall
+        # each time, and an AckBatch used to make one per ack.
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
 
     def close(self, err: DroverError) -> None:
         """End the term's writes: waiting callers get ``err``; effects are dropped."""
         self._closed = err
         for item in (*(i for batch in self._inflight for i in batch), *self._queue):
-            if item.done is not None and not item.done.done():
-                item.done.set_exception(err)
+            item.resolve(err)
         self._inflight = []
         self._busy.clear()
         self._queue.clear()
@@ -191,11 +277,11 @@ class FencedWriter:
         try:
             while self._closed is None:
                 self._wake.clear()
-                batch = self._take() if len(flights) < self._max_in_flight else []
+                batch, ids = self._take() if len(flights) < self._max_in_flight else _NONE
                 if batch:
                     # Marked in flight now, not when the task first runs:
                     # the next _take must already see its ids.
-                    ids = self._start(batch)
+                    self._start(batch, ids)
                     flights.add(asyncio.ensure_future(self._flight(batch, ids)))
                     continue
                 # Nothing to start: wait for a write, or for a flight to land
@@ -215,14 +301,14 @@ class FencedWriter:
             if self._closed is None:
                 self.close(NotLeader("broker", None))
 
-    def _start(self, batch: list[_Pending]) -> set[str]:
+    def _start(self, batch: list[_Pending], ids: list[str]) -> list[str]:
         self._inflight.append(batch)
-        ids = _ids(batch)
+        busy = self._busy
         for i in ids:
-            self._busy[i] = self._busy.get(i, 0) + 1
+            busy[i] = busy.get(i, 0) + 1
         return ids
 
-    async def _flight(self, batch: list[_Pending], ids: set[str]) -> None:
+    async def _flight(self, batch: list[_Pending], ids: list[str]) -> None:
         try:
             await self._flush(batch)
         finally:
@@ -234,32 +320,36 @@ class FencedWriter:
                     if left:
                         self._busy[i] = left
 
-    def _take(self) -> list[_Pending]:
-        """The next batch: the queue's head and what follows it, up to
-        ``max_objects``, one fence, and stopping at the first write that
-        touches an evaluation still in flight (FIFO per evaluation)."""
+    def _take(self) -> tuple[list[_Pending], list[str]]:
+        """The next batch and the evaluation ids it writes: the queue's head
+        and what follows it, up to ``max_objects``, one fence, and stopping
+        at the first write that touches an evaluation still in flight (FIFO
+        per evaluation)."""
         batch: list[_Pending] = []
-        size = 0
+        ids: list[str] = []
         busy = self._busy
-        while self._queue:
-            head = self._queue[0]
-            n = head.group.size
-            if batch and (size + n > self._max or head.fence != batch[0].fence):
+        queue = self._queue
+        limit = self._max
+        while queue:
+            head = queue[0]
+            group = head.group
+            mine = [ev.id for ev in group.evaluations]
+            if group.creates:
+                mine += [ev.id for ev in group.creates]
+            if batch and (len(ids) + len(mine) > limit or head.fence != batch[0].fence):
                 break
-            if busy and any(i in busy for i in _group_ids(head.group)):
+            if busy and not busy.keys().isdisjoint(mine):
                 break
-            batch.append(self._queue.pop(0))
-            size += n
-        return batch
+            batch.append(queue.popleft())
+            ids += mine
+        return batch, ids
 
     async def _flush(self, batch: list[_Pending]) -> None:
         if self._closed is not None:
             # Ended while this batch waited (another flight lost the fence):
             # close() answered its callers; nothing more is written.
             return
-        links = [trace.Link(c) for c in
-                 (trace.get_current_span(p.context).get_span_context() for p in batch[1:])
-                 if c.is_valid]
+        links = _links(batch)
         try:
             with _tracer.start_as_current_span(
                 "broker write", context=batch[0].context, links=links,
@@ -283,8 +373,7 @@ class FencedWriter:
                 return
             self._failed(batch[0], err)
             return
-        for item in batch:
-            self._succeeded(item, index)
+        self._succeeded(batch, index)
 
     async def _update(self, batch: list[_Pending]) -> int:
         updates: dict[str, Evaluation] = {}
@@ -301,18 +390,17 @@ class FencedWriter:
         fence = batch[0].fence or self._fence
         return await self._api.update(list(updates.values()), list(creates.values()), fence)
 
-    def _succeeded(self, item: _Pending, index: int) -> None:
+    def _succeeded(self, batch: list[_Pending], index: int) -> None:
         try:
-            self._on_written(item.group, index)
+            self._on_written([item.group for item in batch], index)
         except Exception:
             log.exception("broker: after-write hook failed")
-        if item.done is not None and not item.done.done():
-            item.done.set_result(index)
+        for item in batch:
+            item.resolve(index)
 
     def _failed(self, item: _Pending, err: DroverError) -> None:
-        if item.done is not None:
-            if not item.done.done():
-                item.done.set_exception(err)
+        if item.awaited:
+            item.resolve(err)
             return
         if isinstance(err, InvalidArgument):
             log.error("broker: the state store refused an effect write, dropping it: %s", err)
@@ -346,9 +434,19 @@ class FencedWriter:
         self.close(NotLeader("broker", None))
 
 
-def _group_ids(group: WriteGroup) -> list[str]:
-    return [ev.id for ev in (*group.evaluations, *group.creates)]
-
-
-def _ids(batch: list[_Pending]) -> set[str]:
-    return {i for item in batch for i in _group_ids(item.group)}
+def _links(batch: list[_Pending]) -> list[trace.Link]:
+    """Links to the trace contexts of a batch's writes after the first (the
+    span's parent), each context once: an AckBatch's writes share one."""
+    links: list[trace.Link] = []
+    previous = batch[0].context
+    seen = {id(previous)}  # (every context is alive: the batch holds it)
+    for item in batch[1:]:
+        context = item.context
+        if context is previous or id(context) in seen:
+            continue
+        previous = context
+        seen.add(id(context))
+        span_context = trace.get_current_span(context).get_span_context()
+        if span_context.is_valid:
+            links.append(trace.Link(span_context))
+    return links

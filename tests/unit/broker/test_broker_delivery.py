@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import collections
+import random
+import uuid
 
 import pytest
 from broker_builders import PENDING, make_broker, make_eval
 
 from drover.broker.config import BrokerConfig
+from drover.broker.core import EvalBroker
 from drover.broker.effects import CreateFollowUp, MarkFailed
 from drover.broker.errors import (
     BrokerDisabled,
@@ -339,3 +342,44 @@ def test_config_validation() -> None:
         BrokerConfig(nack_timeout=0)
     assert BrokerConfig().nack_delay(1) == 1.0
     assert BrokerConfig().nack_delay(3) == 40.0
+
+
+def _loaded(seed: int) -> EvalBroker:
+    broker, _ = make_broker(seed=seed)
+    for i in range(12):
+        # Two evaluations per job (the second waits pending), mixed priorities.
+        broker.enqueue(make_eval(f"a{i}", job=f"j{i % 6}", priority=40 + 10 * (i % 3),
+                                   create_index=i + 1))
+    return broker
+
+
+def test_dequeue_many_delivers_what_one_by_one_would() -> None:
+    one_by_one = _loaded(seed=3)
+    singles = []
+    while (d := one_by_one.dequeue(["service"])) is not None:
+        singles.append(d)
+    many = _loaded(seed=3).dequeue_many(["service"], 100)
+    assert many == singles
+    assert len(many) == 6  # one per job: the pending ones wait for an ack
+    priorities = [d.evaluation.priority for d in many]
+    assert priorities == sorted(priorities, reverse=True)
+    assert len({d.token for d in many}) == 6
+    capped = _loaded(seed=3)
+    assert capped.dequeue_many(["service"], 2) == singles[:2]
+    assert capped.stats().total_unacked == 2
+
+
+def test_dequeue_many_refuses_a_standby_and_delivers_nothing_paused() -> None:
+    broker = _loaded(seed=1)
+    broker.set_paused(True)
+    assert broker.dequeue_many(["service"], 10) == []
+    broker.standby()
+    with pytest.raises(BrokerDisabled):
+        broker.dequeue_many(["service"], 10)
+
+
+def test_tokens_are_random_version_4_uuids() -> None:
+    broker, _ = make_broker(seed=11)
+    twin = random.Random(11)
+    for _ in range(200):
+        assert broker._random_uuid() == str(uuid.UUID(int=twin.getrandbits(128), version=4))

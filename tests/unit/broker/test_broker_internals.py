@@ -69,3 +69,18 @@ def test_reservoir_quantiles_and_bound() -> None:
     for sample in (3.0, 1.0, 2.0):
         small.add(sample)
     assert (small.summary().p50, small.summary().p99) == (2.0, 3.0)
+
+
+def test_reservoir_keeps_a_uniform_sample() -> None:
+    rng = random.Random(5)
+    deciles = [0] * 10
+    for _ in range(200):
+        reservoir = Reservoir(50, rng)
+        for value in range(5000):
+            reservoir.add(float(value))
+        kept = reservoir._samples
+        assert len(kept) == 50 and len(set(kept)) == 50
+        for value in kept:
+            deciles[int(value) // 500] += 1
+    # 10,000 kept in all: each tenth of the stream holds ~1,000 of them.
+    assert all(850 <= n <= 1150 for n in deciles), deciles

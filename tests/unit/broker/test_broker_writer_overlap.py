@@ -14,7 +14,13 @@ from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.effects import WriteGroup
 from drover.broker.writer import FencedWriter
 from drover.coord.fence import Fence
-from drover.errors import DroverError, FenceLost, NotLeader
+from drover.errors import (
+    DroverError,
+    FailedPrecondition,
+    FenceLost,
+    InvalidArgument,
+    NotLeader,
+)
 
 FENCE = Fence("/drover/v1/election/broker/a", 7)
 
@@ -134,3 +140,69 @@ async def test_serial_when_asked(lost: list[str]) -> None:
     assert await asyncio.gather(*writes) == [1] * 4 + [2] * 4
     assert api.max_open == 1
     run.cancel()
+
+
+class RefusingApi(GatedApi):
+    """GatedApi that refuses at once any txn writing ``bad`` (as the state
+    service refuses a changed evaluation)."""
+
+    def __init__(self, bad: str) -> None:
+        super().__init__()
+        self.bad = bad
+
+    async def update(self, updates: Sequence[Evaluation], creates: Sequence[Evaluation],
+                     fence: Fence) -> int:
+        if any(e.id == self.bad for e in (*updates, *creates)):
+            self.calls.append(([e.id for e in (*updates, *creates)],
+                               asyncio.get_running_loop().create_future()))
+            self.calls[-1][1].set_result(0)
+            raise FailedPrecondition("changed meanwhile")
+        return await super().update(updates, creates, fence)
+
+
+async def test_writes_queued_together_are_answered_each_on_its_own(lost: list[str]) -> None:
+    api = RefusingApi(bad="e2")
+    landed: list[tuple[list[str], int]] = []
+    writer = FencedWriter(api, FENCE, on_fence_lost=lost.append, max_objects=4,
+                          on_written=lambda gs, i: landed.append(
+                              ([e.id for g in gs for e in g.evaluations], i)))
+    run = asyncio.create_task(writer.run())
+    other = Fence(FENCE.leader_key, 3)  # an older term's delivery: never shares a txn
+    writes = [(_group(f"e{i}"), other if i == 5 else None) for i in range(7)]
+    done = writer.enqueue_all(writes)
+    await api.until_open(1)
+    await _settle()
+    # e0..e3 are refused as one txn (for e2), then retried one by one, while
+    # the other slot writes e4, then e5 (its own fence: alone), then e6.
+    while api.open:
+        api.open[0][1].set_result(len(api.calls))
+        await _settle()
+    outcomes = await asyncio.wait_for(done, 5)
+    assert isinstance(outcomes[2], FailedPrecondition)
+    assert all(isinstance(o, int) and o > 0 for i, o in enumerate(outcomes) if i != 2)
+    # One hook call per landed txn, with every group it wrote; e5 (its own
+    # fence) was never in a txn with another write.
+    assert sorted(i for ids, _ in landed for i in ids) == ["e0", "e1", "e3", "e4", "e5", "e6"]
+    assert ["e5"] in [ids for ids, _ in api.calls]
+    assert all(outcomes[int(i[1:])] == index for ids, index in landed for i in ids)
+    assert not lost
+    run.cancel()
+
+
+async def test_queued_writes_learn_a_closed_writer_at_once(lost: list[str]) -> None:
+    api = GatedApi()
+    writer, run = await _writer(api, lost)
+    done = writer.enqueue_all([(_group("a"), None), (_group("b", "c"), None)])
+    await api.until_open(1)
+    writer.close(NotLeader("broker", None))
+    outcomes = await asyncio.wait_for(done, 5)
+    assert all(isinstance(o, NotLeader) for o in outcomes)
+    with pytest.raises(NotLeader):
+        writer.enqueue_all([(_group("d"), None)])
+    # Too big a group refuses the whole call before anything is queued.
+    fresh, run2 = await _writer(GatedApi(), lost)
+    with pytest.raises(InvalidArgument):
+        fresh.enqueue_all([(_group("x"), None), (_group("a", "b", "c", "d", "e"), None)])
+    assert (await asyncio.wait_for(fresh.enqueue_all([]), 1)) == []
+    run.cancel()
+    run2.cancel()
