@@ -23,15 +23,40 @@ from typing import Any
 import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
+from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 _TRACE_KEYS = frozenset({"traceparent", "tracestate", "baggage"})
 
 
+_EMPTY = otel_context.Context()  # immutable: safe to share
+_W3C = (TraceContextTextMapPropagator, W3CBaggagePropagator)
+_w3c_only: tuple[object, bool] = (None, False)
+
+
+def _only_w3c(textmap: object) -> bool:
+    """Whether ``textmap`` (the global propagator) reads nothing but the W3C
+    keys: true for the default (trace context and baggage)."""
+    global _w3c_only
+    if _w3c_only[0] is not textmap:
+        parts = getattr(textmap, "_propagators", None) if isinstance(
+            textmap, CompositePropagator) else [textmap]
+        _w3c_only = (textmap, parts is not None and all(isinstance(p, _W3C) for p in parts))
+    return _w3c_only[1]
+
+
 def incoming_context(metadata: Iterable[tuple[str, Any]] | None) -> otel_context.Context:
-    """The caller's trace context from gRPC invocation metadata."""
-    carrier = {k: v for k, v in metadata or () if isinstance(v, str)}
-    return propagate.extract(carrier)
+    """The caller's trace context from gRPC invocation metadata.
+
+    With the default propagators a call without ``traceparent``/``baggage``
+    costs one scan of its metadata; other propagators see all of it."""
+    textmap = propagate.get_global_textmap()
+    if _only_w3c(textmap):
+        carrier = {k: v for k, v in metadata or () if k in _TRACE_KEYS and isinstance(v, str)}
+        return textmap.extract(carrier) if carrier else _EMPTY
+    return textmap.extract({k: v for k, v in metadata or () if isinstance(v, str)})
 
 
 def _with_context(details: grpc.aio.ClientCallDetails, ctx: otel_context.Context
