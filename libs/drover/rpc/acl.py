@@ -87,6 +87,8 @@ class AclInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, source: AclSource, services: Iterable[str]) -> None:
         self._source = source
         self._services = frozenset(services)
+        # One wrapped handler per registered method (see ObserveInterceptor).
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
     async def _check(self, method: str, request: Any, context: Any) -> None:
         if not self._source.ready.is_set():
@@ -111,9 +113,19 @@ class AclInterceptor(grpc.aio.ServerInterceptor):
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(details)
+        if handler is None:
+            return handler
         method = details.method
+        hit = self._wrapped.get(method)
+        if hit is not None and hit[0] is handler:
+            return hit[1]
+        wrapped = self._wrap(method, handler)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         service = method.split("/")[1] if method.count("/") >= 2 else ""
-        if handler is None or service not in self._services:
+        if service not in self._services:
             return handler
         check = self._check
 

@@ -12,7 +12,6 @@ Every channel carries the caller's W3C trace context (a CLIENT span per call,
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from drover.api.deployments.v1 import deployments_pb2
 from drover.api.proxy.v1 import proxy_pb2
 from drover.api.state.v1 import state_pb2
 from drover.config import TlsFiles
-from drover.rpc.propagation import TraceClientInterceptor
+from drover.rpc.propagation import TokenSource, TracedChannel
 
 READ_PREFIXES = ("Get", "List", "Count")
 
@@ -80,34 +79,6 @@ def channel_options(*, retries: bool = True) -> list[tuple[str, Any]]:
     return opts
 
 
-TokenSource = Callable[[], str]
-
-
-def _with_token(details: Any, token: TokenSource) -> Any:
-    secret = token()
-    if not secret:
-        return details
-    metadata = [(k, v) for k, v in (details.metadata or ()) if k != "authorization"]
-    metadata.append(("authorization", f"Bearer {secret}"))
-    return details._replace(metadata=tuple(metadata))
-
-
-class _TokenUnary(grpc.aio.UnaryUnaryClientInterceptor):
-    def __init__(self, token: TokenSource) -> None:
-        self._token = token
-
-    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
-        return await continuation(_with_token(details, self._token), request)
-
-
-class _TokenStream(grpc.aio.UnaryStreamClientInterceptor):
-    def __init__(self, token: TokenSource) -> None:
-        self._token = token
-
-    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
-        return await continuation(_with_token(details, self._token), request)
-
-
 def channel(
     address: str, *, tls: TlsFiles | None = None, retries: bool = True,
     token: TokenSource | None = None,
@@ -118,17 +89,14 @@ def channel(
     ``authorization: Bearer <secret>`` (empty: none); it replaces any the
     caller set. Servers pass their server identity here, the CLI the user's.
     """
-    interceptors: list[Any] = [TraceClientInterceptor()]
-    if token:
-        interceptors += [_TokenUnary(token), _TokenStream(token)]
     if tls is not None and tls.enabled:
         creds = grpc.ssl_channel_credentials(
             root_certificates=Path(tls.ca).read_bytes() if tls.ca else None,
             private_key=Path(tls.key).read_bytes() if tls.key else None,
             certificate_chain=Path(tls.cert).read_bytes() if tls.cert else None,
         )
-        return grpc.aio.secure_channel(address, creds, options=channel_options(retries=retries),
-                                       interceptors=interceptors)
-    return grpc.aio.insecure_channel(address, options=channel_options(retries=retries),
-                                     interceptors=interceptors)
+        inner = grpc.aio.secure_channel(address, creds, options=channel_options(retries=retries))
+    else:
+        inner = grpc.aio.insecure_channel(address, options=channel_options(retries=retries))
+    return TracedChannel(inner, token=token or None)
 

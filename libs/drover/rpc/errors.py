@@ -229,7 +229,14 @@ def _wrap_stream(behavior: Callable[..., Any], *, admit: bool) -> Callable[..., 
 
 class ErrorInterceptor(grpc.aio.ServerInterceptor):
     """Checks every unary request (:func:`drover.validation.check_request`)
-    and maps :class:`DroverError` raised by any handler to its status."""
+    and maps :class:`DroverError` raised by any handler to its status.
+
+    A method's wrapped handler is built once (grpc only returns handlers of
+    registered methods: the cache is bounded by them) and rebuilt only if
+    the inner handler changes."""
+
+    def __init__(self) -> None:
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
     async def intercept_service(
         self,
@@ -239,28 +246,39 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None:
             return handler
-        if handler.unary_unary:
-            return grpc.unary_unary_rpc_method_handler(
-                _wrap_unary(handler.unary_unary, admit=True),
-                request_deserializer=_safe_deserializer(handler.request_deserializer),
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream:
-            return grpc.unary_stream_rpc_method_handler(
-                _wrap_stream(handler.unary_stream, admit=True),
-                request_deserializer=_safe_deserializer(handler.request_deserializer),
-                response_serializer=handler.response_serializer,
-            )
-        if handler.stream_unary:
-            return grpc.stream_unary_rpc_method_handler(
-                _wrap_unary(handler.stream_unary, admit=False),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.stream_stream:
-            return grpc.stream_stream_rpc_method_handler(
-                _wrap_stream(handler.stream_stream, admit=False),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+        method = handler_call_details.method
+        hit = self._wrapped.get(method)
+        if hit is not None and hit[0] is handler:
+            return hit[1]
+        wrapped = wrap_errors(handler)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+
+def wrap_errors(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    """``handler`` with its requests admitted and its errors mapped."""
+    if handler.unary_unary:
+        return grpc.unary_unary_rpc_method_handler(
+            _wrap_unary(handler.unary_unary, admit=True),
+            request_deserializer=_safe_deserializer(handler.request_deserializer),
+            response_serializer=handler.response_serializer,
+        )
+    if handler.unary_stream:
+        return grpc.unary_stream_rpc_method_handler(
+            _wrap_stream(handler.unary_stream, admit=True),
+            request_deserializer=_safe_deserializer(handler.request_deserializer),
+            response_serializer=handler.response_serializer,
+        )
+    if handler.stream_unary:
+        return grpc.stream_unary_rpc_method_handler(
+            _wrap_unary(handler.stream_unary, admit=False),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    if handler.stream_stream:
+        return grpc.stream_stream_rpc_method_handler(
+            _wrap_stream(handler.stream_stream, admit=False),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    return handler

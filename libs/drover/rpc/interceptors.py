@@ -58,7 +58,14 @@ def _code_of(context: grpc.aio.ServicerContext[Any, Any], err: BaseException | N
 
 
 class ObserveInterceptor(grpc.aio.ServerInterceptor):
-    """Logs, traces and times every call."""
+    """Logs, traces and times every call.
+
+    The wrapped handler of a method is built once and reused for every call
+    (keyed by method, checked against the inner handler's identity): grpc
+    only returns handlers of registered methods, so the cache is bounded by
+    the server's methods. Everything per call (peer, trace context, span)
+    is read inside the wrapper.
+    """
 
     def __init__(self, service: str) -> None:
         self._service = service
@@ -68,6 +75,7 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
             unit="s",
             description="Duration of drover server calls",
         )
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
     async def intercept_service(
         self,
@@ -78,31 +86,38 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
         if handler is None:
             return handler
         method = details.method
+        hit = self._wrapped.get(method)
+        if hit is not None and hit[0] is handler:
+            return hit[1]
+        wrapped = self.wrap(method, handler)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+    def wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        """``handler`` of ``method`` logged, traced and timed."""
         rpc_service, rpc_method = _split(method)
         if rpc_service.startswith("grpc.reflection"):
             return handler
+        quiet_ok = rpc_service.startswith("grpc.health")
+        tracer_, duration = self._tracer, self._duration
+        attributes = {"rpc.system": "grpc", "rpc.service": rpc_service, "rpc.method": rpc_method}
+        labels_by_code: dict[str, dict[str, str]] = {}
 
         def finish(context: Any, peer: str, start: float, err: BaseException | None) -> None:
             code = _code_of(context, err)
             elapsed = time.perf_counter() - start
-            labels = {
-                "rpc.service": rpc_service,
-                "rpc.method": rpc_method,
-                "rpc.grpc.status_code": code,
-            }
-            self._duration.record(elapsed, labels)
-            quiet = code == "OK" or rpc_service.startswith("grpc.health")
-            level = logging.DEBUG if quiet else logging.INFO
-            log.log(
-                level,
-                "%s %s",
-                method,
-                code,
-                extra={"fields": {"ms": round(elapsed * 1000, 2), "peer": peer}},
-            )
-
-        parent = incoming_context(details.invocation_metadata)
-        attributes = {"rpc.system": "grpc", "rpc.service": rpc_service, "rpc.method": rpc_method}
+            labels = labels_by_code.get(code)
+            if labels is None:  # bounded: one per status code
+                labels = labels_by_code[code] = {
+                    "rpc.service": rpc_service,
+                    "rpc.method": rpc_method,
+                    "rpc.grpc.status_code": code,
+                }
+            duration.record(elapsed, labels)
+            level = logging.DEBUG if code == "OK" or quiet_ok else logging.INFO
+            if log.isEnabledFor(level):
+                log.log(level, "%s %s", method, code,
+                        extra={"fields": {"ms": round(elapsed * 1000, 2), "peer": peer}})
 
         def unary(behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
             async def wrapper(request: Any, context: Any) -> Any:
@@ -110,18 +125,25 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
                 # Read the peer now: after a cancelled call ends, its context
                 # refers to a released C call object.
                 peer = context.peer()
-                with self._tracer.start_as_current_span(
-                    method, context=parent, kind=SpanKind.SERVER, attributes=attributes,
-                ) as span:
-                    err: BaseException | None = None
+                parent = incoming_context(context.invocation_metadata())
+                span = tracer_.start_span(method, context=parent, kind=SpanKind.SERVER,
+                                          attributes=attributes)
+                # Current for the handler (its logs carry the ids, its calls
+                # propagate them) and for the access log line in finish().
+                token = otel_context.attach(trace.set_span_in_context(span, parent))
+                err: BaseException | None = None
+                try:
+                    return await behavior(request, context)
+                except BaseException as e:
+                    err = e
+                    _failed(span, e)
+                    raise
+                finally:
                     try:
-                        return await behavior(request, context)
-                    except BaseException as e:
-                        err = e
-                        span.set_status(Status(StatusCode.ERROR, str(e)))
-                        raise
-                    finally:
                         finish(context, peer, start, err)
+                    finally:
+                        otel_context.detach(token)
+                        span.end()
 
             return wrapper
 
@@ -136,9 +158,9 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
                 # Read the peer now: after a cancelled call ends, its context
                 # refers to a released C call object.
                 peer = context.peer()
-                span = self._tracer.start_span(
-                    method, context=parent, kind=SpanKind.SERVER, attributes=attributes,
-                )
+                parent = incoming_context(context.invocation_metadata())
+                span = tracer_.start_span(method, context=parent, kind=SpanKind.SERVER,
+                                          attributes=attributes)
                 current = trace.set_span_in_context(span, parent)
                 err: BaseException | None = None
                 items = behavior(request, context)
@@ -154,7 +176,7 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
                         yield item
                 except BaseException as e:
                     err = e
-                    span.set_status(Status(StatusCode.ERROR, str(e)[:200]))
+                    _failed(span, e)
                     raise
                 finally:
                     # Closed at a yield (the call was cancelled): close the
@@ -180,3 +202,13 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
         if handler.stream_stream:
             return grpc.stream_stream_rpc_method_handler(stream(handler.stream_stream), **kw)
         return handler
+
+
+def _failed(span: trace.Span, err: BaseException) -> None:
+    """What ``use_span`` records on a span a call's error leaves: only a
+    recording span (an exporter listens) is worth the formatting."""
+    if not span.is_recording():
+        return
+    if isinstance(err, Exception):
+        span.record_exception(err)
+    span.set_status(Status(StatusCode.ERROR, str(err)[:200]))

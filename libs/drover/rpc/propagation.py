@@ -1,6 +1,6 @@
 """W3C trace context across every drover hop.
 
-The client half, :class:`TraceClientInterceptor`, is on every channel that
+The client half, :class:`TracedChannel`, is every channel that
 :func:`drover.rpc.channels.channel` builds: each call gets a CLIENT span and
 its ``traceparent``/``tracestate`` (whatever ``OTEL_PROPAGATORS`` says; W3C
 trace context and baggage by default) in the metadata. An incoming
@@ -12,41 +12,56 @@ interceptor parents its SERVER span on.
 Spans are started without being made current across an ``await`` of the
 call: grpc.aio finishes calls from callbacks in other contexts, and a
 context token detached in another context is the "Failed to detach context"
-error.
+error. Without a span exporter the spans are ids only (see
+:mod:`drover.telemetry._lean`) and nothing waits for a call to end them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
+from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 _TRACE_KEYS = frozenset({"traceparent", "tracestate", "baggage"})
 
 
+_EMPTY = otel_context.Context()  # immutable: safe to share
+_W3C = (TraceContextTextMapPropagator, W3CBaggagePropagator)
+_w3c_only: tuple[object, bool] = (None, False)
+
+
+def _only_w3c(textmap: object) -> bool:
+    """Whether ``textmap`` (the global propagator) reads nothing but the W3C
+    keys: true for the default (trace context and baggage)."""
+    global _w3c_only
+    if _w3c_only[0] is not textmap:
+        parts = getattr(textmap, "_propagators", None) if isinstance(
+            textmap, CompositePropagator) else [textmap]
+        _w3c_only = (textmap, parts is not None and all(isinstance(p, _W3C) for p in parts))
+    return _w3c_only[1]
+
+
 def incoming_context(metadata: Iterable[tuple[str, Any]] | None) -> otel_context.Context:
-    """The caller's trace context from gRPC invocation metadata."""
-    carrier = {k: v for k, v in metadata or () if isinstance(v, str)}
-    return propagate.extract(carrier)
+    """The caller's trace context from gRPC invocation metadata.
+
+    With the default propagators a call without ``traceparent``/``baggage``
+    costs one scan of its metadata; other propagators see all of it."""
+    textmap = propagate.get_global_textmap()
+    if _only_w3c(textmap):
+        carrier = {k: v for k, v in metadata or () if k in _TRACE_KEYS and isinstance(v, str)}
+        return textmap.extract(carrier) if carrier else _EMPTY
+    return textmap.extract({k: v for k, v in metadata or () if isinstance(v, str)})
 
 
-def _with_context(details: grpc.aio.ClientCallDetails, ctx: otel_context.Context
-                  ) -> grpc.aio.ClientCallDetails:
-    carrier: dict[str, str] = {}
-    propagate.inject(carrier, context=ctx)
-    kept = [(k, v) for k, v in (details.metadata or ()) if k not in _TRACE_KEYS]
-    metadata = grpc.aio.Metadata(*kept, *carrier.items())
-    return grpc.aio.ClientCallDetails(
-        method=details.method,
-        timeout=details.timeout,
-        metadata=metadata,
-        credentials=details.credentials,
-        wait_for_ready=details.wait_for_ready,
-    )
+Metadata = Sequence[tuple[str, "str | bytes"]]
+TokenSource = Callable[[], str]
 
 
 def _name(method: str | bytes) -> str:
@@ -54,57 +69,138 @@ def _name(method: str | bytes) -> str:
     return name.lstrip("/")
 
 
-class TraceClientInterceptor(
-    grpc.aio.UnaryUnaryClientInterceptor,
-    grpc.aio.UnaryStreamClientInterceptor,
-    grpc.aio.StreamUnaryClientInterceptor,
-    grpc.aio.StreamStreamClientInterceptor,
-):
-    """A CLIENT span per call, its context injected into the metadata."""
+class _Call:
+    """What every traced multicallable shares: the method's CLIENT span
+    name and attributes, the tracer, the token source."""
 
-    def __init__(self) -> None:
-        self._tracer = trace.get_tracer("drover.rpc.client")
+    def __init__(self, inner: Any, method: str | bytes, tracer: trace.Tracer,
+                 token: TokenSource | None) -> None:
+        self._inner = inner
+        self._name = _name(method)
+        service, _, name = self._name.partition("/")
+        self._attributes = {"rpc.system": "grpc", "rpc.service": service, "rpc.method": name}
+        self._tracer = tracer
+        self._token = token
 
-    def _start(self, details: grpc.aio.ClientCallDetails
-               ) -> tuple[trace.Span, grpc.aio.ClientCallDetails]:
-        name = _name(details.method)
-        service, _, method = name.partition("/")
-        span = self._tracer.start_span(
-            name, kind=SpanKind.CLIENT,
-            attributes={"rpc.system": "grpc", "rpc.service": service, "rpc.method": method},
-        )
-        ctx = trace.set_span_in_context(span)
-        return span, _with_context(details, ctx)
-
-    @staticmethod
-    def _end_when_done(span: trace.Span, call: Any) -> Any:
-        def done(c: Any) -> None:
-            if c.cancelled():
-                span.set_status(Status(StatusCode.ERROR, "cancelled"))
-            span.end()
-
+    def _start(self, request: Any, timeout: float | None, metadata: Metadata | None,
+               credentials: Any, wait_for_ready: bool | None, compression: Any) -> Any:
+        span = self._tracer.start_span(self._name, kind=SpanKind.CLIENT,
+                                       attributes=self._attributes)
         try:
-            call.add_done_callback(done)
-        except Exception:
-            span.end()
-        return call
-
-    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
-        span, details = self._start(details)
-        try:
-            call = await continuation(details, request)
+            call = self._inner(request, timeout=timeout,
+                               metadata=self._metadata(metadata, span),
+                               credentials=credentials, wait_for_ready=wait_for_ready,
+                               compression=compression)
         except BaseException:
             span.end()
             raise
-        return self._end_when_done(span, call)
+        if span.is_recording():  # ids-only spans have nothing to end
+            _end_when_done(span, call)
+        return call
 
-    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
-        return await self.intercept_unary_unary(continuation, details, request)
+    def _metadata(self, metadata: Metadata | None, span: trace.Span) -> Metadata:
+        """The caller's metadata, its trace keys (a forwarded caller's
+        context) replaced by this call's, plus the token if any."""
+        out = [(k, v) for k, v in metadata or () if k not in _TRACE_KEYS]
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier, context=trace.set_span_in_context(span))
+        out.extend(carrier.items())
+        if self._token is not None:
+            secret = self._token()
+            if secret:
+                out = [(k, v) for k, v in out if k != "authorization"]
+                out.append(("authorization", f"Bearer {secret}"))
+        return tuple(out)
 
-    async def intercept_stream_unary(self, continuation: Any, details: Any,
-                                     request_iterator: Any) -> Any:
-        return await self.intercept_unary_unary(continuation, details, request_iterator)
 
-    async def intercept_stream_stream(self, continuation: Any, details: Any,
-                                      request_iterator: Any) -> Any:
-        return await self.intercept_unary_unary(continuation, details, request_iterator)
+def _end_when_done(span: trace.Span, call: Any) -> None:
+    def done(c: Any) -> None:
+        if c.cancelled():
+            span.set_status(Status(StatusCode.ERROR, "cancelled"))
+        span.end()
+
+    try:
+        call.add_done_callback(done)
+    except Exception:
+        span.end()
+
+
+class _UnaryRequest(_Call):
+    def __call__(self, request: Any, *, timeout: float | None = None,
+                 metadata: Metadata | None = None, credentials: Any = None,
+                 wait_for_ready: bool | None = None, compression: Any = None) -> Any:
+        return self._start(request, timeout, metadata, credentials, wait_for_ready, compression)
+
+
+class _StreamRequest(_Call):
+    def __call__(self, request_iterator: Any = None, timeout: float | None = None,
+                 metadata: Metadata | None = None, credentials: Any = None,
+                 wait_for_ready: bool | None = None, compression: Any = None) -> Any:
+        return self._start(request_iterator, timeout, metadata, credentials, wait_for_ready,
+                           compression)
+
+
+class TracedChannel(grpc.aio.Channel):
+    """``inner`` whose every call gets a CLIENT span, that span's context in
+    its metadata and, with ``token``, ``authorization: Bearer <token()>``.
+
+    A wrapper and not client interceptors: grpc.aio runs an intercepted call
+    in a task of its own and passes every streamed message through the
+    interceptor's iterator, a fixed cost per call and per message that this
+    metadata-only work does not need. The calls returned are grpc's own.
+    """
+
+    def __init__(self, inner: grpc.aio.Channel, *, token: TokenSource | None = None) -> None:
+        self._inner = inner
+        self._token = token
+        self._tracer = trace.get_tracer("drover.rpc.client")
+
+    @property
+    def inner(self) -> grpc.aio.Channel:
+        return self._inner
+
+    async def __aenter__(self) -> TracedChannel:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._inner.close()
+
+    async def close(self, grace: float | None = None) -> None:
+        await self._inner.close(grace)
+
+    def get_state(self, try_to_connect: bool = False) -> grpc.ChannelConnectivity:
+        return self._inner.get_state(try_to_connect)
+
+    async def wait_for_state_change(self, last_observed_state: grpc.ChannelConnectivity) -> None:
+        await self._inner.wait_for_state_change(last_observed_state)
+
+    async def channel_ready(self) -> None:
+        await self._inner.channel_ready()
+
+    def unary_unary(self, method: str, request_serializer: Any = None,
+                    response_deserializer: Any = None, _registered_method: bool | None = False,
+                    ) -> Any:
+        return _UnaryRequest(self._inner.unary_unary(
+            method, request_serializer, response_deserializer, _registered_method),
+            method, self._tracer, self._token)
+
+    def unary_stream(self, method: str, request_serializer: Any = None,
+                     response_deserializer: Any = None, _registered_method: bool | None = False,
+                     ) -> Any:
+        return _UnaryRequest(self._inner.unary_stream(
+            method, request_serializer, response_deserializer, _registered_method),
+            method, self._tracer, self._token)
+
+    def stream_unary(self, method: str, request_serializer: Any = None,
+                     response_deserializer: Any = None, _registered_method: bool | None = False,
+                     ) -> Any:
+        return _StreamRequest(self._inner.stream_unary(
+            method, request_serializer, response_deserializer, _registered_method),
+            method, self._tracer, self._token)
+
+    def stream_stream(self, method: str, request_serializer: Any = None,
+                      response_deserializer: Any = None, _registered_method: bool | None = False,
+                      ) -> Any:
+        return _StreamRequest(self._inner.stream_stream(
+            method, request_serializer, response_deserializer, _registered_method),
+            method, self._tracer, self._token)

@@ -19,6 +19,7 @@ from drover.telemetry._export import (
     span_processors,
     trace_exporter_names,
 )
+from drover.telemetry._lean import LeanTracerProvider
 
 _lock = threading.Lock()
 _configured = False
@@ -89,7 +90,7 @@ def setup_tracing(service: str) -> bool:
             return bool(trace_exporter_names())
         names = [] if sdk_disabled() else trace_exporter_names()
         if names:
-            provider = TracerProvider(resource=_resource(service))
+            provider = LeanTracerProvider(resource=_resource(service))
             for processor in span_processors(names):
                 provider.add_span_processor(processor)
             trace.set_tracer_provider(provider)
@@ -131,8 +132,9 @@ def setup(
             return _metrics_port
         resource = _resource(service)
         # A provider even with no exporter: spans still carry ids that the
-        # interceptors propagate and the logs show.
-        provider = TracerProvider(resource=resource)
+        # interceptors propagate and the logs show (ids only, no recording,
+        # until a span processor is added: see _lean).
+        provider = LeanTracerProvider(resource=resource)
         for processor in span_processors(trace_names):
             provider.add_span_processor(processor)
         trace.set_tracer_provider(provider)
