@@ -129,6 +129,48 @@ def test_update_evaluations_compares_on_the_callers_indexes() -> None:
     assert plan.retry
 
 
+def test_upsert_evaluations_compares_each_on_the_view_and_keeps_create_times() -> None:
+    """One look-up per evaluation: an existing one is compared on its mod
+    revision and keeps its stored create_time; a new one is compared absent
+    and gets the call's time unless it brought its own. An unfenced call
+    that would change an existing one is refused (the callback), a call of
+    new ones alone is not."""
+    old = evaluation_pb2.Evaluation(id="e1", namespace="default", type="service",
+                                    status=PENDING)
+    old.create_time.seconds = 5
+    v = view([(codec.EVALUATIONS, old, 4, 6)])
+    again = evaluation_pb2.Evaluation(id="e1", namespace="default", type="service",
+                                      status=evaluation_pb2.EVALUATION_STATUS_COMPLETE)
+    again.create_time.seconds = 99  # not the stored one: ignored
+    new = evaluation_pb2.Evaluation(id="e2", namespace="default", type="service")
+    own = evaluation_pb2.Evaluation(id="e3", namespace="other", type="service")
+    own.create_time.seconds = 7
+    plan = evals.plan_upsert(v, context(), [again, new, own], None)
+    assert plan.compares == (Compare(key(codec.EVALUATIONS, "default", "e1"), "mod", 6),
+                             Compare(key(codec.EVALUATIONS, "default", "e2"), "mod", 0),
+                             Compare(key(codec.EVALUATIONS, "other", "e3"), "mod", 0))
+    assert plan.events == (Event(codec.EVALUATIONS, "default", "e1", "put"),
+                           Event(codec.EVALUATIONS, "default", "e2", "put"),
+                           Event(codec.EVALUATIONS, "other", "e3", "put"))
+    written = [codec.decode(codec.EVALUATIONS, op.value, 1, 1)  # type: ignore[union-attr]
+               for op in plan.ops]
+    assert [w.create_time.seconds for w in written] == [5, NOW.seconds, 7]
+    assert all(w.modify_time == NOW for w in written)
+    assert plan.respond(9) == state_pb2.UpsertEvaluationsResponse(
+        eval_ids=["e1", "e2", "e3"], index=9)
+
+    asked: list[bool] = []
+
+    def needs_fence() -> None:
+        asked.append(True)
+        raise PermissionError("an existing evaluation needs the leader's fence")
+
+    with pytest.raises(PermissionError):
+        evals.plan_upsert(v, context(), [new, again], needs_fence)
+    evals.plan_upsert(v, context(), [new, own], needs_fence)
+    assert asked == [True]
+
+
 def test_delete_by_ids_needs_the_broker_paused_and_compares_it() -> None:
     ev = evaluation_pb2.Evaluation(id="e1", namespace="default", type="service")
     with pytest.raises(BrokerNotPaused):
