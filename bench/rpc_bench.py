@@ -3,7 +3,7 @@
 A server process (``DroverServer``: the observe and error interceptors,
 health, reflection, exactly as a service runs it) answers ``GetJob`` with an
 empty response; this process calls it through ``drover.rpc.channels.channel``
-(the trace client interceptor) from ``--concurrency`` tasks. Each row is the
+(its traced channel) from ``--concurrency`` tasks. Each row is the
 CPU per call of the server process and of the client process (user + system,
 all threads: grpc's pollers included), measured over ``--calls`` calls after
 a warm-up, the median of ``--rounds`` rounds.
@@ -16,12 +16,17 @@ Modes:
   unless ``OTEL_*`` asks for one);
 - ``drover+export``: the same with a span processor on both sides (a
   batch processor whose exporter drops spans), i.e. the cost when an
-  exporter is configured.
+  exporter is configured;
+- ``stack``: no sockets: the Python work of the server stack alone (the
+  observe and error interceptors resolving the handler, then the wrapped
+  handler, a drover hop's ``traceparent`` in the metadata), in process,
+  CPU per call as ``server_us``. Far less noisy on a shared machine.
 
 Usage: ``.venv/bin/python bench/rpc_bench.py [--calls 20000] [--rounds 3]
-[--modes bare,drover,drover+export] [--json]``. Run it with another tree's
-interpreter (``/work/main/.venv/bin/python bench/rpc_bench.py``) for an A/B
-of the same code paths.
+[--modes bare,drover,drover+export] [--ab /work/main/.venv/bin/python]
+[--json]``. ``--ab`` runs every round with another tree's interpreter too
+(its editable install is that tree's drover), alternating, so both sides
+share the same minutes of a busy machine.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ import grpc
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 
-MODES = ("bare", "drover", "drover+export")
+MODES = ("bare", "drover", "drover+export", "stack")
 STATE = "drover.state.v1.StateService"
 
 
@@ -79,6 +84,8 @@ def _telemetry(mode: str) -> None:
     """What ``drover serve`` sets up, plus a dropping exporter for +export."""
     if mode == "bare":
         return
+    if mode == "stack":
+        mode = "drover"
     from drover.telemetry import setup
 
     setup(service="bench", log_level="WARNING")
@@ -151,7 +158,54 @@ async def _drive(mode: str, address: str, pid: int, calls: int,
             "calls_per_s": done / wall}
 
 
+def _stack(calls: int) -> dict[str, float]:
+    from types import SimpleNamespace
+
+    from drover.rpc.errors import ErrorInterceptor
+    from drover.rpc.interceptors import ObserveInterceptor
+
+    metadata = (("user-agent", "grpc-python-asyncio"),
+                ("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"))
+
+    class Context:
+        def peer(self) -> str:
+            return "ipv4:127.0.0.1:50000"
+
+        def invocation_metadata(self) -> Any:
+            return metadata
+
+        def time_remaining(self) -> float:
+            return 9.5
+
+        def code(self) -> None:
+            return None
+
+    base = grpc.unary_unary_rpc_method_handler(
+        _Servicer().GetJob, request_deserializer=state_pb2.GetJobRequest.FromString)
+    chain: list[Any] = [ObserveInterceptor("state"), ErrorInterceptor()]
+    details = SimpleNamespace(method=f"/{STATE}/GetJob", invocation_metadata=metadata)
+
+    async def resolve(d: Any, i: int = 0) -> Any:
+        if i == len(chain):
+            return base
+        return await chain[i].intercept_service(lambda d: resolve(d, i + 1), d)
+
+    async def run(n: int) -> float:
+        request, context = state_pb2.GetJobRequest(id="web", namespace="default"), Context()
+        t0 = time.process_time()
+        for _ in range(n):
+            handler = await resolve(details)
+            await handler.unary_unary(request, context)
+        return time.process_time() - t0
+
+    asyncio.run(run(max(1000, calls // 5)))
+    cpu = asyncio.run(run(calls))
+    return {"server_us": cpu / calls * 1e6, "client_us": 0.0, "calls_per_s": calls / cpu}
+
+
 def _measure(mode: str, calls: int, concurrency: int) -> dict[str, float]:
+    if mode == "stack":
+        return _stack(calls)
     proc = subprocess.Popen([sys.executable, __file__, "--serve", mode],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -174,51 +228,63 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--ab", metavar="PYTHON", default="",
+                    help="another tree's interpreter (e.g. /work/main/.venv/bin/python): "
+                         "every round runs it too, alternating, for an A/B in the same minutes")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--serve", help=argparse.SUPPRESS)
+    ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     if args.serve:
         asyncio.run(_serve(args.serve))
         return
+    if args.one:
+        # One round of one mode, in a fresh process (telemetry is per process).
+        _telemetry(args.one)
+        print(json.dumps(_measure(args.one, args.calls, args.concurrency)))
+        return
     modes = [m for m in args.modes.split(",") if m]
     bad = [m for m in modes if m not in MODES]
     if bad:
         ap.error(f"unknown mode {bad[0]!r}; choose from {', '.join(MODES)}")
-    # One client process per mode (its telemetry is set up once per process).
-    if len(modes) > 1 or os.environ.get("_RPC_BENCH_CHILD") != "1":
-        results: dict[str, Any] = {}
+    pythons = {"this": sys.executable, **({"ab": args.ab} if args.ab else {})}
+    runs: dict[str, dict[str, list[dict[str, float]]]] = {
+        label: {m: [] for m in modes} for label in pythons}
+    for _ in range(args.rounds):
         for mode in modes:
-            out = subprocess.run(
-                [sys.executable, __file__, "--modes", mode, "--calls", str(args.calls),
-                 "--rounds", str(args.rounds), "--concurrency", str(args.concurrency), "--json"],
-                env={**os.environ, "_RPC_BENCH_CHILD": "1"}, capture_output=True, text=True,
-                check=True, timeout=900)
-            results.update(json.loads(out.stdout))
-        _report(results, args)
-        return
-    mode = modes[0]
-    _telemetry(mode)
-    rounds = [_measure(mode, args.calls, args.concurrency)
-              for _ in range(args.rounds)]
-    row = {k: round(statistics.median(r[k] for r in rounds), 2) for k in rounds[0]}
-    print(json.dumps({mode: row}))
+            for label, python in pythons.items():
+                out = subprocess.run(
+                    [python, __file__, "--one", mode, "--calls", str(args.calls),
+                     "--concurrency", str(args.concurrency)],
+                    capture_output=True, text=True, check=True, timeout=900)
+                runs[label][mode].append(json.loads(out.stdout))
+    results = {label: {m: {k: round(statistics.median(r[k] for r in rows), 2) for k in rows[0]}
+                       for m, rows in by_mode.items()} for label, by_mode in runs.items()}
+    _report(results, args)
 
 
 def _report(results: dict[str, Any], args: argparse.Namespace) -> None:
     import drover.rpc
 
     out = {"calls": args.calls, "rounds": args.rounds, "concurrency": args.concurrency,
-           "drover": os.path.dirname(os.path.dirname(drover.rpc.__file__)), "modes": results}
+           "drover": os.path.dirname(os.path.dirname(drover.rpc.__file__)),
+           "modes": results["this"]}
+    if "ab" in results:
+        out["ab_python"] = args.ab
+        out["ab_modes"] = results["ab"]
     if args.json:
         print(json.dumps(out))
         return
-    print(f"drover from {out['drover']}; {args.calls} GetJob calls x {args.rounds} rounds "
-          f"(median), {args.concurrency} in flight")
-    print(f"{'mode':<15}{'server us/call':>16}{'client us/call':>16}{'calls/s':>10}")
-    for mode, r in results.items():
-        print(f"{mode:<15}{r['server_us']:>16.1f}{r['client_us']:>16.1f}"
-              f"{r['calls_per_s']:>10.0f}")
+    print(f"{args.calls} GetJob calls x {args.rounds} rounds (median), "
+          f"{args.concurrency} in flight")
+    print(f"{'tree':<6}{'mode':<15}{'server us/call':>16}{'client us/call':>16}{'calls/s':>10}")
+    for label, by_mode in results.items():
+        tree = "this" if label == "this" else "ab"
+        for mode, r in by_mode.items():
+            print(f"{tree:<6}{mode:<15}{r['server_us']:>16.1f}{r['client_us']:>16.1f}"
+                  f"{r['calls_per_s']:>10.0f}")
+    print(f"this = {out['drover']}" + (f"; ab = {args.ab}" if args.ab else ""))
 
 
 if __name__ == "__main__":

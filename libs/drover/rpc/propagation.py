@@ -18,15 +18,24 @@ error. Without a span exporter the spans are ids only (see
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
+from opentelemetry.baggage import get_all
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.propagators.composite import CompositePropagator
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+)
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 _TRACE_KEYS = frozenset({"traceparent", "tracestate", "baggage"})
@@ -48,16 +57,34 @@ def _only_w3c(textmap: object) -> bool:
     return _w3c_only[1]
 
 
+#: The one traceparent every drover hop sends: version 00, nothing after.
+_TRACEPARENT_00 = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
+
+
 def incoming_context(metadata: Iterable[tuple[str, Any]] | None) -> otel_context.Context:
     """The caller's trace context from gRPC invocation metadata.
 
     With the default propagators a call without ``traceparent``/``baggage``
-    costs one scan of its metadata; other propagators see all of it."""
+    costs one scan of its metadata, and one with only a version-00
+    ``traceparent`` (what drover channels send) is parsed here, as the W3C
+    propagator would; anything else (``tracestate``, ``baggage``, another
+    version, other propagators) goes through the propagators."""
     textmap = propagate.get_global_textmap()
-    if _only_w3c(textmap):
-        carrier = {k: v for k, v in metadata or () if k in _TRACE_KEYS and isinstance(v, str)}
-        return textmap.extract(carrier) if carrier else _EMPTY
-    return textmap.extract({k: v for k, v in metadata or () if isinstance(v, str)})
+    if not _only_w3c(textmap):
+        return textmap.extract({k: v for k, v in metadata or () if isinstance(v, str)})
+    carrier = {k: v for k, v in metadata or () if k in _TRACE_KEYS and isinstance(v, str)}
+    if not carrier:
+        return _EMPTY
+    if len(carrier) == 1 and "traceparent" in carrier:
+        m = _TRACEPARENT_00.fullmatch(carrier["traceparent"])
+        if m is not None:
+            trace_id, span_id = int(m.group(1), 16), int(m.group(2), 16)
+            if not (trace_id and span_id):
+                return _EMPTY  # invalid ids: W3C says ignore the header
+            parent = SpanContext(trace_id, span_id, is_remote=True,
+                                 trace_flags=TraceFlags(int(m.group(3), 16)))
+            return trace.set_span_in_context(NonRecordingSpan(parent), _EMPTY)
+    return textmap.extract(carrier)
 
 
 Metadata = Sequence[tuple[str, "str | bytes"]]
@@ -102,9 +129,16 @@ class _Call:
         """The caller's metadata, its trace keys (a forwarded caller's
         context) replaced by this call's, plus the token if any."""
         out = [(k, v) for k, v in metadata or () if k not in _TRACE_KEYS]
-        carrier: dict[str, str] = {}
-        propagate.inject(carrier, context=trace.set_span_in_context(span))
-        out.extend(carrier.items())
+        textmap = propagate.get_global_textmap()
+        ctx = span.get_span_context()
+        if _only_w3c(textmap) and ctx.is_valid and not ctx.trace_state and not get_all():
+            # What the W3C propagators would write (no state, no baggage).
+            out.append(("traceparent",
+                        f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"))
+        else:
+            carrier: dict[str, str] = {}
+            textmap.inject(carrier, context=trace.set_span_in_context(span))
+            out.extend(carrier.items())
         if self._token is not None:
             secret = self._token()
             if secret:
