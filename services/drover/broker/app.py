@@ -13,7 +13,9 @@ Background tasks: the event feed, the timer loop and the leader observer
 Shutdown (``stop``): resign first (revoke: the broker drops to standby,
 tokens die, the store still has those evaluations pending, so the next
 leader delivers them at once), then let open long polls end with the next
-leader's address (bounded by ``ShellConfig.hint_wait``).
+leader's address (bounded by ``ShellConfig.hint_wait``). A stop cut short
+(the server's shutdown grace) still ends every open poll at once, with
+NOT_LEADER: a poll never waits for the server to cancel it.
 """
 
 from __future__ import annotations
@@ -159,9 +161,14 @@ class BrokerApp:
     async def stop(self) -> None:
         for close in self._unregister:
             close()
-        if self.leadership is not None:
-            await self.leadership.resign(grace=self._leadership_config.revoke_timeout)
-        await self.runtime.drain_polls()
+        try:
+            if self.leadership is not None:
+                await self.leadership.resign(grace=self._leadership_config.revoke_timeout)
+            await self.runtime.drain_polls()
+        finally:
+            # Cut short (the server bounds stop by its shutdown grace): no poll
+            # stays parked for the server to cancel later without a hint.
+            self.runtime.polls.fail_all(self.runtime.not_leader())
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
