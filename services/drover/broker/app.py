@@ -21,7 +21,6 @@ NOT_LEADER: a poll never waits for the server to cancel it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -53,6 +52,7 @@ from drover.rpc.channels import channel
 from drover.rpc.readiness import leader_known
 from drover.rpc.replicas import ReplicaPool
 from drover.rpc.server import App, AppContext, ServiceBinding
+from drover.rpc.tasks import cancel_and_wait
 
 __all__ = ["SERVICE", "BrokerApp", "create_app"]
 
@@ -169,11 +169,7 @@ class BrokerApp:
             # Cut short (the server bounds stop by its shutdown grace): no poll
             # stays parked for the server to cancel later without a hint.
             self.runtime.polls.fail_all(self.runtime.not_leader())
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_and_wait(self._tasks, what="broker stop")
         await self.state.close()
 
 
