@@ -112,7 +112,8 @@ class FailoverChannel:
             if left <= 0:
                 return False
             try:
-                await asyncio.wait_for(ch.wait_for_state_change(state), left)
+                async with asyncio.timeout(left):
+                    await ch.wait_for_state_change(state)
             except TimeoutError:
                 return False
             state = ch.get_state(try_to_connect=True)

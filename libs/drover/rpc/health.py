@@ -97,7 +97,11 @@ class Health:
         failing: dict[str, str] = {}
         for name, check in list(self._checks.items()):
             try:
-                reason = await asyncio.wait_for(check(), self._check_timeout)
+                # Not wait_for: on 3.11 it swallows a cancel that lands just as
+                # the check finishes, and the readiness task (cancelled once, at
+                # stop) would then run forever, hanging the server's stop.
+                async with asyncio.timeout(self._check_timeout):
+                    reason = await check()
             except TimeoutError:
                 reason = f"no answer within {self._check_timeout:g}s"
             except Exception as e:  # a failing check means "not ready", never a crash

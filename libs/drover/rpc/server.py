@@ -42,6 +42,7 @@ from drover.rpc.channels import MAX_MESSAGE_BYTES
 from drover.rpc.errors import ErrorInterceptor
 from drover.rpc.health import Health
 from drover.rpc.interceptors import ObserveInterceptor
+from drover.rpc.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -278,25 +279,21 @@ class DroverServer:
         grace = self.settings.shutdown_grace if grace is None else grace
         try:
             if self._readiness is not None:
-                self._readiness.cancel()
-                with contextlib.suppress(BaseException):
-                    await self._readiness
+                await cancel_and_wait([self._readiness], what=f"{self.settings.service} stop")
             await self.health.shutdown()
             try:
-                await asyncio.wait_for(self.app.stop(), timeout=max(grace, 0.1))
+                async with asyncio.timeout(max(grace, 0.1)):
+                    await self.app.stop()
             except TimeoutError:
                 log.warning("app stop exceeded %.1fs grace; stopping the server anyway", grace)
             except Exception:
                 log.exception("app stop failed")
             if self.ctx is not None:
-                for task in self.ctx.tasks:
-                    task.cancel()
-                for task in self.ctx.tasks:
-                    with contextlib.suppress(BaseException):
-                        await task
+                await cancel_and_wait(self.ctx.tasks, what=f"{self.settings.service} stop")
                 if self.ctx.registration is not None:
                     with contextlib.suppress(Exception):
-                        await asyncio.wait_for(self.ctx.registration.close(), 2.0)
+                        async with asyncio.timeout(2.0):
+                            await self.ctx.registration.close()
                 client = self.ctx.etcd.client if self.ctx.etcd is not None else None
                 if client is not None:
                     with contextlib.suppress(Exception):

@@ -109,6 +109,7 @@ class ClusterView:
             if left <= 0:
                 return
             try:
-                await asyncio.wait_for(self._changed.wait(), left)
+                async with asyncio.timeout(left):
+                    await self._changed.wait()
             except TimeoutError:
                 return

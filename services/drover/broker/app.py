@@ -13,13 +13,14 @@ Background tasks: the event feed, the timer loop and the leader observer
 Shutdown (``stop``): resign first (revoke: the broker drops to standby,
 tokens die, the store still has those evaluations pending, so the next
 leader delivers them at once), then let open long polls end with the next
-leader's address (bounded by ``ShellConfig.hint_wait``).
+leader's address (bounded by ``ShellConfig.hint_wait``). A stop cut short
+(the server's shutdown grace) still ends every open poll at once, with
+NOT_LEADER: a poll never waits for the server to cancel it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -51,6 +52,7 @@ from drover.rpc.channels import channel
 from drover.rpc.readiness import leader_known
 from drover.rpc.replicas import ReplicaPool
 from drover.rpc.server import App, AppContext, ServiceBinding
+from drover.rpc.tasks import cancel_and_wait
 
 __all__ = ["SERVICE", "BrokerApp", "create_app"]
 
@@ -159,14 +161,15 @@ class BrokerApp:
     async def stop(self) -> None:
         for close in self._unregister:
             close()
-        if self.leadership is not None:
-            await self.leadership.resign(grace=self._leadership_config.revoke_timeout)
-        await self.runtime.drain_polls()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        try:
+            if self.leadership is not None:
+                await self.leadership.resign(grace=self._leadership_config.revoke_timeout)
+            await self.runtime.drain_polls()
+        finally:
+            # Cut short (the server bounds stop by its shutdown grace): no poll
+            # stays parked for the server to cancel later without a hint.
+            self.runtime.polls.fail_all(self.runtime.not_leader())
+        await cancel_and_wait(self._tasks, what="broker stop")
         await self.state.close()
 
 

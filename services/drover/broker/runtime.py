@@ -259,7 +259,8 @@ class BrokerRuntime:
         ending = self._ending
         if ending is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(ending, self.config.hint_wait + 0.5)
+                async with asyncio.timeout(self.config.hint_wait + 0.5):
+                    await ending
         self.polls.fail_all(self.not_leader())
 
     async def _end_polls(self) -> None:

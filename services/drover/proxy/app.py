@@ -51,6 +51,7 @@ from drover.proxy.rebalancer import Rebalancer
 from drover.proxy.server_lists import ServerLists
 from drover.proxy.servicer import ClientProxyServicer
 from drover.rpc.server import App, AppContext, ServiceBinding
+from drover.rpc.tasks import cancel_and_wait
 
 SERVICE = "drover.proxy.v1.ClientProxyService"
 
@@ -180,11 +181,7 @@ class ProxyApp:
     async def stop(self) -> None:
         for close in getattr(self, "_unregister", []):
             close()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_and_wait(self._tasks, what="proxy stop")
         self._tasks = []
         await self.holds.close()
         await self.pool.close()

@@ -102,7 +102,8 @@ class Discovery:
         """Return on the next applied membership or leader change, or after ``within`` seconds."""
         event = self._changed
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), max(0.0, within))
+            async with asyncio.timeout(max(0.0, within)):
+                await event.wait()
 
     def _notify(self) -> None:
         self._changed.set()

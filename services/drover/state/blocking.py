@@ -81,7 +81,8 @@ class IndexWaiters:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._heap, _Waiter(min_index, next(self._seq), fut))
         try:
-            await asyncio.wait_for(asyncio.shield(fut), within)
+            async with asyncio.timeout(within):
+                await asyncio.shield(fut)
             return True
         except TimeoutError:
             return self.index > min_index

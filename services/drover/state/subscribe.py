@@ -304,8 +304,8 @@ class Hub:
             sent = loop.time()
             while True:
                 try:
-                    item = await asyncio.wait_for(
-                        sub.queue.get(), max(0.0, sent + heartbeat - loop.time()))
+                    async with asyncio.timeout(max(0.0, sent + heartbeat - loop.time())):
+                        item = await sub.queue.get()
                 except TimeoutError:
                     # The queue is empty: every change up to the cache's
                     # revision was delivered (listeners run as it applies).

@@ -44,12 +44,12 @@ class BrokerNode:
     def leading(self) -> bool:
         return not self.stopped and self.app.runtime.term is not None
 
-    async def stop(self) -> None:
+    async def stop(self, grace: float = 2.0) -> None:
         if not self.stopped:
             self.stopped = True
             # The channel stays open (closed at teardown): a caller mid-call
             # sees the server's answer, not a local cancellation.
-            await self.server.stop(2.0)
+            await self.server.stop(grace)
 
 
 @dataclass
@@ -60,6 +60,7 @@ class Cluster:
     state_channel: grpc.aio.Channel
     state_stub: state_pb2_grpc.StateServiceStub
     config: BrokerConfig
+    shell: ShellConfig = field(default_factory=lambda: ShellConfig(hint_wait=1.5))
     nodes: list[BrokerNode] = field(default_factory=list)
 
     async def add_broker(self) -> BrokerNode:
@@ -72,7 +73,7 @@ class Cluster:
         app = BrokerApp(
             settings,
             broker_config=self.config,
-            shell_config=ShellConfig(hint_wait=1.5),
+            shell_config=self.shell,
             leadership_config=LeadershipConfig(ttl=TTL, establish_timeout=5.0,
                                                revoke_timeout=2.0, retry_backoff=0.1),
         )
@@ -136,8 +137,8 @@ async def dequeue(node: BrokerNode, *schedulers: str, poll: float = 2.0
     return await node.stub.Dequeue(req, timeout=poll + 5)
 
 
-async def start_cluster(etcd: str, prefix: str, config: BrokerConfig, brokers: int = 2
-                        ) -> Cluster:
+async def start_cluster(etcd: str, prefix: str, config: BrokerConfig, brokers: int = 2,
+                        shell: ShellConfig | None = None) -> Cluster:
     settings = ServeSettings(
         service="state",
         etcd=EtcdSettings(endpoints=(etcd,), prefix=prefix, session_ttl=TTL),
@@ -147,6 +148,8 @@ async def start_cluster(etcd: str, prefix: str, config: BrokerConfig, brokers: i
     assert state.ctx is not None
     ch = grpc.aio.insecure_channel(state.ctx.address)
     cluster = Cluster(etcd, prefix, state, ch, state_pb2_grpc.StateServiceStub(ch), config)
+    if shell is not None:
+        cluster.shell = shell
     for _ in range(brokers):
         await cluster.add_broker()
     return cluster

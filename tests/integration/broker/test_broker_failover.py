@@ -21,6 +21,7 @@ from broker_cluster import BrokerNode, Cluster, dequeue, make_eval, wait_for
 from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2
 from drover.broker.record import EvalState
+from drover.broker.runtime import ShellConfig
 from drover.coord import Keyspace, observe
 from drover.rpc.errors import error_info, leader_hint
 
@@ -178,14 +179,49 @@ async def test_old_leader_token_dies_and_eval_is_redelivered_at_once(cluster: Cl
     await new.stub.Ack(broker_pb2.AckRequest(eval_id="held", token=again.token))
 
 
+# The resigning leader's open polls wait for the next leader to establish (a
+# chain of etcd writes, watches and state reads); this test's claim is the
+# hint, not how fast a loaded machine gets there: bound the wait generously.
+NEXT_LEADER_WITHIN = 15.0
+
+
+@pytest.mark.parametrize("shell_config", [ShellConfig(hint_wait=NEXT_LEADER_WITHIN)],
+                         ids=["hint_wait"])
 async def test_open_long_poll_ends_with_the_next_leaders_address(cluster: Cluster) -> None:
     old = await cluster.leader()
     standby = cluster.follower_of(old)
-    poll = asyncio.create_task(dequeue(old, poll=5.0))
-    await asyncio.sleep(0.2)
-    stopping = asyncio.create_task(old.stop())
+    poll = asyncio.create_task(dequeue(old, poll=NEXT_LEADER_WITHIN + 5))
+
+    async def parked() -> bool:
+        return len(old.app.runtime.polls) == 1
+
+    await wait_for(parked, what="the long poll to park on the leader")
+    # The grace covers resigning (bounded by the revoke timeouts) and the hint wait.
+    stopping = asyncio.create_task(old.stop(grace=NEXT_LEADER_WITHIN + 5))
     with pytest.raises(grpc.aio.AioRpcError) as ended:
         await poll
     await stopping
     assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
     assert leader_hint(ended.value) == standby.address
+
+
+@pytest.mark.parametrize("shell_config", [ShellConfig(hint_wait=NEXT_LEADER_WITHIN)],
+                         ids=["hint_wait"])
+async def test_a_stop_cut_short_still_ends_open_polls_with_not_leader(cluster: Cluster) -> None:
+    """No next leader comes, so the polls' hint wait outlasts the server's
+    shutdown grace, which cuts the broker's stop short: the poll still ends
+    with the broker's NOT_LEADER, not cancelled later by the server."""
+    old = await cluster.leader()
+    await cluster.follower_of(old).stop()
+    poll = asyncio.create_task(dequeue(old, poll=NEXT_LEADER_WITHIN + 5))
+
+    async def parked() -> bool:
+        return len(old.app.runtime.polls) == 1
+
+    await wait_for(parked, what="the long poll to park on the leader")
+    stopping = asyncio.create_task(old.stop(grace=0.5))
+    with pytest.raises(grpc.aio.AioRpcError) as ended:
+        await poll
+    await stopping
+    assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert (info := error_info(ended.value)) is not None and info.reason == "NOT_LEADER"

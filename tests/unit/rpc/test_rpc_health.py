@@ -80,3 +80,25 @@ async def test_shutdown_turns_everything_off_and_ignores_later_changes() -> None
     await h.set_ready(A)
     for name in (OVERALL, A, LIVENESS):
         assert await status(h, name) == S.NOT_SERVING
+
+
+async def test_a_refresh_cancelled_at_any_point_ends_cancelled() -> None:
+    """A server stops its readiness loop with one cancel: wherever that cancel
+    lands in a refresh (also just as a check finishes, where 3.11's wait_for
+    drops it and the loop would run on), the refresh ends cancelled."""
+    for offset in range(8):
+        h = Health([A])
+        await h.init()
+
+        async def quick() -> str | None:
+            await asyncio.sleep(0)
+            return None
+
+        h.add_check("quick", quick)
+        refresh = asyncio.create_task(h.refresh())
+        for _ in range(offset):
+            await asyncio.sleep(0)
+        if not refresh.cancel():
+            continue  # it had finished: nothing to cancel
+        await asyncio.wait({refresh}, timeout=1.0)
+        assert refresh.cancelled(), f"cancelled after {offset} loop turns, the refresh went on"
