@@ -47,6 +47,8 @@ from drover.state.store import EtcdStore, Put
 PENDING = EvaluationStatus.EVALUATION_STATUS_PENDING
 #: Session TTL (seconds) of every service: a killed leader is noticed after it.
 TTL = 2
+#: Bound of one throughput row (seconds): a stalled pipeline fails the bench.
+ROW_TIMEOUT_S = 300
 
 
 def spawn(service: str, etcd: str, prefix: str, port: int, *extra: str) -> subprocess.Popen[bytes]:
@@ -188,12 +190,22 @@ async def throughput(state: state_pb2_grpc.StateServiceStub,
 
     start = time.perf_counter()
     pool = [asyncio.create_task(worker()) for _ in range(workers)]
-    await enqueue(state, evals(run, n))
-    await finished.wait()
-    elapsed = time.perf_counter() - start
-    for task in pool:
-        task.cancel()
-    await asyncio.gather(*pool, return_exceptions=True)
+    done_waiter = asyncio.create_task(finished.wait())
+    try:
+        await enqueue(state, evals(run, n))
+        # A worker that fails (an RPC error, a refused ack) must end the row
+        # with its error, not leave it waiting for evaluations nobody acks.
+        async with asyncio.timeout(ROW_TIMEOUT_S):
+            await asyncio.wait([done_waiter, *pool], return_when=asyncio.FIRST_COMPLETED)
+        for task in pool:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise RuntimeError(f"a worker failed after {done} of {n} acks") \
+                    from task.exception()
+        elapsed = time.perf_counter() - start
+    finally:
+        for task in (*pool, done_waiter):
+            task.cancel()
+        await asyncio.gather(*pool, done_waiter, return_exceptions=True)
     return n / elapsed
 
 
