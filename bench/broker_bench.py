@@ -102,8 +102,10 @@ async def enqueue(state: state_pb2_grpc.StateServiceStub, items: list[Evaluation
     await asyncio.gather(*(one(c) for c in chunks))
 
 
-async def etcd_baseline(endpoint: str, n: int) -> tuple[float, float, float]:
-    """What etcd alone allows, in this run: (evals/s, range p50 ms, p99 ms).
+async def etcd_baseline(endpoint: str, n: int,
+                        etcd_pid: int) -> tuple[float, float, float, float]:
+    """What etcd alone allows, in this run: (evals/s, range p50 ms, p99 ms,
+    etcd's CPU ms per evaluation written).
 
     evals/s writes each evaluation twice (pending, then its ack) as the
     pipeline does, in txns of 127 puts plus a marker, four txns in flight;
@@ -121,10 +123,11 @@ async def etcd_baseline(endpoint: str, n: int) -> tuple[float, float, float]:
         async with sem:
             await store.txn([], [*(Put(k, body) for k in chunk), Put(b"/baseline/m", b"")])
 
-    t0 = time.perf_counter()
+    cpu0, t0 = cpu_seconds(etcd_pid), time.perf_counter()
     for _ in range(2):
         await asyncio.gather(*(write(c) for c in chunks))
     rate = n / (time.perf_counter() - t0)
+    etcd_ms = 1e3 * (cpu_seconds(etcd_pid) - cpu0) / n
     samples = []
     for i in range(1000):
         t = time.perf_counter()
@@ -132,7 +135,8 @@ async def etcd_baseline(endpoint: str, n: int) -> tuple[float, float, float]:
         samples.append(time.perf_counter() - t)
     samples.sort()
     await channel.close()
-    return rate, statistics.median(samples) * 1e3, samples[int(len(samples) * 0.99) - 1] * 1e3
+    return (rate, statistics.median(samples) * 1e3,
+            samples[int(len(samples) * 0.99) - 1] * 1e3, etcd_ms)
 
 
 async def stats(stub: broker_pb2_grpc.EvalBrokerServiceStub) -> broker_pb2.BrokerStats:
@@ -341,13 +345,14 @@ async def main() -> None:
         say(f"eval broker benchmark (cpus={os.cpu_count()}; etcd, state, 2 brokers and the "
               "client as separate processes)")
         say(f"{'measure':<48} {'result':>14}")
-        base_rate, base_p50, base_p99 = await etcd_baseline(etcd.endpoint, args.evals)
+        base_rate, base_p50, base_p99, base_etcd_ms = await etcd_baseline(
+            etcd.endpoint, args.evals, etcd.pid)
         say(f"{'etcd baseline: 2 puts per eval, txns of 127':<48} {base_rate:>10.0f} /s   "
               "(the store's ceiling for this pipeline)")
         say(f"{'etcd baseline: one-key read, p50 / p99':<48} {base_p50:>11.2f} ms   "
               f"p99 {base_p99:.2f} ms (Dequeue reads no etcd)")
         out["etcd_baseline"] = {"evals_per_s": base_rate, "read_p50_ms": base_p50,
-                                "read_p99_ms": base_p99}
+                                "read_p99_ms": base_p99, "etcd_cpu_ms_per_eval": base_etcd_ms}
         by_addr = {f"127.0.0.1:{b1}": procs[1].pid, f"127.0.0.1:{b2}": procs[2].pid}
         follower_pid = next(p for a, p in by_addr.items() if a != lead_addr)
         pids = {"etcd": etcd.pid, "state": procs[0].pid, "leader": by_addr[lead_addr],
