@@ -20,7 +20,11 @@ So, as the state service's cache does (:mod:`drover.state.cache`):
   :func:`gc.freeze` moves everything alive to the permanent generation
   (no collection: it costs nothing), so full collections walk only what
   arrived since. A frozen object is still freed by reference counting; only
-  a cycle among frozen objects would wait (the broker makes none).
+  a cycle among frozen objects would wait for a restart: the broker's
+  records make none, and what else is frozen is what happened to be in
+  flight at a freeze (measured: no RSS growth over 240k evaluations of the
+  batched pipeline). Without the periodic freeze a follower holding a
+  backlog spent ~30 % of its CPU in the collector again.
 
 Process-wide, so only the process's app enables it (the runtime takes it
 as an option; unit tests leave the collector alone). Not a correctness
