@@ -79,11 +79,13 @@ list_services() {
 # has_reason REASON TEXT: the error TEXT carries ErrorInfo REASON (grpcurl prints
 # it decoded; buf curl prints the Any as base64 when it cannot resolve the type).
 has_reason() {
-  echo "$2" | grep -q "$1" && return 0
+  # No pipe into grep -q: it exits at its match and, under pipefail, the
+  # writer's SIGPIPE would fail the check (seen 1 run in 3,000).
+  grep -q "$1" <<<"$2" && return 0
   local v
   for v in $(echo "$2" | jq -r '.details[]?.value // empty' 2>/dev/null); do
     v=$(printf '%s' "$v" | tr '_-' '/+'); while [ $(( ${#v} % 4 )) -ne 0 ]; do v="$v="; done
-    printf '%s' "$v" | base64 -d 2>/dev/null | grep -qa "$1" && return 0
+    grep -qa "$1" <<<"$(printf '%s' "$v" | base64 -d 2>/dev/null)" && return 0
   done
   return 1
 }
