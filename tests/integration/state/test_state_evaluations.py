@@ -13,6 +13,7 @@ from virtual_clock import VirtualClock
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, query_pb2, scheduler_pb2
+from drover.coord.kv import prefix_end
 from drover.rpc.errors import error_info
 
 PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING
@@ -257,6 +258,12 @@ async def test_get_evaluation_related(replica) -> None:
 
 async def test_last_contact_counts_any_etcd_call(replica) -> None:
     cache = replica.service.cache
+    # The cache's watch starts in the background and delivers the writes made
+    # while the replica started (its page-token key): each counts as contact.
+    # Let them all land first, or one landing after the clock moves resets it.
+    base = cache.keys.base.encode()
+    written = await replica.store.range(base, prefix_end(base))
+    await cache.wait_for_revision(max((kv.mod_revision for kv in written.kvs), default=0))
     clock = VirtualClock(1000.0)
     cache.store._clock = clock  # a virtual clock from here on
     cache.store.touch()
