@@ -63,21 +63,12 @@ class _Servicer(state_pb2_grpc.StateServiceServicer):
         return state_pb2.GetJobResponse()
 
 
-class _App:
-    def __init__(self) -> None:
-        from drover.rpc.server import ServiceBinding
+def _app() -> Any:
+    from drover.rpc.app import StaticApp
+    from drover.rpc.server import ServiceBinding
 
-        self.bindings = [ServiceBinding(STATE, _Servicer(),
-                                        state_pb2_grpc.add_StateServiceServicer_to_server)]
-
-    async def prepare(self) -> None:
-        return None
-
-    async def start(self, ctx: Any) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
+    return StaticApp([ServiceBinding(STATE, _Servicer(),
+                                     state_pb2_grpc.add_StateServiceServicer_to_server)])
 
 
 def _telemetry(mode: str) -> None:
@@ -116,7 +107,7 @@ async def _serve(mode: str) -> None:
         from drover.config import ServeSettings
         from drover.rpc.server import DroverServer
 
-        drover = DroverServer(ServeSettings(service="state", listen="127.0.0.1:0"), _App())
+        drover = DroverServer(ServeSettings(service="state", listen="127.0.0.1:0"), _app())
         await drover.start()
         port = drover.port
         stop = drover.stop

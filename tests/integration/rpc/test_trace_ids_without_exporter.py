@@ -16,6 +16,7 @@ from opentelemetry import trace
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.config import ServeSettings
+from drover.rpc.app import StaticApp
 from drover.rpc.channels import channel
 from drover.rpc.server import DroverServer, ServiceBinding
 from drover.telemetry import TraceIds
@@ -53,19 +54,10 @@ class _Front(state_pb2_grpc.StateServiceServicer):
             return await state_pb2_grpc.StateServiceStub(ch).GetJob(request, timeout=5)
 
 
-class _App:
-    def __init__(self, servicer: Any) -> None:
-        self.bindings = [ServiceBinding(STATE, servicer,
-                                        state_pb2_grpc.add_StateServiceServicer_to_server)]
 
-    async def prepare(self) -> None:
-        return None
-
-    async def start(self, ctx: Any) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
+def _App(servicer: Any) -> StaticApp:
+    return StaticApp([ServiceBinding(STATE, servicer,
+                                     state_pb2_grpc.add_StateServiceServicer_to_server)])
 
 
 @pytest.fixture
