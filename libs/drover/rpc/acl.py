@@ -47,6 +47,7 @@ from drover.coord import EtcdKV, Keyspace, cluster_secret, connect
 from drover.coord.errors import EtcdUnavailable
 from drover.errors import DroverError, Internal, Unavailable
 from drover.rpc.errors import abort
+from drover.rpc.wrapping import WrappingInterceptor
 
 __all__ = ["AclInterceptor", "AclRuntime", "current_identity"]
 
@@ -83,12 +84,11 @@ def _secret(metadata: Iterable[tuple[str, Any]] | None) -> str | None:
     return None
 
 
-class AclInterceptor(grpc.aio.ServerInterceptor):
+class AclInterceptor(WrappingInterceptor):
     def __init__(self, source: AclSource, services: Iterable[str]) -> None:
+        super().__init__()
         self._source = source
         self._services = frozenset(services)
-        # One wrapped handler per registered method (see ObserveInterceptor).
-        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
     async def _check(self, method: str, request: Any, context: Any) -> None:
         if not self._source.ready.is_set():
@@ -107,23 +107,7 @@ class AclInterceptor(grpc.aio.ServerInterceptor):
         authorize(identity, req, request, method)
         _IDENTITY.set(identity)
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
-        if handler is None:
-            return handler
-        method = details.method
-        hit = self._wrapped.get(method)
-        if hit is not None and hit[0] is handler:
-            return hit[1]
-        wrapped = self._wrap(method, handler)
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
-
-    def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    def wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         service = method.split("/")[1] if method.count("/") >= 2 else ""
         if service not in self._services:
             return handler

@@ -29,6 +29,7 @@ from drover.rpc.remote import (
     leader_hint,
     remote_status,
 )
+from drover.rpc.wrapping import WrappingInterceptor
 from drover.validation import check_request
 
 __all__ = [
@@ -227,32 +228,12 @@ def _wrap_stream(behavior: Callable[..., Any], *, admit: bool) -> Callable[..., 
     return wrapper
 
 
-class ErrorInterceptor(grpc.aio.ServerInterceptor):
+class ErrorInterceptor(WrappingInterceptor):
     """Checks every unary request (:func:`drover.validation.check_request`)
-    and maps :class:`DroverError` raised by any handler to its status.
+    and maps :class:`DroverError` raised by any handler to its status."""
 
-    A method's wrapped handler is built once (grpc only returns handlers of
-    registered methods: the cache is bounded by them) and rebuilt only if
-    the inner handler changes."""
-
-    def __init__(self) -> None:
-        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        method = handler_call_details.method
-        hit = self._wrapped.get(method)
-        if hit is not None and hit[0] is handler:
-            return hit[1]
-        wrapped = wrap_errors(handler)
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
+    def wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        return wrap_errors(handler)
 
 
 def wrap_errors(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:

@@ -30,6 +30,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from drover.rpc.propagation import incoming_context
+from drover.rpc.wrapping import WrappingInterceptor
 from drover.telemetry import meter, tracer
 
 log = logging.getLogger("drover.rpc.access")
@@ -57,17 +58,12 @@ def _code_of(context: grpc.aio.ServicerContext[Any, Any], err: BaseException | N
     return str(code)
 
 
-class ObserveInterceptor(grpc.aio.ServerInterceptor):
-    """Logs, traces and times every call.
-
-    The wrapped handler of a method is built once and reused for every call
-    (keyed by method, checked against the inner handler's identity): grpc
-    only returns handlers of registered methods, so the cache is bounded by
-    the server's methods. Everything per call (peer, trace context, span)
-    is read inside the wrapper.
-    """
+class ObserveInterceptor(WrappingInterceptor):
+    """Logs, traces and times every call (each method wrapped once: see
+    :mod:`drover.rpc.wrapping`)."""
 
     def __init__(self, service: str) -> None:
+        super().__init__()
         self._service = service
         self._tracer = tracer("drover.rpc")
         self._duration = meter("drover.rpc").create_histogram(
@@ -75,23 +71,6 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
             unit="s",
             description="Duration of drover server calls",
         )
-        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
-        if handler is None:
-            return handler
-        method = details.method
-        hit = self._wrapped.get(method)
-        if hit is not None and hit[0] is handler:
-            return hit[1]
-        wrapped = self.wrap(method, handler)
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
 
     def wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         """``handler`` of ``method`` logged, traced and timed."""
