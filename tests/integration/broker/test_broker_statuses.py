@@ -7,10 +7,12 @@ import asyncio
 import grpc
 import pytest
 from broker_cluster import Cluster, dequeue, make_eval, wait_for
+from google.rpc import code_pb2
 
 from drover.api.broker.v1 import broker_pb2
 from drover.api.types.v1.evaluation_pb2 import EvaluationStatus
 from drover.broker.config import BrokerConfig
+from drover.broker.tokens import token_term
 from drover.rpc.errors import error_info, leader_hint
 
 FAST_NACK = BrokerConfig(nack_timeout=0.3, initial_nack_delay=0.0)
@@ -122,3 +124,49 @@ async def test_cancel_evaluation(cluster: Cluster) -> None:
     stored = await cluster.get_eval("queued")
     assert stored.status == EvaluationStatus.EVALUATION_STATUS_CANCELED
     assert stored.status_description == "canceled by an operator: backlog"
+
+
+async def test_an_ack_of_an_earlier_terms_delivery_is_refused_fence_lost(
+        cluster: Cluster) -> None:
+    """An Ack is fenced with the term its token carries, not the current one.
+
+    Revoke kills every token, so this is the defence in depth for a core
+    that still holds a delivery of a past term (the core re-stamped for two
+    terms without standby in between): its outcome must be refused by the
+    state (FENCE_LOST), written nowhere, and the current term must stand.
+    """
+    leader = await cluster.leader()
+    runtime = leader.app.runtime
+    assert runtime.term is not None
+    now = runtime.term.revision
+    # The earlier term: a revision of the store that is not the leader key's
+    # create revision (the state compares the key's create revision).
+    earlier = now - 1
+    await cluster.upsert(make_eval("old-term"))
+    await cluster.upsert(make_eval("this-term"))
+    runtime.core.enable(earlier)  # a leader core: only the token term changes
+    try:
+        old = await dequeue(leader)
+    finally:
+        runtime.core.enable(now)
+    assert old.evaluation.id == "old-term" and token_term(old.token) == earlier
+    new = await dequeue(leader)
+    assert new.evaluation.id == "this-term" and token_term(new.token) == now
+    stub = leader.stub
+    await fails(stub.Ack(broker_pb2.AckRequest(eval_id="old-term", token=old.token)),
+                grpc.StatusCode.FAILED_PRECONDITION, "FENCE_LOST")
+    # The batch: the old term's ack fails alone, the current one is written.
+    resp = await stub.AckBatch(broker_pb2.AckBatchRequest(acks=[
+        broker_pb2.AckRequest(eval_id="old-term", token=old.token),
+        broker_pb2.AckRequest(eval_id="this-term", token=new.token)]), timeout=10)
+    refused, written = resp.outcomes
+    assert (refused.code, refused.reason) == (code_pb2.FAILED_PRECONDITION, "FENCE_LOST")
+    assert written.code == code_pb2.OK and written.index > 0
+    stored = await cluster.get_eval("old-term")
+    assert stored.status == EvaluationStatus.EVALUATION_STATUS_PENDING
+    assert stored.modify_index == old.evaluation.modify_index
+    assert (await cluster.get_eval("this-term")).status == \
+        EvaluationStatus.EVALUATION_STATUS_COMPLETE
+    # The refusal was the old delivery's, not the term's: it still leads.
+    assert runtime.term is not None and runtime.term.revision == now
+    assert leader.leading
