@@ -19,7 +19,8 @@ the smallest matching bucket (a union of buckets for ``field in [...]``) and
 constrained; an intersection iterates the smallest bucket and checks the
 other fields with their extractors.
 
-With ``id_index=True`` the ids are also kept sorted, so an id ``prefix``
+With ``id_index=True`` the ids are also kept sorted
+(:class:`drover.paging.ids.IdIndex`, removals kept lazy), so an id ``prefix``
 selects its objects by two bisections; when that set is the smallest, its
 keys are sorted into create order (at most ``prefix_sort_limit`` of them per
 call, which bounds the work) and walked instead of a bucket. ``id_prefixes``
@@ -29,8 +30,9 @@ maps a request's prefix to id prefixes (a cache whose ids are
 With ``defer_discards=True`` a removal updates the id map at once but only
 *queues* the object for removal from the create-order and secondary
 indexes; :meth:`flush` applies the queue (in bounded chunks, each cut from
-every list in one sorted pass by :func:`drover.paging.index.discard_sorted`,
-so an async owner can run it while it waits on I/O). Secondary-index upkeep
+every list in one sorted pass by
+:func:`drover.paging.sorted_lists.discard_sorted`, so an async owner can run
+it while it waits on I/O). Secondary-index upkeep
 is most of a removal's cost (one sorted-list delete per indexed field), and
 a delete-heavy owner -- the state cache applying a million-evaluation
 cleanup -- gains by doing it while etcd works on the next transaction.
@@ -57,12 +59,9 @@ queued) or is re-loaded. Buckets themselves start as plain sorted lists
 and turn into a ``SortedList`` past ``SMALL_BUCKET`` keys: a selective index
 (job_id) makes one per new value.
 
-The sorted id index is kept lazily on removal: a removed id stays in the
-sorted list, is noted in a set, and is skipped by prefix walks; with
-``defer_discards`` :meth:`flush` cuts them in sorted batches, otherwise once
-the stale ids are half the list it is rebuilt by one linear filter (the list
-is already sorted). So a delete costs no sorted-list delete on the random-UUID
-id order, and prefix reads stay exact.
+A bulk load (:meth:`load`, :meth:`load_bulk`) replaces everything: the items
+are put in key order once (:meth:`drover.paging.bulk.BulkLoad.take`) and the
+create order and every bucket are cut from lists already in order.
 
 Not thread-safe; do not mutate while a scan iterator is being consumed.
 """
@@ -72,22 +71,12 @@ from __future__ import annotations
 import bisect
 import collections
 import itertools
-import operator
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
-from typing import Any, Generic, TypeVar
-
-from sortedcontainers import SortedList
+from typing import Generic, TypeVar
 
 from drover.paging.bulk import BulkLoad
-from drover.paging.index import (
-    MIXED,
-    Key,
-    OrderedIndex,
-    SecondaryIndex,
-    add_new,
-    discard_sorted,
-    sorted_list_of,
-)
+from drover.paging.ids import IdIndex
+from drover.paging.index import MIXED, Key, OrderedIndex, SecondaryIndex
 
 __all__ = ["IndexedCollection", "Where"]
 
@@ -103,14 +92,6 @@ PREFIX_SORT_LIMIT = 20_000
 
 def _same_prefix(prefix: str, where: Where) -> Iterable[str]:
     return (prefix,)
-
-
-_first = operator.itemgetter(0)
-_second = operator.itemgetter(1)
-
-def _permuted(order: list[int], *lists: list[Any]) -> tuple[list[Any], ...]:
-    """Each of ``lists`` rearranged so that position i holds its item ``order[i]``."""
-    return tuple(list(map(values.__getitem__, order)) for values in lists)
 
 
 #: A value no extractor returns: the "not indexed" value of a dense index.
@@ -159,9 +140,7 @@ class IndexedCollection(Generic[T]):
         # writes walk them per object. _NOTHING: every value is indexed.
         self._maintained = [(self._fields[name], index, "" if name in self._sparse else _NOTHING)
                             for name, index in self._indexes.items()]
-        self._ids: SortedList | None = SortedList() if id_index else None
-        # Ids removed but still in _ids (see the module docstring).
-        self._ids_gone: set[str] = set()
+        self._ids: IdIndex | None = IdIndex() if id_index else None
         self._id_prefixes = id_prefixes
         self._prefix_sort_limit = prefix_sort_limit
         self._defer = defer_discards
@@ -195,26 +174,9 @@ class IndexedCollection(Generic[T]):
             raise ValueError("load: two items share an id")
         self._queued.clear()
         self._queued_keys.clear()
-        self._ids_gone.clear()
-        ordered, keys, ids = bulk.items, bulk.keys, bulk.ids
-        bulk.items, bulk.keys, bulk.ids = [], [], []
-        self._items, bulk.by_id = bulk.by_id, {}
-        # Key order: id order first (free when the items come in id order,
-        # as an etcd range's do: only checked), then a stable sort on the
-        # create index alone, so ties (one txn's creations) stay in id order.
-        # Both sort *positions* on a list of exact str or int (list.sort's
-        # specialised compares; ~3x cheaper than sorting Key tuples) and
-        # apply the permutation by list indexing, not by looking each item
-        # up by id (a random-order dict probe per item: ~0.5 s at 1M).
-        if not all(map(operator.lt, ids, itertools.islice(ids, 1, None))):
-            keys, ordered, ids = _permuted(sorted(range(len(ids)), key=ids.__getitem__),
-                                           keys, ordered, ids)
+        self._items, ordered, keys, ids = bulk.take()
         if self._ids is not None:
-            self._ids = sorted_list_of(ids)
-        creates = list(map(_first, keys))
-        if not all(map(operator.le, creates, itertools.islice(creates, 1, None))):
-            keys, ordered = _permuted(sorted(range(len(creates)), key=creates.__getitem__),
-                                      keys, ordered)
+            self._ids.load_sorted(ids)
         self._order = OrderedIndex.of_sorted(keys)
         for get, index, skip in self._maintained:
             if index.universe is not None:
@@ -236,10 +198,7 @@ class IndexedCollection(Generic[T]):
         if old is None:
             self._order.add(key)
             if self._ids is not None:
-                if key.id in self._ids_gone:
-                    self._ids_gone.discard(key.id)  # still in the list
-                else:
-                    add_new(self._ids, key.id)
+                self._ids.add(key.id)
         for get, index, skip in self._maintained:
             value = get(item)
             if old is not None:
@@ -270,11 +229,9 @@ class IndexedCollection(Generic[T]):
             return None
         key = self._key_of(old)
         if self._ids is not None:
-            self._ids_gone.add(id_)
             # Deferred: flush() cuts them in sorted batches. Else compact at
             # half stale (an O(n) pass: ~0.3 s at 1M, so not for the cache).
-            if not self._defer and len(self._ids_gone) * 2 > len(self._ids):
-                self._compact_ids()
+            self._ids.remove(id_, None if self._defer else self._items)
         if self._defer:
             self._queued.append(old)
             self._queued_keys.add(key)
@@ -287,14 +244,6 @@ class IndexedCollection(Generic[T]):
             if value != skip:
                 index.discard(value, key)
         return old
-
-    def _compact_ids(self) -> None:
-        """Drop the removed ids from the sorted id list: one linear pass (it
-        is sorted already, so the re-sort inside SortedList is linear too)."""
-        assert self._ids is not None
-        items = self._items
-        self._ids = SortedList([i for i in self._ids if i in items])
-        self._ids_gone.clear()
 
     @property
     def queued(self) -> int:
@@ -311,30 +260,15 @@ class IndexedCollection(Generic[T]):
         batch.sort(key=key_of)  # key order: every group cut below is then in order
         keys = list(map(key_of, batch))
         self._queued_keys.difference_update(keys)
-        gone = self._ids_gone
-        if self._ids is not None and gone:
-            # Only ids still removed: one re-inserted since stays listed.
-            drop = sorted({key.id for key in keys if key.id in gone})
-            gone.difference_update(drop)
-            discard_sorted(self._ids, drop)
+        if self._ids is not None:
+            self._ids.cut_gone(key.id for key in keys)
         # One sorted batch per list (the order, each bucket touched), cut
-        # in one pass each, not one bisect-and-delete per key and index;
-        # values grouped by C-level iteration (a field with one value in
-        # the batch -- namespace, type -- is one group: no grouping at all).
+        # in one pass each, not one bisect-and-delete per key and index.
         self._order.discard_many(keys)
         for get, index, skip in self._maintained:
             if index.uniform is not MIXED:
                 continue  # every queued key had the value: gone with the order
-            values = list(map(get, batch))
-            first = values[0]
-            if first != skip and values.count(first) == n:
-                index.discard_many(first, keys)
-                continue
-            groups: dict[Hashable, list[Key]] = {value: [] for value in set(values)}
-            collections.deque(map(list.append, map(groups.__getitem__, values), keys), maxlen=0)
-            groups.pop(skip, None)
-            for value, group in groups.items():
-                index.discard_many(value, group)
+            index.discard_batch(list(map(get, batch)), keys, skip)
         return len(queued)
 
     # -- reads ----------------------------------------------------------------
@@ -419,16 +353,9 @@ class IndexedCollection(Generic[T]):
         return best, best_size
 
     def _prefix_ranges(self, prefix: str, where: Where) -> list[tuple[int, int]] | None:
-        ids = self._ids
-        if ids is None or not prefix:
+        if self._ids is None or not prefix:
             return None
-        ranges = []
-        for p in self._id_prefixes(prefix, where):
-            lo = ids.bisect_left(p)
-            hi = ids.bisect_left(p[:-1] + chr(ord(p[-1]) + 1)) if p else len(ids)
-            if hi > lo:
-                ranges.append((lo, hi))
-        return ranges
+        return self._ids.ranges(self._id_prefixes(prefix, where))
 
     def candidates(
         self,

@@ -9,7 +9,8 @@ just vanish, and nothing present throughout is seen twice or skipped.
 
 :class:`OrderedIndex` is a sorted set of keys (``sortedcontainers.SortedList``:
 O(log n) insert, delete and seek, lazy iteration from any cursor, about 8
-bytes per key besides the shared key tuple). :class:`SecondaryIndex` maps a
+bytes per key besides the shared key tuple; the fast paths on its sublists are
+:mod:`drover.paging.sorted_lists`). :class:`SecondaryIndex` maps a
 field value to the ordered keys of the objects having it; iterating several
 values merges their buckets in key order. Pure data structures: no I/O, not
 thread-safe, and a collection must not be changed while an iterator over it
@@ -21,13 +22,14 @@ from __future__ import annotations
 import bisect
 import collections
 import heapq
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from sortedcontainers import SortedList
 
-__all__ = ["MIXED", "Key", "OrderedIndex", "SecondaryIndex", "add_new", "discard_sorted",
-           "sorted_list_of"]
+from drover.paging.sorted_lists import REBUILD_SHARE, add_new, discard_sorted, sorted_list_of
+
+__all__ = ["MIXED", "Key", "OrderedIndex", "SecondaryIndex"]
 
 
 class Key(NamedTuple):
@@ -37,117 +39,6 @@ class Key(NamedTuple):
 
 #: Keys per list up to which a batch removal discards them one by one.
 SMALL_BATCH = 2
-#: A batch removing at least 1/REBUILD_SHARE of a list rebuilds it instead.
-REBUILD_SHARE = 8
-
-
-def discard_sorted(sl: SortedList, keys: Sequence[Any]) -> None:
-    """Remove ``keys`` (sorted ascending; absent ones are ignored) from
-    ``sl`` in one pass: each sublist the keys fall in is cut once (keys a
-    batch removes are often adjacent -- a delete walks create order), instead
-    of one bisect-and-delete per key. Works on ``SortedList``'s sublists
-    (``_lists``, ``_maxes``, ``_len``, ``_index``: sortedcontainers 2.x,
-    pinned); a property test holds it equal to per-key ``discard``."""
-    if not keys:
-        return
-    if len(keys) * REBUILD_SHARE >= len(sl):
-        gone = set(keys)
-        kept = [k for k in sl if k not in gone]
-        if len(kept) != len(sl):
-            sl.clear()
-            sl.update(kept)  # sorted input: a linear sort
-        return
-    lists, maxes = sl._lists, sl._maxes
-    touched: list[int] = []
-    removed = 0
-    i, n = 0, len(keys)
-    pos = bisect.bisect_left(maxes, keys[0])
-    while i < n and pos < len(lists):
-        sub = lists[pos]
-        j = bisect.bisect_right(keys, maxes[pos], i)  # keys[i:j] can only be here
-        if j > i:
-            lo = bisect.bisect_left(sub, keys[i])
-            hi = bisect.bisect_right(sub, keys[j - 1])
-            if hi > lo:
-                gone = set(keys[i:j])
-                kept = [k for k in sub[lo:hi] if k not in gone]
-                if len(kept) != hi - lo:
-                    removed += hi - lo - len(kept)
-                    sub[lo:hi] = kept
-                    touched.append(pos)
-        i = j
-        if i < n:
-            pos = bisect.bisect_left(maxes, keys[i], pos + 1)
-    if not removed:
-        return
-    sl._len -= removed
-    del sl._index[:]
-    # Restore SortedList's balance as its own _delete does: a sublist under
-    # half the load joins its neighbour (and is split again if too long).
-    half = sl._load >> 1
-    for pos in reversed(touched):  # later positions first: merges shift them
-        if len(lists[pos]) > half or len(lists) == 1:
-            if lists[pos]:
-                maxes[pos] = lists[pos][-1]
-            else:
-                del lists[pos]
-                del maxes[pos]
-            continue
-        if not pos:
-            pos = 1
-        prev = pos - 1
-        lists[prev].extend(lists[pos])
-        del lists[pos]
-        del maxes[pos]
-        if lists[prev]:
-            maxes[prev] = lists[prev][-1]
-            sl._expand(prev)
-        else:
-            del lists[prev]
-            del maxes[prev]
-
-
-def sorted_list_of(values: list[Any]) -> SortedList:
-    """A ``SortedList`` of ``values``, which must be sorted ascending already
-    (a bulk load sorted them once): cut into sublists directly, as
-    ``SortedList.update`` does after its own sort, with no compare at all.
-    Uses the sublists (sortedcontainers 2.x, pinned; see
-    :func:`discard_sorted`); a unit test holds it equal to ``SortedList``."""
-    sl = SortedList()
-    load = sl._load
-    sl._lists.extend(values[pos:pos + load] for pos in range(0, len(values), load))
-    sl._maxes.extend(sub[-1] for sub in sl._lists)
-    sl._len = len(values)
-    return sl
-
-
-def add_new(sl: SortedList, key: Any) -> bool:
-    """Add ``key`` to ``sl`` unless present; True if added. A key above
-    every other (a creation, in create order) is appended to the last
-    sublist without a search; else one search finds both whether it is
-    present and where it goes (``SortedList.add`` after ``in`` searches
-    twice). Works on the sublists as :func:`discard_sorted` does (a
-    property test holds it equal to ``if key not in sl: sl.add(key)``)."""
-    maxes = sl._maxes
-    if not maxes:
-        sl._lists.append([key])
-        maxes.append(key)
-        sl._len = 1
-        return True
-    if key > maxes[-1]:
-        pos = len(maxes) - 1
-        sl._lists[pos].append(key)
-        maxes[pos] = key
-    else:
-        pos = bisect.bisect_left(maxes, key)
-        sub = sl._lists[pos]
-        i = bisect.bisect_left(sub, key)
-        if sub[i] == key:  # (i < len(sub): key <= maxes[pos], the sublist's last)
-            return False
-        sub.insert(i, key)
-    sl._len += 1
-    sl._expand(pos)  # splits a sublist grown too long, keeps the positional index
-    return True
 
 
 #: Keys up to which a bucket is a plain sorted list, not a ``SortedList``.
@@ -325,6 +216,22 @@ class SecondaryIndex:
             discard_sorted(sl, keys)
         if not sl:
             del self._buckets[value]
+
+    def discard_batch(self, values: list[Hashable], keys: list[Key], skip: Any = None) -> None:
+        """Remove ``keys`` (sorted ascending), ``values[i]`` the value of
+        ``keys[i]``; ``skip`` is a value not indexed. One sorted batch per
+        bucket touched, cut in one pass each; values grouped by C-level
+        iteration (a field with one value in the batch -- namespace, type --
+        is one group: no grouping at all)."""
+        first = values[0]
+        if first != skip and values.count(first) == len(values):
+            self.discard_many(first, keys)
+            return
+        groups: dict[Hashable, list[Key]] = {value: [] for value in set(values)}
+        collections.deque(map(list.append, map(groups.__getitem__, values), keys), maxlen=0)
+        groups.pop(skip, None)
+        for value, group in groups.items():
+            self.discard_many(value, group)
 
     def load(self, pairs: Iterable[tuple[Hashable, Key]]) -> None:
         """Replace the contents in one go (sorting once beats n inserts)."""

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sortedcontainers import SortedList
 
 from drover.paging import IndexedCollection, Key
-from drover.paging.index import sorted_list_of
+from drover.paging.sorted_lists import sorted_list_of
 
 
 @dataclass(frozen=True)

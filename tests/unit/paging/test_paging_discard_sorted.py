@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sortedcontainers import SortedList
 
-from drover.paging.index import Key, discard_sorted
+from drover.paging.index import Key
+from drover.paging.sorted_lists import discard_sorted
 
 
 @settings(max_examples=150, deadline=None)

@@ -98,11 +98,11 @@ def test_removed_ids_linger_until_flushed_in_sorted_batches() -> None:
     for i in range(15):
         c.remove_id(f"o{i:02}")
     c.upsert(Rec(99, "o03"))  # re-created before the flush: stays listed
-    assert len(c._ids or ()) == 20 and len(c._ids_gone) == 14
+    assert len(c._ids or ()) == 20 and len(c._ids.gone if c._ids else ()) == 14
     assert matching(c, {}, prefix="o0") == ["o03"]  # lingering ids are skipped
     c.flush()
     assert list(c._ids or ()) == ["o03", *(f"o{i}" for i in range(15, 20))]
-    assert not c._ids_gone
+    assert c._ids is not None and not c._ids.gone
 
 
 def test_without_deferral_removed_ids_compact_at_half_the_list() -> None:
@@ -111,8 +111,8 @@ def test_without_deferral_removed_ids_compact_at_half_the_list() -> None:
     c.load([Rec(i, f"o{i:02}") for i in range(20)])
     for i in range(10):
         c.remove_id(f"o{i:02}")
-    assert len(c._ids or ()) == 20 and len(c._ids_gone) == 10
+    assert len(c._ids or ()) == 20 and len(c._ids.gone if c._ids else ()) == 10
     assert matching(c, {}, prefix="o0") == []
     c.remove_id("o10")
-    assert len(c._ids or ()) == 9 and not c._ids_gone
+    assert len(c._ids or ()) == 9 and c._ids is not None and not c._ids.gone
     assert matching(c, {}, prefix="o1") == [f"o{i}" for i in range(11, 20)]

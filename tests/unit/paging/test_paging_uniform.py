@@ -14,7 +14,8 @@ from sortedcontainers import SortedList
 
 from drover.paging import IndexedCollection, Key
 from drover.paging import index as index_mod
-from drover.paging.index import MIXED, add_new
+from drover.paging.index import MIXED
+from drover.paging.sorted_lists import add_new
 
 
 @dataclass(frozen=True)
