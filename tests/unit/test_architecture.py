@@ -52,6 +52,7 @@ CORE: tuple[str, ...] = (
     "drover.broker.deferred",
     "drover.broker.stats",
     "drover.broker.effects",
+    "drover.broker.write_batch",
     "drover.proxy.server_list",
     "drover.proxy.retry",
     "drover.proxy.rebalance",

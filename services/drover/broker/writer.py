@@ -49,6 +49,11 @@ Tracing: each write remembers the trace context it was made in; a batch's
 the others (each context once: an AckBatch's writes share one), so an Ack's
 trace goes on to the state service's txn. ``on_written`` is called once per
 landed txn, with every group it wrote.
+
+Split: which queued writes form the next txn is the pure batching policy
+(:mod:`.write_batch`); a queued write and where its outcome goes is
+:mod:`.pending_write`; this module is the async shell: queueing, the flight
+loop, retries and the fence.
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ from opentelemetry import trace
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.effects import WriteGroup
+from drover.broker.pending_write import Outcomes, PendingWrite, trace_links
+from drover.broker.write_batch import merge_writes, next_batch
 from drover.coord.fence import Fence
 from drover.errors import (
     AlreadyExists,
@@ -78,7 +85,7 @@ from drover.errors import (
 
 __all__ = ["FencedWriter", "UpdateApi"]
 
-_NONE: tuple[list[_Pending], list[str]] = ([], [])
+_NONE: tuple[list[PendingWrite], list[str]] = ([], [])
 
 log = logging.getLogger(__name__)
 _tracer = trace.get_tracer("drover.broker.writer")
@@ -97,63 +104,6 @@ class UpdateApi(Protocol):
 # What an effect write may be refused for without a retry ever helping:
 # invalid, deleted or changed meanwhile, or created already.
 _FINAL = (InvalidArgument, NotFound, AlreadyExists, FailedPrecondition)
-
-
-class _Outcomes:
-    """The outcomes of writes queued together (an AckBatch): one future for
-    all of them, resolved once every write has its store index or error
-    (each write still succeeds or fails on its own)."""
-
-    __slots__ = ("future", "left", "results")
-
-    def __init__(self, future: asyncio.Future[list[int | DroverError]], n: int) -> None:
-        self.future = future
-        self.results: list[int | DroverError | None] = [None] * n
-        self.left = n
-
-    def resolve(self, slot: int, outcome: int | DroverError) -> None:
-        if self.results[slot] is not None:
-            return  # answered once (close() after a landing, say)
-        self.results[slot] = outcome
-        self.left -= 1
-        if not self.left and not self.future.done():
-            self.future.set_result(self.results)  # type: ignore[arg-type]
-
-
-class _Pending:
-    """One queued write. ``sink`` is None for an effect (nobody awaits it;
-    retried until written), else where its outcome goes: a future, or slot
-    ``slot`` of an :class:`_Outcomes`."""
-
-    __slots__ = ("attempts", "context", "fence", "group", "sink", "slot")
-
-    def __init__(self, group: WriteGroup, sink: asyncio.Future[int] | _Outcomes | None = None,
-                 fence: Fence | None = None, context: otel_context.Context | None = None,
-                 slot: int = 0) -> None:
-        self.group = group
-        self.sink = sink
-        self.slot = slot
-        self.attempts = 0
-        # None: the term's fence.
-        self.fence = fence
-        # The trace context the write was made in (an RPC's server span).
-        self.context = otel_context.get_current() if context is None else context
-
-    @property
-    def awaited(self) -> bool:
-        return self.sink is not None
-
-    def resolve(self, outcome: int | DroverError) -> None:
-        sink = self.sink
-        if sink is None:
-            return
-        if isinstance(sink, _Outcomes):
-            sink.resolve(self.slot, outcome)
-        elif not sink.done():
-            if isinstance(outcome, DroverError):
-                sink.set_exception(outcome)
-            else:
-                sink.set_result(outcome)
 
 
 class FencedWriter:
@@ -177,14 +127,14 @@ class FencedWriter:
         self._max = max_objects
         self._backoff = retry_backoff
         self._max_in_flight = max(1, max_in_flight)
-        self._queue: deque[_Pending] = deque()
+        self._queue: deque[PendingWrite] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake = asyncio.Event()
         self._closed: DroverError | None = None
-        self._retry: list[_Pending] = []
+        self._retry: list[PendingWrite] = []
         # The batches being written: a cancelled writer (the term ended) must
         # still answer their callers.
-        self._inflight: list[list[_Pending]] = []
+        self._inflight: list[list[PendingWrite]] = []
         # The evaluation ids those batches write (see "Overlapped flushes").
         self._busy: dict[str, int] = {}
         self._retry_handle: asyncio.TimerHandle | None = None
@@ -193,7 +143,7 @@ class FencedWriter:
         """Queue effect writes (fire and forget; retried while the term lasts)."""
         if self._closed is not None or not groups:
             return
-        self._queue.extend(_Pending(g) for g in groups if g.size)
+        self._queue.extend(PendingWrite(g) for g in groups if g.size)
         self._wake.set()
 
     async def write(self, group: WriteGroup, fence: Fence | None = None) -> int:
@@ -207,7 +157,7 @@ class FencedWriter:
         """:meth:`write` without the wait: the future of the store index."""
         self._check(group)
         done: asyncio.Future[int] = self._running_loop().create_future()
-        self._queue.append(_Pending(group, done, None if fence == self._fence else fence))
+        self._queue.append(PendingWrite(group, done, None if fence == self._fence else fence))
         self._wake.set()
         return done
 
@@ -228,11 +178,11 @@ class FencedWriter:
         if not writes:
             done.set_result([])
             return done
-        sink = _Outcomes(done, len(writes))
+        sink = Outcomes(done, len(writes))
         context = otel_context.get_current()
         term_fence = self._fence
         self._queue.extend(
-            _Pending(group, sink, None if fence is None or fence == term_fence else fence,
+            PendingWrite(group, sink, None if fence is None or fence == term_fence else fence,
                      context, slot)
             for slot, (group, fence) in enumerate(writes))
         self._wake.set()
@@ -301,14 +251,14 @@ class FencedWriter:
             if self._closed is None:
                 self.close(NotLeader("broker", None))
 
-    def _start(self, batch: list[_Pending], ids: list[str]) -> list[str]:
+    def _start(self, batch: list[PendingWrite], ids: list[str]) -> list[str]:
         self._inflight.append(batch)
         busy = self._busy
         for i in ids:
             busy[i] = busy.get(i, 0) + 1
         return ids
 
-    async def _flight(self, batch: list[_Pending], ids: list[str]) -> None:
+    async def _flight(self, batch: list[PendingWrite], ids: list[str]) -> None:
         try:
             await self._flush(batch)
         finally:
@@ -320,36 +270,16 @@ class FencedWriter:
                     if left:
                         self._busy[i] = left
 
-    def _take(self) -> tuple[list[_Pending], list[str]]:
-        """The next batch and the evaluation ids it writes: the queue's head
-        and what follows it, up to ``max_objects``, one fence, and stopping
-        at the first write that touches an evaluation still in flight (FIFO
-        per evaluation)."""
-        batch: list[_Pending] = []
-        ids: list[str] = []
-        busy = self._busy
-        queue = self._queue
-        limit = self._max
-        while queue:
-            head = queue[0]
-            group = head.group
-            mine = [ev.id for ev in group.evaluations]
-            if group.creates:
-                mine += [ev.id for ev in group.creates]
-            if batch and (len(ids) + len(mine) > limit or head.fence != batch[0].fence):
-                break
-            if busy and not busy.keys().isdisjoint(mine):
-                break
-            batch.append(queue.popleft())
-            ids += mine
-        return batch, ids
+    def _take(self) -> tuple[list[PendingWrite], list[str]]:
+        """The next batch and the evaluation ids it writes (:mod:`.write_batch`)."""
+        return next_batch(self._queue, self._busy, self._max)
 
-    async def _flush(self, batch: list[_Pending]) -> None:
+    async def _flush(self, batch: list[PendingWrite]) -> None:
         if self._closed is not None:
             # Ended while this batch waited (another flight lost the fence):
             # close() answered its callers; nothing more is written.
             return
-        links = _links(batch)
+        links = trace_links(batch)
         try:
             with _tracer.start_as_current_span(
                 "broker write", context=batch[0].context, links=links,
@@ -375,22 +305,15 @@ class FencedWriter:
             return
         self._succeeded(batch, index)
 
-    async def _update(self, batch: list[_Pending]) -> int:
-        updates: dict[str, Evaluation] = {}
-        creates: dict[str, Evaluation] = {}
-        for item in batch:
-            for ev in item.group.evaluations:
-                updates.pop(ev.id, None)
-                updates[ev.id] = ev
-            for ev in item.group.creates:
-                creates[ev.id] = ev
+    async def _update(self, batch: list[PendingWrite]) -> int:
+        updates, creates = merge_writes(batch)
         # The last synchronous moment before the write leaves: leader only.
         if not self._alive():
             raise FenceLost("the term's lease clock ran out before the write")
         fence = batch[0].fence or self._fence
-        return await self._api.update(list(updates.values()), list(creates.values()), fence)
+        return await self._api.update(updates, creates, fence)
 
-    def _succeeded(self, batch: list[_Pending], index: int) -> None:
+    def _succeeded(self, batch: list[PendingWrite], index: int) -> None:
         try:
             self._on_written([item.group for item in batch], index)
         except Exception:
@@ -398,7 +321,7 @@ class FencedWriter:
         for item in batch:
             item.resolve(index)
 
-    def _failed(self, item: _Pending, err: DroverError) -> None:
+    def _failed(self, item: PendingWrite, err: DroverError) -> None:
         if item.awaited:
             item.resolve(err)
             return
@@ -433,20 +356,3 @@ class FencedWriter:
         self._on_fence_lost(f"a fenced state write failed: {err.message}")
         self.close(NotLeader("broker", None))
 
-
-def _links(batch: list[_Pending]) -> list[trace.Link]:
-    """Links to the trace contexts of a batch's writes after the first (the
-    span's parent), each context once: an AckBatch's writes share one."""
-    links: list[trace.Link] = []
-    previous = batch[0].context
-    seen = {id(previous)}  # (every context is alive: the batch holds it)
-    for item in batch[1:]:
-        context = item.context
-        if context is previous or id(context) in seen:
-            continue
-        previous = context
-        seen.add(id(context))
-        span_context = trace.get_current_span(context).get_span_context()
-        if span_context.is_valid:
-            links.append(trace.Link(span_context))
-    return links
