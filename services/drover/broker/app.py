@@ -32,7 +32,6 @@ from drover.api.state.v1 import state_pb2_grpc
 from drover.broker import metrics
 from drover.broker.config import BrokerConfig
 from drover.broker.core import EvalBroker
-from drover.broker.gc_policy import GcPolicy
 from drover.broker.runtime import BrokerRuntime, ShellConfig
 from drover.broker.servicer import BrokerServicer
 from drover.broker.state_api import GrpcStateApi
@@ -47,6 +46,7 @@ from drover.coord import (
     observe_changes,
 )
 from drover.errors import Unavailable
+from drover.gc_policy import GcPolicy
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
 from drover.rpc.channels import channel
 from drover.rpc.readiness import leader_known

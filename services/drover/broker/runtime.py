@@ -49,7 +49,6 @@ from drover.broker.core import BrokerMode, Delivery, EvalBroker
 from drover.broker.effects import Effect, WriteGroup, to_writes
 from drover.broker.errors import BrokerDisabled
 from drover.broker.feed import EventFeed
-from drover.broker.gc_policy import GcPolicy
 from drover.broker.long_poll import LongPolls
 from drover.broker.settlement import AckItem, AckLike, AckSettlement, ack_body, final_status
 from drover.broker.state_api import BrokerStateApi
@@ -59,6 +58,7 @@ from drover.coord.fence import Fence
 from drover.coord.guard import LeaderGuard
 from drover.coord.term import Term
 from drover.errors import DroverError, InvalidArgument, NotLeader
+from drover.gc_policy import GcPolicy
 
 __all__ = ["AckItem", "AckLike", "BrokerRuntime", "ShellConfig"]
 

@@ -33,7 +33,8 @@ cycles) are freed, then freezes again. Only lists of at least
 watch instead (a broker backlog written after start) is frozen again every
 ``CacheConfig.freeze_every_events`` applied events (``gc.freeze`` alone:
 no collection, so it costs nothing; a cycle that happened to be garbage
-then waits for the next re-list).
+then waits for the next re-list). Threshold and freezes are
+:class:`drover.gc_policy.GcPolicy`, the policy the brokers use too.
 
 The youngest generation's threshold is raised to at least
 ``CacheConfig.gc_young_threshold`` allocations when the cache starts
@@ -60,6 +61,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from drover.errors import Unavailable
+from drover.gc_policy import GcPolicy, GcPolicyConfig
 from drover.state import codec
 from drover.state.blocking import IndexWaiters
 from drover.state.contact import ContactStore
@@ -145,7 +147,9 @@ class Cache:
         # before it is not replayable from the cache.
         self.listed_at = 0
         self._listing = False  # (apply_committed waits for the new tables)
-        self._since_freeze = 0
+        self._gc = GcPolicy(GcPolicyConfig(young_threshold=self.config.gc_young_threshold,
+                                           freeze_every=self.config.freeze_every_events,
+                                           freeze_min_restore=self.config.freeze_min_objects))
 
     @property
     def revision(self) -> int:
@@ -157,9 +161,7 @@ class Cache:
 
     async def start(self) -> None:
         """List, then watch in the background; returns once listed."""
-        young, *older = gc.get_threshold()
-        if young < self.config.gc_young_threshold:
-            gc.set_threshold(self.config.gc_young_threshold, *older)
+        self._gc.start()
         await self._list()
         self._task = asyncio.create_task(self._run(), name="state-cache-watch")
 
@@ -184,13 +186,12 @@ class Cache:
                 # bound methods) are garbage only a collection frees.
                 gc.unfreeze()
                 gc.collect()
-            if sum(len(t) for t in tables.tables.values()) >= self.config.freeze_min_objects:
-                # (No collection first on a first list: nothing to free.)
-                # Frozen *before* the collector is back on: every object the
-                # list made is still in the youngest generation, so the first
-                # allocation after gc.enable() would walk all of them (a
-                # young collection over millions of objects: ~1 s at 1M).
-                gc.freeze()
+            # Frozen if large (no collection first on a first list: nothing
+            # to free), and *before* the collector is back on: every object
+            # the list made is still in the youngest generation, so the first
+            # allocation after gc.enable() would walk all of them (a young
+            # collection over millions of objects: ~1 s at 1M).
+            self._gc.restored(sum(len(t) for t in tables.tables.values()))
         finally:
             self._listing = False
             if collecting:
@@ -307,10 +308,7 @@ class Cache:
             changes.append(new(Change, (ok.kind, ok.namespace, ok.id, kv.mod_revision, deleted,
                                         kv.value, create)))
         self.tables.advance(revision)
-        self._since_freeze += len(events)
-        if self._since_freeze >= self.config.freeze_every_events:
-            self._since_freeze = 0
-            gc.freeze()
+        self._gc.applied(len(events))
         if changes:
             for listener in self.listeners:
                 listener(self.revision, changes)

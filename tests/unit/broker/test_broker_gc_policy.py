@@ -1,4 +1,4 @@
-"""The broker process's GC policy (drover.broker.gc_policy): the young
+"""The GC policy (drover.gc_policy) as the broker uses it: the young
 threshold is only ever raised, and what the broker holds is frozen after a
 big restore and every ``freeze_every`` applied events (never collected)."""
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from drover.broker.gc_policy import GcPolicy, GcPolicyConfig
+from drover.gc_policy import GcPolicy, GcPolicyConfig
 
 
 @pytest.fixture(autouse=True)

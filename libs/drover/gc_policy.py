@@ -1,0 +1,85 @@
+"""A cyclic-GC policy for a process whose big heap is not garbage.
+
+The state service's cache and every broker replica hold what they serve
+for as long as it lives: up to a million evaluations, each a few
+GC-tracked containers (entries, keys, records, protos, heap tuples) that
+form no reference cycles and die by reference counting. With CPython's
+defaults (a young collection every 700 net allocations) the objects of one
+watched batch or one request are walked by young collections, promoted,
+and walked again by every full collection, which the growing old
+generation triggers ever more often. Measured on the broker's batched
+pipeline: the collector took ~12 % of the state's CPU, ~15 % of a broker
+leader's and ~30 % of a follower's, and never found anything to free.
+
+So a :class:`GcPolicy`:
+
+* raises the young threshold to ``young_threshold`` when the process
+  starts serving (never lowers it): objects of a request in flight are not
+  promoted just for being alive when the 700th allocation happens;
+* after a load (a list or restore) of at least ``freeze_min_restore``
+  objects, and then every ``freeze_every`` applied events,
+  :func:`gc.freeze` moves everything alive to the permanent generation (no
+  collection: it costs nothing), so full collections walk only what arrived
+  since. A frozen object is still freed by reference counting; only a cycle
+  among frozen objects waits (for the next re-list's unfreeze, or a
+  restart): the records make none, and what else is frozen is what happened
+  to be in flight at a freeze (measured: no RSS growth over 240k
+  evaluations of the batched pipeline).
+
+Process-wide, so only a process's app (or the state cache it owns) enables
+it; unit tests leave the collector alone. Not a correctness concern either
+way: nothing here changes what a service decides.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass
+
+__all__ = ["GcPolicy", "GcPolicyConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class GcPolicyConfig:
+    #: The young generation's threshold at least (0 leaves it).
+    young_threshold: int = 5000
+    #: Freeze after this many applied events (0: never).
+    freeze_every: int = 50_000
+    #: A list or restore of at least this many objects is frozen at once.
+    freeze_min_restore: int = 10_000
+
+
+class GcPolicy:
+    """Counts what the process took in and freezes it now and then."""
+
+    __slots__ = ("_since_freeze", "config", "freezes")
+
+    def __init__(self, config: GcPolicyConfig | None = None) -> None:
+        self.config = config or GcPolicyConfig()
+        self._since_freeze = 0
+        self.freezes = 0
+
+    def start(self) -> None:
+        """Raise the young threshold (process start)."""
+        young, *older = gc.get_threshold()
+        if self.config.young_threshold > young:
+            gc.set_threshold(self.config.young_threshold, *older)
+
+    def restored(self, held: int) -> None:
+        """A list or restore built ``held`` objects: freeze them if many."""
+        if held >= self.config.freeze_min_restore:
+            self._freeze()
+
+    def applied(self, events: int) -> None:
+        """``events`` watched or fed events were applied."""
+        every = self.config.freeze_every
+        if not every:
+            return
+        self._since_freeze += events
+        if self._since_freeze >= every:
+            self._freeze()
+
+    def _freeze(self) -> None:
+        self._since_freeze = 0
+        self.freezes += 1
+        gc.freeze()
