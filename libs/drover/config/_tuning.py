@@ -61,6 +61,10 @@ TUNABLES: tuple[Tunable, ...] = (
        "most evaluations one Dequeue hands out / acks one AckBatch takes"),
     _t("broker", "max_poll", float, 60.0, 0.001, "s",
        "longest a Dequeue long poll may wait"),
+    _t("broker", "max_txn_ops", int, 128, 4, "",
+       "etcd's --max-txn-ops as the state service is told it: the broker's writes "
+       "carry at most this less one evaluations (shrunk to a state replica's own cap "
+       "if it refuses more)"),
     _t("deployments", "batch_window", float, 0.25, 0, "s",
        "follow-up evaluations are batched over this window"),
     _t("deployments", "batch_max", int, 64, 1, "",

@@ -63,7 +63,8 @@ class DevLayout:
 
 
 SERVICES = ("state", "broker", "deployments", "proxy")
-#: etcd's --max-txn-ops in `drover dev`, told to the state service too: txns of
+#: etcd's --max-txn-ops in `drover dev`, told to the state service and the
+#: broker (whose acks then go in one txn per AckBatch) too: txns of
 #: ~1,000 keys cost etcd 10-12 us a key against 17-18 us at the default 128.
 DEV_MAX_TXN_OPS = 1024
 
@@ -125,7 +126,8 @@ class Supervisor:
                 "--metrics-listen", f"{lay.host}:{lay.metrics_base + i}",
                 "--state-address", lay.address("state"),
                 "--session-ttl", "6",
-                *(["--state-max-txn-ops", str(DEV_MAX_TXN_OPS)] if svc == "state" else []),
+                *([f"--{svc}-max-txn-ops", str(DEV_MAX_TXN_OPS)]
+                  if svc in ("state", "broker") else []),
                 *(["--acl"] if self.acl else []),
             ]
             self.children[svc] = subprocess.Popen(args, preexec_fn=die_with_parent)

@@ -176,11 +176,12 @@ class BrokerApp:
 def configs(settings: ServeSettings) -> tuple[BrokerConfig, ShellConfig]:
     """The broker's configs with the tunables ``settings`` carries (flags/env)."""
     t = settings.tuned("broker")
-    shell = {k: t.pop(k) for k in ("max_batch", "max_poll") if k in t}
+    shell = {k: t.pop(k) for k in ("max_batch", "max_poll", "max_txn_ops") if k in t}
     if "delivery_limit" in t:
         t["delivery_limit"] = int(t["delivery_limit"])
-    if "max_batch" in shell:
-        shell["max_batch"] = int(shell["max_batch"])
+    for name in ("max_batch", "max_txn_ops"):
+        if name in shell:
+            shell[name] = int(shell[name])
     return BrokerConfig(**t), ShellConfig(**shell)  # type: ignore[arg-type]
 
 

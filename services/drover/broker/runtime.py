@@ -98,6 +98,15 @@ class ShellConfig:
     hint_wait: float = 1.0
     # The most evaluations one Dequeue hands out, and acks one AckBatch takes.
     max_batch: int = 256
+    # etcd's --max-txn-ops as the state service is told it (raise the two
+    # together): the writer's txns carry at most this less one evaluations
+    # (the state's revision marker). A state replica told less refuses a
+    # bigger write naming its cap, and the writer shrinks to that.
+    max_txn_ops: int = 128
+
+    def __post_init__(self) -> None:
+        if self.max_txn_ops < 4:
+            raise ValueError(f"max_txn_ops must be at least 4, got {self.max_txn_ops}")
 
 
 class BrokerRuntime:
@@ -230,7 +239,8 @@ class BrokerRuntime:
         await self.feed.wait_applied(index)
         self.config_changed(await self.api.scheduler_config())
         writer = FencedWriter(self.api, term.fence, on_written=self._written,
-                              on_fence_lost=term.report_lost, alive=self.guard.alive)
+                              on_fence_lost=term.report_lost, alive=self.guard.alive,
+                              max_objects=self.config.max_txn_ops - 1)
         term.spawn(writer.run(), name="broker-writer")
         self.term = term
         self._term_prefix = f"{term.revision}."

@@ -90,7 +90,8 @@ _NONE: tuple[list[PendingWrite], list[str]] = ([], [])
 log = logging.getLogger(__name__)
 _tracer = trace.get_tracer("drover.broker.writer")
 
-# etcd's 128 operations per txn, minus the state service's own marker put.
+#: etcd's default 128 operations per txn, minus the state service's own
+#: marker put (the runtime passes ``--broker-max-txn-ops`` less one).
 MAX_OBJECTS = 127
 
 
@@ -296,6 +297,18 @@ class FencedWriter:
             self._lost(err)
             return
         except DroverError as err:
+            cap = _smaller_cap(err, self._max)
+            if cap is not None:
+                # A state replica told a smaller --max-txn-ops than this
+                # broker: its cap from now on; the batch goes back, in
+                # order and ahead of the rest, to be cut again.
+                log.warning("broker: the state service takes at most %d evaluations per "
+                            "write (not %d): writing smaller txns; set --broker-max-txn-ops "
+                            "to the state's --state-max-txn-ops", cap, self._max)
+                self._max = cap
+                self._queue.extendleft(reversed(batch))
+                self._wake.set()
+                return
             if len(batch) > 1:
                 # One group may be at fault: try each alone.
                 for item in batch:
@@ -356,3 +369,19 @@ class FencedWriter:
         self._on_fence_lost(f"a fenced state write failed: {err.message}")
         self.close(NotLeader("broker", None))
 
+
+def _smaller_cap(err: DroverError, current: int) -> int | None:
+    """The per-write cap a too-big write's refusal names, if below ``current``.
+
+    The state service refuses a request over its cap INVALID_ARGUMENT with
+    the cap in the ErrorInfo (``max_objects``): a replica told a smaller
+    ``--max-txn-ops`` than this broker. Only a smaller cap is taken (a
+    refusal naming the writer's own cap or more is about something else),
+    so a batch is re-cut at most once per refusal and never loops."""
+    if not isinstance(err, InvalidArgument):
+        return None
+    try:
+        cap = int(err.metadata.get("max_objects", ""))
+    except ValueError:
+        return None
+    return cap if 1 <= cap < current else None

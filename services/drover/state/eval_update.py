@@ -36,7 +36,7 @@ __all__ = ["EvaluationChanged", "EvaluationExists", "EvaluationGone", "Evaluatio
 class EvaluationUpdateRpc(Base):
     async def UpdateEvaluations(self, request: Any, context: Any) -> Any:
         updates, creates = validated_eval_updates(request)
-        within_cap(len(updates) + len(creates), "evaluations")
+        within_cap(len(updates) + len(creates), "evaluations", self.max_objects)
         # Updates are broker outcomes, as are terminal statuses: leader only.
         if updates or any(ev.status in OUTCOMES for ev in creates):
             fence: Fence | None = self.require_fence(context, "UpdateEvaluations")

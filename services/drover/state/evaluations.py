@@ -37,7 +37,7 @@ class EvaluationsRpc(DeleteByFilterRpc):
         if not request.evaluations:
             raise InvalidArgument("evaluations must not be empty",
                                   metadata={"field": "evaluations"})
-        within_cap(len(request.evaluations), "evaluations")
+        within_cap(len(request.evaluations), "evaluations", self.max_objects)
         # The request is this call's alone and nothing reads it after the
         # handler: its evaluations are checked and written as they are.
         evs = owned_evals(request.evaluations)
@@ -81,7 +81,7 @@ class EvaluationsRpc(DeleteByFilterRpc):
         ids = list(dict.fromkeys(request.ids))
         for i, eid in enumerate(ids):
             check_name(eid, f"ids[{i}]")
-        within_cap(len(ids), "ids")
+        within_cap(len(ids), "ids", self.max_objects)
         ns = namespace_arg(request.namespace)
         ctx = self.write_context()
         return await self.transact(

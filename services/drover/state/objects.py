@@ -31,7 +31,7 @@ class ObjectsRpc(Base):
         if not request.allocations:
             raise InvalidArgument("allocations must not be empty",
                                   metadata={"field": "allocations"})
-        within_cap(len(request.allocations), "allocations")
+        within_cap(len(request.allocations), "allocations", self.max_objects)
         allocs = validated_allocs(request.allocations)
         ctx = self.write_context()
         return await self.transact(lambda view: plans.plan_upsert_allocs(view, ctx, allocs),
@@ -40,7 +40,7 @@ class ObjectsRpc(Base):
     async def UpdateAllocations(self, request: Any, context: Any) -> Any:
         if not request.updates:
             raise InvalidArgument("updates must not be empty", metadata={"field": "updates"})
-        within_cap(len(request.updates), "updates")
+        within_cap(len(request.updates), "updates", self.max_objects)
         for i, u in enumerate(request.updates):
             check_name(u.id, f"updates[{i}].id")
             check_name(u.namespace or "default", f"updates[{i}].namespace")

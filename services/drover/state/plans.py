@@ -34,7 +34,7 @@ class PlansRpc(Base):
         ns = namespace_arg(request.namespace, allow_all=False)
         check_name(request.job_id, "job_id")
         placements, updates, evs = validated_plan(request, ns)
-        within_cap(len(placements) + len(updates) + len(evs), "plan")
+        within_cap(len(placements) + len(updates) + len(evs), "plan", self.max_objects)
         ctx = self.write_context()
         async with self._lock():
             return await self.transact(

@@ -36,9 +36,16 @@ class Base:
         ts.FromNanoseconds(int(self._wall() * 1e9))
         return ts
 
+    @property
+    def max_objects(self) -> int:
+        """Objects one write request may carry here (:attr:`WriteContext.max_objects`)."""
+        return self.writer.max_txn_ops - 1
+
     def write_context(self) -> WriteContext:
-        """One clock reading for the call, and random UUIDs for new objects."""
-        return WriteContext(self.keys, self.now(), lambda: str(uuid.uuid4()))
+        """One clock reading for the call, random UUIDs for new objects, and
+        the txn size this replica was told."""
+        return WriteContext(self.keys, self.now(), lambda: str(uuid.uuid4()),
+                            self.writer.max_txn_ops)
 
     async def transact(self, planner: Planner, fence: Fence | None, *,
                        sync_first: bool = False) -> Any:

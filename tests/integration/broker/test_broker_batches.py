@@ -9,6 +9,7 @@ from google.rpc import code_pb2
 
 from drover.api.broker.v1 import broker_pb2
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
+from drover.broker.runtime import ShellConfig
 from drover.rpc.errors import error_info
 
 S = EvaluationStatus
@@ -118,3 +119,26 @@ async def test_batch_arguments_are_checked_before_anything_is_acked(cluster: Clu
         assert (await cluster.get_eval(d.evaluation.id)).status == S.EVALUATION_STATUS_PENDING
     resp = await stub.AckBatch(broker_pb2.AckBatchRequest(acks=[ack(d) for d in got]))
     assert [o.code for o in resp.outcomes] == [code_pb2.OK, code_pb2.OK]
+
+
+@pytest.mark.parametrize("shell_config", [ShellConfig(max_txn_ops=1024)], ids=["broker-1024"])
+async def test_a_broker_told_more_than_the_state_takes_its_cap_once(cluster: Cluster) -> None:
+    """The broker is told etcd's --max-txn-ops is 1024, the state service
+    (and the session's etcd) the default 128: the first AckBatch's txn is
+    refused naming the state's cap (127), and the writer re-cuts it: 200
+    acks land in two txns, not one per ack, and none is lost."""
+    await cluster.upsert(*(make_eval(f"w{i}") for i in range(100)))
+    await cluster.upsert(*(make_eval(f"w{i}") for i in range(100, 200)))
+    got: list[broker_pb2.Delivery] = []
+    while len(got) < 200:
+        more = await take(cluster, 200 - len(got))
+        assert more, f"only {len(got)} of 200 delivered"
+        got += more
+    leader = await cluster.leader()
+    resp = await leader.stub.AckBatch(broker_pb2.AckBatchRequest(acks=[ack(d) for d in got]),
+                                      timeout=30)
+    assert all(o.code == code_pb2.OK for o in resp.outcomes), resp.outcomes[0]
+    # Each ack's index is its txn's revision: 200 acks in ceil(200 / 127) txns.
+    assert len({o.index for o in resp.outcomes}) == 2
+    for d in got[::37]:
+        assert (await cluster.get_eval(d.evaluation.id)).status == S.EVALUATION_STATUS_COMPLETE

@@ -35,6 +35,7 @@ WHERE = {
     "broker_failed_follow_up_range": (BrokerConfig, "failed_follow_up_range"),
     "broker_max_batch": (ShellConfig, "max_batch"),
     "broker_max_poll": (ShellConfig, "max_poll"),
+    "broker_max_txn_ops": (ShellConfig, "max_txn_ops"),
     "deployments_batch_window": (BatcherConfig, "window"),
     "deployments_batch_max": (BatcherConfig, "max_batch"),
     "state_cache_page_size": (CacheConfig, "page_size"),
@@ -127,3 +128,6 @@ def test_the_state_service_is_told_etcds_max_txn_ops() -> None:
     told exactly that (more: etcd refuses its txns; less: slower deletes)."""
     etcd = _env("etcd.yaml", "etcd")["ETCD_MAX_TXN_OPS"]
     assert _env("state.yaml", "state")["DROVER_STATE_MAX_TXN_OPS"] == etcd
+    # The broker sizes its writes to the state's cap (more would be refused
+    # and re-cut; less splits an AckBatch of 128 in two txns).
+    assert _env("broker.yaml", "broker")["DROVER_BROKER_MAX_TXN_OPS"] == etcd

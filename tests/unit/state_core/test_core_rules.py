@@ -60,7 +60,12 @@ def test_sizes_within_the_request_cap() -> None:
     within_cap(MAX_OBJECT_OPS, "evaluations")
     with pytest.raises(InvalidArgument) as err:
         within_cap(MAX_OBJECT_OPS + 1, "evaluations")
-    assert err.value.metadata == {"field": "evaluations"}
+    assert err.value.metadata == {"field": "evaluations", "max_objects": "127"}
+    # A replica told a larger --max-txn-ops takes that less one, and says so.
+    within_cap(1023, "plan", 1023)
+    with pytest.raises(InvalidArgument, match="at most 1023") as err:
+        within_cap(1024, "plan", 1023)
+    assert err.value.metadata == {"field": "plan", "max_objects": "1023"}
 
 
 def test_cas_holds_only_on_the_revision_seen() -> None:

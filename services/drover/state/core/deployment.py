@@ -24,7 +24,7 @@ One request, one etcd txn, with everything a watcher decision implies:
 - ``evaluations``: created with the write, compared absent.
 
 Leader only (the shell requires the watcher's fence before planning). At
-most ``MAX_OBJECT_OPS`` objects per request.
+most ``ctx.max_objects`` objects per request (127 at etcd's default txn size).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def plan_deployment_update(view: View, ctx: WriteContext, request: Any,
             ev.create_time.CopyFrom(ctx.now)
         ev.modify_time.CopyFrom(ctx.now)
         plan.put(codec.EVALUATIONS, ev.namespace, ev.id, ev, 0)
-    within_cap(len(plan.ops), "UpdateDeployment")
+    within_cap(len(plan.ops), "UpdateDeployment", ctx.max_objects)
     ids = [e.id for e in evs]
 
     def respond(rev: int) -> Any:

@@ -21,7 +21,7 @@ from drover.state import codec
 from drover.state.core.jobs import job_type_name
 from drover.state.core.placement import node_schedulable, unblock
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
-from drover.state.core.rules import MAX_OBJECT_OPS, existing
+from drover.state.core.rules import existing
 from drover.state.core.view import View, found_all
 from drover.worker.resources import is_live
 
@@ -38,7 +38,7 @@ def plan_upsert_node(view: View, ctx: WriteContext, node: node_pb2.Node) -> Writ
     plan = PlanBuilder(ctx.keys)
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, old.mod if old else 0)
     if node_schedulable(node) and not (old is not None and node_schedulable(old.obj)):
-        unblock(view, ctx, plan, MAX_OBJECT_OPS - len(plan.ops))
+        unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpsertNodeResponse(index=rev))
 
 
@@ -68,7 +68,7 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any) -> WritePlan:
         why = "node is down" if node.status in _DOWN else "node is draining"
         lost, eval_ids = _mark_lost(view, ctx, plan, node.id, why)
     elif node_schedulable(node) and not before:
-        unblocked = unblock(view, ctx, plan, MAX_OBJECT_OPS - len(plan.ops))
+        unblocked = unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpdateNodeStatusResponse(
         index=rev, lost=lost, eval_ids=eval_ids, unblocked=unblocked))
 
@@ -86,7 +86,7 @@ def _mark_lost(view: View, ctx: WriteContext, plan: PlanBuilder, node_id: str,
         if not is_live(a):
             continue
         if len(plan.ops) + 1 + len(jobs) + (0 if (a.namespace, a.job_id) in jobs else 1) \
-                > MAX_OBJECT_OPS:
+                > ctx.max_objects:
             break
         a.client_status = allocation_pb2.ALLOC_CLIENT_STATUS_LOST
         a.client_description = why

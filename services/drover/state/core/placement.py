@@ -28,7 +28,7 @@ from drover.api.types.v1 import evaluation_pb2, node_pb2
 from drover.errors import InvalidArgument, NotFound
 from drover.state import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
-from drover.state.core.rules import MAX_COMPARES, MAX_OBJECT_OPS, PlanStale
+from drover.state.core.rules import PlanStale
 from drover.state.core.view import View, found_all
 from drover.worker.resources import Vec, is_live, used
 
@@ -123,13 +123,13 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
     for ev in evs:
         plan.put(codec.EVALUATIONS, ev.namespace, ev.id, ev, 0)
     # Within the compare cap: nodes first, then the new keys' absence.
-    for node_id, mod in node_mods[:max(0, MAX_COMPARES - 1 - len(plan.compares))]:
+    for node_id, mod in node_mods[:max(0, ctx.max_compares - 1 - len(plan.compares))]:
         plan.compare_mod(codec.NODES, codec.GLOBAL_NS, node_id, mod)
-    for a in placements[:max(0, MAX_COMPARES - 1 - len(plan.compares))]:
+    for a in placements[:max(0, ctx.max_compares - 1 - len(plan.compares))]:
         plan.compare_mod(codec.ALLOCATIONS, ns, a.id, 0)
     unblocked = 0
     if stopping:
-        room = min(MAX_OBJECT_OPS - len(plan.ops), MAX_COMPARES - 1 - len(plan.compares))
+        room = min(ctx.max_objects - len(plan.ops), ctx.max_compares - 1 - len(plan.compares))
         unblocked = unblock(view, ctx, plan, room, skip=(ns, request.job_id))
     placed, updated = len(placements), len(updates)
     return plan.build(

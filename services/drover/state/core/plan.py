@@ -29,6 +29,8 @@ from drover.errors import Conflict, DroverError
 from drover.state import codec
 
 DEFAULT_CONFLICT = "an object changed concurrently; re-read and retry"
+#: etcd's default ``--max-txn-ops``: what a replica assumes unless told more.
+ETCD_DEFAULT_TXN_OPS = 128
 
 #: What a NamedTuple's own ``__new__`` does, minus a Python call: a plan
 #: makes a Compare, a Put and an Event per object it writes.
@@ -48,11 +50,25 @@ class Event(NamedTuple):
 @dataclass(frozen=True)
 class WriteContext:
     """What a planner needs beyond the view: key layout, the call's time
-    (one clock reading per attempt) and a source of new ids."""
+    (one clock reading per attempt), a source of new ids, and the size of
+    the one txn a plan becomes (etcd's ``--max-txn-ops`` as this replica is
+    told it: ``--state-max-txn-ops``)."""
 
     keys: codec.KeyCodec
     now: Timestamp
     new_id: Callable[[], str]
+    max_txn_ops: int = ETCD_DEFAULT_TXN_OPS
+
+    @property
+    def max_objects(self) -> int:
+        """Objects one plan may write: the txn's ops less the revision marker."""
+        return self.max_txn_ops - 1
+
+    @property
+    def max_compares(self) -> int:
+        """Compares one plan may make, the fence's included (etcd caps them
+        like ops; the marker needs none)."""
+        return self.max_txn_ops
 
     def timestamp(self) -> Timestamp:
         """A copy of ``now`` (protos are mutable; each field gets its own)."""

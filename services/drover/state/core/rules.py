@@ -21,7 +21,9 @@ so the shell re-plans on a fresh view before the caller hears of them.
 - referential checks: an allocation's job and deployment exist (compared
   on their create revision) and the deployment belongs to the job;
 - version bumps: every spec change is a new version (:func:`next_version`);
-- sizes: at most :data:`MAX_OBJECT_OPS` objects per request.
+- sizes: at most ``max_txn_ops - 1`` objects per request: 127
+  (:data:`MAX_OBJECT_OPS`) at etcd's default ``--max-txn-ops``, more where
+  the cluster raises it and the replica is told so.
 """
 
 from __future__ import annotations
@@ -38,14 +40,15 @@ from drover.errors import (
     NotFound,
 )
 from drover.state import codec
-from drover.state.core.plan import PlanBuilder
+from drover.state.core.plan import ETCD_DEFAULT_TXN_OPS, PlanBuilder
 from drover.state.core.view import Found, View, refuse, scheduler_config
 
-#: etcd's default ``--max-txn-ops``.
-ETCD_DEFAULT_TXN_OPS = 128
-#: Objects one request may write: etcd's default cap less the revision marker.
-#: A public limit of the API, the same on every cluster; only whole-call
-#: walks (DeleteEvaluations by filter) use a larger configured cap.
+#: Objects one request may write at etcd's default ``--max-txn-ops`` (less
+#: the revision marker): the API's floor, which every cluster accepts. A
+#: cluster that raises ``--max-txn-ops`` (and tells the state service:
+#: ``--state-max-txn-ops``) accepts ``max_txn_ops - 1``; a refusal names the
+#: replica's cap in its ErrorInfo (``max_objects``), so a client can size
+#: its requests to it (the eval broker's writer does).
 MAX_OBJECT_OPS = ETCD_DEFAULT_TXN_OPS - 1
 #: etcd caps compares per txn like ops (the revision marker needs none).
 MAX_COMPARES = ETCD_DEFAULT_TXN_OPS
@@ -98,12 +101,16 @@ class PlanStale(FailedPrecondition):
 
 # -- request-level ------------------------------------------------------------
 
-def within_cap(objects: int, what: str) -> None:
-    """One request writes at most :data:`MAX_OBJECT_OPS` objects."""
-    if objects > MAX_OBJECT_OPS:
+def within_cap(objects: int, what: str, cap: int = MAX_OBJECT_OPS) -> None:
+    """One request writes at most ``cap`` objects (:attr:`WriteContext.max_objects`).
+
+    The refusal's metadata names the cap (``max_objects``): what a client
+    that does not know the cluster's ``--max-txn-ops`` sizes its next
+    requests to."""
+    if objects > cap:
         raise InvalidArgument(
-            f"{what} writes {objects} objects; one request may write at most "
-            f"{MAX_OBJECT_OPS} (split it)", metadata={"field": what},
+            f"{what} writes {objects} objects; one request to this cluster may write at most "
+            f"{cap} (split it)", metadata={"field": what, "max_objects": str(cap)},
         )
 
 

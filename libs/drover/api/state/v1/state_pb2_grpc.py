@@ -37,6 +37,16 @@ class StateServiceStub:
     metadata path/line/column). A page token is valid only for the same method,
     filter, order_by, namespace, prefix, page_size, job_id and dry_run (INVALID_PAGE_TOKEN,
     metadata `mismatch` names what differs).
+    Write caps: one write request (UpsertEvaluations, UpdateEvaluations,
+    DeleteEvaluations by ids, UpsertAllocations, UpdateAllocations,
+    SubmitPlan, UpdateDeployment) is one etcd txn, so it writes at most the
+    replica's cap: etcd's --max-txn-ops as the replica is told it
+    (--state-max-txn-ops) less one, the revision marker every write adds. That
+    is 127 at etcd's default of 128, which every cluster accepts; a cluster
+    that raises --max-txn-ops (the manifests and `drover dev` run 1024) takes
+    more. A request over the cap is INVALID_ARGUMENT before anything is
+    written, with ErrorInfo metadata `field` and `max_objects` (the cap), so a
+    client can size its next requests to it.
     """
 
     def __init__(self, channel):
@@ -194,6 +204,16 @@ class StateServiceServicer:
     metadata path/line/column). A page token is valid only for the same method,
     filter, order_by, namespace, prefix, page_size, job_id and dry_run (INVALID_PAGE_TOKEN,
     metadata `mismatch` names what differs).
+    Write caps: one write request (UpsertEvaluations, UpdateEvaluations,
+    DeleteEvaluations by ids, UpsertAllocations, UpdateAllocations,
+    SubmitPlan, UpdateDeployment) is one etcd txn, so it writes at most the
+    replica's cap: etcd's --max-txn-ops as the replica is told it
+    (--state-max-txn-ops) less one, the revision marker every write adds. That
+    is 127 at etcd's default of 128, which every cluster accepts; a cluster
+    that raises --max-txn-ops (the manifests and `drover dev` run 1024) takes
+    more. A request over the cap is INVALID_ARGUMENT before anything is
+    written, with ErrorInfo metadata `field` and `max_objects` (the cap), so a
+    client can size its next requests to it.
     """
 
     def RegisterJob(self, request, context):
@@ -247,7 +267,7 @@ class StateServiceServicer:
     def DeleteEvaluations(self, request, context):
         """Deletes at most one page per call; loop on next_page_token. Refused
         unless the eval broker is paused (a dry run is not). By ids: one etcd
-        txn, all-or-nothing, at most 127 ids. By filter: a page holds at most
+        txn, all-or-nothing, at most the write cap of ids. By filter: a page holds at most
         --state-delete-txns-in-flight txns of the configured etcd --max-txn-ops
         less 2 keys (--state-max-txn-ops; 126 at etcd's default of 128), and at
         most 1000 evaluations; its txns are sent concurrently. Atomicity: each
@@ -387,7 +407,7 @@ class StateServiceServicer:
         """A scheduler worker's plan for one evaluation (Nomad's plan applier):
         placements, stops and in-place updates of one job, written in ONE etcd
         txn, so the plan applies whole or not at all. Atomic only within etcd's
-        txn cap: a plan of more than 127 writes is INVALID_ARGUMENT (the worker
+        txn cap: a plan of more writes than the write cap is INVALID_ARGUMENT (the worker
         places the rest in a follow-up evaluation). Refused with
         FAILED_PRECONDITION, ErrorInfo PLAN_STALE, when the state it was
         computed from moved: the job (its modify index), the job's allocations
@@ -573,6 +593,16 @@ class StateService:
     metadata path/line/column). A page token is valid only for the same method,
     filter, order_by, namespace, prefix, page_size, job_id and dry_run (INVALID_PAGE_TOKEN,
     metadata `mismatch` names what differs).
+    Write caps: one write request (UpsertEvaluations, UpdateEvaluations,
+    DeleteEvaluations by ids, UpsertAllocations, UpdateAllocations,
+    SubmitPlan, UpdateDeployment) is one etcd txn, so it writes at most the
+    replica's cap: etcd's --max-txn-ops as the replica is told it
+    (--state-max-txn-ops) less one, the revision marker every write adds. That
+    is 127 at etcd's default of 128, which every cluster accepts; a cluster
+    that raises --max-txn-ops (the manifests and `drover dev` run 1024) takes
+    more. A request over the cap is INVALID_ARGUMENT before anything is
+    written, with ErrorInfo metadata `field` and `max_objects` (the cap), so a
+    client can size its next requests to it.
     """
 
     @staticmethod
