@@ -211,8 +211,8 @@ async def throughput(state: state_pb2_grpc.StateServiceStub,
                     from task.exception()
         elapsed = time.perf_counter() - start
     finally:
-        for task in (*pool, done_waiter):
-            task.cancel()
+        for pending in (*pool, done_waiter):
+            pending.cancel()
         await asyncio.gather(*pool, done_waiter, return_exceptions=True)
     return n / elapsed
 
@@ -326,6 +326,9 @@ async def main() -> None:
                              "the brokers (as the manifests and `drover dev` do with 1024); "
                              "the etcd baseline then writes txns of this size less one too. "
                              "Default: etcd's own 128")
+    parser.add_argument("--untold", action="store_true",
+                        help="with --etcd-max-txn-ops: do not tell the services (code from "
+                             "before the --broker-max-txn-ops flag, run as its deployment did)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object of the figures (the table goes to stderr)")
     args = parser.parse_args()
@@ -335,8 +338,10 @@ async def main() -> None:
     ops = args.etcd_max_txn_ops
     told: tuple[str, ...] = ()
     if ops:
-        told = ("--state-max-txn-ops", str(ops), "--broker-max-txn-ops", str(ops))
+        if not args.untold:
+            told = ("--state-max-txn-ops", str(ops), "--broker-max-txn-ops", str(ops))
         out["etcd_max_txn_ops"] = ops
+        out["services_told_max_txn_ops"] = not args.untold
     etcd = EtcdServer(extra_args=("--max-txn-ops", str(ops)) if ops else ()).start()
     procs: list[subprocess.Popen[bytes]] = []
     try:
