@@ -119,9 +119,9 @@ async def handlers(rounds: int) -> dict[str, float]:
                 acks.append(ack)
             body = state_pb2.UpdateEvaluationsRequest(updates=acks).SerializeToString()
             t = time.process_time()
-            req = state_pb2.UpdateEvaluationsRequest.FromString(body)
-            check_request(req)
-            await s.UpdateEvaluations(req, fenced)
+            ureq = state_pb2.UpdateEvaluationsRequest.FromString(body)
+            check_request(ureq)
+            await s.UpdateEvaluations(ureq, fenced)
             update += time.process_time() - t
             n += len(evs)
     finally:
@@ -147,10 +147,11 @@ def pieces(repeat: int) -> dict[str, float]:
         "check_update_us": _cpu(lambda: check_request(update), 50, repeat),
         "validate_upsert_us": _cpu(lambda: owned_evals(upsert.evaluations), 50, repeat),
         "validate_update_us": _cpu(lambda: validated_eval_updates(update), 50, repeat),
-        "plan_upsert_us": _cpu(lambda: plans.plan_upsert(  # type: ignore[arg-type]
-            _Empty(), ctx, own, lambda: None), 50, repeat),
+        "plan_upsert_us": _cpu(lambda: plans.plan_upsert(
+            _Empty(), ctx, own, lambda: None), 50, repeat),  # type: ignore[arg-type]
     }
-    build = txn_request or _txn_request
+    # (None in a tree from before txn_request: the A/B runs this bench there)
+    build = _txn_request if txn_request is None else txn_request
     out["txn_build_us"] = _cpu(lambda: build(plan.compares, plan.ops), 50, repeat)
     return {k: 1e6 * v / 100 for k, v in out.items()}
 

@@ -85,10 +85,10 @@ async def main() -> None:
         for s in spies:
             s.wait(30)
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(15)
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(15)
         etcd.stop()
 
 
