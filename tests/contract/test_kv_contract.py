@@ -299,3 +299,22 @@ async def test_newest_is_the_key_modified_last(backend: Backend) -> None:
     await kv.txn([], [Delete(b)])  # a delete leaves no key: the newest live one answers
     got = await kv.newest(p, prefix_end(p))
     assert got is not None and got.key == a
+
+
+async def test_summary_counts_the_range_and_dates_its_newest_write(backend: Backend) -> None:
+    kv, p = backend.kv, backend.prefix
+    a, b = backend.key("a"), backend.key("b")
+    empty = await kv.summary(p, prefix_end(p))
+    assert (empty.count, empty.newest) == (0, 0) and empty.revision == await kv.revision()
+    await kv.txn([], [Put(b, b"1")])
+    await kv.txn([], [Put(a, b"1")])
+    r_a = await kv.revision()
+    got = await kv.summary(p, prefix_end(p))
+    assert (got.count, got.newest, got.revision) == (2, r_a, r_a)
+    # A delete is not a write of a live key: the count shows it, newest does not.
+    await kv.txn([], [Delete(b)])
+    got = await kv.summary(p, prefix_end(p))
+    assert (got.count, got.newest, got.revision) == (1, r_a, r_a + 1)
+    await kv.txn([], [Put(backend.key("c"), b"1")])
+    got = await kv.summary(a, b"")  # exactly one key
+    assert (got.count, got.newest) == (1, r_a)

@@ -46,6 +46,7 @@ CORE: tuple[str, ...] = (
     "drover.coord.endpoints",
     "drover.acl.policy",
     "drover.acl.table",
+    "drover.acl.freshness",
     "drover.broker.core",
     "drover.broker.queues",
     "drover.broker.record",

@@ -6,10 +6,11 @@ most: a secret never appears in an error (nor in a log).
 
 from __future__ import annotations
 
-from drover.errors import DroverError, FailedPrecondition, InvalidArgument, Kind
+from drover.errors import DroverError, FailedPrecondition, InvalidArgument, Kind, Unavailable
 
 __all__ = [
     "AclAlreadyBootstrapped",
+    "AclDataStale",
     "InvalidPolicy",
     "PermissionDenied",
     "Unauthenticated",
@@ -38,3 +39,13 @@ class InvalidPolicy(InvalidArgument):
 
 class AclAlreadyBootstrapped(FailedPrecondition):
     reason = "ACL_ALREADY_BOOTSTRAPPED"
+
+
+class AclDataStale(Unavailable):
+    """This server's ACL view has not been proven current for longer than
+    its bound (etcd frozen or cut off), and the down policy is ``deny``:
+    a token revoked meanwhile might still be in the view, so nothing that
+    needs a capability is judged with it. Retryable: the view recovers by
+    itself once the server reaches etcd again."""
+
+    reason = "ACL_DATA_STALE"

@@ -15,7 +15,9 @@ from typing import Any
 import click
 
 from drover.config import (
+    ACL_DOWN_POLICIES,
     TUNABLES,
+    AclSettings,
     EtcdSettings,
     GcSettings,
     ServeSettings,
@@ -119,6 +121,17 @@ def tunable_options(f: Callable[..., Any]) -> Callable[..., Any]:
               show_default=True, help="deployments: age before down nodes go")
 @click.option("--acl/--no-acl", envvar="DROVER_ACL", default=False,
               help="enforce access control: tokens and policies on every RPC")
+@click.option("--acl-max-stale", envvar="DROVER_ACL_MAX_STALE", show_envvar=True, default=None,
+              type=Duration(0.001),
+              help="with --acl: how long the ACL view (tokens, policies) may go without being "
+                   "proven current with etcd before the down policy applies "
+                   f"[default: {AclSettings.max_stale:g}s]")
+@click.option("--acl-down-policy", envvar="DROVER_ACL_DOWN_POLICY", show_envvar=True,
+              default=None, type=click.Choice(ACL_DOWN_POLICIES),
+              help="with --acl, past --acl-max-stale: 'deny' refuses every call that needs a "
+                   "capability (UNAVAILABLE, ACL_DATA_STALE) until etcd is reachable again; "
+                   "'extend-cache' keeps judging with the cached view, so a token revoked "
+                   f"meanwhile keeps working [default: {AclSettings.down_policy}]")
 @click.option("--log-level", envvar="DROVER_LOG_LEVEL", default="INFO", show_default=True)
 @click.option("--log-json/--no-log-json", envvar="DROVER_LOG_JSON", default=False)
 @tunable_options
@@ -157,6 +170,10 @@ def settings_from_options(service: str, opts: dict[str, object]) -> ServeSetting
         session_ttl=int(opts.get("session_ttl") or 10),  # type: ignore[call-overload]
     )
     kwargs: dict[str, object] = {}
+    acl: dict[str, object] = {}  # unset: AclSettings' own defaults
+    for name in ("max_stale", "down_policy"):
+        if opts.get(f"acl_{name}") is not None:
+            acl[name] = opts[f"acl_{name}"]
     if s("replica"):
         kwargs["replica"] = s("replica")
     return ServeSettings(
@@ -182,6 +199,7 @@ def settings_from_options(service: str, opts: dict[str, object]) -> ServeSetting
         ),
         acl=bool(opts.get("acl")),
         tuning=tuning_from_options(opts),
+        acl_settings=AclSettings(**acl),  # type: ignore[arg-type]
         **kwargs,  # type: ignore[arg-type]
     )
 

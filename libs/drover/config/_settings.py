@@ -100,6 +100,49 @@ class GcSettings:
     node_threshold: float = 24 * 3600.0
 
 
+#: The ACL down policies (Consul's ``acl.down_policy``, the two that fit a
+#: watch-fed view): ``deny`` fails closed, ``extend-cache`` serves on.
+ACL_DOWN_POLICIES = ("deny", "extend-cache")
+
+
+@dataclass(frozen=True)
+class AclSettings:
+    """How long a server trusts its ACL view (tokens, policies) without
+    proof that it is current, and what it does past that.
+
+    ``max_stale``: seconds since the view was last *proven* current (a
+    linearizable read of etcd showed it held every ACL change) after which
+    it is stale. ``down_policy``: ``deny`` (default, fail closed): while
+    stale, every call that needs a capability is refused UNAVAILABLE with
+    reason ACL_DATA_STALE; ``extend-cache``: keep judging with the cached
+    view, so a token revoked during the outage keeps working until etcd is
+    back (availability over revocation, as Consul's ``extend-cache``).
+    The view is proven current every ``max_stale / 6`` (one small etcd
+    read, given as long again to answer), so a healthy but slow etcd has
+    three tries before the bound.
+    """
+
+    max_stale: float = 30.0
+    down_policy: str = "deny"
+
+    def __post_init__(self) -> None:
+        if self.down_policy not in ACL_DOWN_POLICIES:
+            raise ValueError(f"ACL down policy must be one of {', '.join(ACL_DOWN_POLICIES)}, "
+                             f"not {self.down_policy[:40]!r}")
+        if not self.max_stale > 0:
+            raise ValueError(f"ACL max stale must be positive, not {self.max_stale!r}")
+
+    @property
+    def check_interval(self) -> float:
+        """Seconds between two proofs that the view is current."""
+        return self.max_stale / 6
+
+    @property
+    def check_timeout(self) -> float:
+        """Longest one proof may take (interval + timeout < max_stale)."""
+        return self.max_stale / 6
+
+
 def _default_replica() -> str:
     return f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}"
 
@@ -139,6 +182,8 @@ class ServeSettings:
     # ("<service>_<name>", value) (see drover.config._tuning); unset ones
     # keep the service's own default.
     tuning: tuple[tuple[str, float], ...] = ()
+    # With ``acl``: how stale the ACL view may get and what happens past it.
+    acl_settings: AclSettings = field(default_factory=AclSettings)
 
     def tuned(self, service: str) -> dict[str, float]:
         """``{name: value}`` of the tunables set for ``service``."""

@@ -46,6 +46,7 @@ from drover.coord.kv import (
     Op,
     Put,
     RangePage,
+    RangeSummary,
     TxnResult,
     WatchBatch,
     WatchEvent,
@@ -196,6 +197,14 @@ class EtcdKV:
                                sort_target=rpc.RangeRequest.MOD)
         resp = await self._unary("kv", "Range", req, idempotent=True, what="range")
         return _kv(resp.kvs[0]) if resp.kvs else None
+
+    async def summary(self, key: bytes, range_end: bytes) -> RangeSummary:
+        req = rpc.RangeRequest(key=key, range_end=range_end, limit=1, keys_only=True,
+                               sort_order=rpc.RangeRequest.DESCEND,
+                               sort_target=rpc.RangeRequest.MOD)
+        resp = await self._unary("kv", "Range", req, idempotent=True, what="range")
+        newest = resp.kvs[0].mod_revision if resp.kvs else 0
+        return RangeSummary(resp.header.revision, resp.count, newest)
 
     async def txn(self, compares: Sequence[Compare], ops: Sequence[Op]) -> TxnResult:
         if max(len(ops), len(compares)) > self.max_txn_ops:

@@ -29,7 +29,8 @@ from drover.coord.errors import Compacted, LeaseNotFound
 
 __all__ = [
     "KV", "MAX_TXN_OPS", "Compacted", "Compare", "Delete", "KVStore", "KeepAlives", "LeaseKV",
-    "LeaseNotFound", "Leases", "Newest", "Op", "Put", "RangePage", "Ranges", "TxnResult", "Txns",
+    "LeaseNotFound", "Leases", "Newest", "Op", "Put", "RangePage", "RangeSummary", "Ranges",
+    "Summaries", "TxnResult", "Txns",
     "Watch", "WatchBatch", "WatchEvent", "Watches", "prefix_end",
 ]
 
@@ -83,6 +84,16 @@ class RangePage:
     more: bool
     revision: int
     count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RangeSummary:
+    """A range's size and last write, read linearizably at ``revision``."""
+
+    revision: int
+    count: int
+    #: The mod_revision of the key written last (0: the range is empty).
+    newest: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +166,15 @@ class Newest(Protocol):
     async def newest(self, key: bytes, range_end: bytes) -> KV | None:
         """The key in ``[key, range_end)`` modified last, value omitted (None:
         the range is empty). One sorted, limit-1, keys-only read on etcd."""
+        ...
+
+
+class Summaries(Protocol):
+    async def summary(self, key: bytes, range_end: bytes) -> RangeSummary:
+        """How many keys ``[key, range_end)`` holds and when the newest was
+        written, with the store's revision, in one linearizable read (on
+        etcd: sorted, limit 1, keys only; etcd visits every key of the range,
+        so meant for small ones such as the ACL prefix)."""
         ...
 
 

@@ -47,6 +47,7 @@ from drover.coord.kv import (
     Op,
     Put,
     RangePage,
+    RangeSummary,
     TxnResult,
     WatchBatch,
     WatchEvent,
@@ -227,6 +228,13 @@ class MemoryKV:
             return None
         kv = max(live, key=lambda x: x.mod_revision)
         return kv._replace(value=b"")
+
+    async def summary(self, key: bytes, range_end: bytes) -> RangeSummary:
+        self.expire_leases()
+        live = [v.kv for k in self._keys_in(key, range_end)
+                if (v := self._live(k)) is not None and v.kv is not None]
+        return RangeSummary(self._rev, len(live), max((kv.mod_revision for kv in live),
+                                                      default=0))
 
     async def revision(self) -> int:
         self.expire_leases()

@@ -7,7 +7,12 @@ checks the method's requirement from :data:`drover.acl.TABLE` against the
 deserialized request (namespaces are request fields). Failures are
 UNAUTHENTICATED (unknown, revoked or malformed token) or PERMISSION_DENIED
 (missing capability), both with ErrorInfo through :func:`drover.rpc.errors.abort`
-(the one mapping). It sits outside the error interceptor, so a caller
+(the one mapping). While the cache's view of tokens and policies has not
+been proven current for longer than its bound (etcd frozen or cut off),
+every call that needs a capability is UNAVAILABLE with reason
+ACL_DATA_STALE instead, unless the down policy is ``extend-cache``
+(:mod:`drover.acl.freshness`); the server identity and Bootstrap do not
+depend on that view and pass. It sits outside the error interceptor, so a caller
 without the right learns nothing from request validation either: the
 check only reads namespace strings, safe on any decoded request.
 
@@ -35,12 +40,14 @@ from drover.acl import (
     AUTHORIZATION,
     TABLE,
     Identity,
+    IdentityKind,
     PermissionDenied,
     Unauthenticated,
     authorize,
     parse_bearer,
 )
 from drover.acl.cache import AclCache
+from drover.acl.freshness import Freshness
 from drover.acl.tokens import AclKeys, AclState, server_secret
 from drover.config import ServeSettings
 from drover.coord import EtcdKV, Keyspace, cluster_secret, connect
@@ -48,6 +55,7 @@ from drover.coord.errors import EtcdUnavailable
 from drover.errors import DroverError, Internal, Unavailable
 from drover.rpc.errors import abort
 from drover.rpc.wrapping import WrappingInterceptor
+from drover.telemetry.observed import observe
 
 __all__ = ["AclInterceptor", "AclRuntime", "current_identity"]
 
@@ -74,6 +82,9 @@ class AclSource(Protocol):
     @property
     def ready(self) -> Any: ...
 
+    @property
+    def freshness(self) -> Freshness: ...
+
     async def catch_up(self, within: float = ...) -> bool: ...
 
 
@@ -94,13 +105,22 @@ class AclInterceptor(WrappingInterceptor):
         if not self._source.ready.is_set():
             raise Unavailable("access control is still loading tokens and policies; retry")
         secret = _secret(context.invocation_metadata())
+        req = TABLE.get(method)
+        # Default deny holds when the view goes stale: judged before the
+        # token, since a stale view may still hold a revoked one.
+        stale = (self._source.freshness.refusal()
+                 if req is None or req.kind != "none" else None)
         try:
             identity = self._source.state.resolve(secret)
         except Unauthenticated:
+            if stale is not None:
+                raise stale from None  # unknown to a stale view: no catch-up to wait for
             # Unknown here: maybe created a moment ago through another replica.
             await self._source.catch_up()
             identity = self._source.state.resolve(secret)
-        req = TABLE.get(method)
+        if stale is not None and identity.kind is not IdentityKind.SERVER:
+            # The server identity derives from the cluster secret, not the view.
+            raise stale
         if req is None:
             raise PermissionDenied(f"{method[:200]} has no access rule; refused",
                                    metadata={"method": method[:200]})
@@ -158,8 +178,15 @@ class AclRuntime:
     """What a server with ``--acl`` runs: an etcd client of its own, the
     server identity (derived from the cluster secret) and the cache."""
 
-    def __init__(self, client: Any, cache: AclCache, server_token: str) -> None:
+    def __init__(self, client: Any, cache: AclCache, server_token: str,
+                 service: str = "") -> None:
         self.client, self.cache, self.server_token = client, cache, server_token
+        attrs = {"service": service}
+        self._unobserve = observe(
+            "drover.acl.staleness", lambda: [(cache.freshness.staleness(), attrs)], unit="s",
+            description="seconds since this server's ACL view (tokens, policies) was last "
+                        "proven current with etcd; past the ACL max stale bound, calls that "
+                        "need a capability are refused (down policy deny)")
 
     @classmethod
     async def start(cls, settings: ServeSettings) -> AclRuntime:
@@ -168,7 +195,8 @@ class AclRuntime:
             keyspace = Keyspace(settings.etcd.prefix)
             kv = EtcdKV(client)
             token = server_secret(await cluster_secret(kv, keyspace, SERVER_SECRET_NAME))
-            cache = await AclCache(kv, AclKeys(keyspace.base), token).start()
+            cache = await AclCache(kv, AclKeys(keyspace.base), token,
+                                   settings=settings.acl_settings).start()
             try:
                 async with asyncio.timeout(max(settings.etcd.dial_timeout, 5.0)):
                     await cache.ready.wait()
@@ -179,8 +207,9 @@ class AclRuntime:
         except BaseException:
             await client.close()
             raise
-        return cls(client, cache, token)
+        return cls(client, cache, token, settings.service)
 
     async def close(self) -> None:
+        self._unobserve()
         await self.cache.close()
         await self.client.close()
