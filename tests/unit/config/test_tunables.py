@@ -15,7 +15,7 @@ from drover.broker.app import configs as broker_configs
 from drover.broker.config import BrokerConfig
 from drover.broker.runtime import ShellConfig
 from drover.cli.serve import serve, settings_from_options
-from drover.config import TUNABLES, ServeSettings, tunables
+from drover.config import TUNABLES, AclSettings, ServeSettings, tunables
 from drover.deployments.app import leader_config
 from drover.deployments.batcher import BatcherConfig
 from drover.state.cache import CacheConfig
@@ -131,3 +131,19 @@ def test_the_state_service_is_told_etcds_max_txn_ops() -> None:
     # The broker sizes its writes to the state's cap (more would be refused
     # and re-cut; less splits an AckBatch of 128 in two txns).
     assert _env("broker.yaml", "broker")["DROVER_BROKER_MAX_TXN_OPS"] == etcd
+
+
+def test_the_acl_down_policy_flags_reach_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _settings(["state"]).acl_settings == AclSettings()  # unset: the one default
+    monkeypatch.setenv("DROVER_ACL_DOWN_POLICY", "extend-cache")
+    got = _settings(["proxy", "--acl-max-stale", "1m"]).acl_settings
+    assert (got.max_stale, got.down_policy) == (60.0, "extend-cache")
+    result = CliRunner().invoke(serve, ["state", "--acl-down-policy", "allow"])
+    assert result.exit_code == 2 and "'allow' is not one of" in result.output
+
+
+def test_the_configmap_sets_the_acl_down_policy_at_its_defaults() -> None:
+    data = yaml.safe_load((ROOT / "deploy" / "k8s" / "base" / "configmap.yaml").read_text())["data"]
+    got = _settings(["state", "--acl-max-stale", data["DROVER_ACL_MAX_STALE"],
+                     "--acl-down-policy", data["DROVER_ACL_DOWN_POLICY"]]).acl_settings
+    assert got == AclSettings()
