@@ -42,6 +42,8 @@ DOMAIN = {
               "drover_proxy_retries_total",
               "drover_proxy_membership_applied_revision",
               "drover_proxy_attempts_ended_total", "drover_proxy_stream_resumes_total"],
+    # A state replica with --acl (its own key prefix, so the others need no token).
+    "state-acl": ["drover_acl_staleness_seconds"],
 }
 
 
@@ -108,6 +110,9 @@ def test_services_export_domain_series_the_dashboard_and_alerts_use(
                 "--metrics-listen", f"127.0.0.1:{ports[service]}", *extra))
 
         state = up("state")
+        stack.enter_context(serve(
+            "state", etcd_endpoint, f"{etcd_prefix}-acl", "--acl",
+            "--metrics-listen", f"127.0.0.1:{ports['state-acl']}"))
         up("broker", "--state-address", state)
         up("deployments", "--state-address", state)
         proxy = up("proxy")
