@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import pytest
 from deployments_builders import T0
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import (
+    Gauge,
+    Histogram,
+    HistogramDataPoint,
+    InMemoryMetricReader,
+    NumberDataPoint,
+    Sum,
+)
 from virtual_clock import VirtualClock
 
 from drover.api.state.v1 import state_pb2
@@ -136,12 +144,19 @@ async def test_each_pass_is_exported_as_metrics() -> None:
     await gc.run_pass(FENCE, force=True)
     data = reader.get_metrics_data()
     assert data is not None
-    points = {m.name: list(m.data.data_points)
-              for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
-    passes = {p.attributes["forced"]: p.value for p in points["drover_gc_passes_total"]}
+    # points by the kind of value they carry (a number, or a histogram's)
+    numbers: dict[str, Sequence[NumberDataPoint]] = {}
+    histograms: dict[str, Sequence[HistogramDataPoint]] = {}
+    for m in (m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics):
+        if isinstance(m.data, (Sum, Gauge)):
+            numbers[m.name] = m.data.data_points
+        elif isinstance(m.data, Histogram):
+            histograms[m.name] = m.data.data_points
+    passes = {(p.attributes or {})["forced"]: p.value
+              for p in numbers["drover_gc_passes_total"]}
     assert passes == {"false": 1, "true": 1}
-    objects = {p.attributes["kind"]: p.value for p in points["drover_gc_objects_total"]}
+    objects = {(p.attributes or {})["kind"]: p.value for p in numbers["drover_gc_objects_total"]}
     assert objects == {"evaluations": 2 * 8 * 4, "allocations": 2 * 8}
-    assert [p.value for p in points["drover_gc_txns_total"]] == [16]
-    durations = points["drover_gc_pass_duration_seconds"]
+    assert [p.value for p in numbers["drover_gc_txns_total"]] == [16]
+    durations = histograms["drover_gc_pass_duration_seconds"]
     assert sum(p.count for p in durations) == 2

@@ -5,7 +5,16 @@ from __future__ import annotations
 from google.protobuf.duration_pb2 import Duration
 
 from drover.api.types.v1 import allocation_pb2, job_pb2
-from drover.sim.client import COMPLETE, FAILED, RUNNING, Behaviour, Track, behaviour_of, step
+from drover.sim.client import (
+    COMPLETE,
+    FAILED,
+    RUNNING,
+    Behaviour,
+    Report,
+    Track,
+    behaviour_of,
+    step,
+)
 
 
 def _job(outcome: str = "", batch: bool = False) -> job_pb2.Job:
@@ -17,9 +26,9 @@ def _job(outcome: str = "", batch: bool = False) -> job_pb2.Job:
                        type=job_pb2.JOB_TYPE_BATCH if batch else job_pb2.JOB_TYPE_SERVICE)
 
 
-def _run(b: Behaviour, until: float, deployment: bool = True) -> list[tuple[float, object]]:
+def _run(b: Behaviour, until: float, deployment: bool = True) -> list[tuple[float, Report]]:
     t = Track(0.0, deployment)
-    out = []
+    out: list[tuple[float, Report]] = []
     for i in range(int(until * 10) + 1):
         now = i / 10
         r = step(t, b, now)

@@ -45,7 +45,8 @@ def _compiler() -> FilterCompiler:
 
 
 def _walk(t: Tables, request: PageRequest, expr: str, budget: int | None = None) -> list[str]:
-    flt, p, out = _compiler().compile(expr), Paginator(PageTokenCodec(b"k" * 32)), []
+    flt, p = _compiler().compile(expr), Paginator(PageTokenCodec(b"k" * 32))
+    out: list[str] = []
     while True:
         page = p.page(t[EVALS].rows, request, flt, scan_budget=budget)
         out.extend(str(e[2][1]).split("/")[1] for e in page.items)
@@ -117,7 +118,8 @@ def test_deletes_and_updates_move_index_entries_without_decoding() -> None:
     ev = next(iter(evs.values()))
     ev.status = STATUSES[1] if ev.status == STATUSES[0] else STATUSES[0]
     t.apply(KEYS.key(EVALS, ev.namespace, ev.id), codec.encode(ev), 0, 500, False)
-    assert table.decode(f"{ev.namespace}/{ev.id}").status == ev.status
+    moved = table.decode(f"{ev.namespace}/{ev.id}")
+    assert moved is not None and moved.status == ev.status
     for e in list(evs.values())[:20]:
         t.apply(KEYS.key(EVALS, e.namespace, e.id), b"not a proto", 0, 999, True)
     assert len(table) == 30 and table.index == 999
@@ -200,7 +202,9 @@ def test_stage_reads_every_kind_and_skips_what_is_not_an_object() -> None:
     assert loaded.marker_revision == 900 and loaded.revision == 900
     assert loaded[EVALS].objects == t[EVALS].objects
     assert list(loaded[EVALS].rows.keys()) == list(t[EVALS].rows.keys())
-    assert loaded[codec.JOBS].decode("ops/web").id == "web"
-    assert loaded[codec.NODES].decode(f"{codec.GLOBAL_NS}/n1").id == "n1"
+    got_job = loaded[codec.JOBS].decode("ops/web")
+    got_node = loaded[codec.NODES].decode(f"{codec.GLOBAL_NS}/n1")
+    assert got_job is not None and got_job.id == "web"
+    assert got_node is not None and got_node.id == "n1"
     assert list(loaded[codec.DEPLOYMENTS].objects) == ["default/d"]
     assert len(evs) == 40

@@ -102,8 +102,11 @@ def _put(t: Tables, kind: str, msg: object, rev: int, *key: str) -> None:
     t.apply(full, raw, rev, rev, False)
 
 
-def _ev(eid: str, ns: str = "default", job: str = "web", **links: str) -> evaluation_pb2.Evaluation:
-    return evaluation_pb2.Evaluation(id=eid, namespace=ns, job_id=job, type="service", **links)
+def _ev(eid: str, ns: str = "default", job: str = "web", *, next_eval: str = "",
+        previous_eval: str = "", blocked_eval: str = "") -> evaluation_pb2.Evaluation:
+    return evaluation_pb2.Evaluation(id=eid, namespace=ns, job_id=job, type="service",
+                                     next_eval=next_eval, previous_eval=previous_eval,
+                                     blocked_eval=blocked_eval)
 
 
 def test_the_related_chain_is_transitive_within_the_job_and_namespace() -> None:
@@ -128,7 +131,8 @@ def test_an_evaluation_is_found_in_any_namespace_unless_one_is_named() -> None:
     _put(t, codec.EVALUATIONS, _ev("e1", ns="ops"), 5, "ops", "e1")
     row = BY_RPC["GetEvaluation"]
     req = state_pb2.GetEvaluationRequest(id="e1")
-    assert in_any_namespace(t, row, Lookup(None, "e1", req)).namespace == "ops"
+    found = in_any_namespace(t, row, Lookup(None, "e1", req))
+    assert found is not None and found.namespace == "ops"
     assert in_any_namespace(t, row, Lookup("ops", "e1", req)) is not None
     assert in_any_namespace(t, row, Lookup("default", "e1", req)) is None
     assert row.missing(row, Lookup("default", "e1", req)) == "evaluation 'e1' not found"
@@ -156,9 +160,11 @@ def test_get_job_finds_a_version_and_names_it_when_missing() -> None:
          "default", "web", "1")
     row = BY_RPC["GetJob"]
     latest = Lookup("default", "web", state_pb2.GetJobRequest(id="web"))
-    assert row.find(t, row, latest).version == 3
+    found = row.find(t, row, latest)
+    assert found is not None and found.version == 3
     v1 = Lookup("default", "web", state_pb2.GetJobRequest(id="web", version=1))
-    assert row.find(t, row, v1).version == 1
+    found = row.find(t, row, v1)
+    assert found is not None and found.version == 1
     v9 = Lookup("default", "web", state_pb2.GetJobRequest(id="web", version=9))
     assert row.find(t, row, v9) is None
     assert row.missing(row, v9) == "job 'web' not found in namespace 'default' at version 9"
@@ -172,7 +178,8 @@ def test_the_scheduler_config_has_defaults_until_written() -> None:
     assert row.find(t, row, lookup) == scheduler_pb2.SchedulerConfig()
     cfg = scheduler_pb2.SchedulerConfig(pause_eval_broker=True)
     _put(t, codec.SCHEDULER_CONFIG, cfg, 9, codec.GLOBAL_NS, codec.SCHEDULER_CONFIG_ID)
-    assert row.find(t, row, lookup).pause_eval_broker
+    found = row.find(t, row, lookup)
+    assert found is not None and found.pause_eval_broker
 
 
 def test_a_node_is_missing_without_a_namespace_in_the_message() -> None:
