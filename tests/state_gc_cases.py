@@ -189,7 +189,8 @@ async def test_deployment_job_and_node_gc(replica: Replica, etcd_prefix: str) ->
     r = await gc(replica, fence, state_pb2.GC_KIND_JOBS, now)
     assert r.jobs == 0  # w1 still runs
     await replica.stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(updates=[
-        state_pb2.AllocationUpdate(id="w1", client_status=3)]))
+        state_pb2.AllocationUpdate(id="w1",
+                                   client_status=allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE)]))
     r = await gc(replica, fence, state_pb2.GC_KIND_JOBS, now)
     assert (r.jobs, r.job_versions, r.evaluations, r.allocations, r.deployments) == (
         1, 3, 3, 1, 1)

@@ -59,7 +59,9 @@ async def test_two_flights_land_every_write_and_stop_at_a_lost_fence(
         held: list[Evaluation] = []
         for chunk in range(6):
             evs = [Evaluation(id=f"f{chunk}-{i}", namespace="default", type="service",
-                              job_id=f"j{chunk}-{i}", status=1) for i in range(100)]
+                              job_id=f"j{chunk}-{i}",
+                              status=EvaluationStatus.EVALUATION_STATUS_BLOCKED)
+                   for i in range(100)]
             await state.stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
                 evaluations=evs))
         page = await state.stub.ListEvaluations(state_pb2.ListEvaluationsRequest(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import pytest
@@ -16,6 +16,7 @@ from google.protobuf.message import Message
 from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import query_pb2
+from drover.api.types.v1.evaluation_pb2 import EvaluationStatus
 from drover.rpc.errors import error_info
 
 pytestmark = pytest.mark.slow
@@ -37,9 +38,12 @@ def _max_wait() -> state_pb2.GetJobRequest:
 
 
 CASES: list[tuple[str, str, Message, str]] = [
-    ("broker", _B + "Ack", broker_pb2.AckRequest(eval_id="e", token="t", status=99), "status"),
+    ("broker", _B + "Ack", broker_pb2.AckRequest(eval_id="e", token="t",
+                                                    status=cast(EvaluationStatus, 99)),
+     "status"),
     ("broker", _B + "AckBatch", broker_pb2.AckBatchRequest(
-        acks=[broker_pb2.AckRequest(eval_id="e", token="t", status=-1)]), "acks[0].status"),
+        acks=[broker_pb2.AckRequest(eval_id="e", token="t", status=cast(EvaluationStatus, -1))]),
+     "acks[0].status"),
     ("broker", _B + "Dequeue", _dequeue(), "timeout"),
     ("state", _S + "GetJob", _max_wait(), "query.max_wait"),
     ("state", _S + "CountEvaluations", state_pb2.CountEvaluationsRequest(
@@ -47,7 +51,8 @@ CASES: list[tuple[str, str, Message, str]] = [
     ("state", _S + "GetEvaluation", state_pb2.GetEvaluationRequest(id="x" * 1_000_000), "id"),
     ("state", _S + "ListEvaluations", state_pb2.ListEvaluationsRequest(filter="a" * 5000),
      "filter"),
-    ("state", _S + "Subscribe", state_pb2.SubscribeRequest(topics=[99]), "topics[0]"),
+    ("state", _S + "Subscribe", state_pb2.SubscribeRequest(topics=[cast(state_pb2.Topic, 99)]),
+     "topics[0]"),
 ]
 
 

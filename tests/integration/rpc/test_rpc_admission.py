@@ -13,6 +13,7 @@ import pytest
 from drover import errors
 from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import evaluation_pb2
 from drover.config import ServeSettings
 from drover.rpc.errors import error_info
 from drover.rpc.server import AppContext, DroverServer, ServiceBinding
@@ -88,7 +89,8 @@ async def test_undecodable_request_is_invalid_argument(served: Any) -> None:
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     # Bytes of another type that happen to parse as this one are the
     # handler's to judge.
-    other = broker_pb2.AckRequest(status=3).SerializeToString()
+    other = broker_pb2.AckRequest(
+        status=evaluation_pb2.EVALUATION_STATUS_COMPLETE).SerializeToString()
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await call(other, timeout=5)
     assert info.value.code() == grpc.StatusCode.NOT_FOUND

@@ -15,7 +15,8 @@ PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING
 COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE
 
 
-def _eval(eval_id: str, status: int = PENDING) -> evaluation_pb2.Evaluation:
+def _eval(eval_id: str, status: evaluation_pb2.EvaluationStatus = PENDING,
+          ) -> evaluation_pb2.Evaluation:
     return evaluation_pb2.Evaluation(id=eval_id, namespace="default", job_id=f"job-{eval_id}",
                                      status=status, type="service", priority=50,
                                      triggered_by="job-register")

@@ -20,7 +20,8 @@ PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING
 COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE
 
 
-def _eval(rnd: random.Random, job: str, status: int, ns: str = "default") -> (
+def _eval(rnd: random.Random, job: str, status: evaluation_pb2.EvaluationStatus,
+          ns: str = "default") -> (
     evaluation_pb2.Evaluation
 ):
     return evaluation_pb2.Evaluation(id=f"{rnd.getrandbits(64):016x}", namespace=ns,

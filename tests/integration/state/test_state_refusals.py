@@ -5,7 +5,7 @@ Each refusal is INVALID_ARGUMENT/NOT_FOUND with ErrorInfo and writes nothing."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import pytest
@@ -46,7 +46,8 @@ async def test_filters_that_cannot_be_evaluated_are_refused(replica: Any, expres
 
 
 async def test_subscribe_with_an_unknown_topic_is_refused(replica: Any) -> None:
-    stream = replica.stub.Subscribe(state_pb2.SubscribeRequest(topics=[state_pb2.TOPIC_JOB, 42]))
+    stream = replica.stub.Subscribe(state_pb2.SubscribeRequest(
+        topics=[state_pb2.TOPIC_JOB, cast(state_pb2.Topic, 42)]))
     detail = await _refused(stream.read(), grpc.StatusCode.INVALID_ARGUMENT)
     assert detail.metadata["field"] == "topics[1]"
 

@@ -68,26 +68,28 @@ async def test_job_lifecycle(replica) -> None:
 
 
 async def test_allocations_nodes_and_lists(replica) -> None:
+    RUNNING = allocation_pb2.ALLOC_CLIENT_STATUS_RUNNING
     stub = replica.stub
     await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job("web", update=False)))
     allocs = [allocation_pb2.Allocation(id=f"a{i}", job_id="web", node_id="n1") for i in range(4)]
     await stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=allocs))
     await stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(updates=[
-        state_pb2.AllocationUpdate(id="a1", client_status=2, healthy=True)]))
+        state_pb2.AllocationUpdate(id="a1", client_status=RUNNING, healthy=True)]))
     a1 = await stub.GetAllocation(state_pb2.GetAllocationRequest(id="a1"))
-    assert a1.allocation.client_status == 2 and a1.allocation.deployment_status.healthy
+    assert a1.allocation.client_status == RUNNING and a1.allocation.deployment_status.healthy
     page = await stub.ListAllocations(state_pb2.ListAllocationsRequest(
         filter='client_status == "running"'))
     assert [a.id for a in page.allocations] == ["a1"]
     desc = await stub.ListAllocations(state_pb2.ListAllocationsRequest(
         order_by="create_index desc", page_size=3, prefix="a"))
     assert len(desc.allocations) == 3 and desc.next_page_token
-    await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(id="n1", status=2)))
+    await stub.UpsertNode(state_pb2.UpsertNodeRequest(
+        node=node_pb2.Node(id="n1", status=node_pb2.NODE_STATUS_READY)))
     nodes = await stub.ListNodes(state_pb2.ListNodesRequest(filter='status == "ready"'))
     assert [n.id for n in nodes.nodes] == ["n1"]
     with pytest.raises(grpc.RpcError) as err:
         await stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(updates=[
-            state_pb2.AllocationUpdate(id="zz", client_status=2)]))
+            state_pb2.AllocationUpdate(id="zz", client_status=RUNNING)]))
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
 
 

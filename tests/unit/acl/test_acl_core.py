@@ -175,7 +175,7 @@ def test_authorize_by_requirement_kind() -> None:
         authorize(anon, TABLE[me], acl_pb2.GetSelfTokenRequest(), me)
 
 
-def _stored(accessor: str, secret: str, kind: int, policies: list[str]) -> bytes:
+def _stored(accessor: str, secret: str, kind: acl_pb2.TokenType, policies: list[str]) -> bytes:
     return acl_pb2.StoredToken(
         token=acl_pb2.Token(accessor_id=accessor, name=accessor, type=kind, policies=policies),
         secret_sha256=hash_secret(secret)).SerializeToString()

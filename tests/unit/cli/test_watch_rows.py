@@ -22,8 +22,9 @@ def test_deployment_rows() -> None:
 def test_job_rows_count_the_current_version_only() -> None:
     job = job_pb2.Job(id="j", version=2, task_groups=[job_pb2.TaskGroup(name="g", count=3)])
 
-    def alloc(version: int, client: int, healthy: bool | None = None,
-              desired: int = A.ALLOC_DESIRED_STATUS_RUN) -> allocation_pb2.Allocation:
+    def alloc(version: int, client: A.AllocClientStatus, healthy: bool | None = None,
+              desired: A.AllocDesiredStatus = A.ALLOC_DESIRED_STATUS_RUN,
+              ) -> allocation_pb2.Allocation:
         a = A.Allocation(job_version=version, task_group="g", client_status=client,
                          desired_status=desired)
         if healthy is not None:

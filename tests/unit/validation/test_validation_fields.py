@@ -3,11 +3,14 @@ the field's path, and ordinary requests pass untouched."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
 from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import job_pb2, query_pb2
+from drover.api.types.v1.evaluation_pb2 import EvaluationStatus
 from drover.errors import InvalidArgument
 from drover.validation import check_request
 
@@ -31,10 +34,12 @@ def test_ordinary_requests_pass() -> None:
 
 def test_undefined_enum_number_names_the_field() -> None:
     err = refused(broker_pb2.AckBatchRequest(acks=[
-        broker_pb2.AckRequest(eval_id="a"), broker_pb2.AckRequest(eval_id="b", status=99)]))
+        broker_pb2.AckRequest(eval_id="a"),
+        broker_pb2.AckRequest(eval_id="b", status=cast(EvaluationStatus, 99))]))  # undefined
     assert err.metadata["field"] == "acks[1].status"
     assert "EvaluationStatus" in err.message
-    assert refused(state_pb2.SubscribeRequest(topics=[1, 42])).metadata["field"] == "topics[1]"
+    assert refused(state_pb2.SubscribeRequest(
+        topics=[state_pb2.TOPIC_JOB, cast(state_pb2.Topic, 42)])).metadata["field"] == "topics[1]"
 
 
 @pytest.mark.parametrize("seconds,nanos", [

@@ -32,7 +32,7 @@ def nodes(n: int, cpu: int = 1000, mem: int = 4000) -> list[node_pb2.Node]:
 
 
 def deployment(version: int, canaries: int = 0, promoted: bool = False,
-               status: int = deployment_pb2.DEPLOYMENT_STATUS_RUNNING,
+               status: deployment_pb2.DeploymentStatus = deployment_pb2.DEPLOYMENT_STATUS_RUNNING,
                ) -> deployment_pb2.Deployment:
     d = deployment_pb2.Deployment(id=f"d{version}", job_id="web", job_version=version,
                                   status=status)
