@@ -126,7 +126,7 @@ async def test_compaction_raises_compacted_for_reads_watches_and_itself(
     w = await kv.watch(a, b"", at)
     try:
         it = aiter(w)
-        values = []
+        values: list[bytes] = []
         while len(values) < 2:
             values += [e.kv.value for e in (await next_batch(it)).events]
         assert values == [b"2", b"3"]

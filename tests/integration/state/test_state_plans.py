@@ -150,9 +150,11 @@ async def test_register_semantics(replica) -> None:
 async def test_related_evaluations_walk_the_whole_chain(replica) -> None:
     stub = replica.stub
 
-    def ev(eid: str, **links: str) -> evaluation_pb2.Evaluation:
+    def ev(eid: str, *, previous_eval: str = "", blocked_eval: str = "",
+           ) -> evaluation_pb2.Evaluation:
         return evaluation_pb2.Evaluation(id=eid, namespace="default", type="service",
-                                         job_id="chain", **links)
+                                         job_id="chain", previous_eval=previous_eval,
+                                         blocked_eval=blocked_eval)
 
     # e1 <- e2 (previous) <- e3 (previous), e3 blocked -> e4; e9: another chain
     for batch in ([ev("e1")], [ev("e2", previous_eval="e1")],

@@ -80,7 +80,7 @@ def test_reservoir_keeps_a_uniform_sample() -> None:
             reservoir.add(float(value))
         kept = reservoir._samples
         assert len(kept) == 50 and len(set(kept)) == 50
-        for value in kept:
-            deciles[int(value) // 500] += 1
+        for sample in kept:
+            deciles[int(sample) // 500] += 1
     # 10,000 kept in all: each tenth of the stream holds ~1,000 of them.
     assert all(850 <= n <= 1150 for n in deciles), deciles

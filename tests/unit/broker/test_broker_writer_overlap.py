@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import TypedDict, Unpack
 
 import pytest
 
@@ -66,8 +67,14 @@ def lost() -> list[str]:
     return []
 
 
-async def _writer(api: GatedApi, lost: list[str], **kw: int) -> tuple[FencedWriter,
-                                                                   asyncio.Task[None]]:
+class _Options(TypedDict, total=False):
+    """The writer's options a test sets (the rest are the writer's defaults)."""
+
+    max_in_flight: int
+
+
+async def _writer(api: GatedApi, lost: list[str], **kw: Unpack[_Options],
+                  ) -> tuple[FencedWriter, asyncio.Task[None]]:
     writer = FencedWriter(api, FENCE, on_written=lambda g, i: None,
                           on_fence_lost=lost.append, max_objects=4, **kw)
     return writer, asyncio.create_task(writer.run())

@@ -20,6 +20,7 @@ def _filled(kind: str, rnd: random.Random) -> object:
         if fd.type == fd.TYPE_STRING:
             setattr(msg, name, rnd.choice(["", "a", "b-é", "default"]))
         elif fd.type == fd.TYPE_ENUM:
+            assert fd.enum_type is not None  # an enum field names its enum
             numbers = [v.number for v in fd.enum_type.values]
             setattr(msg, name, rnd.choice([*numbers, 97]))  # 97: not a declared value
         elif fd.type == fd.TYPE_BOOL:
