@@ -176,9 +176,10 @@ async def test_tokens_are_bound_to_their_request(replica, rpc: ListRpc) -> None:
     assert token
     second = await call(rpc.request(page_token=token, **base))
     assert getattr(second, rpc.items)
-    changes = [("filter", {"filter": f'{rpc.field} < "x13"'}),
-               ("order_by", {"order_by": "create_index desc"}),
-               ("page_size", {"page_size": 4})]
+    changes: list[tuple[str, dict[str, object]]] = [
+        ("filter", {"filter": f'{rpc.field} < "x13"'}),
+        ("order_by", {"order_by": "create_index desc"}),
+        ("page_size", {"page_size": 4})]
     if rpc.namespaced:
         changes.append(("namespace", {"namespace": "other"}))
     for mismatch, change in changes:
@@ -201,7 +202,8 @@ async def test_bad_filters_and_orders_name_the_field(replica, rpc: ListRpc) -> N
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert info is not None and info.reason == "INVALID_FILTER", expr
         assert info.metadata["path"] == path and info.metadata["field"] == "filter"
-    for bad in [{"order_by": "modify_index"}, {"page_size": -1}]:
+    bad_args: list[dict[str, object]] = [{"order_by": "modify_index"}, {"page_size": -1}]
+    for bad in bad_args:
         with pytest.raises(grpc.RpcError) as err:
             await call(rpc.request(**bad))
         info = error_info(err.value)

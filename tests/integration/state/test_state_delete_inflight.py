@@ -133,7 +133,8 @@ async def test_unpausing_the_broker_mid_call_stops_deleting(replica: Any,
         await replica.stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
             filter=FLT, page_size=1000, page_token=r.next_page_token))
     assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert error_info(info.value).reason == "BROKER_NOT_PAUSED"
+    detail = error_info(info.value)
+    assert detail is not None and detail.reason == "BROKER_NOT_PAUSED"
     # Paused again, the same token deletes exactly what is left.
     await _pause(replica, True)
     r2 = await replica.stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
@@ -195,7 +196,8 @@ async def test_a_call_that_applies_nothing_fails_and_its_token_may_be_resent(
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await replica.stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
             filter=FLT, page_size=100, page_token=r.next_page_token))
-    assert error_info(info.value).reason == "BROKER_NOT_PAUSED"
+    detail = error_info(info.value)
+    assert detail is not None and detail.reason == "BROKER_NOT_PAUSED"
     assert len(await _in_etcd(replica)) == 101
     await _pause(replica, True)
     r2 = await replica.stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(

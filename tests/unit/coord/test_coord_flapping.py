@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from drover.coord.keys import Keyspace
 from drover.coord.kv import KV, RangePage
-from drover.coord.leadership import Leadership, LeadershipConfig
+from drover.coord.leadership import Leadership, LeadershipConfig, LeadershipKV
 from drover.coord.term import Term
 
 KS = Keyspace("/flap")
@@ -51,7 +51,9 @@ class Recorder:
 
 def make(comp: Any, **cfg: Any) -> tuple[Leadership, FakeKV]:
     kv = FakeKV()
-    lead = Leadership(kv, KS, SERVICE, "a:1", [comp],
+    # the fake answers the one read these tests lead the actuator to (its
+    # confirm); campaigning, which would use the rest, is not started here
+    lead = Leadership(cast(LeadershipKV, kv), KS, SERVICE, "a:1", [comp],
                       config=LeadershipConfig(ttl=2, **cfg))
     return lead, kv
 

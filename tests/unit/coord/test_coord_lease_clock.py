@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
 from drover.coord.session import LeaseClock, election_warning
@@ -66,12 +68,15 @@ def test_warning_suggests_a_ttl_that_would_do() -> None:
 def test_leadership_warns_at_startup_when_its_ttl_cannot_survive_an_election(
         caplog: pytest.LogCaptureFixture) -> None:
     from drover.coord import Keyspace, Leadership, LeadershipConfig
+    from drover.coord.leadership import LeadershipKV
+
+    unused = cast(LeadershipKV, object())  # constructing only warns: the KV is never called
 
     with caplog.at_level("WARNING", logger="drover.coord.leadership"):
-        Leadership(object(), Keyspace("/x/drover"), "broker", "a:1",
+        Leadership(unused, Keyspace("/x/drover"), "broker", "a:1",
                    config=LeadershipConfig(ttl=2))
     assert any("election" in r.getMessage() for r in caplog.records)
     caplog.clear()
     with caplog.at_level("WARNING", logger="drover.coord.leadership"):
-        Leadership(object(), Keyspace("/x/drover"), "broker", "a:1")
+        Leadership(unused, Keyspace("/x/drover"), "broker", "a:1")
     assert not caplog.records
