@@ -10,6 +10,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import cast
 
 
 def drover(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -107,12 +108,15 @@ def test_an_ambiguous_prefix_lists_the_matches() -> None:
 
 
 def test_every_prefix_kind_names_a_real_list_call() -> None:
+    from google.protobuf.message import Message
+
     from drover.api.state.v1 import state_pb2
     from drover.cli.prefix import _LISTS
 
     service = state_pb2.DESCRIPTOR.services_by_name["StateService"]
     for kind, (method, request, field) in _LISTS.items():
         rpc = service.methods_by_name[method]
-        assert rpc.input_type.full_name == request.DESCRIPTOR.full_name, kind
-        assert "prefix" in request.DESCRIPTOR.fields_by_name, kind
+        descriptor = cast(type[Message], request).DESCRIPTOR  # _LISTS says only `type`
+        assert rpc.input_type.full_name == descriptor.full_name, kind
+        assert "prefix" in descriptor.fields_by_name, kind
         assert field in rpc.output_type.fields_by_name, kind

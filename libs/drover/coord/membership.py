@@ -19,7 +19,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
@@ -100,9 +100,10 @@ async def list_members(kv: Ranges, keyspace: Keyspace, service: str) -> MemberLi
 
 
 async def watch_members(kv: WatchKV, keyspace: Keyspace, service: str, *,
-                        config: WatchConfig | None = None) -> AsyncIterator[MemberList]:
+                        config: WatchConfig | None = None) -> AsyncGenerator[MemberList, None]:
     """Yield the full member list now and after every etcd revision that
-    changed it. Resilient like :class:`ResilientWatch`.
+    changed it. Resilient like :class:`ResilientWatch`; ``aclose()`` ends its
+    watch at once (a generator: the type says so, so a caller may close it).
 
     One list per revision, never one per delivery: a watcher that received
     two revisions in one delivery must still attribute each change to its

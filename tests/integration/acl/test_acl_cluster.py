@@ -215,7 +215,7 @@ async def test_revocation_is_refused_by_every_state_replica(acl: Acl) -> None:
         accessor_id=tok.token.accessor_id), secret=acl.management)
     assert code == grpc.StatusCode.OK
     t0 = time.monotonic()
-    refused_after = {}
+    refused_after: dict[int, float] = {}
     while len(refused_after) < len(replicas) and time.monotonic() - t0 < 5:
         for i, ch in enumerate(replicas):
             if i not in refused_after:

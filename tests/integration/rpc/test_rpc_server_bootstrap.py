@@ -172,15 +172,17 @@ async def test_graceful_stop_turns_health_off_and_stops_app() -> None:
     app = _GatedApp()
     server = DroverServer(ServeSettings(service="state"), app)
     await server.start()
-    await app.ctx.health.set_ready(STATE)
+    ctx = app.ctx
+    assert ctx is not None  # start handed the app its context
+    await ctx.health.set_ready(STATE)
     async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
         assert await _health(channel) == health_pb2.HealthCheckResponse.SERVING
         stop = asyncio.create_task(server.stop(grace=1))
         await asyncio.wait_for(stop, 5)
     assert app.stopped
     # After shutdown health answers NOT_SERVING for everything (and ignores late set_ready).
-    await app.ctx.health.set_ready(STATE, True)
-    resp = await app.ctx.health.servicer.Check(health_pb2.HealthCheckRequest(service=""), None)
+    await ctx.health.set_ready(STATE, True)
+    resp = await ctx.health.servicer.Check(health_pb2.HealthCheckRequest(service=""), None)
     assert resp.status == health_pb2.HealthCheckResponse.NOT_SERVING
 
 

@@ -72,7 +72,8 @@ async def test_stale_plan_is_recomputed_from_fresh_state(state: grpc.aio.Channel
                         resources=job_pb2.Resources(cpu=100, memory_mb=300))]))
             return snap
 
-        worker.snapshot = snapshot_then_move  # type: ignore[method-assign]
+        # one instance's method replaced (mypy compares it with the unbound one, self and all)
+        worker.snapshot = snapshot_then_move  # type: ignore[method-assign, assignment]
         follow_ups = await asyncio.wait_for(worker.process(ev, ev.modify_index), 20)
     finally:
         view.cancel()

@@ -99,7 +99,12 @@ def test_a_batch_encodes_each_change_once_and_shares_bytes_per_interest(
 
 def test_a_batch_encodes_nothing_nobody_wants(monkeypatch: pytest.MonkeyPatch) -> None:
     encoded: list[Change] = []
-    monkeypatch.setattr(subscribe, "event_chunk", lambda c: encoded.append(c) or b"")
+
+    def recording(c: Change) -> bytes:
+        encoded.append(c)
+        return b""
+
+    monkeypatch.setattr(subscribe, "event_chunk", recording)
     batch = _Batch(13, _changes())
     assert batch.encoded(Interest(frozenset({state_pb2.TOPIC_NODE}), frozenset(), ""), 0) == []
     assert encoded == []
