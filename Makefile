@@ -43,7 +43,7 @@ test-unit: venv
 
 lint: venv node
 	$(BIN)/ruff check .
-	$(BIN)/mypy libs services bench
+	$(BIN)/mypy libs services bench tests
 	npx --no-install buf lint
 
 smoke: venv node
