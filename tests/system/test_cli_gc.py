@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from conftest import serve
 from google.protobuf.timestamp_pb2 import Timestamp
+from service_procs import serve
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import job_pb2, node_pb2

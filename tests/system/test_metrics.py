@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import serve
+from service_procs import serve
 
 from drover.dev.ports import free_port
 

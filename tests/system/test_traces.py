@@ -18,8 +18,8 @@ from typing import Any
 
 import grpc
 import pytest
-from conftest import serve
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from service_procs import serve
 
 from drover.dev.ports import free_port
 

@@ -1,0 +1,32 @@
+"""Drover services as real subprocesses (``drover serve``), for the system tests.
+
+Importable by its bare name from any test module (pytest puts ``tests/`` on
+``sys.path``), and so by mypy too: it lived in tests/system/conftest.py,
+which a type checker cannot tell apart from tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+from collections.abc import Iterator
+
+from drover.dev.ports import free_port, wait_for_port
+
+
+@contextlib.contextmanager
+def serve(service: str, etcd: str, prefix: str, *extra: str) -> Iterator[str]:
+    """`drover serve <service>` on a free port; its address."""
+    port = free_port()
+    proc = subprocess.Popen([
+        sys.executable, "-m", "drover.cli.main", "serve", service, "--etcd", etcd,
+        "--etcd-prefix", prefix, "--listen", f"127.0.0.1:{port}", "--session-ttl", "3",
+        "--log-level", "WARNING", *extra,
+    ])
+    try:
+        assert wait_for_port("127.0.0.1", port, 30), f"{service} did not start"
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
