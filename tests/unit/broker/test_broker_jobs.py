@@ -51,6 +51,7 @@ def test_newer_pending_supersedes_older_at_once() -> None:
     assert broker.enqueue(make_eval("b", job="j")) == []
     effects = broker.enqueue(make_eval("c", job="j"))
     assert effects == [CancelSuperseded("default", "j", ("b",), "c")]
+    assert isinstance(effects[0], CancelSuperseded)  # so the line above said: for the types
     assert effects[0].description == "superseded by evaluation c"
     assert broker.get("b") is None
     stats = broker.stats()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 from broker_builders import BLOCKED, CANCELED, PENDING, make_broker, make_eval
 
@@ -55,7 +57,7 @@ def test_restore_places_ready_delayed_blocked_and_collapses_jobs() -> None:
         make_eval("done", job="n", status=CANCELED, create_index=8),
         make_eval("k", job="k", create_index=4),
     ]
-    effects = broker.restore(evals)
+    effects = cast(list[CancelSuperseded], broker.restore(evals))  # what a restore gives here
     assert sorted(effects, key=lambda e: e.job_id) == [
         CancelSuperseded("default", "j", ("j-old", "j-mid"), "j-new"),
         CancelSuperseded("default", "m", ("b1",), "b2"),
@@ -77,11 +79,11 @@ def test_restore_of_100k_evaluations() -> None:
         make_eval(f"e{i}", job=f"job-{i % 50_000}", priority=50 + i % 3, create_index=i + 1)
         for i in range(100_000)
     ]
-    effects = broker.restore(evals)
+    effects = cast(list[CancelSuperseded], broker.restore(evals))  # what a restore gives here
     stats = broker.stats()
     assert stats.total_ready == 50_000
     assert stats.total_cancelled == 50_000
-    assert sum(len(e.eval_ids) for e in effects) == 50_000  # type: ignore[union-attr]
+    assert sum(len(e.eval_ids) for e in effects) == 50_000
     first = broker.dequeue(["service"])
     assert first is not None and first.evaluation.priority == 52
     # The restored broker keeps working incrementally.
