@@ -11,14 +11,14 @@ from dataclasses import dataclass
 
 from virtual_clock import VirtualClock
 
-from drover.coord.kv import LeaseKV
+from drover.coord.etcd_kv import EtcdKV
 from drover.coord.memkv import MemoryKV
 
 
 @dataclass
 class Backend:
     name: str
-    kv: LeaseKV
+    kv: MemoryKV | EtcdKV  # the contract's two sides, each with all it checks
     prefix: bytes
     clock: VirtualClock | None = None
 

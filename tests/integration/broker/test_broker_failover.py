@@ -148,10 +148,12 @@ async def _acked_some(workers: Workers, n: int) -> bool:
 async def revoke_leader_lease(cluster: Cluster, node: BrokerNode) -> None:
     ctx = node.server.ctx
     assert ctx is not None
-    info = await observe(ctx.etcd, Keyspace(cluster.prefix), "broker")
+    etcd = ctx.etcd
+    assert etcd is not None  # a broker's server registers in etcd
+    info = await observe(etcd, Keyspace(cluster.prefix), "broker")
     assert info is not None and info.address == node.address
     lease = int(info.leader_key.rsplit("/", 1)[1], 16)
-    await ctx.etcd.lease_revoke(lease)
+    await etcd.lease_revoke(lease)
 
 
 async def test_failover_on_graceful_resign_under_load(cluster: Cluster) -> None:
