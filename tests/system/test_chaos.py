@@ -33,9 +33,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -246,7 +247,7 @@ def too_long(calls: list[Call], proxy_down: list[tuple[float, float]]) -> list[s
     return out
 
 
-async def _until(check, within: float, what: str):  # type: ignore[no-untyped-def]
+async def _until(check: Callable[[], Awaitable[object]], within: float, what: str) -> object:
     deadline = time.monotonic() + within
     last: object = None
     while time.monotonic() < deadline:
@@ -261,7 +262,7 @@ async def _until(check, within: float, what: str):  # type: ignore[no-untyped-de
 
 
 @contextlib.asynccontextmanager
-async def _tasks(*coros) -> AsyncIterator[list[asyncio.Task[None]]]:  # type: ignore[no-untyped-def]
+async def _tasks(*coros: Coroutine[Any, Any, None]) -> AsyncIterator[list[asyncio.Task[None]]]:
     tasks = [asyncio.create_task(c) for c in coros]
     try:
         yield tasks

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from deployments_builders import FAILED, PAUSED, SUCCESSFUL, T0, G, alloc, deployment, job
 from virtual_clock import VirtualClock
@@ -123,7 +125,8 @@ def test_deleted_allocations_reach_their_watcher() -> None:
         lambda m: m.set_alloc_health("nope", ["a"], []),
     ],
 )
-def test_operations_on_unwatched_deployments_are_not_found(operation) -> None:  # type: ignore[no-untyped-def]
+def test_operations_on_unwatched_deployments_are_not_found(
+        operation: Callable[[WatcherManager], object]) -> None:
     m = manager(VirtualClock(T0), "d1")
     with pytest.raises(DeploymentNotFound) as err:
         operation(m)

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from drover.api.types.v1 import evaluation_pb2
 from drover.coord.keys import Keyspace
+from drover.coord.kv import RangePage
 from drover.coord.memkv import MemoryKV
 from drover.state import codec
 from drover.state.cache import Cache, CacheConfig
@@ -76,7 +78,7 @@ async def test_a_failed_list_turns_the_collector_back_on(keyspace: Keyspace) -> 
     gc.enable()
 
     class Broken(MemoryKV):
-        async def range(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        async def range(self, *args: Any, **kwargs: Any) -> RangePage:
             raise RuntimeError("etcd went away")
 
     broken = Broken()

@@ -44,7 +44,7 @@ def _expected(changes: list[Change], interest: Interest, after: int = 0) -> list
         if not out or out[-1].index != c.revision:
             out.append(state_pb2.SubscribeResponse(index=c.revision))
         ev = out[-1].events.add(
-            topic=codec.TOPICS[c.kind],  # type: ignore[arg-type]
+            topic=codec.TOPICS[c.kind],
             namespace=c.namespace, key=c.id, index=c.revision,
             type=state_pb2.EVENT_TYPE_DELETE if c.deleted else state_pb2.EVENT_TYPE_UPSERT)
         if not c.deleted:
