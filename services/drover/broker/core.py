@@ -42,8 +42,9 @@ disabled broker ignores feeds and refuses workers), the operator calls and
 the timer tick; it delegates the data to :class:`~.state.BrokerState`,
 feeding to :class:`~.intake.Intake` and the worker side (tokens, acks,
 nacks, nack timeouts, the delivery limit) to :class:`~.delivery.Deliveries`.
-All three are rebuilt together whenever the broker drops what it holds
-(``disable``, ``restore``, ``enable`` from DISABLED).
+The three (and the deferred cancellations) are rebuilt together whenever
+the broker drops what it holds (``disable``, ``restore``, ``enable`` from
+DISABLED); the mode and the term outlive them.
 """
 
 from __future__ import annotations

@@ -53,7 +53,8 @@ from typing import Any, ParamSpec, TypeVar
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.api.types.v1.scheduler_pb2 import SchedulerConfig
 from drover.broker.ack_calls import AckCalls
-from drover.broker.core import BrokerMode, Delivery, EvalBroker
+from drover.broker.core import BrokerMode, EvalBroker
+from drover.broker.delivery import Delivery
 from drover.broker.effects import Effect, WriteGroup, to_writes
 from drover.broker.feed import EventFeed
 from drover.broker.leader_hint import LeaderHints
