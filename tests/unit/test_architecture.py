@@ -48,6 +48,8 @@ CORE: tuple[str, ...] = (
     "drover.acl.table",
     "drover.acl.freshness",
     "drover.broker.core",
+    "drover.broker.intake",
+    "drover.broker.delivery",
     "drover.broker.queues",
     "drover.broker.record",
     "drover.broker.deferred",

@@ -35,76 +35,46 @@ own change makes its blocked evaluation worth retrying. A completed
 evaluation written after a job's blocked evaluation was created untracks it
 (Nomad's ``Untrack``): the job was placed, so the blocked one is forgotten
 (not cancelled: nothing is written).
+
+Built by composition, one concept per module: :class:`EvalBroker` owns the
+modes, the mode gate (a leader emits effects, a standby defers them, a
+disabled broker ignores feeds and refuses workers), the operator calls and
+the timer tick; it delegates the data to :class:`~.state.BrokerState`,
+feeding to :class:`~.intake.Intake` and the worker side (tokens, acks,
+nacks, nack timeouts, the delivery limit) to :class:`~.delivery.Deliveries`.
+The three (and the deferred cancellations) are rebuilt together whenever
+the broker drops what it holds (``disable``, ``restore``, ``enable`` from
+DISABLED); the mode and the term outlive them.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import NamedTuple
 
-from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
+from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.config import BrokerConfig
 from drover.broker.deferred import DeferredCancels
-from drover.broker.effects import (
-    Effect,
-    MarkCanceled,
-    delivery_limit_reached,
-)
-from drover.broker.errors import (
-    BrokerDisabled,
-    EvaluationInFlight,
-    NotFailed,
-    NotOutstanding,
-    TokenExpired,
-    TokenMismatch,
-    UnknownEvaluation,
-)
+from drover.broker.delivery import Deliveries, Delivery
+from drover.broker.effects import Effect, MarkCanceled
+from drover.broker.errors import BrokerDisabled, EvaluationInFlight, UnknownEvaluation
+from drover.broker.intake import Intake
 from drover.broker.record import EvalRecord, EvalState, QueueEntry
 from drover.broker.restore import bulk_load
 from drover.broker.state import BrokerState
-from drover.broker.stats import BrokerStats, Reservoir, snapshot
-from drover.broker.tokens import make_token
+from drover.broker.stats import BrokerStats, snapshot
+from drover.broker.tokens import random_uuid
 
 __all__ = ["BrokerMode", "Delivery", "EvalBroker"]
-
-_S = EvaluationStatus
-# Plain ints, read once: an enum wrapper's attribute is a slow lookup, and
-# these are tested once per evaluation event on every replica.
-_QUEUEABLE = frozenset((_S.EVALUATION_STATUS_PENDING, _S.EVALUATION_STATUS_UNSPECIFIED))
-_TERMINAL = frozenset((
-    _S.EVALUATION_STATUS_COMPLETE,
-    _S.EVALUATION_STATUS_FAILED,
-    _S.EVALUATION_STATUS_CANCELED,
-))
-_COMPLETE = _S.EVALUATION_STATUS_COMPLETE
-# The RFC 4122 variant and version-4 bits of a random UUID, as uuid.UUID sets them.
-_UUID_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))
-_UUID_V4 = (0x8000 << 48) | (4 << 76)
-_BLOCKED = _S.EVALUATION_STATUS_BLOCKED
-
-
-UNACKED = EvalState.UNACKED
 
 
 class BrokerMode(enum.Enum):
     DISABLED = "disabled"
     STANDBY = "standby"
     LEADER = "leader"
-
-
-class Delivery(NamedTuple):
-    """An evaluation handed to a worker by ``dequeue`` (a tuple: one is
-    built per evaluation delivered)."""
-
-    evaluation: Evaluation
-    token: str
-    # The worker's state snapshot must reach this index before planning.
-    wait_index: int
-    # 1 for the first delivery of this evaluation by this broker.
-    deliveries: int
 
 
 class EvalBroker:
@@ -127,6 +97,9 @@ class EvalBroker:
             offset = time.time() - clock()
             wall_clock = lambda: clock() + offset  # noqa: E731
         self._wall = wall_clock
+        # The default id factory: one call per delivery (its token), so a
+        # partial, not a method calling the function.
+        self._random_uuid = functools.partial(random_uuid, rng)
         self._new_id = token_factory or self._random_uuid
         self._mode = BrokerMode.DISABLED
         self._paused = False
@@ -135,24 +108,16 @@ class EvalBroker:
         self._reset()
 
     def _reset(self) -> None:
-        self._state = BrokerState()
-        # Token of an unacked evaluation -> that evaluation as re-submitted
-        # by its worker, enqueued once the token is acked (Nomad's requeue).
-        self._requeue: dict[str, Evaluation] = {}
+        self._state = state = BrokerState()
         self._deferred = DeferredCancels()
-        self._failed_total = 0
-        # Every evaluation taken back from a worker: a Nack or a nack timeout.
-        self.nacked_total = 0
-        size = self._config.timing_reservoir
-        self._ready_wait = Reservoir(size, self._rng)
-        self._processing = Reservoir(size, self._rng)
+        self._intake = Intake(state, self._deferred, self._wall)
+        self._deliveries = Deliveries(state, self._intake, self._config, clock=self._clock,
+                                      rng=self._rng, wall=self._wall, new_id=self._new_id)
 
-    def _random_uuid(self) -> str:
-        # str(uuid.UUID(int=..., version=4)), formatted directly: one per
-        # delivery (its token), and the UUID class costs twice as much.
-        n = (self._rng.getrandbits(128) & _UUID_CLEAR) | _UUID_V4
-        h = f"{n:032x}"
-        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    @property
+    def nacked_total(self) -> int:
+        """Every evaluation taken back from a worker: a Nack or a nack timeout."""
+        return self._deliveries.nacked_total
 
     # -- modes -----------------------------------------------------------------
 
@@ -192,14 +157,7 @@ class EvalBroker:
         if self._mode is BrokerMode.DISABLED:
             self._reset()
         else:
-            now = self._clock()
-            for job in self._state.jobs.values():
-                slot = job.slot
-                if slot is not None and slot.state is not EvalState.READY:
-                    slot.token = None
-                    slot.expired_tokens = ()
-                    self._state.set_state(slot, EvalState.READY, now)
-            self._requeue.clear()
+            self._deliveries.revoke_all()
         self._mode = BrokerMode.STANDBY
 
     def disable(self) -> None:
@@ -210,7 +168,18 @@ class EvalBroker:
     def set_paused(self, paused: bool) -> None:
         self._paused = paused
 
-    # -- feeding ---------------------------------------------------------------
+    def _emit(self, effects: list[Effect]) -> list[Effect]:
+        """The mode gate: a leader's effects are performed, a standby's deferred."""
+        if not effects or self._mode is BrokerMode.LEADER:
+            return effects
+        self._deferred.defer(effects)
+        return []
+
+    def _require_leader(self) -> None:
+        if self._mode is not BrokerMode.LEADER:
+            raise BrokerDisabled(self._mode.value)
+
+    # -- feeding (see .intake) ---------------------------------------------------
 
     def restore(self, evaluations: Iterable[Evaluation]) -> list[Effect]:
         """Replace everything with the store's non-terminal ``evaluations``."""
@@ -234,83 +203,20 @@ class EvalBroker:
         """
         if self._mode is BrokerMode.DISABLED:
             return []
-        now = self._clock()
-        effects: list[Effect] = []
-        for evaluation, token in items:
-            rec = self._state.records.get(evaluation.id)
-            if rec is None:
-                effects.extend(self._place_new(evaluation, now))
-            elif token and rec.state is EvalState.UNACKED and rec.token == token:
-                self._requeue[token] = evaluation
-        return self._emit(effects)
+        return self._emit(self._intake.enqueue_all(items, self._clock()))
 
     def apply(self, evaluation: Evaluation) -> list[Effect]:
         """Follow one event-stream update of an evaluation (leader and standby)."""
         if self._mode is BrokerMode.DISABLED:
             return []
-        now = self._clock()
-        status = evaluation.status
-        state = self._state
-        if status in _TERMINAL:
-            self._forget(evaluation.id, now)
-            if status == _COMPLETE:
-                return self._emit(state.untrack_blocked(evaluation, now))
-            return []
-        rec = state.records.get(evaluation.id)
-        if rec is None:
-            return self._emit(self._place_new(evaluation, now))
-        if evaluation.modify_index > rec.eval.modify_index:
-            rec.eval = evaluation
-            state.observe_index(rec, evaluation.modify_index)
-        if status == _BLOCKED and rec.state not in (
-            EvalState.BLOCKED,
-            EvalState.UNACKED,
-        ):
-            state.release(rec, now)
-            return self._emit(self._place_new(evaluation, now))
-        if status in _QUEUEABLE and rec.state is EvalState.BLOCKED:
-            return self._emit(state.unblock(rec, now))
-        return []
+        return self._emit(self._intake.apply(evaluation, self._clock()))
 
     def forget(self, eval_id: str) -> None:
         """The evaluation was deleted from the store (or became terminal)."""
         if self._mode is not BrokerMode.DISABLED:
-            self._forget(eval_id, self._clock())
+            self._intake.forget(eval_id, self._clock())
 
-    def _forget(self, eval_id: str, now: float) -> None:
-        rec = self._state.records.get(eval_id)
-        if rec is None:
-            self._deferred.discard(eval_id)
-            return
-        if rec.token is not None:
-            self._requeue.pop(rec.token, None)
-        self._state.release(rec, now)
-
-    def _place_new(self, evaluation: Evaluation, now: float) -> list[Effect]:
-        status = evaluation.status
-        if evaluation.id in self._deferred:
-            return []
-        state = self._state
-        if status == _BLOCKED:
-            return state.block(state.hold(evaluation), now)
-        if status not in _QUEUEABLE:
-            return []
-        rec = state.hold(evaluation)
-        if evaluation.HasField("wait_until"):
-            wait_until = evaluation.wait_until
-            delay = wait_until.seconds + wait_until.nanos * 1e-9 - self._wall()
-            if delay > 0:
-                state.set_state(rec, EvalState.WAITING, now, deadline=now + delay)
-                return []
-        return state.admit(rec, now)
-
-    def _emit(self, effects: list[Effect]) -> list[Effect]:
-        if not effects or self._mode is BrokerMode.LEADER:
-            return effects
-        self._deferred.defer(effects)
-        return []
-
-    # -- workers ---------------------------------------------------------------
+    # -- workers (see .delivery) -------------------------------------------------
 
     def dequeue(self, schedulers: Sequence[str]) -> Delivery | None:
         """The best ready evaluation of ``schedulers``, or None (the shell long-polls)."""
@@ -324,48 +230,22 @@ class EvalBroker:
         self._require_leader()
         if self._paused:
             return []
-        state = self._state
-        pop_best = state.ready.pop_best
-        rng = self._rng
-        now = self._clock()
-        deadline = now + self._config.nack_timeout
-        term = self._term
-        new_id = self._new_id
-        out: list[Delivery] = []
-        while len(out) < limit:
-            rec = pop_best(schedulers, rng)
-            if rec is None:
-                break
-            self._ready_wait.add(now - rec.since)
-            rec.deliveries += 1
-            rec.token = token = make_token(term, new_id())
-            state.set_state(rec, UNACKED, now, deadline=deadline)
-            out.append(Delivery(rec.eval, token, state.wait_index(rec), rec.deliveries))
-        return out
+        return self._deliveries.dequeue_many(schedulers, limit, self._term)
 
     def ack(self, eval_id: str, token: str) -> list[Effect]:
         """The worker finished; the job's pending evaluation becomes ready."""
-        rec = self._outstanding(eval_id, token)
-        now = self._clock()
-        self._processing.add(now - rec.since)
-        self._state.release(rec, now)
-        requeued = self._requeue.pop(token, None)
-        if requeued is None:
-            return []
-        return self._emit(self._place_new(requeued, now))
+        self._require_leader()
+        return self._emit(self._deliveries.ack(eval_id, token))
 
     def nack(self, eval_id: str, token: str) -> list[Effect]:
         """The worker gave up; redeliver after a delay, or fail at the limit."""
-        rec = self._outstanding(eval_id, token)
-        return self._emit(self._take_back(rec, self._clock()))
+        self._require_leader()
+        return self._emit(self._deliveries.nack(eval_id, token))
 
     def outstanding_reset(self, eval_id: str, token: str) -> None:
         """Restart the nack timer of an evaluation still being processed."""
-        rec = self._outstanding(eval_id, token)
-        started = rec.since
-        now = self._clock()
-        self._state.set_state(rec, EvalState.UNACKED, now, deadline=now + self._config.nack_timeout)
-        rec.since = started
+        self._require_leader()
+        self._deliveries.outstanding_reset(eval_id, token)
 
     def check_outstanding(self, eval_id: str, token: str) -> Evaluation:
         """The evaluation ``token`` currently holds; raises as ``ack`` would.
@@ -373,57 +253,13 @@ class EvalBroker:
         Changes nothing: the shell writes an Ack's outcome first and acks
         the core only once the write is durable.
         """
-        return self._outstanding(eval_id, token).eval
-
-    def _outstanding(self, eval_id: str, token: str) -> EvalRecord:
         self._require_leader()
-        rec = self._state.records.get(eval_id)
-        if rec is None or rec.state is None:
-            raise UnknownEvaluation(eval_id)
-        if rec.state is EvalState.UNACKED and rec.token == token:
-            return rec
-        if token and token in rec.expired_tokens:
-            raise TokenExpired(eval_id, rec.state.value)
-        if rec.state is not EvalState.UNACKED:
-            raise NotOutstanding(eval_id, rec.state.value)
-        raise TokenMismatch(eval_id)
-
-    def _take_back(self, rec: EvalRecord, now: float) -> list[Effect]:
-        self.nacked_total += 1
-        if rec.token is not None:
-            self._requeue.pop(rec.token, None)
-        rec.token = None
-        config = self._config
-        if rec.deliveries >= config.delivery_limit:
-            return self._fail(rec, now)
-        delay = config.nack_delay(rec.deliveries)
-        if delay > 0:
-            delay *= 1 + self._rng.random() * config.nack_delay_jitter
-            self._state.set_state(rec, EvalState.WAITING, now, deadline=now + delay)
-        else:
-            self._state.set_state(rec, EvalState.READY, now)
-        return []
-
-    def _fail(self, rec: EvalRecord, now: float) -> list[Effect]:
-        # Keeps the job's slot until the shell has written the failure:
-        # another evaluation of the job must not run before it is recorded.
-        self._state.set_state(rec, EvalState.FAILED, now)
-        self._failed_total += 1
-        config = self._config
-        wait = config.failed_follow_up_base + self._rng.random() * config.failed_follow_up_range
-        return delivery_limit_reached(
-            rec.eval, config.delivery_limit, self._new_id(), self._wall() + wait
-        )
+        return self._deliveries.outstanding(eval_id, token).eval
 
     def release_failed(self, eval_id: str) -> None:
         """The shell wrote the failure (MarkFailed): free the job's slot."""
         self._require_leader()
-        rec = self._state.records.get(eval_id)
-        if rec is None or rec.state is None:
-            raise UnknownEvaluation(eval_id)
-        if rec.state is not EvalState.FAILED:
-            raise NotFailed(eval_id, rec.state.value)
-        self._state.release(rec, self._clock())
+        self._deliveries.release_failed(eval_id)
 
     # -- operator and unblock --------------------------------------------------
 
@@ -459,7 +295,8 @@ class EvalBroker:
         return self._state.timers.next_deadline()
 
     def tick(self, now: float | None = None) -> list[Effect]:
-        """Fire every timer due at ``now`` (default: the clock)."""
+        """Fire every timer due at ``now`` (default: the clock): nack
+        timeouts take evaluations back, ended delays make them ready."""
         if self._mode is BrokerMode.DISABLED:
             return []
         if now is None:
@@ -468,9 +305,7 @@ class EvalBroker:
         effects: list[Effect] = []
         while (rec := state.timers.pop_due(now)) is not None:
             if rec.state is EvalState.UNACKED:
-                if rec.token is not None:
-                    rec.expired_tokens += (rec.token,)
-                effects.extend(self._take_back(rec, now))
+                effects.extend(self._deliveries.expire(rec, now))
             elif rec.state is EvalState.WAITING:
                 effects.extend(state.admit(rec, now))
         state.timers.compact(state.counts[EvalState.UNACKED] + state.counts[EvalState.WAITING])
@@ -495,6 +330,7 @@ class EvalBroker:
 
     def stats(self) -> BrokerStats:
         state = self._state
+        deliveries = self._deliveries
         return snapshot(
             self._mode.value,
             self._paused,
@@ -502,11 +338,7 @@ class EvalBroker:
             {name: state.ready.count(name) for name in state.ready.schedulers()},
             state.unacked_by,
             cancelled=state.cancelled,
-            failed=self._failed_total,
-            ready_wait=self._ready_wait,
-            processing=self._processing,
+            failed=deliveries.failed_total,
+            ready_wait=deliveries.ready_wait,
+            processing=deliveries.processing,
         )
-
-    def _require_leader(self) -> None:
-        if self._mode is not BrokerMode.LEADER:
-            raise BrokerDisabled(self._mode.value)

@@ -25,7 +25,8 @@ Series = Iterable[tuple[float, Mapping[str, Any]]]
 
 
 class StatsSource(Protocol):
-    nacked_total: int
+    @property
+    def nacked_total(self) -> int: ...
 
     def stats(self) -> BrokerStats: ...
 

@@ -1,7 +1,9 @@
-"""The broker's async shell: leadership, the feed, long polls, timers, writes.
+"""The broker's async shell: leadership, the feed, and the wiring of its parts.
 
 :class:`BrokerRuntime` wraps the pure :class:`~drover.broker.core.EvalBroker`
-and is the one object that mutates it (one event loop, so no locks):
+and is the one object that mutates it (one event loop, so no locks). It is
+the composition root; each part it wires is a module of its own, given
+only what it uses of the runtime (a small Protocol, or callables):
 
 * as a :class:`~drover.broker.feed.FeedSink` it applies the event stream on
   every replica (hot standby on followers);
@@ -11,14 +13,19 @@ and is the one object that mutates it (one event loop, so no locks):
   promotes the standby (``enable``: the old leader's unacked evaluations are
   pending in the store, hence ready here, deliverable at once) and writes
   the cancellations the standby deferred; ``revoke`` drops back to standby,
-  kills every token and ends the open long polls with a leader hint;
-* it serves workers: Dequeue long-polls (:mod:`.long_poll`), Ack writes the
-  worker's outcome and follow-ups through the fenced writer *before* the
-  core forgets the evaluation (nothing lives only in memory; settled once,
-  by :mod:`.settlement`), Nack and
-  OutstandingReset are pure core calls;
+  kills every token and ends the open long polls with a leader hint
+  (:mod:`.leader_hint`);
+* it serves workers (its methods are the entry points: they add the leader
+  hint, see ``_hinted``): Dequeue long-polls, Nack, OutstandingReset and
+  CancelEvaluation are core calls (:mod:`.worker_calls`); Ack and AckBatch
+  write the worker's outcome and follow-ups through the fenced writer
+  *before* the core forgets the evaluation (:mod:`.ack_calls`; nothing
+  lives only in memory; settled once, by :mod:`.settlement`);
 * one timer task sleeps until ``core.next_deadline()``, woken when an
-  operation may have moved it earlier.
+  operation may have moved it earlier (:mod:`.timers`);
+* every core change goes through ``after`` (write its effects, serve parked
+  polls, re-arm the timer), every landed txn of the writer through
+  ``_written`` (the leader's own updates applied before their echo).
 
 Leader only, at-least-once: worker calls on a replica that is not the
 enabled leader raise :class:`~drover.errors.NotLeader` with the leader's
@@ -45,19 +52,23 @@ from typing import Any, ParamSpec, TypeVar
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.api.types.v1.scheduler_pb2 import SchedulerConfig
-from drover.broker.core import BrokerMode, Delivery, EvalBroker
+from drover.broker.ack_calls import AckCalls
+from drover.broker.core import BrokerMode, EvalBroker
+from drover.broker.delivery import Delivery
 from drover.broker.effects import Effect, WriteGroup, to_writes
-from drover.broker.errors import BrokerDisabled
 from drover.broker.feed import EventFeed
+from drover.broker.leader_hint import LeaderHints
 from drover.broker.long_poll import LongPolls
-from drover.broker.settlement import AckItem, AckLike, AckSettlement, ack_body, final_status
+from drover.broker.settlement import AckItem, AckLike, AckSettlement
 from drover.broker.state_api import BrokerStateApi
+from drover.broker.timers import CoreTimer
 from drover.broker.tokens import token_term
+from drover.broker.worker_calls import WorkerCalls
 from drover.broker.writer import FencedWriter
 from drover.coord.fence import Fence
 from drover.coord.guard import LeaderGuard
 from drover.coord.term import Term
-from drover.errors import DroverError, InvalidArgument, NotLeader
+from drover.errors import DroverError, NotLeader
 from drover.gc_policy import GcPolicy
 
 __all__ = ["AckItem", "AckLike", "BrokerRuntime", "ShellConfig"]
@@ -126,27 +137,24 @@ class BrokerRuntime:
         self.core = core
         self.config = config or ShellConfig()
         self._clock = clock
-        self.guard = LeaderGuard(SERVICE, clock=clock, hint=lambda: self.leader_address,
-                                 hint_term=lambda: self.leader_term)
+        self.guard = LeaderGuard(SERVICE, clock=clock, hint=lambda: self.hints.leader_address,
+                                 hint_term=lambda: self.hints.leader_term)
         self.address = address
         self.feed = EventFeed(api, self)
         self.polls = LongPolls()
         self.term: Term | None = None
-        # Tokens this term hands out start with it (see _token_fence).
+        # Tokens this term hands out start with it (see token_fence).
         self._term_prefix = "-"
-        #: The leader to advertise: elected *and established* (serving).
-        self.leader_address: str | None = None
-        self.leader_term = 0
-        #: Who holds the election key, established or not.
-        self.elected_address: str | None = None
         self._writer: FencedWriter | None = None
         self._enabled = asyncio.Event()
-        self._leader_seen = asyncio.Event()
         self._config_index = -1
-        self._timer_wake = asyncio.Event()
-        self._timer_target: float | None = None
-        self._ending: asyncio.Future[None] | None = None
+        self.hints = LeaderHints(self.polls, own_address=lambda: self.address,
+                                 leading=lambda: self._writer is not None,
+                                 not_leader=self.not_leader, hint_wait=self.config.hint_wait)
         self.acks = AckSettlement(core)
+        self._timer = CoreTimer(core, clock=clock, serving=self._serving, after=self.after)
+        self._calls = WorkerCalls(self, core, self.polls, self.guard, self.config, clock=clock)
+        self._ack_calls = AckCalls(self, core, self.acks, self.guard)
         if core.mode is BrokerMode.DISABLED:
             core.standby()
 
@@ -160,24 +168,28 @@ class BrokerRuntime:
     def address(self, value: str) -> None:
         self.guard.address = value
 
+    @property
+    def leader_address(self) -> str | None:
+        """The leader to advertise: elected *and established* (serving)."""
+        return self.hints.leader_address
+
     def observed_leader(self, address: str | None, term: int = 0,
                         established: bool = True) -> None:
-        """The election observer saw ``address`` lead (None: nobody) in
-        ``term``; hints name it only once it has ``established``, so clients
-        are never sent to a leader still restoring (they would bounce)."""
-        self.elected_address = address
-        self.leader_address = address if established else None
-        self.leader_term = term if established and address else 0
-        self._leader_seen.set()
-        self._leader_seen = asyncio.Event()
+        """The election observer saw ``address`` lead (None: nobody) in ``term``."""
+        self.hints.observed(address, term, established)
 
     def not_leader(self) -> NotLeader:
         return self.guard.not_leader()
 
-    async def _writer_for_call(self, wait: float = 0.0) -> FencedWriter:
+    @property
+    def writer(self) -> FencedWriter | None:
+        """The current term's writer; None when not the established leader."""
+        return self._writer
+
+    async def writer_for_call(self, wait: float = 0.0) -> FencedWriter:
         """The term's writer, once the term is checked alive (the caller acts
         before its next ``await``)."""
-        if self._writer is None and wait > 0 and self.elected_address == self.address:
+        if self._writer is None and wait > 0 and self.hints.elected_address == self.address:
             # Elected, establishing: serve once enabled rather than bounce.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(wait, self.config.establish_wait)):
@@ -206,7 +218,7 @@ class BrokerRuntime:
         self.core.restore(evaluations)
         if self._gc is not None:
             self._gc.restored(len(evaluations))
-        self._after([])
+        self.after([])
 
     def applied(self, updates: Sequence[Evaluation], deleted: Sequence[str]) -> None:
         core = self.core
@@ -219,7 +231,7 @@ class BrokerRuntime:
             core.forget(eval_id)
         if self._gc is not None:
             self._gc.applied(len(updates) + len(deleted))
-        self._after(effects)
+        self.after(effects)
 
     def config_changed(self, config: SchedulerConfig) -> None:
         if config.modify_index and config.modify_index < self._config_index:
@@ -229,7 +241,7 @@ class BrokerRuntime:
             log.info("eval broker %s by scheduler config",
                      "paused" if config.pause_eval_broker else "resumed")
         self.core.set_paused(config.pause_eval_broker)
-        self._after([])
+        self.after([])
 
     # -- leadership --------------------------------------------------------------
 
@@ -250,7 +262,7 @@ class BrokerRuntime:
         self._enabled.set()
         log.info("eval broker enabled for term %d in %.3fs (barrier index %d, %d ready)",
                  term.revision, self._clock() - started, index, self.core.stats().total_ready)
-        self._after(effects)
+        self.after(effects)
 
     async def revoke(self) -> None:
         self.guard.disable()
@@ -261,36 +273,16 @@ class BrokerRuntime:
             writer.close(self.not_leader())
         if self.core.mode is BrokerMode.LEADER:
             self.core.standby()
-        if len(self.polls):
-            self._ending = asyncio.ensure_future(self._end_polls())
+        self.hints.stepped_down()
 
     async def drain_polls(self) -> None:
         """Shutdown: end every open poll (with a hint if one comes in time)."""
-        ending = self._ending
-        if ending is not None:
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(self.config.hint_wait + 0.5):
-                    await ending
-        self.polls.fail_all(self.not_leader())
-
-    async def _end_polls(self) -> None:
-        """End open polls with the next leader's address once it is known (bounded)."""
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.config.hint_wait):
-                while self.leader_address in (None, self.address) and self._writer is None:
-                    await self._leader_seen.wait()
-        if self._writer is None:
-            self.polls.fail_all(self.not_leader())
+        await self.hints.drain_polls()
 
     # -- workers -----------------------------------------------------------------
 
     def poll_timeout(self, requested: float | None) -> float:
-        if requested is None:
-            return self.config.default_poll
-        if requested < 0:
-            raise InvalidArgument(f"timeout must not be negative, got {requested}s",
-                                  metadata={"field": "timeout"})
-        return min(requested, self.config.max_poll)
+        return self._calls.poll_timeout(requested)
 
     @_hinted
     async def dequeue(self, schedulers: Sequence[str], wait: float,
@@ -300,43 +292,7 @@ class BrokerRuntime:
         The rest are what else is ready once the first is in hand (still one
         per job): a batch never waits to fill up.
         """
-        if not schedulers or any(not s for s in schedulers):
-            raise InvalidArgument("schedulers must name at least one scheduler type, "
-                                  "none empty", metadata={"field": "schedulers"})
-        started = self._clock()
-        await self._writer_for_call(wait)
-        wait -= self._clock() - started
-        first = self._core_call(lambda: self.core.dequeue(schedulers))
-        if first is None and wait > 0:
-            waiter = self.polls.park(schedulers)
-            try:
-                first = await self.polls.wait(waiter, wait)
-            except asyncio.CancelledError:
-                self._give_back(waiter.future)
-                raise
-            if first is not None and not self.guard.alive():
-                # Handed out just before a freeze, resumed after it: the
-                # term is over, so this delivery never leaves.
-                self._give_back(waiter.future)
-                raise self.not_leader()
-            if first is None and (self._writer is None or not self.guard.alive()):
-                # The term ended while this poll waited and nothing ended it
-                # (it parked as the term was revoked): the worker is told
-                # to go elsewhere, not handed an empty answer.
-                raise self.not_leader()
-        self._poke_timer()
-        if first is None:
-            return []
-        batch = [first]
-        if limit > 1 and self._writer is not None and self.guard.alive():
-            batch += self.core.dequeue_many(schedulers, limit - 1)
-        return batch
-
-    def _give_back(self, future: asyncio.Future[Delivery]) -> None:
-        if future.done() and not future.cancelled() and future.exception() is None:
-            d = future.result()
-            with contextlib.suppress(DroverError):
-                self._after(self.core.nack(d.evaluation.id, d.token))
+        return await self._calls.dequeue(schedulers, wait, limit)
 
     @_hinted
     async def ack(
@@ -347,44 +303,10 @@ class BrokerRuntime:
         description: str = "",
         follow_ups: Sequence[Evaluation] = (),
     ) -> int:
-        writer = await self._writer_for_call()
-        group, fence = self._begin_ack(AckItem(eval_id, token, status, description,
-                                               list(follow_ups)))
-        try:
-            written = writer.enqueue(group, fence)
-        except DroverError:
-            self.acks.written(eval_id, token)
-            raise
-        try:
-            index = await written
-        finally:
-            still_ours = self.acks.written(eval_id, token)
-        if still_ours:
-            if self._writer is not writer:
-                raise self.not_leader()
-            self._after(self.acks.settle(eval_id, token))
-        return index
+        """Write the worker's outcome, then settle it; its store index."""
+        return await self._ack_calls.ack(eval_id, token, status, description, follow_ups)
 
-    def _begin_ack(self, ack: AckLike) -> tuple[WriteGroup, Fence | None]:
-        """Check an ack and mark it in flight (synchronous: checked and
-        queued at one moment of the term); the write to queue and its fence."""
-        final = final_status(ack.status)
-        try:
-            held = self.core.check_outstanding(ack.eval_id, ack.token)
-        except BrokerDisabled:
-            raise self.not_leader() from None
-        body = ack_body(held, final, ack.status_description)
-        # An update of what was handed out (compared on its modify_index:
-        # never re-created if deleted meanwhile), fenced with the term the
-        # delivery was made under; follow-ups are creates of new ids.
-        follow_ups = ack.follow_ups
-        group = WriteGroup((body,), creates=tuple(follow_ups) if follow_ups else ())
-        # The stream may bring this write back before the call returns; it
-        # then acks the core itself (see ``applied``), else the caller does.
-        self.acks.begin(ack.eval_id, ack.token)
-        return group, self._token_fence(ack.token)
-
-    def _token_fence(self, token: str) -> Fence | None:
+    def token_fence(self, token: str) -> Fence | None:
         term = self.term
         if term is None or token.startswith(self._term_prefix):
             return None  # this term's own delivery (the common case, no parse)
@@ -402,90 +324,23 @@ class BrokerRuntime:
         as fit); each succeeds or fails on its own. Not being the leader
         fails the whole call, so a caller is pointed at the leader once.
         """
-        writer = await self._writer_for_call()
-        outcomes: list[int | DroverError] = [0] * len(acks)
-        queued: list[tuple[int, AckLike]] = []
-        writes: list[tuple[WriteGroup, Fence | None]] = []
-        for i, ack in enumerate(acks):
-            try:
-                writes.append(self._begin_ack(ack))
-            except DroverError as err:
-                outcomes[i] = err
-                continue
-            queued.append((i, ack))
-        if queued:
-            try:
-                written = writer.enqueue_all(writes)
-            except DroverError as err:
-                for i, ack in queued:
-                    self.acks.written(ack.eval_id, ack.token)
-                    outcomes[i] = err
-                queued = []
-        if queued:
-            try:
-                results = await written
-            except BaseException:
-                # Cancelled: the writes stand or fail on their own; the stream
-                # settles the ones that land.
-                for _, ack in queued:
-                    self.acks.written(ack.eval_id, ack.token)
-                written.cancel()
-                raise
-            effects: list[Effect] = []
-            settled = False
-            for (i, ack), result in zip(queued, results, strict=True):
-                still_ours = self.acks.written(ack.eval_id, ack.token)
-                if isinstance(result, DroverError):
-                    outcomes[i] = result
-                    continue
-                if still_ours:
-                    if self._writer is not writer:
-                        outcomes[i] = self.not_leader()
-                        continue
-                    effects.extend(self.acks.settle(ack.eval_id, ack.token))
-                    settled = True
-                outcomes[i] = result
-            if settled:
-                self._after(effects)
-        for i, outcome in enumerate(outcomes):
-            if isinstance(outcome, NotLeader) and outcome.leader is None:
-                outcomes[i] = await self.guard.refusal(outcome)
-        return outcomes
+        return await self._ack_calls.ack_batch(acks)
 
     @_hinted
     async def nack(self, eval_id: str, token: str) -> None:
-        await self._writer_for_call()
-        self._after(self._core_call(lambda: self.core.nack(eval_id, token)))
+        await self._calls.nack(eval_id, token)
 
     @_hinted
     async def outstanding_reset(self, eval_id: str, token: str) -> None:
-        await self._writer_for_call()
-        self._core_call(lambda: self.core.outstanding_reset(eval_id, token))
-        self._poke_timer()
+        await self._calls.outstanding_reset(eval_id, token)
 
     @_hinted
     async def cancel(self, eval_id: str, reason: str) -> int:
-        writer = await self._writer_for_call()
-        effects = self._core_call(lambda: self.core.cancel(eval_id, reason))
-        groups = to_writes(effects)
-        try:
-            index = await writer.write(groups[0]) if groups else 0
-        except DroverError:
-            # Released in memory already: keep retrying in the background.
-            writer.submit(groups)
-            raise
-        self._after([])
-        return index
+        return await self._calls.cancel(eval_id, reason)
 
     @_hinted
     async def require_leader(self) -> None:
-        await self._writer_for_call()
-
-    def _core_call(self, call: Callable[[], _T]) -> _T:
-        try:
-            return call()
-        except BrokerDisabled:
-            raise self.not_leader() from None
+        await self.writer_for_call()
 
     # -- plumbing ----------------------------------------------------------------
 
@@ -513,9 +368,9 @@ class BrokerRuntime:
             for eval_id in failed:
                 with contextlib.suppress(DroverError):
                     self.core.release_failed(eval_id)
-            self._after([])
+            self.after([])
 
-    def _after(self, effects: list[Effect]) -> None:
+    def after(self, effects: list[Effect]) -> None:
         """After any core change: write its effects, serve waiters, re-arm the timer."""
         if effects:
             groups = to_writes(effects)
@@ -526,35 +381,12 @@ class BrokerRuntime:
                             "re-derives them", len(effects))
         if self.polls and self._serving():
             self.polls.dispatch(self.core.ready_schedulers, self.core.dequeue)
-        self._poke_timer()
+        self.poke_timer()
 
-    def _poke_timer(self) -> None:
-        deadline = self.core.next_deadline()
-        target = self._timer_target
-        if deadline is not None and (target is None or deadline < target):
-            self._timer_wake.set()
+    def poke_timer(self) -> None:
+        """The core's next deadline may have moved earlier."""
+        self._timer.poke()
 
     async def run_timers(self) -> None:
         """Fire the core's timers (nack timeouts, delays) for the process lifetime."""
-        while True:
-            self._timer_wake.clear()
-            deadline = self.core.next_deadline()
-            self._timer_target = deadline
-            if deadline is None:
-                await self._timer_wake.wait()
-                continue
-            delay = deadline - self._clock()
-            if delay > 0:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(delay):
-                        await self._timer_wake.wait()
-                continue
-            self._timer_target = None
-            if not self._serving():
-                # Past the lease clock: fire nothing (nack timeouts, delays)
-                # until the term has ended and the core is a standby.
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(0.05):
-                        await self._timer_wake.wait()
-                continue
-            self._after(self.core.tick())
+        await self._timer.run()

@@ -8,8 +8,9 @@ the ack is still in flight settles it in the core (``core.ack``); the other
 finds nothing left to do. :class:`AckSettlement` holds the acks in flight
 (eval id -> token) and is that one place.
 
-Pure: no asyncio, no I/O; the runtime (:mod:`.runtime`) calls it from its
-one event loop. Leader only (the core refuses a standby's settlement).
+Pure: no asyncio, no I/O; the ack calls (:mod:`.ack_calls`) and the
+runtime's feed sink (:mod:`.runtime`) call it from their one event loop.
+Leader only (the core refuses a standby's settlement).
 """
 
 from __future__ import annotations
