@@ -29,7 +29,7 @@ DOMAIN = {
     "state": ["drover_state_cache_applied_revision", "drover_state_cache_lag",
               "drover_state_etcd_txn_duration_seconds_bucket",
               "drover_state_etcd_txn_compare_failures_total",
-              "drover_state_etcd_contact_age_seconds"],
+              "drover_state_etcd_contact_age_seconds", "drover_state_cache_own_writes_total"],
     "broker": ["drover_broker_evaluations", "drover_broker_scheduler_evaluations",
                "drover_broker_nacks_total", "drover_broker_failed_total",
                "drover_broker_cancelled_total", "drover_broker_enabled",

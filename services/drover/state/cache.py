@@ -147,6 +147,10 @@ class Cache:
         # before it is not replayable from the cache.
         self.listed_at = 0
         self._listing = False  # (apply_committed waits for the new tables)
+        #: This replica's committed txns by who applied them to the cache:
+        #: ``writer`` (apply_committed), ``watch`` (its events came first)
+        #: or ``waited`` (the cache was behind: the write waited for the watch).
+        self.own_writes = {"writer": 0, "watch": 0, "waited": 0}
         self._gc = GcPolicy(GcPolicyConfig(young_threshold=self.config.gc_young_threshold,
                                            freeze_every=self.config.freeze_every_events,
                                            freeze_min_restore=self.config.freeze_min_objects))
@@ -334,9 +338,11 @@ class Cache:
         (:meth:`_apply`). Refused while a list runs (its tables replace these)
         and for a txn that put a key twice (etcd refuses those anyway)."""
         if self._listing or self.tables.revision != revision - 1:
+            self.own_writes["watch" if self.tables.revision >= revision else "waited"] += 1
             return False
         keys = [op.key for op in ops]
         if len(set(keys)) != len(keys):
+            self.own_writes["waited"] += 1
             return False
         events: list[WatchEvent] = []
         new = tuple.__new__  # a NamedTuple's own __new__ minus a Python call (2 per op)
@@ -350,6 +356,7 @@ class Cache:
             elif old is not None:
                 events.append(new(WatchEvent, (new(KV, (op.key, b"", 0, revision)), True)))
         self._apply_events(events, revision)
+        self.own_writes["writer"] += 1
         return True
 
     async def _drain(self) -> None:
