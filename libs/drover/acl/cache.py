@@ -22,7 +22,6 @@ no operator action. The confirm task never blocks on etcd longer than
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Protocol
 
@@ -35,6 +34,7 @@ from drover.coord.errors import EtcdUnavailable
 from drover.coord.kv import Newest, Summaries
 from drover.coord.watch import ResilientWatch, WatchKV
 from drover.coord.watch_buffer import EventType, Resync
+from drover.tasks import cancel_and_wait
 
 __all__ = ["AclCache", "AclKV"]
 
@@ -172,12 +172,6 @@ class AclCache:
             log.warning("ignoring undecodable ACL key %r: %s", key[:200], type(e).__name__)
 
     async def close(self) -> None:
-        if self._confirm_task is not None:
-            self._confirm_task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._confirm_task
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+        await cancel_and_wait((self._confirm_task, self._task),
+                              within=self._watch.config.stop_timeout, what="acl cache close")
         await self._watch.close()

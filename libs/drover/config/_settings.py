@@ -166,6 +166,10 @@ class ServeSettings:
     health_listen: str = ""
     tls: TlsFiles = field(default_factory=TlsFiles)
     shutdown_grace: float = 5.0
+    # How long a stop waits for the background tasks it cancelled to end
+    # (drover.tasks.cancel_and_wait); one still running is logged and left.
+    # Not the grace: a grace of 0 cuts RPCs short, tasks still get this long.
+    stop_timeout: float = 5.0
     log_level: str = "INFO"
     log_json: bool = False
     rpc_version: int = RPC_VERSION

@@ -22,7 +22,6 @@ connections, separate HTTP/2 flow control.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import logging
 import os
@@ -37,6 +36,7 @@ from aetcd import rpc
 from drover.coord.endpoints import HealthConfig
 from drover.coord.errors import EtcdUnavailable
 from drover.coord.pool import Endpoint, EndpointPool
+from drover.tasks import cancel_and_wait
 
 if TYPE_CHECKING:  # drover.config imports drover.coord.keys: no runtime cycle
     from drover.config import EtcdSettings, TlsFiles
@@ -231,9 +231,9 @@ class EtcdClient(aetcd.Client):
 
     async def close(self) -> None:
         if self._refresher is not None:
-            self._refresher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._refresher
+            within = self.pool.config.stop_timeout if self.pool else HealthConfig.stop_timeout
+            await cancel_and_wait((self._refresher,), within=within,
+                                  what=f"etcd {self.purpose} client close")
             self._refresher = None
         pool, self.pool = self.pool, None
         if pool is not None:

@@ -53,10 +53,12 @@ class HealthConfig:
     request_bound: float = 0.5
     #: A bad endpoint stays bad at least this long.
     hold_down: float = 2.0
+    #: Closing the pool waits this long for its cancelled probes (``drover.tasks``).
+    stop_timeout: float = 2.0
 
     def __post_init__(self) -> None:
         for name in ("probe_interval", "idle_probe_interval", "probe_timeout",
-                     "request_bound", "hold_down"):
+                     "request_bound", "hold_down", "stop_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
 

@@ -39,6 +39,7 @@ from drover.coord.kv import Leases
 from drover.coord.latest import LatestChannel
 from drover.coord.session import ACT_FRACTION, Session, election_warning
 from drover.coord.term import LeaderComponent, Term
+from drover.tasks import cancel_and_wait
 
 __all__ = ["Leadership", "LeadershipConfig", "LeadershipKV"]
 
@@ -199,9 +200,8 @@ class Leadership:
             for close in unregister:
                 close()
             await self._wait_idle()
-            actuator.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await actuator
+            await cancel_and_wait((actuator,), within=self.config.revoke_timeout,
+                                  what=f"{self.service} leadership stop")
             if self._acted is not None:
                 await self._revoke_all()
 
@@ -233,17 +233,17 @@ class Leadership:
                 await self._stop.wait()
 
     async def _until_stop(self, coro: Coroutine[Any, Any, Term]) -> Term | None:
+        """``coro``'s result, or None if stopped first (or it ignored its
+        cancel past ``revoke_timeout``: logged, and treated as stopped)."""
         task = asyncio.ensure_future(coro)
         stop = asyncio.ensure_future(self._stop.wait())
         try:
             await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stop.cancel()
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        return task.result() if not task.cancelled() else None
+            await cancel_and_wait((task,), within=self.config.revoke_timeout,
+                                  what=f"{self.service} campaign stop")
+        return task.result() if task.done() and not task.cancelled() else None
 
     async def _one_session(self, session: Session) -> None:
         cfg = self.config

@@ -31,6 +31,7 @@ from drover.coord.latest import LatestChannel
 from drover.coord.session import Session
 from drover.coord.watch import ResilientWatch, WatchConfig, WatchKV
 from drover.coord.watch_buffer import EventType, KeyValue, Resync
+from drover.tasks import cancel_and_wait
 
 __all__ = [
     "Member",
@@ -163,19 +164,18 @@ class Registration:
         self._task = asyncio.create_task(self.run(), name=f"membership-{self._member.replica}")
         return self._task
 
-    async def close(self) -> None:
-        """Stop, delete the entry and revoke the lease (both bounded)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+    async def close(self, grace: float = 1.0) -> None:
+        """Stop, delete the entry and revoke the lease: each step bounded by
+        ``grace`` (a task that ignores its cancel is logged and left)."""
+        await cancel_and_wait((self._task,), within=grace,
+                              what=f"membership {self._member.replica} close")
         session, self._session = self._session, None
         if session is not None:
-            with contextlib.suppress(EtcdUnavailable), caller_deadline(1.0):
+            with contextlib.suppress(EtcdUnavailable), caller_deadline(grace):
                 # only our own entry: one a newer session of ours put stays
                 await self.kv.txn([Compare(self.key, "lease", session.lease_id)],
                                   [Delete(self.key)])
-            await session.close()
+            await session.close(grace=grace)
 
     async def _put(self, session: Session) -> None:
         with caller_deadline(5.0):

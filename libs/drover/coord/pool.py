@@ -42,6 +42,7 @@ from drover.coord.clock import Clock, monotonic
 from drover.coord.deadline import bounded
 from drover.coord.endpoints import EndpointHealth, HealthConfig
 from drover.coord.errors import EtcdUnavailable, OutcomeUnknown
+from drover.tasks import cancel_and_wait
 
 __all__ = ["REQUIRE_LEADER", "Endpoint", "EndpointPool", "Stream"]
 
@@ -193,12 +194,8 @@ class EndpointPool:
         return False
 
     async def close(self) -> None:
-        tasks = [t for t in (self._task, *self._probes) if t is not None]
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait((self._task, *self._probes), within=self.config.stop_timeout,
+                              what=f"etcd pool {self.label} close")
         self._task = None
         for ep in self.endpoints.values():
             await ep.channel.close()

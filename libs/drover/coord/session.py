@@ -47,6 +47,7 @@ from drover.coord.clock import Clock, monotonic
 from drover.coord.deadline import caller_deadline
 from drover.coord.errors import ClientClosed, EtcdUnavailable, LeaseNotFound, SessionLost
 from drover.coord.kv import KeepAlives, Leases
+from drover.tasks import cancel_and_wait
 
 __all__ = ["DEFAULT_TTL", "ELECTION_BUDGET", "LeaseClock", "Session", "election_warning"]
 
@@ -153,6 +154,9 @@ class Session:
         self._kick = asyncio.Event()
         self._closed = False
         self._task: asyncio.Task[None] | None = None
+        # The keepalive stream's reader (the keepalive task's child; its
+        # finally cancels it, close waits for both).
+        self._reader: asyncio.Task[None] | None = None
         # A keepalive unanswered this long makes its member suspect (the
         # pool probes it at once and moves if it does not answer).
         self._silent_after = kv.suspect_after
@@ -208,13 +212,13 @@ class Session:
         await self.lost.wait()
 
     async def close(self, *, revoke: bool = True, grace: float = 1.0) -> None:
-        """Stop renewing and (best effort, bounded) revoke the lease."""
+        """Stop renewing and (best effort) revoke the lease: each step bounded
+        by ``grace`` (a keepalive task that ignores its cancel is left behind,
+        logged; the lease is revoked all the same)."""
         self._closed = True
         self._fire_lost("closed")
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait((self._task, self._reader), within=grace,
+                              what=f"session {self.lease_hex} close")
         if revoke:
             try:
                 with caller_deadline(grace):
@@ -274,7 +278,8 @@ class Session:
                         # owner skipped close()): the lease can only expire.
                         self._fire_lost("the etcd client was closed")
                         return
-                    reader = asyncio.create_task(self._read(call))
+                    reader = self._reader = asyncio.create_task(
+                        self._read(call), name=f"lease-{self.lease_hex}-reader")
                 oldest = core.oldest_pending()
                 if (oldest is not None and oldest != suspected
                         and now - oldest >= self._silent_after):
@@ -301,6 +306,6 @@ class Session:
             if call is not None:
                 call.cancel()
             if reader is not None:
+                # Not awaited here (a reader stuck on a stream that ignores
+                # its cancel would hold this task too): close waits, bounded.
                 reader.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await reader

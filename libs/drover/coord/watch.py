@@ -36,7 +36,6 @@ keepalives; or on :class:`~drover.coord.memkv.MemoryKV` in tests.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from drover.coord.watch_buffer import (
     batches_from_events,
     kv_from_kv,
 )
+from drover.tasks import cancel_and_wait
 
 __all__ = ["ResilientWatch", "WatchConfig", "WatchHealth", "WatchKV"]
 
@@ -73,6 +73,8 @@ class WatchConfig:
     retry_backoff: float = 0.2
     resync_page: int = 1000
     rpc_timeout: float = 10.0
+    #: ``close`` waits this long for its cancelled tasks (``drover.tasks``).
+    stop_timeout: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -130,11 +132,9 @@ class ResilientWatch:
         return self
 
     async def close(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        """Stop reading; bounded by ``config.stop_timeout``."""
+        await cancel_and_wait(self._tasks, within=self.config.stop_timeout,
+                              what=f"watch {self.prefix[:64]!r} close")
         self._tasks = []
 
     async def __aenter__(self) -> ResilientWatch:

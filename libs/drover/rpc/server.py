@@ -42,7 +42,7 @@ from drover.rpc.channels import MAX_MESSAGE_BYTES
 from drover.rpc.errors import ErrorInterceptor
 from drover.rpc.health import Health
 from drover.rpc.interceptors import ObserveInterceptor
-from drover.rpc.tasks import cancel_and_wait
+from drover.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +279,8 @@ class DroverServer:
         grace = self.settings.shutdown_grace if grace is None else grace
         try:
             if self._readiness is not None:
-                await cancel_and_wait([self._readiness], what=f"{self.settings.service} stop")
+                await cancel_and_wait([self._readiness], within=self.settings.stop_timeout,
+                                      what=f"{self.settings.service} stop")
             await self.health.shutdown()
             try:
                 async with asyncio.timeout(max(grace, 0.1)):
@@ -289,7 +290,8 @@ class DroverServer:
             except Exception:
                 log.exception("app stop failed")
             if self.ctx is not None:
-                await cancel_and_wait(self.ctx.tasks, what=f"{self.settings.service} stop")
+                await cancel_and_wait(self.ctx.tasks, within=self.settings.stop_timeout,
+                                      what=f"{self.settings.service} stop")
                 if self.ctx.registration is not None:
                     with contextlib.suppress(Exception):
                         async with asyncio.timeout(2.0):

@@ -52,7 +52,7 @@ from drover.rpc.channels import channel
 from drover.rpc.readiness import leader_known
 from drover.rpc.replicas import ReplicaPool
 from drover.rpc.server import App, AppContext, ServiceBinding
-from drover.rpc.tasks import cancel_and_wait
+from drover.tasks import cancel_and_wait
 
 __all__ = ["SERVICE", "BrokerApp", "create_app"]
 
@@ -169,7 +169,7 @@ class BrokerApp:
             # Cut short (the server bounds stop by its shutdown grace): no poll
             # stays parked for the server to cancel later without a hint.
             self.runtime.polls.fail_all(self.runtime.not_leader())
-        await cancel_and_wait(self._tasks, what="broker stop")
+        await cancel_and_wait(self._tasks, within=self.settings.stop_timeout, what="broker stop")
         await self.state.close()
 
 

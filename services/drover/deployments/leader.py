@@ -63,6 +63,7 @@ from drover.api.types.v1 import allocation_pb2, deployment_pb2
 from drover.coord.guard import LeaderGuard
 from drover.coord.term import Term
 from drover.errors import NotLeader, Unavailable
+from drover.tasks import cancel_and_wait
 
 from .batcher import BatcherConfig
 from .effects import Decision
@@ -92,6 +93,8 @@ class LeaderConfig:
     # once per tick, so a burst of events costs one pass, not one per event.
     min_tick: float = 0.05
     max_sleep: float = 5.0
+    #: Revoking waits this long for the cancelled leader loop (``drover.tasks``).
+    stop_timeout: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -137,9 +140,8 @@ class WatcherLeader:
         if run is None:
             return
         self._writes_before += run.writes
-        if run.task is not None:
-            run.task.cancel()
-            await asyncio.wait({run.task}, timeout=2.0)
+        await cancel_and_wait((run.task,), within=self.config.stop_timeout,
+                              what=f"{self.service} revoke")
         self.writer.fail_pending(run, NotLeader(self.service, None))
         run.manager.clear()
 

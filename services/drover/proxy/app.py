@@ -51,7 +51,7 @@ from drover.proxy.rebalancer import Rebalancer
 from drover.proxy.server_lists import ServerLists
 from drover.proxy.servicer import ClientProxyServicer
 from drover.rpc.server import App, AppContext, ServiceBinding
-from drover.rpc.tasks import cancel_and_wait
+from drover.tasks import cancel_and_wait
 
 SERVICE = "drover.proxy.v1.ClientProxyService"
 
@@ -181,7 +181,7 @@ class ProxyApp:
     async def stop(self) -> None:
         for close in getattr(self, "_unregister", []):
             close()
-        await cancel_and_wait(self._tasks, what="proxy stop")
+        await cancel_and_wait(self._tasks, within=self.settings.stop_timeout, what="proxy stop")
         self._tasks = []
         await self.holds.close()
         await self.pool.close()

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from drover.errors import InvalidArgument
+from drover.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -169,12 +170,9 @@ class Holds:
                 self._life.pop(address, None)  # counted afresh by the next attempt
 
     async def close(self) -> None:
-        tasks = list(self._watchdogs.values())
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        # A watchdog only sleeps and probes (each probe bounded by the hold).
+        await cancel_and_wait(list(self._watchdogs.values()), within=self.hold,
+                              what="proxy holds close")
 
 
 def _close(awaitable: Any) -> None:

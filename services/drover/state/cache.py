@@ -52,7 +52,6 @@ thousand allocations later.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import time
@@ -78,6 +77,7 @@ from drover.state.store import (
 )
 from drover.state.tables import Tables, marker_key
 from drover.state.windows import RangeWindows
+from drover.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +109,8 @@ class CacheConfig:
     stage_chunk: int = 1000
     #: Queued index removals applied per event-loop turn (see ``_drain``).
     drain_chunk: int = 512
+    #: ``close`` waits this long for its cancelled tasks (``drover.tasks``).
+    stop_timeout: float = 5.0
 
 
 Listener = Callable[[int, list[Change]], None]
@@ -170,11 +172,9 @@ class Cache:
         self._task = asyncio.create_task(self._run(), name="state-cache-watch")
 
     async def close(self) -> None:
-        for task in (self._task, self._drainer):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        """Stop the watch and the drainer; bounded by ``config.stop_timeout``."""
+        await cancel_and_wait((self._task, self._drainer), within=self.config.stop_timeout,
+                              what="state cache close")
 
     async def _list(self) -> None:
         collecting = gc.isenabled()

@@ -91,6 +91,7 @@ def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig, Writ
     cache = CacheConfig(
         page_size=int(t.get("cache_page_size", CacheConfig.page_size)),
         sync_timeout=t.get("sync_timeout", CacheConfig.sync_timeout),
+        stop_timeout=settings.stop_timeout,
     )
     subscribe = SubscribeConfig(
         buffer_revisions=int(t.get("subscribe_buffer", SubscribeConfig.buffer_revisions)),
