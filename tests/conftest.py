@@ -3,7 +3,8 @@ the tests that ask for ``etcd_cluster3``) a real three-member cluster.
 
 ``--etcd-endpoint host:port`` uses an external etcd instead of starting one.
 Every test gets its own key prefix (``etcd_prefix``), so tests share one etcd
-without seeing each other's keys.
+without seeing each other's keys. The session's event loop ends bounded,
+whatever a test left running (:mod:`loop_guard`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from loop_guard import no_task_outlives_the_session  # noqa: F401 (autouse, see loop_guard)
 from virtual_clock import VirtualClock
 
 from drover.coord.keys import Keyspace
