@@ -53,6 +53,7 @@ from drover.coord.keys import Keyspace
 from drover.coord.kv import KV, Compare, Delete, Put, Ranges, Txns, Watches, prefix_end
 from drover.coord.session import Session
 from drover.coord.term import Term
+from drover.tasks import cancel_and_wait
 
 __all__ = ["Election", "ElectionKV", "LeaderInfo", "observe", "observe_changes"]
 
@@ -185,13 +186,15 @@ class Election:
                                return_when=asyncio.FIRST_COMPLETED)
         finally:
             lost.cancel()
-            waiter.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                try:
-                    await waiter
-                except (EtcdUnavailable, Compacted) as e:
-                    log.info("election watch for %s failed, re-reading: %r", self.key, e)
-                    await asyncio.sleep(0.1)
+            # Bounded (a watch stuck on its cancel must not hold the campaign).
+            await cancel_and_wait((waiter,), within=self.timeout,
+                                  what=f"election watch for {self.key}")
+        err = waiter.exception() if waiter.done() and not waiter.cancelled() else None
+        if isinstance(err, (EtcdUnavailable, Compacted)):
+            log.info("election watch for %s failed, re-reading: %r", self.key, err)
+            await asyncio.sleep(0.1)
+        elif err is not None:
+            raise err
 
     async def wait_key_gone(self, term: Term) -> str:
         """While leading: return (a reason) once our key is deleted or replaced.

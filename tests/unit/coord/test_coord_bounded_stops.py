@@ -19,6 +19,7 @@ import pytest
 from stubborn import Stubborn, StubbornKV, ends_within, settle
 from virtual_clock import VirtualClock
 
+from drover.coord.election import Election
 from drover.coord.keys import Keyspace
 from drover.coord.kv import Put
 from drover.coord.leadership import Leadership, LeadershipConfig
@@ -143,3 +144,31 @@ async def test_watch_close_is_bounded_when_its_stream_ignores_cancel(
 def _since(before: set[asyncio.Task[object]]) -> set[asyncio.Task[object]]:
     """Tasks started since ``before`` (what a stop left behind), to settle."""
     return asyncio.all_tasks() - before - {asyncio.current_task()}  # type: ignore[operator]
+
+
+@SWALLOW
+async def test_a_campaign_waiting_on_a_stubborn_watch_ends_on_its_cancel(
+        clock: VirtualClock, swallow: int | None, caplog: pytest.LogCaptureFixture) -> None:
+    kv = StubbornKV(clock)
+    first = await Session.open(kv, 60, clock=clock)
+    second = await Session.open(kv, 60, clock=clock)
+    assert (await Election(kv, KS, "svc", first, address="a:1").campaign()).address == "a:1"
+    kv.watch_stubborn = stubborn = Stubborn(swallow)
+    before = asyncio.all_tasks()
+    campaign = asyncio.ensure_future(
+        Election(kv, KS, "svc", second, address="b:1", timeout=STOP).campaign())
+    async with asyncio.timeout(HANG):
+        await kv.reading.wait()  # b waits, on a watch, for a's key to go
+    try:
+        with caplog.at_level(logging.WARNING, logger="drover.tasks"):
+            campaign.cancel()
+            await asyncio.wait({campaign}, timeout=HANG)
+        assert campaign.cancelled(), "a cancelled campaign hung on its watch"
+        assert stubborn.swallowed == 1
+        (msg,) = _left(caplog, f"election watch for {KS.election_prefix('svc')}")
+        assert "did not end within 0.2s" in msg
+    finally:
+        stubborn.free()
+        await settle(campaign, *_since(before))
+        for session in (first, second):
+            await session.close(grace=STOP)
