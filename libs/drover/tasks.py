@@ -23,6 +23,11 @@ its bound from its own frozen config (a ``stop_timeout`` field, or the grace
 it was given). A task still running after the bound is logged by name with
 the line it is stuck on, and left behind: the stop goes on.
 
+:func:`run` is :func:`asyncio.run` for a process's main with the same
+bound at its end: ``asyncio.run`` cancels every task still alive when main
+returns and gathers them with no bound, so one stuck task would keep a
+stopped service's process from ever exiting.
+
 No drover imports: every library (``drover.coord``, ``drover.acl``,
 ``drover.rpc``) and service can use it without depending on another.
 """
@@ -32,10 +37,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Coroutine, Iterable
+from typing import Any, TypeVar
 
-__all__ = ["cancel_and_wait", "stuck_at"]
+__all__ = ["cancel_and_wait", "run", "stuck_at"]
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +67,36 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Future[Any] | None], *, within
         log.warning("%s: task %s did not end within %.1fs of its cancel (at %s); left running",
                     what, _name(task), within, stuck_at(task))
     return stuck
+
+
+def run(main: Coroutine[Any, Any, T], *, stop_timeout: float, what: str = "exit") -> T:
+    """Run ``main`` on a new event loop, like :func:`asyncio.run`, then end
+    bounded: the tasks still alive are cancelled and waited for at most
+    ``stop_timeout`` (the ones left are logged, and dropped with the loop),
+    and so are the async generators' and the default executor's shutdowns.
+    """
+    loop = asyncio.new_event_loop()
+    try:
+        asyncio.set_event_loop(loop)
+        return loop.run_until_complete(main)
+    finally:
+        try:
+            loop.run_until_complete(_end(loop, stop_timeout, what))
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+async def _end(loop: asyncio.AbstractEventLoop, within: float, what: str) -> None:
+    me = asyncio.current_task()
+    await cancel_and_wait((t for t in asyncio.all_tasks(loop) if t is not me),
+                          within=within, what=what)
+    for step in (loop.shutdown_asyncgens, loop.shutdown_default_executor):
+        try:
+            async with asyncio.timeout(within):
+                await step()
+        except TimeoutError:
+            log.warning("%s: %s took over %.1fs; going on", what, step.__name__, within)
 
 
 def stuck_at(task: asyncio.Future[Any]) -> str:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
+from collections.abc import Callable
 
 import pytest
 from stubborn import Stubborn, settle
 
-from drover.tasks import cancel_and_wait, stuck_at
+from drover.tasks import cancel_and_wait, run, stuck_at
 
 
 async def test_tasks_that_end_on_cancel_are_awaited() -> None:
@@ -108,3 +110,45 @@ def test_stuck_at_names_the_innermost_coroutine() -> None:
         loop.close()
     # inner's frame (asyncio.sleep's own, below it, says nothing of whose)
     assert where.endswith("in inner") and "test_tasks.py:" in where
+
+
+def _in_a_thread(target: Callable[[], object]) -> tuple[threading.Thread, list[object]]:
+    """``target`` in a daemon thread of its own (its own event loop, away from
+    the session's); joined for up to 10 s. A hung one is left (daemon)."""
+    out: list[object] = []
+    thread = threading.Thread(target=lambda: out.append(target()), daemon=True)
+    thread.start()
+    thread.join(10.0)
+    return thread, out
+
+
+@pytest.mark.parametrize("swallow", [1, None], ids=["swallows-once", "ignores-all"])
+def test_run_ends_bounded_when_main_leaves_a_stubborn_task(
+        swallow: int | None, caplog: pytest.LogCaptureFixture) -> None:
+    # asyncio.run here never returns: it gathers the leftover task unbounded.
+    freed = threading.Event()
+
+    async def stubborn() -> None:
+        swallowed = 0
+        while not freed.is_set():
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                swallowed += 1
+                if swallow is not None and swallowed > swallow:
+                    raise
+
+    async def main() -> str:
+        asyncio.get_running_loop().create_task(stubborn(), name="left-by-main")
+        await asyncio.sleep(0)
+        return "done"
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="drover.tasks"):
+            thread, out = _in_a_thread(lambda: run(main(), stop_timeout=0.2, what="svc exit"))
+        assert not thread.is_alive(), "run hung on a task main left behind"
+        assert out == ["done"]
+        (msg,) = [r.getMessage() for r in caplog.records if r.name == "drover.tasks"]
+        assert msg.startswith("svc exit: task left-by-main did not end within 0.2s"), msg
+    finally:
+        freed.set()

@@ -8,12 +8,12 @@ from one table, :data:`drover.config.TUNABLES`; times take ``90s``/``5m``.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
 import click
 
+from drover import tasks
 from drover.config import (
     ACL_DOWN_POLICIES,
     TUNABLES,
@@ -154,7 +154,9 @@ def serve(service: str, **opts: object) -> None:
     except DroverError as e:  # e.g. a malformed --backup-servers entry
         raise click.ClickException(f"{service}: {e.message} ({e.reason})") from None
     try:
-        asyncio.run(run_until_signal(DroverServer(settings, app, membership=True)))
+        # (drover.tasks.run: asyncio.run with a bounded end, see there)
+        tasks.run(run_until_signal(DroverServer(settings, app, membership=True)),
+                  stop_timeout=settings.stop_timeout, what=f"{service} exit")
     except DroverError as e:  # e.g. etcd unreachable or a TLS mismatch: one line, no traceback
         raise click.ClickException(f"{service}: {e.message} ({e.reason})") from None
 

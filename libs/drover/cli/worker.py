@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 from typing import Any
@@ -13,10 +12,11 @@ import click
 from drover.cli._client import DEFAULT_ADDRESS, token_and_tls, token_tls_options
 from drover.rpc.failover import client_channel
 from drover.sim.nodes import SimConfig, SimNodes
+from drover.tasks import cancel_and_wait, run
 from drover.worker.loop import Worker, WorkerConfig
 
 
-async def _until_signal(main: asyncio.Future[Any]) -> None:
+async def _until_signal(main: asyncio.Future[Any], *, within: float) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -26,9 +26,7 @@ async def _until_signal(main: asyncio.Future[Any]) -> None:
     waiter.cancel()
     if main.done():
         main.result()  # a crash surfaces
-    main.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await main
+    await cancel_and_wait((main,), within=within, what="stop")
 
 
 @click.command(name="worker")
@@ -54,11 +52,11 @@ def worker(address: str, schedulers: tuple[str, ...], batch: int, seed: int | No
         async with client_channel(address, tls=tls, token=lambda: token) as ch:
             w = Worker(ch, cfg)
             click.echo(f"worker: dequeuing {', '.join(schedulers)} from {address}")
-            await _until_signal(asyncio.ensure_future(w.run()))
+            await _until_signal(asyncio.ensure_future(w.run()), within=cfg.stop_timeout)
             click.echo(f"worker: stopped after {w.stats.evaluations} evaluations, "
                        f"{w.stats.placed} placements")
 
-    asyncio.run(main())
+    run(main(), stop_timeout=cfg.stop_timeout)
 
 
 @click.group(name="sim")
@@ -92,10 +90,10 @@ def sim_nodes(count: int, address: str, prefix: str, cpu: int, memory: int, data
             sim = SimNodes(ch, cfg)
             click.echo(f"sim: {count} nodes {prefix}-0..{prefix}-{count - 1} on {address}")
             try:
-                await _until_signal(asyncio.ensure_future(sim.run()))
+                await _until_signal(asyncio.ensure_future(sim.run()), within=cfg.stop_timeout)
             finally:
                 if not keep:
                     await sim.mark_down()
                     click.echo(f"sim: {count} nodes marked down")
 
-    asyncio.run(main())
+    run(main(), stop_timeout=cfg.stop_timeout)

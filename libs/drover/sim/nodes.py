@@ -39,6 +39,8 @@ class SimConfig:
     datacenter: str = "dc1"
     heartbeat: float = 3.0
     tick: float = 0.1
+    #: Stopping waits this long for the cancelled nodes (``drover.tasks``).
+    stop_timeout: float = 5.0
 
 
 class SimNodes:

@@ -45,6 +45,8 @@ class WorkerConfig:
     seed: int | None = None
     #: Mark ready nodes down after this many seconds without a heartbeat (0: never).
     node_ttl: float = 10.0
+    #: Stopping waits this long for the cancelled loop (``drover.tasks``).
+    stop_timeout: float = 5.0
 
 @dataclass
 class WorkerStats:
