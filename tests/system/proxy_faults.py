@@ -40,6 +40,7 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import job_pb2
 from drover.dev.ports import free_port, wait_for_port
 from drover.rpc.errors import error_info
+from drover.tasks import cancel_and_wait
 
 #: Events compared: (index, type, key).
 Event = tuple[int, int, str]
@@ -267,8 +268,7 @@ async def freeze_the_used_replica(c: Cluster, *, tag: str = "") -> Outcome:
                 frozen.signal(signal.SIGCONT)
         finally:
             call.cancel()
-            with contextlib.suppress(BaseException):
-                await reader
+            await cancel_and_wait((reader,), within=10.0, what="subscribe reader")
     first, last = stream.indexes[0], max(stream.indexes)
     direct_events = await _direct_events(other.address, first, last)
     return Outcome(

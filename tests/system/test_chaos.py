@@ -64,6 +64,7 @@ from drover.dev.etcd import EtcdCluster
 from drover.dev.ports import free_port
 from drover.rpc.channels import channel_options
 from drover.sim.nodes import SimConfig, SimNodes
+from drover.tasks import cancel_and_wait
 from drover.worker.loop import Worker, WorkerConfig
 
 SEED = int(os.environ.get("DROVER_CHAOS_SEED", "1414"))
@@ -267,11 +268,8 @@ async def _tasks(*coros: Coroutine[Any, Any, None]) -> AsyncIterator[list[asynci
     try:
         yield tasks
     finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(BaseException):
-                await t
+        # bounded: a load task stuck on its cancel must not hang the test
+        await cancel_and_wait(tasks, within=10.0, what="chaos load")
 
 
 @pytest.mark.slow

@@ -21,7 +21,6 @@ Used by ``bench/etcd_faults.py`` (the table) and the fault tests.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import os
 import shutil
@@ -42,6 +41,7 @@ from drover.coord import EtcdClient, EtcdKV, Keyspace, connect, observe_changes
 from drover.dev.etcd import EtcdCluster
 from drover.dev.ports import free_port, wait_for_port
 from drover.rpc.errors import error_info, leader_hint
+from drover.tasks import cancel_and_wait
 
 __all__ = ["FAULTS", "Drill", "DrillConfig", "FaultResult"]
 
@@ -61,6 +61,8 @@ class DrillConfig:
     settle: float = 4.0
     #: Longest wait for every written evaluation to be acked after a fault.
     drain_timeout: float = 30.0
+    #: Ending the drill waits this long for its cancelled load (``drover.tasks``).
+    stop_timeout: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -191,11 +193,7 @@ class Drill:
 
     async def __aexit__(self, *exc: object) -> None:
         self._stop.set()
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await cancel_and_wait(self._tasks, within=self.config.stop_timeout, what="drill end")
         for ch in self._channels.values():
             await ch.close()
         if self._etcd is not None:
