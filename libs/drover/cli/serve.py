@@ -108,6 +108,10 @@ def tunable_options(f: Callable[..., Any]) -> Callable[..., Any]:
               help="proxy: seconds a forwarded call waits on a server that shows no life")
 @click.option("--shutdown-grace", envvar="DROVER_SHUTDOWN_GRACE", default=5.0, show_default=True,
               type=click.FloatRange(min=0), help="seconds in-flight calls get on shutdown")
+@click.option("--stop-timeout", envvar="DROVER_STOP_TIMEOUT", default=5.0, show_default=True,
+              type=click.FloatRange(min=0.01),
+              help="seconds a stop waits for the background tasks it cancelled (one still "
+                   "running is logged by name and left: the shutdown goes on)")
 @click.option("--gc-interval", envvar="DROVER_GC_INTERVAL", default="5m", show_default=True,
               help="deployments: how often the leader runs a garbage collection pass")
 @click.option("--gc-eval-threshold", envvar="DROVER_GC_EVAL_THRESHOLD", default="1h",
@@ -187,6 +191,7 @@ def settings_from_options(service: str, opts: dict[str, object]) -> ServeSetting
         health_listen=s("health_listen"),
         tls=TlsFiles(ca=s("tls_ca"), cert=s("tls_cert"), key=s("tls_key")),
         shutdown_grace=float(opts.get("shutdown_grace") or 5.0),  # type: ignore[arg-type]
+        stop_timeout=float(opts.get("stop_timeout") or 5.0),  # type: ignore[arg-type]
         log_level=s("log_level") or "INFO",
         log_json=bool(opts.get("log_json")),
         state_addresses=_split(s("state_address")),
