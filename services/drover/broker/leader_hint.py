@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from drover.broker.long_poll import LongPolls
 from drover.errors import NotLeader
+from drover.tasks import cancel_and_wait
 
 __all__ = ["LeaderHints"]
 
@@ -78,9 +79,10 @@ class LeaderHints:
         """Shutdown: end every open poll (with a hint if one comes in time)."""
         ending = self._ending
         if ending is not None:
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(self._hint_wait + _DRAIN_SLACK):
-                    await ending
+            # Not a deadline around `await ending`: its cancel would go into
+            # the task, and one that swallowed it would hold the shutdown.
+            await asyncio.wait({ending}, timeout=self._hint_wait)
+            await cancel_and_wait((ending,), within=_DRAIN_SLACK, what="broker poll drain")
         self._polls.fail_all(self._not_leader())
 
     async def _end_polls(self) -> None:
