@@ -49,6 +49,8 @@ async def end_leftover_tasks(within: float) -> None:
         return
     names = []
     for task in stuck:
+        # (only tasks were handed in: all_tasks() above)
+        assert isinstance(task, asyncio.Task)
         names.append(f"{task.get_name()} at {stuck_at(task)}")
         asyncio.tasks._unregister_task(task)  # type: ignore[arg-type]
     raise TasksOutlivedTheSession(

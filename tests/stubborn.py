@@ -89,13 +89,14 @@ class StubbornKV(MemoryKV):
         self.txn_stubborn: Stubborn | None = None
         self.reading = asyncio.Event()
 
-    def keepalives(self, lease: int) -> KeepAlives:
+    # (override: the stand-in is a KeepAlives/Watch, not MemoryKV's own stream class)
+    def keepalives(self, lease: int) -> KeepAlives:  # type: ignore[override]
         inner = super().keepalives(lease)
         if self.keepalive_stubborn is None:
             return inner
         return _StubbornStream(inner, self.keepalive_stubborn, self.reading)  # type: ignore[return-value]
 
-    async def watch(self, key: bytes, range_end: bytes, start_revision: int, *,
+    async def watch(self, key: bytes, range_end: bytes, start_revision: int, *,  # type: ignore[override]
                     progress_notify: bool = False) -> Watch:
         inner = await super().watch(key, range_end, start_revision,
                                     progress_notify=progress_notify)
