@@ -43,9 +43,10 @@ class Base:
 
     def write_context(self) -> WriteContext:
         """One clock reading for the call, random UUIDs for new objects, and
-        the txn size this replica was told."""
+        the txn size this replica was told, and the cache told what the call's
+        plans put (applied with no parse back)."""
         return WriteContext(self.keys, self.now(), lambda: str(uuid.uuid4()),
-                            self.writer.max_txn_ops)
+                            self.writer.max_txn_ops, on_put=self.cache.expect_put)
 
     async def transact(self, planner: Planner, fence: Fence | None, *,
                        sync_first: bool = False) -> Any:

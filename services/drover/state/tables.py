@@ -19,6 +19,15 @@ through :mod:`drover.filter`'s fast predicate with no decode at all.
 
 A table's ``index`` is the revision of the last change (put or delete) to
 any of its objects: the index of list answers and of blocking queries.
+
+Decode once: a write tells the tables each object it puts as it plans it,
+before its txn goes out (:meth:`Tables.expect_put`): the record is read from
+the message being encoded and the key's parse is remembered, so the put's
+event -- applied by the writer or, usually first, by the watch -- parses
+neither. Exact: a record is a function of the value's bytes (no record
+field is one the encoding leaves out; a unit test holds the two equal for
+every kind) and is used only for an event of the very bytes it was read
+for. Bounded (:data:`EXPECTED_MAX`); a dropped one only costs the parse.
 """
 
 from __future__ import annotations
@@ -39,7 +48,10 @@ Getter = Callable[[Any], Any]
 RECORD_START = 3
 #: Object keys whose parse :class:`Tables` remembers (~1 MB at most).
 PARSED_KEYS = 4096
+#: Planned puts whose record :class:`Tables` keeps until applied (a few txns).
+EXPECTED_MAX = 4096
 _mod_revision = operator.itemgetter(1)
+_tuple = tuple.__new__
 
 #: Per kind: the record fields, and which of them are indexed.
 RECORDS: dict[str, tuple[str, ...]] = {
@@ -107,6 +119,13 @@ def record_getters(kind: str) -> dict[str, Getter]:
     return getters
 
 
+#: Per kind, message -> its record (generated once: see :mod:`drover.state.records`).
+_RECORD_MAKERS: dict[str, Callable[[Any], tuple[Any, ...]]] = {
+    kind: record_maker(msg.DESCRIPTOR, RECORDS[kind], _extractors(kind))
+    for kind, msg in codec.MESSAGES.items()
+}
+
+
 def decoder(kind: str) -> Callable[[Entry], Any]:
     """Entry -> the decoded proto (with its etcd-derived indexes filled in)."""
     def decode(entry: Entry) -> Any:
@@ -138,7 +157,7 @@ class Table:
         self.kind = kind
         self.index = 0
         self._message = codec.MESSAGES[kind]
-        self._record = record_maker(self._message.DESCRIPTOR, RECORDS[kind], _extractors(kind))
+        self._record = _RECORD_MAKERS[kind]
         self._decode = decoder(kind)
         self.rows: IndexedCollection[Entry] = IndexedCollection(
             key_of=operator.itemgetter(2), fields=record_getters(kind),
@@ -168,12 +187,15 @@ class Table:
         msg.ParseFromString(value)
         return (value, mod, key, *self._record(msg))
 
-    def put(self, nsid: str, value: bytes, create: int, mod: int) -> Entry | None:
+    def put(self, nsid: str, value: bytes, create: int, mod: int,
+            record: tuple[Any, ...] | None = None) -> Entry | None:
+        """Put an object; ``record``: its record, when known (no parse then)."""
         old = self.rows.by_id(nsid)
         if old is not None and old[1] >= mod:
             return old  # already applied (a replayed event)
         key = old[2] if old is not None else Key(create, nsid)
-        self.rows.upsert(self._entry(value, mod, key))
+        self.rows.upsert(self._entry(value, mod, key) if record is None
+                         else (value, mod, key, *record))
         if mod > self.index:
             self.index = mod
         return old
@@ -233,6 +255,8 @@ class Tables:
         self._marker = marker_key(keys)
         # Recently parsed object keys (see _parse).
         self._parsed: dict[bytes, codec.ObjectKey] = {}
+        # Planned puts by key: (value, record) (see expect_put).
+        self._expected: dict[bytes, tuple[bytes, tuple[Any, ...]]] = {}
         # The initial list's entries per kind, and each kind's largest mod_revision.
         self._staged: dict[str, tuple[BulkLoad[Entry], list[int]]] = {}
 
@@ -254,6 +278,22 @@ class Tables:
                 self._parsed[key] = ok
         return ok
 
+    def expect_put(self, key: bytes, value: bytes, kind: str, ns: str, oid: str,
+                   msg: Any) -> None:
+        """A write is about to put ``msg`` (encoded: ``value``) at ``key``,
+        the object ``kind/ns/oid`` (module doc: decode once)."""
+        if "/" in ns:
+            return  # never (validated names), but then parse would split elsewhere
+        expected = self._expected
+        if len(expected) >= EXPECTED_MAX:
+            expected.clear()  # a bound: left by plans not committed, or events not seen
+        expected[key] = (value, _RECORD_MAKERS[kind](msg))
+        parsed = self._parsed
+        if key not in parsed:
+            if len(parsed) >= PARSED_KEYS:
+                parsed.clear()
+            parsed[key] = _tuple(codec.ObjectKey, (kind, ns, oid))
+
     def apply(self, key: bytes, value: bytes, create: int, mod: int, deleted: bool) -> (
         tuple[codec.ObjectKey, Entry | None] | None
     ):
@@ -269,7 +309,13 @@ class Tables:
         nsid = f"{ok.namespace}/{ok.id}"
         if deleted:
             return ok, table.delete(nsid, mod)
-        return ok, table.put(nsid, value, create, mod)
+        record = None
+        if self._expected:
+            hint = self._expected.get(key)
+            if hint is not None and hint[0] == value:
+                del self._expected[key]
+                record = hint[1]
+        return ok, table.put(nsid, value, create, mod, record)
 
     def existing(self, key: bytes) -> int | None:
         """The create revision of the object at ``key``, if cached; for a key

@@ -38,7 +38,7 @@ def apply_allocation_update(alloc: Any, update: Any, now: Any) -> None:
 
 
 def plan_upsert_allocs(view: View, ctx: WriteContext, allocs: Sequence[Any]) -> WritePlan:
-    plan = PlanBuilder(ctx.keys)
+    plan = PlanBuilder(ctx.keys, ctx.on_put)
     allocation_owners(view, list(allocs), plan)
     for a in allocs:  # the call's own copies: set idempotently on each attempt
         old = view.get(codec.ALLOCATIONS, a.namespace, a.id)
@@ -51,7 +51,7 @@ def plan_upsert_allocs(view: View, ctx: WriteContext, allocs: Sequence[Any]) -> 
 
 
 def plan_update_allocs(view: View, ctx: WriteContext, updates: Sequence[Any]) -> WritePlan:
-    plan = PlanBuilder(ctx.keys)
+    plan = PlanBuilder(ctx.keys, ctx.on_put)
     for u in updates:
         ns = u.namespace or "default"
         found = existing(view, codec.ALLOCATIONS, ns, u.id, "allocation")
@@ -66,6 +66,6 @@ def plan_scheduler_config(view: View, ctx: WriteContext, config: Any,
     if not cas_holds(cas_index, mod):
         return no_write(lambda rev: state_pb2.SetSchedulerConfigResponse(updated=False,
                                                                           index=rev))
-    plan = PlanBuilder(ctx.keys)
+    plan = PlanBuilder(ctx.keys, ctx.on_put)
     plan.put(codec.SCHEDULER_CONFIG, codec.GLOBAL_NS, codec.SCHEDULER_CONFIG_ID, config, mod)
     return plan.build(lambda rev: state_pb2.SetSchedulerConfigResponse(updated=True, index=rev))

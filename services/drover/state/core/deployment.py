@@ -57,7 +57,7 @@ def plan_deployment_update(view: View, ctx: WriteContext, request: Any,
                            src: deployment_pb2.Deployment, evs: list[Any]) -> WritePlan:
     ns = src.namespace
     before = deployment_seen(view, ns, src.id, src.modify_index)
-    plan = PlanBuilder(ctx.keys)
+    plan = PlanBuilder(ctx.keys, ctx.on_put)
     d = deployment_pb2.Deployment()
     d.CopyFrom(src)
     d.modify_time.CopyFrom(ctx.now)

@@ -48,7 +48,7 @@ def plan_upsert(view: View, ctx: WriteContext, evs: Evals,
     mods = [view.mod(kind, ns, eid) for ns, eid in idents]
     if existing_needs_fence is not None and any(mods):
         existing_needs_fence()
-    plan = PlanBuilder(ctx.keys)
+    plan = PlanBuilder(ctx.keys, ctx.on_put)
     for ev, (ns, eid), mod in zip(evs, idents, mods, strict=True):
         # the call's own copies: set idempotently on each attempt
         old = view.get(kind, ns, eid) if mod else None
@@ -70,7 +70,7 @@ def plan_update(view: View, ctx: WriteContext, updates: Evals, creates: Evals) -
         for ev in creates:
             create_is_new(view, ev)
     kind, now = codec.EVALUATIONS, ctx.now
-    plan = PlanBuilder(ctx.keys)
+    plan = PlanBuilder(ctx.keys, ctx.on_put)
     # The call's own copies (validate): set idempotently on each attempt.
     for ev in updates:
         ev.modify_time.CopyFrom(now)
@@ -99,7 +99,7 @@ def find_eval(view: View, ns: str, eval_id: str) -> tuple[str, int] | None:
 def plan_delete_ids(view: View, ctx: WriteContext, ns: str, ids: Sequence[str],
                     dry_run: bool) -> WritePlan:
     """DeleteEvaluations by ids (module doc)."""
-    plan = PlanBuilder(ctx.keys)
+    plan = PlanBuilder(ctx.keys, ctx.on_put)
     if not dry_run:
         plan.compare_mod(codec.SCHEDULER_CONFIG, codec.GLOBAL_NS, codec.SCHEDULER_CONFIG_ID,
                          broker_paused(view))

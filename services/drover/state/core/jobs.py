@@ -111,7 +111,7 @@ def plan_register(view: View, ctx: WriteContext, src: job_pb2.Job, *,
     current = view.get(codec.JOBS, ns, job.id)
     if enforce_index:
         job_index_matches(view, job.id, current, job_modify_index)
-    plan = PlanBuilder(ctx.keys)
+    plan = PlanBuilder(ctx.keys, ctx.on_put)
     conflict = f"job {job.id!r} changed concurrently; retry"
     plan.compare_mod(codec.JOBS, ns, job.id, current.mod if current else 0)
     if current is not None and spec_unchanged(current.obj, job):
@@ -160,7 +160,7 @@ def plan_deregister(view: View, ctx: WriteContext, ns: str, job_id: str) -> Writ
     if found is None:
         raise NotFound(f"job {job_id!r} not found in namespace {ns!r}")
     job: Any = found.obj
-    plan = PlanBuilder(ctx.keys)
+    plan = PlanBuilder(ctx.keys, ctx.on_put)
     ev = new_eval(ctx, job, "job-deregister")
     plan.put(codec.EVALUATIONS, ns, ev.id, ev, None)
     job.stop = True

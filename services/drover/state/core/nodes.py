@@ -35,7 +35,7 @@ def plan_upsert_node(view: View, ctx: WriteContext, node: node_pb2.Node) -> Writ
     """Register or replace a node (compared on the revision seen); a node
     that can take allocations now and could not before unblocks."""
     old = view.get(codec.NODES, codec.GLOBAL_NS, node.id)
-    plan = PlanBuilder(ctx.keys)
+    plan = PlanBuilder(ctx.keys, ctx.on_put)
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, old.mod if old else 0)
     if node_schedulable(node) and not (old is not None and node_schedulable(old.obj)):
         unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
@@ -60,7 +60,7 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any) -> WritePlan:
     if unchanged is not None and node == unchanged.obj:
         return no_write(lambda rev: state_pb2.UpdateNodeStatusResponse(index=rev))
     node.status_updated_at.CopyFrom(ctx.now)
-    plan = PlanBuilder(ctx.keys)
+    plan = PlanBuilder(ctx.keys, ctx.on_put)
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, found.mod)
     lost, unblocked = 0, 0
     eval_ids: list[str] = []

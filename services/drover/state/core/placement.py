@@ -94,7 +94,7 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
     # allocation the plan leaves alone does not (Nomad's applier ignores it).
     if set(current) != set(request.alloc_indexes):
         raise stale(f"the allocations of job {request.job_id!r} changed", "allocations")
-    plan = PlanBuilder(ctx.keys)
+    plan = PlanBuilder(ctx.keys, ctx.on_put)
     plan.compare_mod(codec.JOBS, ns, request.job_id, job_mod)
     stopping: dict[str, Vec] = {}
     for a in updates:

@@ -14,6 +14,13 @@ Invariants of every plan:
 - a plan with no ops writes nothing: the shell answers ``respond`` with
   the view's revision and makes no txn (an unchanged node, a CAS that
   does not hold, a dry run).
+
+Decode once: a builder given an ``on_put`` (the shell's, from
+:attr:`WriteContext.on_put`) tells it every object it puts, with the key,
+the value and the message, at the moment the message is encoded (so a
+later change to the message cannot make them disagree). The state's cache
+keeps what it needs of them to apply the put's event without parsing the
+key or the value back (:meth:`drover.state.tables.Tables.expect_put`).
 """
 
 from __future__ import annotations
@@ -37,6 +44,10 @@ ETCD_DEFAULT_TXN_OPS = 128
 _tuple = tuple.__new__
 
 
+OnPut = Callable[[bytes, bytes, str, str, str, Any], None]
+"""Told (key, value, kind, namespace, id, message) of each object a plan puts."""
+
+
 class Event(NamedTuple):
     """One object a plan changes: ``put`` or ``delete`` (a NamedTuple: one
     per written object, and cheaper to make than a frozen dataclass)."""
@@ -58,6 +69,8 @@ class WriteContext:
     now: Timestamp
     new_id: Callable[[], str]
     max_txn_ops: int = ETCD_DEFAULT_TXN_OPS
+    #: Told each object the call's plans put (module doc); None: nobody.
+    on_put: OnPut | None = None
 
     @property
     def max_objects(self) -> int:
@@ -120,6 +133,7 @@ class PlanBuilder:
     """Collects one plan's compares, ops and events (one planner call)."""
 
     keys: codec.KeyCodec
+    on_put: OnPut | None = None
     compares: list[Compare] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
@@ -146,15 +160,21 @@ class PlanBuilder:
         if mod is not None and (key, "mod") not in self._compared:  # compare(), inlined
             self._compared.add((key, "mod"))
             self.compares.append(_tuple(Compare, (key, "mod", mod)))
-        self.ops.append(_tuple(Put, (key, codec.encode(msg), 0)))
+        value = codec.encode(msg)
+        self.ops.append(_tuple(Put, (key, value, 0)))
         self.events.append(_tuple(Event, (kind, ns, oid, "put")))
+        if self.on_put is not None:
+            self.on_put(key, value, kind, ns, oid, msg)
 
     def put_version(self, ns: str, job_id: str, version: int, job: Any, mod: int | None) -> None:
         key = self.keys.version_key(ns, job_id, version)
         if mod is not None:
             self.compare(key, "mod", mod)
-        self.ops.append(Put(key, codec.encode(job)))
-        self.events.append(Event(codec.JOB_VERSIONS, ns, f"{job_id}/{version:020d}", "put"))
+        value, oid = codec.encode(job), f"{job_id}/{version:020d}"
+        self.ops.append(Put(key, value))
+        self.events.append(Event(codec.JOB_VERSIONS, ns, oid, "put"))
+        if self.on_put is not None:
+            self.on_put(key, value, codec.JOB_VERSIONS, ns, oid, job)
 
     def delete(self, kind: str, ns: str, oid: str, mod: int | None) -> None:
         key = self.keys.key(kind, ns, oid)
