@@ -10,6 +10,12 @@ events, and each change encoded once for Subscribe
 shared machine). Run it from two trees to A/B a change of the cache's
 per-event cost; the pipeline's own figure is ``broker_bench.py``'s
 per-process CPU per evaluation (two events per evaluation).
+
+``--expected``: the puts are this replica's own writes, as on the broker
+pipeline: each is told to the tables while "planned"
+(:meth:`~drover.state.tables.Tables.expect_put`, timed apart as
+``expect_us_per_event``: the planner's share) before its event is applied
+(decode once: the apply then parses neither key nor value).
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ def main() -> None:
     ap.add_argument("--preload", type=int, default=60_000)
     ap.add_argument("--rounds", type=int, default=300, help="rounds of 100 creates + 100 acks")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--expected", action="store_true",
+                    help="tell the tables each put first, as this replica's writes do")
     args = ap.parse_args()
     keys = codec.KeyCodec(Keyspace("/bench/drover"))
     tables = Tables(keys)
@@ -68,24 +76,36 @@ def main() -> None:
     gc.freeze()
     run = uuid.uuid4().hex[:6]
     batches: list[list[Event]] = []
+    messages: list[list[Evaluation]] = []
     for r in range(args.rounds):
         base, puts, acks = rev, [], []
+        created, acked = [], []
         for i in range(r * 100, r * 100 + 100):
             rev += 1
             e = _eval(run, i, PENDING)
+            created.append(e)
             puts.append((keys.key(codec.EVALUATIONS, "default", e.id), e.SerializeToString(),
                          rev, rev, False))
         for n, i in enumerate(range(r * 100, r * 100 + 100)):
             rev += 1
             e = _eval(run, i, COMPLETE)
+            acked.append(e)
             acks.append((keys.key(codec.EVALUATIONS, "default", e.id), e.SerializeToString(),
                          base + 1 + n, rev, False))
         batches += [puts, acks]
+        messages += [created, acked]
 
     chunk = 20  # batches per timed chunk
     apply_s: list[float] = []
+    expect_s: list[float] = []
     changes: list[list[Change]] = []
     for k in range(0, len(batches), chunk):
+        if args.expected:
+            t0 = time.process_time()
+            for batch, msgs in zip(batches[k:k + chunk], messages[k:k + chunk], strict=True):
+                for (k_, v_, *_), m in zip(batch, msgs, strict=True):
+                    tables.expect_put(k_, v_, codec.EVALUATIONS, "default", m.id, m)
+            expect_s.append((time.process_time() - t0) / sum(map(len, batches[k:k + chunk])))
         t0 = time.process_time()
         for batch in batches[k:k + chunk]:
             applied = []
@@ -105,7 +125,10 @@ def main() -> None:
         encode_s.append((time.process_time() - t0) / sum(map(len, changes[k:k + chunk])))
     apply_s.sort()
     encode_s.sort()
-    out = {
+    expect_s.sort()
+    out: dict[str, object] = {
+        "expected": args.expected,
+        "expect_us_per_event": expect_s[0] * 1e6 if expect_s else 0.0,
         "preload": args.preload, "events": sum(map(len, batches)),
         "apply_us_per_event": apply_s[0] * 1e6,
         "apply_us_per_event_p25": apply_s[len(apply_s) // 4] * 1e6,
@@ -115,9 +138,9 @@ def main() -> None:
     if args.json:
         print(json.dumps(out, sort_keys=True))
     else:
-        for name, value in out.items():
-            print(f"{name:28} {value:10.2f}" if isinstance(value, float) else f"{name:28} {value}",
-                  file=sys.stdout)
+        for name, figure in out.items():
+            print(f"{name:28} {figure:10.2f}" if isinstance(figure, float)
+                  else f"{name:28} {figure}", file=sys.stdout)
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from drover.errors import Unavailable
 from drover.gc_policy import GcPolicy, GcPolicyConfig
@@ -160,11 +160,6 @@ class Cache:
     @property
     def revision(self) -> int:
         return self.tables.revision
-
-    def expect_put(self, key: bytes, value: bytes, kind: str, ns: str, oid: str,
-                   msg: Any) -> None:
-        """A write of this replica plans this put: see :meth:`Tables.expect_put`."""
-        self.tables.expect_put(key, value, kind, ns, oid, msg)
 
     def last_contact(self) -> float:
         """Seconds since this replica last heard from etcd (any successful call)."""

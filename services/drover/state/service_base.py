@@ -42,11 +42,12 @@ class Base:
         return self.writer.max_txn_ops - 1
 
     def write_context(self) -> WriteContext:
-        """One clock reading for the call, random UUIDs for new objects, and
-        the txn size this replica was told, and the cache told what the call's
-        plans put (applied with no parse back)."""
+        """One clock reading for the call, random UUIDs for new objects, the
+        txn size this replica was told, and the cache's tables told what the
+        call's plans put (applied with no parse back; tables a re-list
+        replaced meanwhile are told in vain, which costs only that parse)."""
         return WriteContext(self.keys, self.now(), lambda: str(uuid.uuid4()),
-                            self.writer.max_txn_ops, on_put=self.cache.expect_put)
+                            self.writer.max_txn_ops, on_put=self.cache.tables.expect_put)
 
     async def transact(self, planner: Planner, fence: Fence | None, *,
                        sync_first: bool = False) -> Any:
