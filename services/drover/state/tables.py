@@ -281,7 +281,8 @@ class Tables:
     def expect_put(self, key: bytes, value: bytes, kind: str, ns: str, oid: str,
                    msg: Any) -> None:
         """A write is about to put ``msg`` (encoded: ``value``) at ``key``,
-        the object ``kind/ns/oid`` (module doc: decode once)."""
+        which is ``keys.key(kind, ns, oid)`` in these tables' key layout (a
+        plan builds it so), the object of a listed kind (module doc)."""
         if "/" in ns:
             return  # never (validated names), but then parse would split elsewhere
         expected = self._expected
