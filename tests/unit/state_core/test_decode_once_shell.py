@@ -21,8 +21,14 @@ class _NoMetadata:
         return ()
 
 
+@pytest.mark.parametrize("applied_by", ["writer", "watch"])
 async def test_own_writes_are_applied_without_a_parse_and_as_a_list_builds_them(
-        service: StateService, monkeypatch: pytest.MonkeyPatch) -> None:
+        service: StateService, monkeypatch: pytest.MonkeyPatch, applied_by: str) -> None:
+    """Whoever applies the txn: the writer (apply_committed), or the watch,
+    which on a loaded replica usually delivers it before its answer."""
+    if applied_by == "watch":
+        monkeypatch.setattr(type(service.cache), "apply_committed",
+                            lambda self, revision, ops: False)
     parses: list[bytes] = []
     entry = Table._entry
 
@@ -38,6 +44,7 @@ async def test_own_writes_are_applied_without_a_parse_and_as_a_list_builds_them(
     await service.servicer.UpsertEvaluations(
         state_pb2.UpsertEvaluationsRequest(evaluations=evs), _NoMetadata())
     await service.cache.sync()
+    assert service.cache.own_writes["writer"] == (1 if applied_by == "writer" else 0)
     assert parses == []
     assert not service.cache.tables._expected  # every expectation used
 
