@@ -21,9 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from service_procs import serve
 
 from drover.dev.etcd import EtcdServer
-from drover.dev.ports import free_port, wait_for_port
+from drover.dev.ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -48,22 +49,13 @@ def _certs(d: Path) -> dict[str, str]:
 @contextlib.contextmanager
 def _serve(service: str, etcd: str, prefix: str, certs: dict[str, str],
            *extra: str) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen([
-        sys.executable, "-m", "drover.cli.main", "serve", service, "--etcd", etcd,
-        "--etcd-prefix", prefix, "--listen", f"127.0.0.1:{port}", "--session-ttl", "3",
-        "--log-level", "WARNING", "--acl",
-        "--etcd-ca", certs["ca.crt"], "--etcd-cert", certs["node.crt"],
-        "--etcd-key", certs["node.key"],
-        "--tls-ca", certs["ca.crt"], "--tls-cert", certs["node.crt"],
-        "--tls-key", certs["node.key"], *extra,
-    ])
-    try:
-        assert wait_for_port("127.0.0.1", port, 30), f"{service} did not start"
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    """`drover serve` with ACLs on, mTLS to etcd and TLS on its own listener."""
+    with serve(service, etcd, prefix, "--acl",
+               "--etcd-ca", certs["ca.crt"], "--etcd-cert", certs["node.crt"],
+               "--etcd-key", certs["node.key"],
+               "--tls-ca", certs["ca.crt"], "--tls-cert", certs["node.crt"],
+               "--tls-key", certs["node.key"], *extra) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ membership in the session etcd, optionally TLS everywhere."""
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,8 @@ import grpc
 from google.protobuf import descriptor_pool, message_factory
 
 from drover.acl import TABLE, bearer
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import query_pb2
 from drover.config import EtcdSettings, ServeSettings, TlsFiles
 from drover.rpc.app import load_app_factory
 from drover.rpc.channels import channel
@@ -134,3 +137,22 @@ def host_of(method: str) -> str:
 def forwarded(method: str) -> bool:
     return host_of(method) != "proxy"
 
+
+#: A read that needs a capability and, served stale, no consistent read:
+#: what a replica whose ACL view went stale refuses (ACL_DATA_STALE).
+STALE_READ = state_pb2.ListJobsRequest(query=query_pb2.QueryOptions(stale=True))
+
+
+async def until_code(ch: grpc.aio.Channel, secret: str, want: grpc.StatusCode, *,
+                     within: float, poll: float = 0.05) -> tuple[grpc.StatusCode, str, Any]:
+    """Stale reads with ``secret`` until one answers ``want``, for at most
+    ``within`` seconds; the last answer either way."""
+    got: tuple[grpc.StatusCode, str, Any] = (grpc.StatusCode.UNKNOWN, "", None)
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        got = await call(ch, "/drover.state.v1.StateService/ListJobs", STALE_READ,
+                         secret=secret, deadline=2.0)
+        if got[0] == want:
+            return got
+        await asyncio.sleep(poll)
+    return got

@@ -12,17 +12,14 @@ staleness gauge is registered and follows the view.
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import AsyncIterator
 
 import grpc
 import pytest
-from acl_cluster import call, settings
+from acl_cluster import call, settings, until_code
 
 from drover.api.acl.v1 import acl_pb2
-from drover.api.state.v1 import state_pb2
-from drover.api.types.v1 import query_pb2
 from drover.config import AclSettings
 from drover.rpc.app import load_app_factory
 from drover.rpc.channels import channel
@@ -35,7 +32,6 @@ _A = "/drover.acl.v1.AclService/"
 _S = "/drover.state.v1.StateService/"
 MAX_STALE = 1.5
 BOUND = 20.0  # longest any one wait may take, on a loaded machine
-STALE_READ = state_pb2.ListJobsRequest(query=query_pb2.QueryOptions(stale=True))
 
 
 @pytest.fixture
@@ -48,18 +44,6 @@ async def server(etcd_endpoint: str) -> AsyncIterator[DroverServer]:
         yield srv
     finally:
         await srv.stop(0)
-
-
-async def _until(ch: grpc.aio.Channel, secret: str, want: grpc.StatusCode,
-                 ) -> tuple[grpc.StatusCode, str, object]:
-    got: tuple[grpc.StatusCode, str, object] = (grpc.StatusCode.UNKNOWN, "", None)
-    deadline = time.monotonic() + BOUND
-    while time.monotonic() < deadline:
-        got = await call(ch, _S + "ListJobs", STALE_READ, secret=secret, deadline=2.0)
-        if got[0] == want:
-            return got
-        await asyncio.sleep(0.05)
-    return got
 
 
 async def test_a_token_revoked_while_the_watch_stalls_is_refused_past_the_bound(
@@ -75,7 +59,7 @@ async def test_a_token_revoked_while_the_watch_stalls_is_refused_past_the_bound(
             name="doomed", type=acl_pb2.TOKEN_TYPE_MANAGEMENT), secret=mgmt)
         assert code == grpc.StatusCode.OK, tok
         doomed = tok.secret_id  # type: ignore[attr-defined]
-        code, _, resp = await _until(ch, doomed, grpc.StatusCode.OK)
+        code, _, resp = await until_code(ch, doomed, grpc.StatusCode.OK, within=BOUND)
         assert code == grpc.StatusCode.OK, resp
         # The watch stalls (its consumer stops); etcd answers everything else.
         assert cache._task is not None
@@ -85,14 +69,16 @@ async def test_a_token_revoked_while_the_watch_stalls_is_refused_past_the_bound(
             accessor_id=tok.token.accessor_id), secret=mgmt)  # type: ignore[attr-defined]
         assert code == grpc.StatusCode.OK, resp
         assert cache.state.resolve(doomed).accessor_id  # the stalled view still holds it
-        code, reason, details = await _until(ch, doomed, grpc.StatusCode.UNAVAILABLE)
+        code, reason, details = await until_code(ch, doomed, grpc.StatusCode.UNAVAILABLE,
+                                                 within=BOUND)
         assert (code, reason) == (grpc.StatusCode.UNAVAILABLE, "ACL_DATA_STALE"), details
         assert cache.freshness.staleness() > MAX_STALE
         # The watch flows again: no operator action, the revocation lands.
         cache._task = asyncio.create_task(cache._apply())
-        code, reason, details = await _until(ch, doomed, grpc.StatusCode.UNAUTHENTICATED)
+        code, reason, details = await until_code(ch, doomed, grpc.StatusCode.UNAUTHENTICATED,
+                                               within=BOUND)
         assert (code, reason) == (grpc.StatusCode.UNAUTHENTICATED, "ACL_TOKEN_INVALID"), details
-        code, _, resp = await _until(ch, mgmt, grpc.StatusCode.OK)
+        code, _, resp = await until_code(ch, mgmt, grpc.StatusCode.OK, within=BOUND)
         assert code == grpc.StatusCode.OK, resp
         assert cache.freshness.staleness() <= MAX_STALE
     finally:

@@ -15,7 +15,6 @@ bounded; the etcd process is resumed and stopped whatever happens.
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -23,11 +22,9 @@ from dataclasses import dataclass
 
 import grpc
 import pytest
-from acl_cluster import call, settings
+from acl_cluster import STALE_READ, call, settings, until_code
 
 from drover.api.acl.v1 import acl_pb2
-from drover.api.state.v1 import state_pb2
-from drover.api.types.v1 import query_pb2
 from drover.config import AclSettings
 from drover.dev.etcd import EtcdServer
 from drover.rpc.app import load_app_factory
@@ -42,7 +39,6 @@ MAX_STALE = 3.0
 #: Longest any one wait below may take, on a loaded machine.
 BOUND = 30.0
 READER = "namespace:\n  default: {policy: read}\n"
-STALE_READ = state_pb2.ListJobsRequest(query=query_pb2.QueryOptions(stale=True))
 
 
 @dataclass
@@ -63,19 +59,6 @@ async def _serve(endpoint: str, prefix: str, replica: str, policy: str) -> Drove
     server = DroverServer(s, load_app_factory("state")(s))
     await server.start()
     return server
-
-
-async def _until_code(ch: grpc.aio.Channel, secret: str, want: grpc.StatusCode,
-                      ) -> tuple[grpc.StatusCode, str, object]:
-    """Stale reads until one answers ``want``; the last answer (bounded)."""
-    got: tuple[grpc.StatusCode, str, object] = (grpc.StatusCode.UNKNOWN, "", None)
-    deadline = time.monotonic() + BOUND
-    while time.monotonic() < deadline:
-        got = await call(ch, _S + "ListJobs", STALE_READ, secret=secret, deadline=2.0)
-        if got[0] == want:
-            return got
-        await asyncio.sleep(0.1)
-    return got
 
 
 @pytest.fixture
@@ -109,11 +92,13 @@ async def test_a_frozen_etcd_makes_the_view_stale_refused_then_served_again(rig:
     deny, extend = rig.channel(rig.deny), rig.channel(rig.extend)
     try:
         for ch in (deny, extend):  # both serve the token before the fault
-            code, _, resp = await _until_code(ch, rig.reader, grpc.StatusCode.OK)
+            code, _, resp = await until_code(ch, rig.reader, grpc.StatusCode.OK,
+                                             within=BOUND, poll=0.1)
             assert code == grpc.StatusCode.OK, resp
         rig.etcd.pause()
         frozen_at = time.monotonic()
-        code, reason, details = await _until_code(deny, rig.reader, grpc.StatusCode.UNAVAILABLE)
+        code, reason, details = await until_code(deny, rig.reader, grpc.StatusCode.UNAVAILABLE,
+                                                 within=BOUND, poll=0.1)
         refused_after = time.monotonic() - frozen_at
         assert (code, reason) == (grpc.StatusCode.UNAVAILABLE, "ACL_DATA_STALE"), details
         assert "etcd" in str(details) and "stale" in str(details)
@@ -124,7 +109,8 @@ async def test_a_frozen_etcd_makes_the_view_stale_refused_then_served_again(rig:
         assert code == grpc.StatusCode.OK, resp
         rig.etcd.resume()
         resumed_at = time.monotonic()
-        code, _, resp = await _until_code(deny, rig.reader, grpc.StatusCode.OK)
+        code, _, resp = await until_code(deny, rig.reader, grpc.StatusCode.OK,
+                                         within=BOUND, poll=0.1)
         assert code == grpc.StatusCode.OK, resp
         assert not rig.deny.acl.cache.freshness.stale
         # Figures for the report (-s): the bound is MAX_STALE; the first
