@@ -55,4 +55,5 @@ def classify(status: RemoteStatus, *, server: str, relayed: bool = False) -> Cal
     else:
         kind = FailureKind.ANSWERED
     return CallFailure(kind=kind, server=server, leader_hint=status.leader, relayed=relayed,
-                       leader_term=status.leader_term)
+                       leader_term=status.leader_term,
+                       reason=status.reason if status.answered else "")

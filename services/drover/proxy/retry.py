@@ -10,6 +10,10 @@ sent again elsewhere only when that cannot happen twice:
 A replica that answers UNAVAILABLE or FAILED_PRECONDITION with a
 ``drover-leader`` hint refused the call because it is not the leader, before
 acting on it, so any method follows the hint (:attr:`RetryAction.FOLLOW_LEADER`).
+So does a replica that answers UNAVAILABLE with a reason of
+:data:`REFUSED_BEFORE_ACTING` (its ACL data went stale: the ACL interceptor
+refused the call before any handler ran): a write is sent to the next
+server (:attr:`RetryAction.RETRY_NEXT`), and the stale one goes to the back.
 Once response messages of a stream were relayed to the client, the stream
 is not retried as such: the client would see messages twice or out of order.
 ``Subscribe`` is resumed instead (:mod:`drover.proxy.resume`): reopened
@@ -98,6 +102,14 @@ class CallFailure:
     relayed: bool = False
     #: The ``drover-leader-term`` of the hint (0: not given).
     leader_term: int = 0
+    #: The ErrorInfo reason of the server's answer ("" if none).
+    reason: str = ""
+
+
+#: UNAVAILABLE reasons a drover server gives only before acting on the call,
+#: so that any method may be sent elsewhere: ``ACL_DATA_STALE`` (the ACL
+#: interceptor's refusal, before the handler; :mod:`drover.acl.freshness`).
+REFUSED_BEFORE_ACTING: frozenset[str] = frozenset({"ACL_DATA_STALE"})
 
 
 class RetryAction(enum.Enum):
@@ -151,6 +163,9 @@ def decide_retry(method: str, failure: CallFailure) -> RetryDecision:
         )
     if kind is FailureKind.NOT_SENT:
         return RetryDecision(RetryAction.RETRY_NEXT, True, "the request was never sent")
+    if kind is FailureKind.REFUSED_UNAVAILABLE and failure.reason in REFUSED_BEFORE_ACTING:
+        return RetryDecision(RetryAction.RETRY_NEXT, True,
+                             f"refused before acting ({failure.reason})")
     read = is_read(method)
     if kind in (FailureKind.CONNECTION_LOST, FailureKind.STALLED, FailureKind.REFUSED_UNAVAILABLE):
         if read:

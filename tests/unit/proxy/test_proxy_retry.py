@@ -7,6 +7,7 @@ import pytest
 from drover.api.broker.v1 import broker_pb2
 from drover.api.deployments.v1 import deployments_pb2
 from drover.api.state.v1 import state_pb2
+from drover.proxy.failure import classify
 from drover.proxy.retry import (
     CallFailure,
     FailureKind,
@@ -15,6 +16,7 @@ from drover.proxy.retry import (
     is_read,
     method_name,
 )
+from drover.remote_errors import RemoteStatus
 
 # Every forwarded drover RPC, classified by hand. A new RPC fails
 # test_every_drover_rpc_is_classified until it is added here.
@@ -165,3 +167,27 @@ def test_retry_policy_table(
 def test_every_failure_kind_has_a_rule() -> None:
     covered = {row[1] for row in TABLE}
     assert covered == set(FailureKind)
+
+
+@pytest.mark.parametrize("method", [WRITE, READ, "/drover.broker.v1.EvalBrokerService/AckBatch"])
+def test_a_call_refused_for_stale_acl_data_goes_to_the_next_server(method: str) -> None:
+    """ACL_DATA_STALE is the ACL interceptor's refusal, before any handler
+    ran: even a write is safe to send elsewhere, and the stale server goes
+    to the back of the list."""
+    failure = CallFailure(K.REFUSED_UNAVAILABLE, server="10.0.0.1:1", reason="ACL_DATA_STALE")
+    decision = decide_retry(method, failure)
+    assert (decision.action, decision.server_failed) == (A.RETRY_NEXT, True)
+    assert "ACL_DATA_STALE" in decision.reason
+    # Any other UNAVAILABLE answer to a write still stands (it may have acted).
+    other = CallFailure(K.REFUSED_UNAVAILABLE, server="10.0.0.1:1", reason="CACHE_BEHIND")
+    assert decide_retry(WRITE, other).action is A.FAIL
+
+
+def test_classify_keeps_the_reason_of_an_answer_only() -> None:
+    answered = classify(RemoteStatus("UNAVAILABLE", "stale", reason="ACL_DATA_STALE",
+                                     answered=True), server="a:1")
+    assert (answered.kind, answered.reason) == (K.REFUSED_UNAVAILABLE, "ACL_DATA_STALE")
+    # Without trailing metadata it was not a server's answer: no reason to trust.
+    broken = classify(RemoteStatus("UNAVAILABLE", "socket closed", reason="ACL_DATA_STALE"),
+                      server="a:1")
+    assert (broken.kind, broken.reason) == (K.CONNECTION_LOST, "")
