@@ -15,7 +15,7 @@ from google.protobuf import descriptor_pool, message_factory
 from drover.acl import TABLE, bearer
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import query_pb2
-from drover.config import EtcdSettings, ServeSettings, TlsFiles
+from drover.config import AclSettings, EtcdSettings, ServeSettings, TlsFiles
 from drover.rpc.app import load_app_factory
 from drover.rpc.channels import channel
 from drover.rpc.errors import error_info
@@ -50,13 +50,16 @@ def settings(service: str, endpoint: str, prefix: str, replica: str, *,
 
 async def start_cluster(endpoint: str, prefix: str, *, tls: TlsFiles | None = None,
                         client_tls: TlsFiles | None = None,
-                        etcd_tls: TlsFiles | None = None) -> Cluster:
+                        etcd_tls: TlsFiles | None = None,
+                        state_acl: AclSettings | None = None) -> Cluster:
     """``tls``: the servers' cert/key/CA (mTLS between services);
-    ``client_tls``: what the test's own channels present."""
+    ``client_tls``: what the test's own channels present; ``state_acl``: the
+    state replicas' ACL staleness bound and down policy."""
     cluster = Cluster(tls=client_tls)
     try:
         for name in ("state-1", "state-2"):
-            s = settings("state", endpoint, prefix, name, tls=tls, etcd_tls=etcd_tls)
+            extra: dict[str, Any] = {"acl_settings": state_acl} if state_acl else {}
+            s = settings("state", endpoint, prefix, name, tls=tls, etcd_tls=etcd_tls, **extra)
             cluster.servers[name] = await _start(s)
         state_address = cluster.address("state-1")
         for name, service in (("broker", "broker"), ("deployments", "deployments"),
