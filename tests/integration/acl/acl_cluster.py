@@ -141,6 +141,11 @@ def forwarded(method: str) -> bool:
     return host_of(method) != "proxy"
 
 
+#: Method prefixes the ACL tests call.
+ACL = "/drover.acl.v1.AclService/"
+STATE = "/drover.state.v1.StateService/"
+
+
 #: A read that needs a capability and, served stale, no consistent read:
 #: what a replica whose ACL view went stale refuses (ACL_DATA_STALE).
 STALE_READ = state_pb2.ListJobsRequest(query=query_pb2.QueryOptions(stale=True))
@@ -153,7 +158,7 @@ async def until_code(ch: grpc.aio.Channel, secret: str, want: grpc.StatusCode, *
     got: tuple[grpc.StatusCode, str, Any] = (grpc.StatusCode.UNKNOWN, "", None)
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        got = await call(ch, "/drover.state.v1.StateService/ListJobs", STALE_READ,
+        got = await call(ch, STATE + "ListJobs", STALE_READ,
                          secret=secret, deadline=2.0)
         if got[0] == want:
             return got

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import grpc
 import pytest
-from acl_cluster import Cluster, call, forwarded, host_of, mutations, start_cluster
+from acl_cluster import ACL, STATE, Cluster, call, forwarded, host_of, mutations, start_cluster
 
 from drover.acl import hash_secret
 from drover.acl.table import TABLE
@@ -29,8 +29,6 @@ from drover.api.types.v1 import evaluation_pb2, job_pb2, scheduler_pb2
 
 pytestmark = pytest.mark.slow
 
-_A = "/drover.acl.v1.AclService/"
-_S = "/drover.state.v1.StateService/"
 _B = "/drover.broker.v1.EvalBrokerService/"
 
 READER = """
@@ -57,17 +55,17 @@ async def acl(etcd_endpoint: str) -> AsyncIterator[Acl]:
     cluster = await start_cluster(etcd_endpoint, prefix)
     try:
         proxy = cluster.channel("proxy")
-        code, reason, _ = await call(proxy, _S + "ListJobs")
+        code, reason, _ = await call(proxy, STATE + "ListJobs")
         assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "ACL_PERMISSION_DENIED")
-        code, _, boot = await call(proxy, _A + "Bootstrap")
+        code, _, boot = await call(proxy, ACL + "Bootstrap")
         assert code == grpc.StatusCode.OK, boot
         mgmt = boot.secret_id
         secrets = {}
         for name, rules in (("reader", READER), ("worker", WORKER)):
-            code, _, resp = await call(proxy, _A + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+            code, _, resp = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
                 name=name, rules=rules), secret=mgmt)
             assert code == grpc.StatusCode.OK, resp
-            code, _, tok = await call(proxy, _A + "CreateToken", acl_pb2.CreateTokenRequest(
+            code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
                 name=f"{name}-token", policies=[name]), secret=mgmt)
             assert code == grpc.StatusCode.OK, tok
             secrets[name] = tok.secret_id
@@ -78,7 +76,7 @@ async def acl(etcd_endpoint: str) -> AsyncIterator[Acl]:
 
 async def test_a_second_bootstrap_is_refused(acl: Acl) -> None:
     for where in ("proxy", "state-2"):
-        code, reason, _ = await call(acl.cluster.channel(where), _A + "Bootstrap")
+        code, reason, _ = await call(acl.cluster.channel(where), ACL + "Bootstrap")
         assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION,
                                   "ACL_ALREADY_BOOTSTRAPPED")
 
@@ -103,20 +101,20 @@ async def test_anonymous_and_read_only_are_denied_every_mutation(acl: Acl) -> No
 async def test_read_only_reads_and_anonymous_follows_the_anonymous_policy(acl: Acl) -> None:
     proxy = acl.cluster.channel("proxy")
     lst = state_pb2.ListJobsRequest(namespace="*")
-    assert (await call(proxy, _S + "ListJobs", lst, secret=acl.reader))[0] == grpc.StatusCode.OK
-    code, reason, _ = await call(proxy, _S + "ListJobs", lst)
+    assert (await call(proxy, STATE + "ListJobs", lst, secret=acl.reader))[0] == grpc.StatusCode.OK
+    code, reason, _ = await call(proxy, STATE + "ListJobs", lst)
     assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "ACL_PERMISSION_DENIED")
-    code, _, _ = await call(proxy, _A + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+    code, _, _ = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
         name="anonymous", rules="namespace: {default: {policy: read}}"), secret=acl.management)
     assert code == grpc.StatusCode.OK
     default = state_pb2.ListJobsRequest(namespace="default")
     for _ in range(100):  # the caches apply the policy from their watch
-        if (await call(proxy, _S + "ListJobs", default))[0] == grpc.StatusCode.OK:
+        if (await call(proxy, STATE + "ListJobs", default))[0] == grpc.StatusCode.OK:
             break
         await asyncio.sleep(0.05)
-    assert (await call(proxy, _S + "ListJobs", default))[0] == grpc.StatusCode.OK
-    assert (await call(proxy, _S + "ListJobs", lst))[0] == grpc.StatusCode.PERMISSION_DENIED
-    code, _, _ = await call(proxy, _A + "DeletePolicy", acl_pb2.DeletePolicyRequest(
+    assert (await call(proxy, STATE + "ListJobs", default))[0] == grpc.StatusCode.OK
+    assert (await call(proxy, STATE + "ListJobs", lst))[0] == grpc.StatusCode.PERMISSION_DENIED
+    code, _, _ = await call(proxy, ACL + "DeletePolicy", acl_pb2.DeletePolicyRequest(
         name="anonymous"), secret=acl.management)
     assert code == grpc.StatusCode.OK
 
@@ -124,12 +122,12 @@ async def test_read_only_reads_and_anonymous_follows_the_anonymous_policy(acl: A
 async def test_bad_tokens_are_unauthenticated_without_echoing_them(acl: Acl) -> None:
     ch = acl.cluster.channel("proxy")
     bogus = "00000000-dead-beef-0000-000000000000"
-    code, reason, details = await call(ch, _S + "ListJobs", secret=bogus)
+    code, reason, details = await call(ch, STATE + "ListJobs", secret=bogus)
     assert (code, reason) == (grpc.StatusCode.UNAUTHENTICATED, "ACL_TOKEN_INVALID")
     assert bogus not in details
     md = (("authorization", f"Basic {bogus}"),)
     with pytest.raises(grpc.aio.AioRpcError) as err:
-        await ch.unary_unary(_S + "ListJobs", request_serializer=lambda m: m.SerializeToString(),
+        await ch.unary_unary(STATE + "ListJobs", request_serializer=lambda m: m.SerializeToString(),
                              response_deserializer=state_pb2.ListJobsResponse.FromString)(
             state_pb2.ListJobsRequest(), metadata=md, timeout=5)
     assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
@@ -150,24 +148,24 @@ async def test_management_passes_every_check_but_the_server_only_writes(acl: Acl
     job = job_pb2.Job(id="web", namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
                       datacenters=["dc1"],
                       task_groups=[job_pb2.TaskGroup(name="g", count=1)])
-    code, _, reg = await call(proxy, _S + "RegisterJob", state_pb2.RegisterJobRequest(job=job),
+    code, _, reg = await call(proxy, STATE + "RegisterJob", state_pb2.RegisterJobRequest(job=job),
                               secret=acl.management)
     assert code == grpc.StatusCode.OK, reg
     pause = state_pb2.SetSchedulerConfigRequest(
         config=scheduler_pb2.SchedulerConfig(pause_eval_broker=True))
     for secret in ("", acl.reader, acl.worker):
-        assert (await call(proxy, _S + "SetSchedulerConfig", pause, secret=secret))[0] == \
+        assert (await call(proxy, STATE + "SetSchedulerConfig", pause, secret=secret))[0] == \
             grpc.StatusCode.PERMISSION_DENIED
-    assert (await call(proxy, _S + "SetSchedulerConfig", pause,
+    assert (await call(proxy, STATE + "SetSchedulerConfig", pause,
                        secret=acl.management))[0] == grpc.StatusCode.OK
     delete = state_pb2.DeleteEvaluationsRequest(namespace="*", filter='job_id == "nothing"')
     for secret in ("", acl.reader, acl.worker):
-        assert (await call(proxy, _S + "DeleteEvaluations", delete, secret=secret))[0] == \
+        assert (await call(proxy, STATE + "DeleteEvaluations", delete, secret=secret))[0] == \
             grpc.StatusCode.PERMISSION_DENIED
-    code, _, resp = await call(proxy, _S + "DeleteEvaluations", delete, secret=acl.management)
+    code, _, resp = await call(proxy, STATE + "DeleteEvaluations", delete, secret=acl.management)
     assert code == grpc.StatusCode.OK, resp
     resume = state_pb2.SetSchedulerConfigRequest(config=scheduler_pb2.SchedulerConfig())
-    assert (await call(proxy, _S + "SetSchedulerConfig", resume,
+    assert (await call(proxy, STATE + "SetSchedulerConfig", resume,
                        secret=acl.management))[0] == grpc.StatusCode.OK
 
 
@@ -178,7 +176,7 @@ async def test_a_worker_token_dequeues_and_the_broker_writes_the_outcome_as_serv
     job = job_pb2.Job(id="batch1", namespace="default", type=job_pb2.JOB_TYPE_BATCH,
                       datacenters=["dc1"],
                       task_groups=[job_pb2.TaskGroup(name="g", count=1)])
-    code, _, reg = await call(proxy, _S + "RegisterJob", state_pb2.RegisterJobRequest(job=job),
+    code, _, reg = await call(proxy, STATE + "RegisterJob", state_pb2.RegisterJobRequest(job=job),
                               secret=acl.management)
     assert code == grpc.StatusCode.OK, reg
     got = None
@@ -194,7 +192,7 @@ async def test_a_worker_token_dequeues_and_the_broker_writes_the_outcome_as_serv
     assert code == grpc.StatusCode.OK, ack
     ev = None
     for _ in range(100):
-        code, _, ev = await call(proxy, _S + "GetEvaluation", state_pb2.GetEvaluationRequest(
+        code, _, ev = await call(proxy, STATE + "GetEvaluation", state_pb2.GetEvaluationRequest(
             id=got.evaluation.id), secret=acl.reader)
         if code == grpc.StatusCode.OK and ev.evaluation.status == 3:  # COMPLETE
             break
@@ -204,14 +202,14 @@ async def test_a_worker_token_dequeues_and_the_broker_writes_the_outcome_as_serv
 
 async def test_revocation_is_refused_by_every_state_replica(acl: Acl) -> None:
     proxy = acl.cluster.channel("proxy")
-    code, _, tok = await call(proxy, _A + "CreateToken", acl_pb2.CreateTokenRequest(
+    code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
         name="short-lived", policies=["reader"]), secret=acl.management)
     assert code == grpc.StatusCode.OK
     replicas = [acl.cluster.channel("state-1"), acl.cluster.channel("state-2")]
     for ch in replicas:
-        code, _, me = await call(ch, _A + "GetSelfToken", secret=tok.secret_id)
+        code, _, me = await call(ch, ACL + "GetSelfToken", secret=tok.secret_id)
         assert code == grpc.StatusCode.OK and me.token.accessor_id == tok.token.accessor_id
-    code, _, _ = await call(replicas[0], _A + "RevokeToken", acl_pb2.RevokeTokenRequest(
+    code, _, _ = await call(replicas[0], ACL + "RevokeToken", acl_pb2.RevokeTokenRequest(
         accessor_id=tok.token.accessor_id), secret=acl.management)
     assert code == grpc.StatusCode.OK
     t0 = time.monotonic()
@@ -219,7 +217,7 @@ async def test_revocation_is_refused_by_every_state_replica(acl: Acl) -> None:
     while len(refused_after) < len(replicas) and time.monotonic() - t0 < 5:
         for i, ch in enumerate(replicas):
             if i not in refused_after:
-                code, reason, _ = await call(ch, _S + "ListJobs", secret=tok.secret_id)
+                code, reason, _ = await call(ch, STATE + "ListJobs", secret=tok.secret_id)
                 if code == grpc.StatusCode.UNAUTHENTICATED:
                     assert reason == "ACL_TOKEN_INVALID"
                     refused_after[i] = time.monotonic() - t0
@@ -248,10 +246,10 @@ async def test_no_secret_is_stored_in_etcd_in_plain_text(acl: Acl, etcd_endpoint
 async def test_secrets_never_reach_the_logs(acl: Acl, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     proxy = acl.cluster.channel("proxy")
-    await call(proxy, _S + "SetSchedulerConfig", secret=acl.reader)
-    await call(proxy, _S + "ListJobs", secret=acl.reader + "x")
-    await call(proxy, _A + "GetSelfToken", secret=acl.management)
-    await call(proxy, _A + "CreateToken", acl_pb2.CreateTokenRequest(
+    await call(proxy, STATE + "SetSchedulerConfig", secret=acl.reader)
+    await call(proxy, STATE + "ListJobs", secret=acl.reader + "x")
+    await call(proxy, ACL + "GetSelfToken", secret=acl.management)
+    await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
         name="n", policies=["nope"]), secret=acl.management)
     assert caplog.records  # the access log did record the calls
     for secret in (acl.reader, acl.management):
@@ -280,9 +278,9 @@ async def test_leader_only_writes_need_the_server_identity_even_with_a_valid_fen
     done = evaluation_pb2.Evaluation(id="forged", namespace="default", type="service",
                                      status=evaluation_pb2.EVALUATION_STATUS_COMPLETE)
     ch = acl.cluster.channel("state-1")
-    for method, req in ((_S + "UpsertEvaluations",
+    for method, req in ((STATE + "UpsertEvaluations",
                          state_pb2.UpsertEvaluationsRequest(evaluations=[done])),
-                        (_S + "UpdateEvaluations",
+                        (STATE + "UpdateEvaluations",
                          state_pb2.UpdateEvaluationsRequest(creates=[done]))):
         req_cls = type(req)
         with pytest.raises(grpc.aio.AioRpcError) as err:
@@ -291,14 +289,14 @@ async def test_leader_only_writes_need_the_server_identity_even_with_a_valid_fen
                 req, metadata=(*fence, ("authorization", f"Bearer {acl.management}")),
                 timeout=5)
         assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED, (method, err.value)
-    code, _, _ = await call(ch, _S + "GetEvaluation", state_pb2.GetEvaluationRequest(
+    code, _, _ = await call(ch, STATE + "GetEvaluation", state_pb2.GetEvaluationRequest(
         id="forged"), secret=acl.management)
     assert code == grpc.StatusCode.NOT_FOUND
 
 
 async def test_undecodable_requests_get_a_clear_status_with_acls_on(acl: Acl) -> None:
     ch = acl.cluster.channel("state-1")
-    raw = ch.unary_unary(_S + "RegisterJob", request_serializer=lambda b: b,
+    raw = ch.unary_unary(STATE + "RegisterJob", request_serializer=lambda b: b,
                          response_deserializer=lambda b: b)
     for secret, code in (("", grpc.StatusCode.PERMISSION_DENIED),
                          (acl.management, grpc.StatusCode.INVALID_ARGUMENT)):
@@ -319,14 +317,14 @@ async def test_a_deployment_write_reaches_state_through_the_watchers_server_iden
     tg = job_pb2.TaskGroup(name="g", count=1, update=job_pb2.UpdateStrategy(max_parallel=1))
     job = job_pb2.Job(id="rolling", namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
                       datacenters=["dc1"], task_groups=[tg])
-    code, _, reg = await call(proxy, _S + "RegisterJob", state_pb2.RegisterJobRequest(job=job),
+    code, _, reg = await call(proxy, STATE + "RegisterJob", state_pb2.RegisterJobRequest(job=job),
                               secret=acl.management)
     assert code == grpc.StatusCode.OK and reg.deployment_id, reg
-    code, _, _ = await call(proxy, _A + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+    code, _, _ = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
         name="deployer", rules="namespace: {default: {capabilities: [deployment-write]}}"),
         secret=acl.management)
     assert code == grpc.StatusCode.OK
-    code, _, tok = await call(proxy, _A + "CreateToken", acl_pb2.CreateTokenRequest(
+    code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
         name="deployer", policies=["deployer"]), secret=acl.management)
     assert code == grpc.StatusCode.OK
     pause = deployments_pb2.PauseDeploymentRequest(namespace="default",
@@ -343,6 +341,6 @@ async def test_a_deployment_write_reaches_state_through_the_watchers_server_iden
                             grpc.StatusCode.UNAUTHENTICATED), resp
         await asyncio.sleep(0.05)
     assert code == grpc.StatusCode.OK, resp
-    code, _, got = await call(proxy, _S + "GetDeployment", state_pb2.GetDeploymentRequest(
+    code, _, got = await call(proxy, STATE + "GetDeployment", state_pb2.GetDeploymentRequest(
         namespace="default", id=reg.deployment_id), secret=acl.reader)
     assert code == grpc.StatusCode.OK and got.deployment.status == 2, got  # PAUSED

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
-from acl_cluster import call, settings, until_code
+from acl_cluster import ACL, call, settings, until_code
 
 from drover.api.acl.v1 import acl_pb2
 from drover.config import AclSettings
@@ -28,8 +28,6 @@ from drover.telemetry.observed import registered
 
 pytestmark = pytest.mark.slow
 
-_A = "/drover.acl.v1.AclService/"
-_S = "/drover.state.v1.StateService/"
 MAX_STALE = 1.5
 BOUND = 20.0  # longest any one wait may take, on a loaded machine
 
@@ -53,9 +51,9 @@ async def test_a_token_revoked_while_the_watch_stalls_is_refused_past_the_bound(
     assert "drover.acl.staleness" in registered()
     ch = channel(server.ctx.address)
     try:
-        _, _, boot = await call(ch, _A + "Bootstrap")
+        _, _, boot = await call(ch, ACL + "Bootstrap")
         mgmt = boot.secret_id  # type: ignore[attr-defined]
-        code, _, tok = await call(ch, _A + "CreateToken", acl_pb2.CreateTokenRequest(
+        code, _, tok = await call(ch, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
             name="doomed", type=acl_pb2.TOKEN_TYPE_MANAGEMENT), secret=mgmt)
         assert code == grpc.StatusCode.OK, tok
         doomed = tok.secret_id  # type: ignore[attr-defined]
@@ -65,7 +63,7 @@ async def test_a_token_revoked_while_the_watch_stalls_is_refused_past_the_bound(
         assert cache._task is not None
         cache._task.cancel()
         await asyncio.gather(cache._task, return_exceptions=True)
-        code, _, resp = await call(ch, _A + "RevokeToken", acl_pb2.RevokeTokenRequest(
+        code, _, resp = await call(ch, ACL + "RevokeToken", acl_pb2.RevokeTokenRequest(
             accessor_id=tok.token.accessor_id), secret=mgmt)  # type: ignore[attr-defined]
         assert code == grpc.StatusCode.OK, resp
         assert cache.state.resolve(doomed).accessor_id  # the stalled view still holds it

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import grpc
 import pytest
-from acl_cluster import STALE_READ, call, settings, until_code
+from acl_cluster import ACL, STALE_READ, STATE, call, settings, until_code
 
 from drover.api.acl.v1 import acl_pb2
 from drover.config import AclSettings
@@ -33,8 +33,6 @@ from drover.rpc.server import DroverServer
 
 pytestmark = pytest.mark.slow
 
-_A = "/drover.acl.v1.AclService/"
-_S = "/drover.state.v1.StateService/"
 MAX_STALE = 3.0
 #: Longest any one wait below may take, on a loaded machine.
 BOUND = 30.0
@@ -70,13 +68,13 @@ async def rig() -> AsyncIterator[Rig]:
         servers.append(await _serve(etcd.endpoint, prefix, "deny", "deny"))
         servers.append(await _serve(etcd.endpoint, prefix, "extend", "extend-cache"))
         ch = channel(servers[0].ctx.address)  # type: ignore[union-attr]
-        code, _, boot = await call(ch, _A + "Bootstrap")
+        code, _, boot = await call(ch, ACL + "Bootstrap")
         assert code == grpc.StatusCode.OK, boot
         mgmt = boot.secret_id  # type: ignore[attr-defined]
-        code, _, resp = await call(ch, _A + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+        code, _, resp = await call(ch, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
             name="reader", rules=READER), secret=mgmt)
         assert code == grpc.StatusCode.OK, resp
-        code, _, tok = await call(ch, _A + "CreateToken", acl_pb2.CreateTokenRequest(
+        code, _, tok = await call(ch, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
             name="reader", policies=["reader"]), secret=mgmt)
         assert code == grpc.StatusCode.OK, tok
         await ch.close()
@@ -105,7 +103,7 @@ async def test_a_frozen_etcd_makes_the_view_stale_refused_then_served_again(rig:
         assert rig.deny.acl is not None and rig.deny.acl.cache.freshness.stale
         # extend-cache: just as stale, still judged with the cached view.
         assert rig.extend.acl is not None and rig.extend.acl.cache.freshness.stale
-        code, _, resp = await call(extend, _S + "ListJobs", STALE_READ, secret=rig.reader)
+        code, _, resp = await call(extend, STATE + "ListJobs", STALE_READ, secret=rig.reader)
         assert code == grpc.StatusCode.OK, resp
         rig.etcd.resume()
         resumed_at = time.monotonic()

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
-from acl_cluster import Cluster, call, start_cluster, until_code
+from acl_cluster import ACL, STATE, Cluster, call, start_cluster, until_code
 
 from drover.api.acl.v1 import acl_pb2
 from drover.api.state.v1 import state_pb2
@@ -25,8 +25,6 @@ from drover.proxy.app import ProxyApp
 
 pytestmark = pytest.mark.slow
 
-_A = "/drover.acl.v1.AclService/"
-_S = "/drover.state.v1.StateService/"
 MAX_STALE = 1.5
 BOUND = 20.0  # longest any one wait may take, on a loaded machine
 
@@ -50,7 +48,7 @@ async def test_a_write_refused_for_stale_acl_data_is_served_by_the_other_replica
         cluster: Cluster) -> None:
     proxy, stale = cluster.channel("proxy"), cluster.channel("state-1")
     try:
-        code, _, boot = await call(proxy, _A + "Bootstrap")
+        code, _, boot = await call(proxy, ACL + "Bootstrap")
         assert code == grpc.StatusCode.OK, boot
         mgmt = boot.secret_id
         for name in ("state-1", "state-2"):  # both replicas know the token
@@ -65,7 +63,7 @@ async def test_a_write_refused_for_stale_acl_data_is_served_by_the_other_replica
         assert acl is not None and acl.cache._task is not None
         acl.cache._task.cancel()
         await asyncio.gather(acl.cache._task, return_exceptions=True)
-        code, _, made = await call(proxy, _A + "CreateToken", acl_pb2.CreateTokenRequest(
+        code, _, made = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
             name="later", type=acl_pb2.TOKEN_TYPE_MANAGEMENT), secret=mgmt)
         assert code == grpc.StatusCode.OK, made
         code, reason, details = await until_code(stale, mgmt, grpc.StatusCode.UNAVAILABLE,
@@ -80,7 +78,7 @@ async def test_a_write_refused_for_stale_acl_data_is_served_by_the_other_replica
             servers.notify_failed(front)
         assert servers.servers[0].address == cluster.address("state-1")
         retried = sum(n for (svc, _), n in app.forwarder.retries.items() if svc == "state")
-        code, _, resp = await call(proxy, _S + "UpsertEvaluations",
+        code, _, resp = await call(proxy, STATE + "UpsertEvaluations",
                                    state_pb2.UpsertEvaluationsRequest(evaluations=[_eval(0)]),
                                    secret=mgmt)
         assert code == grpc.StatusCode.OK, resp
@@ -89,7 +87,7 @@ async def test_a_write_refused_for_stale_acl_data_is_served_by_the_other_replica
         # The stale replica went to the back: the next writes go straight to state-2.
         assert servers.servers[0].address == cluster.address("state-2")
         for i in range(1, 4):
-            code, _, resp = await call(proxy, _S + "UpsertEvaluations",
+            code, _, resp = await call(proxy, STATE + "UpsertEvaluations",
                                        state_pb2.UpsertEvaluationsRequest(
                                            evaluations=[_eval(i)]), secret=mgmt)
             assert code == grpc.StatusCode.OK, resp
