@@ -273,10 +273,14 @@ class Tables:
         if ok is None:
             ok = self.keys.parse(key)
             if ok is not None:
-                if len(self._parsed) >= PARSED_KEYS:
-                    self._parsed.clear()
-                self._parsed[key] = ok
+                self._remember_parse(key, ok)
         return ok
+
+    def _remember_parse(self, key: bytes, ok: codec.ObjectKey) -> None:
+        parsed = self._parsed
+        if len(parsed) >= PARSED_KEYS:
+            parsed.clear()  # a bound, not an LRU (see _parse)
+        parsed[key] = ok
 
     def expect_put(self, key: bytes, value: bytes, kind: str, ns: str, oid: str,
                    msg: Any) -> None:
@@ -289,11 +293,8 @@ class Tables:
         if len(expected) >= EXPECTED_MAX:
             expected.clear()  # a bound: left by plans not committed, or events not seen
         expected[key] = (value, _RECORD_MAKERS[kind](msg))
-        parsed = self._parsed
-        if key not in parsed:
-            if len(parsed) >= PARSED_KEYS:
-                parsed.clear()
-            parsed[key] = _tuple(codec.ObjectKey, (kind, ns, oid))
+        if key not in self._parsed:
+            self._remember_parse(key, _tuple(codec.ObjectKey, (kind, ns, oid)))
 
     def apply(self, key: bytes, value: bytes, create: int, mod: int, deleted: bool) -> (
         tuple[codec.ObjectKey, Entry | None] | None
