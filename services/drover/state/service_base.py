@@ -16,7 +16,7 @@ from drover.coord.fence import Fence
 from drover.rpc.acl import current_identity
 from drover.state import codec
 from drover.state.cache import Cache
-from drover.state.core.plan import WriteContext
+from drover.state.core.plan import WriteContext, objects_per_txn
 from drover.state.core.rules import leader_fence
 from drover.state.reads import Reader
 from drover.state.transact import Planner, transact
@@ -39,7 +39,7 @@ class Base:
     @property
     def max_objects(self) -> int:
         """Objects one write request may carry here (:attr:`WriteContext.max_objects`)."""
-        return self.writer.max_txn_ops - 1
+        return objects_per_txn(self.writer.max_txn_ops)
 
     def write_context(self) -> WriteContext:
         """One clock reading for the call, random UUIDs for new objects, the

@@ -39,6 +39,12 @@ DEFAULT_CONFLICT = "an object changed concurrently; re-read and retry"
 #: etcd's default ``--max-txn-ops``: what a replica assumes unless told more.
 ETCD_DEFAULT_TXN_OPS = 128
 
+
+def objects_per_txn(max_txn_ops: int) -> int:
+    """Objects one write may carry in a txn of ``max_txn_ops``: less the
+    revision marker every write adds (the request cap of every write RPC)."""
+    return max_txn_ops - 1
+
 #: What a NamedTuple's own ``__new__`` does, minus a Python call: a plan
 #: makes a Compare, a Put and an Event per object it writes.
 _tuple = tuple.__new__
@@ -74,8 +80,8 @@ class WriteContext:
 
     @property
     def max_objects(self) -> int:
-        """Objects one plan may write: the txn's ops less the revision marker."""
-        return self.max_txn_ops - 1
+        """Objects one plan may write (:func:`objects_per_txn`)."""
+        return objects_per_txn(self.max_txn_ops)
 
     @property
     def max_compares(self) -> int:
