@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from deployments_builders import G, alloc, deployment
 
-from drover.deployments.accounting import (
+from drover.deployments.core.accounting import (
     GroupTally,
     awaiting_promotion,
     deployment_complete,

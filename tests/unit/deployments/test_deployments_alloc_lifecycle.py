@@ -8,9 +8,9 @@ import pytest
 from deployments_builders import SUCCESSFUL, T0, G, alloc, deployment, job
 
 from drover.api.types.v1 import allocation_pb2
-from drover.deployments.accounting import GroupTally, is_live, tally
+from drover.deployments.core.accounting import GroupTally, is_live, tally
+from drover.deployments.core.watcher import DeploymentWatcher
 from drover.deployments.errors import CanariesUnhealthy
-from drover.deployments.watcher import DeploymentWatcher
 
 STOP = allocation_pb2.ALLOC_DESIRED_STATUS_STOP
 EVICT = allocation_pb2.ALLOC_DESIRED_STATUS_EVICT

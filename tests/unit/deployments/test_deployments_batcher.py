@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from deployments_builders import T0
 
-from drover.deployments.batcher import BatcherConfig, BatcherStats, EvalBatcher
-from drover.deployments.effects import CreateEvaluation
+from drover.deployments.core.batcher import BatcherConfig, BatcherStats, EvalBatcher
+from drover.deployments.core.effects import CreateEvaluation
 
 
 def request(deployment_id: str) -> CreateEvaluation:

@@ -6,13 +6,13 @@ import pytest
 from deployments_builders import PAUSED, T0, G, deployment
 
 from drover.api.types.v1 import deployment_pb2
-from drover.deployments.deadline import (
+from drover.deployments.core.deadline import (
     ProgressEvent,
     deadline_missed,
     earliest_deadline,
     next_progress_deadline,
 )
-from drover.deployments.walltime import from_timestamp, to_timestamp
+from drover.deployments.core.walltime import from_timestamp, to_timestamp
 
 WINDOW = 600.0
 

@@ -8,9 +8,9 @@ import pytest
 from deployments_builders import FAILED, PAUSED, SUCCESSFUL, T0, G, alloc, deployment, job
 from virtual_clock import VirtualClock
 
-from drover.deployments.batcher import BatcherConfig
+from drover.deployments.core.batcher import BatcherConfig
+from drover.deployments.core.manager import WatcherManager, WatcherStats
 from drover.deployments.errors import DeploymentNotFound
-from drover.deployments.manager import WatcherManager, WatcherStats
 from drover.errors import NotFound
 
 

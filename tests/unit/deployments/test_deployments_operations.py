@@ -19,7 +19,9 @@ from deployments_builders import (
 )
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2
-from drover.deployments.effects import UpdateAllocHealth
+from drover.deployments.core.effects import UpdateAllocHealth
+from drover.deployments.core.walltime import from_timestamp
+from drover.deployments.core.watcher import DeploymentWatcher
 from drover.deployments.errors import (
     AllocationNotInDeployment,
     CanariesUnhealthy,
@@ -28,8 +30,6 @@ from drover.deployments.errors import (
     NoCanaries,
     UnknownTaskGroup,
 )
-from drover.deployments.walltime import from_timestamp
-from drover.deployments.watcher import DeploymentWatcher
 from drover.errors import FailedPrecondition, InvalidArgument
 
 CANARY_GROUPS = {"web": G(total=3, canaries=2), "api": G(total=2, canaries=1), "db": G(total=1)}

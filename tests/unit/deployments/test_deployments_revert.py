@@ -6,7 +6,7 @@ from deployments_builders import job
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from drover.api.types.v1 import job_pb2
-from drover.deployments.revert import RevertChoice, choose_revert, same_spec
+from drover.deployments.core.revert import RevertChoice, choose_revert, same_spec
 
 FAILURE = "Failed due to unhealthy allocations"
 

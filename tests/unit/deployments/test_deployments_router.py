@@ -5,7 +5,7 @@ from __future__ import annotations
 from deployments_builders import alloc
 
 from drover.api.types.v1 import allocation_pb2
-from drover.deployments.router import AllocRouter, RouterStats
+from drover.deployments.core.router import AllocRouter, RouterStats
 
 
 def test_routes_to_the_owner_only() -> None:

@@ -12,8 +12,8 @@ from deployments_builders import RUNNING, SUCCESSFUL, T0, G, alloc, deployment, 
 from virtual_clock import VirtualClock
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2
-from drover.deployments.effects import CreateEvaluation, Decision, MarkJobStable, apply_update
-from drover.deployments.manager import WatcherManager
+from drover.deployments.core.effects import CreateEvaluation, Decision, MarkJobStable, apply_update
+from drover.deployments.core.manager import WatcherManager
 
 
 class World:

@@ -8,9 +8,9 @@ import pytest
 from deployments_builders import FAILED, PAUSED, RUNNING, SUCCESSFUL, T0, G, alloc, deployment, job
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2
-from drover.deployments.effects import GroupUpdate, MarkJobStable, RevertJob, apply_update
-from drover.deployments.walltime import from_timestamp
-from drover.deployments.watcher import DeploymentWatcher
+from drover.deployments.core.effects import GroupUpdate, MarkJobStable, RevertJob, apply_update
+from drover.deployments.core.walltime import from_timestamp
+from drover.deployments.core.watcher import DeploymentWatcher
 
 WINDOW = 600.0
 

@@ -9,7 +9,7 @@ The shell owns two subscriptions (deployments, allocations) and calls in:
 - ``on_allocation`` / ``on_allocation_deleted`` for the allocation stream;
   the :class:`~.router.AllocRouter` wakes only the owning watcher;
 - ``check_deadlines`` and ``flush_evaluations`` when ``next_wakeup`` comes;
-- the manual operations, which raise :mod:`.errors` classes.
+- the manual operations, which raise :mod:`..errors` classes.
 
 Every call returns :class:`~.effects.Decision` values for the shell to write
 (leader fence on each). A follow-up evaluation rides in the decision whose
@@ -42,9 +42,9 @@ from dataclasses import dataclass
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
 
+from ..errors import DeploymentNotFound
 from .batcher import BatcherConfig, EvalBatcher
 from .effects import CreateEvaluation, Decision
-from .errors import DeploymentNotFound
 from .router import AllocRouter
 from .walltime import WallClock
 from .watcher import ACTIVE, DeploymentWatcher

@@ -17,7 +17,7 @@ the one rule in :mod:`.deadline`, and decides, in this order:
    batches. Promotion, success and follow-ups happen only while running.
 
 Manual operations (promote, pause/resume, fail, set_alloc_health) validate
-first and raise :mod:`.errors` classes; their decisions carry an immediate
+first and raise :mod:`..errors` classes; their decisions carry an immediate
 evaluation so the caller's response can name it.
 
 Steps are idempotent: a redelivered allocation or an echo of our own write
@@ -32,6 +32,14 @@ from collections.abc import Iterable, Sequence
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
 
+from ..errors import (
+    AllocationNotInDeployment,
+    CanariesUnhealthy,
+    DeploymentNotActive,
+    InvalidAllocHealth,
+    NoCanaries,
+    UnknownTaskGroup,
+)
 from .accounting import (
     GroupTally,
     deployment_complete,
@@ -53,14 +61,6 @@ from .effects import (
     MarkJobStable,
     RevertJob,
     UpdateAllocHealth,
-)
-from .errors import (
-    AllocationNotInDeployment,
-    CanariesUnhealthy,
-    DeploymentNotActive,
-    InvalidAllocHealth,
-    NoCanaries,
-    UnknownTaskGroup,
 )
 from .revert import choose_revert
 from .walltime import from_timestamp, to_timestamp
