@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drover.proxy.convergence import ReplicaRevision, convergence
+from drover.proxy.core.convergence import ReplicaRevision, convergence
 from drover.proxy.errors import DuplicateReplica, InvalidRevision
 
 

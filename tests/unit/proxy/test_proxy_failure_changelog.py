@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from drover.proxy.change_log import ChangeLog
 from drover.proxy.config import parse_backup_servers
+from drover.proxy.core.change_log import ChangeLog
+from drover.proxy.core.failure import classify
+from drover.proxy.core.retry import FailureKind
 from drover.proxy.errors import InvalidBackupServer, InvalidRevision
-from drover.proxy.failure import classify
 from drover.proxy.forward import forwardable, forwarded_methods
-from drover.proxy.retry import FailureKind
 from drover.rpc.remote import RemoteStatus
 
 REFUSED = (

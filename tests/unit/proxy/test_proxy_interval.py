@@ -11,9 +11,9 @@ from virtual_clock import VirtualClock
 
 from drover.errors import InvalidArgument
 from drover.proxy.config import ProxyConfig
-from drover.proxy.interval import RebalanceScheduler, rate_scaled_interval, rebalance_interval
-from drover.proxy.server import Server
-from drover.proxy.server_list import ServerList
+from drover.proxy.core.interval import RebalanceScheduler, rate_scaled_interval, rebalance_interval
+from drover.proxy.core.server import Server
+from drover.proxy.core.server_list import ServerList
 
 CONFIG = ProxyConfig()
 MINUTE = 60.0

@@ -6,10 +6,10 @@ from __future__ import annotations
 import random
 
 from drover.proxy.config import ProxyConfig
-from drover.proxy.failure import classify
-from drover.proxy.retry import RetryAction, decide_retry
-from drover.proxy.server import Server
-from drover.proxy.server_list import ServerList
+from drover.proxy.core.failure import classify
+from drover.proxy.core.retry import RetryAction, decide_retry
+from drover.proxy.core.server import Server
+from drover.proxy.core.server_list import ServerList
 from drover.rpc.remote import RemoteStatus
 
 

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from virtual_clock import VirtualClock
 
 from drover.proxy.config import ProxyConfig
+from drover.proxy.core.rebalance import PingResult, RebalancePlan, RebalanceVerdict, reorder
+from drover.proxy.core.server import Server
+from drover.proxy.core.server_list import ServerList
 from drover.proxy.errors import ForeignPlan, InvalidPingResults
-from drover.proxy.rebalance import PingResult, RebalancePlan, RebalanceVerdict, reorder
-from drover.proxy.server import Server
-from drover.proxy.server_list import ServerList
 
 
 def make_servers(n: int) -> list[Server]:

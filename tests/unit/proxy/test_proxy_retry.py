@@ -7,8 +7,8 @@ import pytest
 from drover.api.broker.v1 import broker_pb2
 from drover.api.deployments.v1 import deployments_pb2
 from drover.api.state.v1 import state_pb2
-from drover.proxy.failure import classify
-from drover.proxy.retry import (
+from drover.proxy.core.failure import classify
+from drover.proxy.core.retry import (
     CallFailure,
     FailureKind,
     RetryAction,

@@ -11,9 +11,9 @@ from virtual_clock import VirtualClock
 
 from drover.errors import InvalidArgument
 from drover.proxy.config import ProxyConfig
+from drover.proxy.core.server import Server
+from drover.proxy.core.server_list import ServerList
 from drover.proxy.errors import InvalidServer
-from drover.proxy.server import Server
-from drover.proxy.server_list import ServerList
 
 
 class ReversingRandom(random.Random):

@@ -8,9 +8,9 @@ import pytest
 from virtual_clock import VirtualClock
 
 from drover.proxy.config import ProxyConfig
+from drover.proxy.core.server import Server
+from drover.proxy.core.server_lists import ServerLists
 from drover.proxy.errors import InvalidRevision, UnknownService
-from drover.proxy.server import Server
-from drover.proxy.server_lists import ServerLists
 
 
 def servers(prefix: str, n: int, version: int = 1) -> list[Server]:

@@ -7,9 +7,9 @@ import random
 from virtual_clock import VirtualClock
 
 from drover.proxy.config import ProxyConfig
-from drover.proxy.server import Server
-from drover.proxy.server_list import ServerList
-from drover.proxy.version_gate import VersionGate, WarningThrottle
+from drover.proxy.core.server import Server
+from drover.proxy.core.server_list import ServerList
+from drover.proxy.core.version_gate import VersionGate, WarningThrottle
 
 HOUR = 3600.0
 

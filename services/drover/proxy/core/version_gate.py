@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
 from drover.proxy.config import ProxyConfig
-from drover.proxy.server import UNKNOWN_RPC_VERSION, Server
+from drover.proxy.core.server import UNKNOWN_RPC_VERSION, Server
 
 
 class WarningThrottle:

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from drover.proxy.config import ProxyConfig
+from drover.proxy.core.server import Server
+from drover.proxy.core.server_list import DiscoveryUpdate, ServerList
+from drover.proxy.core.snapshot import ListsSnapshot
+from drover.proxy.core.version_gate import VersionGate
 from drover.proxy.errors import InvalidRevision, UnknownService
-from drover.proxy.server import Server
-from drover.proxy.server_list import DiscoveryUpdate, ServerList
-from drover.proxy.snapshot import ListsSnapshot
-from drover.proxy.version_gate import VersionGate
 
 
 @dataclass(frozen=True)

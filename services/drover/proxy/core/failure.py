@@ -1,4 +1,4 @@
-"""Turning a failed forwarded call into a :class:`~drover.proxy.retry.CallFailure`.
+"""Turning a failed forwarded call into a :class:`~drover.proxy.core.retry.CallFailure`.
 
 gRPC does not say whether a failed call's request reached the server, so the
 proxy reads it from what the failure looks like, and errs on the side of
@@ -20,7 +20,7 @@ names, no gRPC objects).
 
 from __future__ import annotations
 
-from drover.proxy.retry import CallFailure, FailureKind
+from drover.proxy.core.retry import CallFailure, FailureKind
 from drover.remote_errors import RemoteStatus
 
 #: Lower-case fragments of UNAVAILABLE details that mean "never connected".

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drover.proxy.server import Server
+from drover.proxy.core.server import Server
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ Rules, and why:
   known, leader-only calls go to other servers first. It stops being
   deposed when elected again (only the last :data:`DEPOSED_KEPT` are kept).
 * **Version gate.** Servers advertising a newer rpc version are left off
-  (see :mod:`drover.proxy.version_gate`).
+  (see :mod:`drover.proxy.core.version_gate`).
 
 Times are monotonic seconds from the injected clock; the shell converts them
 to wall-clock timestamps for ListServers. Not thread-safe: one event loop.
@@ -52,9 +52,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from drover.proxy.config import ProxyConfig
-from drover.proxy.errors import ForeignPlan, InvalidServer
-from drover.proxy.interval import RebalanceScheduler
-from drover.proxy.rebalance import (
+from drover.proxy.core.interval import RebalanceScheduler
+from drover.proxy.core.rebalance import (
     PingResult,
     RebalanceOutcome,
     RebalancePlan,
@@ -62,9 +61,10 @@ from drover.proxy.rebalance import (
     check_ping_order,
     reorder,
 )
-from drover.proxy.server import Server
-from drover.proxy.snapshot import ServerListSnapshot, ServerStatus
-from drover.proxy.version_gate import VersionGate
+from drover.proxy.core.server import Server
+from drover.proxy.core.snapshot import ServerListSnapshot, ServerStatus
+from drover.proxy.core.version_gate import VersionGate
+from drover.proxy.errors import ForeignPlan, InvalidServer
 
 #: How many deposed leaders a list remembers.
 DEPOSED_KEPT = 16

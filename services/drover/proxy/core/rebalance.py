@@ -1,7 +1,7 @@
 """The pure half of a rebalance: a plan to ping in, and what the pings mean.
 
 Pinging is I/O, so a rebalance is split in two (see
-:mod:`drover.proxy.server_list`): the list hands out a :class:`RebalancePlan`
+:mod:`drover.proxy.core.server_list`): the list hands out a :class:`RebalancePlan`
 (a shuffled copy of its discovered servers and the generation it came from),
 the shell pings in plan order and reports :class:`PingResult` s, and
 :func:`reorder` computes the new order as Nomad does: the first server that
@@ -16,8 +16,8 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from drover.proxy.core.server import Server
 from drover.proxy.errors import InvalidPingResults
-from drover.proxy.server import Server
 
 
 @dataclass(frozen=True)
