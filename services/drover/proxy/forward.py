@@ -78,6 +78,10 @@ class Channels(Protocol):
     def get(self, address: str) -> grpc.aio.Channel: ...
 
 
+def _no_server(lst: ServerList) -> NoServer:
+    return NoServer(f"no server known for {lst.service}", metadata={"service": lst.service})
+
+
 class Forwarder:
     """Forwards calls for every backend method; see the module docstring."""
 
@@ -168,13 +172,29 @@ class Forwarder:
     def _pick(self, lst: ServerList) -> Server:
         server = lst.pick()
         if server is None:
-            raise _Retry(
-                NoServer(
-                    f"no server known for {lst.service}",
-                    metadata={"service": lst.service},
-                )
-            )
+            raise _Retry(_no_server(lst))
         return server
+
+    def _call_once(
+        self, m: ForwardedMethod, requests: Any, context: grpc.aio.ServicerContext[Any, Any],
+        shape: Callable[[grpc.aio.Channel], Any],
+    ) -> tuple[ServerList, Server, Any]:
+        """Open a client-streaming call on the server in use, for one attempt only.
+
+        ``shape`` picks the channel's multi-callable (``stream_unary`` or
+        ``stream_stream``); the request stream is consumed once, so there is
+        nothing to retry with.
+        """
+        lst = self._lists.get(m.backend)
+        server = lst.pick()
+        if server is None:
+            raise _no_server(lst)
+        call = shape(self._channels.get(server.address))(
+            requests,
+            metadata=forwardable(context.invocation_metadata()),
+            timeout=self._timeout(self._deadline(context)),
+        )
+        return lst, server, call
 
     def _count(self, service: str, how: str) -> None:
         key = (service, how)
@@ -276,9 +296,7 @@ class Forwarder:
             budget -= 1
             server = lst.pick()
             if server is None:
-                error = NoServer(
-                    f"no server known for {lst.service}", metadata={"service": lst.service}
-                )
+                error = _no_server(lst)
                 failures += 1
                 continue
             sent = cursor.resume_request() if cursor is not None else request
@@ -338,15 +356,8 @@ class Forwarder:
     async def _stream_unary(
         self, m: ForwardedMethod, requests: Any, context: grpc.aio.ServicerContext[Any, Any]
     ) -> bytes:
-        lst = self._lists.get(m.backend)
-        server = lst.pick()
-        if server is None:
-            raise NoServer(f"no server known for {lst.service}", metadata={"service": lst.service})
-        call = self._channels.get(server.address).stream_unary(m.path)(
-            requests,
-            metadata=forwardable(context.invocation_metadata()),
-            timeout=self._timeout(self._deadline(context)),
-        )
+        lst, server, call = self._call_once(
+            m, requests, context, lambda channel: channel.stream_unary(m.path))
         try:
             response: bytes = await call
         except grpc.aio.AioRpcError as err:
@@ -361,15 +372,8 @@ class Forwarder:
     async def _stream_stream(
         self, m: ForwardedMethod, requests: Any, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[bytes]:
-        lst = self._lists.get(m.backend)
-        server = lst.pick()
-        if server is None:
-            raise NoServer(f"no server known for {lst.service}", metadata={"service": lst.service})
-        call = self._channels.get(server.address).stream_stream(m.path)(
-            requests,
-            metadata=forwardable(context.invocation_metadata()),
-            timeout=self._timeout(self._deadline(context)),
-        )
+        lst, server, call = self._call_once(
+            m, requests, context, lambda channel: channel.stream_stream(m.path))
         try:
             await self._relay_initial(context, call)
             while True:
