@@ -191,3 +191,14 @@ def test_classify_keeps_the_reason_of_an_answer_only() -> None:
     broken = classify(RemoteStatus("UNAVAILABLE", "socket closed", reason="ACL_DATA_STALE"),
                       server="a:1")
     assert (broken.kind, broken.reason) == (K.CONNECTION_LOST, "")
+
+
+def test_term_travels_from_the_status_to_the_decision() -> None:
+    failure = classify(RemoteStatus("UNAVAILABLE", "not the leader", leader="b:2", answered=True,
+                                    leader_term=42), server="a:1")
+    assert (failure.leader_hint, failure.leader_term) == ("b:2", 42)
+    decision = decide_retry("/drover.broker.v1.EvalBrokerService/Dequeue", failure)
+    assert decision.action is RetryAction.FOLLOW_LEADER
+    assert (decision.leader, decision.leader_term) == ("b:2", 42)
+    junk = classify(RemoteStatus("UNAVAILABLE", "", leader="b:2"), server="a:1")
+    assert junk.leader_term == 0

@@ -467,3 +467,33 @@ def test_re_election_ends_deposition() -> None:
     lst.set_leader(a.address)
     assert lst.deposed == {b.address}
     assert lst.pick() == a
+
+
+# -- leader hints carry the term: a stale hint (older term than the elected
+# leader the list knows) does not bounce calls back to a deposed leader.
+
+
+def _broker_list() -> tuple[ServerList, list[Server]]:
+    lst = ServerList("broker", ProxyConfig(), lambda: 1000.0, random.Random(7))
+    servers = [Server(f"10.0.0.{i}:4647", f"r{i}", 1) for i in range(4)]
+    lst.set_discovered(servers)
+    return lst, servers
+
+
+def test_hint_of_an_older_term_is_ignored() -> None:
+    lst, (a, b, _, _) = _broker_list()
+    lst.set_leader(b.address, 20)
+    lst.follow_hint(a.address, 12)  # a replica that has not seen the election
+    assert lst.pick() == b
+
+
+def test_hint_of_a_newer_term_or_without_a_term_is_followed() -> None:
+    lst, (a, b, c, d) = _broker_list()
+    lst.set_leader(b.address, 20)
+    lst.follow_hint(c.address, 25)
+    assert lst.pick() == c
+    lst.set_leader(a.address, 30)
+    lst.follow_hint(d.address)  # an old replica that sends no term: trusted
+    assert lst.pick() == d
+    lst.follow_hint(b.address)  # ... unless it names a leader known deposed
+    assert lst.pick() == d
