@@ -31,7 +31,7 @@ from drover.rpc.replicas import ReplicaPool
 from drover.rpc.server import App, AppContext, ServiceBinding
 
 from . import metrics
-from .batcher import BatcherConfig
+from .core.batcher import BatcherConfig
 from .gc import GarbageCollector, GcConfig
 from .leader import LeaderConfig, WatcherLeader
 from .servicer import DeploymentWatcherServicer

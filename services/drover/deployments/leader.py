@@ -1,4 +1,4 @@
-"""The watcher leader: the async shell around :class:`~.manager.WatcherManager`;
+"""The watcher leader: the async shell around :class:`~.core.manager.WatcherManager`;
 this module is its ingesting half (sessions, streams, tracking, timers,
 manual calls), :mod:`.results` its writing half.
 
@@ -36,7 +36,7 @@ alive by the lease clock. Revocation is asynchronous; a process frozen past
 its lease and woken acts on nothing before it steps down.
 
 Writes: each deployment has one worker that applies its decisions in order
-(:mod:`.requests`, fenced UpdateDeployment), at most one write in flight per
+(:mod:`.core.requests`, fenced UpdateDeployment), at most one write in flight per
 deployment and any number across deployments. A follow-up evaluation is
 part of the decision whose deployment change needs it, so it is created in
 that same UpdateDeployment txn (nothing waits in memory to be lost with a
@@ -65,17 +65,17 @@ from drover.coord.term import Term
 from drover.errors import NotLeader, Unavailable
 from drover.tasks import cancel_and_wait
 
-from .batcher import BatcherConfig
-from .effects import Decision
+from .core.batcher import BatcherConfig
+from .core.effects import Decision
+from .core.manager import WatcherManager, WatcherStats
+from .core.requests import echo_key
+from .core.walltime import WallClock
+from .core.watcher import ACTIVE
 from .errors import DeploymentNotActive, DeploymentNotFound
 from .gc import GarbageCollector, GcPassResult
 from .leader_session import Result, Session
-from .manager import WatcherManager, WatcherStats
-from .requests import echo_key
 from .results import ResultWriter
 from .state_api import StateApi
-from .walltime import WallClock
-from .watcher import ACTIVE
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from drover.api.deployments.v1 import deployments_pb2
 from drover.api.types.v1 import deployment_pb2
 from drover.coord.term import Term
 
-from .effects import Decision
-from .manager import WatcherManager
+from .core.effects import Decision
+from .core.manager import WatcherManager
 
 Result = deployments_pb2.DeploymentUpdateResult
 Job = tuple[Decision, "asyncio.Future[Result] | None"]

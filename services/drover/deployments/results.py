@@ -1,7 +1,7 @@
 """Writing results: the deployment-watcher leader's write half.
 
 Leader only. Each deployment has one worker that applies its decisions in
-order (:mod:`.requests`, fenced UpdateDeployment): at most one write in
+order (:mod:`.core.requests`, fenced UpdateDeployment): at most one write in
 flight per deployment, any number across deployments. A follow-up
 evaluation with no deployment change to ride on leaves in a batch
 (UpsertEvaluations, fenced). A FENCE_LOST answer ends the term at once
@@ -25,13 +25,13 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2
 from drover.errors import Conflict, FenceLost, NotLeader
 
-from .effects import CreateEvaluation, Decision
+from .core.effects import CreateEvaluation, Decision
+from .core.requests import build_request, echo_key, result, written
+from .core.walltime import WallClock
+from .core.watcher import ACTIVE
 from .errors import DeploymentNotFound
 from .leader_session import Job, Result, Session
-from .requests import build_request, echo_key, result, written
 from .state_api import StateApi
-from .walltime import WallClock
-from .watcher import ACTIVE
 
 log = logging.getLogger(__name__)
 

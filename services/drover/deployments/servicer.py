@@ -16,8 +16,8 @@ from typing import Any
 from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
 from drover.errors import InvalidArgument, NotLeader
 
+from .core.manager import WatcherManager
 from .leader import Result, WatcherLeader
-from .manager import WatcherManager
 
 #: The established leader to advertise: (address, term), or None.
 LeaderHint = Callable[[], Awaitable[tuple[str, int] | None]]

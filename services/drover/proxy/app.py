@@ -44,11 +44,11 @@ from drover.proxy import metrics
 from drover.proxy.barrier import Barrier
 from drover.proxy.channel_pool import ChannelPool
 from drover.proxy.config import ProxyConfig, parse_backup_servers
+from drover.proxy.core.server_lists import ServerLists
 from drover.proxy.discovery import Discovery
 from drover.proxy.forward import BACKEND_MODULES, Forwarder
 from drover.proxy.hold import Holds
 from drover.proxy.rebalancer import Rebalancer
-from drover.proxy.server_lists import ServerLists
 from drover.proxy.servicer import ClientProxyServicer
 from drover.rpc.server import App, AppContext, ServiceBinding
 from drover.tasks import cancel_and_wait

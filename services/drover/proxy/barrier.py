@@ -1,6 +1,6 @@
 """The async convergence barrier: wait until every live proxy replica applied N.
 
-Any replica can answer. It evaluates :func:`~drover.proxy.convergence.convergence`
+Any replica can answer. It evaluates :func:`~drover.proxy.core.convergence.convergence`
 over the proxy replicas in its membership view, against the revision each
 must have applied to have applied N (:meth:`ChangeLog.effective_target`),
 after every membership change, until all are there or the timeout ends; the
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from drover.coord import Member
-from drover.proxy.change_log import ChangeLog
-from drover.proxy.convergence import Convergence, ReplicaRevision, convergence
+from drover.proxy.core.change_log import ChangeLog
+from drover.proxy.core.convergence import Convergence, ReplicaRevision, convergence
 from drover.proxy.errors import InvalidRevision, InvalidTimeout
 
 #: Re-evaluate at least this often even without a membership event.

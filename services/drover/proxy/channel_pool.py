@@ -8,7 +8,7 @@ calls fast that the new process would answer.
 
 Channels are built by :func:`drover.rpc.channels.channel` with the channel's
 own retries off: the proxy decides retries itself (see
-:mod:`drover.proxy.retry`), a second, hidden layer would repeat calls behind
+:mod:`drover.proxy.core.retry`), a second, hidden layer would repeat calls behind
 its back.
 """
 

@@ -13,7 +13,7 @@ address, rpc version or incarnation) counts as a change: backends updating
 their own applied revision and proxies publishing theirs do not. On such a
 change the lists are updated and the revision is published through the
 replica's membership entry (``Registration.set_applied_revision``) and
-recorded in the :class:`~drover.proxy.change_log.ChangeLog` the convergence
+recorded in the :class:`~drover.proxy.core.change_log.ChangeLog` the convergence
 barrier reads (see that module for why not every revision is published).
 
 ``pause()``/``resume()`` hold discovery back (events queue in the watch):
@@ -33,9 +33,9 @@ from drover.coord import Keyspace, Member, MemberList, list_members, observe_cha
 from drover.coord import watch_members as _watch_members
 from drover.coord.election import ObserveKV
 from drover.coord.watch import WatchKV
-from drover.proxy.change_log import ChangeLog
-from drover.proxy.server import Server
-from drover.proxy.server_lists import ServerLists
+from drover.proxy.core.change_log import ChangeLog
+from drover.proxy.core.server import Server
+from drover.proxy.core.server_lists import ServerLists
 
 log = logging.getLogger(__name__)
 

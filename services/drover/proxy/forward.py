@@ -8,13 +8,13 @@ with as long as the descriptors know them.
 
 Per call:
 
-* the server comes from the service's :class:`~drover.proxy.server_list.ServerList`
+* the server comes from the service's :class:`~drover.proxy.core.server_list.ServerList`
   (leader first for leader-only services);
 * the caller's metadata (minus transport headers) and remaining deadline go
   along; the backend's initial and trailing metadata and status come back,
   trailing ``grpc-status-details-bin`` included, so ErrorInfo survives;
-* a failure is classified (:mod:`drover.proxy.failure`) and the pure policy
-  (:func:`drover.proxy.retry.decide_retry`) says whether to follow a leader
+* a failure is classified (:mod:`drover.proxy.core.failure`) and the pure policy
+  (:func:`drover.proxy.core.retry.decide_retry`) says whether to follow a leader
   hint, try the next server or give up (:mod:`drover.proxy.outcome` applies
   it to the attempt). Retries run under tenacity, within
   the caller's deadline and at most ``servers + 2`` attempts (hints could
@@ -26,7 +26,7 @@ Per call:
   been applied), within the hold timeout, whatever the caller's deadline;
 * streams are retried only until their first response message, except
   ``Subscribe``, which is resumed on another replica from the last index
-  delivered (:mod:`drover.proxy.resume`), or ended with a status the client
+  delivered (:mod:`drover.proxy.core.resume`), or ended with a status the client
   can act on. Client-streaming methods (none in the drover API today) get
   one attempt, the request stream being consumed as it is sent.
 """
@@ -45,9 +45,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from tenacity.stop import stop_base
 
 from drover.errors import DroverError, clip
-from drover.proxy.errors import NoServer, StreamEnded
-from drover.proxy.hold import AttemptEnded, Holds
-from drover.proxy.methods import (
+from drover.proxy.core.methods import (
     BACKEND_MODULES,
     HOP_HEADERS,
     ForwardedMethod,
@@ -55,13 +53,15 @@ from drover.proxy.methods import (
     forwarded_methods,
     forwarded_service_names,
 )
+from drover.proxy.core.resume import RESUMABLE, StreamCursor
+from drover.proxy.core.server import Server
+from drover.proxy.core.server_list import ServerList
+from drover.proxy.errors import NoServer, StreamEnded
+from drover.proxy.hold import AttemptEnded, Holds
 from drover.proxy.outcome import RETRY_BACKOFF_BASE, RETRY_BACKOFF_MAX, next_step, report
 from drover.proxy.outcome import Final as _Final
 from drover.proxy.outcome import Retry as _Retry
 from drover.proxy.outcome import backoff as _wait
-from drover.proxy.resume import RESUMABLE, StreamCursor
-from drover.proxy.server import Server
-from drover.proxy.server_list import ServerList
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,10 @@ class Lists(Protocol):
 
 class Channels(Protocol):
     def get(self, address: str) -> grpc.aio.Channel: ...
+
+
+def _no_server(lst: ServerList) -> NoServer:
+    return NoServer(f"no server known for {lst.service}", metadata={"service": lst.service})
 
 
 class Forwarder:
@@ -168,13 +172,29 @@ class Forwarder:
     def _pick(self, lst: ServerList) -> Server:
         server = lst.pick()
         if server is None:
-            raise _Retry(
-                NoServer(
-                    f"no server known for {lst.service}",
-                    metadata={"service": lst.service},
-                )
-            )
+            raise _Retry(_no_server(lst))
         return server
+
+    def _call_once(
+        self, m: ForwardedMethod, requests: Any, context: grpc.aio.ServicerContext[Any, Any],
+        shape: Callable[[grpc.aio.Channel], Any],
+    ) -> tuple[ServerList, Server, Any]:
+        """Open a client-streaming call on the server in use, for one attempt only.
+
+        ``shape`` picks the channel's multi-callable (``stream_unary`` or
+        ``stream_stream``); the request stream is consumed once, so there is
+        nothing to retry with.
+        """
+        lst = self._lists.get(m.backend)
+        server = lst.pick()
+        if server is None:
+            raise _no_server(lst)
+        call = shape(self._channels.get(server.address))(
+            requests,
+            metadata=forwardable(context.invocation_metadata()),
+            timeout=self._timeout(self._deadline(context)),
+        )
+        return lst, server, call
 
     def _count(self, service: str, how: str) -> None:
         key = (service, how)
@@ -276,9 +296,7 @@ class Forwarder:
             budget -= 1
             server = lst.pick()
             if server is None:
-                error = NoServer(
-                    f"no server known for {lst.service}", metadata={"service": lst.service}
-                )
+                error = _no_server(lst)
                 failures += 1
                 continue
             sent = cursor.resume_request() if cursor is not None else request
@@ -338,15 +356,8 @@ class Forwarder:
     async def _stream_unary(
         self, m: ForwardedMethod, requests: Any, context: grpc.aio.ServicerContext[Any, Any]
     ) -> bytes:
-        lst = self._lists.get(m.backend)
-        server = lst.pick()
-        if server is None:
-            raise NoServer(f"no server known for {lst.service}", metadata={"service": lst.service})
-        call = self._channels.get(server.address).stream_unary(m.path)(
-            requests,
-            metadata=forwardable(context.invocation_metadata()),
-            timeout=self._timeout(self._deadline(context)),
-        )
+        lst, server, call = self._call_once(
+            m, requests, context, lambda channel: channel.stream_unary(m.path))
         try:
             response: bytes = await call
         except grpc.aio.AioRpcError as err:
@@ -361,15 +372,8 @@ class Forwarder:
     async def _stream_stream(
         self, m: ForwardedMethod, requests: Any, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[bytes]:
-        lst = self._lists.get(m.backend)
-        server = lst.pick()
-        if server is None:
-            raise NoServer(f"no server known for {lst.service}", metadata={"service": lst.service})
-        call = self._channels.get(server.address).stream_stream(m.path)(
-            requests,
-            metadata=forwardable(context.invocation_metadata()),
-            timeout=self._timeout(self._deadline(context)),
-        )
+        lst, server, call = self._call_once(
+            m, requests, context, lambda channel: channel.stream_stream(m.path))
         try:
             await self._relay_initial(context, call)
             while True:

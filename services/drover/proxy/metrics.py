@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from drover.proxy.core.server_lists import ServerLists
 from drover.proxy.forward import Forwarder
-from drover.proxy.server_lists import ServerLists
 from drover.telemetry.observed import observe
 
 

@@ -1,7 +1,7 @@
 """What the forwarder does after a failed attempt: try elsewhere, follow a
 leader hint, or answer the client (and with what).
 
-The policy itself is :func:`drover.proxy.retry.decide_retry` (pure); this
+The policy itself is :func:`drover.proxy.core.retry.decide_retry` (pure); this
 module applies it to one attempt: it reports the server to its list,
 follows a hint unless it names a deposed leader, and turns a write that may
 have been applied into UNAVAILABLE ``OUTCOME_UNKNOWN`` and an attempt the
@@ -20,10 +20,8 @@ import grpc
 from tenacity import RetryCallState
 
 from drover.errors import DroverError
-from drover.proxy.errors import OutcomeUnknown, ServerStalled
-from drover.proxy.failure import classify
-from drover.proxy.hold import AttemptEnded
-from drover.proxy.retry import (
+from drover.proxy.core.failure import classify
+from drover.proxy.core.retry import (
     OUTCOME_UNKNOWN_KINDS,
     CallFailure,
     FailureKind,
@@ -32,8 +30,10 @@ from drover.proxy.retry import (
     decide_retry,
     is_read,
 )
-from drover.proxy.server import Server
-from drover.proxy.server_list import ServerList
+from drover.proxy.core.server import Server
+from drover.proxy.core.server_list import ServerList
+from drover.proxy.errors import OutcomeUnknown, ServerStalled
+from drover.proxy.hold import AttemptEnded
 from drover.rpc.remote import remote_status
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ backend's own service name (a short timeout: a slow server is as good as
 a dead one for the front of a list) and stops at the first SERVING one, as
 Nomad does; :meth:`ServerList.finish_rebalance` decides the new order.
 
-The schedule scales with cluster size (:mod:`drover.proxy.interval`). The
+The schedule scales with cluster size (:mod:`drover.proxy.core.interval`). The
 "clients" of the backends are the proxy replicas themselves (clients of the
 proxy never connect to a backend), so the client count is the number of
 live proxy replicas in membership.
@@ -25,8 +25,8 @@ from typing import Protocol
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from drover.proxy.rebalance import PingResult, RebalanceOutcome
-from drover.proxy.server_lists import ServerLists
+from drover.proxy.core.rebalance import PingResult, RebalanceOutcome
+from drover.proxy.core.server_lists import ServerLists
 
 log = logging.getLogger(__name__)
 

@@ -25,10 +25,10 @@ from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
 from drover.coord import Member
 from drover.errors import Unavailable
 from drover.proxy.barrier import Barrier
-from drover.proxy.convergence import Convergence, ReplicaRevision
+from drover.proxy.core.convergence import Convergence, ReplicaRevision
+from drover.proxy.core.server_lists import ServerLists
+from drover.proxy.core.snapshot import ListsSnapshot
 from drover.proxy.rebalancer import Rebalancer
-from drover.proxy.server_lists import ServerLists
-from drover.proxy.snapshot import ListsSnapshot
 
 #: Answer this long before the caller's deadline.
 DEADLINE_MARGIN = 0.05

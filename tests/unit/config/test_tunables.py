@@ -17,7 +17,7 @@ from drover.broker.runtime import ShellConfig
 from drover.cli.serve import serve, settings_from_options
 from drover.config import TUNABLES, AclSettings, ServeSettings, tunables
 from drover.deployments.app import leader_config
-from drover.deployments.batcher import BatcherConfig
+from drover.deployments.core.batcher import BatcherConfig
 from drover.state.cache import CacheConfig
 from drover.state.main import configs as state_configs
 from drover.state.subscribe import SubscribeConfig
