@@ -240,8 +240,17 @@ def etcd_violations(tree: Tree, layer: frozenset[str] = ETCD_LAYER,
 
 
 def _called_attributes(module: ast.Module) -> set[str]:
-    return {node.func.attr for node in ast.walk(module)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+    """Methods called on a servicer context (``context.abort(...)``, any name
+    ending in ``context``) and the status helpers called on anything."""
+    out = set()
+    for node in ast.walk(module):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        receiver = node.func.value
+        on_context = isinstance(receiver, ast.Name) and receiver.id.endswith("context")
+        if on_context or node.func.attr in ("to_status", "from_call"):
+            out.add(node.func.attr)
+    return out
 
 
 def error_mapping_violations(tree: Tree) -> list[str]:

@@ -34,7 +34,7 @@ from drover.validation import check_request
 
 __all__ = [
     "LEADER_METADATA", "LEADER_TERM_METADATA", "ErrorInterceptor", "abort", "error_info",
-    "leader_hint", "remote_status", "rpc_code", "status_code", "to_status",
+    "leader_hint", "relay", "remote_status", "rpc_code", "status_code", "to_status",
 ]
 
 log = logging.getLogger(__name__)
@@ -123,6 +123,13 @@ class _RichStatus(grpc.Status):
         self.code = code
         self.details = details
         self.trailing_metadata = trailing
+
+
+async def relay(context: grpc.aio.ServicerContext[Any, Any], err: grpc.aio.AioRpcError) -> None:
+    """End the call with another server's status as it came: code, details
+    and trailing metadata (ErrorInfo and drover headers) unchanged (never
+    returns). What a forwarding proxy answers when it passes an error on."""
+    await context.abort(err.code(), err.details() or "", tuple(err.trailing_metadata() or ()))
 
 
 async def abort(context: grpc.aio.ServicerContext[Any, Any], err: DroverError) -> None:

@@ -62,6 +62,7 @@ from drover.proxy.outcome import RETRY_BACKOFF_BASE, RETRY_BACKOFF_MAX, next_ste
 from drover.proxy.outcome import Final as _Final
 from drover.proxy.outcome import Retry as _Retry
 from drover.proxy.outcome import backoff as _wait
+from drover.rpc.errors import relay
 
 log = logging.getLogger(__name__)
 
@@ -213,9 +214,7 @@ class Forwarder:
     ) -> NoReturn:
         if isinstance(error, DroverError):
             raise error
-        await context.abort(
-            error.code(), error.details() or "", tuple(error.trailing_metadata() or ())
-        )
+        await relay(context, error)
         raise AssertionError("abort returned")  # pragma: no cover
 
     @staticmethod
