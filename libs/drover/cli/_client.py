@@ -142,14 +142,19 @@ def list_options(filter_help: str) -> Callable[[Callable[..., Any]], Callable[..
     return decorate
 
 
-async def follow_pages(fetch: Callable[[str], Awaitable[tuple[Sequence[T], str]]],
-                       limit: int = 0) -> list[T]:
-    """Every item of a paged list: ``fetch(page_token)`` gives (items, next token)."""
-    out: list[T] = []
+async def list_all(call: Callable[..., Awaitable[Any]], request: Callable[[str], Message],
+                   items: str, *, per_call: float, limit: int = 0) -> list[Any]:
+    """Every item of a paged List call, following ``next_page_token``.
+
+    ``request(page_token)`` builds one page's request; ``items`` names the
+    response's repeated field; with ``limit`` it stops after that many.
+    """
+    out: list[Any] = []
     token = ""
     while True:
-        items, token = await fetch(token)
-        out.extend(items)
+        resp = await call(request(token), timeout=per_call)
+        out.extend(getattr(resp, items))
+        token = resp.next_page_token
         if not token or (limit and len(out) >= limit):
             return out[:limit] if limit else out
 

@@ -19,7 +19,7 @@ from drover.cli._client import (
     ListOptions,
     client_options,
     enum_name,
-    follow_pages,
+    list_all,
     list_options,
     options,
     print_json,
@@ -84,12 +84,9 @@ def broker_queue(listing: ListOptions, address: str, as_json: bool, timeout: flo
     async def body(ch: grpc.aio.Channel) -> list[broker_pb2.QueuedEvaluation]:
         stub = broker_pb2_grpc.EvalBrokerServiceStub(ch)
 
-        async def page(token: str) -> tuple[Any, str]:
-            resp = await stub.ListQueue(
-                broker_pb2.ListQueueRequest(**listing.request(token)), timeout=opts.timeout)
-            return resp.evaluations, resp.next_page_token
-
-        return await follow_pages(page, listing.limit)
+        return await list_all(
+            stub.ListQueue, lambda t: broker_pb2.ListQueueRequest(**listing.request(t)),
+            "evaluations", per_call=opts.timeout, limit=listing.limit)
 
     held = run(opts, body)
     if opts.json:

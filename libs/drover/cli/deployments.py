@@ -15,7 +15,7 @@ from drover.cli._client import (
     ListOptions,
     client_options,
     enum_name,
-    follow_pages,
+    list_all,
     list_options,
     options,
     print_json,
@@ -43,13 +43,9 @@ def list_deployments(listing: ListOptions, address: str, as_json: bool, timeout:
     async def body(ch: grpc.aio.Channel) -> list[Any]:
         stub = state_pb2_grpc.StateServiceStub(ch)
 
-        async def page(token: str) -> tuple[Any, str]:
-            resp = await stub.ListDeployments(
-                state_pb2.ListDeploymentsRequest(**listing.request(token)),
-                timeout=opts.timeout)
-            return resp.deployments, resp.next_page_token
-
-        return await follow_pages(page, listing.limit)
+        return await list_all(
+            stub.ListDeployments, lambda t: state_pb2.ListDeploymentsRequest(**listing.request(t)),
+            "deployments", per_call=opts.timeout, limit=listing.limit)
 
     deps = run(opts, body)
     if opts.json:

@@ -22,7 +22,7 @@ from drover.cli._client import (
     client_options,
     enum_name,
     err_console,
-    follow_pages,
+    list_all,
     list_options,
     options,
     print_json,
@@ -65,12 +65,9 @@ def list_evals(listing: ListOptions, address: str, as_json: bool, timeout: float
     async def body(ch: grpc.aio.Channel) -> list[evaluation_pb2.Evaluation]:
         stub = state_pb2_grpc.StateServiceStub(ch)
 
-        async def page(token: str) -> tuple[Any, str]:
-            resp = await stub.ListEvaluations(
-                state_pb2.ListEvaluationsRequest(**listing.request(token)), timeout=opts.timeout)
-            return resp.evaluations, resp.next_page_token
-
-        return await follow_pages(page, listing.limit)
+        return await list_all(
+            stub.ListEvaluations, lambda t: state_pb2.ListEvaluationsRequest(**listing.request(t)),
+            "evaluations", per_call=opts.timeout, limit=listing.limit)
 
     evals = run(opts, body)
     if opts.json:

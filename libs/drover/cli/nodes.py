@@ -14,7 +14,7 @@ from drover.cli._client import (
     ListOptions,
     client_options,
     enum_name,
-    follow_pages,
+    list_all,
     list_options,
     options,
     print_json,
@@ -43,13 +43,10 @@ def _health(a: allocation_pb2.Allocation) -> str:
 
 
 async def _all_allocs(stub: Any, namespace: str, filter_: str, per_call: float) -> list[Any]:
-    async def page(token: str) -> tuple[Any, str]:
-        resp = await stub.ListAllocations(state_pb2.ListAllocationsRequest(
-            namespace=namespace, filter=filter_, page_size=1000, page_token=token),
-            timeout=per_call)
-        return resp.allocations, resp.next_page_token
-
-    return await follow_pages(page)
+    return await list_all(
+        stub.ListAllocations, lambda t: state_pb2.ListAllocationsRequest(
+            namespace=namespace, filter=filter_, page_size=1000, page_token=t),
+        "allocations", per_call=per_call)
 
 
 @click.group(name="node")
@@ -67,13 +64,13 @@ def list_nodes(listing: ListOptions, address: str, as_json: bool, timeout: float
     async def body(ch: grpc.aio.Channel) -> tuple[list[Any], list[Any]]:
         stub = state_pb2_grpc.StateServiceStub(ch)
 
-        async def page(token: str) -> tuple[Any, str]:
+        def request(token: str) -> state_pb2.ListNodesRequest:
             req = listing.request(token)
             req.pop("namespace")
-            resp = await stub.ListNodes(state_pb2.ListNodesRequest(**req), timeout=opts.timeout)
-            return resp.nodes, resp.next_page_token
+            return state_pb2.ListNodesRequest(**req)
 
-        nodes = await follow_pages(page, listing.limit)
+        nodes = await list_all(stub.ListNodes, request, "nodes", per_call=opts.timeout,
+                               limit=listing.limit)
         allocs = await _all_allocs(stub, "*", 'desired_status == "run"', opts.timeout)
         return nodes, allocs
 
@@ -177,12 +174,9 @@ def list_allocs(listing: ListOptions, address: str, as_json: bool, timeout: floa
     async def body(ch: grpc.aio.Channel) -> list[Any]:
         stub = state_pb2_grpc.StateServiceStub(ch)
 
-        async def page(token: str) -> tuple[Any, str]:
-            resp = await stub.ListAllocations(state_pb2.ListAllocationsRequest(
-                **listing.request(token)), timeout=opts.timeout)
-            return resp.allocations, resp.next_page_token
-
-        return await follow_pages(page, listing.limit)
+        return await list_all(
+            stub.ListAllocations, lambda t: state_pb2.ListAllocationsRequest(
+                **listing.request(t)), "allocations", per_call=opts.timeout, limit=listing.limit)
 
     allocs = run(opts, body)
     if opts.json:
