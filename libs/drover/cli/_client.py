@@ -159,6 +159,20 @@ async def list_all(call: Callable[..., Awaitable[Any]], request: Callable[[str],
             return out[:limit] if limit else out
 
 
+def run_list(opts: ClientOptions, listing: ListOptions,
+             stub: Callable[[grpc.aio.Channel], Any], method: str,
+             request: Callable[..., Message], items: str) -> list[Any]:
+    """A listing command's List call, run to its end: every page (up to
+    --limit) of ``stub(channel).method(request(**listing fields))``'s ``items``."""
+
+    async def body(ch: grpc.aio.Channel) -> list[Any]:
+        return await list_all(getattr(stub(ch), method),
+                              lambda token: request(**listing.request(token)), items,
+                              per_call=opts.timeout, limit=listing.limit)
+
+    return run(opts, body)
+
+
 def options(address: str, as_json: bool, timeout: float) -> ClientOptions:
     token, tls = token_and_tls()
     return ClientOptions(address=address, json=as_json, timeout=timeout, token=token, tls=tls)
@@ -260,6 +274,15 @@ def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequen
     for row in cells:
         table.add_row(*row)
     console.print(table)
+
+
+def print_list(opts: ClientOptions, items: Sequence[Any], columns: Sequence[str],
+               row: Callable[[Any], Sequence[Any]]) -> None:
+    """A listing: JSON with --json, else a table of one ``row(item)`` per item."""
+    if opts.json:
+        print_json(list(items))
+    else:
+        print_table(None, columns, (row(i) for i in items))
 
 
 def enum_name(value: int, enum: Any, prefix: str) -> str:

@@ -18,8 +18,10 @@ from drover.cli._client import (
     list_options,
     options,
     print_json,
+    print_list,
     print_table,
     run,
+    run_list,
 )
 from drover.worker.resources import Vec, used
 
@@ -170,22 +172,12 @@ def alloc_group() -> None:
 def list_allocs(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
     """List allocations."""
     opts = options(address, as_json, timeout)
-
-    async def body(ch: grpc.aio.Channel) -> list[Any]:
-        stub = state_pb2_grpc.StateServiceStub(ch)
-
-        return await list_all(
-            stub.ListAllocations, lambda t: state_pb2.ListAllocationsRequest(
-                **listing.request(t)), "allocations", per_call=opts.timeout, limit=listing.limit)
-
-    allocs = run(opts, body)
-    if opts.json:
-        print_json(allocs)
-        return
-    print_table(None, ["ID", "Name", "Node", "Version", "Desired", "Client", "Health",
-                       "Canary"], (
-        [a.id[:8], a.name, a.node_id, a.job_version, _desired(a.desired_status),
-         _client(a.client_status), _health(a), a.deployment_status.canary] for a in allocs))
+    allocs = run_list(opts, listing, state_pb2_grpc.StateServiceStub, "ListAllocations",
+                      state_pb2.ListAllocationsRequest, "allocations")
+    print_list(opts, allocs, ["ID", "Name", "Node", "Version", "Desired", "Client", "Health",
+                              "Canary"],
+               lambda a: [a.id[:8], a.name, a.node_id, a.job_version, _desired(a.desired_status),
+                          _client(a.client_status), _health(a), a.deployment_status.canary])
 
 
 @alloc_group.command(name="status")
