@@ -142,16 +142,35 @@ def list_options(filter_help: str) -> Callable[[Callable[..., Any]], Callable[..
     return decorate
 
 
-async def follow_pages(fetch: Callable[[str], Awaitable[tuple[Sequence[T], str]]],
-                       limit: int = 0) -> list[T]:
-    """Every item of a paged list: ``fetch(page_token)`` gives (items, next token)."""
-    out: list[T] = []
+async def list_all(call: Callable[..., Awaitable[Any]], request: Callable[[str], Message],
+                   items: str, *, per_call: float, limit: int = 0) -> list[Any]:
+    """Every item of a paged List call, following ``next_page_token``.
+
+    ``request(page_token)`` builds one page's request; ``items`` names the
+    response's repeated field; with ``limit`` it stops after that many.
+    """
+    out: list[Any] = []
     token = ""
     while True:
-        items, token = await fetch(token)
-        out.extend(items)
+        resp = await call(request(token), timeout=per_call)
+        out.extend(getattr(resp, items))
+        token = resp.next_page_token
         if not token or (limit and len(out) >= limit):
             return out[:limit] if limit else out
+
+
+def run_list(opts: ClientOptions, listing: ListOptions,
+             stub: Callable[[grpc.aio.Channel], Any], method: str,
+             request: Callable[..., Message], items: str) -> list[Any]:
+    """A listing command's List call, run to its end: every page (up to
+    --limit) of ``stub(channel).method(request(**listing fields))``'s ``items``."""
+
+    async def body(ch: grpc.aio.Channel) -> list[Any]:
+        return await list_all(getattr(stub(ch), method),
+                              lambda token: request(**listing.request(token)), items,
+                              per_call=opts.timeout, limit=listing.limit)
+
+    return run(opts, body)
 
 
 def options(address: str, as_json: bool, timeout: float) -> ClientOptions:
@@ -255,6 +274,15 @@ def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequen
     for row in cells:
         table.add_row(*row)
     console.print(table)
+
+
+def print_list(opts: ClientOptions, items: Sequence[Any], columns: Sequence[str],
+               row: Callable[[Any], Sequence[Any]]) -> None:
+    """A listing: JSON with --json, else a table of one ``row(item)`` per item."""
+    if opts.json:
+        print_json(list(items))
+    else:
+        print_table(None, columns, (row(i) for i in items))
 
 
 def enum_name(value: int, enum: Any, prefix: str) -> str:

@@ -20,7 +20,7 @@ from drover.cli._client import (
     enum_name,
     options,
     print_json,
-    print_table,
+    print_list,
     run,
     to_dict,
 )
@@ -106,12 +106,8 @@ def policy_list(address: str, as_json: bool, timeout: float) -> None:
     async def body(ch: grpc.aio.Channel) -> Any:
         return await _stub(ch).ListPolicies(acl_pb2.ListPoliciesRequest(), timeout=opts.timeout)
 
-    resp = run(opts, body)
-    if opts.json:
-        print_json(list(resp.policies))
-        return
-    print_table(None, ["Name", "Description", "Modify Index"],
-                [(p.name, p.description, p.modify_index) for p in resp.policies])
+    print_list(opts, run(opts, body).policies, ["Name", "Description", "Modify Index"],
+               lambda p: (p.name, p.description, p.modify_index))
 
 
 @policy_group.command(name="delete")
@@ -167,13 +163,8 @@ def token_list(address: str, as_json: bool, timeout: float) -> None:
     async def body(ch: grpc.aio.Channel) -> Any:
         return await _stub(ch).ListTokens(acl_pb2.ListTokensRequest(), timeout=opts.timeout)
 
-    resp = run(opts, body)
-    if opts.json:
-        print_json(list(resp.tokens))
-        return
-    print_table(None, ["Accessor ID", "Name", "Type", "Policies"],
-                [(t.accessor_id, t.name, _type(t.type), ",".join(t.policies))
-                 for t in resp.tokens])
+    print_list(opts, run(opts, body).tokens, ["Accessor ID", "Name", "Type", "Policies"],
+               lambda t: (t.accessor_id, t.name, _type(t.type), ",".join(t.policies)))
 
 
 @token_group.command(name="revoke")

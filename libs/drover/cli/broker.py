@@ -19,12 +19,13 @@ from drover.cli._client import (
     ListOptions,
     client_options,
     enum_name,
-    follow_pages,
     list_options,
     options,
     print_json,
+    print_list,
     print_table,
     run,
+    run_list,
 )
 
 QUEUE_COLUMNS = ["ID", "Namespace", "Job", "Type", "Priority", "State", "Deliveries",
@@ -80,28 +81,15 @@ def broker_stats(address: str, as_json: bool, timeout: float) -> None:
 def broker_queue(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
     """List the evaluations the broker holds, following every page."""
     opts = options(address, as_json, timeout)
-
-    async def body(ch: grpc.aio.Channel) -> list[broker_pb2.QueuedEvaluation]:
-        stub = broker_pb2_grpc.EvalBrokerServiceStub(ch)
-
-        async def page(token: str) -> tuple[Any, str]:
-            resp = await stub.ListQueue(
-                broker_pb2.ListQueueRequest(**listing.request(token)), timeout=opts.timeout)
-            return resp.evaluations, resp.next_page_token
-
-        return await follow_pages(page, listing.limit)
-
-    held = run(opts, body)
-    if opts.json:
-        print_json(list(held))
-        return
+    held = run_list(opts, listing, broker_pb2_grpc.EvalBrokerServiceStub, "ListQueue",
+                    broker_pb2.ListQueueRequest, "evaluations")
 
     def row(q: broker_pb2.QueuedEvaluation) -> list[Any]:
         ev = q.evaluation
         return [ev.id, ev.namespace, ev.job_id, ev.type, ev.priority, _state(q.state),
                 q.deliveries, ev.create_index]
 
-    print_table(None, QUEUE_COLUMNS, (row(q) for q in held))
+    print_list(opts, held, QUEUE_COLUMNS, row)
 
 
 @broker_group.command(name="cancel")

@@ -15,12 +15,13 @@ from drover.cli._client import (
     ListOptions,
     client_options,
     enum_name,
-    follow_pages,
     list_options,
     options,
     print_json,
+    print_list,
     print_table,
     run,
+    run_list,
 )
 
 
@@ -39,25 +40,11 @@ def deployment_group() -> None:
 def list_deployments(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
     """List deployments (namespace, filter, order, id prefix), following every page."""
     opts = options(address, as_json, timeout)
-
-    async def body(ch: grpc.aio.Channel) -> list[Any]:
-        stub = state_pb2_grpc.StateServiceStub(ch)
-
-        async def page(token: str) -> tuple[Any, str]:
-            resp = await stub.ListDeployments(
-                state_pb2.ListDeploymentsRequest(**listing.request(token)),
-                timeout=opts.timeout)
-            return resp.deployments, resp.next_page_token
-
-        return await follow_pages(page, listing.limit)
-
-    deps = run(opts, body)
-    if opts.json:
-        print_json(deps)
-        return
-    print_table(None, ["ID", "Namespace", "Job", "Version", "Status", "Description"], (
-        [d.id, d.namespace, d.job_id, d.job_version, _status(d.status), d.status_description]
-        for d in deps))
+    deps = run_list(opts, listing, state_pb2_grpc.StateServiceStub, "ListDeployments",
+                    state_pb2.ListDeploymentsRequest, "deployments")
+    print_list(opts, deps, ["ID", "Namespace", "Job", "Version", "Status", "Description"],
+               lambda d: [d.id, d.namespace, d.job_id, d.job_version, _status(d.status),
+                          d.status_description])
 
 
 @deployment_group.command(name="status")

@@ -22,12 +22,13 @@ from drover.cli._client import (
     client_options,
     enum_name,
     err_console,
-    follow_pages,
     list_options,
     options,
     print_json,
+    print_list,
     print_table,
     run,
+    run_list,
 )
 from drover.paging.request import DEFAULTS
 from drover.rpc.remote import from_rpc_error
@@ -61,22 +62,9 @@ def eval_group() -> None:
 def list_evals(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
     """List evaluations, following every page."""
     opts = options(address, as_json, timeout)
-
-    async def body(ch: grpc.aio.Channel) -> list[evaluation_pb2.Evaluation]:
-        stub = state_pb2_grpc.StateServiceStub(ch)
-
-        async def page(token: str) -> tuple[Any, str]:
-            resp = await stub.ListEvaluations(
-                state_pb2.ListEvaluationsRequest(**listing.request(token)), timeout=opts.timeout)
-            return resp.evaluations, resp.next_page_token
-
-        return await follow_pages(page, listing.limit)
-
-    evals = run(opts, body)
-    if opts.json:
-        print_json(list(evals))
-    else:
-        print_table(None, COLUMNS, (_row(e) for e in evals))
+    evals = run_list(opts, listing, state_pb2_grpc.StateServiceStub, "ListEvaluations",
+                     state_pb2.ListEvaluationsRequest, "evaluations")
+    print_list(opts, evals, COLUMNS, _row)
 
 
 @eval_group.command(name="count")

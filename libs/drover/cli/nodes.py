@@ -14,12 +14,14 @@ from drover.cli._client import (
     ListOptions,
     client_options,
     enum_name,
-    follow_pages,
+    list_all,
     list_options,
     options,
     print_json,
+    print_list,
     print_table,
     run,
+    run_list,
 )
 from drover.worker.resources import Vec, used
 
@@ -43,13 +45,10 @@ def _health(a: allocation_pb2.Allocation) -> str:
 
 
 async def _all_allocs(stub: Any, namespace: str, filter_: str, per_call: float) -> list[Any]:
-    async def page(token: str) -> tuple[Any, str]:
-        resp = await stub.ListAllocations(state_pb2.ListAllocationsRequest(
-            namespace=namespace, filter=filter_, page_size=1000, page_token=token),
-            timeout=per_call)
-        return resp.allocations, resp.next_page_token
-
-    return await follow_pages(page)
+    return await list_all(
+        stub.ListAllocations, lambda t: state_pb2.ListAllocationsRequest(
+            namespace=namespace, filter=filter_, page_size=1000, page_token=t),
+        "allocations", per_call=per_call)
 
 
 @click.group(name="node")
@@ -67,13 +66,13 @@ def list_nodes(listing: ListOptions, address: str, as_json: bool, timeout: float
     async def body(ch: grpc.aio.Channel) -> tuple[list[Any], list[Any]]:
         stub = state_pb2_grpc.StateServiceStub(ch)
 
-        async def page(token: str) -> tuple[Any, str]:
+        def request(token: str) -> state_pb2.ListNodesRequest:
             req = listing.request(token)
             req.pop("namespace")
-            resp = await stub.ListNodes(state_pb2.ListNodesRequest(**req), timeout=opts.timeout)
-            return resp.nodes, resp.next_page_token
+            return state_pb2.ListNodesRequest(**req)
 
-        nodes = await follow_pages(page, listing.limit)
+        nodes = await list_all(stub.ListNodes, request, "nodes", per_call=opts.timeout,
+                               limit=listing.limit)
         allocs = await _all_allocs(stub, "*", 'desired_status == "run"', opts.timeout)
         return nodes, allocs
 
@@ -173,25 +172,12 @@ def alloc_group() -> None:
 def list_allocs(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
     """List allocations."""
     opts = options(address, as_json, timeout)
-
-    async def body(ch: grpc.aio.Channel) -> list[Any]:
-        stub = state_pb2_grpc.StateServiceStub(ch)
-
-        async def page(token: str) -> tuple[Any, str]:
-            resp = await stub.ListAllocations(state_pb2.ListAllocationsRequest(
-                **listing.request(token)), timeout=opts.timeout)
-            return resp.allocations, resp.next_page_token
-
-        return await follow_pages(page, listing.limit)
-
-    allocs = run(opts, body)
-    if opts.json:
-        print_json(allocs)
-        return
-    print_table(None, ["ID", "Name", "Node", "Version", "Desired", "Client", "Health",
-                       "Canary"], (
-        [a.id[:8], a.name, a.node_id, a.job_version, _desired(a.desired_status),
-         _client(a.client_status), _health(a), a.deployment_status.canary] for a in allocs))
+    allocs = run_list(opts, listing, state_pb2_grpc.StateServiceStub, "ListAllocations",
+                      state_pb2.ListAllocationsRequest, "allocations")
+    print_list(opts, allocs, ["ID", "Name", "Node", "Version", "Desired", "Client", "Health",
+                              "Canary"],
+               lambda a: [a.id[:8], a.name, a.node_id, a.job_version, _desired(a.desired_status),
+                          _client(a.client_status), _health(a), a.deployment_status.canary])
 
 
 @alloc_group.command(name="status")

@@ -14,6 +14,7 @@ import grpc
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.cli._client import CommandFailed
+from drover.rpc.remote import remote_status
 
 #: How many matches an ambiguous prefix shows.
 SHOWN = 5
@@ -33,7 +34,7 @@ def unique(given: str, matches: Sequence[str], what: str) -> str:
 def _no_state_service(err: grpc.aio.AioRpcError) -> bool:
     # --address names one service (the broker, say) that does not serve the
     # state API: no prefix lookup then, the id is used as given.
-    return err.code() == grpc.StatusCode.UNIMPLEMENTED
+    return remote_status(err).code == "UNIMPLEMENTED"
 
 
 async def _matches(ch: grpc.aio.Channel, kind: str, namespace: str | None, given: str,

@@ -22,7 +22,7 @@ from rich.table import Table
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
-from drover.cli._client import console, enum_name
+from drover.cli._client import console, enum_name, list_all
 
 ACTIVE = (deployment_pb2.DEPLOYMENT_STATUS_RUNNING, deployment_pb2.DEPLOYMENT_STATUS_PAUSED)
 SUCCESSFUL = deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL
@@ -142,16 +142,11 @@ async def watch_job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call:
     got = await stub.GetJob(state_pb2.GetJobRequest(namespace=namespace, id=job_id),
                             timeout=per_call)
     job, index = got.job, got.meta.index
-    allocs: dict[str, allocation_pb2.Allocation] = {}
-    token = ""
-    while True:
-        resp = await stub.ListAllocations(state_pb2.ListAllocationsRequest(
-            namespace=namespace, filter=f'job_id == "{job_id}"', page_size=1000,
-            page_token=token), timeout=per_call)
-        allocs.update((a.id, a) for a in resp.allocations)
-        token = resp.next_page_token
-        if not token:
-            break
+    listed = await list_all(
+        stub.ListAllocations, lambda t: state_pb2.ListAllocationsRequest(
+            namespace=namespace, filter=f'job_id == "{job_id}"', page_size=1000, page_token=t),
+        "allocations", per_call=per_call)
+    allocs: dict[str, allocation_pb2.Allocation] = {a.id: a for a in listed}
     deps = await stub.ListDeployments(state_pb2.ListDeploymentsRequest(
         namespace=namespace, filter=f'job_id == "{job_id}"', order_by="create_index desc",
         page_size=1), timeout=per_call)

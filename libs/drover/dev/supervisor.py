@@ -152,6 +152,7 @@ class Supervisor:
 
         from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
         from drover.rpc.channels import channel_options
+        from drover.rpc.remote import remote_status
 
         policies = {
             # node write: the worker marks nodes that miss their heartbeats down
@@ -168,7 +169,7 @@ class Supervisor:
                     secret = stub.Bootstrap(acl_pb2.BootstrapRequest(), timeout=5).secret_id
                     break
                 except grpc.RpcError as e:
-                    if e.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() > deadline:
+                    if remote_status(e).code != "UNAVAILABLE" or time.monotonic() > deadline:
                         raise
                     time.sleep(0.2)
             md = (("authorization", f"Bearer {secret}"),)

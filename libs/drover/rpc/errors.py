@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import grpc
@@ -193,21 +194,31 @@ def _inner_deadline(remaining: float | None) -> float | None:
     return remaining - min(0.25, remaining * 0.2)
 
 
+@asynccontextmanager
+async def _answering(request: Any, context: grpc.aio.ServicerContext[Any, Any], *,
+                     admit: bool) -> AsyncIterator[None]:
+    """One handler call (the request admitted first when ``admit``): a
+    DroverError it raises is answered as its status, anything unexpected as
+    INTERNAL; a status already set passes through."""
+    try:
+        if admit:
+            _admit(request)
+        yield
+    except DroverError as err:
+        await abort(context, err)
+    except (grpc.aio.AbortError, NotImplementedError):
+        raise  # already a status (generated stubs set UNIMPLEMENTED first)
+    except Exception as exc:
+        await _unexpected(context, exc)
+
+
 def _wrap_unary(behavior: Handler, *, admit: bool) -> Handler:
     async def wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        try:
-            if admit:
-                _admit(request)
+        async with _answering(request, context, admit=admit):
             # etcd calls made for this request end by the client's deadline,
             # with a margin so the client still hears why (OUTCOME_UNKNOWN).
             with caller_deadline(_inner_deadline(context.time_remaining())):
                 return await behavior(request, context)
-        except DroverError as err:
-            await abort(context, err)
-        except (grpc.aio.AbortError, NotImplementedError):
-            raise  # already a status (generated stubs set UNIMPLEMENTED first)
-        except Exception as exc:
-            await _unexpected(context, exc)
 
     return wrapper
 
@@ -220,17 +231,9 @@ def _wrap_stream(behavior: Callable[..., Any], *, admit: bool) -> Callable[..., 
         return _wrap_unary(behavior, admit=admit)
 
     async def wrapper(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        try:
-            if admit:
-                _admit(request)
+        async with _answering(request, context, admit=admit):
             async for item in behavior(request, context):
                 yield item
-        except DroverError as err:
-            await abort(context, err)
-        except (grpc.aio.AbortError, NotImplementedError):
-            raise  # already a status (generated stubs set UNIMPLEMENTED first)
-        except Exception as exc:
-            await _unexpected(context, exc)
 
     return wrapper
 

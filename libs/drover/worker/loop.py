@@ -177,7 +177,7 @@ class Worker:
                 namespace=ns, id=job_id), timeout=30)
             versions = {v.version: v for v in vs.versions}
         except grpc.RpcError as e:
-            if e.code() != grpc.StatusCode.NOT_FOUND:
+            if remote_status(e).code != "NOT_FOUND":
                 raise
         allocs = []
         token = ""
