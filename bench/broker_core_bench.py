@@ -15,7 +15,8 @@ import random
 import time
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
-from drover.broker.core import Delivery, EvalBroker
+from drover.broker.core.broker import EvalBroker
+from drover.broker.core.delivery import Delivery
 
 PENDING = EvaluationStatus.EVALUATION_STATUS_PENDING
 SCHEDULERS = ("service", "batch", "system")

@@ -6,7 +6,7 @@ synchronous moment of the term, it checks the token against the core
 as handed out with the worker's final status, compared on its
 ``modify_index`` so it is never re-created if deleted meanwhile, plus the
 follow-ups as creates of new ids), marks the ack in flight
-(:class:`~.settlement.AckSettlement`) and queues the write with the fence
+(:class:`~.core.settlement.AckSettlement`) and queues the write with the fence
 of the term its token was issued under (``token_fence``). Only once the
 write has landed is the core acked, by whichever comes first: the writer's
 answer (here) or the write's echo on the event stream (the runtime's feed
@@ -36,10 +36,10 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
-from drover.broker.core import EvalBroker
-from drover.broker.effects import Effect, WriteGroup
+from drover.broker.core.broker import EvalBroker
+from drover.broker.core.effects import Effect, WriteGroup
+from drover.broker.core.settlement import AckItem, AckLike, AckSettlement, ack_body, final_status
 from drover.broker.errors import BrokerDisabled
-from drover.broker.settlement import AckItem, AckLike, AckSettlement, ack_body, final_status
 from drover.broker.writer import FencedWriter
 from drover.coord.fence import Fence
 from drover.coord.guard import LeaderGuard

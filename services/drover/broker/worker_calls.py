@@ -35,9 +35,9 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
-from drover.broker.core import EvalBroker
-from drover.broker.delivery import Delivery
-from drover.broker.effects import Effect, to_writes
+from drover.broker.core.broker import EvalBroker
+from drover.broker.core.delivery import Delivery
+from drover.broker.core.effects import Effect, to_writes
 from drover.broker.errors import BrokerDisabled
 from drover.broker.long_poll import LongPolls
 from drover.broker.writer import FencedWriter

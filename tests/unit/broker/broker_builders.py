@@ -9,7 +9,7 @@ from virtual_clock import VirtualClock
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.broker.config import BrokerConfig
-from drover.broker.core import EvalBroker
+from drover.broker.core.broker import EvalBroker
 
 PENDING = EvaluationStatus.EVALUATION_STATUS_PENDING
 BLOCKED = EvaluationStatus.EVALUATION_STATUS_BLOCKED

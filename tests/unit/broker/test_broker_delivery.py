@@ -10,8 +10,9 @@ import pytest
 from broker_builders import PENDING, make_broker, make_eval
 
 from drover.broker.config import BrokerConfig
-from drover.broker.core import EvalBroker
-from drover.broker.effects import CreateFollowUp, MarkFailed
+from drover.broker.core.broker import EvalBroker
+from drover.broker.core.effects import CreateFollowUp, MarkFailed
+from drover.broker.core.record import EvalState
 from drover.broker.errors import (
     BrokerDisabled,
     NotFailed,
@@ -20,7 +21,6 @@ from drover.broker.errors import (
     TokenMismatch,
     UnknownEvaluation,
 )
-from drover.broker.record import EvalState
 from drover.errors import FailedPrecondition, NotFound, Unavailable
 
 NO_JITTER = BrokerConfig(nack_delay_jitter=0.0)

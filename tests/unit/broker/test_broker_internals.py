@@ -7,8 +7,8 @@ import random
 import pytest
 from broker_builders import make_broker, make_eval
 
-from drover.broker.record import EvalState
-from drover.broker.stats import Reservoir
+from drover.broker.core.record import EvalState
+from drover.broker.core.stats import Reservoir
 
 
 def test_ready_heap_compaction_keeps_order_and_counts() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from broker_builders import BLOCKED, COMPLETE, PENDING, make_broker, make_eval
 
-from drover.broker.effects import CancelSuperseded, MarkCanceled, MarkPending
+from drover.broker.core.effects import CancelSuperseded, MarkCanceled, MarkPending
+from drover.broker.core.record import EvalState
 from drover.broker.errors import EvaluationInFlight, UnknownEvaluation
-from drover.broker.record import EvalState
 from drover.errors import FailedPrecondition
 
 

@@ -8,10 +8,10 @@ import pytest
 from broker_builders import BLOCKED, CANCELED, PENDING, make_broker, make_eval
 
 from drover.api.types.v1.evaluation_pb2 import EvaluationStatus
-from drover.broker.core import BrokerMode
-from drover.broker.effects import CancelSuperseded
+from drover.broker.core.broker import BrokerMode
+from drover.broker.core.effects import CancelSuperseded
+from drover.broker.core.record import EvalState
 from drover.broker.errors import BrokerDisabled, UnknownEvaluation
-from drover.broker.record import EvalState
 
 
 def test_disable_drops_everything_including_delays() -> None:

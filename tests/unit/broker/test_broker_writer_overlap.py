@@ -12,7 +12,7 @@ from typing import TypedDict, Unpack
 import pytest
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
-from drover.broker.effects import WriteGroup
+from drover.broker.core.effects import WriteGroup
 from drover.broker.writer import FencedWriter
 from drover.coord.fence import Fence
 from drover.errors import (

@@ -8,8 +8,8 @@ the ack is still in flight settles it in the core (``core.ack``); the other
 finds nothing left to do. :class:`AckSettlement` holds the acks in flight
 (eval id -> token) and is that one place.
 
-Pure: no asyncio, no I/O; the ack calls (:mod:`.ack_calls`) and the
-runtime's feed sink (:mod:`.runtime`) call it from their one event loop.
+Pure: no asyncio, no I/O; the ack calls (:mod:`drover.broker.ack_calls`) and the
+runtime's feed sink (:mod:`drover.broker.runtime`) call it from their one event loop.
 Leader only (the core refuses a standby's settlement).
 """
 
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
-from drover.broker.core import EvalBroker
-from drover.broker.effects import Effect
+from drover.broker.core.broker import EvalBroker
+from drover.broker.core.effects import Effect
 from drover.broker.errors import BrokerDisabled, NotOutstanding, UnknownEvaluation
 from drover.errors import InvalidArgument
 

@@ -1,7 +1,7 @@
 """Deliveries: evaluations out with workers, and how they come back (pure).
 
 :class:`Deliveries` is the worker half of
-:class:`~drover.broker.core.EvalBroker`: it hands out the best ready
+:class:`~drover.broker.core.broker.EvalBroker`: it hands out the best ready
 evaluations (each with a fresh token carrying the term, see :mod:`.tokens`,
 and a nack deadline), checks a worker's token, settles an ack, takes an
 evaluation back on a Nack or a nack timeout (redelivered after a delay that
@@ -15,7 +15,7 @@ Invariants (leader only, at-least-once):
   acked or taken back, and its pending evaluation is not ready meanwhile;
 * a token is valid only while its delivery is UNACKED; a token taken back
   by a nack timeout is remembered as expired, so a late ack is told so
-  (:class:`~.errors.TokenExpired`) rather than "mismatch";
+  (:class:`~drover.broker.errors.TokenExpired`) rather than "mismatch";
 * an evaluation at the delivery limit keeps its job's slot (FAILED) until
   the shell has written the failure and calls :meth:`release_failed`:
   another evaluation of the job must not run before it is recorded;
@@ -26,7 +26,7 @@ Invariants (leader only, at-least-once):
 The leader check and the mode gate are the caller's (the core's): methods
 here assume a delivering leader and return the effects of their change.
 
-Pure: no asyncio, no I/O (listed in the architecture test's CORE); the
+Pure: no asyncio, no I/O (it is under :mod:`drover.broker.core`); the
 monotonic clock, the wall clock, the random source and the id factory are
 injected.
 """
@@ -39,7 +39,12 @@ from typing import NamedTuple
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.config import BrokerConfig
-from drover.broker.effects import Effect, delivery_limit_reached
+from drover.broker.core.effects import Effect, delivery_limit_reached
+from drover.broker.core.intake import Intake
+from drover.broker.core.record import EvalRecord, EvalState
+from drover.broker.core.state import BrokerState
+from drover.broker.core.stats import Reservoir
+from drover.broker.core.tokens import make_token
 from drover.broker.errors import (
     NotFailed,
     NotOutstanding,
@@ -47,11 +52,6 @@ from drover.broker.errors import (
     TokenMismatch,
     UnknownEvaluation,
 )
-from drover.broker.intake import Intake
-from drover.broker.record import EvalRecord, EvalState
-from drover.broker.state import BrokerState
-from drover.broker.stats import Reservoir
-from drover.broker.tokens import make_token
 
 __all__ = ["Deliveries", "Delivery"]
 

@@ -23,10 +23,10 @@ import itertools
 from collections.abc import Iterable
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
-from drover.broker.effects import CancelSuperseded, Effect
-from drover.broker.queues import ReadyEntry, TimerEntry
-from drover.broker.record import EvalRecord, EvalState, JobEntry, JobKey
-from drover.broker.state import BrokerState
+from drover.broker.core.effects import CancelSuperseded, Effect
+from drover.broker.core.queues import ReadyEntry, TimerEntry
+from drover.broker.core.record import EvalRecord, EvalState, JobEntry, JobKey
+from drover.broker.core.state import BrokerState
 
 __all__ = ["bulk_load"]
 

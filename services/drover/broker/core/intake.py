@@ -1,6 +1,6 @@
 """Intake: what the store shows becomes what the broker holds (pure).
 
-:class:`Intake` is the feeding half of :class:`~drover.broker.core.EvalBroker`:
+:class:`Intake` is the feeding half of :class:`~drover.broker.core.broker.EvalBroker`:
 it places a newly seen evaluation (pending, blocked, or pending with a
 ``wait_until`` still ahead), follows the event stream's updates of the ones
 held (a newer ``modify_index``, blocked <-> pending, terminal), forgets the
@@ -23,7 +23,7 @@ Invariants:
 The mode gate is the caller's: every method here returns the effects its
 change implies, and the core decides whether they are emitted or deferred.
 
-Pure: no asyncio, no I/O (listed in the architecture test's CORE); time is
+Pure: no asyncio, no I/O (it is under :mod:`drover.broker.core`); time is
 passed in (``now``, monotonic) or read from the injected wall clock (Unix
 seconds, for ``wait_until``).
 """
@@ -33,10 +33,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
-from drover.broker.deferred import DeferredCancels
-from drover.broker.effects import Effect
-from drover.broker.record import EvalState
-from drover.broker.state import BrokerState
+from drover.broker.core.deferred import DeferredCancels
+from drover.broker.core.effects import Effect
+from drover.broker.core.record import EvalState
+from drover.broker.core.state import BrokerState
 
 __all__ = ["Intake"]
 

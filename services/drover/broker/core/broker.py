@@ -5,7 +5,7 @@ evaluations (``restore``, then ``apply`` for each event-stream update, and
 ``enqueue_all`` for worker requeues), serves workers (``dequeue``, ``ack``,
 ``nack``, ``outstanding_reset``), sleeps until ``next_deadline()`` and calls
 ``tick()``, and performs every returned effect against the state store
-(:mod:`drover.broker.effects`). Time comes from an injected monotonic clock
+(:mod:`drover.broker.core.effects`). Time comes from an injected monotonic clock
 and randomness (tokens, jitter, fairness) from an injected
 ``random.Random``, so tests run on a virtual clock, deterministically.
 
@@ -57,18 +57,18 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.config import BrokerConfig
-from drover.broker.deferred import DeferredCancels
-from drover.broker.delivery import Deliveries, Delivery
-from drover.broker.effects import Effect, MarkCanceled
+from drover.broker.core.deferred import DeferredCancels
+from drover.broker.core.delivery import Deliveries, Delivery
+from drover.broker.core.effects import Effect, MarkCanceled
+from drover.broker.core.intake import Intake
+from drover.broker.core.record import EvalRecord, EvalState, QueueEntry
+from drover.broker.core.restore import bulk_load
+from drover.broker.core.state import BrokerState
+from drover.broker.core.stats import BrokerStats, snapshot
+from drover.broker.core.tokens import random_uuid
 from drover.broker.errors import BrokerDisabled, EvaluationInFlight, UnknownEvaluation
-from drover.broker.intake import Intake
-from drover.broker.record import EvalRecord, EvalState, QueueEntry
-from drover.broker.restore import bulk_load
-from drover.broker.state import BrokerState
-from drover.broker.stats import BrokerStats, snapshot
-from drover.broker.tokens import random_uuid
 
-__all__ = ["BrokerMode", "Delivery", "EvalBroker"]
+__all__ = ["BrokerMode", "EvalBroker"]
 
 
 class BrokerMode(enum.Enum):
