@@ -40,9 +40,9 @@ from typing import NamedTuple
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.config import BrokerConfig
 from drover.broker.core.effects import Effect, delivery_limit_reached
+from drover.broker.core.held import HeldEvaluations
 from drover.broker.core.intake import Intake
 from drover.broker.core.record import EvalRecord, EvalState
-from drover.broker.core.state import BrokerState
 from drover.broker.core.stats import Reservoir
 from drover.broker.core.tokens import make_token
 from drover.broker.errors import (
@@ -73,7 +73,7 @@ class Delivery(NamedTuple):
 class Deliveries:
     def __init__(
         self,
-        state: BrokerState,
+        held: HeldEvaluations,
         intake: Intake,
         config: BrokerConfig,
         *,
@@ -82,7 +82,7 @@ class Deliveries:
         wall: Callable[[], float],
         new_id: Callable[[], str],
     ) -> None:
-        self._state = state
+        self._held = held
         self._intake = intake
         self._config = config
         self._clock = clock
@@ -99,8 +99,8 @@ class Deliveries:
     def dequeue_many(self, schedulers: Sequence[str], limit: int, term: int) -> list[Delivery]:
         """Up to ``limit`` deliveries of ``schedulers``, best first, one per
         job; tokens carry ``term``."""
-        state = self._state
-        pop_best = state.ready.pop_best
+        held = self._held
+        pop_best = held.ready.pop_best
         rng = self._rng
         now = self._clock()
         deadline = now + self._config.nack_timeout
@@ -113,13 +113,13 @@ class Deliveries:
             self.ready_wait.add(now - rec.since)
             rec.deliveries += 1
             rec.token = token = make_token(term, new_id())
-            state.set_state(rec, UNACKED, now, deadline=deadline)
-            out.append(Delivery(rec.eval, token, state.wait_index(rec), rec.deliveries))
+            held.set_state(rec, UNACKED, now, deadline=deadline)
+            out.append(Delivery(rec.eval, token, held.wait_index(rec), rec.deliveries))
         return out
 
     def outstanding(self, eval_id: str, token: str) -> EvalRecord:
         """The record ``token`` currently holds; raises why it holds none."""
-        rec = self._state.records.get(eval_id)
+        rec = self._held.records.get(eval_id)
         if rec is None or rec.state is None:
             raise UnknownEvaluation(eval_id)
         if rec.state is EvalState.UNACKED and rec.token == token:
@@ -136,7 +136,7 @@ class Deliveries:
         rec = self.outstanding(eval_id, token)
         now = self._clock()
         self.processing.add(now - rec.since)
-        self._state.release(rec, now)
+        self._held.release(rec, now)
         requeued = self._intake.take_requeued(token)
         if requeued is None:
             return []
@@ -153,7 +153,7 @@ class Deliveries:
         rec = self.outstanding(eval_id, token)
         started = rec.since
         now = self._clock()
-        self._state.set_state(rec, EvalState.UNACKED, now, deadline=now + self._config.nack_timeout)
+        self._held.set_state(rec, EvalState.UNACKED, now, deadline=now + self._config.nack_timeout)
         rec.since = started
 
     def expire(self, rec: EvalRecord, now: float) -> list[Effect]:
@@ -173,15 +173,15 @@ class Deliveries:
         delay = config.nack_delay(rec.deliveries)
         if delay > 0:
             delay *= 1 + self._rng.random() * config.nack_delay_jitter
-            self._state.set_state(rec, EvalState.WAITING, now, deadline=now + delay)
+            self._held.set_state(rec, EvalState.WAITING, now, deadline=now + delay)
         else:
-            self._state.set_state(rec, EvalState.READY, now)
+            self._held.set_state(rec, EvalState.READY, now)
         return []
 
     def _fail(self, rec: EvalRecord, now: float) -> list[Effect]:
         # Keeps the job's slot until the shell has written the failure:
         # another evaluation of the job must not run before it is recorded.
-        self._state.set_state(rec, EvalState.FAILED, now)
+        self._held.set_state(rec, EvalState.FAILED, now)
         self.failed_total += 1
         config = self._config
         wait = config.failed_follow_up_base + self._rng.random() * config.failed_follow_up_range
@@ -191,21 +191,21 @@ class Deliveries:
 
     def release_failed(self, eval_id: str) -> None:
         """The shell wrote the failure (MarkFailed): free the job's slot."""
-        rec = self._state.records.get(eval_id)
+        rec = self._held.records.get(eval_id)
         if rec is None or rec.state is None:
             raise UnknownEvaluation(eval_id)
         if rec.state is not EvalState.FAILED:
             raise NotFailed(eval_id, rec.state.value)
-        self._state.release(rec, self._clock())
+        self._held.release(rec, self._clock())
 
     def revoke_all(self) -> None:
         """Every token dies and the job slots go back to ready, as the store
         has them (pending): a step down to standby."""
         now = self._clock()
-        for job in self._state.jobs.values():
+        for job in self._held.jobs.values():
             slot = job.slot
             if slot is not None and slot.state is not EvalState.READY:
                 slot.token = None
                 slot.expired_tokens = ()
-                self._state.set_state(slot, EvalState.READY, now)
+                self._held.set_state(slot, EvalState.READY, now)
         self._intake.clear_requeues()
