@@ -66,7 +66,7 @@ def bench_ops(n: int) -> None:
             deliveries.append(delivery)
 
     timed("dequeue (3 types)", n, dequeue_all)
-    timed("ack", n, lambda: [broker.ack(d.evaluation.id, d.token) for d in deliveries])
+    timed("ack", n, lambda: [broker.settle_ack(d.evaluation.id, d.token) for d in deliveries])
 
 
 def bench_restore(n: int) -> None:

@@ -56,7 +56,7 @@ from drover.broker.ack_calls import AckCalls
 from drover.broker.core.broker import BrokerMode, EvalBroker
 from drover.broker.core.delivery import Delivery
 from drover.broker.core.effects import Effect, WriteGroup, to_writes
-from drover.broker.core.settlement import AckItem, AckLike, AckSettlement
+from drover.broker.core.settlement import AckLike, AckSettlement
 from drover.broker.core.tokens import token_term
 from drover.broker.feed import EventFeed
 from drover.broker.leader_hint import LeaderHints
@@ -71,7 +71,7 @@ from drover.coord.term import Term
 from drover.errors import DroverError, NotLeader
 from drover.gc_policy import GcPolicy
 
-__all__ = ["AckItem", "AckLike", "BrokerRuntime", "ShellConfig"]
+__all__ = ["BrokerRuntime", "ShellConfig"]
 
 log = logging.getLogger(__name__)
 
@@ -295,16 +295,9 @@ class BrokerRuntime:
         return await self._calls.dequeue(schedulers, wait, limit)
 
     @_hinted
-    async def ack(
-        self,
-        eval_id: str,
-        token: str,
-        status: int = 0,
-        description: str = "",
-        follow_ups: Sequence[Evaluation] = (),
-    ) -> int:
+    async def ack(self, ack: AckLike) -> int:
         """Write the worker's outcome, then settle it; its store index."""
-        return await self._ack_calls.ack(eval_id, token, status, description, follow_ups)
+        return await self._ack_calls.write_outcome(ack)
 
     def token_fence(self, token: str) -> Fence | None:
         term = self.term
@@ -324,11 +317,11 @@ class BrokerRuntime:
         as fit); each succeeds or fails on its own. Not being the leader
         fails the whole call, so a caller is pointed at the leader once.
         """
-        return await self._ack_calls.ack_batch(acks)
+        return await self._ack_calls.write_outcomes(acks)
 
     @_hinted
     async def nack(self, eval_id: str, token: str) -> None:
-        await self._calls.nack(eval_id, token)
+        await self._calls.give_back(eval_id, token)
 
     @_hinted
     async def outstanding_reset(self, eval_id: str, token: str) -> None:

@@ -83,9 +83,8 @@ class BrokerServicer(broker_pb2_grpc.EvalBrokerServiceServicer):
 
     async def Ack(self, request: Any, context: Any) -> Any:
         _require_id(request.eval_id, "eval_id")
-        index = await self.runtime.ack(
-            request.eval_id, request.token, request.status, request.status_description,
-            list(request.follow_ups))
+        # The AckRequest message itself (AckLike): read, never kept.
+        index = await self.runtime.ack(request)
         return broker_pb2.AckResponse(index=index)
 
     async def AckBatch(self, request: Any, context: Any) -> Any:

@@ -27,7 +27,7 @@ def test_one_evaluation_per_job_in_flight() -> None:
     second = _dequeue_id(broker)
     assert {first[0], second[0]} == {"a", "other"}
     assert _dequeue_id(broker) is None
-    broker.ack("a", dict([first, second])["a"])
+    broker.settle_ack("a", dict([first, second])["a"])
     assert broker.get("b").state is EvalState.READY  # type: ignore[union-attr]
     assert _dequeue_id(broker)[0] == "b"
 
@@ -37,7 +37,7 @@ def test_pending_slot_is_released_by_nack_only_after_redelivery() -> None:
     broker.enqueue(make_eval("a", job="j"))
     broker.enqueue(make_eval("b", job="j"))
     eval_id, token = _dequeue_id(broker)
-    broker.nack(eval_id, token)
+    broker.take_back(eval_id, token)
     clock.advance(5.0)
     broker.tick()
     # The nacked evaluation still holds the job's slot: it comes back, not b.
@@ -65,7 +65,7 @@ def test_higher_priority_pending_is_kept_over_newer_lower() -> None:
     effects = broker.enqueue(make_eval("late", job="j", priority=40, modify_index=10_000))
     assert effects == [CancelSuperseded("default", "j", ("late",), "urgent")]
     eval_id, token = _dequeue_id(broker)
-    broker.ack(eval_id, token)
+    broker.settle_ack(eval_id, token)
     delivery = broker.dequeue(["service"])
     assert delivery is not None and delivery.evaluation.id == "urgent"
     # The kept evaluation covers the cancelled one's index.
@@ -106,7 +106,7 @@ def test_wait_until_delays_and_does_not_hold_the_slot() -> None:
     broker.tick()
     # Due, but its job is in flight: it waits as pending.
     assert broker.get("later").state is EvalState.PENDING  # type: ignore[union-attr]
-    broker.ack(eval_id, token)
+    broker.settle_ack(eval_id, token)
     assert _dequeue_id(broker)[0] == "later"
 
 
@@ -125,7 +125,7 @@ def test_requeue_with_token_is_enqueued_on_ack() -> None:
     assert broker.enqueue_all([(reblocked, token)]) == []
     stats = broker.stats()
     assert (stats.total_ready, stats.total_unacked, stats.total_blocked) == (0, 1, 0)
-    broker.ack(eval_id, token)
+    broker.settle_ack(eval_id, token)
     assert broker.get("e1").state is EvalState.BLOCKED  # type: ignore[union-attr]
 
 
@@ -135,7 +135,7 @@ def test_requeue_pending_with_token_is_redelivered_after_ack() -> None:
     broker.enqueue(evaluation)
     eval_id, token = _dequeue_id(broker)
     broker.enqueue_all([(evaluation, token)])
-    broker.ack(eval_id, token)
+    broker.settle_ack(eval_id, token)
     again = broker.dequeue(["service"])
     assert again is not None and again.evaluation.id == "e1" and again.deliveries == 1
 
@@ -146,14 +146,14 @@ def test_requeue_with_token_is_dropped_on_nack() -> None:
     broker.enqueue(evaluation)
     eval_id, token = _dequeue_id(broker)
     broker.enqueue_all([(evaluation, token)])
-    broker.nack(eval_id, token)
+    broker.take_back(eval_id, token)
     clock.advance(5.0)
     broker.tick()
     stats = broker.stats()
     assert (stats.total_ready, stats.total_unacked) == (1, 0)
     again = broker.dequeue(["service"])
     assert again is not None and again.deliveries == 2
-    broker.ack("e1", again.token)
+    broker.settle_ack("e1", again.token)
     assert broker.dequeue(["service"]) is None
 
 
@@ -163,7 +163,7 @@ def test_requeue_with_wrong_token_is_ignored() -> None:
     broker.enqueue(evaluation)
     eval_id, token = _dequeue_id(broker)
     broker.enqueue_all([(evaluation, "someone-else")])
-    broker.ack(eval_id, token)
+    broker.settle_ack(eval_id, token)
     assert broker.dequeue(["service"]) is None
 
 

@@ -21,7 +21,7 @@ def test_disable_drops_everything_including_delays() -> None:
     broker.enqueue(make_eval("nacked"))
     delivery = broker.dequeue(["service"])
     assert delivery is not None
-    broker.nack(delivery.evaluation.id, delivery.token)
+    broker.take_back(delivery.evaluation.id, delivery.token)
     assert broker.next_deadline() is not None
     broker.disable()
     assert broker.mode is BrokerMode.DISABLED
@@ -35,7 +35,7 @@ def test_disable_drops_everything_including_delays() -> None:
     assert (stats.total_ready, stats.total_waiting, stats.total_unacked) == (0, 0, 0)
     assert broker.dequeue(["service"]) is None
     with pytest.raises(UnknownEvaluation):
-        broker.ack(delivery.evaluation.id, delivery.token)
+        broker.settle_ack(delivery.evaluation.id, delivery.token)
 
 
 def test_restore_requires_a_mode() -> None:
@@ -87,7 +87,7 @@ def test_restore_of_100k_evaluations() -> None:
     first = broker.dequeue(["service"])
     assert first is not None and first.evaluation.priority == 52
     # The restored broker keeps working incrementally.
-    broker.ack(first.evaluation.id, first.token)
+    broker.settle_ack(first.evaluation.id, first.token)
     broker.enqueue(make_eval("fresh", job="fresh-job", priority=99))
     assert broker.dequeue(["service"]).evaluation.id == "fresh"  # type: ignore[union-attr]
 
@@ -155,7 +155,7 @@ def test_leader_to_standby_returns_slots_to_ready() -> None:
     assert (stats.total_ready, stats.total_unacked, stats.total_pending) == (1, 0, 1)
     broker.enable()
     with pytest.raises(UnknownEvaluation):
-        broker.ack("missing", delivery.token)
+        broker.settle_ack("missing", delivery.token)
     again = broker.dequeue(["service"])
     assert again is not None and again.evaluation.id == "b"
 
@@ -177,7 +177,7 @@ def test_iter_queue_in_create_order_with_cursor() -> None:
     ]
     assert [row.id for row in broker.iter_queue((20, "b"))] == ["c", "d"]
     assert [row.id for row in broker.iter_queue((30, "c"), descending=True)] == ["b", "a"]
-    broker.ack("c", delivery.token)
+    broker.settle_ack("c", delivery.token)
     rows2 = [(row.id, row.state, row.record.deliveries) for row in broker.iter_queue()]
     assert rows2 == [
         ("a", EvalState.READY, 0),

@@ -2,8 +2,8 @@
 
 :class:`EvalBroker` is driven by its async shell: the shell feeds it
 evaluations (``restore``, then ``apply`` for each event-stream update, and
-``enqueue_all`` for worker requeues), serves workers (``dequeue``, ``ack``,
-``nack``, ``outstanding_reset``), sleeps until ``next_deadline()`` and calls
+``enqueue_all`` for worker requeues), serves workers (``dequeue``, ``settle_ack``,
+``take_back``, ``outstanding_reset``), sleeps until ``next_deadline()`` and calls
 ``tick()``, and performs every returned effect against the state store
 (:mod:`drover.broker.core.effects`). Time comes from an injected monotonic clock
 and randomness (tokens, jitter, fairness) from an injected
@@ -232,15 +232,16 @@ class EvalBroker:
             return []
         return self._deliveries.dequeue_many(schedulers, limit, self._term)
 
-    def ack(self, eval_id: str, token: str) -> list[Effect]:
-        """The worker finished; the job's pending evaluation becomes ready."""
+    def settle_ack(self, eval_id: str, token: str) -> list[Effect]:
+        """The worker finished (its outcome is written, see
+        :mod:`.settlement`); the job's pending evaluation becomes ready."""
         self._require_leader()
-        return self._emit(self._deliveries.ack(eval_id, token))
+        return self._emit(self._deliveries.release_acked(eval_id, token))
 
-    def nack(self, eval_id: str, token: str) -> list[Effect]:
-        """The worker gave up; redeliver after a delay, or fail at the limit."""
+    def take_back(self, eval_id: str, token: str) -> list[Effect]:
+        """The worker gave up (a Nack); redeliver after a delay, or fail at the limit."""
         self._require_leader()
-        return self._emit(self._deliveries.nack(eval_id, token))
+        return self._emit(self._deliveries.take_back_outstanding(eval_id, token))
 
     def outstanding_reset(self, eval_id: str, token: str) -> None:
         """Restart the nack timer of an evaluation still being processed."""
@@ -248,7 +249,7 @@ class EvalBroker:
         self._deliveries.outstanding_reset(eval_id, token)
 
     def check_outstanding(self, eval_id: str, token: str) -> Evaluation:
-        """The evaluation ``token`` currently holds; raises as ``ack`` would.
+        """The evaluation ``token`` currently holds; raises as ``settle_ack`` would.
 
         Changes nothing: the shell writes an Ack's outcome first and acks
         the core only once the write is durable.

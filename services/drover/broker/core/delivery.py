@@ -130,7 +130,7 @@ class Deliveries:
             raise NotOutstanding(eval_id, rec.state.value)
         raise TokenMismatch(eval_id)
 
-    def ack(self, eval_id: str, token: str) -> list[Effect]:
+    def release_acked(self, eval_id: str, token: str) -> list[Effect]:
         """The worker finished; the job's pending evaluation becomes ready,
         and a re-submission held for this delivery is placed."""
         rec = self.outstanding(eval_id, token)
@@ -142,7 +142,7 @@ class Deliveries:
             return []
         return self._intake.place(requeued, now)
 
-    def nack(self, eval_id: str, token: str) -> list[Effect]:
+    def take_back_outstanding(self, eval_id: str, token: str) -> list[Effect]:
         """The worker gave up; redeliver after a delay, or fail at the limit."""
         rec = self.outstanding(eval_id, token)
         return self.take_back(rec, self._clock())
