@@ -1,5 +1,6 @@
-"""Ack settlement: the write's answer and its echo on the stream may come in
-either order; the ack is settled in the core exactly once."""
+"""Ack settlement (drover.broker.core.settlement): the write's answer and its
+echo on the stream may come in either order; the ack is settled in the core
+exactly once."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-"""Dequeue, Ack, Nack, nack timeouts and the delivery limit of the broker core."""
+"""Deliveries (drover.broker.core.delivery): Dequeue, Ack, Nack, nack timeouts
+and the delivery limit, through the broker core."""
 
 from __future__ import annotations
 
 import collections
-import random
-import uuid
 
 import pytest
 from broker_builders import PENDING, make_broker, make_eval
@@ -21,7 +20,7 @@ from drover.broker.errors import (
     TokenMismatch,
     UnknownEvaluation,
 )
-from drover.errors import FailedPrecondition, NotFound, Unavailable
+from drover.errors import FailedPrecondition, NotFound
 
 NO_JITTER = BrokerConfig(nack_delay_jitter=0.0)
 
@@ -300,50 +299,6 @@ def test_ack_at_delivery_limit_succeeds() -> None:
     assert (stats.total_failed, stats.total_unacked, stats.total_ready) == (0, 0, 0)
 
 
-def test_worker_calls_refused_unless_leader() -> None:
-    broker, _ = make_broker(enable=False)
-    with pytest.raises(BrokerDisabled) as disabled:
-        broker.dequeue(["service"])
-    assert isinstance(disabled.value, Unavailable) and disabled.value.reason == "BROKER_DISABLED"
-    broker.standby()
-    for call in (
-        lambda: broker.dequeue(["service"]),
-        lambda: broker.settle_ack("e", "t"),
-        lambda: broker.take_back("e", "t"),
-        lambda: broker.outstanding_reset("e", "t"),
-        lambda: broker.cancel("e"),
-        lambda: broker.unblock_all(),
-    ):
-        with pytest.raises(BrokerDisabled):
-            call()
-
-
-def test_pause_stops_deliveries_but_keeps_queues() -> None:
-    broker, _ = make_broker()
-    broker.enqueue(make_eval("e1"))
-    broker.enqueue(make_eval("e2"))
-    delivery = broker.dequeue(["service"])
-    assert delivery is not None
-    broker.set_paused(True)
-    assert broker.dequeue(["service"]) is None
-    assert broker.ready_schedulers() == frozenset()
-    broker.settle_ack("e1", delivery.token)
-    assert broker.stats().total_ready == 1 and broker.stats().paused
-    broker.set_paused(False)
-    assert broker.ready_schedulers() == frozenset({"service"})
-    again = broker.dequeue(["service"])
-    assert again is not None and again.evaluation.id == "e2"
-
-
-def test_config_validation() -> None:
-    with pytest.raises(ValueError, match="delivery_limit"):
-        BrokerConfig(delivery_limit=0)
-    with pytest.raises(ValueError, match="nack_timeout"):
-        BrokerConfig(nack_timeout=0)
-    assert BrokerConfig().nack_delay(1) == 1.0
-    assert BrokerConfig().nack_delay(3) == 40.0
-
-
 def _loaded(seed: int) -> EvalBroker:
     broker, _ = make_broker(seed=seed)
     for i in range(12):
@@ -376,10 +331,3 @@ def test_dequeue_many_refuses_a_standby_and_delivers_nothing_paused() -> None:
     broker.standby()
     with pytest.raises(BrokerDisabled):
         broker.dequeue_many(["service"], 10)
-
-
-def test_tokens_are_random_version_4_uuids() -> None:
-    broker, _ = make_broker(seed=11)
-    twin = random.Random(11)
-    for _ in range(200):
-        assert broker._random_uuid() == str(uuid.UUID(int=twin.getrandbits(128), version=4))
