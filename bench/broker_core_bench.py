@@ -15,7 +15,8 @@ import random
 import time
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
-from drover.broker.core import Delivery, EvalBroker
+from drover.broker.core.broker import EvalBroker
+from drover.broker.core.delivery import Delivery
 
 PENDING = EvaluationStatus.EVALUATION_STATUS_PENDING
 SCHEDULERS = ("service", "batch", "system")
@@ -65,7 +66,7 @@ def bench_ops(n: int) -> None:
             deliveries.append(delivery)
 
     timed("dequeue (3 types)", n, dequeue_all)
-    timed("ack", n, lambda: [broker.ack(d.evaluation.id, d.token) for d in deliveries])
+    timed("ack", n, lambda: [broker.settle_ack(d.evaluation.id, d.token) for d in deliveries])
 
 
 def bench_restore(n: int) -> None:

@@ -1,12 +1,14 @@
 """The eval broker service: delivers evaluations to scheduler workers.
 
-Leader only. The pure core (:mod:`drover.broker.core` and the modules it is
-built from) holds Nomad's eval broker semantics with no asyncio, no etcd and
-no gRPC: it is driven by an injected monotonic clock and random source, and
-it answers every state-store write it needs as a frozen *effect*
-(:mod:`drover.broker.effects`) for the async shell to perform. The shell
-(long-poll Dequeue waiters, timers, state-service writes with the leader
-fence, leader election) is built on top of that API.
+Leader only. The pure core (the :mod:`drover.broker.core` package; its
+state machine is :class:`~drover.broker.core.broker.EvalBroker`) holds
+Nomad's eval broker semantics with no asyncio, no etcd and no gRPC: it is
+driven by an injected monotonic clock and random source, and it answers
+every state-store write it needs as a frozen *effect*
+(:mod:`drover.broker.core.effects`) for the async shell to perform. The
+shell, the modules at this package's top level (long-poll Dequeue waiters,
+timers, state-service writes with the leader fence, leader election), is
+built on top of that API.
 
 Delivery is at-least-once: an evaluation leaves the broker only when a worker
 acks it, an operator cancels it, the state store says it is terminal, or a

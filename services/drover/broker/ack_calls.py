@@ -6,7 +6,7 @@ synchronous moment of the term, it checks the token against the core
 as handed out with the worker's final status, compared on its
 ``modify_index`` so it is never re-created if deleted meanwhile, plus the
 follow-ups as creates of new ids), marks the ack in flight
-(:class:`~.settlement.AckSettlement`) and queues the write with the fence
+(:class:`~.core.settlement.AckSettlement`) and queues the write with the fence
 of the term its token was issued under (``token_fence``). Only once the
 write has landed is the core acked, by whichever comes first: the writer's
 answer (here) or the write's echo on the event stream (the runtime's feed
@@ -35,11 +35,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from drover.api.types.v1.evaluation_pb2 import Evaluation
-from drover.broker.core import EvalBroker
-from drover.broker.effects import Effect, WriteGroup
+from drover.broker.core.broker import EvalBroker
+from drover.broker.core.effects import Effect, WriteGroup
+from drover.broker.core.settlement import AckLike, AckSettlement, ack_body, final_status
 from drover.broker.errors import BrokerDisabled
-from drover.broker.settlement import AckItem, AckLike, AckSettlement, ack_body, final_status
 from drover.broker.writer import FencedWriter
 from drover.coord.fence import Fence
 from drover.coord.guard import LeaderGuard
@@ -76,19 +75,12 @@ class AckCalls:
         self._acks = settlement
         self._guard = guard
 
-    async def ack(
-        self,
-        eval_id: str,
-        token: str,
-        status: int = 0,
-        description: str = "",
-        follow_ups: Sequence[Evaluation] = (),
-    ) -> int:
+    async def write_outcome(self, ack: AckLike) -> int:
         """The outcome's store index, once written and settled."""
         shell = self._shell
         writer = await shell.writer_for_call()
-        group, fence = self._begin(AckItem(eval_id, token, status, description,
-                                           list(follow_ups)))
+        eval_id, token = ack.eval_id, ack.token
+        group, fence = self._begin(ack)
         try:
             written = writer.enqueue(group, fence)
         except DroverError:
@@ -124,7 +116,7 @@ class AckCalls:
         self._acks.begin(ack.eval_id, ack.token)
         return group, self._shell.token_fence(ack.token)
 
-    async def ack_batch(self, acks: Sequence[AckLike]) -> list[int | DroverError]:
+    async def write_outcomes(self, acks: Sequence[AckLike]) -> list[int | DroverError]:
         """Each ack's store index, or the error Ack alone would have raised."""
         shell = self._shell
         settlement = self._acks

@@ -31,7 +31,7 @@ from drover.api.broker.v1 import broker_pb2_grpc
 from drover.api.state.v1 import state_pb2_grpc
 from drover.broker import metrics
 from drover.broker.config import BrokerConfig
-from drover.broker.core import EvalBroker
+from drover.broker.core.broker import EvalBroker
 from drover.broker.runtime import BrokerRuntime, ShellConfig
 from drover.broker.servicer import BrokerServicer
 from drover.broker.state_api import GrpcStateApi

@@ -21,7 +21,7 @@ import asyncio
 import itertools
 from collections.abc import Callable, Sequence
 
-from drover.broker.delivery import Delivery
+from drover.broker.core.delivery import Delivery
 from drover.errors import DroverError
 
 __all__ = ["LongPolls", "Waiter"]

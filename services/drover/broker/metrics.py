@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from drover.broker.stats import BrokerStats
+from drover.broker.core.stats import BrokerStats
 from drover.telemetry.observed import observe
 
 Series = Iterable[tuple[float, Mapping[str, Any]]]

@@ -24,7 +24,7 @@ import asyncio
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from drover.broker.effects import WriteGroup
+from drover.broker.core.effects import WriteGroup
 from drover.coord.fence import Fence
 from drover.errors import DroverError
 

@@ -1,6 +1,6 @@
 """The broker's async shell: leadership, the feed, and the wiring of its parts.
 
-:class:`BrokerRuntime` wraps the pure :class:`~drover.broker.core.EvalBroker`
+:class:`BrokerRuntime` wraps the pure :class:`~drover.broker.core.broker.EvalBroker`
 and is the one object that mutates it (one event loop, so no locks). It is
 the composition root; each part it wires is a module of its own, given
 only what it uses of the runtime (a small Protocol, or callables):
@@ -20,7 +20,7 @@ only what it uses of the runtime (a small Protocol, or callables):
   CancelEvaluation are core calls (:mod:`.worker_calls`); Ack and AckBatch
   write the worker's outcome and follow-ups through the fenced writer
   *before* the core forgets the evaluation (:mod:`.ack_calls`; nothing
-  lives only in memory; settled once, by :mod:`.settlement`);
+  lives only in memory; settled once, by :mod:`.core.settlement`);
 * one timer task sleeps until ``core.next_deadline()``, woken when an
   operation may have moved it earlier (:mod:`.timers`);
 * every core change goes through ``after`` (write its effects, serve parked
@@ -34,7 +34,7 @@ revocation is asynchronous, so every worker call, every hand-out to a long
 poll (also one that wakes up), every timer tick and every write checks the
 :class:`~drover.coord.guard.LeaderGuard` synchronously right before it
 acts: a term past its lease clock (a process frozen and woken) serves
-nothing. Delivery tokens carry the term (:mod:`.tokens`) and an Ack is
+nothing. Delivery tokens carry the term (:mod:`.core.tokens`) and an Ack is
 fenced with its token's term, so an outcome of an earlier term's delivery
 is refused by the state service (FENCE_LOST).
 """
@@ -53,16 +53,16 @@ from typing import Any, ParamSpec, TypeVar
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.api.types.v1.scheduler_pb2 import SchedulerConfig
 from drover.broker.ack_calls import AckCalls
-from drover.broker.core import BrokerMode, EvalBroker
-from drover.broker.delivery import Delivery
-from drover.broker.effects import Effect, WriteGroup, to_writes
+from drover.broker.core.broker import BrokerMode, EvalBroker
+from drover.broker.core.delivery import Delivery
+from drover.broker.core.effects import Effect, WriteGroup, to_writes
+from drover.broker.core.settlement import AckLike, AckSettlement
+from drover.broker.core.tokens import token_term
 from drover.broker.feed import EventFeed
 from drover.broker.leader_hint import LeaderHints
 from drover.broker.long_poll import LongPolls
-from drover.broker.settlement import AckItem, AckLike, AckSettlement
 from drover.broker.state_api import BrokerStateApi
 from drover.broker.timers import CoreTimer
-from drover.broker.tokens import token_term
 from drover.broker.worker_calls import WorkerCalls
 from drover.broker.writer import FencedWriter
 from drover.coord.fence import Fence
@@ -71,7 +71,7 @@ from drover.coord.term import Term
 from drover.errors import DroverError, NotLeader
 from drover.gc_policy import GcPolicy
 
-__all__ = ["AckItem", "AckLike", "BrokerRuntime", "ShellConfig"]
+__all__ = ["BrokerRuntime", "ShellConfig"]
 
 log = logging.getLogger(__name__)
 
@@ -295,16 +295,9 @@ class BrokerRuntime:
         return await self._calls.dequeue(schedulers, wait, limit)
 
     @_hinted
-    async def ack(
-        self,
-        eval_id: str,
-        token: str,
-        status: int = 0,
-        description: str = "",
-        follow_ups: Sequence[Evaluation] = (),
-    ) -> int:
+    async def ack(self, ack: AckLike) -> int:
         """Write the worker's outcome, then settle it; its store index."""
-        return await self._ack_calls.ack(eval_id, token, status, description, follow_ups)
+        return await self._ack_calls.write_outcome(ack)
 
     def token_fence(self, token: str) -> Fence | None:
         term = self.term
@@ -324,11 +317,11 @@ class BrokerRuntime:
         as fit); each succeeds or fails on its own. Not being the leader
         fails the whole call, so a caller is pointed at the leader once.
         """
-        return await self._ack_calls.ack_batch(acks)
+        return await self._ack_calls.write_outcomes(acks)
 
     @_hinted
     async def nack(self, eval_id: str, token: str) -> None:
-        await self._calls.nack(eval_id, token)
+        await self._calls.give_back(eval_id, token)
 
     @_hinted
     async def outstanding_reset(self, eval_id: str, token: str) -> None:

@@ -16,11 +16,11 @@ from typing import Any
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.types.v1 import query_pb2
-from drover.broker.core import BrokerMode
-from drover.broker.queue_view import QueueView
-from drover.broker.record import EvalState
+from drover.broker.core.broker import BrokerMode
+from drover.broker.core.queue_view import QueueView
+from drover.broker.core.record import EvalState
+from drover.broker.core.stats import TimingSummary
 from drover.broker.runtime import BrokerRuntime
-from drover.broker.stats import TimingSummary
 from drover.errors import DroverError, InvalidArgument
 from drover.rpc.errors import rpc_code
 
@@ -83,9 +83,8 @@ class BrokerServicer(broker_pb2_grpc.EvalBrokerServiceServicer):
 
     async def Ack(self, request: Any, context: Any) -> Any:
         _require_id(request.eval_id, "eval_id")
-        index = await self.runtime.ack(
-            request.eval_id, request.token, request.status, request.status_description,
-            list(request.follow_ups))
+        # The AckRequest message itself (AckLike): read, never kept.
+        index = await self.runtime.ack(request)
         return broker_pb2.AckResponse(index=index)
 
     async def AckBatch(self, request: Any, context: Any) -> Any:

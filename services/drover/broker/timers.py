@@ -23,7 +23,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Protocol
 
-from drover.broker.effects import Effect
+from drover.broker.core.effects import Effect
 
 __all__ = ["CoreTimer"]
 

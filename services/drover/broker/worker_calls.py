@@ -35,9 +35,9 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
-from drover.broker.core import EvalBroker
-from drover.broker.delivery import Delivery
-from drover.broker.effects import Effect, to_writes
+from drover.broker.core.broker import EvalBroker
+from drover.broker.core.delivery import Delivery
+from drover.broker.core.effects import Effect, to_writes
 from drover.broker.errors import BrokerDisabled
 from drover.broker.long_poll import LongPolls
 from drover.broker.writer import FencedWriter
@@ -118,12 +118,12 @@ class WorkerCalls:
             try:
                 first = await self._polls.wait(waiter, wait)
             except asyncio.CancelledError:
-                self._give_back(waiter.future)
+                self._return_unsent(waiter.future)
                 raise
             if first is not None and not guard.alive():
                 # Handed out just before a freeze, resumed after it: the
                 # term is over, so this delivery never leaves.
-                self._give_back(waiter.future)
+                self._return_unsent(waiter.future)
                 raise guard.not_leader()
             if first is None and (shell.writer is None or not guard.alive()):
                 # The term ended while this poll waited and nothing ended it
@@ -138,15 +138,16 @@ class WorkerCalls:
             batch += core.dequeue_many(schedulers, limit - 1)
         return batch
 
-    def _give_back(self, future: asyncio.Future[Delivery]) -> None:
+    def _return_unsent(self, future: asyncio.Future[Delivery]) -> None:
         if future.done() and not future.cancelled() and future.exception() is None:
             d = future.result()
             with contextlib.suppress(DroverError):
-                self._shell.after(self._core.nack(d.evaluation.id, d.token))
+                self._shell.after(self._core.take_back(d.evaluation.id, d.token))
 
-    async def nack(self, eval_id: str, token: str) -> None:
+    async def give_back(self, eval_id: str, token: str) -> None:
+        """A worker's Nack: the core takes the delivery back, its effects written."""
         await self._shell.writer_for_call()
-        self._shell.after(self._core_call(lambda: self._core.nack(eval_id, token)))
+        self._shell.after(self._core_call(lambda: self._core.take_back(eval_id, token)))
 
     async def outstanding_reset(self, eval_id: str, token: str) -> None:
         await self._shell.writer_for_call()

@@ -8,7 +8,7 @@ Group commit: concurrent writes are merged into one ``UpdateEvaluations``
 call (one etcd txn) of at most ``max_objects`` evaluations, so sixteen
 workers acking at once cost one round trip, not sixteen. Outcomes are
 *updates* compared on the ``modify_index`` the broker held and follow-ups
-are *creates* (:class:`~drover.broker.effects.WriteGroup`): nothing the
+are *creates* (:class:`~drover.broker.core.effects.WriteGroup`): nothing the
 broker writes can re-create an evaluation deleted meanwhile. An evaluation
 written twice in one batch keeps its last body (etcd refuses duplicate
 keys in a txn). A batch the store refuses (a worker's malformed follow-up,
@@ -51,7 +51,7 @@ trace goes on to the state service's txn. ``on_written`` is called once per
 landed txn, with every group it wrote.
 
 Split: which queued writes form the next txn is the pure batching policy
-(:mod:`.write_batch`); a queued write and where its outcome goes is
+(:mod:`.core.write_batch`); a queued write and where its outcome goes is
 :mod:`.pending_write`; this module is the async shell: queueing, the flight
 loop, retries and the fence.
 """
@@ -68,9 +68,9 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
-from drover.broker.effects import WriteGroup
+from drover.broker.core.effects import WriteGroup
+from drover.broker.core.write_batch import merge_writes, next_batch
 from drover.broker.pending_write import Outcomes, PendingWrite, trace_links
-from drover.broker.write_batch import merge_writes, next_batch
 from drover.coord.fence import Fence
 from drover.errors import (
     AlreadyExists,
@@ -272,7 +272,7 @@ class FencedWriter:
                         self._busy[i] = left
 
     def _take(self) -> tuple[list[PendingWrite], list[str]]:
-        """The next batch and the evaluation ids it writes (:mod:`.write_batch`)."""
+        """The next batch and the evaluation ids it writes (:mod:`.core.write_batch`)."""
         return next_batch(self._queue, self._busy, self._max)
 
     async def _flush(self, batch: list[PendingWrite]) -> None:

@@ -15,8 +15,8 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1.evaluation_pb2 import EvaluationStatus
 from drover.api.types.v1.scheduler_pb2 import SchedulerConfig
 from drover.broker.config import BrokerConfig
-from drover.broker.core import EvalBroker
-from drover.broker.queue_view import QueueView
+from drover.broker.core.broker import EvalBroker
+from drover.broker.core.queue_view import QueueView
 from drover.config import EtcdSettings
 from drover.coord import Keyspace, cluster_secret, connect
 from drover.coord.etcd_kv import EtcdKV

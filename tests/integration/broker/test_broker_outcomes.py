@@ -22,7 +22,7 @@ from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.api.types.v1.scheduler_pb2 import SchedulerConfig
-from drover.broker.effects import to_writes
+from drover.broker.core.effects import to_writes
 from drover.broker.runtime import BrokerRuntime
 from drover.rpc.errors import error_info
 

@@ -12,7 +12,7 @@ from google.rpc import code_pb2
 from drover.api.broker.v1 import broker_pb2
 from drover.api.types.v1.evaluation_pb2 import EvaluationStatus
 from drover.broker.config import BrokerConfig
-from drover.broker.tokens import token_term
+from drover.broker.core.tokens import token_term
 from drover.rpc.errors import error_info, leader_hint
 
 FAST_NACK = BrokerConfig(nack_timeout=0.3, initial_nack_delay=0.0)

@@ -12,7 +12,7 @@ from state_harness import start_state
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
-from drover.broker.effects import WriteGroup
+from drover.broker.core.effects import WriteGroup
 from drover.broker.state_api import GrpcStateApi
 from drover.broker.writer import FencedWriter
 from drover.coord.fence import Fence

@@ -22,7 +22,7 @@ Invariants of :func:`next_batch` (FIFO, one fence, per-evaluation order):
 evaluation updated twice keeps its last body (etcd refuses duplicate keys
 in a txn).
 
-Pure: no asyncio, no grpc, no etcd (listed in the architecture test's CORE).
+Pure: no asyncio, no grpc, no etcd (it is under :mod:`drover.broker.core`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol, TypeVar
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
-from drover.broker.effects import WriteGroup
+from drover.broker.core.effects import WriteGroup
 from drover.coord.fence import Fence
 
 __all__ = ["Batchable", "merge_writes", "next_batch"]

@@ -1,7 +1,7 @@
 """Deliveries: evaluations out with workers, and how they come back (pure).
 
 :class:`Deliveries` is the worker half of
-:class:`~drover.broker.core.EvalBroker`: it hands out the best ready
+:class:`~drover.broker.core.broker.EvalBroker`: it hands out the best ready
 evaluations (each with a fresh token carrying the term, see :mod:`.tokens`,
 and a nack deadline), checks a worker's token, settles an ack, takes an
 evaluation back on a Nack or a nack timeout (redelivered after a delay that
@@ -15,7 +15,7 @@ Invariants (leader only, at-least-once):
   acked or taken back, and its pending evaluation is not ready meanwhile;
 * a token is valid only while its delivery is UNACKED; a token taken back
   by a nack timeout is remembered as expired, so a late ack is told so
-  (:class:`~.errors.TokenExpired`) rather than "mismatch";
+  (:class:`~drover.broker.errors.TokenExpired`) rather than "mismatch";
 * an evaluation at the delivery limit keeps its job's slot (FAILED) until
   the shell has written the failure and calls :meth:`release_failed`:
   another evaluation of the job must not run before it is recorded;
@@ -26,7 +26,7 @@ Invariants (leader only, at-least-once):
 The leader check and the mode gate are the caller's (the core's): methods
 here assume a delivering leader and return the effects of their change.
 
-Pure: no asyncio, no I/O (listed in the architecture test's CORE); the
+Pure: no asyncio, no I/O (it is under :mod:`drover.broker.core`); the
 monotonic clock, the wall clock, the random source and the id factory are
 injected.
 """
@@ -39,7 +39,12 @@ from typing import NamedTuple
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.config import BrokerConfig
-from drover.broker.effects import Effect, delivery_limit_reached
+from drover.broker.core.effects import Effect, delivery_limit_reached
+from drover.broker.core.held import HeldEvaluations
+from drover.broker.core.intake import Intake
+from drover.broker.core.record import EvalRecord, EvalState
+from drover.broker.core.stats import Reservoir
+from drover.broker.core.tokens import make_token
 from drover.broker.errors import (
     NotFailed,
     NotOutstanding,
@@ -47,11 +52,6 @@ from drover.broker.errors import (
     TokenMismatch,
     UnknownEvaluation,
 )
-from drover.broker.intake import Intake
-from drover.broker.record import EvalRecord, EvalState
-from drover.broker.state import BrokerState
-from drover.broker.stats import Reservoir
-from drover.broker.tokens import make_token
 
 __all__ = ["Deliveries", "Delivery"]
 
@@ -73,7 +73,7 @@ class Delivery(NamedTuple):
 class Deliveries:
     def __init__(
         self,
-        state: BrokerState,
+        held: HeldEvaluations,
         intake: Intake,
         config: BrokerConfig,
         *,
@@ -82,7 +82,7 @@ class Deliveries:
         wall: Callable[[], float],
         new_id: Callable[[], str],
     ) -> None:
-        self._state = state
+        self._held = held
         self._intake = intake
         self._config = config
         self._clock = clock
@@ -99,8 +99,8 @@ class Deliveries:
     def dequeue_many(self, schedulers: Sequence[str], limit: int, term: int) -> list[Delivery]:
         """Up to ``limit`` deliveries of ``schedulers``, best first, one per
         job; tokens carry ``term``."""
-        state = self._state
-        pop_best = state.ready.pop_best
+        held = self._held
+        pop_best = held.ready.pop_best
         rng = self._rng
         now = self._clock()
         deadline = now + self._config.nack_timeout
@@ -113,13 +113,13 @@ class Deliveries:
             self.ready_wait.add(now - rec.since)
             rec.deliveries += 1
             rec.token = token = make_token(term, new_id())
-            state.set_state(rec, UNACKED, now, deadline=deadline)
-            out.append(Delivery(rec.eval, token, state.wait_index(rec), rec.deliveries))
+            held.set_state(rec, UNACKED, now, deadline=deadline)
+            out.append(Delivery(rec.eval, token, held.wait_index(rec), rec.deliveries))
         return out
 
     def outstanding(self, eval_id: str, token: str) -> EvalRecord:
         """The record ``token`` currently holds; raises why it holds none."""
-        rec = self._state.records.get(eval_id)
+        rec = self._held.records.get(eval_id)
         if rec is None or rec.state is None:
             raise UnknownEvaluation(eval_id)
         if rec.state is EvalState.UNACKED and rec.token == token:
@@ -130,19 +130,19 @@ class Deliveries:
             raise NotOutstanding(eval_id, rec.state.value)
         raise TokenMismatch(eval_id)
 
-    def ack(self, eval_id: str, token: str) -> list[Effect]:
+    def release_acked(self, eval_id: str, token: str) -> list[Effect]:
         """The worker finished; the job's pending evaluation becomes ready,
         and a re-submission held for this delivery is placed."""
         rec = self.outstanding(eval_id, token)
         now = self._clock()
         self.processing.add(now - rec.since)
-        self._state.release(rec, now)
+        self._held.release(rec, now)
         requeued = self._intake.take_requeued(token)
         if requeued is None:
             return []
         return self._intake.place(requeued, now)
 
-    def nack(self, eval_id: str, token: str) -> list[Effect]:
+    def take_back_outstanding(self, eval_id: str, token: str) -> list[Effect]:
         """The worker gave up; redeliver after a delay, or fail at the limit."""
         rec = self.outstanding(eval_id, token)
         return self.take_back(rec, self._clock())
@@ -153,7 +153,7 @@ class Deliveries:
         rec = self.outstanding(eval_id, token)
         started = rec.since
         now = self._clock()
-        self._state.set_state(rec, EvalState.UNACKED, now, deadline=now + self._config.nack_timeout)
+        self._held.set_state(rec, EvalState.UNACKED, now, deadline=now + self._config.nack_timeout)
         rec.since = started
 
     def expire(self, rec: EvalRecord, now: float) -> list[Effect]:
@@ -173,15 +173,15 @@ class Deliveries:
         delay = config.nack_delay(rec.deliveries)
         if delay > 0:
             delay *= 1 + self._rng.random() * config.nack_delay_jitter
-            self._state.set_state(rec, EvalState.WAITING, now, deadline=now + delay)
+            self._held.set_state(rec, EvalState.WAITING, now, deadline=now + delay)
         else:
-            self._state.set_state(rec, EvalState.READY, now)
+            self._held.set_state(rec, EvalState.READY, now)
         return []
 
     def _fail(self, rec: EvalRecord, now: float) -> list[Effect]:
         # Keeps the job's slot until the shell has written the failure:
         # another evaluation of the job must not run before it is recorded.
-        self._state.set_state(rec, EvalState.FAILED, now)
+        self._held.set_state(rec, EvalState.FAILED, now)
         self.failed_total += 1
         config = self._config
         wait = config.failed_follow_up_base + self._rng.random() * config.failed_follow_up_range
@@ -191,21 +191,21 @@ class Deliveries:
 
     def release_failed(self, eval_id: str) -> None:
         """The shell wrote the failure (MarkFailed): free the job's slot."""
-        rec = self._state.records.get(eval_id)
+        rec = self._held.records.get(eval_id)
         if rec is None or rec.state is None:
             raise UnknownEvaluation(eval_id)
         if rec.state is not EvalState.FAILED:
             raise NotFailed(eval_id, rec.state.value)
-        self._state.release(rec, self._clock())
+        self._held.release(rec, self._clock())
 
     def revoke_all(self) -> None:
         """Every token dies and the job slots go back to ready, as the store
         has them (pending): a step down to standby."""
         now = self._clock()
-        for job in self._state.jobs.values():
+        for job in self._held.jobs.values():
             slot = job.slot
             if slot is not None and slot.state is not EvalState.READY:
                 slot.token = None
                 slot.expired_tokens = ()
-                self._state.set_state(slot, EvalState.READY, now)
+                self._held.set_state(slot, EvalState.READY, now)
         self._intake.clear_requeues()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator, Mapping
 
-from drover.broker.record import EvalRecord, QueueEntry
+from drover.broker.core.record import EvalRecord, QueueEntry
 
 __all__ = ["QueueOrder"]
 

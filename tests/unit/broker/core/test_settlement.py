@@ -1,5 +1,6 @@
-"""Ack settlement: the write's answer and its echo on the stream may come in
-either order; the ack is settled in the core exactly once."""
+"""Ack settlement (drover.broker.core.settlement): the write's answer and its
+echo on the stream may come in either order; the ack is settled in the core
+exactly once."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import pytest
 from broker_builders import make_broker, make_eval
 
 from drover.api.types.v1.evaluation_pb2 import EvaluationStatus
+from drover.broker.core.settlement import AckSettlement, ack_body, final_status
 from drover.broker.errors import NotOutstanding, UnknownEvaluation
-from drover.broker.settlement import AckSettlement, ack_body, final_status
 from drover.errors import InvalidArgument
 
 _S = EvaluationStatus

@@ -23,10 +23,10 @@ import itertools
 from collections.abc import Iterable
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
-from drover.broker.effects import CancelSuperseded, Effect
-from drover.broker.queues import ReadyEntry, TimerEntry
-from drover.broker.record import EvalRecord, EvalState, JobEntry, JobKey
-from drover.broker.state import BrokerState
+from drover.broker.core.effects import CancelSuperseded, Effect
+from drover.broker.core.held import HeldEvaluations
+from drover.broker.core.queues import ReadyEntry, TimerEntry
+from drover.broker.core.record import EvalRecord, EvalState, JobEntry, JobKey
 
 __all__ = ["bulk_load"]
 
@@ -36,9 +36,9 @@ _UNSPECIFIED = EvaluationStatus.EVALUATION_STATUS_UNSPECIFIED
 
 
 def bulk_load(
-    state: BrokerState, evaluations: Iterable[Evaluation], now: float, wall_now: float
+    held: HeldEvaluations, evaluations: Iterable[Evaluation], now: float, wall_now: float
 ) -> list[Effect]:
-    """Fill an empty ``state`` from ``evaluations``; returns the cancellations."""
+    """Fill an empty ``held`` from ``evaluations``; returns the cancellations."""
     records: dict[str, EvalRecord] = {}
     jobs: dict[JobKey, JobEntry] = {}
     ready_lists: dict[str, list[ReadyEntry]] = {}
@@ -53,7 +53,7 @@ def bulk_load(
         EvalState.WAITING,
         EvalState.BLOCKED,
     )
-    ticket = next(state.tickets)
+    ticket = next(held.tickets)
     blocked_count = 0
     # The loop is the hot path of a failover: locals only, each field read
     # once, no method calls beyond the unavoidable.
@@ -111,17 +111,17 @@ def bulk_load(
             entries.append((-rec.priority, rec.create_index, ticket, rec))
         job.refs += 1
 
-    state.tickets = itertools.count(ticket + 1)
-    state.records = records
-    state.jobs = jobs
-    state.blocked_jobs = blocked_keys
+    held.tickets = itertools.count(ticket + 1)
+    held.records = records
+    held.jobs = jobs
+    held.blocked_jobs = blocked_keys
     ready_live = {
         name: len(entries) - ready_stale.get(name, 0) for name, entries in ready_lists.items()
     }
-    state.ready.load(ready_lists, ready_live)
-    state.timers.load(delayed)
-    state.order.invalidate()
-    counts = state.counts
+    held.ready.load(ready_lists, ready_live)
+    held.timers.load(delayed)
+    held.order.invalidate()
+    counts = held.counts
     counts[EvalState.READY] = sum(ready_live.values())
     counts[EvalState.WAITING] = len(delayed)
     counts[EvalState.BLOCKED] = blocked_count
@@ -130,7 +130,7 @@ def bulk_load(
     for losers_by_job, winner_of in ((slot_losers, "slot"), (blocked_losers, "blocked")):
         for key, losers in losers_by_job.items():
             winner: EvalRecord = getattr(jobs[key], winner_of)
-            state.cancelled += len(losers)
+            held.cancelled += len(losers)
             effects.append(CancelSuperseded(
                 key[0], key[1], tuple(e.id for e in losers), winner.id, tuple(losers)))
     return effects

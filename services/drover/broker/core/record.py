@@ -129,7 +129,7 @@ class JobEntry:
 
 
 class QueueEntry(NamedTuple):
-    """One row of :meth:`drover.broker.core.EvalBroker.iter_queue`."""
+    """One row of :meth:`drover.broker.core.broker.EvalBroker.iter_queue`."""
 
     create_index: int
     id: str

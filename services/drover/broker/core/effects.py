@@ -10,7 +10,7 @@ Guarantees the shell relies on:
 * Effects are only returned by a leader (enabled) core. A hot standby
   computes the same supersede decisions but defers their cancellations
   until it is promoted, so a leader that dies before writing them loses
-  nothing (:meth:`drover.broker.core.EvalBroker.enable` returns them).
+  nothing (:meth:`drover.broker.core.broker.EvalBroker.enable` returns them).
 * Each effect is idempotent against the store: writing a cancel for an
   evaluation that is already terminal must be a no-op, not an error.
 * ``MarkFailed`` is always immediately followed by the ``CreateFollowUp``

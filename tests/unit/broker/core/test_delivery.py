@@ -1,17 +1,17 @@
-"""Dequeue, Ack, Nack, nack timeouts and the delivery limit of the broker core."""
+"""Deliveries (drover.broker.core.delivery): Dequeue, Ack, Nack, nack timeouts
+and the delivery limit, through the broker core."""
 
 from __future__ import annotations
 
 import collections
-import random
-import uuid
 
 import pytest
 from broker_builders import PENDING, make_broker, make_eval
 
 from drover.broker.config import BrokerConfig
-from drover.broker.core import EvalBroker
-from drover.broker.effects import CreateFollowUp, MarkFailed
+from drover.broker.core.broker import EvalBroker
+from drover.broker.core.effects import CreateFollowUp, MarkFailed
+from drover.broker.core.record import EvalState
 from drover.broker.errors import (
     BrokerDisabled,
     NotFailed,
@@ -20,8 +20,7 @@ from drover.broker.errors import (
     TokenMismatch,
     UnknownEvaluation,
 )
-from drover.broker.record import EvalState
-from drover.errors import FailedPrecondition, NotFound, Unavailable
+from drover.errors import FailedPrecondition, NotFound
 
 NO_JITTER = BrokerConfig(nack_delay_jitter=0.0)
 
@@ -38,7 +37,7 @@ def test_enqueue_dequeue_ack_roundtrip() -> None:
     stats = broker.stats()
     assert (stats.total_ready, stats.total_unacked) == (0, 1)
     assert stats.by_scheduler["service"].unacked == 1
-    assert broker.ack("e1", delivery.token) == []
+    assert broker.settle_ack("e1", delivery.token) == []
     stats = broker.stats()
     assert (stats.total_ready, stats.total_unacked) == (0, 0)
     assert broker.get("e1") is None
@@ -132,7 +131,7 @@ def test_ready_wait_and_processing_timings() -> None:
     clock.advance(5.0)
     broker.outstanding_reset("e1", delivery.token)
     clock.advance(1.0)
-    broker.ack("e1", delivery.token)
+    broker.settle_ack("e1", delivery.token)
     stats = broker.stats()
     assert stats.ready_wait.count == 1 and stats.ready_wait.max == pytest.approx(2.0)
     assert stats.processing.p50 == pytest.approx(6.0)
@@ -142,24 +141,24 @@ def test_ack_and_nack_bad_inputs() -> None:
     broker, _ = make_broker()
     broker.enqueue(make_eval("e1"))
     with pytest.raises(UnknownEvaluation) as unknown:
-        broker.ack("nope", "t")
+        broker.settle_ack("nope", "t")
     assert isinstance(unknown.value, NotFound) and unknown.value.reason == "UNKNOWN_EVALUATION"
     with pytest.raises(NotOutstanding) as not_out:
-        broker.ack("e1", "t")
+        broker.settle_ack("e1", "t")
     assert not_out.value.reason == "NOT_OUTSTANDING"
     assert isinstance(not_out.value, FailedPrecondition)
     delivery = broker.dequeue(["service"])
     assert delivery is not None
     with pytest.raises(TokenMismatch) as mismatch:
-        broker.nack("e1", "not-the-token")
+        broker.take_back("e1", "not-the-token")
     assert mismatch.value.reason == "TOKEN_MISMATCH"
     with pytest.raises(TokenMismatch):
         broker.outstanding_reset("e1", "not-the-token")
     with pytest.raises(UnknownEvaluation):
         broker.outstanding_reset("nope", delivery.token)
-    broker.ack("e1", delivery.token)
+    broker.settle_ack("e1", delivery.token)
     with pytest.raises(UnknownEvaluation):
-        broker.ack("e1", delivery.token)
+        broker.settle_ack("e1", delivery.token)
 
 
 def test_nack_redelivers_after_initial_then_subsequent_delay() -> None:
@@ -167,7 +166,7 @@ def test_nack_redelivers_after_initial_then_subsequent_delay() -> None:
     broker.enqueue(make_eval("e1"))
     first = broker.dequeue(["service"])
     assert first is not None
-    broker.nack("e1", first.token)
+    broker.take_back("e1", first.token)
     assert broker.stats().total_waiting == 1
     assert broker.dequeue(["service"]) is None
     assert broker.next_deadline() == pytest.approx(clock.now + 1.0)
@@ -178,7 +177,7 @@ def test_nack_redelivers_after_initial_then_subsequent_delay() -> None:
     broker.tick()
     second = broker.dequeue(["service"])
     assert second is not None and second.deliveries == 2
-    broker.nack("e1", second.token)
+    broker.take_back("e1", second.token)
     assert broker.next_deadline() == pytest.approx(clock.now + 20.0)
     clock.advance(19.0)
     broker.tick()
@@ -195,7 +194,7 @@ def test_nack_delay_jitter_stays_within_bounds() -> None:
     broker.enqueue(make_eval("e1"))
     delivery = broker.dequeue(["service"])
     assert delivery is not None
-    broker.nack("e1", delivery.token)
+    broker.take_back("e1", delivery.token)
     deadline = broker.next_deadline()
     assert deadline is not None
     assert clock.now + 1.0 <= deadline < clock.now + 1.5
@@ -211,7 +210,7 @@ def test_nack_timeout_takes_back_and_expires_token() -> None:
     assert broker.tick() == []
     assert broker.get("e1").state is EvalState.WAITING  # type: ignore[union-attr]
     with pytest.raises(TokenExpired) as expired:
-        broker.ack("e1", delivery.token)
+        broker.settle_ack("e1", delivery.token)
     assert expired.value.reason == "TOKEN_EXPIRED"
     assert isinstance(expired.value, NotOutstanding)
     clock.advance(1.0)
@@ -219,8 +218,8 @@ def test_nack_timeout_takes_back_and_expires_token() -> None:
     again = broker.dequeue(["service"])
     assert again is not None and again.token != delivery.token
     with pytest.raises(TokenExpired):
-        broker.ack("e1", delivery.token)
-    broker.ack("e1", again.token)
+        broker.settle_ack("e1", delivery.token)
+    broker.settle_ack("e1", again.token)
 
 
 def test_outstanding_reset_extends_nack_timeout() -> None:
@@ -251,7 +250,7 @@ def test_delivery_limit_fails_with_follow_up() -> None:
         delivery = broker.dequeue(["service"])
         assert delivery is not None and delivery.evaluation.id == "e1"
         assert delivery.deliveries == attempt + 1
-        effects = broker.nack("e1", delivery.token)
+        effects = broker.take_back("e1", delivery.token)
     failed, follow_up = effects
     assert isinstance(failed, MarkFailed) and isinstance(follow_up, CreateFollowUp)
     assert failed.eval_id == "e1" and "reached delivery limit (3)" in failed.description
@@ -281,7 +280,7 @@ def test_nack_timeout_at_limit_fails_too() -> None:
     effects = broker.tick()
     assert [type(e) for e in effects] == [MarkFailed, CreateFollowUp]
     with pytest.raises(TokenExpired):
-        broker.nack("e1", delivery.token)
+        broker.take_back("e1", delivery.token)
 
 
 def test_ack_at_delivery_limit_succeeds() -> None:
@@ -290,58 +289,14 @@ def test_ack_at_delivery_limit_succeeds() -> None:
     for _ in range(2):
         delivery = broker.dequeue(["service"])
         assert delivery is not None
-        broker.nack("e1", delivery.token)
+        broker.take_back("e1", delivery.token)
         clock.advance(100.0)
         broker.tick()
     delivery = broker.dequeue(["service"])
     assert delivery is not None and delivery.deliveries == 3
-    assert broker.ack("e1", delivery.token) == []
+    assert broker.settle_ack("e1", delivery.token) == []
     stats = broker.stats()
     assert (stats.total_failed, stats.total_unacked, stats.total_ready) == (0, 0, 0)
-
-
-def test_worker_calls_refused_unless_leader() -> None:
-    broker, _ = make_broker(enable=False)
-    with pytest.raises(BrokerDisabled) as disabled:
-        broker.dequeue(["service"])
-    assert isinstance(disabled.value, Unavailable) and disabled.value.reason == "BROKER_DISABLED"
-    broker.standby()
-    for call in (
-        lambda: broker.dequeue(["service"]),
-        lambda: broker.ack("e", "t"),
-        lambda: broker.nack("e", "t"),
-        lambda: broker.outstanding_reset("e", "t"),
-        lambda: broker.cancel("e"),
-        lambda: broker.unblock_all(),
-    ):
-        with pytest.raises(BrokerDisabled):
-            call()
-
-
-def test_pause_stops_deliveries_but_keeps_queues() -> None:
-    broker, _ = make_broker()
-    broker.enqueue(make_eval("e1"))
-    broker.enqueue(make_eval("e2"))
-    delivery = broker.dequeue(["service"])
-    assert delivery is not None
-    broker.set_paused(True)
-    assert broker.dequeue(["service"]) is None
-    assert broker.ready_schedulers() == frozenset()
-    broker.ack("e1", delivery.token)
-    assert broker.stats().total_ready == 1 and broker.stats().paused
-    broker.set_paused(False)
-    assert broker.ready_schedulers() == frozenset({"service"})
-    again = broker.dequeue(["service"])
-    assert again is not None and again.evaluation.id == "e2"
-
-
-def test_config_validation() -> None:
-    with pytest.raises(ValueError, match="delivery_limit"):
-        BrokerConfig(delivery_limit=0)
-    with pytest.raises(ValueError, match="nack_timeout"):
-        BrokerConfig(nack_timeout=0)
-    assert BrokerConfig().nack_delay(1) == 1.0
-    assert BrokerConfig().nack_delay(3) == 40.0
 
 
 def _loaded(seed: int) -> EvalBroker:
@@ -376,10 +331,3 @@ def test_dequeue_many_refuses_a_standby_and_delivers_nothing_paused() -> None:
     broker.standby()
     with pytest.raises(BrokerDisabled):
         broker.dequeue_many(["service"], 10)
-
-
-def test_tokens_are_random_version_4_uuids() -> None:
-    broker, _ = make_broker(seed=11)
-    twin = random.Random(11)
-    for _ in range(200):
-        assert broker._random_uuid() == str(uuid.UUID(int=twin.getrandbits(128), version=4))

@@ -9,7 +9,7 @@ from virtual_clock import VirtualClock
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.broker.config import BrokerConfig
-from drover.broker.core import EvalBroker
+from drover.broker.core.broker import EvalBroker
 
 PENDING = EvaluationStatus.EVALUATION_STATUS_PENDING
 BLOCKED = EvaluationStatus.EVALUATION_STATUS_BLOCKED
@@ -57,3 +57,9 @@ def make_eval(
     if wait_until is not None:
         evaluation.wait_until.FromNanoseconds(int(wait_until * 1e9))
     return evaluation
+
+
+def dequeue_id(broker, schedulers=("service",)):  # type: ignore[no-untyped-def]
+    """The next delivery's (evaluation id, token), or None."""
+    delivery = broker.dequeue(list(schedulers))
+    return None if delivery is None else (delivery.evaluation.id, delivery.token)

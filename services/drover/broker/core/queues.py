@@ -13,7 +13,7 @@ import heapq
 import random
 from collections.abc import Iterable, Sequence
 
-from drover.broker.record import EvalRecord
+from drover.broker.core.record import EvalRecord
 
 __all__ = ["ReadyQueues", "TimerHeap"]
 

@@ -18,8 +18,8 @@ from collections.abc import Callable, Collection, Hashable, Iterator
 from typing import Any
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
-from drover.broker.core import EvalBroker
-from drover.broker.record import EvalState, QueueEntry
+from drover.broker.core.broker import EvalBroker
+from drover.broker.core.record import EvalState, QueueEntry
 from drover.filter import Field, FieldType, FilterCompiler, Schema
 from drover.paging import (
     Key,

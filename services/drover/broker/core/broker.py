@@ -2,10 +2,10 @@
 
 :class:`EvalBroker` is driven by its async shell: the shell feeds it
 evaluations (``restore``, then ``apply`` for each event-stream update, and
-``enqueue_all`` for worker requeues), serves workers (``dequeue``, ``ack``,
-``nack``, ``outstanding_reset``), sleeps until ``next_deadline()`` and calls
+``enqueue_all`` for worker requeues), serves workers (``dequeue``, ``settle_ack``,
+``take_back``, ``outstanding_reset``), sleeps until ``next_deadline()`` and calls
 ``tick()``, and performs every returned effect against the state store
-(:mod:`drover.broker.effects`). Time comes from an injected monotonic clock
+(:mod:`drover.broker.core.effects`). Time comes from an injected monotonic clock
 and randomness (tokens, jitter, fairness) from an injected
 ``random.Random``, so tests run on a virtual clock, deterministically.
 
@@ -39,7 +39,7 @@ evaluation written after a job's blocked evaluation was created untracks it
 Built by composition, one concept per module: :class:`EvalBroker` owns the
 modes, the mode gate (a leader emits effects, a standby defers them, a
 disabled broker ignores feeds and refuses workers), the operator calls and
-the timer tick; it delegates the data to :class:`~.state.BrokerState`,
+the timer tick; it delegates the data to :class:`~.held.HeldEvaluations`,
 feeding to :class:`~.intake.Intake` and the worker side (tokens, acks,
 nacks, nack timeouts, the delivery limit) to :class:`~.delivery.Deliveries`.
 The three (and the deferred cancellations) are rebuilt together whenever
@@ -57,18 +57,18 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.config import BrokerConfig
-from drover.broker.deferred import DeferredCancels
-from drover.broker.delivery import Deliveries, Delivery
-from drover.broker.effects import Effect, MarkCanceled
+from drover.broker.core.deferred import DeferredCancels
+from drover.broker.core.delivery import Deliveries, Delivery
+from drover.broker.core.effects import Effect, MarkCanceled
+from drover.broker.core.held import HeldEvaluations
+from drover.broker.core.intake import Intake
+from drover.broker.core.record import EvalRecord, EvalState, QueueEntry
+from drover.broker.core.restore import bulk_load
+from drover.broker.core.stats import BrokerStats, snapshot
+from drover.broker.core.tokens import random_uuid
 from drover.broker.errors import BrokerDisabled, EvaluationInFlight, UnknownEvaluation
-from drover.broker.intake import Intake
-from drover.broker.record import EvalRecord, EvalState, QueueEntry
-from drover.broker.restore import bulk_load
-from drover.broker.state import BrokerState
-from drover.broker.stats import BrokerStats, snapshot
-from drover.broker.tokens import random_uuid
 
-__all__ = ["BrokerMode", "Delivery", "EvalBroker"]
+__all__ = ["BrokerMode", "EvalBroker"]
 
 
 class BrokerMode(enum.Enum):
@@ -108,10 +108,10 @@ class EvalBroker:
         self._reset()
 
     def _reset(self) -> None:
-        self._state = state = BrokerState()
+        self._held = held = HeldEvaluations()
         self._deferred = DeferredCancels()
-        self._intake = Intake(state, self._deferred, self._wall)
-        self._deliveries = Deliveries(state, self._intake, self._config, clock=self._clock,
+        self._intake = Intake(held, self._deferred, self._wall)
+        self._deliveries = Deliveries(held, self._intake, self._config, clock=self._clock,
                                       rng=self._rng, wall=self._wall, new_id=self._new_id)
 
     @property
@@ -145,8 +145,8 @@ class EvalBroker:
         # A standby's READY slot is nobody's work in progress yet, so a
         # better pending evaluation replaces it now rather than after it.
         now = self._clock()
-        for key in list(self._state.pending_jobs):
-            effects.extend(self._state.collapse(key, now))
+        for key in list(self._held.pending_jobs):
+            effects.extend(self._held.collapse(key, now))
         return effects
 
     def standby(self) -> None:
@@ -186,7 +186,7 @@ class EvalBroker:
         if self._mode is BrokerMode.DISABLED:
             raise BrokerDisabled(self._mode.value)
         self._reset()
-        effects = bulk_load(self._state, evaluations, self._clock(), self._wall())
+        effects = bulk_load(self._held, evaluations, self._clock(), self._wall())
         return self._emit(effects)
 
     def enqueue(self, evaluation: Evaluation) -> list[Effect]:
@@ -232,15 +232,16 @@ class EvalBroker:
             return []
         return self._deliveries.dequeue_many(schedulers, limit, self._term)
 
-    def ack(self, eval_id: str, token: str) -> list[Effect]:
-        """The worker finished; the job's pending evaluation becomes ready."""
+    def settle_ack(self, eval_id: str, token: str) -> list[Effect]:
+        """The worker finished (its outcome is written, see
+        :mod:`.settlement`); the job's pending evaluation becomes ready."""
         self._require_leader()
-        return self._emit(self._deliveries.ack(eval_id, token))
+        return self._emit(self._deliveries.release_acked(eval_id, token))
 
-    def nack(self, eval_id: str, token: str) -> list[Effect]:
-        """The worker gave up; redeliver after a delay, or fail at the limit."""
+    def take_back(self, eval_id: str, token: str) -> list[Effect]:
+        """The worker gave up (a Nack); redeliver after a delay, or fail at the limit."""
         self._require_leader()
-        return self._emit(self._deliveries.nack(eval_id, token))
+        return self._emit(self._deliveries.take_back_outstanding(eval_id, token))
 
     def outstanding_reset(self, eval_id: str, token: str) -> None:
         """Restart the nack timer of an evaluation still being processed."""
@@ -248,7 +249,7 @@ class EvalBroker:
         self._deliveries.outstanding_reset(eval_id, token)
 
     def check_outstanding(self, eval_id: str, token: str) -> Evaluation:
-        """The evaluation ``token`` currently holds; raises as ``ack`` would.
+        """The evaluation ``token`` currently holds; raises as ``settle_ack`` would.
 
         Changes nothing: the shell writes an Ack's outcome first and acks
         the core only once the write is durable.
@@ -266,25 +267,25 @@ class EvalBroker:
     def cancel(self, eval_id: str, reason: str = "") -> list[Effect]:
         """CancelEvaluation: remove a queued evaluation unless a worker has it."""
         self._require_leader()
-        rec = self._state.records.get(eval_id)
+        rec = self._held.records.get(eval_id)
         if rec is None or rec.state is None:
             raise UnknownEvaluation(eval_id)
         if rec.state is EvalState.UNACKED:
             raise EvaluationInFlight(eval_id)
-        self._state.release(rec, self._clock())
-        self._state.cancelled += 1
+        self._held.release(rec, self._clock())
+        self._held.cancelled += 1
         description = "canceled by an operator" + (f": {reason}" if reason else "")
         return [MarkCanceled(rec.key[0], eval_id, description, rec.eval)]
 
     def unblock_all(self, reason: str = "capacity changed") -> list[Effect]:
         """Unblock every blocked evaluation (capacity may have grown)."""
         self._require_leader()
-        return self._state.unblock_jobs(list(self._state.blocked_jobs), reason, self._clock())
+        return self._held.unblock_jobs(list(self._held.blocked_jobs), reason, self._clock())
 
     def unblock_job(self, namespace: str, job_id: str, reason: str = "job changed") -> list[Effect]:
         """Unblock one job's blocked evaluation, if it has one."""
         self._require_leader()
-        return self._state.unblock_jobs([(namespace, job_id)], reason, self._clock())
+        return self._held.unblock_jobs([(namespace, job_id)], reason, self._clock())
 
     # -- timers ----------------------------------------------------------------
 
@@ -292,7 +293,7 @@ class EvalBroker:
         """When ``tick`` next has work (monotonic seconds), or None."""
         if self._mode is BrokerMode.DISABLED:
             return None
-        return self._state.timers.next_deadline()
+        return self._held.timers.next_deadline()
 
     def tick(self, now: float | None = None) -> list[Effect]:
         """Fire every timer due at ``now`` (default: the clock): nack
@@ -301,14 +302,14 @@ class EvalBroker:
             return []
         if now is None:
             now = self._clock()
-        state = self._state
+        held = self._held
         effects: list[Effect] = []
-        while (rec := state.timers.pop_due(now)) is not None:
+        while (rec := held.timers.pop_due(now)) is not None:
             if rec.state is EvalState.UNACKED:
                 effects.extend(self._deliveries.expire(rec, now))
             elif rec.state is EvalState.WAITING:
-                effects.extend(state.admit(rec, now))
-        state.timers.compact(state.counts[EvalState.UNACKED] + state.counts[EvalState.WAITING])
+                effects.extend(held.admit(rec, now))
+        held.timers.compact(held.counts[EvalState.UNACKED] + held.counts[EvalState.WAITING])
         return self._emit(effects)
 
     # -- introspection ---------------------------------------------------------
@@ -317,27 +318,27 @@ class EvalBroker:
         """Scheduler types a ``dequeue`` could serve right now."""
         if self._mode is not BrokerMode.LEADER or self._paused:
             return frozenset()
-        return self._state.ready.schedulers()
+        return self._held.ready.schedulers()
 
     def get(self, eval_id: str) -> EvalRecord | None:
-        return self._state.records.get(eval_id)
+        return self._held.records.get(eval_id)
 
     def iter_queue(
         self, after: tuple[int, str] | None = None, *, descending: bool = False
     ) -> Iterator[QueueEntry]:
         """Held evaluations in create-index order, strictly after ``after``."""
-        return self._state.order.iterate(self._state.records, after, descending=descending)
+        return self._held.order.iterate(self._held.records, after, descending=descending)
 
     def stats(self) -> BrokerStats:
-        state = self._state
+        held = self._held
         deliveries = self._deliveries
         return snapshot(
             self._mode.value,
             self._paused,
-            state.counts,
-            {name: state.ready.count(name) for name in state.ready.schedulers()},
-            state.unacked_by,
-            cancelled=state.cancelled,
+            held.counts,
+            {name: held.ready.count(name) for name in held.ready.schedulers()},
+            held.unacked_by,
+            cancelled=held.cancelled,
             failed=deliveries.failed_total,
             ready_wait=deliveries.ready_wait,
             processing=deliveries.processing,

@@ -1,6 +1,6 @@
 """Intake: what the store shows becomes what the broker holds (pure).
 
-:class:`Intake` is the feeding half of :class:`~drover.broker.core.EvalBroker`:
+:class:`Intake` is the feeding half of :class:`~drover.broker.core.broker.EvalBroker`:
 it places a newly seen evaluation (pending, blocked, or pending with a
 ``wait_until`` still ahead), follows the event stream's updates of the ones
 held (a newer ``modify_index``, blocked <-> pending, terminal), forgets the
@@ -23,7 +23,7 @@ Invariants:
 The mode gate is the caller's: every method here returns the effects its
 change implies, and the core decides whether they are emitted or deferred.
 
-Pure: no asyncio, no I/O (listed in the architecture test's CORE); time is
+Pure: no asyncio, no I/O (it is under :mod:`drover.broker.core`); time is
 passed in (``now``, monotonic) or read from the injected wall clock (Unix
 seconds, for ``wait_until``).
 """
@@ -33,10 +33,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
-from drover.broker.deferred import DeferredCancels
-from drover.broker.effects import Effect
-from drover.broker.record import EvalState
-from drover.broker.state import BrokerState
+from drover.broker.core.deferred import DeferredCancels
+from drover.broker.core.effects import Effect
+from drover.broker.core.held import HeldEvaluations
+from drover.broker.core.record import EvalState
 
 __all__ = ["Intake"]
 
@@ -56,11 +56,11 @@ _BLOCKED = _S.EVALUATION_STATUS_BLOCKED
 class Intake:
     def __init__(
         self,
-        state: BrokerState,
+        held: HeldEvaluations,
         deferred: DeferredCancels,
         wall: Callable[[], float],
     ) -> None:
-        self._state = state
+        self._held = held
         self._deferred = deferred
         self._wall = wall
         # Token of an unacked evaluation -> that evaluation as re-submitted
@@ -72,7 +72,7 @@ class Intake:
         outstanding delivery's token aside (see :meth:`take_requeued`)."""
         effects: list[Effect] = []
         for evaluation, token in items:
-            rec = self._state.records.get(evaluation.id)
+            rec = self._held.records.get(evaluation.id)
             if rec is None:
                 effects.extend(self.place(evaluation, now))
             elif token and rec.state is EvalState.UNACKED and rec.token == token:
@@ -82,37 +82,37 @@ class Intake:
     def apply(self, evaluation: Evaluation, now: float) -> list[Effect]:
         """Follow one event-stream update of an evaluation."""
         status = evaluation.status
-        state = self._state
+        held = self._held
         if status in _TERMINAL:
             self.forget(evaluation.id, now)
             if status == _COMPLETE:
-                return state.untrack_blocked(evaluation, now)
+                return held.untrack_blocked(evaluation, now)
             return []
-        rec = state.records.get(evaluation.id)
+        rec = held.records.get(evaluation.id)
         if rec is None:
             return self.place(evaluation, now)
         if evaluation.modify_index > rec.eval.modify_index:
             rec.eval = evaluation
-            state.observe_index(rec, evaluation.modify_index)
+            held.observe_index(rec, evaluation.modify_index)
         if status == _BLOCKED and rec.state not in (
             EvalState.BLOCKED,
             EvalState.UNACKED,
         ):
-            state.release(rec, now)
+            held.release(rec, now)
             return self.place(evaluation, now)
         if status in _QUEUEABLE and rec.state is EvalState.BLOCKED:
-            return state.unblock(rec, now)
+            return held.unblock(rec, now)
         return []
 
     def forget(self, eval_id: str, now: float) -> None:
         """The evaluation was deleted from the store (or became terminal)."""
-        rec = self._state.records.get(eval_id)
+        rec = self._held.records.get(eval_id)
         if rec is None:
             self._deferred.discard(eval_id)
             return
         if rec.token is not None:
             self._requeue.pop(rec.token, None)
-        self._state.release(rec, now)
+        self._held.release(rec, now)
 
     def place(self, evaluation: Evaluation, now: float) -> list[Effect]:
         """Hold an evaluation not held yet, in the state its status and
@@ -120,19 +120,19 @@ class Intake:
         status = evaluation.status
         if evaluation.id in self._deferred:
             return []
-        state = self._state
+        held = self._held
         if status == _BLOCKED:
-            return state.block(state.hold(evaluation), now)
+            return held.block(held.hold(evaluation), now)
         if status not in _QUEUEABLE:
             return []
-        rec = state.hold(evaluation)
+        rec = held.hold(evaluation)
         if evaluation.HasField("wait_until"):
             wait_until = evaluation.wait_until
             delay = wait_until.seconds + wait_until.nanos * 1e-9 - self._wall()
             if delay > 0:
-                state.set_state(rec, EvalState.WAITING, now, deadline=now + delay)
+                held.set_state(rec, EvalState.WAITING, now, deadline=now + delay)
                 return []
-        return state.admit(rec, now)
+        return held.admit(rec, now)
 
     # -- requeues --------------------------------------------------------------
 

@@ -14,7 +14,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from drover.broker.record import EvalState
+from drover.broker.core.record import EvalState
 
 __all__ = ["BrokerStats", "Reservoir", "SchedulerStats", "TimingSummary", "snapshot"]
 

@@ -4,28 +4,27 @@ An Ack writes the worker's outcome (and its follow-ups) through the fenced
 writer *before* the core forgets the evaluation, so nothing lives only in
 memory. The write then comes back twice: as the writer's answer and as an
 update on the event stream, in either order. Whichever arrives first while
-the ack is still in flight settles it in the core (``core.ack``); the other
+the ack is still in flight settles it in the core (``core.settle_ack``); the other
 finds nothing left to do. :class:`AckSettlement` holds the acks in flight
 (eval id -> token) and is that one place.
 
-Pure: no asyncio, no I/O; the ack calls (:mod:`.ack_calls`) and the
-runtime's feed sink (:mod:`.runtime`) call it from their one event loop.
+Pure: no asyncio, no I/O; the ack calls (:mod:`drover.broker.ack_calls`) and the
+runtime's feed sink (:mod:`drover.broker.runtime`) call it from their one event loop.
 Leader only (the core refuses a standby's settlement).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
-from drover.broker.core import EvalBroker
-from drover.broker.effects import Effect
+from drover.broker.core.broker import EvalBroker
+from drover.broker.core.effects import Effect
 from drover.broker.errors import BrokerDisabled, NotOutstanding, UnknownEvaluation
 from drover.errors import InvalidArgument
 
-__all__ = ["ACK_STATUSES", "AckItem", "AckLike", "AckSettlement", "ack_body", "final_status"]
+__all__ = ["ACK_STATUSES", "AckLike", "AckSettlement", "ack_body", "final_status"]
 
 _S = EvaluationStatus
 #: The status a worker may report, and the status its evaluation is stored with.
@@ -41,8 +40,8 @@ _ACKED = frozenset(ACK_STATUSES.values())
 
 
 class AckLike(Protocol):
-    """One worker outcome, as the runtime reads it: an :class:`AckItem`, or
-    an AckBatch's ``AckRequest`` message as it came (no copy per ack)."""
+    """One worker outcome, as the runtime reads it: an Ack's or an AckBatch's
+    ``AckRequest`` message as it came (no copy per ack)."""
 
     @property
     def eval_id(self) -> str: ...
@@ -58,17 +57,6 @@ class AckLike(Protocol):
 
     @property
     def follow_ups(self) -> Sequence[Evaluation]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class AckItem:
-    """One worker outcome (an :class:`AckLike`)."""
-
-    eval_id: str
-    token: str
-    status: int = 0
-    status_description: str = ""
-    follow_ups: Sequence[Evaluation] = ()
 
 
 def final_status(status: int) -> int:
@@ -118,7 +106,7 @@ class AckSettlement:
 
     def settle(self, eval_id: str, token: str) -> list[Effect]:
         try:
-            return self._core.ack(eval_id, token)
+            return self._core.settle_ack(eval_id, token)
         except (UnknownEvaluation, NotOutstanding, BrokerDisabled):
             # Its nack timer fired, or leadership ended, meanwhile: the
             # write stands either way and the stream settles the rest.

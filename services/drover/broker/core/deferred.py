@@ -16,7 +16,7 @@ already been superseded locally.
 from __future__ import annotations
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
-from drover.broker.effects import CancelSuperseded, Effect
+from drover.broker.core.effects import CancelSuperseded, Effect
 
 __all__ = ["DeferredCancels"]
 

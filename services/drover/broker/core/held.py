@@ -1,9 +1,9 @@
 """The broker's held evaluations and the transitions between their states.
 
-:class:`BrokerState` is the data of :class:`drover.broker.core.EvalBroker`
+:class:`HeldEvaluations` is the data of :class:`drover.broker.core.broker.EvalBroker`
 without its policy (modes, tokens, delivery limit): the record table, the
 per-job places, the ready queues, the timer heap, the create-order index and
-O(1) counters. Every state change goes through :meth:`BrokerState.set_state`
+O(1) counters. Every state change goes through :meth:`HeldEvaluations.set_state`
 so that counters, tickets (lazy heap deletion) and heaps cannot disagree.
 
 Per-job serialization (Nomad's "one evaluation per job in flight"): a job
@@ -25,12 +25,12 @@ from __future__ import annotations
 import itertools
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
-from drover.broker.effects import CancelSuperseded, Effect, MarkPending
-from drover.broker.listing import QueueOrder
-from drover.broker.queues import ReadyQueues, TimerHeap
-from drover.broker.record import EvalRecord, EvalState, JobEntry, JobKey
+from drover.broker.core.effects import CancelSuperseded, Effect, MarkPending
+from drover.broker.core.listing import QueueOrder
+from drover.broker.core.queues import ReadyQueues, TimerHeap
+from drover.broker.core.record import EvalRecord, EvalState, JobEntry, JobKey
 
-__all__ = ["BrokerState"]
+__all__ = ["HeldEvaluations"]
 
 READY = EvalState.READY
 UNACKED = EvalState.UNACKED
@@ -38,7 +38,7 @@ PENDING = EvalState.PENDING
 BLOCKED = EvalState.BLOCKED
 
 
-class BrokerState:
+class HeldEvaluations:
     def __init__(self) -> None:
         self.records: dict[str, EvalRecord] = {}
         self.jobs: dict[JobKey, JobEntry] = {}
