@@ -40,6 +40,7 @@ CORE: tuple[str, ...] = (
     "drover.paging",
     "drover.validation",
     "drover.remote_errors",
+    "drover.rpc.reads",
     "drover.coord.decide",
     "drover.coord.clock",
     "drover.coord.watch_buffer",

@@ -30,10 +30,10 @@ from drover.proxy.retry import (
     RetryAction,
     RetryDecision,
     decide_retry,
-    is_read,
 )
 from drover.proxy.server import Server
 from drover.proxy.server_list import ServerList
+from drover.rpc.reads import is_read
 from drover.rpc.remote import remote_status
 
 log = logging.getLogger(__name__)
