@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from drover.coord.kv import MAX_TXN_OPS
+
 
 @dataclass(frozen=True)
 class Tunable:
@@ -61,7 +63,7 @@ TUNABLES: tuple[Tunable, ...] = (
        "most evaluations one Dequeue hands out / acks one AckBatch takes"),
     _t("broker", "max_poll", float, 60.0, 0.001, "s",
        "longest a Dequeue long poll may wait"),
-    _t("broker", "max_txn_ops", int, 128, 4, "",
+    _t("broker", "max_txn_ops", int, MAX_TXN_OPS, 4, "",
        "etcd's --max-txn-ops as the state service is told it: the broker's writes "
        "carry at most this less one evaluations (shrunk to a state replica's own cap "
        "if it refuses more)"),
@@ -79,7 +81,7 @@ TUNABLES: tuple[Tunable, ...] = (
        "most events one Subscribe replays before it must resync"),
     _t("state", "subscribe_heartbeat", float, 10.0, 0.001, "s",
        "heartbeat interval of an idle Subscribe stream"),
-    _t("state", "max_txn_ops", int, 128, 4, "",
+    _t("state", "max_txn_ops", int, MAX_TXN_OPS, 4, "",
        "etcd's --max-txn-ops (never more): the largest txn a write sends, e.g. a "
        "DeleteEvaluations page"),
     _t("state", "delete_txns_in_flight", int, 4, 1, "",

@@ -67,6 +67,7 @@ from drover.broker.worker_calls import WorkerCalls
 from drover.broker.writer import FencedWriter
 from drover.coord.fence import Fence
 from drover.coord.guard import LeaderGuard
+from drover.coord.kv import MAX_TXN_OPS, objects_per_txn
 from drover.coord.term import Term
 from drover.errors import DroverError, NotLeader
 from drover.gc_policy import GcPolicy
@@ -113,7 +114,7 @@ class ShellConfig:
     # together): the writer's txns carry at most this less one evaluations
     # (the state's revision marker). A state replica told less refuses a
     # bigger write naming its cap, and the writer shrinks to that.
-    max_txn_ops: int = 128
+    max_txn_ops: int = MAX_TXN_OPS
 
     def __post_init__(self) -> None:
         if self.max_txn_ops < 4:
@@ -252,7 +253,7 @@ class BrokerRuntime:
         self.config_changed(await self.api.scheduler_config())
         writer = FencedWriter(self.api, term.fence, on_written=self._written,
                               on_fence_lost=term.report_lost, alive=self.guard.alive,
-                              max_objects=self.config.max_txn_ops - 1)
+                              max_objects=objects_per_txn(self.config.max_txn_ops))
         term.spawn(writer.run(), name="broker-writer")
         self.term = term
         self._term_prefix = f"{term.revision}."

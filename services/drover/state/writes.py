@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drover.coord.fence import FENCE_METADATA, Fence, parse_fence
+from drover.coord.kv import objects_per_txn
 from drover.errors import Conflict, FenceLost, InvalidArgument, Unavailable
 from drover.state import codec
 from drover.state.cache import Cache, marker_put
@@ -77,7 +78,7 @@ class Writer:
         cmps = list(compares)
         if fence is not None:
             cmps.append(Compare(fence.leader_key.encode(), "create", fence.term))
-        if len(ops) + 1 > self.max_txn_ops or len(cmps) > self.max_txn_ops:
+        if len(ops) > objects_per_txn(self.max_txn_ops) or len(cmps) > self.max_txn_ops:
             raise InvalidArgument(
                 f"the request writes {len(ops)} objects with {len(cmps)} preconditions; one "
                 f"etcd txn here holds at most {self.max_txn_ops} of either (split it)",
