@@ -34,7 +34,7 @@ from drover.broker.core import EvalBroker
 from drover.broker.runtime import BrokerRuntime, ShellConfig
 from drover.broker.servicer import BrokerServicer
 from drover.broker.state_api import GrpcStateApi
-from drover.config import ServeSettings
+from drover.config import ServeSettings, tuned_config
 from drover.coord import (
     Keyspace,
     Leadership,
@@ -162,14 +162,7 @@ class BrokerApp:
 
 def configs(settings: ServeSettings) -> tuple[BrokerConfig, ShellConfig]:
     """The broker's configs with the tunables ``settings`` carries (flags/env)."""
-    t = settings.tuned("broker")
-    shell = {k: t.pop(k) for k in ("max_batch", "max_poll", "max_txn_ops") if k in t}
-    if "delivery_limit" in t:
-        t["delivery_limit"] = int(t["delivery_limit"])
-    for name in ("max_batch", "max_txn_ops"):
-        if name in shell:
-            shell[name] = int(shell[name])
-    return BrokerConfig(**t), ShellConfig(**shell)  # type: ignore[arg-type]
+    return tuned_config(BrokerConfig, settings), tuned_config(ShellConfig, settings)
 
 
 def create_app(settings: ServeSettings) -> App:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from drover.api.deployments.v1 import deployments_pb2_grpc
-from drover.config import ServeSettings
+from drover.config import ServeSettings, tuned_config
 from drover.coord import Keyspace, Leadership, LeadershipConfig, observe
 from drover.errors import DroverError
 from drover.rpc.readiness import leader_known
@@ -117,12 +117,7 @@ class DeploymentsApp:
 
 def leader_config(settings: ServeSettings) -> LeaderConfig:
     """The leader's config with the tunables ``settings`` carries (flags/env)."""
-    t = settings.tuned("deployments")
-    batcher = BatcherConfig(
-        window=t.get("batch_window", BatcherConfig.window),
-        max_batch=int(t.get("batch_max", BatcherConfig.max_batch)),
-    )
-    return LeaderConfig(batcher=batcher)
+    return LeaderConfig(batcher=tuned_config(BatcherConfig, settings))
 
 
 def create_app(settings: ServeSettings) -> App:
