@@ -49,6 +49,7 @@ STATUS_DETAILS = ("grpc_status", "google.rpc")
 PURE_LIBS: tuple[str, ...] = (
     "drover.errors",
     "drover.remote_errors",
+    "drover.rpc.reads",
     "drover.gc_policy",
     "drover.filter",
     "drover.paging",

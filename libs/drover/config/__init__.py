@@ -1,6 +1,11 @@
 """Configuration as frozen dataclasses, from flags and ``DROVER_*`` env.
 
-Defaults live here and nowhere else. Precedence: flag > env > default.
+The default of everything a flag or env variable sets lives here and
+nowhere else: :class:`ServeSettings` and its parts, and every service
+tunable (:data:`TUNABLES`; a service's config dataclass takes those from
+:func:`tunable_default`, and each app builds its configs with
+:func:`tuned_config`). A config dataclass holds defaults only for what no
+flag sets. Precedence: flag > env > default.
 """
 
 from drover.config._settings import (
@@ -15,7 +20,14 @@ from drover.config._settings import (
     env_default,
     parse_duration,
 )
-from drover.config._tuning import TUNABLES, Tunable, tunables, tuning_from_options
+from drover.config._tuning import (
+    TUNABLES,
+    Tunable,
+    tunable_default,
+    tunables,
+    tuned_config,
+    tuning_from_options,
+)
 
 __all__ = [
     "ACL_DOWN_POLICIES",
@@ -30,6 +42,8 @@ __all__ = [
     "Tunable",
     "env_default",
     "parse_duration",
+    "tunable_default",
     "tunables",
+    "tuned_config",
     "tuning_from_options",
 ]

@@ -183,16 +183,11 @@ class ServeSettings:
     # Enforce access control (tokens, policies; drover.acl) on every drover RPC.
     acl: bool = False
     # Tunables given on the command line or in the environment, as
-    # ("<service>_<name>", value) (see drover.config._tuning); unset ones
-    # keep the service's own default.
+    # ("<service>_<name>", value); unset ones keep their default (the
+    # services' configs are built from them: drover.config.tuned_config).
     tuning: tuple[tuple[str, float], ...] = ()
     # With ``acl``: how stale the ACL view may get and what happens past it.
     acl_settings: AclSettings = field(default_factory=AclSettings)
-
-    def tuned(self, service: str) -> dict[str, float]:
-        """``{name: value}`` of the tunables set for ``service``."""
-        prefix = f"{service}_"
-        return {k.removeprefix(prefix): v for k, v in self.tuning if k.startswith(prefix)}
 
     def advertised(self, bound_port: int) -> str:
         if self.advertise:

@@ -2,24 +2,39 @@
 
 Each :class:`Tunable` is one field of a service's own frozen config
 (``BrokerConfig``, ``ShellConfig``, ``BatcherConfig``, ``CacheConfig``,
-``SubscribeConfig``); the service owns the default and the validation, this
-table only names the flag, the environment variable and the help, and
-repeats the default for ``--help`` (a unit test holds the two equal). A flag
-left unset keeps the service's default. The names carry the service
-(``--broker-nack-timeout`` / ``DROVER_BROKER_NACK_TIMEOUT``) because every
-service reads the one ConfigMap of the Kubernetes manifests.
+``SubscribeConfig``, ``WriterConfig``), named in its ``config``. This table
+is the one home of their defaults: the dataclass field takes it
+(``max_txn_ops: int = tunable_default("state_max_txn_ops")``), ``--help``
+shows it, and every app builds its configs the one way,
+:func:`tuned_config` (the dataclass with the tunables the settings carry; a
+flag left unset keeps the default). The service owns the validation. The
+names carry the service (``--broker-nack-timeout`` /
+``DROVER_BROKER_NACK_TIMEOUT``) because every service reads the one
+ConfigMap of the Kubernetes manifests.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from drover.coord.kv import MAX_TXN_OPS
+
+if TYPE_CHECKING:
+    from drover.config._settings import ServeSettings
+
+_C = TypeVar("_C")
 
 
 @dataclass(frozen=True)
 class Tunable:
     service: str
     name: str
+    #: The config dataclass the tunable sets (its class name) ...
+    config: str
+    #: ... and the field of it.
+    field: str
     kind: type
     default: float
     minimum: float
@@ -39,50 +54,52 @@ class Tunable:
         return f"{self.service}_{self.name}"
 
 
-def _t(service: str, name: str, kind: type, default: float, minimum: float, unit: str,
-       help: str) -> Tunable:
-    return Tunable(service, name, kind, default, minimum, unit, help)
+def _t(service: str, name: str, into: str, kind: type, default: float, minimum: float,
+       unit: str, help: str) -> Tunable:
+    """``into``: ``"Config"`` (the field is ``name``) or ``"Config.field"``."""
+    config, _, field = into.partition(".")
+    return Tunable(service, name, config, field or name, kind, default, minimum, unit, help)
 
 
 TUNABLES: tuple[Tunable, ...] = (
-    _t("broker", "nack_timeout", float, 60.0, 0.001, "s",
+    _t("broker", "nack_timeout", "BrokerConfig", float, 60.0, 0.001, "s",
        "an unacked evaluation is taken back (nacked) after this long without an Ack"),
-    _t("broker", "delivery_limit", int, 3, 1, "",
+    _t("broker", "delivery_limit", "BrokerConfig", int, 3, 1, "",
        "deliveries before an evaluation goes to the failed queue"),
-    _t("broker", "initial_nack_delay", float, 1.0, 0, "s",
+    _t("broker", "initial_nack_delay", "BrokerConfig", float, 1.0, 0, "s",
        "redelivery delay after the first nack"),
-    _t("broker", "subsequent_nack_delay", float, 20.0, 0, "s",
+    _t("broker", "subsequent_nack_delay", "BrokerConfig", float, 20.0, 0, "s",
        "redelivery delay after the n-th nack is this times (n - 1)"),
-    _t("broker", "failed_follow_up_base", float, 60.0, 0, "s",
+    _t("broker", "failed_follow_up_base", "BrokerConfig", float, 60.0, 0, "s",
        "a failed evaluation's follow-up waits this long ..."),
-    _t("broker", "failed_follow_up_range", float, 300.0, 0, "s",
+    _t("broker", "failed_follow_up_range", "BrokerConfig", float, 300.0, 0, "s",
        "... plus up to this much at random"),
-    _t("broker", "max_batch", int, 256, 1, "",
+    _t("broker", "max_batch", "ShellConfig", int, 256, 1, "",
        "most evaluations one Dequeue hands out / acks one AckBatch takes"),
-    _t("broker", "max_poll", float, 60.0, 0.001, "s",
+    _t("broker", "max_poll", "ShellConfig", float, 60.0, 0.001, "s",
        "longest a Dequeue long poll may wait"),
-    _t("broker", "max_txn_ops", int, 128, 4, "",
+    _t("broker", "max_txn_ops", "ShellConfig", int, MAX_TXN_OPS, 4, "",
        "etcd's --max-txn-ops as the state service is told it: the broker's writes "
        "carry at most this less one evaluations (shrunk to a state replica's own cap "
        "if it refuses more)"),
-    _t("deployments", "batch_window", float, 0.25, 0, "s",
+    _t("deployments", "batch_window", "BatcherConfig.window", float, 0.25, 0, "s",
        "follow-up evaluations are batched over this window"),
-    _t("deployments", "batch_max", int, 64, 1, "",
+    _t("deployments", "batch_max", "BatcherConfig.max_batch", int, 64, 1, "",
        "most follow-up evaluations written in one batch"),
-    _t("state", "cache_page_size", int, 5000, 1, "",
+    _t("state", "cache_page_size", "CacheConfig.page_size", int, 5000, 1, "",
        "keys per etcd range page when the cache lists the keyspace"),
-    _t("state", "sync_timeout", float, 10.0, 0.001, "s",
+    _t("state", "sync_timeout", "CacheConfig", float, 10.0, 0.001, "s",
        "longest a consistent read waits for the cache to catch up"),
-    _t("state", "subscribe_buffer", int, 1000, 1, "",
+    _t("state", "subscribe_buffer", "SubscribeConfig.buffer_revisions", int, 1000, 1, "",
        "revisions of events kept to resume Subscribe streams (from_index)"),
-    _t("state", "subscribe_replay_events", int, 20_000, 1, "",
+    _t("state", "subscribe_replay_events", "SubscribeConfig.replay_events", int, 20_000, 1, "",
        "most events one Subscribe replays before it must resync"),
-    _t("state", "subscribe_heartbeat", float, 10.0, 0.001, "s",
+    _t("state", "subscribe_heartbeat", "SubscribeConfig.heartbeat", float, 10.0, 0.001, "s",
        "heartbeat interval of an idle Subscribe stream"),
-    _t("state", "max_txn_ops", int, 128, 4, "",
+    _t("state", "max_txn_ops", "WriterConfig", int, MAX_TXN_OPS, 4, "",
        "etcd's --max-txn-ops (never more): the largest txn a write sends, e.g. a "
        "DeleteEvaluations page"),
-    _t("state", "delete_txns_in_flight", int, 4, 1, "",
+    _t("state", "delete_txns_in_flight", "WriterConfig", int, 4, 1, "",
        "DeleteEvaluations by filter: etcd txns one call keeps in flight (its page, "
        "at most this many txns of the largest size, spread over them)"),
 )
@@ -100,3 +117,24 @@ def tuning_from_options(opts: Mapping[str, object]) -> tuple[tuple[str, float], 
         if value is not None:
             out.append((t.param, t.kind(value)))
     return tuple(out)
+
+
+_BY_PARAM: dict[str, Tunable] = {t.param: t for t in TUNABLES}
+
+
+def tunable_default(param: str) -> Any:
+    """The default of the tunable ``param`` (``"broker_nack_timeout"``)."""
+    t = _BY_PARAM[param]
+    return t.kind(t.default)
+
+
+def tuned_config(cls: type[_C], settings: ServeSettings, **fixed: Any) -> _C:
+    """``cls`` (a service's config dataclass) with the tunables ``settings``
+    carries for it (flags/env; unset ones keep the default) and ``fixed``
+    (fields taken from elsewhere in the settings)."""
+    mine = [t for t in TUNABLES if t.config == cls.__name__]
+    if not mine:
+        raise ValueError(f"no tunable sets a {cls.__name__}")
+    given = dict(settings.tuning)
+    values = {t.field: t.kind(given[t.param]) for t in mine if t.param in given}
+    return cls(**values, **fixed)

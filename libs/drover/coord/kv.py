@@ -31,12 +31,20 @@ __all__ = [
     "KV", "MAX_TXN_OPS", "Compacted", "Compare", "Delete", "KVStore", "KeepAlives", "LeaseKV",
     "LeaseNotFound", "Leases", "Newest", "Op", "Put", "RangePage", "RangeSummary", "Ranges",
     "Summaries", "TxnResult", "Txns",
-    "Watch", "WatchBatch", "WatchEvent", "Watches", "prefix_end",
+    "Watch", "WatchBatch", "WatchEvent", "Watches", "objects_per_txn", "prefix_end",
 ]
 
 #: etcd's default ``--max-txn-ops``: the cap on the compares, and separately
 #: on the operations (puts/deletes) of either branch, of one transaction.
 MAX_TXN_OPS = 128
+
+
+def objects_per_txn(max_txn_ops: int) -> int:
+    """Objects one write to the state service may carry when etcd caps a txn
+    at ``max_txn_ops``: less the revision marker the state service adds to
+    every write. The state service's request cap, and the size the eval
+    broker's writer batches to."""
+    return max_txn_ops - 1
 
 
 # KV, WatchEvent, Compare, Put and Delete are NamedTuples, not frozen

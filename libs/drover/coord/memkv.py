@@ -40,6 +40,7 @@ from drover.coord.clock import Clock, monotonic
 from drover.coord.errors import EtcdUnavailable
 from drover.coord.kv import (
     KV,
+    MAX_TXN_OPS,
     Compacted,
     Compare,
     Delete,
@@ -162,7 +163,7 @@ class _MemKeepAlives:
 class MemoryKV:
     """:class:`drover.coord.kv.LeaseKV` in memory (see the module docstring)."""
 
-    def __init__(self, clock: Clock = monotonic, *, max_txn_ops: int = 128) -> None:
+    def __init__(self, clock: Clock = monotonic, *, max_txn_ops: int = MAX_TXN_OPS) -> None:
         self._clock = clock
         self._max_txn_ops = max_txn_ops
         self._rev = 1  # etcd's revision on an empty store

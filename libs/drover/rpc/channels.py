@@ -2,11 +2,11 @@
 
 Every channel gets keepalive pings (so a dead peer is noticed within about
 40 s even on an idle connection) and a retry service config that retries
-UNAVAILABLE only for reads: Get*, List* and Count* methods of drover
-services and the health check. Writes are never retried by the channel;
-callers that know a write is safe to repeat do so themselves (tenacity).
-Every channel carries the caller's W3C trace context (a CLIENT span per call,
-:mod:`drover.rpc.propagation`).
+UNAVAILABLE only for unary reads (:func:`drover.rpc.reads.is_read`): Get*,
+List* and Count* methods of drover services and the health check. Writes
+are never retried by the channel; callers that know a write is safe to
+repeat do so themselves (tenacity). Every channel carries the caller's W3C
+trace context (a CLIENT span per call, :mod:`drover.rpc.propagation`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from drover.api.proxy.v1 import proxy_pb2
 from drover.api.state.v1 import state_pb2
 from drover.config import TlsFiles
 from drover.rpc.propagation import TokenSource, TracedChannel
-
-READ_PREFIXES = ("Get", "List", "Count")
+from drover.rpc.reads import is_read
 
 #: Every drover server and channel states its message limit explicitly, the
 #: same both ways: generous (a page of objects can be large) but bounded.
@@ -34,12 +33,12 @@ _DESCRIPTORS = (state_pb2, broker_pb2, deployments_pb2, proxy_pb2)
 
 
 def read_methods() -> list[tuple[str, str]]:
-    """(full service name, method) of every read RPC in the drover API."""
+    """(full service name, method) of every unary read RPC in the drover API."""
     out = []
     for module in _DESCRIPTORS:
         for svc in module.DESCRIPTOR.services_by_name.values():
             for m in svc.methods:
-                if m.name.startswith(READ_PREFIXES) and not m.server_streaming:
+                if is_read(f"/{svc.full_name}/{m.name}") and not m.server_streaming:
                     out.append((svc.full_name, m.name))
     return out
 

@@ -15,7 +15,7 @@ The rules, per call (the invariants):
   a frozen process does) is skipped before anything is sent to it. Until a
   request is sent its outcome is known (nothing happened), so skipping is
   safe for reads and writes alike.
-* Once a request was sent, a read (Get*/List*/Count*, health Check) that
+* Once a request was sent, a read (:func:`drover.rpc.reads.is_read`) that
   ends UNAVAILABLE is retried on the next address: repeating it is harmless.
   A write is never sent twice: whatever its server answered (UNAVAILABLE
   included: it may have been applied) is the caller's answer.
@@ -37,9 +37,10 @@ from typing import Any
 import grpc
 
 from drover.config import TlsFiles
-from drover.rpc.channels import READ_PREFIXES, TokenSource, channel
+from drover.rpc.channels import TokenSource, channel
+from drover.rpc.reads import is_read
 
-__all__ = ["FailoverChannel", "client_channel", "is_read", "split_addresses"]
+__all__ = ["FailoverChannel", "client_channel", "split_addresses"]
 
 #: How long one address may take to connect before the next is tried.
 CONNECT_BOUND = 2.0
@@ -48,12 +49,6 @@ CONNECT_BOUND = 2.0
 def split_addresses(address: str) -> list[str]:
     """``a:1, b:2`` -> ``["a:1", "b:2"]`` (blanks and repeats dropped)."""
     return list(dict.fromkeys(a.strip() for a in address.split(",") if a.strip()))
-
-
-def is_read(method: str) -> bool:
-    """Whether a call to ``/pkg.Service/Method`` is safe to repeat."""
-    name = method.rsplit("/", 1)[-1]
-    return name.startswith(READ_PREFIXES) or method == "/grpc.health.v1.Health/Check"
 
 
 class FailoverChannel:

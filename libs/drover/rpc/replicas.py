@@ -14,8 +14,14 @@ Kubernetes ClusterIP pinned its one HTTP/2 connection to one pod. Now:
   moves on. When every replica is held down it picks the one whose hold
   ends first (never "no replica": a call must still be attempted).
 * :class:`ReplicaPool` is its shell: one channel per address (closed when
-  the address leaves), and :meth:`ReplicaPool.follow` keeps the address set
+  the address leaves), :meth:`ReplicaPool.discover` learns the replicas
+  membership lists at start (UNAVAILABLE when none is known: no seed and
+  none registered) and :meth:`ReplicaPool.follow` keeps the address set
   current from an etcd membership watch.
+* :func:`state_replicas` is the one wiring of the state service's pool for
+  the services that call it (the eval broker, the deployment watcher):
+  ``--state-address`` as the seeds, the server's TLS and identity on every
+  channel.
 
 Whether a failed call is *retried* on the next replica is the caller's
 decision (reads are safe to repeat; a write whose outcome is unknown is
@@ -32,18 +38,24 @@ from typing import Any, TypeVar
 
 import grpc
 
-from drover.config import TlsFiles
+from drover.api.state.v1 import state_pb2_grpc
+from drover.config import ServeSettings, TlsFiles
 from drover.coord.clock import Clock, monotonic
 from drover.coord.keys import Keyspace
-from drover.coord.membership import watch_members
+from drover.coord.kv import Ranges
+from drover.coord.membership import list_members, watch_members
 from drover.coord.watch import WatchKV
+from drover.errors import Unavailable
 from drover.rpc.channels import channel
+from drover.rpc.propagation import TokenSource
 
-__all__ = ["FAILOVER_CODES", "ReplicaChooser", "ReplicaPool"]
+__all__ = ["FAILOVER_CODES", "STATE_SERVICE", "ReplicaChooser", "ReplicaPool", "state_replicas"]
 
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+#: The state service's name in membership.
+STATE_SERVICE = "state"
 HOLD_DOWN = 2.0
 #: How long the channel of a replica that left stays open for the calls it
 #: may still carry: longer than any unary call of a drover service, and than
@@ -221,6 +233,16 @@ class ReplicaPool:
             with contextlib.suppress(Exception):
                 await ch.close(grace=None)
 
+    async def discover(self, kv: Ranges | None, keyspace: Keyspace) -> None:
+        """The replicas membership lists now (when there is an etcd client:
+        ``kv``); Unavailable when none is known, seed or member."""
+        if kv is not None:
+            members = await list_members(kv, keyspace, self.service)
+            await self.set_members(m.address for m in members.members)
+        if not len(self):
+            raise Unavailable(f"no {self.service} replica is known: no --{self.service}-address "
+                              "and none registered in etcd")
+
     async def follow(self, kv: WatchKV, keyspace: Keyspace) -> None:
         """Keep the replica set current from membership (run as a task)."""
         async for members in watch_members(kv, keyspace, self.service):
@@ -234,3 +256,11 @@ class ReplicaPool:
         for ch in channels:
             with contextlib.suppress(Exception):
                 await ch.close(grace=None)
+
+
+def state_replicas(settings: ServeSettings, token: TokenSource) -> ReplicaPool:
+    """The state service's replicas, for a service that calls it: seeded by
+    ``settings.state_addresses`` (``--state-address``), every channel with
+    the server's TLS and ``token`` (its identity, asked on every call)."""
+    return ReplicaPool(STATE_SERVICE, state_pb2_grpc.StateServiceStub, settings.state_addresses,
+                       dial=lambda address: channel(address, tls=settings.tls, token=token))

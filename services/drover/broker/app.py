@@ -28,29 +28,25 @@ from collections.abc import Sequence
 from typing import Any
 
 from drover.api.broker.v1 import broker_pb2_grpc
-from drover.api.state.v1 import state_pb2_grpc
 from drover.broker import metrics
 from drover.broker.config import BrokerConfig
 from drover.broker.core.broker import EvalBroker
 from drover.broker.runtime import BrokerRuntime, ShellConfig
 from drover.broker.servicer import BrokerServicer
 from drover.broker.state_api import GrpcStateApi
-from drover.config import ServeSettings
+from drover.config import ServeSettings, tuned_config
 from drover.coord import (
     Keyspace,
     Leadership,
     LeadershipConfig,
     cluster_secret,
-    list_members,
     observe,
     observe_changes,
 )
-from drover.errors import Unavailable
 from drover.gc_policy import GcPolicy
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
-from drover.rpc.channels import channel
 from drover.rpc.readiness import leader_known
-from drover.rpc.replicas import ReplicaPool
+from drover.rpc.replicas import state_replicas
 from drover.rpc.server import App, AppContext, ServiceBinding
 from drover.tasks import cancel_and_wait
 
@@ -59,7 +55,6 @@ __all__ = ["SERVICE", "BrokerApp", "create_app"]
 log = logging.getLogger(__name__)
 
 SERVICE = "drover.broker.v1.EvalBrokerService"
-STATE_SERVICE = "state"
 
 
 class BrokerApp:
@@ -73,9 +68,7 @@ class BrokerApp:
     ) -> None:
         self.settings = settings
         self._token = ""  # the server identity, with ACLs on (set_server_token)
-        self.state = ReplicaPool(
-            STATE_SERVICE, state_pb2_grpc.StateServiceStub, settings.state_addresses,
-            dial=lambda address: channel(address, tls=settings.tls, token=self._server_token))
+        self.state = state_replicas(settings, self._server_token)
         self.api = GrpcStateApi(self.state)
         self.core = EvalBroker(broker_config, clock=time.monotonic, rng=random.Random())
         self.gc_policy = GcPolicy()
@@ -109,11 +102,9 @@ class BrokerApp:
         self.gc_policy.start()
         self._unregister = metrics.register(self.core)
         keyspace = Keyspace(self.settings.etcd.prefix)
+        await self.state.discover(ctx.etcd, keyspace)
         if ctx.etcd is not None:
-            await self._discover_state(ctx.etcd, keyspace)
             self._spawn(ctx, self.state.follow(ctx.etcd, keyspace), "broker-state-replicas")
-        if not len(self.state):
-            raise Unavailable("no --state-address and no state replica registered in etcd")
         if ctx.etcd is not None:
             secret = await cluster_secret(ctx.etcd, keyspace, CLUSTER_SECRET)
             self.servicer.queue.use_codec(PageTokenCodec(secret))
@@ -134,10 +125,6 @@ class BrokerApp:
         task = asyncio.create_task(coro, name=name)
         self._tasks.append(task)
         ctx.tasks.append(task)
-
-    async def _discover_state(self, client: Any, keyspace: Keyspace) -> None:
-        members = await list_members(client, keyspace, STATE_SERVICE)
-        await self.state.set_members(m.address for m in members.members)
 
     async def _serve_when_restored(self, ctx: AppContext) -> None:
         await self.runtime.feed.restored.wait()
@@ -175,14 +162,7 @@ class BrokerApp:
 
 def configs(settings: ServeSettings) -> tuple[BrokerConfig, ShellConfig]:
     """The broker's configs with the tunables ``settings`` carries (flags/env)."""
-    t = settings.tuned("broker")
-    shell = {k: t.pop(k) for k in ("max_batch", "max_poll", "max_txn_ops") if k in t}
-    if "delivery_limit" in t:
-        t["delivery_limit"] = int(t["delivery_limit"])
-    for name in ("max_batch", "max_txn_ops"):
-        if name in shell:
-            shell[name] = int(shell[name])
-    return BrokerConfig(**t), ShellConfig(**shell)  # type: ignore[arg-type]
+    return tuned_config(BrokerConfig, settings), tuned_config(ShellConfig, settings)
 
 
 def create_app(settings: ServeSettings) -> App:

@@ -1,4 +1,5 @@
-"""Broker tunables, in one frozen dataclass; the defaults live here only.
+"""Broker tunables, in one frozen dataclass; the defaults of the ones a flag
+sets live in :data:`drover.config.TUNABLES`.
 
 Numbers follow Nomad's eval broker: a 60 s nack timeout, a delivery limit of
 3, a 1 s first redelivery delay and 20 s times (n - 1) after that, and a
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from drover.config import tunable_default
+
 __all__ = ["BrokerConfig"]
 
 
@@ -16,20 +19,20 @@ __all__ = ["BrokerConfig"]
 class BrokerConfig:
     # An unacked evaluation is taken back (a nack) after this long without
     # an Ack or OutstandingReset.
-    nack_timeout: float = 60.0
+    nack_timeout: float = tunable_default("broker_nack_timeout")
     # Deliveries before an evaluation is failed instead of redelivered.
-    delivery_limit: int = 3
+    delivery_limit: int = tunable_default("broker_delivery_limit")
     # Redelivery delay after the first nack ...
-    initial_nack_delay: float = 1.0
+    initial_nack_delay: float = tunable_default("broker_initial_nack_delay")
     # ... and after the n-th nack (n >= 2): subsequent_nack_delay * (n - 1).
-    subsequent_nack_delay: float = 20.0
+    subsequent_nack_delay: float = tunable_default("broker_subsequent_nack_delay")
     # Each nack delay is stretched by a random fraction in [0, jitter) so
     # that evaluations nacked together (a crashed worker) do not return as
     # a herd.
     nack_delay_jitter: float = 0.1
     # The follow-up of a failed evaluation waits base + uniform(0, range).
-    failed_follow_up_base: float = 60.0
-    failed_follow_up_range: float = 300.0
+    failed_follow_up_base: float = tunable_default("broker_failed_follow_up_base")
+    failed_follow_up_range: float = tunable_default("broker_failed_follow_up_range")
     # Samples kept per timing summary (reservoir sampling: bounded memory,
     # unbiased over the broker's lifetime).
     timing_reservoir: int = 1024

@@ -65,8 +65,10 @@ from drover.broker.state_api import BrokerStateApi
 from drover.broker.timers import CoreTimer
 from drover.broker.worker_calls import WorkerCalls
 from drover.broker.writer import FencedWriter
+from drover.config import tunable_default
 from drover.coord.fence import Fence
 from drover.coord.guard import LeaderGuard
+from drover.coord.kv import objects_per_txn
 from drover.coord.term import Term
 from drover.errors import DroverError, NotLeader
 from drover.gc_policy import GcPolicy
@@ -101,19 +103,19 @@ def _hinted(
 class ShellConfig:
     # Dequeue long-poll bounds (seconds): unset timeout, and the cap.
     default_poll: float = 5.0
-    max_poll: float = 60.0
+    max_poll: float = tunable_default("broker_max_poll")
     # How long a Dequeue on the freshly elected (not yet established)
     # replica waits for it to serve before pointing elsewhere.
     establish_wait: float = 2.0
     # On resign, how long open polls wait to learn the next leader's address.
     hint_wait: float = 1.0
     # The most evaluations one Dequeue hands out, and acks one AckBatch takes.
-    max_batch: int = 256
+    max_batch: int = tunable_default("broker_max_batch")
     # etcd's --max-txn-ops as the state service is told it (raise the two
     # together): the writer's txns carry at most this less one evaluations
     # (the state's revision marker). A state replica told less refuses a
     # bigger write naming its cap, and the writer shrinks to that.
-    max_txn_ops: int = 128
+    max_txn_ops: int = tunable_default("broker_max_txn_ops")
 
     def __post_init__(self) -> None:
         if self.max_txn_ops < 4:
@@ -252,7 +254,7 @@ class BrokerRuntime:
         self.config_changed(await self.api.scheduler_config())
         writer = FencedWriter(self.api, term.fence, on_written=self._written,
                               on_fence_lost=term.report_lost, alive=self.guard.alive,
-                              max_objects=self.config.max_txn_ops - 1)
+                              max_objects=objects_per_txn(self.config.max_txn_ops))
         term.spawn(writer.run(), name="broker-writer")
         self.term = term
         self._term_prefix = f"{term.revision}."

@@ -72,6 +72,7 @@ from drover.broker.core.effects import WriteGroup
 from drover.broker.core.write_batch import merge_writes, next_batch
 from drover.broker.pending_write import Outcomes, PendingWrite, trace_links
 from drover.coord.fence import Fence
+from drover.coord.kv import MAX_TXN_OPS, objects_per_txn
 from drover.errors import (
     AlreadyExists,
     Conflict,
@@ -90,9 +91,9 @@ _NONE: tuple[list[PendingWrite], list[str]] = ([], [])
 log = logging.getLogger(__name__)
 _tracer = trace.get_tracer("drover.broker.writer")
 
-#: etcd's default 128 operations per txn, minus the state service's own
-#: marker put (the runtime passes ``--broker-max-txn-ops`` less one).
-MAX_OBJECTS = 127
+#: At etcd's default operations per txn (the runtime passes
+#: ``--broker-max-txn-ops``'s own).
+MAX_OBJECTS = objects_per_txn(MAX_TXN_OPS)
 
 
 class UpdateApi(Protocol):

@@ -21,13 +21,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from drover.api.deployments.v1 import deployments_pb2_grpc
-from drover.api.state.v1 import state_pb2_grpc
-from drover.config import ServeSettings
-from drover.coord import Keyspace, Leadership, LeadershipConfig, list_members, observe
+from drover.config import ServeSettings, tuned_config
+from drover.coord import Keyspace, Leadership, LeadershipConfig, observe
 from drover.errors import DroverError
-from drover.rpc.channels import channel
 from drover.rpc.readiness import leader_known
-from drover.rpc.replicas import ReplicaPool
+from drover.rpc.replicas import ReplicaPool, state_replicas
 from drover.rpc.server import App, AppContext, ServiceBinding
 
 from . import metrics
@@ -45,7 +43,8 @@ class DeploymentsApp:
                  leadership_config: LeadershipConfig | None = None) -> None:
         self.settings = settings
         self._token = ""  # the server identity, with ACLs on (set_server_token)
-        self._leadership_config = leadership_config
+        self._leadership_config = leadership_config or LeadershipConfig(
+            ttl=settings.etcd.session_ttl)
         self._leader_config = leader_config
         self.state: ReplicaPool | None = None
         self._etcd: Any = None
@@ -68,10 +67,7 @@ class DeploymentsApp:
             deployments_pb2_grpc.add_DeploymentWatcherServiceServicer_to_server)]
 
     async def prepare(self) -> None:
-        tls = self.settings.tls
-        self.state = ReplicaPool(
-            "state", state_pb2_grpc.StateServiceStub, self.settings.state_addresses,
-            dial=lambda address: channel(address, tls=tls, token=self._server_token))
+        self.state = state_replicas(self.settings, self._server_token)
         api = GrpcStateApi(self.state)
         gc = GarbageCollector(api, GcConfig.from_settings(self.settings.gc))
         self.leader = WatcherLeader(api, self.settings.service, config=self._leader_config,
@@ -84,18 +80,13 @@ class DeploymentsApp:
         self._etcd = ctx.etcd
         keyspace = Keyspace(self.settings.etcd.prefix)
         assert self.state is not None, "prepare() first"
-        members = await list_members(ctx.etcd, keyspace, "state")
-        await self.state.set_members(m.address for m in members.members)
-        if not len(self.state):
-            raise ValueError("the deployment watcher needs a state service: no"
-                             " --state-address and none registered in etcd")
+        await self.state.discover(ctx.etcd, keyspace)
         ctx.tasks.append(asyncio.create_task(self.state.follow(ctx.etcd, keyspace),
                                              name="deployments-state-replicas"))
-        cfg = self._leadership_config or LeadershipConfig(ttl=self.settings.etcd.session_ttl)
         assert self.leader is not None, "prepare() first"
         self.leadership = Leadership(ctx.etcd, Keyspace(self.settings.etcd.prefix),
                                      self.settings.service, ctx.address, [self.leader],
-                                     config=cfg)
+                                     config=self._leadership_config)
         self._unregister = metrics.register(self.leader)
         self.leadership.start()
         ctx.health.add_check("leader", leader_known(
@@ -106,7 +97,7 @@ class DeploymentsApp:
         for close in self._unregister:
             close()
         if self.leadership is not None:
-            await self.leadership.resign(grace=2.0)
+            await self.leadership.resign(grace=self._leadership_config.revoke_timeout)
         if self.state is not None:
             await self.state.close()
 
@@ -126,12 +117,7 @@ class DeploymentsApp:
 
 def leader_config(settings: ServeSettings) -> LeaderConfig:
     """The leader's config with the tunables ``settings`` carries (flags/env)."""
-    t = settings.tuned("deployments")
-    batcher = BatcherConfig(
-        window=t.get("batch_window", BatcherConfig.window),
-        max_batch=int(t.get("batch_max", BatcherConfig.max_batch)),
-    )
-    return LeaderConfig(batcher=batcher)
+    return LeaderConfig(batcher=tuned_config(BatcherConfig, settings))
 
 
 def create_app(settings: ServeSettings) -> App:

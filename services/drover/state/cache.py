@@ -64,6 +64,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from drover.config import tunable_default
 from drover.errors import Unavailable
 from drover.gc_policy import GcPolicy, GcPolicyConfig
 from drover.state import codec
@@ -101,8 +102,8 @@ class Change(NamedTuple):
 
 @dataclass(frozen=True)
 class CacheConfig:
-    page_size: int = 5000
-    sync_timeout: float = 10.0
+    page_size: int = tunable_default("state_cache_page_size")
+    sync_timeout: float = tunable_default("state_sync_timeout")
     retry_delay: float = 0.5
     #: Freeze the GC's view of a list this large (see the module docstring).
     freeze_min_objects: int = 50_000

@@ -20,7 +20,7 @@ import grpc
 
 from drover.acl import AclKeys
 from drover.api.acl.v1 import acl_pb2_grpc
-from drover.config import ServeSettings
+from drover.config import ServeSettings, tuned_config
 from drover.coord.keys import Keyspace
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
 from drover.state import codec
@@ -87,23 +87,8 @@ async def build_on_store(
 
 def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig, WriterConfig]:
     """The cache, Subscribe and writer configs with the tunables ``settings`` carries."""
-    t = settings.tuned("state")
-    cache = CacheConfig(
-        page_size=int(t.get("cache_page_size", CacheConfig.page_size)),
-        sync_timeout=t.get("sync_timeout", CacheConfig.sync_timeout),
-        stop_timeout=settings.stop_timeout,
-    )
-    subscribe = SubscribeConfig(
-        buffer_revisions=int(t.get("subscribe_buffer", SubscribeConfig.buffer_revisions)),
-        replay_events=int(t.get("subscribe_replay_events", SubscribeConfig.replay_events)),
-        heartbeat=t.get("subscribe_heartbeat", SubscribeConfig.heartbeat),
-    )
-    writer = WriterConfig(
-        max_txn_ops=int(t.get("max_txn_ops", WriterConfig.max_txn_ops)),
-        delete_txns_in_flight=int(t.get("delete_txns_in_flight",
-                                        WriterConfig.delete_txns_in_flight)),
-    )
-    return cache, subscribe, writer
+    return (tuned_config(CacheConfig, settings, stop_timeout=settings.stop_timeout),
+            tuned_config(SubscribeConfig, settings), tuned_config(WriterConfig, settings))
 
 
 async def build_state_service(settings: ServeSettings) -> StateService:

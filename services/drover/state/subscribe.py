@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
+from drover.config import tunable_default
 from drover.errors import DroverError, Kind
 from drover.state import codec
 from drover.state.cache import Cache, Change
@@ -55,11 +56,11 @@ class SubscriberTooSlow(DroverError):
 
 @dataclass(frozen=True)
 class SubscribeConfig:
-    buffer_revisions: int = 1000
-    replay_events: int = 20_000
+    buffer_revisions: int = tunable_default("state_subscribe_buffer")
+    replay_events: int = tunable_default("state_subscribe_replay_events")
     #: Default seconds between heartbeats of a quiet stream, and the most a
     #: client may ask for (``heartbeat_interval``); never less than ``min_heartbeat``.
-    heartbeat: float = 10.0
+    heartbeat: float = tunable_default("state_subscribe_heartbeat")
     min_heartbeat: float = 0.1
 
     def heartbeat_for(self, asked: float) -> float:

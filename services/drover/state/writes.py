@@ -20,12 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from drover.config import tunable_default
 from drover.coord.fence import FENCE_METADATA, Fence, parse_fence
+from drover.coord.kv import objects_per_txn
 from drover.errors import Conflict, FenceLost, InvalidArgument, Unavailable
 from drover.state import codec
 from drover.state.cache import Cache, marker_put
 from drover.state.core.rules import MAX_OBJECT_OPS
-from drover.state.store import MAX_TXN_OPS, Compare, KVStore, Op
+from drover.state.store import Compare, KVStore, Op
 
 __all__ = ["MAX_OBJECT_OPS", "Writer", "WriterConfig", "fence_from"]
 
@@ -46,13 +48,13 @@ class WriterConfig:
     #: ``--state-max-txn-ops`` tunable; etcd does not report it, so it is
     #: told, never discovered): no txn of this writer exceeds it. Only calls
     #: that walk many objects (DeleteEvaluations by filter) grow with it.
-    max_txn_ops: int = MAX_TXN_OPS
+    max_txn_ops: int = tunable_default("state_max_txn_ops")
     #: DeleteEvaluations by filter: txns one call keeps in flight (its page
     #: spread over them; see :mod:`drover.state.eval_delete`). 4 met the
     #: issue-15 targets at 1M on a quiet 2-core machine with etcd beside
     #: state (51 % of raw etcd, p99 call 47-49 ms; 2 gave 44 %, p99 32 ms);
     #: where etcd and state share a loaded box, 2 keeps the p99 lower.
-    delete_txns_in_flight: int = 4
+    delete_txns_in_flight: int = tunable_default("state_delete_txns_in_flight")
 
     def __post_init__(self) -> None:
         if self.max_txn_ops < 4:
@@ -77,7 +79,7 @@ class Writer:
         cmps = list(compares)
         if fence is not None:
             cmps.append(Compare(fence.leader_key.encode(), "create", fence.term))
-        if len(ops) + 1 > self.max_txn_ops or len(cmps) > self.max_txn_ops:
+        if len(ops) > objects_per_txn(self.max_txn_ops) or len(cmps) > self.max_txn_ops:
             raise InvalidArgument(
                 f"the request writes {len(ops)} objects with {len(cmps)} preconditions; one "
                 f"etcd txn here holds at most {self.max_txn_ops} of either (split it)",

@@ -1,12 +1,20 @@
-"""ReplicaChooser: every replica, round-robin, failed ones held down, seeds as fallback."""
+"""ReplicaChooser: every replica, round-robin, failed ones held down, seeds as fallback;
+ReplicaPool.discover: membership at start, UNAVAILABLE when no replica is known."""
 
 from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from virtual_clock import VirtualClock
 
-from drover.rpc.replicas import ReplicaChooser
+from drover.config import ServeSettings
+from drover.coord.keys import Keyspace
+from drover.coord.kv import Put
+from drover.coord.membership import Member
+from drover.coord.memkv import MemoryKV
+from drover.errors import Unavailable
+from drover.rpc.replicas import ReplicaChooser, state_replicas
 
 
 def test_seeds_until_membership_lists_replicas_then_membership_only() -> None:
@@ -48,3 +56,21 @@ def test_when_every_replica_is_held_down_the_first_to_recover_is_tried() -> None
     c.failed("gone:9")  # not a replica: ignored
     c.set_members(["b:2"])  # a replica that left takes its hold with it
     assert c.addresses == ("b:2",) and c.pick() == "b:2"
+
+
+async def test_discover_learns_membership_and_is_unavailable_when_no_replica_is_known() -> None:
+    keyspace = Keyspace("/drover")
+    kv = MemoryKV()
+    member = Member(service="state", replica="s0", address="s0:7100", rpc_version=1)
+    empty = state_replicas(ServeSettings("broker"), lambda: "")
+    with pytest.raises(Unavailable, match="no --state-address and none registered"):
+        await empty.discover(kv, keyspace)
+    with pytest.raises(Unavailable):
+        await empty.discover(None, keyspace)
+    seeded = state_replicas(ServeSettings("broker", state_addresses=("seed:1",)), lambda: "")
+    await seeded.discover(None, keyspace)  # no etcd: the seeds
+    assert seeded.chooser.addresses == ("seed:1",)
+    await kv.txn([], [Put(keyspace.member("state", "s0").encode(), member.to_json())])
+    await seeded.discover(kv, keyspace)
+    assert seeded.chooser.addresses == ("s0:7100",)
+    await seeded.close()

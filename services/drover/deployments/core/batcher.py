@@ -21,13 +21,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from drover.config import tunable_default
+
 from .effects import CreateEvaluation
 
 
 @dataclass(frozen=True)
 class BatcherConfig:
-    window: float = 0.25
-    max_batch: int = 64
+    window: float = tunable_default("deployments_batch_window")
+    max_batch: int = tunable_default("deployments_batch_max")
 
     def __post_init__(self) -> None:
         if self.window < 0:

@@ -24,21 +24,9 @@ A write whose attempt broke after it may have reached the server
 answered UNAVAILABLE ``OUTCOME_UNKNOWN`` by the proxy at once
 (:data:`OUTCOME_UNKNOWN_KINDS`): the client decides whether to repeat it.
 
-Reads, by method name (the part after the last ``/``), explicitly:
-
-* ``Get*``, ``List*``, ``Count*`` (the prefix followed by an upper-case
-  letter): ``GetJob``, ``ListEvaluations``, ``CountEvaluations``,
-  ``GetBrokerStats``, ``GetWatcherStats``, ``ListQueue``, ...;
-* ``Subscribe`` (the event stream changes nothing; retried only before its
-  first message, as above);
-* ``Check`` and ``Watch`` (grpc.health.v1.Health) and
-  ``ServerReflectionInfo`` (reflection).
-
-Everything else is a write, including ``Dequeue`` (it hands an evaluation
-out and starts its nack timer: a blind retry would take a second one) and
-``Ack``/``AckBatch``/``Nack``. A new RPC that is a read under another name
-must be added here; the unit tests pin the classification of every drover
-RPC.
+Which methods are reads is the one rule of :mod:`drover.rpc.reads`
+(``Get*``/``List*``/``Count*``, ``Subscribe``, the health check, reflection);
+everything else is a write, ``Dequeue`` and ``Ack`` included.
 """
 
 from __future__ import annotations
@@ -46,25 +34,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-READ_PREFIXES: tuple[str, ...] = ("Get", "List", "Count")
-READ_METHODS: frozenset[str] = frozenset({"Subscribe", "Check", "Watch", "ServerReflectionInfo"})
-
-
-def method_name(method: str) -> str:
-    """``/drover.state.v1.StateService/GetJob`` -> ``GetJob`` (bare names pass)."""
-    return method.rsplit("/", 1)[-1]
-
-
-def is_read(method: str) -> bool:
-    """True if ``method`` (full gRPC path or bare name) only reads."""
-    name = method_name(method)
-    if name in READ_METHODS:
-        return True
-    for prefix in READ_PREFIXES:
-        rest = name[len(prefix) :]
-        if name.startswith(prefix) and rest[:1].isupper():
-            return True
-    return False
+from drover.rpc.reads import is_read
 
 
 class FailureKind(enum.Enum):

@@ -31,19 +31,11 @@ from typing import Any, NamedTuple
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from drover.coord.kv import Compare, Delete, Op, Put
+from drover.coord.kv import MAX_TXN_OPS, Compare, Delete, Op, Put, objects_per_txn
 from drover.errors import Conflict, DroverError
 from drover.state import codec
 
 DEFAULT_CONFLICT = "an object changed concurrently; re-read and retry"
-#: etcd's default ``--max-txn-ops``: what a replica assumes unless told more.
-ETCD_DEFAULT_TXN_OPS = 128
-
-
-def objects_per_txn(max_txn_ops: int) -> int:
-    """Objects one write may carry in a txn of ``max_txn_ops``: less the
-    revision marker every write adds (the request cap of every write RPC)."""
-    return max_txn_ops - 1
 
 #: What a NamedTuple's own ``__new__`` does, minus a Python call: a plan
 #: makes a Compare, a Put and an Event per object it writes.
@@ -74,7 +66,7 @@ class WriteContext:
     keys: codec.KeyCodec
     now: Timestamp
     new_id: Callable[[], str]
-    max_txn_ops: int = ETCD_DEFAULT_TXN_OPS
+    max_txn_ops: int = MAX_TXN_OPS
     #: Told each object the call's plans put (module doc); None: nobody.
     on_put: OnPut | None = None
 

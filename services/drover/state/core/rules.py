@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from drover.api.types.v1 import evaluation_pb2
+from drover.coord.kv import MAX_TXN_OPS, objects_per_txn
 from drover.errors import (
     AlreadyExists,
     Conflict,
@@ -40,7 +41,7 @@ from drover.errors import (
     NotFound,
 )
 from drover.state import codec
-from drover.state.core.plan import ETCD_DEFAULT_TXN_OPS, PlanBuilder
+from drover.state.core.plan import PlanBuilder
 from drover.state.core.view import Found, View, refuse, scheduler_config
 
 #: Objects one request may write at etcd's default ``--max-txn-ops`` (less
@@ -49,9 +50,9 @@ from drover.state.core.view import Found, View, refuse, scheduler_config
 #: ``--state-max-txn-ops``) accepts ``max_txn_ops - 1``; a refusal names the
 #: replica's cap in its ErrorInfo (``max_objects``), so a client can size
 #: its requests to it (the eval broker's writer does).
-MAX_OBJECT_OPS = ETCD_DEFAULT_TXN_OPS - 1
+MAX_OBJECT_OPS = objects_per_txn(MAX_TXN_OPS)
 #: etcd caps compares per txn like ops (the revision marker needs none).
-MAX_COMPARES = ETCD_DEFAULT_TXN_OPS
+MAX_COMPARES = MAX_TXN_OPS
 
 #: Statuses only the broker leader (an ack's outcome) or the watcher writes.
 OUTCOMES = frozenset({

@@ -1,115 +1,17 @@
-"""Retry safety: reads by name, the failure-kind table, and leader hints."""
+"""Retry safety: the failure-kind table and leader hints (reads: test_rpc_reads)."""
 
 from __future__ import annotations
 
 import pytest
 
-from drover.api.broker.v1 import broker_pb2
-from drover.api.deployments.v1 import deployments_pb2
-from drover.api.state.v1 import state_pb2
 from drover.proxy.core.failure import classify
 from drover.proxy.core.retry import (
     CallFailure,
     FailureKind,
     RetryAction,
     decide_retry,
-    is_read,
-    method_name,
 )
 from drover.remote_errors import RemoteStatus
-
-# Every forwarded drover RPC, classified by hand. A new RPC fails
-# test_every_drover_rpc_is_classified until it is added here.
-EXPECTED_READS = {
-    "drover.state.v1.StateService": {
-        "GetJob",
-        "ListJobs",
-        "ListJobVersions",
-        "GetEvaluation",
-        "ListEvaluations",
-        "CountEvaluations",
-        "GetDeployment",
-        "ListDeployments",
-        "GetAllocation",
-        "ListAllocations",
-        "GetNode",
-        "ListNodes",
-        "GetSchedulerConfig",
-        "Subscribe",
-    },
-    "drover.broker.v1.EvalBrokerService": {"GetBrokerStats", "ListQueue"},
-    "drover.deployments.v1.DeploymentWatcherService": {"GetWatcherStats"},
-}
-EXPECTED_WRITES = {
-    "drover.state.v1.StateService": {
-        "RegisterJob",
-        "DeregisterJob",
-        "DeleteEvaluations",
-        "UpsertEvaluations",
-        "UpdateDeployment",
-        "UpdateEvaluations",
-        "UpsertAllocations",
-        "UpdateAllocations",
-        "UpsertNode",
-        "SetSchedulerConfig",
-        "SubmitPlan",
-        "UpdateNodeStatus",
-        "GarbageCollect",
-    },
-    "drover.broker.v1.EvalBrokerService": {
-        "Dequeue",
-        "Ack",
-        "AckBatch",
-        "Nack",
-        "OutstandingReset",
-        "CancelEvaluation",
-    },
-    "drover.deployments.v1.DeploymentWatcherService": {
-        "PromoteDeployment",
-        "PauseDeployment",
-        "FailDeployment",
-        "SetAllocHealth",
-        "CollectGarbage",
-    },
-}
-
-
-def test_every_drover_rpc_is_classified() -> None:
-    for module in (state_pb2, broker_pb2, deployments_pb2):
-        for service in module.DESCRIPTOR.services_by_name.values():
-            names = {m.name for m in service.methods}
-            reads = EXPECTED_READS[service.full_name]
-            writes = EXPECTED_WRITES[service.full_name]
-            assert names == reads | writes, service.full_name
-            for name in names:
-                path = f"/{service.full_name}/{name}"
-                assert is_read(path) is (name in reads), path
-
-
-@pytest.mark.parametrize(
-    ("method", "read"),
-    [
-        ("/grpc.health.v1.Health/Check", True),
-        ("/grpc.health.v1.Health/Watch", True),
-        ("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", True),
-        ("GetJob", True),
-        ("drover.state.v1.StateService/ListJobs", True),
-        ("Getaway", False),  # the prefix must start a word
-        ("Counter", False),
-        ("Listen", False),
-        ("Get", False),
-        ("", False),
-        ("Dequeue", False),
-    ],
-)
-def test_is_read_by_name(method: str, read: bool) -> None:
-    assert is_read(method) is read
-
-
-def test_method_name() -> None:
-    assert method_name("/drover.state.v1.StateService/GetJob") == "GetJob"
-    assert method_name("GetJob") == "GetJob"
-
 
 READ = "/drover.state.v1.StateService/GetJob"
 WRITE = "/drover.state.v1.StateService/RegisterJob"
