@@ -46,8 +46,8 @@ from drover.deployments.state_api import GrpcStateApi
 from drover.dev.etcd import EtcdServer
 from drover.rpc.errors import ErrorInterceptor
 from drover.rpc.replicas import ReplicaPool
-from drover.state import codec
 from drover.state.cache import marker_put
+from drover.state.core import codec
 from drover.state.main import build_on_store
 from drover.state.reaper import PAGE
 from drover.state.store import Delete, EtcdStore, Put

@@ -37,8 +37,8 @@ from drover.api.types.v1 import evaluation_pb2, job_pb2, scheduler_pb2
 from drover.coord.keys import Keyspace
 from drover.dev.etcd import EtcdServer
 from drover.dev.ports import free_port
-from drover.state import codec
 from drover.state.cache import Cache, marker_put
+from drover.state.core import codec
 from drover.state.store import MAX_TXN_OPS, Delete, EtcdStore, Put
 from drover.state.writes import WriterConfig
 

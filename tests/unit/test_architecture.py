@@ -73,8 +73,8 @@ CORE: tuple[str, ...] = (
     "drover.deployments.batcher",
     "drover.deployments.revert",
     "drover.state.core",
-    "drover.state.gc_rules",
-    "drover.state.query_specs",
+    "drover.state.core.gc_rules",
+    "drover.state.core.query_specs",
 )
 
 #: The one etcd layer: the modules that may build etcd requests.

@@ -2,9 +2,9 @@
 
 Start: a paged range read of ``<root>/v1/`` at one revision R (etcd refuses
 responses over 4 MiB, so pages of ``page_size`` keys, all pinned at R, in
-bounded key windows: see :mod:`drover.state.windows`), then one watch from
+bounded key windows: see :mod:`drover.state.core.windows`), then one watch from
 R+1 for the whole prefix. Every change is applied in revision order to
-:class:`~drover.state.tables.Tables` and handed to listeners (the event
+:class:`~drover.state.core.tables.Tables` and handed to listeners (the event
 stream). If the watch breaks it resumes from the last applied revision; if
 that is compacted, the cache re-lists and tells listeners to reset.
 
@@ -66,9 +66,11 @@ from typing import NamedTuple
 
 from drover.errors import Unavailable
 from drover.gc_policy import GcPolicy, GcPolicyConfig
-from drover.state import codec
 from drover.state.blocking import IndexWaiters
 from drover.state.contact import ContactStore
+from drover.state.core import codec
+from drover.state.core.tables import Tables, marker_key
+from drover.state.core.windows import RangeWindows
 from drover.state.store import (
     KV,
     Compacted,
@@ -80,8 +82,6 @@ from drover.state.store import (
     WatchEvent,
     prefix_end,
 )
-from drover.state.tables import Tables, marker_key
-from drover.state.windows import RangeWindows
 from drover.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ Guarantees, each chunk on its own (a chunk is one txn: all of it or none):
 
 * **No stale match.** No evaluation changed since it matched is deleted on
   that match. A page that fits one txn compares the revision marker every
-  object write puts (:func:`drover.state.tables.marker_key`) on the
+  object write puts (:func:`drover.state.core.tables.marker_key`) on the
   mod_revision the cache had seen when the page matched: one compare proves
   nothing changed. A page of several txns compares each key on the
   mod_revision it matched with: the txns of one call put the marker too, so
@@ -56,11 +56,11 @@ from drover.api.state.v1 import state_pb2
 from drover.coord.fence import Fence
 from drover.errors import Conflict, FailedPrecondition
 from drover.paging import Key, PageRequest, resolve_page_size
-from drover.state import codec
+from drover.state.core import codec
+from drover.state.core.tables import Entry, marker_key
 from drover.state.reads import check_name, list_namespace
 from drover.state.service_base import Base
 from drover.state.store import Compare, Delete
-from drover.state.tables import Entry, marker_key
 
 #: Txns one chunk may try: the marker's (a page of one txn only) comes extra.
 RETRIES = 3

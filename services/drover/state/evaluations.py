@@ -9,9 +9,9 @@ from operator import attrgetter
 from typing import Any
 
 from drover.errors import InvalidArgument
-from drover.state import codec
-from drover.state.cache_view import CacheView
+from drover.state.core import codec
 from drover.state.core import evals as plans
+from drover.state.core.cache_view import CacheView
 from drover.state.core.rules import OUTCOMES, BrokerNotPaused, broker_paused, within_cap
 from drover.state.core.validate import owned_evals, validate_eval, validated_evals
 from drover.state.eval_delete import DeleteByFilterRpc

@@ -26,10 +26,9 @@ from typing import Any
 from drover.api.state.v1 import state_pb2
 from drover.errors import Conflict, InvalidArgument
 from drover.paging import Key
-from drover.state import codec
-from drover.state.cache_view import CacheView
-from drover.state.core.reap import PAGE, Doomed, Tally, job_owned, pack
-from drover.state.gc_rules import (
+from drover.state.core import codec
+from drover.state.core.cache_view import CacheView
+from drover.state.core.gc_rules import (
     TERMINAL_EVAL,
     AllocView,
     JobView,
@@ -39,9 +38,10 @@ from drover.state.gc_rules import (
     job_collectable,
     node_collectable,
 )
+from drover.state.core.reap import PAGE, Doomed, Tally, job_owned, pack
+from drover.state.core.tables import Entry, Table
 from drover.state.reaper import delete_page
 from drover.state.service_base import Base
-from drover.state.tables import Entry, Table
 
 DEFAULT_EXAMINED = 1000
 MAX_EXAMINED = 10_000

@@ -11,7 +11,7 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.errors import NotFound
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core import jobs as plans
 from drover.state.core.jobs import job_type_name, spec_unchanged
 from drover.state.core.rules import JobModifyIndexMismatch

@@ -23,9 +23,9 @@ from drover.api.acl.v1 import acl_pb2_grpc
 from drover.config import ServeSettings
 from drover.coord.keys import Keyspace
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
-from drover.state import codec
 from drover.state.acl_admin import AclAdmin
 from drover.state.cache import Cache, CacheConfig
+from drover.state.core import codec
 from drover.state.reads import Reader
 from drover.state.service import StateServicer, add_state_servicer
 from drover.state.store import Compare, EtcdStore, KVStore, Put

@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any
 
 from drover.coord.fence import Fence
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core.reap import (
     JOB_OWNED,
     PAGE,

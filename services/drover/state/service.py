@@ -1,7 +1,7 @@
 """The StateService gRPC servicer: the RPC groups composed into one class.
 
 Every Get/List/Count comes from :class:`~drover.state.queries.QueriesRpc`
-(one row of :data:`drover.state.query_specs.QUERIES` each); the other groups
+(one row of :data:`drover.state.core.query_specs.QUERIES` each); the other groups
 hold the writes."""
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from drover.acl import IdentityKind, PermissionDenied
 from drover.coord.fence import Fence
 from drover.rpc.acl import current_identity
-from drover.state import codec
 from drover.state.cache import Cache
+from drover.state.core import codec
 from drover.state.core.plan import WriteContext, objects_per_txn
 from drover.state.core.rules import leader_fence
 from drover.state.reads import Reader

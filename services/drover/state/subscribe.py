@@ -38,8 +38,8 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.errors import DroverError, Kind
-from drover.state import codec
 from drover.state.cache import Cache, Change
+from drover.state.core import codec
 from drover.state.store import Compacted, prefix_end
 
 

@@ -7,7 +7,7 @@ import asyncio
 from drover.config import EtcdSettings
 from drover.coord import Keyspace, cluster_secret, connect
 from drover.coord.etcd_kv import EtcdKV
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.main import token_key
 from drover.state.store import EtcdStore
 

@@ -20,7 +20,7 @@ import pytest
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, scheduler_pb2
 from drover.rpc.errors import error_info
-from drover.state import codec
+from drover.state.core import codec
 
 PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING
 FLT = 'triggered_by == "sweep"'

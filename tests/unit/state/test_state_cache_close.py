@@ -14,8 +14,8 @@ from stubborn import Stubborn, StubbornKV, ends_within, settle
 from virtual_clock import VirtualClock
 
 from drover.coord.keys import Keyspace
-from drover.state import codec
 from drover.state.cache import Cache, CacheConfig
+from drover.state.core import codec
 
 HANG = 10.0  # a close bounded at 0.2 s not done by then is hung
 

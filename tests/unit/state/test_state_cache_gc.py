@@ -10,8 +10,8 @@ import pytest
 
 from drover.coord.keys import Keyspace
 from drover.coord.memkv import MemoryKV
-from drover.state import codec
 from drover.state.cache import Cache, CacheConfig
+from drover.state.core import codec
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ import pytest
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.coord.keys import Keyspace
 from drover.coord.kv import Put
-from drover.state import codec, tables
+from drover.state.core import codec, tables
 from drover.state.core.plan import PlanBuilder
-from drover.state.tables import EXPECTED_MAX, Tables
+from drover.state.core.tables import EXPECTED_MAX, Tables
 
 KEYS = codec.KeyCodec(Keyspace("/t/drover"))
 FIELDS = tables.record_getters(codec.EVALUATIONS)

@@ -12,9 +12,9 @@ from drover.coord.keys import Keyspace
 from drover.errors import InvalidArgument
 from drover.filter import FilterCompiler, InvalidFilter
 from drover.paging import InvalidPageToken, PageRequest, PageTokenCodec, Paginator
-from drover.state import codec, tables
 from drover.state.blocking import BlockingConfig, blocking_wait
-from drover.state.tables import Tables
+from drover.state.core import codec, tables
+from drover.state.core.tables import Tables
 
 KEYS = codec.KeyCodec(Keyspace("/u"))
 STATUSES = [evaluation_pb2.EVALUATION_STATUS_PENDING, evaluation_pb2.EVALUATION_STATUS_COMPLETE]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from drover.api.types.v1 import evaluation_pb2
 from drover.coord.keys import Keyspace
-from drover.state import codec
-from drover.state.tables import PARSED_KEYS, Tables
+from drover.state.core import codec
+from drover.state.core.tables import PARSED_KEYS, Tables
 
 KEYS = codec.KeyCodec(Keyspace("/t/drover"))
 

@@ -1,4 +1,4 @@
-"""The read table (``drover.state.query_specs.QUERIES``) against state.proto,
+"""The read table (``drover.state.core.query_specs.QUERIES``) against state.proto,
 and its hooks on plain in-memory tables (no server, no etcd).
 
 The coverage test is what makes "a new kind is one row" hold: a Get*, List*
@@ -17,8 +17,9 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2, job_pb2, scheduler_pb2
 from drover.coord.keys import Keyspace
 from drover.errors import InvalidArgument
-from drover.state import codec, queries
-from drover.state.query_specs import (
+from drover.state import queries
+from drover.state.core import codec
+from drover.state.core.query_specs import (
     BY_RPC,
     QUERIES,
     RELATED_SCAN,
@@ -33,8 +34,8 @@ from drover.state.query_specs import (
     lookup,
     related_evaluations,
 )
+from drover.state.core.tables import Tables
 from drover.state.service import StateServicer
-from drover.state.tables import Tables
 
 SERVICE = state_pb2.DESCRIPTOR.services_by_name["StateService"]
 READS = sorted(m.name for m in SERVICE.methods if re.match(r"(Get|List|Count)[A-Z]", m.name))

@@ -11,10 +11,10 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from drover.coord.keys import Keyspace
-from drover.state import codec
-from drover.state.cache_view import CacheView
+from drover.state.core import codec
+from drover.state.core.cache_view import CacheView
 from drover.state.core.plan import WriteContext
-from drover.state.tables import Tables
+from drover.state.core.tables import Tables
 
 KEYS = codec.KeyCodec(Keyspace("/t/drover"))
 NOW = Timestamp(seconds=1_700_000_000)

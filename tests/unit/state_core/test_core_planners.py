@@ -17,8 +17,7 @@ from drover.api.types.v1 import (
 )
 from drover.coord.kv import Compare, Delete, Put
 from drover.errors import NotFound
-from drover.state import codec
-from drover.state.core import allocs, deployment, evals, jobs, nodes
+from drover.state.core import allocs, codec, deployment, evals, jobs, nodes
 from drover.state.core.placement import plan_submit
 from drover.state.core.plan import Event
 from drover.state.core.rules import BrokerNotPaused, JobModifyIndexMismatch, PlanStale

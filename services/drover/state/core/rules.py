@@ -39,7 +39,7 @@ from drover.errors import (
     InvalidArgument,
     NotFound,
 )
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core.plan import ETCD_DEFAULT_TXN_OPS, PlanBuilder
 from drover.state.core.view import Found, View, refuse, scheduler_config
 
