@@ -16,7 +16,7 @@ from drover.errors import DroverError
 from drover.rpc.server import App, AppContext, ServiceBinding
 from drover.state import metrics
 from drover.state.main import StateService, build_state_service
-from drover.state.service import add_state_servicer
+from drover.state.servicer import add_state_servicer
 
 SERVICE = "drover.state.v1.StateService"
 ACL_SERVICE = "drover.acl.v1.AclService"

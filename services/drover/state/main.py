@@ -26,10 +26,21 @@ from drover.paging import CLUSTER_SECRET, PageTokenCodec
 from drover.state.acl_admin import AclAdmin
 from drover.state.cache import Cache, CacheConfig
 from drover.state.core import codec
+from drover.state.deployment_update import DeploymentUpdateRpc
+from drover.state.eval_delete import DeleteByFilter
+from drover.state.eval_update import EvaluationUpdateRpc
+from drover.state.evaluations import EvaluationsRpc
+from drover.state.gc import GarbageCollectRpc
+from drover.state.jobs import JobsRpc
+from drover.state.node_status import NodeStatusRpc
+from drover.state.objects import ObjectsRpc
+from drover.state.plans import PlansRpc
+from drover.state.queries import QueriesRpc
 from drover.state.reads import Reader
-from drover.state.service import StateServicer, add_state_servicer
+from drover.state.servicer import StateServicer, add_state_servicer
 from drover.state.store import Compare, EtcdStore, KVStore, Put
 from drover.state.subscribe import Hub, SubscribeConfig
+from drover.state.write_calls import WriteCalls
 from drover.state.writes import Writer, WriterConfig
 
 
@@ -40,6 +51,8 @@ class StateService:
 
     servicer: StateServicer
     cache: Cache
+    writer: Writer
+    writes: WriteCalls
     ready: asyncio.Event
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     acl_admin: AclAdmin | None = None
@@ -77,12 +90,23 @@ async def build_on_store(
     cache = Cache(store, keys, cache_config or CacheConfig())
     await cache.start()
     reader = Reader(cache, PageTokenCodec(await token_key(cache.store, keys)))
-    servicer = StateServicer(cache, reader, Writer(cache.store, keys, cache, writer_config),
-                               keys)
-    servicer.attach_hub(Hub(cache, subscribe_config or SubscribeConfig()))
+    writer = Writer(cache.store, keys, cache, writer_config)
+    writes = WriteCalls(cache, writer, keys)
+    servicer = StateServicer(
+        queries=QueriesRpc(cache, reader),
+        jobs=JobsRpc(cache, keys, writes),
+        evaluations=EvaluationsRpc(writes, DeleteByFilter(cache, reader, writer, keys)),
+        evaluation_updates=EvaluationUpdateRpc(writes),
+        objects=ObjectsRpc(writes),
+        deployment_updates=DeploymentUpdateRpc(writes),
+        gc=GarbageCollectRpc(cache, keys, writes),
+        node_status=NodeStatusRpc(writes),
+        plans=PlansRpc(writes),
+        hub=Hub(cache, subscribe_config or SubscribeConfig()),
+    )
     tasks = [cache._task] if cache._task is not None else []
-    admin = AclAdmin(servicer.writer, AclKeys(keyspace.base), servicer.now)
-    return StateService(servicer, cache, cache.ready, tasks, admin)
+    admin = AclAdmin(writer, AclKeys(keyspace.base), writes.now)
+    return StateService(servicer, cache, writer, writes, cache.ready, tasks, admin)
 
 
 def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig, WriterConfig]:

@@ -23,6 +23,7 @@ from typing import Any
 from drover.api.state.v1 import state_pb2_grpc
 from drover.errors import NotFound
 from drover.paging import PageRequest
+from drover.state.cache import Cache
 from drover.state.core.query_specs import (
     QUERIES,
     Query,
@@ -31,12 +32,15 @@ from drover.state.core.query_specs import (
     listed_namespace,
     lookup,
 )
-from drover.state.service_base import Base
+from drover.state.reads import Reader
 
 
-class QueriesRpc(Base):
+class QueriesRpc:
     """Every Get/List/Count of the StateService: one method per row of
     :data:`~drover.state.core.query_specs.QUERIES` (installed below)."""
+
+    def __init__(self, cache: Cache, reader: Reader) -> None:
+        self.cache, self.reader = cache, reader
 
 
 async def get(rpc: QueriesRpc, query: Query, request: Any) -> Any:

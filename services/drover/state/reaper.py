@@ -30,7 +30,7 @@ from drover.state.transact import Planner
 __all__ = ["JOB_OWNED", "PAGE", "Doomed", "Tally", "delete_page", "job_owned", "pages",
            "purge_job"]
 
-#: :meth:`drover.state.service_base.Base.transact`'s shape.
+#: :meth:`drover.state.write_calls.WriteCalls.transact`'s shape.
 Transact = Callable[..., Awaitable[Any]]
 
 

@@ -66,7 +66,7 @@ class Gate:
     txn's keys and how many were in flight at once."""
 
     def __init__(self, replica: Any, between: Callable[[], Awaitable[None]]) -> None:
-        self.writer = replica.service.servicer.writer
+        self.writer = replica.service.writer
         self.commit = self.writer.commit
         self.between = between
         self.first_done = asyncio.Event()
@@ -151,7 +151,7 @@ async def test_a_partly_applied_page_resumes_where_it_stopped(replica: Any,
     re-match the evaluations left, and the walk then ends with none left."""
     await _seed(replica, 400)
     fence = await _fence(replica2)
-    writer = replica.service.servicer.writer
+    writer = replica.service.writer
     commit = writer.commit
     hot = replica.service.cache.keys.key(codec.EVALUATIONS, "default", "ev-0200")
     rewrites = 0

@@ -54,7 +54,7 @@ async def _fence(replica: Any) -> tuple[tuple[str, str]]:
 
 def _record_compares(replica: Any) -> list[int]:
     """The number of compares of each txn the replica's writer commits."""
-    writer, seen = replica.service.servicer.writer, []
+    writer, seen = replica.service.writer, []
     commit = writer.commit
 
     async def recording(compares: Any, ops: Any, fence: Any = None, **kw: Any) -> int:

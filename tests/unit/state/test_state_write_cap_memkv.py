@@ -81,7 +81,7 @@ async def test_the_brokers_updates_take_the_raised_cap_fenced(raised: StateRepli
     """UpdateEvaluations (the broker's acks): the fence compare and one
     compare per evaluation fit the raised txn (OPS - 1 + 1 compares)."""
     stub = raised.stub
-    leader_key = f"{raised.service.servicer.keys.base}election/broker/x"
+    leader_key = f"{raised.service.cache.keys.base}election/broker/x"
     term = (await raised.store.txn([], [Put(leader_key.encode(), b"broker-x")])).revision
     fence = Fence(leader_key, term)
     await stub.UpsertEvaluations(
