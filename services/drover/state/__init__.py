@@ -9,5 +9,5 @@ mod_revision and, for leader writers, on the ``drover-fence``. Any number of
 replicas serve at once: etcd orders the writes, and a consistent read waits
 until the replica's cache has reached the current etcd revision.
 
-Entry point for the server bootstrap: :func:`drover.state.main.build_state_service`.
+Entry point for the server bootstrap: :func:`drover.state.app.create_app`.
 """

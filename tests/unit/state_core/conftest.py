@@ -10,7 +10,7 @@ from virtual_clock import VirtualClock
 
 from drover.coord.keys import Keyspace
 from drover.coord.memkv import MemoryKV
-from drover.state.main import StateService, build_on_store
+from drover.state.app import StateService, build_on_store
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from __future__ import annotations
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
 from drover.coord.kv import Put
+from drover.state.app import StateService
 from drover.state.cache import marker_put
 from drover.state.core import codec
-from drover.state.main import StateService
 
 
 class _NoMetadata:

@@ -13,13 +13,13 @@ from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.coord.fence import Fence
 from drover.coord.kv import Put
 from drover.errors import Conflict, FenceLost
+from drover.state.app import StateService
 from drover.state.cache import marker_put
 from drover.state.core import codec, evals, jobs
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.rules import EvaluationChanged, PlanStale
 from drover.state.core.validate import validate_job
 from drover.state.core.view import View
-from drover.state.main import StateService
 from drover.state.transact import ATTEMPTS, transact
 
 
