@@ -41,16 +41,16 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, scheduler_pb2
 from drover.coord.fence import Fence
 from drover.coord.keys import Keyspace
+from drover.coord.kv import Delete, Put
 from drover.deployments.gc import GarbageCollector, GcConfig
 from drover.deployments.state_api import GrpcStateApi
 from drover.dev.etcd import EtcdServer
 from drover.rpc.errors import ErrorInterceptor
 from drover.rpc.replicas import ReplicaPool
-from drover.state.app import build_on_store
+from drover.state.app import EtcdStore, build_on_store
 from drover.state.cache import marker_put
 from drover.state.core import codec
-from drover.state.reaper import PAGE
-from drover.state.store import Delete, EtcdStore, Put
+from drover.state.core.reap import PAGE
 
 LIVE = 1000
 

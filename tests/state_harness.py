@@ -19,8 +19,7 @@ from drover.coord import Fence
 from drover.coord.keys import Keyspace
 from drover.coord.kv import KVStore, Put
 from drover.rpc.errors import ErrorInterceptor
-from drover.state.app import StateService, build_on_store
-from drover.state.store import EtcdStore
+from drover.state.app import EtcdStore, StateService, build_on_store
 
 
 @dataclass

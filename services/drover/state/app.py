@@ -20,10 +20,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
+
 from drover.acl import AclKeys
 from drover.api.acl.v1 import acl_pb2_grpc
 from drover.config import ServeSettings
+from drover.coord.connect import EtcdClient
+from drover.coord.etcd_kv import EtcdKV
 from drover.coord.keys import Keyspace
+from drover.coord.kv import MAX_TXN_OPS, Compare, KVStore, Put
 from drover.errors import DroverError
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
 from drover.rpc.server import App, AppContext, ServiceBinding
@@ -43,13 +48,22 @@ from drover.state.plans import PlansRpc
 from drover.state.queries import QueriesRpc
 from drover.state.reads import Reader
 from drover.state.servicer import StateServicer, add_state_servicer
-from drover.state.store import Compare, EtcdStore, KVStore, Put
 from drover.state.subscribe import Hub, SubscribeConfig
 from drover.state.write_calls import WriteCalls
 from drover.state.writes import Writer, WriterConfig
 
 SERVICE = "drover.state.v1.StateService"
 ACL_SERVICE = "drover.acl.v1.AclService"
+
+
+class EtcdStore(EtcdKV):
+    """:class:`EtcdKV` measured as the state service's etcd client (its txn
+    spans and metrics are ``drover.state.etcd.*``)."""
+
+    def __init__(self, etcd: EtcdClient | grpc.aio.Channel, *, timeout: float = 10.0,
+                 max_txn_ops: int = MAX_TXN_OPS) -> None:
+        super().__init__(etcd, timeout=timeout, max_txn_ops=max_txn_ops,
+                         telemetry="drover.state")
 
 
 @dataclass

@@ -64,14 +64,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from drover.errors import Unavailable
-from drover.gc_policy import GcPolicy, GcPolicyConfig
-from drover.state.blocking import IndexWaiters
-from drover.state.contact import ContactStore
-from drover.state.core import codec
-from drover.state.core.tables import Tables, marker_key
-from drover.state.core.windows import RangeWindows
-from drover.state.store import (
+from drover.coord.kv import (
     KV,
     Compacted,
     KVStore,
@@ -82,6 +75,13 @@ from drover.state.store import (
     WatchEvent,
     prefix_end,
 )
+from drover.errors import Unavailable
+from drover.gc_policy import GcPolicy, GcPolicyConfig
+from drover.state.blocking import IndexWaiters
+from drover.state.contact import ContactStore
+from drover.state.core import codec
+from drover.state.core.tables import Tables, marker_key
+from drover.state.core.windows import RangeWindows
 from drover.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from drover.state.core.deployment import newly_promoted, plan_deployment_update
-from drover.state.core.rules import DeploymentChanged
+from drover.state.core.deployment import plan_deployment_update
 from drover.state.core.validate import validated_deployment_update
 from drover.state.write_calls import WriteCalls
-
-__all__ = ["DeploymentChanged", "DeploymentUpdateRpc", "newly_promoted"]
 
 
 class DeploymentUpdateRpc:

@@ -54,6 +54,7 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.coord.fence import Fence
+from drover.coord.kv import Compare, Delete
 from drover.errors import Conflict, FailedPrecondition
 from drover.paging import Key, PageRequest, resolve_page_size
 from drover.state.cache import Cache
@@ -61,8 +62,8 @@ from drover.state.core import codec
 from drover.state.core.cache_view import CacheView
 from drover.state.core.rules import broker_paused
 from drover.state.core.tables import Entry, marker_key
-from drover.state.reads import Reader, check_name, list_namespace
-from drover.state.store import Compare, Delete
+from drover.state.core.validate import check_name
+from drover.state.reads import Reader, list_namespace
 from drover.state.writes import Writer, fence_from
 
 #: Txns one chunk may try: the marker's (a page of one txn only) comes extra.

@@ -22,15 +22,10 @@ from drover.coord.fence import Fence
 from drover.state.core import evals as plans
 from drover.state.core.rules import (
     OUTCOMES,
-    EvaluationChanged,
-    EvaluationExists,
-    EvaluationGone,
     within_cap,
 )
 from drover.state.core.validate import validated_eval_updates
 from drover.state.write_calls import WriteCalls
-
-__all__ = ["EvaluationChanged", "EvaluationExists", "EvaluationGone", "EvaluationUpdateRpc"]
 
 
 class EvaluationUpdateRpc:

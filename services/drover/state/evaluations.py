@@ -10,15 +10,10 @@ from typing import Any
 
 from drover.errors import InvalidArgument
 from drover.state.core import evals as plans
-from drover.state.core.rules import OUTCOMES, BrokerNotPaused, within_cap
-from drover.state.core.validate import owned_evals, validate_eval, validated_evals
+from drover.state.core.rules import OUTCOMES, within_cap
+from drover.state.core.validate import check_name, namespace_arg, owned_evals
 from drover.state.eval_delete import DeleteByFilter
-from drover.state.reads import check_name, namespace_arg
 from drover.state.write_calls import WriteCalls
-
-__all__ = ["OUTCOMES", "BrokerNotPaused", "EvaluationsRpc", "validate_eval", "validated_evals"]
-
-RETRIES = 3
 
 _STATUS = attrgetter("status")
 

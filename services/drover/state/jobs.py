@@ -14,15 +14,9 @@ from drover.errors import NotFound
 from drover.state.cache import Cache
 from drover.state.core import codec
 from drover.state.core import jobs as plans
-from drover.state.core.jobs import job_type_name, spec_unchanged
-from drover.state.core.rules import JobModifyIndexMismatch
-from drover.state.core.validate import validate_job
-from drover.state.reads import check_name, namespace_arg
+from drover.state.core.validate import check_name, namespace_arg, validate_job
 from drover.state.reaper import purge_job
 from drover.state.write_calls import WriteCalls
-
-__all__ = ["JobModifyIndexMismatch", "JobsRpc", "job_type_name", "spec_unchanged",
-           "validate_job"]
 
 
 class JobsRpc:

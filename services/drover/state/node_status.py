@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from drover.state.core.nodes import HEARTBEAT_WRITE_EVERY, plan_node_status
+from drover.state.core.nodes import plan_node_status
 from drover.state.core.validate import check_name
 from drover.state.write_calls import WriteCalls
-
-__all__ = ["HEARTBEAT_WRITE_EVERY", "NodeStatusRpc"]
 
 
 class NodeStatusRpc:

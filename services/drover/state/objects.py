@@ -14,14 +14,10 @@ from typing import Any
 from drover.api.types.v1 import node_pb2
 from drover.errors import InvalidArgument
 from drover.state.core import allocs as plans
-from drover.state.core.allocs import apply_allocation_update
 from drover.state.core.nodes import plan_upsert_node
 from drover.state.core.rules import within_cap
-from drover.state.core.validate import validated_allocs
-from drover.state.reads import check_name
+from drover.state.core.validate import check_name, validated_allocs
 from drover.state.write_calls import WriteCalls
-
-__all__ = ["ObjectsRpc", "apply_allocation_update"]
 
 
 class ObjectsRpc:

@@ -14,12 +14,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from drover.state.core.placement import node_schedulable, plan_submit
-from drover.state.core.rules import PlanStale, within_cap
+from drover.state.core.placement import plan_submit
+from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, namespace_arg, validated_plan
 from drover.state.write_calls import WriteCalls
-
-__all__ = ["PlanStale", "PlansRpc", "node_schedulable"]
 
 
 class PlansRpc:

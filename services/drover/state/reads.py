@@ -37,11 +37,7 @@ from drover.state.blocking import BlockingConfig, blocking_wait
 from drover.state.cache import Cache
 from drover.state.core import codec, tables
 from drover.state.core.tables import Entry
-from drover.state.core.validate import (  # noqa: F401  (the read RPCs' names)
-    ALL_NAMESPACES,
-    check_name,
-    namespace_arg,
-)
+from drover.state.core.validate import ALL_NAMESPACES, namespace_arg
 
 
 def list_namespace(value: str) -> str | None:

@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
+from drover.coord.kv import Compacted, prefix_end
 from drover.errors import DroverError, Kind
 from drover.state.cache import Cache, Change
 from drover.state.core import codec
-from drover.state.store import Compacted, prefix_end
 
 
 class IndexCompacted(DroverError):

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from drover.coord.fence import FENCE_METADATA, Fence, parse_fence
+from drover.coord.kv import MAX_TXN_OPS, Compare, KVStore, Op
 from drover.errors import Conflict, FenceLost, InvalidArgument, Unavailable
 from drover.state.cache import Cache, marker_put
 from drover.state.core import codec
 from drover.state.core.rules import MAX_OBJECT_OPS
-from drover.state.store import MAX_TXN_OPS, Compare, KVStore, Op
 
 __all__ = ["MAX_OBJECT_OPS", "Writer", "WriterConfig", "fence_from"]
 

@@ -46,7 +46,7 @@ async def _pause(replica: Any, paused: bool) -> None:
 
 async def _fence(replica: Any) -> tuple[tuple[str, str]]:
     """A leader's fence (rewriting an existing evaluation is leader work)."""
-    from drover.state.store import Put
+    from drover.coord.kv import Put
     key = f"{replica.service.cache.keys.base}election/broker/test-inflight"
     res = await replica.store.txn([], [Put(key.encode(), b"me")])
     return (("drover-fence", f"{key}@{res.revision}"),)

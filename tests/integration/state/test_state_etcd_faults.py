@@ -15,8 +15,7 @@ from drover.config import EtcdSettings
 from drover.coord import EtcdClient, Keyspace, connect
 from drover.dev.etcd import EtcdCluster
 from drover.rpc.errors import ErrorInterceptor, error_info
-from drover.state.app import build_on_store
-from drover.state.store import EtcdStore
+from drover.state.app import EtcdStore, build_on_store
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,7 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
 from drover.coord.keys import Keyspace
 from drover.rpc.errors import ErrorInterceptor
-from drover.state.app import build_on_store
-from drover.state.store import EtcdStore
+from drover.state.app import EtcdStore, build_on_store
 from drover.worker.loop import Worker, WorkerConfig
 from drover.worker.planner import Snapshot
 

@@ -13,11 +13,10 @@ import pytest
 
 from drover.api.types.v1 import evaluation_pb2
 from drover.coord.keys import Keyspace
-from drover.coord.kv import RangePage
+from drover.coord.kv import Put, RangePage
 from drover.coord.memkv import MemoryKV
 from drover.state.cache import Cache, CacheConfig
 from drover.state.core import codec
-from drover.state.store import Put
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ import pytest
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
+from drover.coord.kv import prefix_end
 from drover.state.app import StateService
 from drover.state.core import codec
 from drover.state.core.tables import Table, Tables
-from drover.state.store import prefix_end
 
 
 class _NoMetadata:
