@@ -43,9 +43,10 @@ import grpc
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
+from drover.coord.kv import Put
 from drover.dev.etcd import EtcdServer
 from drover.dev.ports import free_port, wait_for_port
-from drover.state.store import EtcdStore, Put
+from drover.state.app import EtcdStore
 
 PENDING = EvaluationStatus.EVALUATION_STATUS_PENDING
 #: Session TTL (seconds) of every service: a killed leader is noticed after it.

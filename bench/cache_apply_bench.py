@@ -3,7 +3,7 @@
 In-process, no etcd: a table of ``--preload`` evaluations (complete, as a
 pipeline's history), then rounds of 100 new pending evaluations (one
 UpsertEvaluations) and their acks (status complete), applied through
-:meth:`drover.state.tables.Tables.apply` as the cache applies watched
+:meth:`drover.state.core.tables.Tables.apply` as the cache applies watched
 events, and each change encoded once for Subscribe
 (:func:`drover.state.subscribe.event_chunk`). Reports process CPU per event
 (the best and the 25th percentile of chunks: steadier than wall time on a
@@ -13,7 +13,7 @@ per-process CPU per evaluation (two events per evaluation).
 
 ``--expected``: the puts are this replica's own writes, as on the broker
 pipeline: each is told to the tables while "planned"
-(:meth:`~drover.state.tables.Tables.expect_put`, timed apart as
+(:meth:`~drover.state.core.tables.Tables.expect_put`, timed apart as
 ``expect_us_per_event``: the planner's share) before its event is applied
 (decode once: the apply then parses neither key nor value).
 """
@@ -29,9 +29,10 @@ import uuid
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.coord.keys import Keyspace
-from drover.state import codec, subscribe
+from drover.state import subscribe
 from drover.state.cache import Change
-from drover.state.tables import Tables
+from drover.state.core import codec
+from drover.state.core.tables import Tables
 
 Event = tuple[bytes, bytes, int, int, bool]
 PENDING = EvaluationStatus.EVALUATION_STATUS_PENDING

@@ -41,16 +41,16 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, scheduler_pb2
 from drover.coord.fence import Fence
 from drover.coord.keys import Keyspace
+from drover.coord.kv import Delete, Put
 from drover.deployments.gc import GarbageCollector, GcConfig
 from drover.deployments.state_api import GrpcStateApi
 from drover.dev.etcd import EtcdServer
 from drover.rpc.errors import ErrorInterceptor
 from drover.rpc.replicas import ReplicaPool
-from drover.state import codec
+from drover.state.app import EtcdStore, build_on_store
 from drover.state.cache import marker_put
-from drover.state.main import build_on_store
-from drover.state.reaper import PAGE
-from drover.state.store import Delete, EtcdStore, Put
+from drover.state.core import codec
+from drover.state.core.reap import PAGE
 
 LIVE = 1000
 
@@ -151,7 +151,8 @@ async def main(n: int) -> dict[str, Any]:
         service = await build_on_store(store, ks)
         out["cache_load_s"] = time.perf_counter() - t0
         server = grpc.aio.server(interceptors=[ErrorInterceptor()])
-        service.register(server)
+        for binding in service.bindings:
+            binding.add(binding.servicer, server)
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         client = grpc.aio.insecure_channel(f"127.0.0.1:{port}")

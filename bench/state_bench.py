@@ -35,11 +35,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2, job_pb2, scheduler_pb2
 from drover.coord.keys import Keyspace
+from drover.coord.kv import MAX_TXN_OPS, Delete, Put
 from drover.dev.etcd import EtcdServer
 from drover.dev.ports import free_port
-from drover.state import codec
+from drover.state.app import EtcdStore
 from drover.state.cache import Cache, marker_put
-from drover.state.store import MAX_TXN_OPS, Delete, EtcdStore, Put
+from drover.state.core import codec
 from drover.state.writes import WriterConfig
 
 BATCH = MAX_TXN_OPS - 1

@@ -37,11 +37,11 @@ from drover.coord.fence import FENCE_METADATA, Fence
 from drover.coord.keys import Keyspace
 from drover.coord.kv import Put
 from drover.coord.memkv import MemoryKV
-from drover.state import codec
+from drover.state.app import build_on_store
+from drover.state.core import codec
 from drover.state.core import evals as plans
 from drover.state.core.plan import WriteContext
 from drover.state.core.validate import owned_evals, validated_eval_updates
-from drover.state.main import build_on_store
 from drover.validation import check_request
 
 try:

@@ -18,8 +18,8 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
 from drover.coord.fence import Fence
 from drover.coord.keys import Keyspace
+from drover.coord.kv import Put
 from drover.rpc.errors import error_info
-from drover.state.store import Put
 
 COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE
 PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING

@@ -19,8 +19,7 @@ from drover.coord import Fence
 from drover.coord.keys import Keyspace
 from drover.coord.kv import KVStore, Put
 from drover.rpc.errors import ErrorInterceptor
-from drover.state.main import StateService, build_on_store
-from drover.state.store import EtcdStore
+from drover.state.app import EtcdStore, StateService, build_on_store
 
 
 @dataclass
@@ -56,7 +55,8 @@ async def start_state_on(store: KVStore, keyspace: Keyspace, *,
     (``build``: :func:`build_on_store`'s configs)."""
     service = await build_on_store(store, keyspace, **build)
     server = grpc.aio.server(interceptors=[*interceptors, ErrorInterceptor()])
-    service.register(server)
+    for binding in service.bindings:
+        binding.add(binding.servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     address = f"127.0.0.1:{port}"

@@ -31,8 +31,8 @@ from drover.api.types.v1 import (
     scheduler_pb2,
 )
 from drover.rpc.errors import MESSAGE_BYTES, error_info
-from drover.state import codec
-from drover.state.query_specs import QUERIES, Query, Scope, Verb
+from drover.state.core import codec
+from drover.state.core.query_specs import QUERIES, Query, Scope, Verb
 
 CALL_TIMEOUT = 20.0
 

@@ -44,9 +44,9 @@ async def seed(data_dir: str, n: int) -> None:
     from state_bench import make_eval, raw_puts  # type: ignore[import-not-found]
 
     from drover.coord.keys import Keyspace
-    from drover.state import codec
+    from drover.state.app import EtcdStore
     from drover.state.cache import marker_put
-    from drover.state.store import EtcdStore
+    from drover.state.core import codec
     etcd = etcd_server(data_dir).start()
     try:
         channel = grpc.aio.insecure_channel(etcd.endpoint)
@@ -67,10 +67,11 @@ async def child(endpoint: str, etcd_pid: int, mode: str) -> None:
     import grpc
 
     from drover.coord.keys import Keyspace
-    from drover.state import codec
+    from drover.coord.kv import prefix_end
+    from drover.state.app import EtcdStore
     from drover.state.cache import Cache
-    from drover.state.store import EtcdStore, prefix_end
-    from drover.state.windows import RangeWindows
+    from drover.state.core import codec
+    from drover.state.core.windows import RangeWindows
     channel = grpc.aio.insecure_channel(endpoint, options=[
         ("grpc.max_receive_message_length", 64 * 2**20)])
     store = EtcdStore(channel, timeout=60)

@@ -27,10 +27,10 @@ from typing import Any
 from drover.acl import AclKeys, Identity, new_id
 from drover.acl.policy import parse_policy, validate_policy_name
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
+from drover.coord.kv import KV
 from drover.errors import FailedPrecondition, NotFound
 from drover.rpc.acl import current_identity
 from drover.state.core import acl
-from drover.state.store import KV
 from drover.state.transact import transact_on
 from drover.state.writes import Writer
 

@@ -1,25 +1,159 @@
-"""Wiring of the state service for `drover serve state`.
+"""Wiring of the state service for `drover serve state`: :func:`create_app`.
 
-``prepare`` connects to etcd and loads the cache before the gRPC server is
-built, so a replica reports SERVING only once it can answer consistently;
-afterwards readiness follows a periodic consistent read (the "cache" check:
-etcd reachable and the cache caught up).
+The bootstrap (``drover.rpc.server``) owns the gRPC server, health and
+reflection; this module builds what the state service adds
+(:func:`build_state_service`): the cache (listed before the gRPC server is
+built, so a replica reports SERVING only once it can answer consistently),
+the servicer and its RPC groups, and the background task that keeps the
+cache watching. Afterwards readiness follows a periodic consistent read
+(the "cache" check: etcd reachable and the cache caught up). The
+page-token HMAC key is shared by all replicas through etcd (created once
+with a put-if-absent txn), so any replica continues another's pages.
+:func:`configs` is the one way the service's configs are built from settings.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
+import grpc
+
+from drover.acl import AclKeys
 from drover.api.acl.v1 import acl_pb2_grpc
-from drover.config import ServeSettings
+from drover.config import ServeSettings, tuned_config
+from drover.coord.connect import EtcdClient
+from drover.coord.etcd_kv import EtcdKV
+from drover.coord.keys import Keyspace
+from drover.coord.kv import MAX_TXN_OPS, Compare, KVStore, Put
 from drover.errors import DroverError
+from drover.paging import CLUSTER_SECRET, PageTokenCodec
 from drover.rpc.server import App, AppContext, ServiceBinding
 from drover.state import metrics
-from drover.state.main import StateService, build_state_service
-from drover.state.service import add_state_servicer
+from drover.state.acl_admin import AclAdmin
+from drover.state.cache import Cache, CacheConfig
+from drover.state.core import codec
+from drover.state.deployment_update import DeploymentUpdateRpc
+from drover.state.eval_delete import DeleteByFilter
+from drover.state.eval_update import EvaluationUpdateRpc
+from drover.state.evaluations import EvaluationsRpc
+from drover.state.gc import GarbageCollectRpc
+from drover.state.jobs import JobsRpc
+from drover.state.node_status import NodeStatusRpc
+from drover.state.objects import ObjectsRpc
+from drover.state.plans import PlansRpc
+from drover.state.queries import QueriesRpc
+from drover.state.reads import Reader
+from drover.state.servicer import StateServicer, add_state_servicer
+from drover.state.subscribe import Hub, SubscribeConfig
+from drover.state.write_calls import WriteCalls
+from drover.state.writes import Writer, WriterConfig
 
 SERVICE = "drover.state.v1.StateService"
 ACL_SERVICE = "drover.acl.v1.AclService"
+
+
+class EtcdStore(EtcdKV):
+    """:class:`EtcdKV` measured as the state service's etcd client (its txn
+    spans and metrics are ``drover.state.etcd.*``)."""
+
+    def __init__(self, etcd: EtcdClient | grpc.aio.Channel, *, timeout: float = 10.0,
+                 max_txn_ops: int = MAX_TXN_OPS) -> None:
+        super().__init__(etcd, timeout=timeout, max_txn_ops=max_txn_ops,
+                         telemetry="drover.state")
+
+
+@dataclass
+class StateService:
+    """What the bootstrap wires: add each of ``bindings`` to the server, await
+    ``ready`` before reporting SERVING, keep ``tasks`` running, ``close``."""
+
+    servicer: StateServicer
+    acl_admin: AclAdmin
+    cache: Cache
+    writer: Writer
+    writes: WriteCalls
+    ready: asyncio.Event
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _closers: list[Callable[[], Any]] = field(default_factory=list)
+
+    @property
+    def bindings(self) -> list[ServiceBinding]:
+        """The gRPC services this replica serves, each with its add function."""
+        return [
+            ServiceBinding(SERVICE, self.servicer, add_state_servicer),
+            ServiceBinding(ACL_SERVICE, self.acl_admin,
+                           acl_pb2_grpc.add_AclServiceServicer_to_server),
+        ]
+
+    async def close(self) -> None:
+        await self.cache.close()
+        for closer in self._closers:
+            res = closer()
+            if asyncio.iscoroutine(res):
+                await res
+
+
+async def token_key(store: KVStore, keys: codec.KeyCodec) -> bytes:
+    """The cluster's page-token key, created by the first replica of any service
+    (the same key as :func:`drover.coord.cluster_secret` gives)."""
+    key = keys.keyspace.secret(CLUSTER_SECRET).encode()
+    await store.txn([Compare(key, "create", 0)], [Put(key, os.urandom(32))])
+    page = await store.range(key, b"")
+    return page.kvs[0].value
+
+
+async def build_on_store(
+    store: KVStore, keyspace: Keyspace, *, cache_config: CacheConfig | None = None,
+    subscribe_config: SubscribeConfig | None = None, writer_config: WriterConfig | None = None,
+) -> StateService:
+    """The state service on any :class:`KVStore` (tests, benchmarks)."""
+    keys = codec.KeyCodec(keyspace)
+    writer_config = writer_config or WriterConfig()
+    cache = Cache(store, keys, cache_config or CacheConfig())
+    await cache.start()
+    reader = Reader(cache, PageTokenCodec(await token_key(cache.store, keys)))
+    writer = Writer(cache.store, keys, cache, writer_config)
+    writes = WriteCalls(cache, writer, keys)
+    servicer = StateServicer(
+        queries=QueriesRpc(cache, reader),
+        jobs=JobsRpc(cache, keys, writes),
+        evaluations=EvaluationsRpc(writes, DeleteByFilter(cache, reader, writer, keys)),
+        evaluation_updates=EvaluationUpdateRpc(writes),
+        objects=ObjectsRpc(writes),
+        deployment_updates=DeploymentUpdateRpc(writes),
+        gc=GarbageCollectRpc(cache, keys, writes),
+        node_status=NodeStatusRpc(writes),
+        plans=PlansRpc(writes),
+        hub=Hub(cache, subscribe_config or SubscribeConfig()),
+    )
+    tasks = [cache._task] if cache._task is not None else []
+    admin = AclAdmin(writer, AclKeys(keyspace.base), writes.now)
+    return StateService(servicer, admin, cache, writer, writes, cache.ready, tasks)
+
+
+def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig, WriterConfig]:
+    """The cache, Subscribe and writer configs with the tunables ``settings`` carries."""
+    return (tuned_config(CacheConfig, settings, stop_timeout=settings.stop_timeout),
+            tuned_config(SubscribeConfig, settings), tuned_config(WriterConfig, settings))
+
+
+async def build_state_service(settings: ServeSettings) -> StateService:
+    """Connect to etcd (a "bulk" client: the cache's watch streams the whole
+    keyspace), list the cache, and return the service ready to register."""
+    from drover.coord.connect import connect
+
+    cache_config, subscribe_config, writer_config = configs(settings)
+    client = await connect(settings.etcd, purpose="bulk")
+    store = EtcdStore(client, max_txn_ops=writer_config.max_txn_ops)
+    service = await build_on_store(store, Keyspace(settings.etcd.prefix),
+                                   cache_config=cache_config, subscribe_config=subscribe_config,
+                                   writer_config=writer_config)
+    service._closers.append(client.close)
+    return service
 
 
 class StateApp:
@@ -34,16 +168,7 @@ class StateApp:
     @property
     def bindings(self) -> list[ServiceBinding]:
         assert self._service is not None, "prepare() first"
-        assert self._service.acl_admin is not None
-        return [
-            ServiceBinding(
-                SERVICE,
-                self._service.servicer,
-                add_state_servicer,
-            ),
-            ServiceBinding(ACL_SERVICE, self._service.acl_admin,
-                           acl_pb2_grpc.add_AclServiceServicer_to_server),
-        ]
+        return self._service.bindings
 
     async def start(self, ctx: AppContext) -> None:
         assert self._service is not None

@@ -2,9 +2,9 @@
 
 Start: a paged range read of ``<root>/v1/`` at one revision R (etcd refuses
 responses over 4 MiB, so pages of ``page_size`` keys, all pinned at R, in
-bounded key windows: see :mod:`drover.state.windows`), then one watch from
+bounded key windows: see :mod:`drover.state.core.windows`), then one watch from
 R+1 for the whole prefix. Every change is applied in revision order to
-:class:`~drover.state.tables.Tables` and handed to listeners (the event
+:class:`~drover.state.core.tables.Tables` and handed to listeners (the event
 stream). If the watch breaks it resumes from the last applied revision; if
 that is compacted, the cache re-lists and tells listeners to reset.
 
@@ -15,43 +15,19 @@ reads it linearizably (one small Get) and waits until the cache has applied
 it. This is exact, unlike etcd 3.4's progress notifications, which may
 overtake events still queued on the stream.
 
-Garbage collection (measured, ``bench/state_bench.py``): a cached object is
-a few GC-tracked containers (the entry tuple, its ``Key``), so a million of
-them make every full (oldest-generation) collection walk millions of objects
-for nothing -- they never form cycles. Measured: ~90 ms per full collection
-at 100k objects, the slowest DeleteEvaluations call at both 100k and 1M (1.6
-s), landing on whichever RPC happened to allocate at that moment.
-So a big list is followed by :func:`gc.freeze`, which moves everything
-alive into the permanent generation that collections skip (acyclic entries
-are still freed by reference counting when deleted); the collector is also
-off *during* the list, which would otherwise run several full collections
-over the growing tables. A first list freezes without collecting (nothing
-to free: a collection would only walk the new tables, ~0.7 s at 1M); a
-re-list unfreezes and collects once, so the replaced tables (a few internal
-cycles) are freed, then freezes again. Only lists of at least
-``CacheConfig.freeze_min_objects`` freeze. A cache that grows through its
-watch instead (a broker backlog written after start) is frozen again every
-``CacheConfig.freeze_every_events`` applied events (``gc.freeze`` alone:
-no collection, so it costs nothing; a cycle that happened to be garbage
-then waits for the next re-list). Threshold and freezes are
-:class:`drover.gc_policy.GcPolicy`, the policy the brokers use too.
-
-The youngest generation's threshold is raised to at least
-``CacheConfig.gc_young_threshold`` allocations when the cache starts
-(never lowered; 0 leaves it). A young collection walks every tracked object
-still alive since the last one, and a serving replica always holds
-thousands of them in flight (a 100-evaluation write's plan, its txn, the
-watch's batch, the entries and Changes it makes), so at CPython's default
-of 700 the same in-flight objects were walked over and over and promoted
-to be walked again: measured on the broker's batched path, the collector
-was ~12 % of the state process's CPU (0.080 -> 0.071 ms per evaluation at
-5,000, the same as with the collector off). With writes of up to 1,023
-objects (etcd's --max-txn-ops raised to 1024, as deployed) one write's
-in-flight objects outnumber 5,000, so the default is 50,000: on the batched
-pipeline at 1024, -1 to -3 us of state CPU per evaluation in three
-alternated pairs (the brokers, whose in-flight sets are smaller, showed no
-difference and keep 5,000). Garbage is still found, a few tens of thousands
-of allocations later.
+Garbage collection: cached entries are acyclic (reference counting frees
+them), so a full collection would only walk millions of live objects for
+nothing. After a list of at least ``CacheConfig.freeze_min_objects`` the
+cache freezes what is alive (:func:`gc.freeze`); the collector is off
+during the list; a first list freezes without collecting, a re-list
+unfreezes and collects once (the replaced tables' few cycles), then
+freezes again; growth through the watch is frozen again every
+``CacheConfig.freeze_every_events`` applied events (no collection). The
+youngest generation's threshold is raised to at least
+``CacheConfig.gc_young_threshold`` when the cache starts (never lowered; 0
+leaves it). Threshold and freezes are :class:`drover.gc_policy.GcPolicy`,
+the policy the brokers use too. Why, with the measurements:
+``bench/results/state-cache-gc.md``.
 """
 
 from __future__ import annotations
@@ -65,12 +41,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from drover.config import tunable_default
-from drover.errors import Unavailable
-from drover.gc_policy import GcPolicy, GcPolicyConfig
-from drover.state import codec
-from drover.state.blocking import IndexWaiters
-from drover.state.contact import ContactStore
-from drover.state.store import (
+from drover.coord.kv import (
     KV,
     Compacted,
     KVStore,
@@ -81,8 +52,13 @@ from drover.state.store import (
     WatchEvent,
     prefix_end,
 )
-from drover.state.tables import Tables, marker_key
-from drover.state.windows import RangeWindows
+from drover.errors import Unavailable
+from drover.gc_policy import GcPolicy, GcPolicyConfig
+from drover.state.blocking import IndexWaiters
+from drover.state.contact import ContactStore
+from drover.state.core import codec
+from drover.state.core.tables import Tables, marker_key
+from drover.state.core.windows import RangeWindows
 from drover.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ Any successful etcd call counts -- a consistent read's marker Get, a write's
 txn, the initial list, and every watch response (which the cache reports with
 :meth:`ContactStore.touch`). Counting only watch traffic made an idle but
 healthy replica look cut off. :class:`ContactStore` wraps a
-:class:`~drover.state.store.KVStore` and stamps the monotonic clock after
+:class:`~drover.coord.kv.KVStore` and stamps the monotonic clock after
 each call that returns; failures leave the stamp alone, so the age keeps
 growing while etcd is unreachable.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from drover.state.store import Compare, KVStore, Op, RangePage, TxnResult, Watch
+from drover.coord.kv import Compare, KVStore, Op, RangePage, TxnResult, Watch
 
 
 class ContactStore:

@@ -13,19 +13,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from drover.state.core.deployment import newly_promoted, plan_deployment_update
-from drover.state.core.rules import DeploymentChanged
+from drover.state.core.deployment import plan_deployment_update
 from drover.state.core.validate import validated_deployment_update
-from drover.state.service_base import Base
-
-__all__ = ["DeploymentChanged", "DeploymentUpdateRpc", "newly_promoted"]
+from drover.state.write_calls import WriteCalls
 
 
-class DeploymentUpdateRpc(Base):
+class DeploymentUpdateRpc:
+    def __init__(self, writes: WriteCalls) -> None:
+        self.writes = writes
+
     async def UpdateDeployment(self, request: Any, context: Any) -> Any:
-        fence = self.require_fence(context, "UpdateDeployment")
+        fence = self.writes.require_fence(context, "UpdateDeployment")
         deployment, evs = validated_deployment_update(request)
-        ctx = self.write_context()
-        return await self.transact(
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
             lambda view: plan_deployment_update(view, ctx, request, deployment, evs),
             fence, sync_first=True)

@@ -14,7 +14,7 @@ Guarantees, each chunk on its own (a chunk is one txn: all of it or none):
 
 * **No stale match.** No evaluation changed since it matched is deleted on
   that match. A page that fits one txn compares the revision marker every
-  object write puts (:func:`drover.state.tables.marker_key`) on the
+  object write puts (:func:`drover.state.core.tables.marker_key`) on the
   mod_revision the cache had seen when the page matched: one compare proves
   nothing changed. A page of several txns compares each key on the
   mod_revision it matched with: the txns of one call put the marker too, so
@@ -54,13 +54,17 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.coord.fence import Fence
+from drover.coord.kv import Compare, Delete
 from drover.errors import Conflict, FailedPrecondition
 from drover.paging import Key, PageRequest, resolve_page_size
-from drover.state import codec
-from drover.state.reads import check_name, list_namespace
-from drover.state.service_base import Base
-from drover.state.store import Compare, Delete
-from drover.state.tables import Entry, marker_key
+from drover.state.cache import Cache
+from drover.state.core import codec
+from drover.state.core.cache_view import CacheView
+from drover.state.core.rules import broker_paused
+from drover.state.core.tables import Entry, marker_key
+from drover.state.core.validate import check_name
+from drover.state.reads import Reader, list_namespace
+from drover.state.writes import Writer, fence_from
 
 #: Txns one chunk may try: the marker's (a page of one txn only) comes extra.
 RETRIES = 3
@@ -101,7 +105,14 @@ class ChunkResult:
 # -- shell ------------------------------------------------------------------
 
 
-class DeleteByFilterRpc(Base):
+class DeleteByFilter:
+    """DeleteEvaluations by filter (:meth:`delete`): one page of matches per
+    call, deleted in bounded txns."""
+
+    def __init__(self, cache: Cache, reader: Reader, writer: Writer,
+                 keys: codec.KeyCodec) -> None:
+        self.cache, self.reader, self.writer, self.keys = cache, reader, writer, keys
+
     def delete_page_limit(self) -> int:
         """Evaluations one call matches: ``in_flight`` txns of the largest
         size the configured cap allows (the paging maximum caps it too)."""
@@ -109,16 +120,19 @@ class DeleteByFilterRpc(Base):
         return cfg.delete_txns_in_flight * (cfg.max_txn_ops - 2)
 
     def _broker_paused(self) -> Compare:
-        """The scheduler config's compare; FAILED_PRECONDITION (BROKER_NOT_PAUSED)
-        unless the broker is paused (the evaluation RPCs define it)."""
-        raise NotImplementedError
+        """The broker-paused rule on this replica's cache, as the compare
+        that keeps it true inside the txn; FAILED_PRECONDITION
+        (BROKER_NOT_PAUSED) unless the broker is paused."""
+        mod = broker_paused(CacheView(self.cache.tables, self.cache.revision, False))
+        key = self.keys.key(codec.SCHEDULER_CONFIG, codec.GLOBAL_NS, codec.SCHEDULER_CONFIG_ID)
+        return Compare(key, "mod", mod)
 
     def _eval_keys(self, hits: Sequence[Entry]) -> list[bytes]:
         # "<base>evaluations/" + "<ns>/<id>": the cache's id is the key's tail.
         prefix = self.keys.prefix(codec.EVALUATIONS)
         return [prefix + h[2][1].encode() for h in hits]
 
-    async def _delete_filter(self, request: Any, context: Any) -> Any:
+    async def delete(self, request: Any, context: Any) -> Any:
         scope = {"job_id": check_name(request.job_id, "job_id")} if request.job_id else {}
         size = min(resolve_page_size(request.page_size, self.reader.paginator.defaults),
                    self.delete_page_limit())
@@ -151,7 +165,7 @@ class DeleteByFilterRpc(Base):
         # of 1,000 over four txns of 250 cost 20 % more CPU here, for no gain.
         size = cfg.max_txn_ops - 2
         gate = asyncio.Semaphore(cfg.delete_txns_in_flight)
-        fence = self.fence(context)
+        fence = fence_from(context)
         job_of = self.cache.tables[codec.EVALUATIONS].rows.getter("job_id")
 
         def still(e: Entry) -> bool:
@@ -225,4 +239,4 @@ class DeleteByFilterRpc(Base):
         raise AssertionError("unreachable")
 
 
-__all__ = ["DeleteByFilterRpc", "chunked", "resume_after"]
+__all__ = ["DeleteByFilter", "chunked", "resume_after"]

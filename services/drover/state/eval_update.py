@@ -22,28 +22,26 @@ from drover.coord.fence import Fence
 from drover.state.core import evals as plans
 from drover.state.core.rules import (
     OUTCOMES,
-    EvaluationChanged,
-    EvaluationExists,
-    EvaluationGone,
     within_cap,
 )
 from drover.state.core.validate import validated_eval_updates
-from drover.state.service_base import Base
-
-__all__ = ["EvaluationChanged", "EvaluationExists", "EvaluationGone", "EvaluationUpdateRpc"]
+from drover.state.write_calls import WriteCalls
 
 
-class EvaluationUpdateRpc(Base):
+class EvaluationUpdateRpc:
+    def __init__(self, writes: WriteCalls) -> None:
+        self.writes = writes
+
     async def UpdateEvaluations(self, request: Any, context: Any) -> Any:
         updates, creates = validated_eval_updates(request)
-        within_cap(len(updates) + len(creates), "evaluations", self.max_objects)
+        within_cap(len(updates) + len(creates), "evaluations", self.writes.max_objects)
         # Updates are broker outcomes, as are terminal statuses: leader only.
         if updates or any(ev.status in OUTCOMES for ev in creates):
-            fence: Fence | None = self.require_fence(context, "UpdateEvaluations")
+            fence: Fence | None = self.writes.require_fence(context, "UpdateEvaluations")
         else:
-            fence = self.fence(context)
+            fence = self.writes.fence(context)
             if fence is not None:
-                self.require_fence(context, "UpdateEvaluations")
-        ctx = self.write_context()
-        return await self.transact(lambda view: plans.plan_update(view, ctx, updates, creates),
-                                   fence)
+                self.writes.require_fence(context, "UpdateEvaluations")
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
+            lambda view: plans.plan_update(view, ctx, updates, creates), fence)

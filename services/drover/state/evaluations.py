@@ -9,23 +9,19 @@ from operator import attrgetter
 from typing import Any
 
 from drover.errors import InvalidArgument
-from drover.state import codec
-from drover.state.cache_view import CacheView
 from drover.state.core import evals as plans
-from drover.state.core.rules import OUTCOMES, BrokerNotPaused, broker_paused, within_cap
-from drover.state.core.validate import owned_evals, validate_eval, validated_evals
-from drover.state.eval_delete import DeleteByFilterRpc
-from drover.state.reads import check_name, namespace_arg
-from drover.state.store import Compare
-
-__all__ = ["OUTCOMES", "BrokerNotPaused", "EvaluationsRpc", "validate_eval", "validated_evals"]
-
-RETRIES = 3
+from drover.state.core.rules import OUTCOMES, within_cap
+from drover.state.core.validate import check_name, namespace_arg, owned_evals
+from drover.state.eval_delete import DeleteByFilter
+from drover.state.write_calls import WriteCalls
 
 _STATUS = attrgetter("status")
 
 
-class EvaluationsRpc(DeleteByFilterRpc):
+class EvaluationsRpc:
+    def __init__(self, writes: WriteCalls, by_filter: DeleteByFilter) -> None:
+        self.writes, self._by_filter = writes, by_filter
+
     async def UpsertEvaluations(self, request: Any, context: Any) -> Any:
         """Create evaluations, or (leader only) write an outcome.
 
@@ -37,32 +33,25 @@ class EvaluationsRpc(DeleteByFilterRpc):
         if not request.evaluations:
             raise InvalidArgument("evaluations must not be empty",
                                   metadata={"field": "evaluations"})
-        within_cap(len(request.evaluations), "evaluations", self.max_objects)
+        within_cap(len(request.evaluations), "evaluations", self.writes.max_objects)
         # The request is this call's alone and nothing reads it after the
         # handler: its evaluations are checked and written as they are.
         evs = owned_evals(request.evaluations)
-        fence = self.fence(context)
+        fence = self.writes.fence(context)
         if fence is None and not OUTCOMES.isdisjoint(map(_STATUS, evs)):
-            self.require_fence(context, "a terminal evaluation status")
+            self.writes.require_fence(context, "a terminal evaluation status")
         elif fence is not None:
-            self.require_fence(context, "UpsertEvaluations")
+            self.writes.require_fence(context, "UpsertEvaluations")
 
         def needs_fence() -> None:
-            self.require_fence(context, "an existing evaluation")
+            self.writes.require_fence(context, "an existing evaluation")
 
-        ctx = self.write_context()
-        return await self.transact(
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
             lambda view: plans.plan_upsert(view, ctx, evs, needs_fence if fence is None else None),
             fence)
 
     # -- delete -----------------------------------------------------------
-
-    def _broker_paused(self) -> Compare:
-        """The broker-paused rule on this replica's cache, as the compare
-        that keeps it true inside the txn."""
-        mod = broker_paused(CacheView(self.cache.tables, self.cache.revision, False))
-        key = self.keys.key(codec.SCHEDULER_CONFIG, codec.GLOBAL_NS, codec.SCHEDULER_CONFIG_ID)
-        return Compare(key, "mod", mod)
 
     async def DeleteEvaluations(self, request: Any, context: Any) -> Any:
         by_ids, by_filter = bool(request.ids), bool(request.filter.strip())
@@ -75,15 +64,15 @@ class EvaluationsRpc(DeleteByFilterRpc):
                                             else "job_id"})
         if by_ids:
             return await self._delete_ids(request, context)
-        return await self._delete_filter(request, context)
+        return await self._by_filter.delete(request, context)
 
     async def _delete_ids(self, request: Any, context: Any) -> Any:
         ids = list(dict.fromkeys(request.ids))
         for i, eid in enumerate(ids):
             check_name(eid, f"ids[{i}]")
-        within_cap(len(ids), "ids", self.max_objects)
+        within_cap(len(ids), "ids", self.writes.max_objects)
         ns = namespace_arg(request.namespace)
-        ctx = self.write_context()
-        return await self.transact(
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
             lambda view: plans.plan_delete_ids(view, ctx, ns, ids, request.dry_run),
-            self.fence(context), sync_first=True)
+            self.writes.fence(context), sync_first=True)

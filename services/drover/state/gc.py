@@ -26,10 +26,10 @@ from typing import Any
 from drover.api.state.v1 import state_pb2
 from drover.errors import Conflict, InvalidArgument
 from drover.paging import Key
-from drover.state import codec
-from drover.state.cache_view import CacheView
-from drover.state.core.reap import PAGE, Doomed, Tally, job_owned, pack
-from drover.state.gc_rules import (
+from drover.state.cache import Cache
+from drover.state.core import codec
+from drover.state.core.cache_view import CacheView
+from drover.state.core.gc_rules import (
     TERMINAL_EVAL,
     AllocView,
     JobView,
@@ -39,9 +39,10 @@ from drover.state.gc_rules import (
     job_collectable,
     node_collectable,
 )
+from drover.state.core.reap import PAGE, Doomed, Tally, job_owned, pack
+from drover.state.core.tables import Entry, Table
 from drover.state.reaper import delete_page
-from drover.state.service_base import Base
-from drover.state.tables import Entry, Table
+from drover.state.write_calls import WriteCalls
 
 DEFAULT_EXAMINED = 1000
 MAX_EXAMINED = 10_000
@@ -58,9 +59,12 @@ def _seconds(ts: Any) -> float:
     return float(ts.seconds) + ts.nanos / 1e9
 
 
-class GarbageCollectRpc(Base):
+class GarbageCollectRpc:
+    def __init__(self, cache: Cache, keys: codec.KeyCodec, writes: WriteCalls) -> None:
+        self.cache, self.keys, self.writes = cache, keys, writes
+
     async def GarbageCollect(self, request: Any, context: Any) -> Any:
-        fence = self.require_fence(context, "GarbageCollect")
+        fence = self.writes.require_fence(context, "GarbageCollect")
         kind = _KINDS.get(request.kind)
         if kind is None:
             raise InvalidArgument("kind must be evaluations, deployments, jobs or nodes",
@@ -101,7 +105,7 @@ class GarbageCollectRpc(Base):
                         pending += len(group)
             for page in pack(groups):
                 try:
-                    await delete_page(self.transact, self.keys, page, tally, fence)
+                    await delete_page(self.writes.transact, self.keys, page, tally, fence)
                 except Conflict:
                     continue  # changed since judged: the next pass judges it again
         resp = state_pb2.GarbageCollectResponse(

@@ -2,7 +2,7 @@
 
 Writes are planned by :mod:`drover.state.core.jobs` (what RegisterJob and
 DeregisterJob write, atomically, in one txn) and run by
-:meth:`Base.transact`; a purge is many bounded txns (:mod:`.reaper`).
+:meth:`WriteCalls.transact`; a purge is many bounded txns (:mod:`.reaper`).
 """
 
 from __future__ import annotations
@@ -11,20 +11,18 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.errors import NotFound
-from drover.state import codec
+from drover.state.cache import Cache
+from drover.state.core import codec
 from drover.state.core import jobs as plans
-from drover.state.core.jobs import job_type_name, spec_unchanged
-from drover.state.core.rules import JobModifyIndexMismatch
-from drover.state.core.validate import validate_job
-from drover.state.reads import check_name, namespace_arg
+from drover.state.core.validate import check_name, namespace_arg, validate_job
 from drover.state.reaper import purge_job
-from drover.state.service_base import Base
-
-__all__ = ["JobModifyIndexMismatch", "JobsRpc", "job_type_name", "spec_unchanged",
-           "validate_job"]
+from drover.state.write_calls import WriteCalls
 
 
-class JobsRpc(Base):
+class JobsRpc:
+    def __init__(self, cache: Cache, keys: codec.KeyCodec, writes: WriteCalls) -> None:
+        self.cache, self.keys, self.writes = cache, keys, writes
+
     def _job(self, namespace: str, job_id: str) -> tuple[Any, int] | None:
         e = self.cache.tables[codec.JOBS].objects.get(f"{namespace}/{job_id}")
         if e is None:
@@ -33,13 +31,13 @@ class JobsRpc(Base):
 
     async def RegisterJob(self, request: Any, context: Any) -> Any:
         job = validate_job(request.job)
-        ctx = self.write_context()
+        ctx = self.writes.write_context()
         # Optimistic: the txn compares the job's mod_revision, so a stale
         # cache view costs a re-plan, never a lost update.
-        return await self.transact(
+        return await self.writes.transact(
             lambda view: plans.plan_register(view, ctx, job, enforce_index=request.enforce_index,
                                              job_modify_index=request.job_modify_index),
-            self.fence(context))
+            self.writes.fence(context))
 
     async def DeregisterJob(self, request: Any, context: Any) -> Any:
         ns = namespace_arg(request.namespace, allow_all=False)
@@ -49,13 +47,15 @@ class JobsRpc(Base):
             if self._job(ns, request.id) is None:
                 raise NotFound(f"job {request.id!r} not found in namespace {ns!r}")
             return await self._purge(ns, request.id, context)
-        ctx = self.write_context()
-        return await self.transact(lambda view: plans.plan_deregister(view, ctx, ns, request.id),
-                                   self.fence(context), sync_first=True)
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
+            lambda view: plans.plan_deregister(view, ctx, ns, request.id),
+            self.writes.fence(context), sync_first=True)
 
     async def _purge(self, ns: str, job_id: str, context: Any) -> Any:
         """Purge means gone: the job and all it owns, in bounded txns (:mod:`.reaper`)."""
-        tally, rev = await purge_job(self.transact, self.keys, ns, job_id, self.fence(context))
+        tally, rev = await purge_job(self.writes.transact, self.keys, ns, job_id,
+                                     self.writes.fence(context))
         return state_pb2.DeregisterJobResponse(
             job_modify_index=rev, index=rev,
             purged_versions=tally.count(codec.JOB_VERSIONS),

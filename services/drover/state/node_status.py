@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from drover.state.core.nodes import HEARTBEAT_WRITE_EVERY, plan_node_status
+from drover.state.core.nodes import plan_node_status
 from drover.state.core.validate import check_name
-from drover.state.service_base import Base
-
-__all__ = ["HEARTBEAT_WRITE_EVERY", "NodeStatusRpc"]
+from drover.state.write_calls import WriteCalls
 
 
-class NodeStatusRpc(Base):
+class NodeStatusRpc:
+    def __init__(self, writes: WriteCalls) -> None:
+        self.writes = writes
+
     async def UpdateNodeStatus(self, request: Any, context: Any) -> Any:
         check_name(request.id, "id")
-        ctx = self.write_context()
-        return await self.transact(lambda view: plan_node_status(view, ctx, request),
-                                   self.fence(context), sync_first=True)
+        ctx = self.writes.write_context()
+        return await self.writes.transact(lambda view: plan_node_status(view, ctx, request),
+                                          self.writes.fence(context), sync_first=True)

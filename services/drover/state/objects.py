@@ -1,7 +1,7 @@
 """Allocation, node and scheduler-config writes (reads: :mod:`drover.state.queries`).
 
 Writes are planned by :mod:`drover.state.core.allocs` and
-:mod:`drover.state.core.nodes` and run by :meth:`Base.transact` on a synced
+:mod:`drover.state.core.nodes` and run by :meth:`WriteCalls.transact` on a synced
 view (their callers, workers and clients, send whole new states, not deltas
 against something they read, so they judge on current data), re-planned
 on a conflict.
@@ -14,40 +14,39 @@ from typing import Any
 from drover.api.types.v1 import node_pb2
 from drover.errors import InvalidArgument
 from drover.state.core import allocs as plans
-from drover.state.core.allocs import apply_allocation_update
 from drover.state.core.nodes import plan_upsert_node
 from drover.state.core.rules import within_cap
-from drover.state.core.validate import validated_allocs
-from drover.state.reads import check_name
-from drover.state.service_base import Base
-
-__all__ = ["ObjectsRpc", "apply_allocation_update"]
+from drover.state.core.validate import check_name, validated_allocs
+from drover.state.write_calls import WriteCalls
 
 
-class ObjectsRpc(Base):
+class ObjectsRpc:
+    def __init__(self, writes: WriteCalls) -> None:
+        self.writes = writes
+
     # -- allocations ------------------------------------------------------
 
     async def UpsertAllocations(self, request: Any, context: Any) -> Any:
         if not request.allocations:
             raise InvalidArgument("allocations must not be empty",
                                   metadata={"field": "allocations"})
-        within_cap(len(request.allocations), "allocations", self.max_objects)
+        within_cap(len(request.allocations), "allocations", self.writes.max_objects)
         allocs = validated_allocs(request.allocations)
-        ctx = self.write_context()
-        return await self.transact(lambda view: plans.plan_upsert_allocs(view, ctx, allocs),
-                                   self.fence(context), sync_first=True)
+        ctx = self.writes.write_context()
+        return await self.writes.transact(lambda view: plans.plan_upsert_allocs(view, ctx, allocs),
+                                          self.writes.fence(context), sync_first=True)
 
     async def UpdateAllocations(self, request: Any, context: Any) -> Any:
         if not request.updates:
             raise InvalidArgument("updates must not be empty", metadata={"field": "updates"})
-        within_cap(len(request.updates), "updates", self.max_objects)
+        within_cap(len(request.updates), "updates", self.writes.max_objects)
         for i, u in enumerate(request.updates):
             check_name(u.id, f"updates[{i}].id")
             check_name(u.namespace or "default", f"updates[{i}].namespace")
-        ctx = self.write_context()
-        return await self.transact(
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
             lambda view: plans.plan_update_allocs(view, ctx, request.updates),
-            self.fence(context), sync_first=True)
+            self.writes.fence(context), sync_first=True)
 
     # -- nodes ------------------------------------------------------------
 
@@ -55,19 +54,19 @@ class ObjectsRpc(Base):
         node = node_pb2.Node()
         node.CopyFrom(request.node)
         check_name(node.id, "node.id")
-        ctx = self.write_context()
+        ctx = self.writes.write_context()
         if not node.status_updated_at.ByteSize():
             node.status_updated_at.CopyFrom(ctx.now)
         if not node.last_heartbeat.ByteSize():
             node.last_heartbeat.CopyFrom(ctx.now)  # registering proves it is alive
-        return await self.transact(lambda view: plan_upsert_node(view, ctx, node),
-                                   self.fence(context), sync_first=True)
+        return await self.writes.transact(lambda view: plan_upsert_node(view, ctx, node),
+                                          self.writes.fence(context), sync_first=True)
 
     # -- scheduler config -------------------------------------------------
 
     async def SetSchedulerConfig(self, request: Any, context: Any) -> Any:
         cas = request.cas_index if request.HasField("cas_index") else None
-        ctx = self.write_context()
-        return await self.transact(
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
             lambda view: plans.plan_scheduler_config(view, ctx, request.config, cas),
-            self.fence(context), sync_first=True)
+            self.writes.fence(context), sync_first=True)

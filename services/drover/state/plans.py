@@ -14,16 +14,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from drover.state.core.placement import node_schedulable, plan_submit
-from drover.state.core.rules import PlanStale, within_cap
+from drover.state.core.placement import plan_submit
+from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, namespace_arg, validated_plan
-from drover.state.service_base import Base
-
-__all__ = ["PlanStale", "PlansRpc", "node_schedulable"]
+from drover.state.write_calls import WriteCalls
 
 
-class PlansRpc(Base):
-    _plan_lock: asyncio.Lock | None = None
+class PlansRpc:
+    def __init__(self, writes: WriteCalls) -> None:
+        self.writes = writes
+        self._plan_lock: asyncio.Lock | None = None
 
     def _lock(self) -> asyncio.Lock:
         if self._plan_lock is None:
@@ -34,9 +34,9 @@ class PlansRpc(Base):
         ns = namespace_arg(request.namespace, allow_all=False)
         check_name(request.job_id, "job_id")
         placements, updates, evs = validated_plan(request, ns)
-        within_cap(len(placements) + len(updates) + len(evs), "plan", self.max_objects)
-        ctx = self.write_context()
+        within_cap(len(placements) + len(updates) + len(evs), "plan", self.writes.max_objects)
+        ctx = self.writes.write_context()
         async with self._lock():
-            return await self.transact(
+            return await self.writes.transact(
                 lambda view: plan_submit(view, ctx, request, ns, placements, updates, evs),
-                self.fence(context), sync_first=True)
+                self.writes.fence(context), sync_first=True)

@@ -7,7 +7,7 @@ where grpc's generated ``add_StateServiceServicer_to_server``, the ACL
 interceptor's RPC table and the proxy look them up, as for any handler.
 
 All three alike: the request's names (namespace per the row's
-:class:`~drover.state.query_specs.Scope`, ids, scope fields) are validated
+:class:`~drover.state.core.query_specs.Scope`, ids, scope fields) are validated
 first, so bad input is INVALID_ARGUMENT at once, never after a blocking wait
 or a sync; then :meth:`drover.state.reads.Reader.prepare` catches up (unless
 ``stale``) and blocks per ``min_index``/``max_wait`` on the row's kind; the
@@ -23,7 +23,8 @@ from typing import Any
 from drover.api.state.v1 import state_pb2_grpc
 from drover.errors import NotFound
 from drover.paging import PageRequest
-from drover.state.query_specs import (
+from drover.state.cache import Cache
+from drover.state.core.query_specs import (
     QUERIES,
     Query,
     Verb,
@@ -31,12 +32,15 @@ from drover.state.query_specs import (
     listed_namespace,
     lookup,
 )
-from drover.state.service_base import Base
+from drover.state.reads import Reader
 
 
-class QueriesRpc(Base):
+class QueriesRpc:
     """Every Get/List/Count of the StateService: one method per row of
-    :data:`~drover.state.query_specs.QUERIES` (installed below)."""
+    :data:`~drover.state.core.query_specs.QUERIES` (installed below)."""
+
+    def __init__(self, cache: Cache, reader: Reader) -> None:
+        self.cache, self.reader = cache, reader
 
 
 async def get(rpc: QueriesRpc, query: Query, request: Any) -> Any:

@@ -33,15 +33,11 @@ from google.protobuf.duration_pb2 import Duration
 from drover.api.types.v1 import query_pb2
 from drover.filter import Filter, FilterCompiler
 from drover.paging import Page, PageRequest, PageTokenCodec, Paginator, PagingDefaults
-from drover.state import codec, tables
 from drover.state.blocking import BlockingConfig, blocking_wait
 from drover.state.cache import Cache
-from drover.state.core.validate import (  # noqa: F401  (the read RPCs' names)
-    ALL_NAMESPACES,
-    check_name,
-    namespace_arg,
-)
-from drover.state.tables import Entry
+from drover.state.core import codec, tables
+from drover.state.core.tables import Entry
+from drover.state.core.validate import ALL_NAMESPACES, namespace_arg
 
 
 def list_namespace(value: str) -> str | None:

@@ -13,24 +13,17 @@ from functools import partial
 from typing import Any
 
 from drover.coord.fence import Fence
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core.reap import (
-    JOB_OWNED,
-    PAGE,
     Doomed,
     PageDone,
     Tally,
-    job_owned,
-    pages,
     plan_delete_page,
     plan_purge_page,
 )
 from drover.state.transact import Planner
 
-__all__ = ["JOB_OWNED", "PAGE", "Doomed", "Tally", "delete_page", "job_owned", "pages",
-           "purge_job"]
-
-#: :meth:`drover.state.service_base.Base.transact`'s shape.
+#: :meth:`drover.state.write_calls.WriteCalls.transact`'s shape.
 Transact = Callable[..., Awaitable[Any]]
 
 

@@ -38,10 +38,10 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.config import tunable_default
+from drover.coord.kv import Compacted, prefix_end
 from drover.errors import DroverError, Kind
-from drover.state import codec
 from drover.state.cache import Cache, Change
-from drover.state.store import Compacted, prefix_end
+from drover.state.core import codec
 
 
 class IndexCompacted(DroverError):

@@ -34,7 +34,7 @@ from typing import Any, Protocol, TypeVar
 from drover.coord.fence import Fence
 from drover.errors import Conflict
 from drover.state.cache import Cache
-from drover.state.cache_view import CacheView
+from drover.state.core.cache_view import CacheView
 from drover.state.core.plan import WritePlan
 from drover.state.core.view import Replan, View
 from drover.state.writes import Writer

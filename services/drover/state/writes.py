@@ -22,12 +22,11 @@ from typing import Any
 
 from drover.config import tunable_default
 from drover.coord.fence import FENCE_METADATA, Fence, parse_fence
-from drover.coord.kv import objects_per_txn
+from drover.coord.kv import Compare, KVStore, Op, objects_per_txn
 from drover.errors import Conflict, FenceLost, InvalidArgument, Unavailable
-from drover.state import codec
 from drover.state.cache import Cache, marker_put
+from drover.state.core import codec
 from drover.state.core.rules import MAX_OBJECT_OPS
-from drover.state.store import Compare, KVStore, Op
 
 __all__ = ["MAX_OBJECT_OPS", "Writer", "WriterConfig", "fence_from"]
 

@@ -7,9 +7,8 @@ import asyncio
 from drover.config import EtcdSettings
 from drover.coord import Keyspace, cluster_secret, connect
 from drover.coord.etcd_kv import EtcdKV
-from drover.state import codec
-from drover.state.main import token_key
-from drover.state.store import EtcdStore
+from drover.state.app import EtcdStore, token_key
+from drover.state.core import codec
 
 
 async def test_concurrent_first_callers_agree_and_it_never_changes(

@@ -24,9 +24,10 @@ from drover.api.types.v1 import evaluation_pb2
 from drover.config import EtcdSettings, GcSettings, ServeSettings
 from drover.coord import Keyspace, LeadershipConfig
 from drover.coord.fence import Fence
+from drover.coord.kv import Put
 from drover.deployments.app import DeploymentsApp
 from drover.rpc.server import DroverServer
-from drover.state.store import EtcdStore, Put
+from drover.state.app import EtcdStore
 
 COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE
 

@@ -21,9 +21,10 @@ from drover.api.proxy.v1 import proxy_pb2
 from drover.api.state.v1 import state_pb2
 from drover.config import EtcdSettings, ServeSettings
 from drover.coord import Keyspace
+from drover.coord.kv import prefix_end
 from drover.rpc.app import load_app_factory
 from drover.rpc.server import DroverServer
-from drover.state.store import EtcdStore, prefix_end
+from drover.state.app import EtcdStore
 
 TTL = 3
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
-from drover.state import codec
 from drover.state.cache import Cache, CacheConfig
+from drover.state.core import codec
 
 
 async def test_a_list_in_small_pages_builds_the_same_tables(replica: Any) -> None:

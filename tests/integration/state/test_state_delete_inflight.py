@@ -20,7 +20,7 @@ import pytest
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, scheduler_pb2
 from drover.rpc.errors import error_info
-from drover.state import codec
+from drover.state.core import codec
 
 PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING
 FLT = 'triggered_by == "sweep"'
@@ -46,7 +46,7 @@ async def _pause(replica: Any, paused: bool) -> None:
 
 async def _fence(replica: Any) -> tuple[tuple[str, str]]:
     """A leader's fence (rewriting an existing evaluation is leader work)."""
-    from drover.state.store import Put
+    from drover.coord.kv import Put
     key = f"{replica.service.cache.keys.base}election/broker/test-inflight"
     res = await replica.store.txn([], [Put(key.encode(), b"me")])
     return (("drover-fence", f"{key}@{res.revision}"),)
@@ -66,7 +66,7 @@ class Gate:
     txn's keys and how many were in flight at once."""
 
     def __init__(self, replica: Any, between: Callable[[], Awaitable[None]]) -> None:
-        self.writer = replica.service.servicer.writer
+        self.writer = replica.service.writer
         self.commit = self.writer.commit
         self.between = between
         self.first_done = asyncio.Event()
@@ -151,7 +151,7 @@ async def test_a_partly_applied_page_resumes_where_it_stopped(replica: Any,
     re-match the evaluations left, and the walk then ends with none left."""
     await _seed(replica, 400)
     fence = await _fence(replica2)
-    writer = replica.service.servicer.writer
+    writer = replica.service.writer
     commit = writer.commit
     hot = replica.service.cache.keys.key(codec.EVALUATIONS, "default", "ev-0200")
     rewrites = 0

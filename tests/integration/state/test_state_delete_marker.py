@@ -46,7 +46,7 @@ class Held:
 
 async def _fence(replica: Any) -> tuple[tuple[str, str]]:
     """A leader's fence (rewriting an existing evaluation is leader work)."""
-    from drover.state.store import Put
+    from drover.coord.kv import Put
     key = f"{replica.service.cache.keys.base}election/broker/test-marker"
     res = await replica.store.txn([], [Put(key.encode(), b"me")])
     return (("drover-fence", f"{key}@{res.revision}"),)
@@ -54,7 +54,7 @@ async def _fence(replica: Any) -> tuple[tuple[str, str]]:
 
 def _record_compares(replica: Any) -> list[int]:
     """The number of compares of each txn the replica's writer commits."""
-    writer, seen = replica.service.servicer.writer, []
+    writer, seen = replica.service.writer, []
     commit = writer.commit
 
     async def recording(compares: Any, ops: Any, fence: Any = None, **kw: Any) -> int:

@@ -15,8 +15,7 @@ from drover.config import EtcdSettings
 from drover.coord import EtcdClient, Keyspace, connect
 from drover.dev.etcd import EtcdCluster
 from drover.rpc.errors import ErrorInterceptor, error_info
-from drover.state.main import build_on_store
-from drover.state.store import EtcdStore
+from drover.state.app import EtcdStore, build_on_store
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +26,8 @@ async def served(etcd_cluster3: EtcdCluster, keyspace: Keyspace,
     client = await connect(EtcdSettings(endpoints=etcd_cluster3.endpoints), purpose="bulk")
     service = await build_on_store(EtcdStore(client), keyspace)
     server = grpc.aio.server(interceptors=[ErrorInterceptor()])
-    service.register(server)
+    for binding in service.bindings:
+        binding.add(binding.servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")

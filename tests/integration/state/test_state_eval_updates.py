@@ -47,7 +47,7 @@ class _Leader:
 
 
 async def _leader(replica: Any) -> _Leader:
-    from drover.state.store import Put
+    from drover.coord.kv import Put
     key = f"{replica.service.cache.keys.base}election/broker/eval-updates-test"
     res = await replica.store.txn([], [Put(key.encode(), b"test leader")])
     return _Leader(replica.stub, (("drover-fence", f"{key}@{res.revision}"),))

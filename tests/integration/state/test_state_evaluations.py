@@ -31,7 +31,7 @@ def _eval(rnd: random.Random, job: str, status: evaluation_pb2.EvaluationStatus,
 
 async def _leader_fence(replica) -> tuple[tuple[str, str]]:
     """A fence on an election key of the replica's keyspace (what a leader holds)."""
-    from drover.state.store import Put
+    from drover.coord.kv import Put
     key = f"{replica.service.cache.keys.base}election/broker/test-{random.getrandbits(32):x}"
     res = await replica.store.txn([], [Put(key.encode(), b"me")])
     return (("drover-fence", f"{key}@{res.revision}"),)
@@ -171,7 +171,7 @@ async def test_bad_inputs(replica) -> None:
 async def test_fenced_writes(replica) -> None:
     stub, store = replica.stub, replica.store
     leader_key = f"{replica.service.cache.keys.base}election/broker/abc"
-    from drover.state.store import Put
+    from drover.coord.kv import Put
     res = await store.txn([], [Put(leader_key.encode(), b"me")])
     ev = evaluation_pb2.Evaluation(id="fenced", type="service")
     req = state_pb2.UpsertEvaluationsRequest(evaluations=[ev])
@@ -201,7 +201,7 @@ async def test_broker_outcomes_require_a_leader_fence(replica) -> None:
         await _expect(stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
             evaluations=[ev])), pre, "FENCE_REQUIRED")
     job_key = f"/elsewhere-{random.getrandbits(32):x}/x"
-    from drover.state.store import Put
+    from drover.coord.kv import Put
     res = await store.txn([], [Put(job_key.encode(), b"not an election key")])
     await _expect(stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
         evaluations=[done]), metadata=(("drover-fence", f"{job_key}@{res.revision}"),)),

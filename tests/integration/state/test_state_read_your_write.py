@@ -17,10 +17,11 @@ from state_harness import StateReplica, start_state
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import job_pb2
 from drover.coord.keys import Keyspace
+from drover.coord.kv import Put, prefix_end
 from drover.dev.etcd import EtcdServer
-from drover.state import codec
+from drover.state.app import EtcdStore
 from drover.state.cache import Cache, Change
-from drover.state.store import EtcdStore, Put, prefix_end
+from drover.state.core import codec
 
 Event = tuple[int, str, str, str, bool, bytes, int]
 

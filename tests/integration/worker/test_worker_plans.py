@@ -14,8 +14,7 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
 from drover.coord.keys import Keyspace
 from drover.rpc.errors import ErrorInterceptor
-from drover.state.main import build_on_store
-from drover.state.store import EtcdStore
+from drover.state.app import EtcdStore, build_on_store
 from drover.worker.loop import Worker, WorkerConfig
 from drover.worker.planner import Snapshot
 
@@ -25,7 +24,8 @@ async def state(etcd_endpoint: str, keyspace: Keyspace) -> AsyncIterator[grpc.ai
     etcd = grpc.aio.insecure_channel(etcd_endpoint)
     service = await build_on_store(EtcdStore(etcd), keyspace)
     server = grpc.aio.server(interceptors=[ErrorInterceptor()])
-    service.register(server)
+    for binding in service.bindings:
+        binding.add(binding.servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")

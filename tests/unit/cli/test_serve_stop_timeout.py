@@ -9,7 +9,7 @@ import pytest
 
 from drover.cli.serve import serve, settings_from_options
 from drover.config import ServeSettings
-from drover.state.main import configs as state_configs
+from drover.state.app import configs as state_configs
 
 
 def _settings(args: list[str]) -> ServeSettings:

@@ -18,8 +18,8 @@ from drover.cli.serve import serve, settings_from_options
 from drover.config import TUNABLES, AclSettings, ServeSettings, tunables
 from drover.deployments.app import leader_config
 from drover.deployments.core.batcher import BatcherConfig
+from drover.state.app import configs as state_configs
 from drover.state.cache import CacheConfig
-from drover.state.main import configs as state_configs
 from drover.state.subscribe import SubscribeConfig
 from drover.state.writes import WriterConfig
 

@@ -1,6 +1,7 @@
-"""A state service on :class:`MemoryKV` (no etcd), served by a real
-grpc.aio server on loopback: the pure logic above the store, in
-milliseconds. The store's clock is the test's virtual clock."""
+"""The state service on :class:`MemoryKV` (no etcd) on the test's virtual
+clock, two ways: ``replica``, served by a real grpc.aio server on loopback
+(the RPC cases, in milliseconds), and ``service``, the service alone (no
+gRPC server) for the tests of its shell modules."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from virtual_clock import VirtualClock
 
 from drover.coord.keys import Keyspace
 from drover.coord.memkv import MemoryKV
+from drover.state.app import StateService, build_on_store
 
 
 @pytest.fixture
@@ -21,3 +23,12 @@ async def replica(keyspace: Keyspace, clock: VirtualClock) -> AsyncIterator[Stat
         yield r
     finally:
         await r.close()
+
+
+@pytest.fixture
+async def service(keyspace: Keyspace, clock: VirtualClock) -> AsyncIterator[StateService]:
+    svc = await build_on_store(MemoryKV(clock), keyspace)
+    try:
+        yield svc
+    finally:
+        await svc.close()

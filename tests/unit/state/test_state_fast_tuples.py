@@ -11,7 +11,7 @@ import pytest
 from drover.coord.kv import KV, Compare, Put, WatchEvent
 from drover.paging import Key
 from drover.state.cache import Change
-from drover.state.codec import ObjectKey
+from drover.state.core.codec import ObjectKey
 from drover.state.core.plan import Event
 
 #: NamedTuple -> (its fields as the fast sites pass them, where they are)

@@ -9,4 +9,11 @@ commits the plan through :class:`drover.state.writes.Writer` and, on a
 conflict, syncs the cache and plans again. Planners are plain functions of
 ``(view, context, request data)``; the clock and id source come in the
 :class:`WriteContext`, so every plan is reproducible in a unit test.
+
+Beside the planners, every other pure part of the service lives here: the
+object codec and key layout (:mod:`.codec`), the cache's tables and their
+records (:mod:`.tables`, :mod:`.records`, :mod:`.cache_view`), the read
+RPCs as a table (:mod:`.query_specs`), what garbage collection may remove
+(:mod:`.gc_rules`) and the windows the initial list pages etcd in
+(:mod:`.windows`).
 """

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import allocation_owners, cas_holds, existing
 from drover.state.core.view import View, scheduler_config

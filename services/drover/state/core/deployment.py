@@ -34,7 +34,7 @@ from typing import Any
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2, job_pb2
 from drover.errors import InvalidArgument, NotFound
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core.allocs import apply_allocation_update
 from drover.state.core.jobs import cancel_active, new_deployment
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan

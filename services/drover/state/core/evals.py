@@ -26,7 +26,7 @@ from operator import attrgetter
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
 from drover.errors import NotFound
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import broker_paused, create_is_new, update_of_seen
 from drover.state.core.validate import ALL_NAMESPACES

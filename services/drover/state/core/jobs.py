@@ -8,7 +8,7 @@ are cancelled in the same txn (each compared). Version bumps: a changed
 spec is version ``current + 1`` (0 for a first registration); an
 unchanged re-register keeps the version, starts no deployment and writes
 only an evaluation (Nomad). Indexes that name "this txn" are stored as 0
-and resolved on read (:func:`drover.state.codec.decode`).
+and resolved on read (:func:`drover.state.core.codec.decode`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.errors import NotFound
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.rules import job_index_matches, next_version
 from drover.state.core.view import View

@@ -17,7 +17,7 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core.jobs import job_type_name
 from drover.state.core.placement import node_schedulable, unblock
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write

@@ -26,7 +26,7 @@ from typing import Any
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, node_pb2
 from drover.errors import InvalidArgument, NotFound
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.rules import PlanStale
 from drover.state.core.view import View, found_all

@@ -20,7 +20,7 @@ Decode once: a builder given an ``on_put`` (the shell's, from
 the value and the message, at the moment the message is encoded (so a
 later change to the message cannot make them disagree). The state's cache
 keeps what it needs of them to apply the put's event without parsing the
-key or the value back (:meth:`drover.state.tables.Tables.expect_put`).
+key or the value back (:meth:`drover.state.core.tables.Tables.expect_put`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from drover.coord.kv import MAX_TXN_OPS, Compare, Delete, Op, Put, objects_per_txn
 from drover.errors import Conflict, DroverError
-from drover.state import codec
+from drover.state.core import codec
 
 DEFAULT_CONFLICT = "an object changed concurrently; re-read and retry"
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from drover.errors import NotFound
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WritePlan, no_write
 from drover.state.core.view import View
 

@@ -40,7 +40,7 @@ from drover.errors import (
     InvalidArgument,
     NotFound,
 )
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder
 from drover.state.core.view import Found, View, refuse, scheduler_config
 

@@ -1,8 +1,8 @@
 """:class:`View`: what a planner may read of the cache (read only).
 
-The consumer owns the seam: exactly the reads the planners make. The
-shell's :class:`drover.state.cache_view.CacheView` implements it on the
-cache's tables; tests implement it on plain dicts. ``fresh`` says whether
+The consumer owns the seam: exactly the reads the planners make.
+:class:`drover.state.core.cache_view.CacheView` implements it on the cache's
+tables; tests implement it on plain dicts. ``fresh`` says whether
 the view was synced with etcd for this attempt: a rule that refuses what a
 stale view could wrongly show (an object not yet seen) refuses only on a
 fresh view and otherwise asks the shell to re-plan (:class:`Replan`).
@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, NoReturn, Protocol
 
 from drover.api.types.v1 import scheduler_pb2
 from drover.errors import DroverError
-from drover.state import codec
+from drover.state.core import codec
 
 
 class Found(NamedTuple):

@@ -14,7 +14,7 @@ from drover.api.types.v1 import (
 )
 from drover.coord.kv import Compare
 from drover.errors import FenceRequired, InvalidArgument, NotFound
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder
 from drover.state.core.rules import (
     MAX_OBJECT_OPS,

@@ -23,7 +23,7 @@ validated in the row's order), :func:`listed_namespace`, :func:`count_scope`.
 The shell (:mod:`drover.state.queries`) turns each row into the servicer's
 method of that name, so a new kind, or a new read of a kind, is one row.
 The hooks read the cache tables through :class:`TablesView` (the operations
-used, nothing more), so they run on plain :class:`drover.state.tables.Tables`
+used, nothing more), so they run on plain :class:`drover.state.core.tables.Tables`
 in unit tests.
 """
 
@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import scheduler_pb2
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core.validate import ALL_NAMESPACES, check_name, namespace_arg
 
 

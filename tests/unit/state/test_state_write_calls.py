@@ -1,15 +1,22 @@
-"""A write request's cap is the txn size the replica is told.
+"""What every write RPC uses around its plan (:mod:`drover.state.write_calls`).
+
+A write request's cap is the txn size the replica is told.
 
 127 objects at etcd's default ``--max-txn-ops``; ``max_txn_ops - 1`` where
 the cluster raises it and the replica is told so (``--state-max-txn-ops``).
 A request over the cap is refused INVALID_ARGUMENT before anything is
 written, naming the cap in its ErrorInfo (``max_objects``) so a client can
 size its next requests; one at the cap lands in one txn. On
-:class:`MemoryKV`, which refuses an over-size txn as etcd does."""
+:class:`MemoryKV`, which refuses an over-size txn as etcd does.
+
+Decode once, through the shell: the state service's writes tell its cache
+what they put, so the cache applies its own writes without parsing them
+back -- and ends exactly as a fresh list of the store would build it."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 import pytest
@@ -17,13 +24,19 @@ from state_harness import StateReplica, start_state_on
 from virtual_clock import VirtualClock
 
 from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import evaluation_pb2
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.coord import Fence
 from drover.coord.keys import Keyspace
-from drover.coord.kv import Put
+from drover.coord.kv import Put, prefix_end
 from drover.coord.memkv import MemoryKV
 from drover.rpc.errors import error_info
+from drover.state.app import StateService
+from drover.state.core import codec
+from drover.state.core.tables import Table, Tables
 from drover.state.writes import WriterConfig
+
+# -- the write cap --------------------------------------------------------------
 
 PENDING = EvaluationStatus.EVALUATION_STATUS_PENDING
 COMPLETE = EvaluationStatus.EVALUATION_STATUS_COMPLETE
@@ -81,7 +94,7 @@ async def test_the_brokers_updates_take_the_raised_cap_fenced(raised: StateRepli
     """UpdateEvaluations (the broker's acks): the fence compare and one
     compare per evaluation fit the raised txn (OPS - 1 + 1 compares)."""
     stub = raised.stub
-    leader_key = f"{raised.service.servicer.keys.base}election/broker/x"
+    leader_key = f"{raised.service.cache.keys.base}election/broker/x"
     term = (await raised.store.txn([], [Put(leader_key.encode(), b"broker-x")])).revision
     fence = Fence(leader_key, term)
     await stub.UpsertEvaluations(
@@ -107,3 +120,52 @@ async def test_the_default_cap_is_the_apis_floor(replica: StateReplica) -> None:
     assert meta == {"field": "evaluations", "max_objects": "127"}
     await replica.stub.UpsertEvaluations(
         state_pb2.UpsertEvaluationsRequest(evaluations=_evals(127, "e")))
+
+
+# -- decode once, through the shell ---------------------------------------------
+
+class _NoMetadata:
+    def invocation_metadata(self) -> tuple[()]:
+        return ()
+
+
+@pytest.mark.parametrize("applied_by", ["writer", "watch"])
+async def test_own_writes_are_applied_without_a_parse_and_as_a_list_builds_them(
+        service: StateService, monkeypatch: pytest.MonkeyPatch, applied_by: str) -> None:
+    """Whoever applies the txn: the writer (apply_committed), or the watch,
+    which on a loaded replica usually delivers it before its answer."""
+    if applied_by == "watch":
+        monkeypatch.setattr(type(service.cache), "apply_committed",
+                            lambda self, revision, ops: False)
+    parses: list[bytes] = []
+    entry = Table._entry
+
+    def counted(self: Table, value: bytes, mod: int, key: Any) -> Any:
+        parses.append(value)
+        return entry(self, value, mod, key)
+    monkeypatch.setattr(Table, "_entry", counted)
+
+    evs = [evaluation_pb2.Evaluation(id=f"e{i}", namespace="default", job_id=f"j{i % 3}",
+                                     type="service", priority=50 + i,
+                                     status=evaluation_pb2.EVALUATION_STATUS_PENDING)
+           for i in range(20)]
+    await service.servicer.UpsertEvaluations(
+        state_pb2.UpsertEvaluationsRequest(evaluations=evs), _NoMetadata())
+    await service.cache.sync()
+    assert service.cache.own_writes["writer"] == (1 if applied_by == "writer" else 0)
+    assert parses == []
+    assert not service.cache.tables._expected  # every expectation used
+
+    # The cache equals what a fresh list of the store builds (records, keys,
+    # revisions, index buckets).
+    store = service.cache.store
+    page = await store.range(service.cache.keys.base.encode(),
+                             prefix_end(service.cache.keys.base.encode()), limit=10_000)
+    listed = Tables(service.cache.keys)
+    listed.stage(page.kvs)
+    listed.load_staged()
+    mine, fresh = service.cache.tables[codec.EVALUATIONS], listed[codec.EVALUATIONS]
+    assert dict(mine.objects) == dict(fresh.objects)
+    for job in ("j0", "j1", "j2"):
+        assert (list(mine.candidates("job_id", job).iterate(None, False))
+                == list(fresh.candidates("job_id", job).iterate(None, False)))

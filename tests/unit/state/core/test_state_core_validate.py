@@ -69,7 +69,7 @@ def test_owned_evals_refuse_naming_the_field_and_index() -> None:
 
 def test_object_keys_parse_to_their_parts_and_others_to_none() -> None:
     from drover.coord.keys import Keyspace
-    from drover.state import codec
+    from drover.state.core import codec
 
     keys = codec.KeyCodec(Keyspace("/t/drover"))
     ok = keys.parse(keys.key(codec.EVALUATIONS, "default", "a/b"))

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from drover.state.core.tables import Tables
 from drover.state.core.view import Found
-from drover.state.tables import Tables
 
 
 class CacheView:

@@ -9,7 +9,7 @@ from core_data import KEYS, key, view
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.coord.kv import Compare, Delete
 from drover.errors import NotFound
-from drover.state import codec
+from drover.state.core import codec
 from drover.state.core.reap import PAGE, Doomed, plan_delete_page, plan_purge_page
 
 

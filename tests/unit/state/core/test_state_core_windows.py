@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from drover.state.store import prefix_end
-from drover.state.windows import WIDTH, RangeWindows
+from drover.coord.kv import prefix_end
+from drover.state.core.windows import WIDTH, RangeWindows
 
 PREFIX = b"/drover/v1/"
 

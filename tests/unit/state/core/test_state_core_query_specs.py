@@ -1,4 +1,4 @@
-"""The read table (``drover.state.query_specs.QUERIES``) against state.proto,
+"""The read table (``drover.state.core.query_specs.QUERIES``) against state.proto,
 and its hooks on plain in-memory tables (no server, no etcd).
 
 The coverage test is what makes "a new kind is one row" hold: a Get*, List*
@@ -13,12 +13,12 @@ import re
 
 import pytest
 
-from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, job_pb2, scheduler_pb2
 from drover.coord.keys import Keyspace
 from drover.errors import InvalidArgument
-from drover.state import codec, queries
-from drover.state.query_specs import (
+from drover.state.core import codec
+from drover.state.core.query_specs import (
     BY_RPC,
     QUERIES,
     RELATED_SCAN,
@@ -33,8 +33,7 @@ from drover.state.query_specs import (
     lookup,
     related_evaluations,
 )
-from drover.state.service import StateServicer
-from drover.state.tables import Tables
+from drover.state.core.tables import Tables
 
 SERVICE = state_pb2.DESCRIPTOR.services_by_name["StateService"]
 READS = sorted(m.name for m in SERVICE.methods if re.match(r"(Get|List|Count)[A-Z]", m.name))
@@ -70,27 +69,6 @@ def test_a_row_matches_its_rpc_in_the_proto(query: Query) -> None:
         assert out[query.field].is_repeated
     if query.verb is Verb.COUNT:
         assert "filter" in request
-
-
-@pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.rpc)
-def test_the_servicer_answers_each_row_with_its_generated_handler(query: Query) -> None:
-    method = getattr(StateServicer, query.rpc)
-    assert method is not getattr(state_pb2_grpc.StateServiceServicer, query.rpc)
-    assert method.__qualname__ == f"QueriesRpc.{query.rpc}"
-    # No other mixin keeps a hand-written read of the same name.
-    owners = [c.__name__ for c in StateServicer.__mro__ if query.rpc in vars(c)]
-    assert owners == ["QueriesRpc", "StateServiceServicer"]
-
-
-def test_a_row_naming_no_rpc_is_refused_when_installed() -> None:
-    row = Query("GetUnicorn", Verb.GET, codec.JOBS, state_pb2.GetJobResponse, "job", Scope.ONE)
-
-    class Scratch:
-        pass
-
-    with pytest.raises(AssertionError, match="GetUnicorn"):
-        queries.install(Scratch, (row,))
-    assert not hasattr(Scratch, "GetUnicorn")
 
 
 def _put(t: Tables, kind: str, msg: object, rev: int, *key: str) -> None:

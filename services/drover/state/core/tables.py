@@ -39,8 +39,8 @@ from typing import Any
 from drover.filter import Schema
 from drover.paging import IndexedCollection, Key, Where
 from drover.paging.bulk import BulkLoad
-from drover.state import codec
-from drover.state.records import record_maker
+from drover.state.core import codec
+from drover.state.core.records import record_maker
 
 Order = Key
 Entry = tuple[Any, ...]
@@ -119,7 +119,7 @@ def record_getters(kind: str) -> dict[str, Getter]:
     return getters
 
 
-#: Per kind, message -> its record (generated once: see :mod:`drover.state.records`).
+#: Per kind, message -> its record (generated once: see :mod:`drover.state.core.records`).
 _RECORD_MAKERS: dict[str, Callable[[Any], tuple[Any, ...]]] = {
     kind: record_maker(msg.DESCRIPTOR, RECORDS[kind], _extractors(kind))
     for kind, msg in codec.MESSAGES.items()

@@ -1,6 +1,8 @@
 """A :class:`View` built from plain protos (no etcd, no asyncio): the
 objects are put into the cache's own pure :class:`Tables` at the given
-revisions and read through :class:`CacheView`, the adapter the shell uses."""
+revisions and read through :class:`CacheView`, the adapter the shell uses;
+and the few objects the planner tests start from (:func:`service_job`,
+:func:`stored`, :func:`ready_node`)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,13 @@ from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from drover.api.types.v1 import job_pb2, node_pb2
 from drover.coord.keys import Keyspace
-from drover.state import codec
-from drover.state.cache_view import CacheView
+from drover.state.core import codec
+from drover.state.core.cache_view import CacheView
 from drover.state.core.plan import WriteContext
-from drover.state.tables import Tables
+from drover.state.core.tables import Tables
+from drover.state.core.validate import validate_job
 
 KEYS = codec.KeyCodec(Keyspace("/t/drover"))
 NOW = Timestamp(seconds=1_700_000_000)
@@ -40,3 +44,24 @@ def view(objects: Iterable[tuple[str, Any, int, int]], *, fresh: bool = True) ->
             oid = f"{msg.id}/{msg.version:020d}"
         tables.apply(KEYS.key(kind, ns, oid), codec.encode(msg), create, mod, False)
     return CacheView(tables, tables.revision, fresh)
+
+
+def service_job(count: int = 2, update: bool = True) -> job_pb2.Job:
+    job = job_pb2.Job(id="web", datacenters=["dc1"])
+    tg = job.task_groups.add(name="g", count=count)
+    if update:
+        tg.update.max_parallel = 1
+    return validate_job(job)
+
+
+def stored(job: job_pb2.Job, version: int) -> job_pb2.Job:
+    out = job_pb2.Job()
+    out.CopyFrom(job)
+    out.version = version
+    return out
+
+
+def ready_node(**kw: object) -> node_pb2.Node:
+    n = node_pb2.Node(id="n1", status=node_pb2.NODE_STATUS_READY, **kw)  # type: ignore[arg-type]
+    n.resources.cpu, n.resources.memory_mb = 1000, 1000
+    return n

@@ -10,8 +10,9 @@ import pytest
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, job_pb2
 from drover.rpc.encoded import passthrough
-from drover.state import codec, subscribe
+from drover.state import subscribe
 from drover.state.cache import Change
+from drover.state.core import codec
 from drover.state.subscribe import Interest, _Batch, encode_responses, event_chunk
 
 EVAL = codec.EVALUATIONS

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from drover.state.gc import pack
-from drover.state.gc_rules import (
+from drover.state.core.gc_rules import (
     AllocView,
     JobView,
     deployment_collectable,
@@ -13,7 +12,7 @@ from drover.state.gc_rules import (
     job_collectable,
     node_collectable,
 )
-from drover.state.reaper import PAGE, Doomed
+from drover.state.core.reap import PAGE, Doomed, pack
 
 CUT = 1000.0
 OLD, NEW = CUT - 1, CUT + 1

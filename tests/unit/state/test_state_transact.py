@@ -13,14 +13,13 @@ from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.coord.fence import Fence
 from drover.coord.kv import Put
 from drover.errors import Conflict, FenceLost
-from drover.state import codec
+from drover.state.app import StateService
 from drover.state.cache import marker_put
-from drover.state.core import evals, jobs
+from drover.state.core import codec, evals, jobs
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.rules import EvaluationChanged, PlanStale
 from drover.state.core.validate import validate_job
 from drover.state.core.view import View
-from drover.state.main import StateService
 from drover.state.transact import ATTEMPTS, transact
 
 
@@ -36,7 +35,7 @@ def recording(planner: Callable[[View], WritePlan]) -> tuple[Callable[[View], Wr
 
 
 def ctx(service: StateService) -> WriteContext:
-    return service.servicer.write_context()
+    return service.writes.write_context()
 
 
 async def put_eval(service: StateService, ev: evaluation_pb2.Evaluation) -> int:
@@ -65,7 +64,7 @@ async def test_a_conflict_replans_on_a_fresh_view_where_the_rule_refuses(
     c = ctx(service)
     planner, seen = recording(lambda v: evals.plan_update(v, c, [upd], []))
     with pytest.raises(EvaluationChanged) as err:
-        await transact(service.cache, service.servicer.writer, planner)
+        await transact(service.cache, service.writer, planner)
     assert seen == [False, True]  # optimistic, then re-planned after the sync
     assert err.value.metadata["modify_index"] == str(changed)
 
@@ -81,7 +80,7 @@ async def test_a_lagging_cache_does_not_refuse_an_update_the_compares_allow(
     c = ctx(service)
     planner, seen = recording(lambda v: evals.plan_update(v, c, [upd], []))
     assert service.cache.tables[codec.EVALUATIONS].objects.get("default/e1") is None
-    resp = await transact(service.cache, service.servicer.writer, planner)
+    resp = await transact(service.cache, service.writer, planner)
     assert seen == [False]
     assert resp.index > rev
 
@@ -99,7 +98,7 @@ async def test_conflicts_are_retried_a_bounded_number_of_times(service: StateSer
     before = await service.cache.store.revision()
     planner, seen = recording(always_conflicting(service))
     with pytest.raises(Conflict, match="still moving"):
-        await transact(service.cache, service.servicer.writer, planner)
+        await transact(service.cache, service.writer, planner)
     assert seen == [False] + [True] * (ATTEMPTS - 1)
     assert await service.cache.store.revision() == before  # nothing written
 
@@ -109,7 +108,7 @@ async def test_a_plan_whose_compares_are_the_callers_is_not_retried(
     planner, seen = recording(always_conflicting(
         service, retry=False, final_conflict=lambda: PlanStale("moved")))
     with pytest.raises(PlanStale):
-        await transact(service.cache, service.servicer.writer, planner, sync_first=True)
+        await transact(service.cache, service.writer, planner, sync_first=True)
     assert seen == [True]
 
 
@@ -120,7 +119,7 @@ async def test_fence_lost_is_never_retried(service: StateService) -> None:
     c = ctx(service)
     planner, seen = recording(lambda v: evals.plan_upsert(v, c, [EV], None))
     with pytest.raises(FenceLost):
-        await transact(service.cache, service.servicer.writer, planner, deposed)
+        await transact(service.cache, service.writer, planner, deposed)
     assert seen == [False]
     assert service.cache.tables[codec.EVALUATIONS].objects.get("default/e1") is None
 
@@ -131,7 +130,7 @@ async def test_a_plan_that_writes_nothing_makes_no_txn(service: StateService) ->
     before = await service.cache.store.revision()
     c = ctx(service)
     planner, seen = recording(lambda v: evals.plan_delete_ids(v, c, "default", ["e1"], True))
-    resp = await transact(service.cache, service.servicer.writer, planner)
+    resp = await transact(service.cache, service.writer, planner)
     assert (resp.deleted, resp.index) == (1, before)
     assert seen == [False]
     assert await service.cache.store.revision() == before
@@ -139,7 +138,7 @@ async def test_a_plan_that_writes_nothing_makes_no_txn(service: StateService) ->
 
 async def test_a_successful_commit_answers_with_its_revision(service: StateService) -> None:
     c = ctx(service)
-    resp = await transact(service.cache, service.servicer.writer,
+    resp = await transact(service.cache, service.writer,
                           lambda v: evals.plan_upsert(v, c, [EV], None))
     assert list(resp.eval_ids) == ["e1"]
     assert resp.index == await service.cache.sync()
@@ -162,7 +161,7 @@ async def test_a_refusal_on_a_stale_view_replans_and_the_fresh_view_decides(
     planner, seen = recording(lambda v: jobs.plan_register(
         v, c, changed, enforce_index=True, job_modify_index=res.revision))
     assert service.cache.tables[codec.JOBS].objects.get("default/web") is None  # lags
-    resp = await transact(service.cache, service.servicer.writer, planner)
+    resp = await transact(service.cache, service.writer, planner)
     assert seen == [False, True]
     assert resp.version == 1 and resp.index > res.revision
 
@@ -186,7 +185,7 @@ async def test_a_plans_events_are_the_changes_its_txn_makes(service: StateServic
         plans.append(jobs.plan_register(v, c, job))
         return plans[-1]
 
-    resp = await transact(service.cache, service.servicer.writer, planner)
+    resp = await transact(service.cache, service.writer, planner)
     base = service.cache.keys.base.encode()
     watch = await service.cache.store.watch(base, base + b"\xff", resp.index)
     try:

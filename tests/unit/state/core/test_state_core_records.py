@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from drover.state import codec, tables
-from drover.state.records import record_maker
+from drover.state.core import codec, tables
+from drover.state.core.records import record_maker
 
 
 def _filled(kind: str, rnd: random.Random) -> object:

@@ -15,10 +15,10 @@ from drover.coord.kv import Delete
 from drover.errors import NotFound
 from drover.rpc import acl as rpc_acl
 from drover.state.acl_admin import AclAdmin, AclDisabled
+from drover.state.app import StateService
 from drover.state.core import acl
 from drover.state.core.acl import AclSnapshot
 from drover.state.core.plan import WritePlan
-from drover.state.main import StateService
 from drover.state.transact import transact_on
 
 

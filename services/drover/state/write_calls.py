@@ -1,6 +1,8 @@
-"""The parts every RPC group of the state servicer shares: the clock, the
-call's fence, and :meth:`Base.transact` (every write goes through
-:func:`drover.state.transact.transact`)."""
+"""What every write RPC group of the state servicer uses around its plan:
+the clock, the call's fence, the write context, and :meth:`WriteCalls.transact`
+(every write goes through :func:`drover.state.transact.transact`).
+
+One instance per servicer, handed to each write group in its constructor."""
 
 from __future__ import annotations
 
@@ -15,21 +17,20 @@ from drover.acl import IdentityKind, PermissionDenied
 from drover.coord.fence import Fence
 from drover.coord.kv import objects_per_txn
 from drover.rpc.acl import current_identity
-from drover.state import codec
 from drover.state.cache import Cache
+from drover.state.core import codec
 from drover.state.core.plan import WriteContext
 from drover.state.core.rules import leader_fence
-from drover.state.reads import Reader
 from drover.state.transact import Planner, transact
 from drover.state.writes import Writer, fence_from
 
 
-class Base:
+class WriteCalls:
     def __init__(
-        self, cache: Cache, reader: Reader, writer: Writer, keys: codec.KeyCodec,
+        self, cache: Cache, writer: Writer, keys: codec.KeyCodec,
         wall: Callable[[], float] = time.time,
     ) -> None:
-        self.cache, self.reader, self.writer, self.keys = cache, reader, writer, keys
+        self.cache, self.writer, self.keys = cache, writer, keys
         self._wall = wall
 
     def now(self) -> Timestamp:

@@ -1,0 +1,94 @@
+"""The job planners (:mod:`drover.state.core.jobs`) on views built from plain data:
+the exact compares, ops, events and answers of RegisterJob and DeregisterJob,
+and the refusals named by cause."""
+
+from __future__ import annotations
+
+import pytest
+from core_data import context, key, service_job, stored, view
+
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import (
+    deployment_pb2,
+    evaluation_pb2,
+)
+from drover.coord.kv import Compare, Put
+from drover.errors import NotFound
+from drover.state.core import codec, jobs
+from drover.state.core.plan import Event
+from drover.state.core.rules import JobModifyIndexMismatch
+from drover.state.core.view import Replan
+
+PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING
+
+
+def test_register_a_first_version_writes_job_version_deployment_and_eval() -> None:
+    plan = jobs.plan_register(view([]), context(), service_job())
+    assert plan.compares == (Compare(key(codec.JOBS, "default", "web"), "mod", 0),)
+    assert [type(op) for op in plan.ops] == [Put, Put, Put, Put]
+    assert plan.events == (
+        Event(codec.JOBS, "default", "web", "put"),
+        Event(codec.JOB_VERSIONS, "default", f"web/{0:020d}", "put"),
+        Event(codec.DEPLOYMENTS, "default", "id-2", "put"),
+        Event(codec.EVALUATIONS, "default", "id-1", "put"),
+    )
+    ev = codec.decode(codec.EVALUATIONS, plan.ops[3].value, 10, 10)  # type: ignore[union-attr]
+    assert (ev.triggered_by, ev.deployment_id, ev.status) == ("job-register", "id-2", PENDING)
+    dep = codec.decode(codec.DEPLOYMENTS, plan.ops[2].value, 10, 10)  # type: ignore[union-attr]
+    assert dep.task_groups["g"].desired_canaries == 0  # a first version: no canaries
+    resp = plan.respond(10)
+    assert resp == state_pb2.RegisterJobResponse(job_modify_index=10, eval_id="id-1",
+                                                 deployment_id="id-2", version=0, index=10)
+
+
+def test_a_new_version_bumps_it_and_cancels_the_active_deployment() -> None:
+    old = stored(service_job(), 3)
+    running = deployment_pb2.Deployment(id="d-old", namespace="default", job_id="web",
+                                        status=deployment_pb2.DEPLOYMENT_STATUS_RUNNING)
+    done = deployment_pb2.Deployment(id="d-done", namespace="default", job_id="web",
+                                     status=deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL)
+    v = view([(codec.JOBS, old, 5, 8), (codec.DEPLOYMENTS, running, 6, 7),
+              (codec.DEPLOYMENTS, done, 4, 4)])
+    plan = jobs.plan_register(v, context(), service_job(count=5))
+    assert plan.compares == (Compare(key(codec.JOBS, "default", "web"), "mod", 8),
+                             Compare(key(codec.DEPLOYMENTS, "default", "d-old"), "mod", 7))
+    assert [e.id for e in plan.events] == ["web", f"web/{4:020d}", "id-2", "d-old", "id-1"]
+    cancelled = codec.decode(codec.DEPLOYMENTS, plan.ops[3].value, 6, 9)  # type: ignore[union-attr]
+    assert cancelled.status == deployment_pb2.DEPLOYMENT_STATUS_CANCELLED
+    assert plan.respond(9).version == 4
+
+
+def test_an_unchanged_spec_writes_only_an_evaluation() -> None:
+    old = stored(service_job(), 2)
+    old.job_modify_index = 8
+    plan = jobs.plan_register(view([(codec.JOBS, old, 5, 8)]), context(), service_job())
+    assert plan.compares == (Compare(key(codec.JOBS, "default", "web"), "mod", 8),)
+    assert plan.events == (Event(codec.EVALUATIONS, "default", "id-1", "put"),)
+    resp = plan.respond(12)
+    assert (resp.version, resp.job_modify_index, resp.deployment_id) == (2, 8, "")
+    assert resp.warnings
+
+
+def test_enforce_index_refuses_on_fresh_view_and_replans_on_stale() -> None:
+    old = stored(service_job(), 1)
+    data = [(codec.JOBS, old, 5, 8)]
+    with pytest.raises(JobModifyIndexMismatch):
+        jobs.plan_register(view(data), context(), service_job(), enforce_index=True,
+                           job_modify_index=7)
+    with pytest.raises(Replan):
+        jobs.plan_register(view(data, fresh=False), context(), service_job(),
+                           enforce_index=True, job_modify_index=7)
+    plan = jobs.plan_register(view(data), context(), service_job(count=3), enforce_index=True,
+                              job_modify_index=8)
+    assert plan.writes
+
+
+def test_deregister_stops_the_job_as_a_new_version() -> None:
+    with pytest.raises(NotFound):
+        jobs.plan_deregister(view([]), context(), "default", "web")
+    plan = jobs.plan_deregister(view([(codec.JOBS, stored(service_job(), 1), 5, 8)]),
+                                context(), "default", "web")
+    assert plan.compares == (Compare(key(codec.JOBS, "default", "web"), "mod", 8),)
+    assert [e.kind for e in plan.events] == [codec.EVALUATIONS, codec.JOBS, codec.JOB_VERSIONS]
+    job = codec.decode(codec.JOBS, plan.ops[1].value, 5, 9)  # type: ignore[union-attr]
+    assert job.stop and job.version == 2 and job.job_modify_index == 9
