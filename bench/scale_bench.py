@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             time.sleep(0.5)
         register_nodes = time.monotonic() - t_nodes
         # Heartbeats every 60 s keep 1,000 nodes cheap; no TTL to match.
-        workers = [subprocess.Popen([*CLI, "worker", "--seed", str(i), "--node-ttl", "0"],
+        workers = [subprocess.Popen([*CLI, "worker", "--seed", str(i)],
                                     env=env, stdout=log,
                                     stderr=subprocess.STDOUT) for i in range(args.workers)]
         children.extend(workers)

@@ -17,7 +17,7 @@ import grpc
 from drover.api.state.v1 import state_pb2_grpc
 from drover.coord import Fence
 from drover.coord.keys import Keyspace
-from drover.coord.kv import KVStore, Put
+from drover.coord.kv import KVStore, LeaseKV, Put
 from drover.rpc.errors import ErrorInterceptor
 from drover.state.app import EtcdStore, StateService, build_on_store
 
@@ -47,7 +47,7 @@ class StateReplica:
             await self.etcd_channel.close()
 
 
-async def start_state_on(store: KVStore, keyspace: Keyspace, *,
+async def start_state_on(store: LeaseKV, keyspace: Keyspace, *,
                          interceptors: tuple[Any, ...] = (),
                          etcd_channel: grpc.aio.Channel | None = None,
                          **build: Any) -> StateReplica:

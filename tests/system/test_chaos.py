@@ -307,8 +307,8 @@ async def test_chaos(etcd_cluster3: EtcdCluster, etcd_prefix: str, tmp_path: Pat
 
         faults.leaders = leaders
         sim = SimNodes(ch, SimConfig(count=4, heartbeat=1.0))
-        workers = [Worker(ch, WorkerConfig(batch=4, dequeue_timeout=2.0, seed=SEED + i,
-                                           node_ttl=0)) for i in range(2)]
+        workers = [Worker(ch, WorkerConfig(batch=4, dequeue_timeout=2.0, seed=SEED + i))
+                   for i in range(2)]
         driver = Driver(ch, record, rng)
         deleter = Deleter(ch, record, rng)
         async with _tasks(sim.run(), *(w.run() for w in workers), Observer(ch, record).run()):

@@ -33,10 +33,10 @@ EX = ROOT / "examples"
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     offset, lay = free_layout()
     log = (tmp_path_factory.mktemp("dev") / "dev.log").open("w")
-    # Short heartbeats and TTL (the worker's and sim's own flags, by env) so a
-    # killed node is noticed within seconds.
-    env = {**os.environ, "DROVER_ADDR": lay.address("proxy"), "DROVER_NODE_TTL": "8",
-           "DROVER_SIM_HEARTBEAT": "1"}
+    # A short heartbeat TTL and grace (the state service's tunables, by env)
+    # so a killed node is noticed within seconds.
+    env = {**os.environ, "DROVER_ADDR": lay.address("proxy"),
+           "DROVER_STATE_MIN_HEARTBEAT_TTL": "3", "DROVER_STATE_HEARTBEAT_GRACE": "3"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "drover.cli.main", "dev", "--port-offset", str(offset),
          "--nodes", "3"], stdout=log, stderr=subprocess.STDOUT, env=env)

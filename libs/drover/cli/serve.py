@@ -66,7 +66,9 @@ def tunable_options(f: Callable[..., Any]) -> Callable[..., Any]:
     DROVER_* twin shown in --help; unset keeps the service's default."""
     for t in reversed(TUNABLES):
         kind: click.ParamType = (
-            Duration(t.minimum) if t.unit == "s" else click.IntRange(min=int(t.minimum)))
+            Duration(t.minimum) if t.unit == "s"
+            else click.FloatRange(min=t.minimum) if t.kind is float
+            else click.IntRange(min=int(t.minimum)))
         f = click.option(
             t.flag, t.param, envvar=t.env, show_envvar=True, default=None, type=kind,
             help=f"{t.service}: {t.help} [default: {_default_text(t)}]",

@@ -38,14 +38,10 @@ async def _until_signal(main: asyncio.Future[Any], *, within: float) -> None:
               help="evaluations per Dequeue")
 @click.option("--seed", default=None, type=int, help="seed of the placement shuffle")
 @token_tls_options
-@click.option("--node-ttl", envvar="DROVER_NODE_TTL", default=10.0, show_default=True,
-              type=click.FloatRange(0), help="mark a node down after this many seconds "
-              "without a heartbeat (0: never)")
-def worker(address: str, schedulers: tuple[str, ...], batch: int, seed: int | None,
-           node_ttl: float) -> None:
+def worker(address: str, schedulers: tuple[str, ...], batch: int, seed: int | None) -> None:
     """Run the reference scheduler worker: dequeue, plan, submit, ack."""
     logging.basicConfig(level=logging.INFO, format="worker %(levelname)s %(message)s")
-    cfg = WorkerConfig(schedulers=schedulers, batch=batch, seed=seed, node_ttl=node_ttl)
+    cfg = WorkerConfig(schedulers=schedulers, batch=batch, seed=seed)
     token, tls = token_and_tls()
 
     async def main() -> None:
@@ -73,7 +69,8 @@ def sim_group() -> None:
 @click.option("--datacenter", default="dc1", show_default=True)
 @click.option("--heartbeat", envvar="DROVER_SIM_HEARTBEAT", default=3.0, show_default=True,
               type=click.FloatRange(0.1),
-              help="seconds between heartbeats of each node")
+              help="seconds between heartbeats of each node when the server's answer "
+              "names no TTL (it does: each node heartbeats when its TTL has passed)")
 @token_tls_options
 @click.option("--keep/--down-on-exit", default=False,
               help="leave the nodes ready on exit (default: mark them down)")

@@ -82,6 +82,9 @@ TUNABLES: tuple[Tunable, ...] = (
        "etcd's --max-txn-ops as the state service is told it: the broker's writes "
        "carry at most this less one evaluations (shrunk to a state replica's own cap "
        "if it refuses more)"),
+    _t("broker", "heartbeat_check_interval", "ShellConfig", float, 1.0, 0.01, "s",
+       "the leader asks the state service this often to mark down nodes whose "
+       "heartbeat lease expired"),
     _t("deployments", "batch_window", "BatcherConfig.window", float, 0.25, 0, "s",
        "follow-up evaluations are batched over this window"),
     _t("deployments", "batch_max", "BatcherConfig.max_batch", int, 64, 1, "",
@@ -102,6 +105,16 @@ TUNABLES: tuple[Tunable, ...] = (
     _t("state", "delete_txns_in_flight", "WriterConfig", int, 4, 1, "",
        "DeleteEvaluations by filter: etcd txns one call keeps in flight (its page, "
        "at most this many txns of the largest size, spread over them)"),
+    # Nomad's heartbeat defaults (nomad/config.go): a node's TTL is
+    # max(min_heartbeat_ttl, nodes / max_heartbeats_per_second) plus a random
+    # stagger; it is marked down after TTL + heartbeat_grace without one.
+    _t("state", "min_heartbeat_ttl", "LivenessConfig", float, 10.0, 1.0, "s",
+       "the shortest heartbeat TTL a node is given"),
+    _t("state", "max_heartbeats_per_second", "LivenessConfig", float, 50.0, 0.001, "",
+       "the TTL grows with the number of nodes so that all of them together "
+       "heartbeat at most this often"),
+    _t("state", "heartbeat_grace", "LivenessConfig", float, 10.0, 1.0, "s",
+       "a node is marked down this long after its TTL passed without a heartbeat"),
 )
 
 

@@ -155,8 +155,9 @@ class Supervisor:
         from drover.rpc.remote import remote_status
 
         policies = {
-            # node write: the worker marks nodes that miss their heartbeats down
-            "dev-worker": "scheduler: {policy: write}\nnode: {policy: write}\n"
+            # node read: the worker places on nodes (the broker leader, not the
+            # worker, marks nodes that miss their heartbeats down)
+            "dev-worker": "scheduler: {policy: write}\nnode: {policy: read}\n"
                           "namespace: {'*': {policy: read}}\n",
             "dev-node": "node: {policy: write}\nnamespace: {'*': {policy: read}}\n",
         }

@@ -1,11 +1,14 @@
 """Simulated nodes: the async shell around :mod:`.client`.
 
 One process runs N nodes: it registers them (ready, with resources),
-heartbeats, follows the allocations placed on them (one List, then one
-Subscribe to the Allocation topic) and sends what :func:`.client.step`
-says is due, batched in UpdateAllocations calls. On a clean stop the nodes
-are marked down, so the scheduler replaces what ran on them (Nomad's
-missed-heartbeat path, made explicit).
+heartbeats each one when the TTL the last answer named has passed (one
+schedule for all: :class:`drover.worker.heartbeats.HeartbeatSchedule`),
+follows the allocations placed on them (one List, then one Subscribe to the
+Allocation topic for the whole process, not one per node) and sends what
+:func:`.client.step` says is due, batched in UpdateAllocations calls. On a
+clean stop the nodes are marked down, so the scheduler replaces what ran on
+them (a killed process's nodes are marked down by the control plane once
+their TTL and grace pass).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import grpc
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2
+from drover.worker.heartbeats import HeartbeatSchedule
 
 from .client import Behaviour, Report, Track, behaviour_of, step
 
@@ -28,6 +32,8 @@ log = logging.getLogger(__name__)
 _TERMINAL = (allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE, allocation_pb2.ALLOC_CLIENT_STATUS_FAILED,
              allocation_pb2.ALLOC_CLIENT_STATUS_LOST)
 BATCH = 100
+#: Registrations and heartbeats one process keeps in flight.
+CONCURRENT = 64
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,7 @@ class SimConfig:
     cpu: int = 4000
     memory_mb: int = 8192
     datacenter: str = "dc1"
+    #: Seconds between heartbeats when the server's answer names no TTL.
     heartbeat: float = 3.0
     tick: float = 0.1
     #: Stopping waits this long for the cancelled nodes (``drover.tasks``).
@@ -55,16 +62,23 @@ class SimNodes:
         self._behaviour: dict[tuple[str, str], Behaviour] = {}  # (alloc key) -> behaviour
         self._jobs: dict[tuple[str, str, int], job_pb2.Job] = {}
         self.reports = 0
+        self.heartbeats = 0
+        self.schedule = HeartbeatSchedule(config.heartbeat)
 
     async def register(self) -> None:
         c = self.config
-        for node_id in self.node_ids:
+
+        async def one(node_id: str) -> None:
             await self.stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
                 id=node_id, name=node_id, datacenter=c.datacenter, node_class="sim",
                 status=node_pb2.NODE_STATUS_READY,
                 scheduling_eligibility=node_pb2.NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE,
                 resources=job_pb2.Resources(cpu=c.cpu, memory_mb=c.memory_mb),
                 attributes={"driver.sim": "1"})), timeout=30)
+            self.schedule.add(node_id, self.clock())  # its first heartbeat: at once
+
+        for i in range(0, len(self.node_ids), CONCURRENT):
+            await asyncio.gather(*(one(n) for n in self.node_ids[i:i + CONCURRENT]))
 
     async def mark_down(self) -> None:
         for node_id in self.node_ids:
@@ -86,14 +100,28 @@ class SimNodes:
 
     async def _heartbeat(self) -> None:
         while True:
-            await asyncio.sleep(self.config.heartbeat)
-            for node_id in self.node_ids:
-                try:
-                    # A pure heartbeat: it never undoes an operator's down or drain.
-                    await self.stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(
-                        id=node_id, heartbeat=True), timeout=10)
-                except grpc.RpcError as e:
-                    log.warning("heartbeat %s: %s", node_id, e)
+            now = self.clock()
+            due = self.schedule.due(now)
+            if not due:
+                at = self.schedule.next_at()
+                await asyncio.sleep(1.0 if at is None else min(max(at - now, 0.0), 1.0))
+                continue
+            for i in range(0, len(due), CONCURRENT):
+                await asyncio.gather(*(self.beat(n) for n in due[i:i + CONCURRENT]))
+
+    async def beat(self, node_id: str) -> None:
+        """One heartbeat; the next is scheduled by the TTL its answer names."""
+        sent = self.clock()
+        try:
+            # A pure heartbeat: it never undoes an operator's down or drain.
+            resp = await self.stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(
+                id=node_id, heartbeat=True), timeout=10)
+        except grpc.RpcError as e:
+            log.warning("heartbeat %s: %s", node_id, e)
+            self.schedule.failed(node_id, self.clock())
+            return
+        self.heartbeats += 1
+        self.schedule.answered(node_id, sent, resp)
 
     async def _job(self, ns: str, job_id: str, version: int) -> job_pb2.Job:
         key = (ns, job_id, version)

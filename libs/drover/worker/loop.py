@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -25,10 +24,9 @@ from google.protobuf.duration_pb2 import Duration
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.api.types.v1 import evaluation_pb2, node_pb2
+from drover.api.types.v1 import evaluation_pb2
 from drover.rpc.remote import from_rpc_error, remote_status
 
-from .heartbeats import expired
 from .planner import Plan, Snapshot, compute_plan
 from .view import ClusterView
 
@@ -43,8 +41,6 @@ class WorkerConfig:
     dequeue_timeout: float = 5.0
     plan_retries: int = 5
     seed: int | None = None
-    #: Mark ready nodes down after this many seconds without a heartbeat (0: never).
-    node_ttl: float = 10.0
     #: Stopping waits this long for the cancelled loop (``drover.tasks``).
     stop_timeout: float = 5.0
 
@@ -72,7 +68,6 @@ class Worker:
 
     async def run(self) -> None:
         view = asyncio.create_task(self.view.run())
-        monitor = asyncio.create_task(self._monitor()) if self.config.node_ttl > 0 else None
         try:
             await self.view.ready.wait()
             while True:
@@ -83,26 +78,6 @@ class Worker:
                     await asyncio.sleep(0.5)
         finally:
             view.cancel()
-            if monitor is not None:
-                monitor.cancel()
-
-    async def _monitor(self) -> None:
-        while True:
-            await asyncio.sleep(max(0.5, self.config.node_ttl / 4))
-            try:
-                await self.mark_silent_nodes_down(time.time())
-            except grpc.RpcError as e:
-                log.warning("node monitor: %s", _describe(e))
-
-    async def mark_silent_nodes_down(self, now: float) -> list[str]:
-        """Nodes silent past the TTL are marked down (their allocations lost)."""
-        down = expired(self.view.nodes.values(), now, self.config.node_ttl)
-        for node_id in down:
-            resp = await self.state.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(
-                id=node_id, status=node_pb2.NODE_STATUS_DOWN), timeout=10)
-            log.warning("node %s missed its heartbeats for %.0fs: marked down, %d allocations "
-                        "lost", node_id, self.config.node_ttl, resp.lost)
-        return down
 
     async def step(self) -> int:
         """One Dequeue, its evaluations processed and acked; how many."""

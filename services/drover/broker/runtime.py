@@ -59,6 +59,7 @@ from drover.broker.core.effects import Effect, WriteGroup, to_writes
 from drover.broker.core.settlement import AckLike, AckSettlement
 from drover.broker.core.tokens import token_term
 from drover.broker.feed import EventFeed
+from drover.broker.heartbeats import reap_missed_heartbeats
 from drover.broker.leader_hint import LeaderHints
 from drover.broker.long_poll import LongPolls
 from drover.broker.state_api import BrokerStateApi
@@ -116,6 +117,9 @@ class ShellConfig:
     # (the state's revision marker). A state replica told less refuses a
     # bigger write naming its cap, and the writer shrinks to that.
     max_txn_ops: int = tunable_default("broker_max_txn_ops")
+    # The leader has nodes whose heartbeat lease expired marked down this
+    # often (drover.broker.heartbeats).
+    heartbeat_check_interval: float = tunable_default("broker_heartbeat_check_interval")
 
     def __post_init__(self) -> None:
         if self.max_txn_ops < 4:
@@ -256,6 +260,9 @@ class BrokerRuntime:
                               on_fence_lost=term.report_lost, alive=self.guard.alive,
                               max_objects=objects_per_txn(self.config.max_txn_ops))
         term.spawn(writer.run(), name="broker-writer")
+        term.spawn(reap_missed_heartbeats(self.api, term, self.guard.alive,
+                                          self.config.heartbeat_check_interval),
+                   name="broker-heartbeats")
         self.term = term
         self._term_prefix = f"{term.revision}."
         self._writer = writer

@@ -82,6 +82,13 @@ class BrokerStateApi(Protocol):
         ...
 
 
+    async def reap_missed_heartbeats(
+            self, fence: Fence) -> state_pb2.ReapMissedHeartbeatsResponse:
+        """Have the state service mark down the ready nodes whose heartbeat
+        lease expired (fenced: only this term's leader may)."""
+        ...
+
+
 def translate(err: grpc.RpcError) -> DroverError:
     """The drover error a state-service failure stands for, narrowed to
     what the broker acts on (decoded by :func:`drover.rpc.remote.from_rpc_error`)."""
@@ -165,3 +172,12 @@ class GrpcStateApi:
         except grpc.RpcError as err:
             raise translate(err) from err
         return int(resp.index)
+
+    async def reap_missed_heartbeats(
+            self, fence: Fence) -> state_pb2.ReapMissedHeartbeatsResponse:
+        req = state_pb2.ReapMissedHeartbeatsRequest()
+        try:
+            return await self.replicas.once(lambda stub: stub.ReapMissedHeartbeats(
+                req, metadata=fence.metadata(), timeout=self._timeout * 3))
+        except grpc.RpcError as err:
+            raise translate(err) from err

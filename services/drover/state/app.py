@@ -28,7 +28,7 @@ from drover.config import ServeSettings, tuned_config
 from drover.coord.connect import EtcdClient
 from drover.coord.etcd_kv import EtcdKV
 from drover.coord.keys import Keyspace
-from drover.coord.kv import MAX_TXN_OPS, Compare, KVStore, Put
+from drover.coord.kv import MAX_TXN_OPS, Compare, KVStore, LeaseKV, Put
 from drover.errors import DroverError
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
 from drover.rpc.server import App, AppContext, ServiceBinding
@@ -36,12 +36,14 @@ from drover.state import metrics
 from drover.state.acl_admin import AclAdmin
 from drover.state.cache import Cache, CacheConfig
 from drover.state.core import codec
+from drover.state.core.liveness import LivenessConfig
 from drover.state.deployment_update import DeploymentUpdateRpc
 from drover.state.eval_delete import DeleteByFilter
 from drover.state.eval_update import EvaluationUpdateRpc
 from drover.state.evaluations import EvaluationsRpc
 from drover.state.gc import GarbageCollectRpc
 from drover.state.jobs import JobsRpc
+from drover.state.liveness import NodeLiveness
 from drover.state.node_status import NodeStatusRpc
 from drover.state.objects import ObjectsRpc
 from drover.state.plans import PlansRpc
@@ -107,8 +109,9 @@ async def token_key(store: KVStore, keys: codec.KeyCodec) -> bytes:
 
 
 async def build_on_store(
-    store: KVStore, keyspace: Keyspace, *, cache_config: CacheConfig | None = None,
+    store: LeaseKV, keyspace: Keyspace, *, cache_config: CacheConfig | None = None,
     subscribe_config: SubscribeConfig | None = None, writer_config: WriterConfig | None = None,
+    liveness_config: LivenessConfig | None = None,
 ) -> StateService:
     """The state service on any :class:`KVStore` (tests, benchmarks)."""
     keys = codec.KeyCodec(keyspace)
@@ -126,7 +129,8 @@ async def build_on_store(
         objects=ObjectsRpc(writes),
         deployment_updates=DeploymentUpdateRpc(writes),
         gc=GarbageCollectRpc(cache, keys, writes),
-        node_status=NodeStatusRpc(writes),
+        node_status=NodeStatusRpc(writes, NodeLiveness(writes, store,
+                                                       liveness_config or LivenessConfig())),
         plans=PlansRpc(writes),
         hub=Hub(cache, subscribe_config or SubscribeConfig()),
     )
@@ -135,10 +139,13 @@ async def build_on_store(
     return StateService(servicer, admin, cache, writer, writes, cache.ready, tasks)
 
 
-def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig, WriterConfig]:
-    """The cache, Subscribe and writer configs with the tunables ``settings`` carries."""
+def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig, WriterConfig,
+                                              LivenessConfig]:
+    """The cache, Subscribe, writer and liveness configs with the tunables
+    ``settings`` carries."""
     return (tuned_config(CacheConfig, settings, stop_timeout=settings.stop_timeout),
-            tuned_config(SubscribeConfig, settings), tuned_config(WriterConfig, settings))
+            tuned_config(SubscribeConfig, settings), tuned_config(WriterConfig, settings),
+            tuned_config(LivenessConfig, settings))
 
 
 async def build_state_service(settings: ServeSettings) -> StateService:
@@ -146,12 +153,12 @@ async def build_state_service(settings: ServeSettings) -> StateService:
     keyspace), list the cache, and return the service ready to register."""
     from drover.coord.connect import connect
 
-    cache_config, subscribe_config, writer_config = configs(settings)
+    cache_config, subscribe_config, writer_config, liveness_config = configs(settings)
     client = await connect(settings.etcd, purpose="bulk")
     store = EtcdStore(client, max_txn_ops=writer_config.max_txn_ops)
     service = await build_on_store(store, Keyspace(settings.etcd.prefix),
                                    cache_config=cache_config, subscribe_config=subscribe_config,
-                                   writer_config=writer_config)
+                                   writer_config=writer_config, liveness_config=liveness_config)
     service._closers.append(client.close)
     return service
 

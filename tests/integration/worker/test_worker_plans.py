@@ -104,34 +104,3 @@ async def test_nothing_fits_acks_with_a_blocked_evaluation(state: grpc.aio.Chann
     assert blocked.status == evaluation_pb2.EVALUATION_STATUS_BLOCKED
     assert blocked.triggered_by == "queued-allocs" and blocked.previous_eval == ev.id
     assert worker.stats.plans == 0  # nothing to write
-
-
-async def test_silent_nodes_are_marked_down_and_heartbeats_keep_them(
-        state: grpc.aio.Channel) -> None:
-    stub = state_pb2_grpc.StateServiceStub(state)
-    for n in ("n1", "n2"):
-        await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node(n)))
-    registered = (await stub.GetNode(state_pb2.GetNodeRequest(id="n1"))).node
-    assert registered.last_heartbeat.ByteSize()  # registering stamps it
-    await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="n1", heartbeat=True))
-    again = (await stub.GetNode(state_pb2.GetNodeRequest(id="n1"))).node
-    assert again.modify_index == registered.modify_index  # a fresh stamp is not rewritten
-    worker = Worker(state, WorkerConfig(seed=1, node_ttl=5))
-    view = asyncio.create_task(worker.view.run())
-    try:
-        await asyncio.wait_for(worker.view.ready.wait(), 10)
-        stamp = registered.last_heartbeat.ToNanoseconds() / 1e9
-        assert await worker.mark_silent_nodes_down(stamp + 4) == []
-        # n2 heartbeats (a write: its stamp is old by then), n1 stays silent
-        await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="n2", heartbeat=True))
-        await asyncio.sleep(2.1)
-        await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="n2", heartbeat=True))
-        n2 = (await stub.GetNode(state_pb2.GetNodeRequest(id="n2"))).node
-        await worker.view.wait_past(n2.modify_index, within=5)
-        fresh = n2.last_heartbeat.ToNanoseconds() / 1e9
-        assert fresh > stamp + 2
-        assert await worker.mark_silent_nodes_down(fresh + 4) == ["n1"]
-    finally:
-        view.cancel()
-    n1 = (await stub.GetNode(state_pb2.GetNodeRequest(id="n1"))).node
-    assert n1.status == node_pb2.NODE_STATUS_DOWN

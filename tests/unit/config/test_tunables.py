@@ -20,6 +20,7 @@ from drover.deployments.app import leader_config
 from drover.deployments.core.batcher import BatcherConfig
 from drover.state.app import configs as state_configs
 from drover.state.cache import CacheConfig
+from drover.state.core.liveness import LivenessConfig
 from drover.state.subscribe import SubscribeConfig
 from drover.state.writes import WriterConfig
 
@@ -45,14 +46,18 @@ WHERE = {
     "state_subscribe_heartbeat": (SubscribeConfig, "heartbeat"),
     "state_max_txn_ops": (WriterConfig, "max_txn_ops"),
     "state_delete_txns_in_flight": (WriterConfig, "delete_txns_in_flight"),
+    "broker_heartbeat_check_interval": (ShellConfig, "heartbeat_check_interval"),
+    "state_min_heartbeat_ttl": (LivenessConfig, "min_heartbeat_ttl"),
+    "state_max_heartbeats_per_second": (LivenessConfig, "max_heartbeats_per_second"),
+    "state_heartbeat_grace": (LivenessConfig, "heartbeat_grace"),
 }
 
 
 def _configs(settings: ServeSettings) -> dict[type, Any]:
     b, sh = broker_configs(settings)
-    c, sub, w = state_configs(settings)
+    c, sub, w, live = state_configs(settings)
     return {BrokerConfig: b, ShellConfig: sh, BatcherConfig: leader_config(settings).batcher,
-            CacheConfig: c, SubscribeConfig: sub, WriterConfig: w}
+            CacheConfig: c, SubscribeConfig: sub, WriterConfig: w, LivenessConfig: live}
 
 
 def test_the_table_covers_every_wired_tunable() -> None:

@@ -159,17 +159,3 @@ def test_canaries_with_nothing_old_left_are_part_of_the_count() -> None:
     plan = compute_plan(snap(v1, dep=deployment(1, canaries=1), versions=[job(0)]), new_id=ids())
     assert len(plan.placements) == 3
     assert sum(a.deployment_status.canary for a in plan.placements) == 1
-
-
-def test_silent_ready_nodes_expire() -> None:
-    from drover.worker.heartbeats import expired
-
-    ns = nodes(3)
-    ns[0].last_heartbeat.FromSeconds(100)
-    ns[1].last_heartbeat.FromSeconds(97)
-    ns[2].last_heartbeat.FromSeconds(80)
-    ns[2].status = node_pb2.NODE_STATUS_DOWN  # already down: left alone
-    assert expired(ns, now=101.5, ttl=5) == []
-    assert expired(ns, now=102.5, ttl=5) == ["n1"]
-    assert expired(ns, now=200.0, ttl=5) == ["n0", "n1"]
-    assert expired(nodes(1), now=1e9, ttl=5) == []  # never heartbeat: no stamp, no verdict

@@ -4,11 +4,10 @@ A node going down or draining marks its live allocations lost and creates
 a ``node-update`` evaluation per affected job, in the same txn (bounded by
 the request cap: the rest are lost on the node's next status change). A
 node that becomes schedulable (ready, eligible, not draining; also on
-registration) unblocks blocked evaluations in the same txn. A heartbeat
-refreshes ``last_heartbeat`` at most every :data:`HEARTBEAT_WRITE_EVERY`
-seconds and is otherwise not written; it never changes the node's status
-(an operator's down or drain stays). A status change that changes nothing
-writes nothing.
+registration) unblocks blocked evaluations in the same txn. A heartbeat is
+not planned here: it renews the node's lease (:mod:`.liveness`) and never
+changes what an operator set (down, drain). A status change that changes
+nothing writes nothing.
 """
 
 from __future__ import annotations
@@ -24,9 +23,6 @@ from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_writ
 from drover.state.core.rules import existing
 from drover.state.core.view import View, found_all
 from drover.worker.resources import is_live
-
-#: A heartbeat is written when the stored one is at least this old (seconds).
-HEARTBEAT_WRITE_EVERY = 2.0
 
 _DOWN = (node_pb2.NODE_STATUS_DOWN, node_pb2.NODE_STATUS_DISCONNECTED)
 
@@ -47,11 +43,9 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any) -> WritePlan:
     node = found.obj
     before = node_schedulable(node)
     was_down = node.status in _DOWN or node.drain
-    if request.heartbeat and (not node.last_heartbeat.ByteSize() or _age(
-            node.last_heartbeat, ctx.now) >= HEARTBEAT_WRITE_EVERY):
-        node.last_heartbeat.CopyFrom(ctx.now)
     if request.status:
         node.status = request.status
+        node.status_description = ""  # the operator's (or the node's) word now
     if request.HasField("drain"):
         node.drain = request.drain
     if request.scheduling_eligibility:
@@ -66,14 +60,14 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any) -> WritePlan:
     eval_ids: list[str] = []
     if (node.status in _DOWN or node.drain) and not was_down:
         why = "node is down" if node.status in _DOWN else "node is draining"
-        lost, eval_ids = _mark_lost(view, ctx, plan, node.id, why)
+        lost, eval_ids = mark_lost(view, ctx, plan, node.id, why)
     elif node_schedulable(node) and not before:
         unblocked = unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpdateNodeStatusResponse(
         index=rev, lost=lost, eval_ids=eval_ids, unblocked=unblocked))
 
 
-def _mark_lost(view: View, ctx: WriteContext, plan: PlanBuilder, node_id: str,
+def mark_lost(view: View, ctx: WriteContext, plan: PlanBuilder, node_id: str,
                why: str) -> tuple[int, list[str]]:
     """Mark the node's live allocations lost and evaluate their jobs.
 
@@ -108,6 +102,3 @@ def _mark_lost(view: View, ctx: WriteContext, plan: PlanBuilder, node_id: str,
         ids.append(ev.id)
     return lost, ids
 
-
-def _age(ts: Any, now: Any) -> float:
-    return float((now.ToNanoseconds() - ts.ToNanoseconds()) / 1e9)

@@ -174,6 +174,13 @@ class PlanBuilder:
         if self.on_put is not None:
             self.on_put(key, value, codec.JOB_VERSIONS, ns, oid, job)
 
+    def put_leased(self, key: bytes, value: bytes, lease: int, label: str) -> None:
+        """Put a key that is no object (a node's liveness key), attached to
+        ``lease``; uncompared (the caller compares what guards it). Its event
+        is named ``label`` (no table holds it)."""
+        self.ops.append(Put(key, value, lease))
+        self.events.append(Event(label, codec.GLOBAL_NS, key.decode(), "put"))
+
     def delete(self, kind: str, ns: str, oid: str, mod: int | None) -> None:
         key = self.keys.key(kind, ns, oid)
         if mod is not None:

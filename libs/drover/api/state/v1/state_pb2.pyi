@@ -702,13 +702,33 @@ class UpdateNodeStatusRequest(_message.Message):
     def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[_node_pb2.NodeStatus, str]] = ..., drain: _Optional[bool] = ..., scheduling_eligibility: _Optional[_Union[_node_pb2.NodeSchedulingEligibility, str]] = ..., heartbeat: _Optional[bool] = ...) -> None: ...
 
 class UpdateNodeStatusResponse(_message.Message):
-    __slots__ = ("index", "lost", "eval_ids", "unblocked")
+    __slots__ = ("index", "lost", "eval_ids", "unblocked", "heartbeat_ttl")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     LOST_FIELD_NUMBER: _ClassVar[int]
     EVAL_IDS_FIELD_NUMBER: _ClassVar[int]
     UNBLOCKED_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_TTL_FIELD_NUMBER: _ClassVar[int]
     index: int
     lost: int
     eval_ids: _containers.RepeatedScalarFieldContainer[str]
     unblocked: int
-    def __init__(self, index: _Optional[int] = ..., lost: _Optional[int] = ..., eval_ids: _Optional[_Iterable[str]] = ..., unblocked: _Optional[int] = ...) -> None: ...
+    heartbeat_ttl: _duration_pb2.Duration
+    def __init__(self, index: _Optional[int] = ..., lost: _Optional[int] = ..., eval_ids: _Optional[_Iterable[str]] = ..., unblocked: _Optional[int] = ..., heartbeat_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class ReapMissedHeartbeatsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ReapMissedHeartbeatsResponse(_message.Message):
+    __slots__ = ("index", "node_ids", "lost", "eval_ids", "remaining")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    LOST_FIELD_NUMBER: _ClassVar[int]
+    EVAL_IDS_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    node_ids: _containers.RepeatedScalarFieldContainer[str]
+    lost: int
+    eval_ids: _containers.RepeatedScalarFieldContainer[str]
+    remaining: int
+    def __init__(self, index: _Optional[int] = ..., node_ids: _Optional[_Iterable[str]] = ..., lost: _Optional[int] = ..., eval_ids: _Optional[_Iterable[str]] = ..., remaining: _Optional[int] = ...) -> None: ...

@@ -190,6 +190,11 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusResponse.FromString,
                 _registered_method=True)
+        self.ReapMissedHeartbeats = channel.unary_unary(
+                '/drover.state.v1.StateService/ReapMissedHeartbeats',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.ReapMissedHeartbeatsRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ReapMissedHeartbeatsResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -428,8 +433,22 @@ class StateServiceServicer:
         node going down or draining marks its running allocations lost and
         creates a `node-update` evaluation per affected job in the same txn; a
         node becoming ready (or registering with UpsertNode) unblocks blocked
-        evaluations. A heartbeat refreshes last_heartbeat at most every few
-        seconds and is otherwise not written.
+        evaluations. A heartbeat renews the node's etcd lease (no write to the
+        keyspace) and answers the node's next heartbeat_ttl; it is written only
+        when the node comes alive (first heartbeat, or after its lease expired),
+        which makes a node marked down for missed heartbeats ready again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReapMissedHeartbeats(self, request, context):
+        """Missed heartbeats (leader only: fenced, the broker leader calls it): every
+        ready node whose heartbeat lease expired (its liveness key is gone) is
+        marked down, status_description "Node heartbeat missed", in txns compared
+        on the liveness key still being absent; its allocations are lost and a
+        `node-update` evaluation is created per affected job, as UpdateNodeStatus
+        does. A live node is never marked down: detection is etcd's lease expiry.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -572,6 +591,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.UpdateNodeStatus,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusResponse.SerializeToString,
+            ),
+            'ReapMissedHeartbeats': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReapMissedHeartbeats,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ReapMissedHeartbeatsRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.ReapMissedHeartbeatsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1324,6 +1348,33 @@ class StateService:
             '/drover.state.v1.StateService/UpdateNodeStatus',
             drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReapMissedHeartbeats(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/ReapMissedHeartbeats',
+            drover_dot_state_dot_v1_dot_state__pb2.ReapMissedHeartbeatsRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.ReapMissedHeartbeatsResponse.FromString,
             options,
             channel_credentials,
             insecure,
