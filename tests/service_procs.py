@@ -18,6 +18,14 @@ from drover.dev.ports import free_port, wait_for_port
 @contextlib.contextmanager
 def serve(service: str, etcd: str, prefix: str, *extra: str) -> Iterator[str]:
     """`drover serve <service>` on a free port; its address."""
+    with serve_process(service, etcd, prefix, *extra) as (address, _):
+        yield address
+
+
+@contextlib.contextmanager
+def serve_process(service: str, etcd: str, prefix: str,
+                  *extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`drover serve <service>` on a free port; its address and process."""
     port = free_port()
     proc = subprocess.Popen([
         sys.executable, "-m", "drover.cli.main", "serve", service, "--etcd", etcd,
@@ -26,7 +34,8 @@ def serve(service: str, etcd: str, prefix: str, *extra: str) -> Iterator[str]:
     ])
     try:
         assert wait_for_port("127.0.0.1", port, 30), f"{service} did not start"
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", proc
     finally:
-        proc.terminate()
+        if proc.poll() is None:
+            proc.terminate()
         proc.wait(10)
