@@ -81,12 +81,15 @@ class SimNodes:
             await asyncio.gather(*(one(n) for n in self.node_ids[i:i + CONCURRENT]))
 
     async def mark_down(self) -> None:
-        for node_id in self.node_ids:
+        async def one(node_id: str) -> None:
             try:
                 await self.stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(
                     id=node_id, status=node_pb2.NODE_STATUS_DOWN), timeout=10)
             except grpc.RpcError as e:
                 log.warning("marking %s down: %s", node_id, e)
+
+        for i in range(0, len(self.node_ids), CONCURRENT):
+            await asyncio.gather(*(one(n) for n in self.node_ids[i:i + CONCURRENT]))
 
     async def run(self) -> None:
         await self.register()

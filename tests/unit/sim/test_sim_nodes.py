@@ -1,0 +1,56 @@
+"""Simulated nodes heartbeat by the TTL the control plane answers
+(:mod:`drover.sim.nodes` with :mod:`drover.worker.heartbeats`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+import pytest
+from virtual_clock import VirtualClock
+
+from drover.api.state.v1 import state_pb2
+from drover.sim.nodes import SimConfig, SimNodes
+
+
+class _Stub:
+    def __init__(self, ttl: float | None) -> None:
+        self.ttl = ttl
+        self.beats: list[str] = []
+        self.fail = False
+
+    async def UpdateNodeStatus(self, req: Any, **_: Any) -> Any:
+        if self.fail:
+            raise grpc.aio.AioRpcError(grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(),
+                                       grpc.aio.Metadata(), "down")
+        self.beats.append(req.id)
+        resp = state_pb2.UpdateNodeStatusResponse(index=1)
+        if self.ttl is not None:
+            resp.heartbeat_ttl.FromMilliseconds(int(self.ttl * 1000))
+        return resp
+
+
+def _sim(stub: _Stub, clock: VirtualClock) -> SimNodes:
+    sim = SimNodes(grpc.aio.insecure_channel("127.0.0.1:1"), SimConfig(count=2, heartbeat=3.0),
+                   clock=clock)
+    sim.stub = stub  # type: ignore[assignment]
+    return sim
+
+
+@pytest.mark.parametrize(("ttl", "next_in"), [(200.0, 200.0), (None, 3.0)])
+async def test_the_next_heartbeat_is_due_when_the_answered_ttl_passed(
+        clock: VirtualClock, ttl: float | None, next_in: float) -> None:
+    stub = _Stub(ttl)
+    sim = _sim(stub, clock)
+    clock.advance(10)
+    await sim.beat("sim-0")
+    assert stub.beats == ["sim-0"] and sim.heartbeats == 1
+    assert sim.schedule.next_at() == 10 + next_in
+
+
+async def test_a_failed_heartbeat_is_retried_within_a_second(clock: VirtualClock) -> None:
+    stub = _Stub(200.0)
+    stub.fail = True
+    sim = _sim(stub, clock)
+    await sim.beat("sim-0")
+    assert sim.heartbeats == 0 and sim.schedule.next_at() == 1.0
