@@ -19,6 +19,16 @@ watchers before/after (etcd's own metrics: it must not grow with the number
 of deployments). Nomad's C1M (1,000,000 containers on 5,000 hosts in under
 5 minutes: about 3,300 placements/s on many servers) is the reference a user
 would quote; this runs on one machine, every process sharing its cores.
+
+``--liveness`` measures idle nodes instead (issue 31): `drover sim nodes N`
+in one process, no jobs, no worker; once every node is registered and alive
+(it heartbeat once) it measures, over ``--idle`` seconds, etcd writes per
+second (etcd's revision: every txn is one), heartbeats per second (the
+state service's UpdateNodeStatus calls) and the CPU of the state service,
+the broker, etcd and the sim process. Target at 10,000 nodes: <= 1 etcd
+write per second, state <= 5 % of one core.
+
+    .venv/bin/python bench/scale_bench.py --liveness --nodes 10000 --idle 60 --json
 """
 
 from __future__ import annotations
@@ -57,7 +67,7 @@ def _cpu(pid: int) -> float:
 
 
 def _service_pids(root: int) -> dict[str, int]:
-    """The dev suite's service processes by name (children of ``root``)."""
+    """The dev suite's service processes by name (children of ``root``), and etcd."""
     out = {}
     for proc in Path("/proc").glob("[0-9]*"):
         try:
@@ -67,6 +77,8 @@ def _service_pids(root: int) -> dict[str, int]:
             continue
         if ppid == root and b"serve" in cmd:
             out[cmd[cmd.index(b"serve") + 1].decode()] = int(proc.name)
+        elif ppid == root and cmd and cmd[0].endswith(b"etcd"):
+            out["etcd"] = int(proc.name)
     return out
 
 
@@ -197,6 +209,90 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         log.close()
 
 
+def _alive_nodes(stub: Any, nodes: int) -> int:
+    """Nodes that heartbeat at least once (came alive: ``heartbeat_lease``);
+    all of them where the code predates the field (every heartbeat writes)."""
+    listed = []
+    token = ""
+    while True:
+        resp = stub.ListNodes(state_pb2.ListNodesRequest(page_size=5000, page_token=token),
+                              timeout=60)
+        listed.extend(resp.nodes)
+        token = resp.next_page_token
+        if not token:
+            break
+    if len(listed) < nodes:
+        return len(listed)
+    if "heartbeat_lease" not in listed[0].DESCRIPTOR.fields_by_name:
+        return len(listed)
+    return sum(1 for n in listed if getattr(n, "heartbeat_lease", 0))
+
+
+def liveness(args: argparse.Namespace) -> dict[str, Any]:
+    offset, lay = free_layout()
+    log = tempfile.NamedTemporaryFile("w", prefix="liveness-bench-", suffix=".log", delete=False)
+    dev = subprocess.Popen([*CLI, "dev", "--port-offset", str(offset), "--nodes", "0"],
+                           stdout=log, stderr=subprocess.STDOUT)
+    sim: subprocess.Popen[bytes] | None = None
+    try:
+        assert wait_for_port(lay.host, lay.proxy, 60), "dev suite did not start"
+        time.sleep(1)
+        env = {**os.environ, "DROVER_ADDR": lay.address("proxy")}
+        t0 = time.monotonic()
+        # The sim's own default heartbeat (3 s) where the server names no TTL.
+        sim = subprocess.Popen([*CLI, "sim", "nodes", str(args.nodes), "--keep"],
+                               env=env, stdout=log, stderr=subprocess.STDOUT)
+        stub = state_pb2_grpc.StateServiceStub(grpc.insecure_channel(lay.address("proxy")))
+        registered = 0.0
+        while True:
+            try:
+                alive = _alive_nodes(stub, args.nodes)
+            except grpc.RpcError:
+                alive = 0  # the suite is still coming up
+            if alive >= args.nodes:
+                break
+            if time.monotonic() - t0 > args.timeout:
+                raise TimeoutError(f"{alive} of {args.nodes} nodes alive in {args.timeout}s")
+            time.sleep(1.0)
+        registered = time.monotonic() - t0
+        time.sleep(args.settle)
+        pids = _service_pids(dev.pid)
+        pids["sim"] = sim.pid
+        etcd_metrics = f"http://{lay.host}:{lay.etcd_metrics}/metrics"
+        state_metrics = f"http://{lay.host}:{lay.metrics_base + SERVICES.index('state')}/metrics"
+        beats = r"rpc_server_call_duration\w*_count\{[^}]*UpdateNodeStatus"
+        rev0 = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_current_revision")
+        beats0 = _metric_sum(state_metrics, beats)
+        cpu0 = {n: _cpu(p) for n, p in pids.items()}
+        w0 = time.monotonic()
+        time.sleep(args.idle)
+        wall = time.monotonic() - w0
+        rev1 = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_current_revision")
+        beats1 = _metric_sum(state_metrics, beats)
+        cpu = {n: round(_cpu(p) - cpu0[n], 2) for n, p in pids.items()}
+        return {
+            "mode": "liveness", "nodes": args.nodes, "cpus": os.cpu_count(),
+            "registered_and_alive_s": round(registered, 1), "settle_s": args.settle,
+            "idle_s": round(wall, 1),
+            "etcd_writes": int(rev1 - rev0),
+            "etcd_writes_per_s": round((rev1 - rev0) / wall, 2),
+            "heartbeats_per_s": round((beats1 - beats0) / wall, 1),
+            "cpu_s": cpu,
+            "cpu_pct_of_one_core": {n: round(100 * v / wall, 1) for n, v in cpu.items()},
+            "target_etcd_writes_per_s": 1, "target_state_cpu_pct": 5,
+        }
+    finally:
+        if sim is not None:
+            sim.send_signal(signal.SIGTERM)
+            try:
+                sim.wait(60)
+            except subprocess.TimeoutExpired:
+                sim.kill()
+        dev.send_signal(signal.SIGTERM)
+        dev.wait(30)
+        log.close()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--nodes", type=int, default=1000)
@@ -207,8 +303,14 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--liveness", action="store_true",
+                   help="measure idle nodes' liveness cost instead (no jobs)")
+    p.add_argument("--idle", type=float, default=60.0,
+                   help="--liveness: seconds measured while the nodes only heartbeat")
+    p.add_argument("--settle", type=float, default=10.0,
+                   help="--liveness: seconds waited after every node is alive")
     args = p.parse_args()
-    out = run(args)
+    out = liveness(args) if args.liveness else run(args)
     if args.json:
         print(json.dumps(out, indent=2))
         return
