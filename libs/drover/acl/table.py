@@ -111,6 +111,8 @@ TABLE: dict[str, Requirement] = {
     _S + "UpdateNodeStatus": glob("node", Level.WRITE),
     # The broker leader marks nodes whose heartbeat lease expired down (fenced).
     _S + "ReapMissedHeartbeats": SERVER,
+    # Many nodes' heartbeats in one call (a client process running many nodes).
+    _S + "HeartbeatNodes": glob("node", Level.WRITE),
     _B + "Dequeue": glob("scheduler", Level.WRITE),
     _B + "Ack": glob("scheduler", Level.WRITE),
     _B + "AckBatch": glob("scheduler", Level.WRITE),

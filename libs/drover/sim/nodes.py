@@ -2,7 +2,8 @@
 
 One process runs N nodes: it registers them (ready, with resources),
 heartbeats each one when the TTL the last answer named has passed (one
-schedule for all: :class:`drover.worker.heartbeats.HeartbeatSchedule`),
+schedule for all: :class:`drover.worker.heartbeats.HeartbeatSchedule`; the
+heartbeats due together go in one HeartbeatNodes call),
 follows the allocations placed on them (one List, then one Subscribe to the
 Allocation topic for the whole process, not one per node) and sends what
 :func:`.client.step` says is due, batched in UpdateAllocations calls. On a
@@ -32,8 +33,12 @@ log = logging.getLogger(__name__)
 _TERMINAL = (allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE, allocation_pb2.ALLOC_CLIENT_STATUS_FAILED,
              allocation_pb2.ALLOC_CLIENT_STATUS_LOST)
 BATCH = 100
-#: Registrations and heartbeats one process keeps in flight.
+#: Registrations and heartbeat calls one process keeps in flight.
 CONCURRENT = 64
+#: Heartbeats due within this many seconds are sent together, now.
+HEARTBEAT_WINDOW = 1.0
+#: Nodes per HeartbeatNodes call (the state service takes up to 1,000).
+BEATS_PER_CALL = 500
 
 
 @dataclass(frozen=True)
@@ -104,27 +109,40 @@ class SimNodes:
     async def _heartbeat(self) -> None:
         while True:
             now = self.clock()
-            due = self.schedule.due(now)
+            # Heartbeats due within the window go now, together: early is
+            # safe (the next TTL counts from the answer) and one call carries
+            # many nodes, so 10,000 nodes cost about one call a second.
+            due = self.schedule.due(now + HEARTBEAT_WINDOW)
             if not due:
                 at = self.schedule.next_at()
-                await asyncio.sleep(1.0 if at is None else min(max(at - now, 0.0), 1.0))
+                await asyncio.sleep(
+                    1.0 if at is None else min(max(at - HEARTBEAT_WINDOW - now, 0.01), 1.0))
                 continue
-            for i in range(0, len(due), CONCURRENT):
-                await asyncio.gather(*(self.beat(n) for n in due[i:i + CONCURRENT]))
+            calls = [due[i:i + BEATS_PER_CALL] for i in range(0, len(due), BEATS_PER_CALL)]
+            for i in range(0, len(calls), CONCURRENT):
+                await asyncio.gather(*(self.beat(c) for c in calls[i:i + CONCURRENT]))
 
-    async def beat(self, node_id: str) -> None:
-        """One heartbeat; the next is scheduled by the TTL its answer names."""
+    async def beat(self, node_ids: list[str]) -> None:
+        """One HeartbeatNodes call for ``node_ids``; each node's next heartbeat
+        is scheduled by the TTL its answer names."""
         sent = self.clock()
         try:
-            # A pure heartbeat: it never undoes an operator's down or drain.
-            resp = await self.stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(
-                id=node_id, heartbeat=True), timeout=10)
+            # Pure heartbeats: they never undo an operator's down or drain.
+            resp = await self.stub.HeartbeatNodes(state_pb2.HeartbeatNodesRequest(
+                node_ids=node_ids), timeout=30)
         except grpc.RpcError as e:
-            log.warning("heartbeat %s: %s", node_id, e)
-            self.schedule.failed(node_id, self.clock())
+            log.warning("heartbeats of %d nodes: %s", len(node_ids), e)
+            for node_id in node_ids:
+                self.schedule.failed(node_id, self.clock())
             return
-        self.heartbeats += 1
-        self.schedule.answered(node_id, sent, resp)
+        for beat in resp.heartbeats:
+            if beat.error_reason:
+                log.warning("heartbeat %s: %s: %s", beat.node_id, beat.error_reason,
+                            beat.error_message)
+                self.schedule.failed(beat.node_id, self.clock())
+                continue
+            self.heartbeats += 1
+            self.schedule.answered(beat.node_id, sent, beat)
 
     async def _job(self, ns: str, job_id: str, version: int) -> job_pb2.Job:
         key = (ns, job_id, version)

@@ -4,13 +4,20 @@ ReapMissedHeartbeats (the planners and what they write:
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
+from drover.errors import DroverError, InvalidArgument
 from drover.state.core.nodes import plan_node_status
 from drover.state.core.validate import check_name
 from drover.state.liveness import NodeLiveness
 from drover.state.write_calls import WriteCalls
+
+#: Nodes one HeartbeatNodes call may carry.
+MAX_HEARTBEATS = 1000
+#: Heartbeats of one call in flight together (lease keepalives, the rare grant).
+HEARTBEATS_IN_FLIGHT = 64
 
 
 class NodeStatusRpc:
@@ -41,3 +48,27 @@ class NodeStatusRpc:
         fence = self.writes.require_fence(context, "marking nodes down for missed heartbeats")
         resp = await self.liveness.reap(fence)
         return resp or state_pb2.ReapMissedHeartbeatsResponse()
+
+    async def HeartbeatNodes(self, request: Any, context: Any) -> Any:
+        ids = list(request.node_ids)
+        if len(ids) > MAX_HEARTBEATS:
+            raise InvalidArgument(f"node_ids: {len(ids)} nodes; one call takes at most "
+                                  f"{MAX_HEARTBEATS}", metadata={"field": "node_ids"})
+        for i, node_id in enumerate(ids):
+            check_name(node_id, f"node_ids[{i}]")
+        out = state_pb2.HeartbeatNodesResponse()
+        beats = [out.heartbeats.add(node_id=node_id) for node_id in ids]
+        gate = asyncio.Semaphore(HEARTBEATS_IN_FLIGHT)
+
+        async def one(beat: Any) -> None:
+            async with gate:
+                try:
+                    resp = await self.liveness.heartbeat(beat.node_id)
+                except DroverError as e:  # this node's, not the call's
+                    beat.error_reason, beat.error_message = e.reason, e.message
+                    return
+            beat.heartbeat_ttl.CopyFrom(resp.heartbeat_ttl)
+            beat.index, beat.unblocked = resp.index, resp.unblocked
+
+        await asyncio.gather(*(one(b) for b in beats))
+        return out

@@ -130,6 +130,9 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
     async def ReapMissedHeartbeats(self, request: Any, context: Any) -> Any:
         return await self._node_status.ReapMissedHeartbeats(request, context)
 
+    async def HeartbeatNodes(self, request: Any, context: Any) -> Any:
+        return await self._node_status.HeartbeatNodes(request, context)
+
     async def SubmitPlan(self, request: Any, context: Any) -> Any:
         return await self._plans.SubmitPlan(request, context)
 

@@ -19,14 +19,18 @@ class _Stub:
         self.beats: list[str] = []
         self.fail = False
 
-    async def UpdateNodeStatus(self, req: Any, **_: Any) -> Any:
+    async def HeartbeatNodes(self, req: Any, **_: Any) -> Any:
         if self.fail:
             raise grpc.aio.AioRpcError(grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(),
                                        grpc.aio.Metadata(), "down")
-        self.beats.append(req.id)
-        resp = state_pb2.UpdateNodeStatusResponse(index=1)
-        if self.ttl is not None:
-            resp.heartbeat_ttl.FromMilliseconds(int(self.ttl * 1000))
+        resp = state_pb2.HeartbeatNodesResponse()
+        for node_id in req.node_ids:
+            self.beats.append(node_id)
+            beat = resp.heartbeats.add(node_id=node_id, index=1)
+            if node_id == "gone":
+                beat.error_reason = "NOT_FOUND"
+            elif self.ttl is not None:
+                beat.heartbeat_ttl.FromMilliseconds(int(self.ttl * 1000))
         return resp
 
 
@@ -43,14 +47,24 @@ async def test_the_next_heartbeat_is_due_when_the_answered_ttl_passed(
     stub = _Stub(ttl)
     sim = _sim(stub, clock)
     clock.advance(10)
-    await sim.beat("sim-0")
+    await sim.beat(["sim-0"])
     assert stub.beats == ["sim-0"] and sim.heartbeats == 1
     assert sim.schedule.next_at() == 10 + next_in
+
+
+async def test_one_call_carries_many_nodes_and_one_nodes_error_is_its_own(
+        clock: VirtualClock) -> None:
+    stub = _Stub(20.0)
+    sim = _sim(stub, clock)
+    await sim.beat(["sim-0", "gone", "sim-1"])
+    assert stub.beats == ["sim-0", "gone", "sim-1"] and sim.heartbeats == 2
+    assert sim.schedule.due(1.0) == ["gone"]  # retried soon
+    assert sim.schedule.due(20.0) == ["sim-0", "sim-1"]
 
 
 async def test_a_failed_heartbeat_is_retried_within_a_second(clock: VirtualClock) -> None:
     stub = _Stub(200.0)
     stub.fail = True
     sim = _sim(stub, clock)
-    await sim.beat("sim-0")
+    await sim.beat(["sim-0"])
     assert sim.heartbeats == 0 and sim.schedule.next_at() == 1.0

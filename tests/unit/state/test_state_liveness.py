@@ -177,3 +177,29 @@ async def test_a_lease_from_a_small_cluster_is_replaced_once_it_grew(
     resp = await live.heartbeat("n0")
     assert resp.heartbeat_ttl.ToMilliseconds() == 24_000
     assert await store.revision() > rev and live.grants == 2
+
+
+async def test_one_call_heartbeats_many_nodes_each_answered_on_its_own(
+        service: StateService, store: MemoryKV, clock: VirtualClock) -> None:
+    _liveness(service)
+    for n in ("n1", "n2"):
+        await _register(service, n)
+    req = state_pb2.HeartbeatNodesRequest(node_ids=["n1", "nope", "n2"])
+    resp = await service.servicer.HeartbeatNodes(req, None)
+    assert [b.node_id for b in resp.heartbeats] == ["n1", "nope", "n2"]
+    ok, missing, ok2 = resp.heartbeats
+    assert ok.heartbeat_ttl.ToMilliseconds() == ok2.heartbeat_ttl.ToMilliseconds() == 10_000
+    assert missing.error_reason == "NOT_FOUND" and not missing.HasField("heartbeat_ttl")
+    rev = await store.revision()
+    clock.advance(9)
+    again = await service.servicer.HeartbeatNodes(
+        state_pb2.HeartbeatNodesRequest(node_ids=["n1", "n2"]), None)
+    assert all(b.heartbeat_ttl.ToMilliseconds() == 10_000 for b in again.heartbeats)
+    assert await store.revision() == rev  # renewals only
+
+
+async def test_a_heartbeat_call_over_the_cap_is_refused(service: StateService) -> None:
+    from drover.errors import InvalidArgument
+    req = state_pb2.HeartbeatNodesRequest(node_ids=[f"n{i}" for i in range(1001)])
+    with pytest.raises(InvalidArgument):
+        await service.servicer.HeartbeatNodes(req, None)

@@ -732,3 +732,31 @@ class ReapMissedHeartbeatsResponse(_message.Message):
     eval_ids: _containers.RepeatedScalarFieldContainer[str]
     remaining: int
     def __init__(self, index: _Optional[int] = ..., node_ids: _Optional[_Iterable[str]] = ..., lost: _Optional[int] = ..., eval_ids: _Optional[_Iterable[str]] = ..., remaining: _Optional[int] = ...) -> None: ...
+
+class HeartbeatNodesRequest(_message.Message):
+    __slots__ = ("node_ids",)
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    node_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class NodeHeartbeat(_message.Message):
+    __slots__ = ("node_id", "heartbeat_ttl", "index", "unblocked", "error_reason", "error_message")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_TTL_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    UNBLOCKED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_REASON_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    heartbeat_ttl: _duration_pb2.Duration
+    index: int
+    unblocked: int
+    error_reason: str
+    error_message: str
+    def __init__(self, node_id: _Optional[str] = ..., heartbeat_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., index: _Optional[int] = ..., unblocked: _Optional[int] = ..., error_reason: _Optional[str] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class HeartbeatNodesResponse(_message.Message):
+    __slots__ = ("heartbeats",)
+    HEARTBEATS_FIELD_NUMBER: _ClassVar[int]
+    heartbeats: _containers.RepeatedCompositeFieldContainer[NodeHeartbeat]
+    def __init__(self, heartbeats: _Optional[_Iterable[_Union[NodeHeartbeat, _Mapping]]] = ...) -> None: ...

@@ -195,6 +195,11 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.ReapMissedHeartbeatsRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ReapMissedHeartbeatsResponse.FromString,
                 _registered_method=True)
+        self.HeartbeatNodes = channel.unary_unary(
+                '/drover.state.v1.StateService/HeartbeatNodes',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.HeartbeatNodesRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.HeartbeatNodesResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -454,6 +459,17 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def HeartbeatNodes(self, request, context):
+        """The heartbeats of many nodes in one call (a client process that runs
+        many nodes, such as `drover sim nodes`): each as UpdateNodeStatus with
+        only `heartbeat` set, answered per node (its own heartbeat_ttl, or the
+        error that node's heartbeat met: the others are not refused with it).
+        At most 1,000 nodes per call (INVALID_ARGUMENT above).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -596,6 +612,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.ReapMissedHeartbeats,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ReapMissedHeartbeatsRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.ReapMissedHeartbeatsResponse.SerializeToString,
+            ),
+            'HeartbeatNodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.HeartbeatNodes,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.HeartbeatNodesRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.HeartbeatNodesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1375,6 +1396,33 @@ class StateService:
             '/drover.state.v1.StateService/ReapMissedHeartbeats',
             drover_dot_state_dot_v1_dot_state__pb2.ReapMissedHeartbeatsRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.ReapMissedHeartbeatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HeartbeatNodes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/HeartbeatNodes',
+            drover_dot_state_dot_v1_dot_state__pb2.HeartbeatNodesRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.HeartbeatNodesResponse.FromString,
             options,
             channel_credentials,
             insecure,
