@@ -112,12 +112,11 @@ class SimNodes:
             # Heartbeats due within the window go now, together: early is
             # safe (the next TTL counts from the answer) and one call carries
             # many nodes, so 10,000 nodes cost about one call a second.
-            due = self.schedule.due(now + HEARTBEAT_WINDOW)
-            if not due:
-                at = self.schedule.next_at()
-                await asyncio.sleep(
-                    1.0 if at is None else min(max(at - HEARTBEAT_WINDOW - now, 0.01), 1.0))
+            at = self.schedule.next_at()
+            if at is None or at > now:
+                await asyncio.sleep(1.0 if at is None else min(at - now, 1.0))
                 continue
+            due = self.schedule.due(now + HEARTBEAT_WINDOW)
             calls = [due[i:i + BEATS_PER_CALL] for i in range(0, len(due), BEATS_PER_CALL)]
             for i in range(0, len(calls), CONCURRENT):
                 await asyncio.gather(*(self.beat(c) for c in calls[i:i + CONCURRENT]))

@@ -68,3 +68,31 @@ async def test_a_failed_heartbeat_is_retried_within_a_second(clock: VirtualClock
     sim = _sim(stub, clock)
     await sim.beat(["sim-0"])
     assert sim.heartbeats == 0 and sim.schedule.next_at() == 1.0
+
+
+async def test_heartbeats_due_within_a_second_of_the_first_go_in_one_call(
+        clock: VirtualClock) -> None:
+    import asyncio
+
+    from drover.sim import nodes
+
+    stub = _Stub(100.0)
+    sim = _sim(stub, clock)
+    calls: list[list[str]] = []
+
+    async def beat(node_ids: list[str]) -> None:
+        calls.append(node_ids)
+
+    sim.beat = beat  # type: ignore[method-assign]
+    for i, at in enumerate((5.0, 5.4, 5.9, 7.0)):
+        sim.schedule.add(f"n{i}", at)
+    clock.advance(4.0)  # nothing due yet: the loop waits for the first
+    task = asyncio.create_task(sim._heartbeat())
+    await asyncio.sleep(0.05)
+    assert calls == []
+    clock.advance(1.0)
+    await asyncio.sleep(1.1)  # the loop naps at most a second
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert nodes.HEARTBEAT_WINDOW == 1.0
+    assert calls == [["n0", "n1", "n2"]]  # n3 (due at 7) waits for its own turn
