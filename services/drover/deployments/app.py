@@ -24,6 +24,7 @@ from drover.api.deployments.v1 import deployments_pb2_grpc
 from drover.config import ServeSettings, tuned_config
 from drover.coord import Keyspace, Leadership, LeadershipConfig, observe
 from drover.errors import DroverError
+from drover.rpc.propagation import ServerToken
 from drover.rpc.readiness import leader_known
 from drover.rpc.replicas import ReplicaPool, state_replicas
 from drover.rpc.server import App, AppContext, ServiceBinding
@@ -42,7 +43,7 @@ class DeploymentsApp:
     def __init__(self, settings: ServeSettings, *, leader_config: LeaderConfig | None = None,
                  leadership_config: LeadershipConfig | None = None) -> None:
         self.settings = settings
-        self._token = ""  # the server identity, with ACLs on (set_server_token)
+        self.server_token = ServerToken()  # the server identity, with ACLs on
         self._leadership_config = leadership_config or LeadershipConfig(
             ttl=settings.etcd.session_ttl)
         self._leader_config = leader_config
@@ -54,10 +55,7 @@ class DeploymentsApp:
         self._unregister: list[Any] = []
 
     def set_server_token(self, secret: str) -> None:
-        self._token = secret
-
-    def _server_token(self) -> str:
-        return self._token
+        self.server_token.secret = secret
 
     @property
     def bindings(self) -> Sequence[ServiceBinding]:
@@ -67,7 +65,7 @@ class DeploymentsApp:
             deployments_pb2_grpc.add_DeploymentWatcherServiceServicer_to_server)]
 
     async def prepare(self) -> None:
-        self.state = state_replicas(self.settings, self._server_token)
+        self.state = state_replicas(self.settings, self.server_token)
         api = GrpcStateApi(self.state)
         gc = GarbageCollector(api, GcConfig.from_settings(self.settings.gc))
         self.leader = WatcherLeader(api, self.settings.service, config=self._leader_config,
