@@ -326,7 +326,10 @@ class StateServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def UpsertAllocations(self, request, context):
-        """Scheduler workers place or replace allocations.
+        """Writes allocations as given: an operator's override (management token
+        only). Schedulers place through SubmitPlan, which judges room per node
+        and checks the evaluation's delivery. It rewrites the usage record of
+        every node it writes on, so plans judged before it are judged again.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
