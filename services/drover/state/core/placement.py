@@ -171,10 +171,16 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
                                       placement_ids=[a.id for a in parts[node_id].placements],
                                       update_ids=[a.id for a in parts[node_id].updates])
                 for node_id, why in sorted(refused.items())]
+    # Nothing written: refresh at the last change to a refused node (the plan
+    # that took its room wrote its allocations then), as Nomad refreshes at
+    # the allocations' and nodes' index rather than at an unrelated write.
+    last = max((max(view.mod(codec.NODES, codec.GLOBAL_NS, n),
+                    view.mod(codec.NODE_USAGE, codec.GLOBAL_NS, n)) for n in refused), default=0)
+    wrote = bool(plan.ops)
     return plan.build(
         lambda rev: state_pb2.SubmitPlanResponse(
             index=rev, placed=placed, updated=updated, unblocked=unblocked, refused=refusals,
-            refresh_index=rev if refusals else 0),
+            refresh_index=(rev if wrote else (last or rev)) if refusals else 0),
         conflict="the nodes or the job the plan was judged on changed while it was written")
 
 
