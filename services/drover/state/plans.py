@@ -12,6 +12,12 @@ attempt lost its race nothing is committed and every node is answered
 "node changed". A plan whose job or allocations moved is PLAN_STALE (the
 worker plans again on what it re-reads).
 
+Before any of it the plan's delivery is checked (:mod:`drover.state.deliveries`):
+a plan whose evaluation delivery ended is PLAN_DELIVERY_ENDED, one the
+broker cannot vouch for is UNAVAILABLE (BROKER_UNREACHABLE), and the txn
+compares the vouching broker leader's term, so a failover between the
+check and the commit refuses the plan too.
+
 Plans on one replica still go one at a time (a lock): not for safety
 (etcd orders them) but so that two plans on one replica do not make each
 other's txns fail for nothing.
@@ -23,9 +29,11 @@ import asyncio
 from typing import Any
 
 from drover.errors import Conflict
+from drover.state.core.delivery import TOKEN_MISMATCH, PlanDeliveryEnded
 from drover.state.core.placement import nothing_committed, plan_submit
 from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, namespace_arg, validated_plan
+from drover.state.deliveries import Deliveries, Unchecked
 from drover.state.write_calls import WriteCalls
 
 #: Commits one plan may try before its nodes are all answered "node changed".
@@ -33,8 +41,9 @@ PLAN_ATTEMPTS = 5
 
 
 class PlansRpc:
-    def __init__(self, writes: WriteCalls) -> None:
+    def __init__(self, writes: WriteCalls, deliveries: Deliveries | None = None) -> None:
         self.writes = writes
+        self.deliveries = deliveries or Unchecked()
         self._plan_lock: asyncio.Lock | None = None
 
     def _lock(self) -> asyncio.Lock:
@@ -52,9 +61,18 @@ class PlansRpc:
                    self.writes.max_objects)
         ctx = self.writes.write_context()
         async with self._lock():
+            # Checked right before the txn (after waiting for the lock): the
+            # broker's nack timer restarts now.
+            vouched = await self.deliveries.vouch(request.eval_id, request.eval_token)
             try:
                 return await self.writes.transact(
-                    lambda view: plan_submit(view, ctx, request, ns, placements, updates, evs),
+                    lambda view: plan_submit(view, ctx, request, ns, placements, updates, evs,
+                                             delivery=vouched),
                     self.writes.fence(context), sync_first=True, attempts=PLAN_ATTEMPTS)
             except Conflict:
+                if vouched is not None and not await self.deliveries.still_leads(vouched):
+                    raise PlanDeliveryEnded(
+                        f"{TOKEN_MISMATCH}: the broker leader that vouched for evaluation "
+                        f"{request.eval_id!r} lost its term while the plan was applied; "
+                        f"nothing was written") from None
                 return nothing_committed(placements, updates, self.writes.cache.revision)
