@@ -178,12 +178,17 @@ class Worker:
                 refused = from_rpc_error(e)
                 if refused.reason == "PLAN_DELIVERY_ENDED":
                     raise DeliveryEnded(str(refused)) from e
-                if refused.reason != "PLAN_STALE":
+                # BROKER_UNREACHABLE: nothing was written; the broker may be
+                # failing over, so try again shortly, as for a stale plan.
+                if refused.reason not in ("PLAN_STALE", "BROKER_UNREACHABLE"):
                     raise
                 self.stats.stale += 1
                 stale += 1
                 if stale >= self.config.plan_retries:
                     raise PlanRefused(f"plan stale {stale} times") from e
+                if refused.reason == "BROKER_UNREACHABLE":
+                    await asyncio.sleep(0.5 * stale)
+                    continue
                 index = int(refused.metadata.get("index", "0") or 0)
                 await self.view.wait_past(index, within=0.5)
                 continue
