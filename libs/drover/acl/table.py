@@ -94,7 +94,9 @@ TABLE: dict[str, Requirement] = {
     _S + "UpdateDeployment": SERVER,
     _S + "GetAllocation": ns("read-job"),
     _S + "ListAllocations": ns("read-job"),
-    _S + "UpsertAllocations": glob("scheduler", Level.WRITE),  # plan submission
+    # Allocations are placed through SubmitPlan (its per-node room check and
+    # delivery check); writing them directly is an operator's override.
+    _S + "UpsertAllocations": MANAGEMENT,
     _S + "UpdateAllocations": glob("node", Level.WRITE),  # client status reports
     _S + "UpsertNode": glob("node", Level.WRITE),
     _S + "GetNode": glob("node", Level.READ),

@@ -29,7 +29,8 @@ eligible, not draining, in the job's datacenters) are shuffled, up to
 better, less a penalty for co-locating the same task group) and the best
 wins. What does not fit anywhere is reported in ``queued``: the worker
 then creates a blocked evaluation. A plan never holds more than
-``max_ops`` writes; the remainder sets ``more`` for a follow-up evaluation.
+``max_ops`` writes (its allocations and a usage record per node it touches);
+the remainder sets ``more`` for a follow-up evaluation.
 """
 
 from __future__ import annotations
@@ -87,6 +88,12 @@ class Plan:
 
     def node_ids(self) -> set[str]:
         return {a.node_id for a in self.placements}
+
+    def objects(self) -> int:
+        """What the plan writes in its txn: its allocations and one usage
+        record per node it touches (the state service's rule)."""
+        nodes = {a.node_id for a in self.placements} | {a.node_id for a in self.updates}
+        return len(self.placements) + len(self.updates) + len(nodes)
 
 
 def schedulable(node: node_pb2.Node) -> bool:
@@ -179,7 +186,7 @@ class _Builder:
         self.packer = _Packer(snap, rng)
 
     def room(self) -> bool:
-        if len(self.plan.placements) + len(self.plan.updates) < self.max_ops:
+        if self.plan.objects() + 2 <= self.max_ops:  # an allocation, maybe a new node
             return True
         self.plan.more = True
         return False
@@ -349,7 +356,7 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
                                  and a.deployment_status.healthy))
         limit = max(0, tg.update.max_parallel - in_flight)
     for a in sorted(destructive, key=lambda a: name_index(a.name))[:limit]:
-        if len(b.plan.placements) + len(b.plan.updates) + 2 > b.max_ops:
+        if b.plan.objects() + 4 > b.max_ops:  # a stop and a placement, their nodes
             b.plan.more = True
             return
         b.stop(a, "alloc is being updated due to job update")

@@ -31,11 +31,14 @@ from drover.coord.keys import Keyspace
 from drover.coord.kv import MAX_TXN_OPS, Compare, KVStore, Put
 from drover.errors import DroverError
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
+from drover.rpc.channels import channel
+from drover.rpc.propagation import TokenSource
 from drover.rpc.server import App, AppContext, ServiceBinding
 from drover.state import metrics
 from drover.state.acl_admin import AclAdmin
 from drover.state.cache import Cache, CacheConfig
 from drover.state.core import codec
+from drover.state.deliveries import BrokerDeliveries, Deliveries
 from drover.state.deployment_update import DeploymentUpdateRpc
 from drover.state.eval_delete import DeleteByFilter
 from drover.state.eval_update import EvaluationUpdateRpc
@@ -109,8 +112,11 @@ async def token_key(store: KVStore, keys: codec.KeyCodec) -> bytes:
 async def build_on_store(
     store: KVStore, keyspace: Keyspace, *, cache_config: CacheConfig | None = None,
     subscribe_config: SubscribeConfig | None = None, writer_config: WriterConfig | None = None,
+    deliveries: Deliveries | None = None,
 ) -> StateService:
-    """The state service on any :class:`KVStore` (tests, benchmarks)."""
+    """The state service on any :class:`KVStore` (tests, benchmarks).
+    ``deliveries``: how SubmitPlan checks a plan's delivery (None: it does
+    not -- no broker runs; the served service always passes one)."""
     keys = codec.KeyCodec(keyspace)
     writer_config = writer_config or WriterConfig()
     cache = Cache(store, keys, cache_config or CacheConfig())
@@ -127,12 +133,15 @@ async def build_on_store(
         deployment_updates=DeploymentUpdateRpc(writes),
         gc=GarbageCollectRpc(cache, keys, writes),
         node_status=NodeStatusRpc(writes),
-        plans=PlansRpc(writes),
+        plans=PlansRpc(writes, deliveries),
         hub=Hub(cache, subscribe_config or SubscribeConfig()),
     )
     tasks = [cache._task] if cache._task is not None else []
     admin = AclAdmin(writer, AclKeys(keyspace.base), writes.now)
-    return StateService(servicer, admin, cache, writer, writes, cache.ready, tasks)
+    service = StateService(servicer, admin, cache, writer, writes, cache.ready, tasks)
+    if deliveries is not None:
+        service._closers.append(deliveries.close)
+    return service
 
 
 def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig, WriterConfig]:
@@ -141,17 +150,23 @@ def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig, Writ
             tuned_config(SubscribeConfig, settings), tuned_config(WriterConfig, settings))
 
 
-async def build_state_service(settings: ServeSettings) -> StateService:
+async def build_state_service(settings: ServeSettings,
+                              token: TokenSource = lambda: "") -> StateService:
     """Connect to etcd (a "bulk" client: the cache's watch streams the whole
-    keyspace), list the cache, and return the service ready to register."""
+    keyspace), list the cache, and return the service ready to register.
+    SubmitPlan asks the broker leader about each plan's delivery, over the
+    server's TLS with ``token`` (the server identity, with ACLs on)."""
     from drover.coord.connect import connect
 
     cache_config, subscribe_config, writer_config = configs(settings)
     client = await connect(settings.etcd, purpose="bulk")
     store = EtcdStore(client, max_txn_ops=writer_config.max_txn_ops)
-    service = await build_on_store(store, Keyspace(settings.etcd.prefix),
+    keyspace = Keyspace(settings.etcd.prefix)
+    deliveries = BrokerDeliveries(
+        store, keyspace, lambda address: channel(address, tls=settings.tls, token=token))
+    service = await build_on_store(store, keyspace,
                                    cache_config=cache_config, subscribe_config=subscribe_config,
-                                   writer_config=writer_config)
+                                   writer_config=writer_config, deliveries=deliveries)
     service._closers.append(client.close)
     return service
 
@@ -161,9 +176,13 @@ class StateApp:
         self.settings = settings
         self._service: StateService | None = None
         self._unregister: list[Callable[[], None]] = []
+        self._token = ""  # the server identity, with ACLs on (set_server_token)
+
+    def set_server_token(self, secret: str) -> None:
+        self._token = secret
 
     async def prepare(self) -> None:
-        self._service = await build_state_service(self.settings)
+        self._service = await build_state_service(self.settings, lambda: self._token)
 
     @property
     def bindings(self) -> list[ServiceBinding]:

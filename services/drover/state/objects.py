@@ -30,7 +30,10 @@ class ObjectsRpc:
         if not request.allocations:
             raise InvalidArgument("allocations must not be empty",
                                   metadata={"field": "allocations"})
-        within_cap(len(request.allocations), "allocations", self.writes.max_objects)
+        # One usage record per node rides in the txn (drover.state.core.usage).
+        nodes = {a.node_id for a in request.allocations if a.node_id}
+        within_cap(len(request.allocations) + len(nodes), "allocations",
+                   self.writes.max_objects)
         allocs = validated_allocs(request.allocations)
         ctx = self.writes.write_context()
         return await self.writes.transact(lambda view: plans.plan_upsert_allocs(view, ctx, allocs),

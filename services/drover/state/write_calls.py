@@ -21,7 +21,7 @@ from drover.state.cache import Cache
 from drover.state.core import codec
 from drover.state.core.plan import WriteContext
 from drover.state.core.rules import leader_fence
-from drover.state.transact import Planner, transact
+from drover.state.transact import ATTEMPTS, Planner, transact
 from drover.state.writes import Writer, fence_from
 
 
@@ -52,8 +52,9 @@ class WriteCalls:
                             self.writer.max_txn_ops, on_put=self.cache.tables.expect_put)
 
     async def transact(self, planner: Planner, fence: Fence | None, *,
-                       sync_first: bool = False) -> Any:
-        return await transact(self.cache, self.writer, planner, fence, sync_first=sync_first)
+                       sync_first: bool = False, attempts: int = ATTEMPTS) -> Any:
+        return await transact(self.cache, self.writer, planner, fence, sync_first=sync_first,
+                              attempts=attempts)
 
     def fence(self, context: Any) -> Fence | None:
         return fence_from(context)

@@ -1,4 +1,4 @@
-"""SubmitPlan (one txn, PLAN_STALE), UpdateNodeStatus and the register
+"""SubmitPlan (one txn, PLAN_STALE, partial commit), UpdateNodeStatus and the register
 semantics the scheduler relies on, against a real etcd."""
 
 from __future__ import annotations
@@ -78,23 +78,29 @@ async def test_plan_places_then_refuses_stale(replica) -> None:
     assert got.allocation.desired_status == STOP
 
 
-async def test_plan_refused_when_node_is_full_or_changed(replica) -> None:
+async def test_plan_partially_committed_when_a_node_is_full_or_draining(replica) -> None:
     stub = replica.stub
     await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job()))
     n1 = await _node(stub, "n1", cpu=150, mem=1000)
+    n2 = await _node(stub, "n2")
     job_index = await _job_index(stub)
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
-            eval_id="e1", namespace="default", job_id="web", job_index=job_index,
-            node_indexes={"n1": n1}, placements=[_alloc("a1", "n1"), _alloc("a2", "n1")]))
-    assert _reason(err.value) == "PLAN_STALE"
-    assert "no room" in (err.value.details() or "")
+    # n1 has room for one of the two: Nomad refuses the node's whole part.
+    resp = await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+        eval_id="e1", namespace="default", job_id="web", job_index=job_index,
+        node_indexes={"n1": n1, "n2": n2},
+        placements=[_alloc("a1", "n1"), _alloc("a2", "n1"), _alloc("a3", "n2")]))
+    assert resp.placed == 1 and resp.refresh_index == resp.index
+    assert [(r.node_id, r.reason, sorted(r.placement_ids)) for r in resp.refused] == [
+        ("n1", "node has no room: cpu", ["a1", "a2"])]
+    allocs = await stub.ListAllocations(state_pb2.ListAllocationsRequest(namespace="default"))
+    assert [a.id for a in allocs.allocations] == ["a3"]
     await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="n1", drain=True))
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
-            eval_id="e1", namespace="default", job_id="web", job_index=job_index,
-            node_indexes={"n1": n1}, placements=[_alloc("a1", "n1")]))
-    assert _reason(err.value) == "PLAN_STALE"
+    resp = await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+        eval_id="e1", namespace="default", job_id="web", job_index=job_index,
+        alloc_indexes={a.id: a.modify_index for a in allocs.allocations},
+        node_indexes={"n1": n1}, placements=[_alloc("a1", "n1")]))
+    assert resp.placed == 0 and [(r.node_id, r.reason) for r in resp.refused] == [
+        ("n1", "node is not eligible")]
 
 
 async def test_node_down_marks_allocations_lost_and_evaluates(replica) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
-from drover.state.core import codec
+from drover.state.core import codec, usage
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import allocation_owners, cas_holds, existing
 from drover.state.core.view import View, scheduler_config
@@ -45,6 +45,14 @@ def plan_upsert_allocs(view: View, ctx: WriteContext, allocs: Sequence[Any]) -> 
         a.create_time.CopyFrom(old.obj.create_time if old else ctx.now)
         a.modify_time.CopyFrom(ctx.now)
         plan.put(codec.ALLOCATIONS, a.namespace, a.id, a, old.mod if old else 0)
+    # A management override, never judged for room (plans are): it rewrites
+    # the usage record of every node it writes on, so a plan judged before
+    # it on any replica fails its compare and is judged again with it.
+    parts = usage.by_node((a for a in allocs if a.node_id), ())
+    for part in parts.values():
+        mod = view.mod(codec.NODE_USAGE, codec.GLOBAL_NS, part.node_id)
+        plan.put(codec.NODE_USAGE, codec.GLOBAL_NS, part.node_id,
+                 usage.record(view, part, ""), mod)
     ids = [a.id for a in allocs]
     return plan.build(lambda rev: state_pb2.UpsertAllocationsResponse(
         allocation_ids=ids, index=rev))

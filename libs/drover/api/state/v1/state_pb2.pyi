@@ -640,7 +640,7 @@ class GarbageCollectResponse(_message.Message):
     def __init__(self, examined: _Optional[int] = ..., evaluations: _Optional[int] = ..., allocations: _Optional[int] = ..., deployments: _Optional[int] = ..., jobs: _Optional[int] = ..., job_versions: _Optional[int] = ..., nodes: _Optional[int] = ..., done: _Optional[bool] = ..., after_index: _Optional[int] = ..., after_key: _Optional[str] = ..., txns: _Optional[int] = ..., largest_txn: _Optional[int] = ..., index: _Optional[int] = ...) -> None: ...
 
 class SubmitPlanRequest(_message.Message):
-    __slots__ = ("eval_id", "namespace", "job_id", "job_index", "alloc_indexes", "node_indexes", "placements", "updates", "evaluations")
+    __slots__ = ("eval_id", "namespace", "job_id", "job_index", "alloc_indexes", "node_indexes", "placements", "updates", "evaluations", "eval_token")
     class AllocIndexesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -664,6 +664,7 @@ class SubmitPlanRequest(_message.Message):
     PLACEMENTS_FIELD_NUMBER: _ClassVar[int]
     UPDATES_FIELD_NUMBER: _ClassVar[int]
     EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    EVAL_TOKEN_FIELD_NUMBER: _ClassVar[int]
     eval_id: str
     namespace: str
     job_id: str
@@ -673,19 +674,24 @@ class SubmitPlanRequest(_message.Message):
     placements: _containers.RepeatedCompositeFieldContainer[_allocation_pb2.Allocation]
     updates: _containers.RepeatedCompositeFieldContainer[_allocation_pb2.Allocation]
     evaluations: _containers.RepeatedCompositeFieldContainer[_evaluation_pb2.Evaluation]
-    def __init__(self, eval_id: _Optional[str] = ..., namespace: _Optional[str] = ..., job_id: _Optional[str] = ..., job_index: _Optional[int] = ..., alloc_indexes: _Optional[_Mapping[str, int]] = ..., node_indexes: _Optional[_Mapping[str, int]] = ..., placements: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., updates: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., evaluations: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ...) -> None: ...
+    eval_token: str
+    def __init__(self, eval_id: _Optional[str] = ..., namespace: _Optional[str] = ..., job_id: _Optional[str] = ..., job_index: _Optional[int] = ..., alloc_indexes: _Optional[_Mapping[str, int]] = ..., node_indexes: _Optional[_Mapping[str, int]] = ..., placements: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., updates: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., evaluations: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ..., eval_token: _Optional[str] = ...) -> None: ...
 
 class SubmitPlanResponse(_message.Message):
-    __slots__ = ("index", "placed", "updated", "unblocked")
+    __slots__ = ("index", "placed", "updated", "unblocked", "refused", "refresh_index")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     PLACED_FIELD_NUMBER: _ClassVar[int]
     UPDATED_FIELD_NUMBER: _ClassVar[int]
     UNBLOCKED_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    REFRESH_INDEX_FIELD_NUMBER: _ClassVar[int]
     index: int
     placed: int
     updated: int
     unblocked: int
-    def __init__(self, index: _Optional[int] = ..., placed: _Optional[int] = ..., updated: _Optional[int] = ..., unblocked: _Optional[int] = ...) -> None: ...
+    refused: _containers.RepeatedCompositeFieldContainer[RefusedNode]
+    refresh_index: int
+    def __init__(self, index: _Optional[int] = ..., placed: _Optional[int] = ..., updated: _Optional[int] = ..., unblocked: _Optional[int] = ..., refused: _Optional[_Iterable[_Union[RefusedNode, _Mapping]]] = ..., refresh_index: _Optional[int] = ...) -> None: ...
 
 class UpdateNodeStatusRequest(_message.Message):
     __slots__ = ("id", "status", "drain", "scheduling_eligibility", "heartbeat")
@@ -712,3 +718,15 @@ class UpdateNodeStatusResponse(_message.Message):
     eval_ids: _containers.RepeatedScalarFieldContainer[str]
     unblocked: int
     def __init__(self, index: _Optional[int] = ..., lost: _Optional[int] = ..., eval_ids: _Optional[_Iterable[str]] = ..., unblocked: _Optional[int] = ...) -> None: ...
+
+class RefusedNode(_message.Message):
+    __slots__ = ("node_id", "reason", "placement_ids", "update_ids")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_IDS_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    reason: str
+    placement_ids: _containers.RepeatedScalarFieldContainer[str]
+    update_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_id: _Optional[str] = ..., reason: _Optional[str] = ..., placement_ids: _Optional[_Iterable[str]] = ..., update_ids: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -326,7 +326,10 @@ class StateServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def UpsertAllocations(self, request, context):
-        """Scheduler workers place or replace allocations.
+        """Writes allocations as given: an operator's override (management token
+        only). Schedulers place through SubmitPlan, which judges room per node
+        and checks the evaluation's delivery. It rewrites the usage record of
+        every node it writes on, so plans judged before it are judged again.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -406,17 +409,23 @@ class StateServiceServicer:
     def SubmitPlan(self, request, context):
         """A scheduler worker's plan for one evaluation (Nomad's plan applier):
         placements, stops and in-place updates of one job, written in ONE etcd
-        txn, so the plan applies whole or not at all. Atomic only within etcd's
-        txn cap: a plan of more writes than the write cap is INVALID_ARGUMENT (the worker
-        places the rest in a follow-up evaluation). Refused with
-        FAILED_PRECONDITION, ErrorInfo PLAN_STALE, when the state it was
-        computed from moved: the job (its modify index), the job's allocations
-        (the set, and the modify index of each one the plan updates: a client's
-        report on one it leaves alone does not refuse it), or a node placed on
-        is gone, no longer ready and eligible, or has no
-        room left for the placements (re-checked at apply time, as Nomad's plan
-        applier re-checks each node; a heartbeat does not refuse a plan). The
-        worker re-reads and plans again. Also unblocks blocked evaluations of
+        txn. Any replica applies plans; etcd orders them: every node placed on
+        has a usage record the txn rewrites and compares, so two plans racing
+        for a node's last room through two replicas never both commit. Partial
+        commit, as Nomad: a node that is gone, not ready, not eligible, has no
+        room left ("node has no room: cpu") or kept changing under the plan
+        ("node changed") is left out -- its placements and updates -- and named
+        in `refused`, with `refresh_index` to re-read at; the other nodes
+        commit. The worker re-plans the refused placements. The plan writes at
+        most the write cap, counting one usage record per node it touches (the
+        worker places the rest in a follow-up evaluation). Refused whole with
+        FAILED_PRECONDITION, ErrorInfo PLAN_STALE, when the job (its modify
+        index) or the job's allocations (the set, and the modify index of each
+        one the plan updates) moved; with PLAN_DELIVERY_ENDED when the
+        evaluation's delivery (`eval_token`) is no longer outstanding at the
+        broker leader (nacked, nack timeout reached, redelivered, an earlier
+        broker term); UNAVAILABLE BROKER_UNREACHABLE when the broker could not
+        be asked (nothing written: retry). Also unblocks blocked evaluations of
         other jobs when the plan frees capacity (it stops allocations).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -71,3 +71,19 @@ class Node(_message.Message):
     resources: _job_pb2.Resources
     last_heartbeat: _timestamp_pb2.Timestamp
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., datacenter: _Optional[str] = ..., node_class: _Optional[str] = ..., address: _Optional[str] = ..., status: _Optional[_Union[NodeStatus, str]] = ..., scheduling_eligibility: _Optional[_Union[NodeSchedulingEligibility, str]] = ..., drain: _Optional[bool] = ..., attributes: _Optional[_Mapping[str, str]] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., status_updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resources: _Optional[_Union[_job_pb2.Resources, _Mapping]] = ..., last_heartbeat: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class NodeUsage(_message.Message):
+    __slots__ = ("node_id", "reserved", "allocations", "eval_id", "create_index", "modify_index")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    reserved: _job_pb2.Resources
+    allocations: int
+    eval_id: str
+    create_index: int
+    modify_index: int
+    def __init__(self, node_id: _Optional[str] = ..., reserved: _Optional[_Union[_job_pb2.Resources, _Mapping]] = ..., allocations: _Optional[int] = ..., eval_id: _Optional[str] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ...) -> None: ...
