@@ -101,13 +101,14 @@ def _watch(stub: Any, delay: float, seconds: float) -> dict[str, Any]:
             if a.client_status == RUNNING and a.id not in running_at:
                 running_at[a.id] = _ts(a.modify_time)
         time.sleep(0.05)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for a in seen.values():
         prev = seen.get(a.previous_allocation)
         if prev is None or not prev.HasField("finished_at"):
             continue
         crash = _ts(prev.finished_at)
-        row = {"alloc": a.id[:8], "previous": prev.id[:8], "placed": _ts(a.create_time) - crash}
+        row: dict[str, Any] = {"alloc": a.id[:8], "previous": prev.id[:8],
+                               "placed": _ts(a.create_time) - crash}
         if a.id in running_at:
             row["running"] = running_at[a.id] - crash
             row["overhead"] = row["running"] - delay

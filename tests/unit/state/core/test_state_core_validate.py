@@ -41,7 +41,7 @@ def test_empty_is_required_and_star_only_where_allowed() -> None:
 
 
 def _ev(eid: str, **kw: object) -> evaluation_pb2.Evaluation:
-    return evaluation_pb2.Evaluation(id=eid, type="service", **kw)
+    return evaluation_pb2.Evaluation(id=eid, type="service", **kw)  # type: ignore[arg-type]
 
 
 def test_owned_evals_fill_in_the_request_itself_and_copies_do_not() -> None:
