@@ -115,7 +115,7 @@ def test_failing_update_auto_reverts(suite: dict[str, str]) -> None:
     broken = _run(suite, EX / "rolling-broken.yaml")
     watch = drover(suite, "deployment", "status", broken["deployment_id"], "--watch")
     assert watch.returncode == 1
-    assert "reverting to job version 0" in watch.stdout
+    assert "rolling back to job version 0" in watch.stdout
     # the revert is version 2 (the spec of version 0), rolled out and stable
     job = _until(lambda: (j := _json(suite, "job", "status", "api"))["job"].get("stable")
                  and j["job"].get("version") == "2" and j, 60, "api reverted and stable")

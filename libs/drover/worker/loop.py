@@ -236,7 +236,8 @@ class Worker:
                 order_by="create_index desc", page_size=1), timeout=30)
             deployment = deps.deployments[0] if deps.deployments else None
         return Snapshot(ns, job_id, job, versions, deployment, allocs,
-                        list(self.view.nodes.values()), dict(self.view.used), eval_id=ev.id)
+                        list(self.view.nodes.values()), dict(self.view.used), eval_id=ev.id,
+                        now=time.time())
 
     async def submit(self, ev: evaluation_pb2.Evaluation, snap: Snapshot, plan: Plan,
                      token: str = "") -> state_pb2.SubmitPlanResponse:
@@ -247,7 +248,8 @@ class Worker:
             job_index=snap.job.modify_index if snap.job is not None else 0,
             alloc_indexes={a.id: a.modify_index for a in snap.allocs},
             node_indexes={n: nodes[n] for n in plan.node_ids()},
-            placements=plan.placements, updates=plan.updates, eval_token=token), timeout=30)
+            placements=plan.placements, updates=plan.updates,
+            evaluations=plan.evaluations, eval_token=token), timeout=30)
         self.stats.placed += resp.placed
         return resp
 

@@ -6,9 +6,11 @@ reserves -- into a :class:`Plan`: placements, stops and in-place updates,
 the way Nomad's generic scheduler reconciles a task group:
 
 - lost allocations (their node went down or drains) are stopped and
-  replaced; failed ones of an older version are stopped and replaced, failed
-  ones of the current version stay (the deployment fails on them; nothing
-  reschedules them);
+  replaced at once; failed ones of an older version are stopped and
+  replaced; failed ones of the current version are rescheduled by their
+  group's reschedule policy (:mod:`.failed`: now, by a follow-up
+  evaluation due later, or not at all once the policy is spent);
+- a failed or cancelled deployment's un-promoted canaries are stopped;
 - an old allocation whose tasks are unchanged in the new version is updated
   in place (same node, new version); the others need a destructive update:
   stop and place a replacement;
@@ -41,8 +43,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2, node_pb2
+from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2, node_pb2
 
+from . import failed as failed_allocs
+from . import reschedule
 from .resources import Vec, group_ask, is_live
 
 RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
@@ -52,6 +56,8 @@ FAILED = allocation_pb2.ALLOC_CLIENT_STATUS_FAILED
 COMPLETE = allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE
 PENDING = allocation_pb2.ALLOC_CLIENT_STATUS_PENDING
 DEP_RUNNING = deployment_pb2.DEPLOYMENT_STATUS_RUNNING
+DEP_FAILED = deployment_pb2.DEPLOYMENT_STATUS_FAILED
+DEP_CANCELLED = deployment_pb2.DEPLOYMENT_STATUS_CANCELLED
 
 _INDEX = re.compile(r"\[(\d+)\]$")
 
@@ -70,6 +76,8 @@ class Snapshot:
     #: Per node id: what its live allocations (of every job) reserve.
     node_used: Mapping[str, Vec]
     eval_id: str = ""
+    #: Wall-clock seconds the plan is computed at (reschedule delays count on it).
+    now: float = 0.0
 
 
 @dataclass
@@ -81,10 +89,12 @@ class Plan:
     queued: dict[str, int] = field(default_factory=dict)
     #: More work than fit in this plan: evaluate again.
     more: bool = False
+    #: Evaluations written with the plan (reschedules due later).
+    evaluations: list[evaluation_pb2.Evaluation] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not self.placements and not self.updates
+        return not self.placements and not self.updates and not self.evaluations
 
     def node_ids(self) -> set[str]:
         return {a.node_id for a in self.placements}
@@ -262,6 +272,30 @@ def compute_plan(snap: Snapshot, *, rng: random.Random | None = None,
     return b.plan
 
 
+def _failed(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup, a: allocation_pb2.Allocation,
+            dep: deployment_pb2.Deployment | None, dep_id: str,
+            later: list[tuple[float, allocation_pb2.Allocation]]) -> None:
+    """A failed allocation of the current version (:mod:`.failed`): replaced
+    now, noted for a follow-up evaluation, or kept."""
+    policy = reschedule.resolve(job.type, tg.reschedule if tg.HasField("reschedule") else None)
+    j = failed_allocs.judge(a, policy, b.snap.eval_id, b.snap.now, dep)
+    if j.verdict is failed_allocs.Verdict.LATER:
+        later.append((j.at, a))
+    if j.verdict is not failed_allocs.Verdict.NOW:
+        return
+    if len(b.plan.placements) + len(b.plan.updates) + 2 > b.max_ops:
+        b.plan.more = True
+        return
+    if not b.stop(a, failed_allocs.STOP_DESCRIPTION):
+        return
+    if not b.place(job, tg, name_index(a.name), dep_id, previous=a.id):
+        b.plan.updates.pop()  # nowhere to go: it stays failed (queued: blocked evaluation)
+        return
+    new = b.plan.placements[-1]
+    new.reschedule_tracker.CopyFrom(failed_allocs.replacement_tracker(policy, a, b.snap.now))
+    b.plan.updates[-1].next_allocation = new.id
+
+
 def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
                      allocs: list[allocation_pb2.Allocation]) -> None:
     snap = b.snap
@@ -274,6 +308,7 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
     node_ok = {n.id for n in snap.nodes if n.status == node_pb2.NODE_STATUS_READY
                and not n.drain}
 
+    later: list[tuple[float, allocation_pb2.Allocation]] = []  # reschedules due later
     current: list[allocation_pb2.Allocation] = []  # new version, occupying a slot
     old: list[allocation_pb2.Allocation] = []      # older version, live
     free_names: list[int] = []                     # indexes freed by stops
@@ -290,11 +325,27 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
             continue
         if a.client_status == FAILED:
             if a.job_version == job.version:
-                current.append(a)  # the deployment fails on it; no rescheduling
+                current.append(a)  # holds its slot: replaced (now) or not (failed module)
+                _failed(b, job, tg, a, dep, dep_id, later)
             elif b.stop(a, "alloc failed; replaced by the new version"):
                 free_names.append(name_index(a.name))
             continue
         (current if a.job_version == job.version else old).append(a)
+    if later:
+        evals, marked = failed_allocs.later_evals(job, snap.eval_id, later, b.new_id)
+        if len(b.plan.placements) + len(b.plan.updates) + len(marked) <= b.max_ops:
+            b.plan.updates.extend(marked)
+            b.plan.evaluations.extend(evals)
+        else:
+            b.plan.more = True
+    if dep is not None and dep.status in (DEP_FAILED, DEP_CANCELLED) and not (
+            dstate is not None and dstate.promoted):
+        # Nomad's cancelUnneededCanaries: a failed or cancelled deployment's
+        # un-promoted canaries go.
+        for a in [a for a in current if a.deployment_status.canary
+                  and a.deployment_id == dep.id and a.client_status != FAILED]:
+            if b.stop(a, "alloc not needed due to job update"):
+                current.remove(a)
 
     old_tg = {a.id: _group(snap.versions.get(a.job_version), tg.name) for a in old}
     inplace = [a for a in old if not batch and _tasks_equal(old_tg[a.id], tg)]
@@ -333,7 +384,7 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
     if len(current) >= tg.count:
         for a in destructive:
             b.stop(a, "alloc not needed: replaced by the new version")
-        extra = sorted((a for a in current if a.client_status != COMPLETE),
+        extra = sorted((a for a in current if a.client_status not in (COMPLETE, FAILED)),
                        key=lambda a: -name_index(a.name))[: len(current) - tg.count]
         for a in extra:
             b.stop(a, "alloc not needed due to job update")

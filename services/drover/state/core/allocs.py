@@ -5,7 +5,9 @@
   an existing one keeps its ``create_time``; its job and deployment must
   exist (:func:`allocation_owners`, compared on their create revision).
 - **UpdateAllocations** merges: only client status, description and
-  deployment health of *existing* allocations (updates never create).
+  deployment health of *existing* allocations (updates never create); a
+  report of a failure the group's reschedule policy allows creates its
+  ``alloc-failure`` evaluation in the same txn (:mod:`.alloc_failure`).
 - **SetSchedulerConfig**: a put compared on the config's revision; with
   ``cas_index`` it applies only when that is the revision the caller saw,
   and answers ``updated=false`` (writing nothing) otherwise.
@@ -17,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
-from drover.state.core import codec, usage
+from drover.state.core import alloc_failure, codec, usage
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import allocation_owners, cas_holds, existing
 from drover.state.core.view import View, scheduler_config
@@ -28,7 +30,9 @@ def apply_allocation_update(alloc: Any, update: Any, now: Any) -> None:
     health) into ``alloc``; unset fields leave the stored values alone.
     Shared by UpdateAllocations and the watcher's UpdateDeployment."""
     if update.client_status:
+        before = alloc.client_status
         alloc.client_status = update.client_status
+        alloc_failure.finished(alloc, before, now)
     if update.client_description:
         alloc.client_description = update.client_description
     if update.HasField("healthy"):
@@ -60,11 +64,18 @@ def plan_upsert_allocs(view: View, ctx: WriteContext, allocs: Sequence[Any]) -> 
 
 def plan_update_allocs(view: View, ctx: WriteContext, updates: Sequence[Any]) -> WritePlan:
     plan = PlanBuilder(ctx.keys, ctx.on_put)
+    merged = []
     for u in updates:
         ns = u.namespace or "default"
         found = existing(view, codec.ALLOCATIONS, ns, u.id, "allocation")
+        before = found.obj.client_status
         apply_allocation_update(found.obj, u, ctx.now)
-        plan.put(codec.ALLOCATIONS, ns, u.id, found.obj, found.mod)
+        merged.append((ns, u.id, found, alloc_failure.newly_failed(before, found.obj)))
+    # Failures the policy lets reschedule: their evaluations, in this txn.
+    alloc_failure.plan_failure_evals(view, ctx, plan, [f.obj for *_, f, new in merged if new],
+                                     room=ctx.max_objects - len(merged))
+    for ns, alloc_id, found, _ in merged:
+        plan.put(codec.ALLOCATIONS, ns, alloc_id, found.obj, found.mod)
     return plan.build(lambda rev: state_pb2.UpdateAllocationsResponse(index=rev))
 
 

@@ -144,7 +144,10 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
             a.create_time.CopyFrom(ctx.now)
             a.modify_time.CopyFrom(ctx.now)
             plan.put(codec.ALLOCATIONS, ns, a.id, a, None)
-    for ev in evs:
+    for ev in evs:  # the call's own copies: set idempotently on each attempt
+        if not ev.HasField("create_time"):
+            ev.create_time.CopyFrom(ctx.now)
+        ev.modify_time.CopyFrom(ctx.now)
         plan.put(codec.EVALUATIONS, ev.namespace, ev.id, ev, 0)
     for part in kept:
         usage.order(plan, view, part, request.eval_id)

@@ -16,6 +16,7 @@ from typing import Any
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2
 from drover.errors import InvalidArgument
+from drover.worker import reschedule
 from drover.worker.resources import fill_defaults
 
 #: A valid namespace or id. One compiled match, not a set built per call:
@@ -87,8 +88,21 @@ def validate_job(src: job_pb2.Job) -> job_pb2.Job:
         if tg.count < 0:
             raise InvalidArgument(f"task group {tg.name!r} count must be >= 0",
                                   metadata={"field": f"job.task_groups[{i}].count"})
+        _check_reschedule(job, tg, f"job.task_groups[{i}].reschedule")
     fill_defaults(job)
     return job
+
+
+def _check_reschedule(job: job_pb2.Job, tg: job_pb2.TaskGroup, field: str) -> None:
+    """Nomad's rules for the group's reschedule block, merged over the job
+    type's defaults (an unset block is the default, always valid)."""
+    if not tg.HasField("reschedule"):
+        return
+    policy = reschedule.resolve(job.type, tg.reschedule)
+    wrong = reschedule.problems(policy) if policy is not None else []
+    if wrong:
+        raise InvalidArgument(f"task group {tg.name!r} reschedule: {'; '.join(wrong)}",
+                              metadata={"field": field})
 
 
 def eval_is_complete(ev: evaluation_pb2.Evaluation) -> bool:

@@ -88,7 +88,7 @@ class Task(_message.Message):
     def __init__(self, name: _Optional[str] = ..., driver: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., meta: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class TaskGroup(_message.Message):
-    __slots__ = ("name", "count", "update", "tasks", "meta")
+    __slots__ = ("name", "count", "update", "tasks", "meta", "reschedule")
     class MetaEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -101,12 +101,14 @@ class TaskGroup(_message.Message):
     UPDATE_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
     META_FIELD_NUMBER: _ClassVar[int]
+    RESCHEDULE_FIELD_NUMBER: _ClassVar[int]
     name: str
     count: int
     update: UpdateStrategy
     tasks: _containers.RepeatedCompositeFieldContainer[Task]
     meta: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., update: _Optional[_Union[UpdateStrategy, _Mapping]] = ..., tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ..., meta: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    reschedule: ReschedulePolicy
+    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., update: _Optional[_Union[UpdateStrategy, _Mapping]] = ..., tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ..., meta: _Optional[_Mapping[str, str]] = ..., reschedule: _Optional[_Union[ReschedulePolicy, _Mapping]] = ...) -> None: ...
 
 class Job(_message.Message):
     __slots__ = ("id", "namespace", "name", "type", "priority", "datacenters", "task_groups", "version", "stable", "stop", "status", "status_description", "meta", "create_index", "modify_index", "job_modify_index", "submit_time")
@@ -152,3 +154,19 @@ class Job(_message.Message):
     job_modify_index: int
     submit_time: _timestamp_pb2.Timestamp
     def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., type: _Optional[_Union[JobType, str]] = ..., priority: _Optional[int] = ..., datacenters: _Optional[_Iterable[str]] = ..., task_groups: _Optional[_Iterable[_Union[TaskGroup, _Mapping]]] = ..., version: _Optional[int] = ..., stable: _Optional[bool] = ..., stop: _Optional[bool] = ..., status: _Optional[_Union[JobStatus, str]] = ..., status_description: _Optional[str] = ..., meta: _Optional[_Mapping[str, str]] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., job_modify_index: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ReschedulePolicy(_message.Message):
+    __slots__ = ("attempts", "interval", "delay", "delay_function", "max_delay", "unlimited")
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    DELAY_FIELD_NUMBER: _ClassVar[int]
+    DELAY_FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    MAX_DELAY_FIELD_NUMBER: _ClassVar[int]
+    UNLIMITED_FIELD_NUMBER: _ClassVar[int]
+    attempts: int
+    interval: _duration_pb2.Duration
+    delay: _duration_pb2.Duration
+    delay_function: str
+    max_delay: _duration_pb2.Duration
+    unlimited: bool
+    def __init__(self, attempts: _Optional[int] = ..., interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., delay_function: _Optional[str] = ..., max_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., unlimited: _Optional[bool] = ...) -> None: ...
