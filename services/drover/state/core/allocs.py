@@ -4,6 +4,9 @@
   allocation compared on the revision the view holds (absent: a create),
   an existing one keeps its ``create_time``; its job and deployment must
   exist (:func:`allocation_owners`, compared on their create revision).
+  One stored exactly so already (a retried create,
+  :mod:`drover.state.core.recreate`) is compared, not put: all such, and
+  nothing is written.
 - **UpdateAllocations** merges: only client status, description and
   deployment health of *existing* allocations (updates never create).
 - **SetSchedulerConfig**: a put compared on the config's revision; with
@@ -19,6 +22,7 @@ from typing import Any
 from drover.api.state.v1 import state_pb2
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
+from drover.state.core.recreate import identical_existing
 from drover.state.core.rules import allocation_owners, cas_holds, existing
 from drover.state.core.view import View, scheduler_config
 
@@ -41,6 +45,11 @@ def plan_upsert_allocs(view: View, ctx: WriteContext, allocs: Sequence[Any]) -> 
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     allocation_owners(view, list(allocs), plan)
     for a in allocs:  # the call's own copies: set idempotently on each attempt
+        if identical_existing(view, codec.ALLOCATIONS, a.namespace, a.id, a):
+            # a retried create: stays as stored (compared), nothing put
+            plan.compare_mod(codec.ALLOCATIONS, a.namespace, a.id,
+                             view.mod(codec.ALLOCATIONS, a.namespace, a.id))
+            continue
         old = view.get(codec.ALLOCATIONS, a.namespace, a.id)
         a.create_time.CopyFrom(old.obj.create_time if old else ctx.now)
         a.modify_time.CopyFrom(ctx.now)

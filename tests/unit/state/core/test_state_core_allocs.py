@@ -9,6 +9,7 @@ from core_data import context, key, view
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import (
     allocation_pb2,
+    job_pb2,
     scheduler_pb2,
 )
 from drover.coord.kv import Compare
@@ -33,3 +34,19 @@ def test_update_allocations_never_create() -> None:
     a = allocation_pb2.Allocation(id="a1", namespace="default", job_id="j")
     plan = allocs.plan_update_allocs(view([(codec.ALLOCATIONS, a, 3, 4)]), context(), [update])
     assert plan.compares == (Compare(key(codec.ALLOCATIONS, "default", "a1"), "mod", 4),)
+
+
+def test_upsert_allocations_same_create_again_writes_nothing() -> None:
+    """An allocation stored exactly as upserted again (a retried create,
+    times aside) is compared, not put; a changed one is put."""
+    job = job_pb2.Job(id="j", namespace="default")
+    stored = allocation_pb2.Allocation(id="a1", namespace="default", job_id="j", node_id="n")
+    stored.create_time.seconds = 5
+    v = view([(codec.JOBS, job, 2, 2), (codec.ALLOCATIONS, stored, 3, 4)])
+    again = allocation_pb2.Allocation(id="a1", namespace="default", job_id="j", node_id="n")
+    plan = allocs.plan_upsert_allocs(v, context(), [again])
+    assert not plan.writes
+    assert Compare(key(codec.ALLOCATIONS, "default", "a1"), "mod", 4) in plan.compares
+    moved = allocation_pb2.Allocation(id="a1", namespace="default", job_id="j", node_id="m")
+    plan = allocs.plan_upsert_allocs(v, context(), [moved])
+    assert plan.writes and plan.events[0].id == "a1"
