@@ -88,9 +88,9 @@ TABLE: dict[str, Requirement] = {
     _S + "ListJobs": ns("list-jobs"),
     _S + "ListJobVersions": ns("read-job"),
     _S + "DeregisterJob": ns("submit-job"),
-    _S + "GetEvaluation": ns("list-evals", empty_is_all=True),
-    _S + "ListEvaluations": ns("list-evals"),
-    _S + "CountEvaluations": ns("list-evals"),
+    _S + "GetEvaluation": ns("read-job", empty_is_all=True),
+    _S + "ListEvaluations": ns("read-job"),
+    _S + "CountEvaluations": ns("read-job"),
     _S + "DeleteEvaluations": MANAGEMENT,
     # Creating evaluations asks for scheduling; writing an outcome also
     # needs the fence and the server identity (checked by the state service).
@@ -123,10 +123,10 @@ TABLE: dict[str, Requirement] = {
     _B + "GetBrokerStats": glob("operator", Level.READ),
     _B + "ListQueue": glob("operator", Level.READ),
     _B + "CancelEvaluation": glob("operator", Level.WRITE),
-    _D + "PromoteDeployment": ns("deployment-write"),
-    _D + "PauseDeployment": ns("deployment-write"),
-    _D + "FailDeployment": ns("deployment-write"),
-    _D + "SetAllocHealth": ns("deployment-write"),
+    _D + "PromoteDeployment": ns("submit-job"),
+    _D + "PauseDeployment": ns("submit-job"),
+    _D + "FailDeployment": ns("submit-job"),
+    _D + "SetAllocHealth": ns("submit-job"),
     _D + "GetWatcherStats": glob("operator", Level.READ),
     # `drover system gc` (Nomad: management).
     _D + "CollectGarbage": MANAGEMENT,

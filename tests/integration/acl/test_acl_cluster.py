@@ -37,7 +37,7 @@ namespace:
 operator: {policy: read}
 node: {policy: read}
 """
-WORKER = "scheduler: {policy: write}\nnamespace: {'*': {capabilities: [list-evals]}}"
+WORKER = "scheduler: {policy: write}\nnamespace: {'*': {capabilities: [read-job]}}"
 
 
 @dataclass
@@ -309,7 +309,7 @@ async def test_undecodable_requests_get_a_clear_status_with_acls_on(acl: Acl) ->
 async def test_a_deployment_write_reaches_state_through_the_watchers_server_identity(
     acl: Acl,
 ) -> None:
-    """The user needs deployment-write at the watcher; the watcher then writes
+    """The user needs submit-job at the watcher; the watcher then writes
     UpdateDeployment (server only, fenced) to state as the server."""
     from drover.api.deployments.v1 import deployments_pb2
 
@@ -321,7 +321,7 @@ async def test_a_deployment_write_reaches_state_through_the_watchers_server_iden
                               secret=acl.management)
     assert code == grpc.StatusCode.OK and reg.deployment_id, reg
     code, _, _ = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
-        name="deployer", rules="namespace: {default: {capabilities: [deployment-write]}}"),
+        name="deployer", rules="namespace: {default: {capabilities: [submit-job]}}"),
         secret=acl.management)
     assert code == grpc.StatusCode.OK
     code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
