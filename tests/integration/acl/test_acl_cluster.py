@@ -25,7 +25,7 @@ from drover.acl.table import TABLE
 from drover.api.acl.v1 import acl_pb2
 from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.api.types.v1 import evaluation_pb2, job_pb2, scheduler_pb2
+from drover.api.types.v1 import evaluation_pb2, job_pb2, node_pb2, scheduler_pb2
 
 pytestmark = pytest.mark.slow
 
@@ -385,3 +385,34 @@ async def test_subscribe_is_checked_per_topic_and_filters_every_namespace(acl: A
         seen += [e.namespace for e in resp.events]
     stream.cancel()
     assert seen == ["team-a"]
+
+
+async def test_with_acls_a_node_speaks_only_with_its_own_secret(acl: Acl) -> None:
+    """Nomad's client-only rule: with ACLs on, a heartbeat or a
+    re-registration needs the node's own secret (a management token is not
+    enough); an operator's drain needs only node write."""
+    from drover.acl.node_secret import node_secret_metadata
+    proxy = acl.cluster.channel("proxy")
+    stub = state_pb2_grpc.StateServiceStub(proxy)
+    code, _, _ = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+        name="client", rules="node: {policy: write}"), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
+        name="client-token", policies=["client"]), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    md = bearer(tok.secret_id)
+    reg = await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
+        id="acl-node", status=node_pb2.NODE_STATUS_READY)), metadata=md, timeout=5)
+    assert reg.secret_id
+    beat = state_pb2.UpdateNodeStatusRequest(id="acl-node", heartbeat=True)
+    for who in (md, bearer(acl.management)):
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.UpdateNodeStatus(beat, metadata=who, timeout=5)
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        with pytest.raises(grpc.aio.AioRpcError):
+            await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
+                id="acl-node")), metadata=who, timeout=5)
+    own = (*md, *node_secret_metadata(reg.secret_id))
+    await stub.UpdateNodeStatus(beat, metadata=own, timeout=5)
+    await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="acl-node", drain=True),
+                                metadata=md, timeout=5)

@@ -8,7 +8,8 @@
   :mod:`drover.state.core.recreate`) is compared, not put: all such, and
   nothing is written.
 - **UpdateAllocations** merges: only client status, description and
-  deployment health of *existing* allocations (updates never create).
+  deployment health of *existing* allocations (updates never create),
+  from the node each runs on (:mod:`drover.state.core.node_secret`).
 - **SetSchedulerConfig**: a put compared on the config's revision; with
   ``cas_index`` it applies only when that is the revision the caller saw,
   and answers ``updated=false`` (writing nothing) otherwise.
@@ -21,6 +22,7 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.state.core import codec
+from drover.state.core.node_secret import UNCHECKED, NodeProof, check_node
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.recreate import identical_existing
 from drover.state.core.rules import allocation_owners, cas_holds, existing
@@ -59,11 +61,18 @@ def plan_upsert_allocs(view: View, ctx: WriteContext, allocs: Sequence[Any]) -> 
         allocation_ids=ids, index=rev))
 
 
-def plan_update_allocs(view: View, ctx: WriteContext, updates: Sequence[Any]) -> WritePlan:
+def plan_update_allocs(view: View, ctx: WriteContext, updates: Sequence[Any],
+                       proof: NodeProof = UNCHECKED) -> WritePlan:
+    """UpdateAllocations; a client's updates are accepted only from the
+    node each allocation runs on (``proof``: :mod:`drover.state.core.node_secret`)."""
     plan = PlanBuilder(ctx.keys, ctx.on_put)
+    checked = proof.required or proof.presented is not None
     for u in updates:
         ns = u.namespace or "default"
         found = existing(view, codec.ALLOCATIONS, ns, u.id, "allocation")
+        if checked:
+            node = existing(view, codec.NODES, codec.GLOBAL_NS, found.obj.node_id, "node")
+            check_node(node.obj, proof, f"an update of allocation {u.id!r}")
         apply_allocation_update(found.obj, u, ctx.now)
         plan.put(codec.ALLOCATIONS, ns, u.id, found.obj, found.mod)
     return plan.build(lambda rev: state_pb2.UpdateAllocationsResponse(index=rev))
