@@ -16,6 +16,8 @@ Requirement kinds:
   ACL administration);
 * ``server``: the cluster's own server identity only (writes only a leader
   may make; the state service also requires the leader's fence);
+* ``topics``: per topic of a Subscribe, as Nomad's event stream
+  (:mod:`drover.acl.topics`);
 * ``authenticated``: any valid token (GetSelfToken);
 * ``none``: anyone (Bootstrap, guarded by its once-only txn).
 
@@ -32,6 +34,7 @@ from typing import Any
 from drover.acl.acl import ALL_NAMESPACES, Identity, IdentityKind
 from drover.acl.errors import PermissionDenied
 from drover.acl.policy import Level
+from drover.acl.topics import authorize_topics
 
 __all__ = ["TABLE", "Requirement", "authorize", "request_namespaces"]
 
@@ -40,7 +43,7 @@ DEFAULT_NAMESPACE = "default"
 
 @dataclass(frozen=True, slots=True)
 class Requirement:
-    kind: str  # namespace | global | management | server | authenticated | none
+    kind: str  # namespace | global | management | server | topics | authenticated | none
     capability: str = ""
     area: str = ""
     level: Level = Level.NONE
@@ -53,7 +56,9 @@ class Requirement:
         if self.kind == "global":
             return f"{self.area} {self.level.name.lower()}"
         return {"management": "a management token", "server": "the server identity",
-                "authenticated": "a valid token"}.get(self.kind, self.kind)
+                "authenticated": "a valid token",
+                "topics": "per topic: read-job, node read or management",
+                }.get(self.kind, self.kind)
 
 
 def ns(capability: str, *fields: str, empty_is_all: bool = False) -> Requirement:
@@ -68,6 +73,7 @@ def glob(area: str, level: Level) -> Requirement:
 MANAGEMENT = Requirement("management")
 SERVER = Requirement("server")
 AUTHENTICATED = Requirement("authenticated")
+TOPICS = Requirement("topics")
 NONE = Requirement("none")
 
 _S = "/drover.state.v1.StateService/"
@@ -82,9 +88,9 @@ TABLE: dict[str, Requirement] = {
     _S + "ListJobs": ns("list-jobs"),
     _S + "ListJobVersions": ns("read-job"),
     _S + "DeregisterJob": ns("submit-job"),
-    _S + "GetEvaluation": ns("list-evals", empty_is_all=True),
-    _S + "ListEvaluations": ns("list-evals"),
-    _S + "CountEvaluations": ns("list-evals"),
+    _S + "GetEvaluation": ns("read-job", empty_is_all=True),
+    _S + "ListEvaluations": ns("read-job"),
+    _S + "CountEvaluations": ns("read-job"),
     _S + "DeleteEvaluations": MANAGEMENT,
     # Creating evaluations asks for scheduling; writing an outcome also
     # needs the fence and the server identity (checked by the state service).
@@ -103,7 +109,7 @@ TABLE: dict[str, Requirement] = {
     _S + "ListNodes": glob("node", Level.READ),
     _S + "GetSchedulerConfig": glob("operator", Level.READ),
     _S + "SetSchedulerConfig": MANAGEMENT,
-    _S + "Subscribe": ns("read-job", empty_is_all=True),
+    _S + "Subscribe": TOPICS,
     # The broker's outcomes and follow-ups (leader only: fenced).
     _S + "UpdateEvaluations": SERVER,
     # The deployment watcher leader's collection pass (fenced).
@@ -119,10 +125,10 @@ TABLE: dict[str, Requirement] = {
     _B + "GetBrokerStats": glob("operator", Level.READ),
     _B + "ListQueue": glob("operator", Level.READ),
     _B + "CancelEvaluation": glob("operator", Level.WRITE),
-    _D + "PromoteDeployment": ns("deployment-write"),
-    _D + "PauseDeployment": ns("deployment-write"),
-    _D + "FailDeployment": ns("deployment-write"),
-    _D + "SetAllocHealth": ns("deployment-write"),
+    _D + "PromoteDeployment": ns("submit-job"),
+    _D + "PauseDeployment": ns("submit-job"),
+    _D + "FailDeployment": ns("submit-job"),
+    _D + "SetAllocHealth": ns("submit-job"),
     _D + "GetWatcherStats": glob("operator", Level.READ),
     # `drover system gc` (Nomad: management).
     _D + "CollectGarbage": MANAGEMENT,
@@ -177,6 +183,9 @@ def authorize(identity: Identity, req: Requirement, request: Any, method: str) -
     elif req.kind == "server":
         pass
     elif kind is IdentityKind.MANAGEMENT:
+        return
+    elif req.kind == "topics":
+        authorize_topics(identity, request, method)
         return
     elif req.kind == "global":
         if identity.acl.allow_global(req.area, req.level):

@@ -91,6 +91,8 @@ def policy_apply(name: str, file: str, description: str, address: str, as_json: 
             name=name, description=description, rules=rules), timeout=opts.timeout)
 
     resp = run(opts, body)
+    for warning in resp.warnings:  # deprecated names: applied, but say what to write
+        click.echo(f"warning: {warning}", err=True)
     if opts.json:
         print_json(resp.policy)
     else:

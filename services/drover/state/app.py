@@ -15,6 +15,7 @@ with a put-if-absent txn), so any replica continues another's pages.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,8 +50,9 @@ from drover.state.node_status import NodeStatusRpc
 from drover.state.objects import ObjectsRpc
 from drover.state.plans import PlansRpc
 from drover.state.queries import QueriesRpc
-from drover.state.reads import Reader
+from drover.state.reads import ReadConfig, Reader
 from drover.state.servicer import StateServicer, add_state_servicer
+from drover.state.stale_for_tests import stale_reads_lag
 from drover.state.subscribe import Hub, SubscribeConfig
 from drover.state.write_calls import WriteCalls
 from drover.state.writes import Writer, WriterConfig
@@ -113,6 +115,7 @@ async def build_on_store(
     store: KVStore, keyspace: Keyspace, *, cache_config: CacheConfig | None = None,
     subscribe_config: SubscribeConfig | None = None, writer_config: WriterConfig | None = None,
     deliveries: Deliveries | None = None,
+    read_config: ReadConfig | None = None,
 ) -> StateService:
     """The state service on any :class:`KVStore` (tests, benchmarks).
     ``deliveries``: how SubmitPlan checks a plan's delivery (None: it does
@@ -121,7 +124,8 @@ async def build_on_store(
     writer_config = writer_config or WriterConfig()
     cache = Cache(store, keys, cache_config or CacheConfig())
     await cache.start()
-    reader = Reader(cache, PageTokenCodec(await token_key(cache.store, keys)))
+    reader = Reader(cache, PageTokenCodec(await token_key(cache.store, keys)),
+                    config=read_config)
     writer = Writer(cache.store, keys, cache, writer_config)
     writes = WriteCalls(cache, writer, keys)
     servicer = StateServicer(
@@ -159,6 +163,11 @@ async def build_state_service(settings: ServeSettings,
     from drover.coord.connect import connect
 
     cache_config, subscribe_config, writer_config = configs(settings)
+    read_config = None
+    lag = stale_reads_lag()  # a broken replica, for one test only (its module)
+    if lag > 0:
+        cache_config = dataclasses.replace(cache_config, test_watch_lag=lag)
+        read_config = ReadConfig(test_stale_reads=True)
     client = await connect(settings.etcd, purpose="bulk")
     store = EtcdStore(client, max_txn_ops=writer_config.max_txn_ops)
     keyspace = Keyspace(settings.etcd.prefix)
@@ -166,7 +175,8 @@ async def build_state_service(settings: ServeSettings,
         store, keyspace, lambda address: channel(address, tls=settings.tls, token=token))
     service = await build_on_store(store, keyspace,
                                    cache_config=cache_config, subscribe_config=subscribe_config,
-                                   writer_config=writer_config, deliveries=deliveries)
+                                   writer_config=writer_config, deliveries=deliveries,
+                                   read_config=read_config)
     service._closers.append(client.close)
     return service
 

@@ -59,6 +59,7 @@ from drover.state.contact import ContactStore
 from drover.state.core import codec
 from drover.state.core.tables import Tables, marker_key
 from drover.state.core.windows import RangeWindows
+from drover.state.stale_for_tests import lagged
 from drover.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,9 @@ class CacheConfig:
     drain_chunk: int = 512
     #: ``close`` waits this long for its cancelled tasks (``drover.tasks``).
     stop_timeout: float = 5.0
+    #: Tests only (:mod:`drover.state.stale_for_tests`): apply the watch this
+    #: many seconds late. 0 always, outside the test of a broken replica.
+    test_watch_lag: float = 0.0
 
 
 Listener = Callable[[int, list[Change]], None]
@@ -245,8 +249,10 @@ class Cache:
                 # What apply_committed applied is not even built by the
                 # watch (_apply would skip it anyway).
                 watch.skip_applied(lambda: self.tables.revision)
+                batches = (lagged(aiter(watch), self.config.test_watch_lag)
+                           if self.config.test_watch_lag > 0 else watch)
                 try:
-                    async for batch in watch:
+                    async for batch in batches:
                         self._touch()
                         self._apply(batch)
                 finally:

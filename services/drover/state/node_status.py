@@ -17,5 +17,7 @@ class NodeStatusRpc:
     async def UpdateNodeStatus(self, request: Any, context: Any) -> Any:
         check_name(request.id, "id")
         ctx = self.writes.write_context()
-        return await self.writes.transact(lambda view: plan_node_status(view, ctx, request),
-                                          self.writes.fence(context), sync_first=True)
+        proof = self.writes.node_proof(context)
+        return await self.writes.transact(
+            lambda view: plan_node_status(view, ctx, request, proof),
+            self.writes.fence(context), sync_first=True)

@@ -47,8 +47,9 @@ class ObjectsRpc:
             check_name(u.id, f"updates[{i}].id")
             check_name(u.namespace or "default", f"updates[{i}].namespace")
         ctx = self.writes.write_context()
+        proof = self.writes.node_proof(context)
         return await self.writes.transact(
-            lambda view: plans.plan_update_allocs(view, ctx, request.updates),
+            lambda view: plans.plan_update_allocs(view, ctx, request.updates, proof),
             self.writes.fence(context), sync_first=True)
 
     # -- nodes ------------------------------------------------------------
@@ -62,7 +63,8 @@ class ObjectsRpc:
             node.status_updated_at.CopyFrom(ctx.now)
         if not node.last_heartbeat.ByteSize():
             node.last_heartbeat.CopyFrom(ctx.now)  # registering proves it is alive
-        return await self.writes.transact(lambda view: plan_upsert_node(view, ctx, node),
+        proof = self.writes.node_proof(context)
+        return await self.writes.transact(lambda view: plan_upsert_node(view, ctx, node, proof),
                                           self.writes.fence(context), sync_first=True)
 
     # -- scheduler config -------------------------------------------------

@@ -55,6 +55,9 @@ PAGING = PagingDefaults(default=100, maximum=1000, scan_budget=50_000)
 class ReadConfig:
     paging: PagingDefaults = PAGING
     leader_timeout: float = 10.0
+    #: Tests only (:mod:`drover.state.stale_for_tests`): skip the
+    #: consistent-read wait. False always, outside the test of a broken replica.
+    test_stale_reads: bool = False
 
 
 class Reader:
@@ -81,7 +84,7 @@ class Reader:
 
     async def prepare(self, kind: str, query: query_pb2.QueryOptions) -> int:
         """Catch up and block per ``query``; the index the answer reflects."""
-        if not query.stale:
+        if not query.stale and not self.config.test_stale_reads:
             await self.cache.sync()
         table = self.cache.tables[kind]
         if query.min_index and table.index <= query.min_index:

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from drover.acl.topics import event_reader
 from drover.api.state.v1 import state_pb2_grpc
+from drover.rpc.acl import current_identity
 from drover.rpc.encoded import with_encoded
 from drover.state.deployment_update import DeploymentUpdateRpc
 from drover.state.eval_update import EvaluationUpdateRpc
@@ -135,5 +137,5 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
     async def Subscribe(  # type: ignore[override]
         self, request: Any, context: Any
     ) -> AsyncIterator[bytes]:
-        async for resp in self.hub.subscribe(request):
+        async for resp in self.hub.subscribe(request, event_reader(current_identity())):
             yield resp

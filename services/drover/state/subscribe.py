@@ -36,6 +36,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from drover.acl import Acl
+from drover.acl.topics import NAMESPACED_TOPICS, may_read
 from drover.api.state.v1 import state_pb2
 from drover.config import tunable_default
 from drover.coord.kv import Compacted, prefix_end
@@ -72,9 +74,15 @@ class SubscribeConfig:
 
 @dataclass(frozen=True)
 class Interest:
+    """What one stream wants. ``reader``: the rules its namespaced events
+    are filtered by (:func:`drover.acl.topics.event_reader`; None: every
+    event), so a stream of every namespace delivers only those its token
+    may read."""
+
     topics: frozenset[int]
     keys: frozenset[str]
     namespace: str
+    reader: Acl | None = None
 
     @functools.cached_property
     def kinds(self) -> frozenset[str]:
@@ -86,7 +94,7 @@ class Interest:
     @functools.cached_property
     def by_kind_only(self) -> bool:
         """No key or namespace filter: :attr:`kinds` alone decides."""
-        return not self.keys and self.namespace in ("", "*")
+        return not self.keys and self.namespace in ("", "*") and self.reader is None
 
     def wants(self, c: Change) -> bool:
         topic = codec.TOPICS.get(c.kind)
@@ -96,7 +104,9 @@ class Interest:
             return False
         if self.keys and c.id not in self.keys:
             return False
-        return not (self.namespace not in ("", "*") and c.namespace != self.namespace)
+        if self.namespace not in ("", "*") and c.namespace != self.namespace:
+            return False
+        return topic not in NAMESPACED_TOPICS or may_read(self.reader, c.namespace)
 
 
 def event_chunk(c: Change) -> bytes:
@@ -278,11 +288,12 @@ class Hub:
         finally:
             await watch.close()
 
-    async def subscribe(self, request: Any) -> AsyncIterator[bytes]:
+    async def subscribe(self, request: Any, reader: Acl | None = None) -> AsyncIterator[bytes]:
         """The stream's responses, serialized (``SubscribeResponse`` bytes: the
-        servicer hands them to gRPC as they are, see :mod:`drover.rpc.encoded`)."""
+        servicer hands them to gRPC as they are, see :mod:`drover.rpc.encoded`);
+        ``reader`` filters its namespaced events (:class:`Interest`)."""
         interest = Interest(frozenset(request.topics), frozenset(request.keys),
-                            request.namespace)
+                            request.namespace, reader)
         sub = _Sub(interest, self.config.buffer_revisions)
         asked = request.heartbeat_interval
         heartbeat = self.config.heartbeat_for(asked.seconds + asked.nanos / 1e9)

@@ -14,11 +14,13 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from drover.acl import IdentityKind, PermissionDenied
+from drover.acl.node_secret import presented_node_secret
 from drover.coord.fence import Fence
 from drover.coord.kv import objects_per_txn
 from drover.rpc.acl import current_identity
 from drover.state.cache import Cache
 from drover.state.core import codec
+from drover.state.core.node_secret import NodeProof
 from drover.state.core.plan import WriteContext
 from drover.state.core.rules import leader_fence
 from drover.state.transact import ATTEMPTS, Planner, transact
@@ -58,6 +60,16 @@ class WriteCalls:
 
     def fence(self, context: Any) -> Fence | None:
         return fence_from(context)
+
+    def node_proof(self, context: Any) -> NodeProof:
+        """What the call proves about the node it speaks for: the node secret
+        it presents, which it must with ACLs on unless it is a drover server
+        (:mod:`drover.state.core.node_secret`)."""
+        presented = presented_node_secret(
+            context.invocation_metadata() if context is not None else None)
+        identity = current_identity()  # None: ACLs off
+        return NodeProof(presented, identity is not None
+                         and identity.kind is not IdentityKind.SERVER)
 
     def require_fence(self, context: Any, what: str) -> Fence:
         """The call's fence, which must name an election key of this keyspace

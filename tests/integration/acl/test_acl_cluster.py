@@ -20,12 +20,12 @@ import grpc
 import pytest
 from acl_cluster import ACL, STATE, Cluster, call, forwarded, host_of, mutations, start_cluster
 
-from drover.acl import hash_secret
+from drover.acl import bearer, hash_secret
 from drover.acl.table import TABLE
 from drover.api.acl.v1 import acl_pb2
 from drover.api.broker.v1 import broker_pb2
-from drover.api.state.v1 import state_pb2
-from drover.api.types.v1 import evaluation_pb2, job_pb2, scheduler_pb2
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import evaluation_pb2, job_pb2, node_pb2, scheduler_pb2
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,7 @@ namespace:
 operator: {policy: read}
 node: {policy: read}
 """
-WORKER = "scheduler: {policy: write}\nnamespace: {'*': {capabilities: [list-evals]}}"
+WORKER = "scheduler: {policy: write}\nnamespace: {'*': {capabilities: [read-job]}}"
 
 
 @dataclass
@@ -309,7 +309,7 @@ async def test_undecodable_requests_get_a_clear_status_with_acls_on(acl: Acl) ->
 async def test_a_deployment_write_reaches_state_through_the_watchers_server_identity(
     acl: Acl,
 ) -> None:
-    """The user needs deployment-write at the watcher; the watcher then writes
+    """The user needs submit-job at the watcher; the watcher then writes
     UpdateDeployment (server only, fenced) to state as the server."""
     from drover.api.deployments.v1 import deployments_pb2
 
@@ -321,7 +321,7 @@ async def test_a_deployment_write_reaches_state_through_the_watchers_server_iden
                               secret=acl.management)
     assert code == grpc.StatusCode.OK and reg.deployment_id, reg
     code, _, _ = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
-        name="deployer", rules="namespace: {default: {capabilities: [deployment-write]}}"),
+        name="deployer", rules="namespace: {default: {capabilities: [submit-job]}}"),
         secret=acl.management)
     assert code == grpc.StatusCode.OK
     code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
@@ -344,3 +344,75 @@ async def test_a_deployment_write_reaches_state_through_the_watchers_server_iden
     code, _, got = await call(proxy, STATE + "GetDeployment", state_pb2.GetDeploymentRequest(
         namespace="default", id=reg.deployment_id), secret=acl.reader)
     assert code == grpc.StatusCode.OK and got.deployment.status == 2, got  # PAUSED
+
+
+async def test_subscribe_is_checked_per_topic_and_filters_every_namespace(acl: Acl) -> None:
+    """Nomad's event stream rules, through the proxy: a token with read-job
+    in one namespace follows Job events of ``*`` but gets only that
+    namespace's; the Node topic needs node read, every topic at once (and
+    the scheduler config) a management token."""
+    proxy = acl.cluster.channel("proxy")
+    code, _, _ = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+        name="team", rules="namespace: {team-a: {policy: read}}"), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
+        name="team-token", policies=["team"]), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    for topics, want in (([state_pb2.TOPIC_NODE], "TOPIC_NODE"), ([], "every topic"),
+                         ([state_pb2.TOPIC_SCHEDULER_CONFIG], "TOPIC_SCHEDULER_CONFIG")):
+        code, reason, details = await call(proxy, STATE + "Subscribe", state_pb2.SubscribeRequest(
+            topics=topics), secret=tok.secret_id)
+        assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED,
+                                  "ACL_PERMISSION_DENIED"), (topics, details)
+        assert want in details
+    code, _, _ = await call(proxy, STATE + "Subscribe", state_pb2.SubscribeRequest(
+        topics=[state_pb2.TOPIC_NODE]), secret=acl.reader)
+    assert code == grpc.StatusCode.OK
+    stream = state_pb2_grpc.StateServiceStub(proxy).Subscribe(state_pb2.SubscribeRequest(
+        topics=[state_pb2.TOPIC_JOB], namespace="*"), metadata=bearer(tok.secret_id),
+        timeout=10)
+    first = await stream.read()  # the stream is open (its first index)
+    assert not first.events
+    for ns in ("team-b", "team-a"):  # the one it may not read first
+        job = job_pb2.Job(id=f"sub-{ns}", namespace=ns, type=job_pb2.JOB_TYPE_BATCH,
+                          datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(name="g", count=1)])
+        code, _, reg = await call(proxy, STATE + "RegisterJob", state_pb2.RegisterJobRequest(
+            job=job), secret=acl.management)
+        assert code == grpc.StatusCode.OK, reg
+    seen: list[str] = []
+    while not seen:
+        resp = await stream.read()
+        seen += [e.namespace for e in resp.events]
+    stream.cancel()
+    assert seen == ["team-a"]
+
+
+async def test_with_acls_a_node_speaks_only_with_its_own_secret(acl: Acl) -> None:
+    """Nomad's client-only rule: with ACLs on, a heartbeat or a
+    re-registration needs the node's own secret (a management token is not
+    enough); an operator's drain needs only node write."""
+    from drover.acl.node_secret import node_secret_metadata
+    proxy = acl.cluster.channel("proxy")
+    stub = state_pb2_grpc.StateServiceStub(proxy)
+    code, _, _ = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+        name="client", rules="node: {policy: write}"), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
+        name="client-token", policies=["client"]), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    md = bearer(tok.secret_id)
+    reg = await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
+        id="acl-node", status=node_pb2.NODE_STATUS_READY)), metadata=md, timeout=5)
+    assert reg.secret_id
+    beat = state_pb2.UpdateNodeStatusRequest(id="acl-node", heartbeat=True)
+    for who in (md, bearer(acl.management)):
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.UpdateNodeStatus(beat, metadata=who, timeout=5)
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        with pytest.raises(grpc.aio.AioRpcError):
+            await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
+                id="acl-node")), metadata=who, timeout=5)
+    own = (*md, *node_secret_metadata(reg.secret_id))
+    await stub.UpdateNodeStatus(beat, metadata=own, timeout=5)
+    await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="acl-node", drain=True),
+                                metadata=md, timeout=5)

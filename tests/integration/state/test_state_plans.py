@@ -198,3 +198,49 @@ async def test_a_report_refuses_only_plans_that_update_that_allocation(replica) 
     await stub.SubmitPlan(state_pb2.SubmitPlanRequest(  # a1 did not: accepted
         eval_id="e3", namespace="default", job_id="web", job_index=job_index,
         alloc_indexes=idx, updates=[stop1]))
+
+
+async def test_node_secret_binds_client_updates_to_their_node(replica) -> None:
+    """A real replica (ACLs off): registration returns the node's secret
+    once; a heartbeat or an allocation update presenting another node's
+    secret is refused NODE_SECRET_MISMATCH and writes nothing; the node's
+    own secret passes; re-registering with a wrong one is refused."""
+    from drover.acl.node_secret import node_secret_metadata
+    stub, store = replica.stub, replica.store
+    await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job()))
+    secrets = {}
+    for nid in ("s1", "s2"):
+        resp = await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
+            id=nid, status=node_pb2.NODE_STATUS_READY,
+            resources=job_pb2.Resources(cpu=1000, memory_mb=1000))))
+        assert resp.secret_id
+        secrets[nid] = resp.secret_id
+    got = await stub.GetNode(state_pb2.GetNodeRequest(id="s1"))
+    assert got.node.secret_sha256 and secrets["s1"].encode() not in got.node.SerializeToString()
+    n1 = got.node.modify_index
+    await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+        eval_id="e1", namespace="default", job_id="web", job_index=await _job_index(stub),
+        node_indexes={"s1": n1}, placements=[_alloc("sa1", "s1")]))
+    before = await store.revision()
+    as_s2 = node_secret_metadata(secrets["s2"])
+    calls = [
+        stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(updates=[
+            state_pb2.AllocationUpdate(id="sa1", healthy=True)]), metadata=as_s2),
+        stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="s1", heartbeat=True),
+                              metadata=as_s2),
+        stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(id="s1")),
+                        metadata=as_s2),
+    ]
+    for call in calls:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await call
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert _reason(err.value) == "NODE_SECRET_MISMATCH"
+    assert await store.revision() == before
+    as_s1 = node_secret_metadata(secrets["s1"])
+    await stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(updates=[
+        state_pb2.AllocationUpdate(id="sa1", healthy=True)]), metadata=as_s1)
+    await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="s1", heartbeat=True),
+                                metadata=as_s1)
+    again = await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=got.node), metadata=as_s1)
+    assert again.secret_id == ""  # returned once

@@ -4,8 +4,12 @@
   allocation compared on the revision the view holds (absent: a create),
   an existing one keeps its ``create_time``; its job and deployment must
   exist (:func:`allocation_owners`, compared on their create revision).
+  One stored exactly so already (a retried create,
+  :mod:`drover.state.core.recreate`) is compared, not put: all such, and
+  nothing is written.
 - **UpdateAllocations** merges: only client status, description and
-  deployment health of *existing* allocations (updates never create); a
+  deployment health of *existing* allocations (updates never create),
+  from the node each runs on (:mod:`drover.state.core.node_secret`); a
   report of a failure the group's reschedule policy allows creates its
   ``alloc-failure`` evaluation in the same txn (:mod:`.alloc_failure`).
 - **SetSchedulerConfig**: a put compared on the config's revision; with
@@ -20,7 +24,9 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.state.core import alloc_failure, codec, usage
+from drover.state.core.node_secret import UNCHECKED, NodeProof, check_node
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
+from drover.state.core.recreate import identical_existing
 from drover.state.core.rules import allocation_owners, cas_holds, existing
 from drover.state.core.view import View, scheduler_config
 
@@ -44,15 +50,23 @@ def apply_allocation_update(alloc: Any, update: Any, now: Any) -> None:
 def plan_upsert_allocs(view: View, ctx: WriteContext, allocs: Sequence[Any]) -> WritePlan:
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     allocation_owners(view, list(allocs), plan)
+    written = []
     for a in allocs:  # the call's own copies: set idempotently on each attempt
+        if identical_existing(view, codec.ALLOCATIONS, a.namespace, a.id, a):
+            # a retried create: stays as stored (compared), nothing put
+            plan.compare_mod(codec.ALLOCATIONS, a.namespace, a.id,
+                             view.mod(codec.ALLOCATIONS, a.namespace, a.id))
+            continue
+        written.append(a)
         old = view.get(codec.ALLOCATIONS, a.namespace, a.id)
         a.create_time.CopyFrom(old.obj.create_time if old else ctx.now)
         a.modify_time.CopyFrom(ctx.now)
         plan.put(codec.ALLOCATIONS, a.namespace, a.id, a, old.mod if old else 0)
     # A management override, never judged for room (plans are): it rewrites
     # the usage record of every node it writes on, so a plan judged before
-    # it on any replica fails its compare and is judged again with it.
-    parts = usage.by_node((a for a in allocs if a.node_id), ())
+    # it on any replica fails its compare and is judged again with it (an
+    # identical re-create changes no reservation: no record to rewrite).
+    parts = usage.by_node((a for a in written if a.node_id), ())
     for part in parts.values():
         mod = view.mod(codec.NODE_USAGE, codec.GLOBAL_NS, part.node_id)
         plan.put(codec.NODE_USAGE, codec.GLOBAL_NS, part.node_id,
@@ -62,12 +76,19 @@ def plan_upsert_allocs(view: View, ctx: WriteContext, allocs: Sequence[Any]) -> 
         allocation_ids=ids, index=rev))
 
 
-def plan_update_allocs(view: View, ctx: WriteContext, updates: Sequence[Any]) -> WritePlan:
+def plan_update_allocs(view: View, ctx: WriteContext, updates: Sequence[Any],
+                       proof: NodeProof = UNCHECKED) -> WritePlan:
+    """UpdateAllocations; a client's updates are accepted only from the
+    node each allocation runs on (``proof``: :mod:`drover.state.core.node_secret`)."""
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     merged = []
+    checked = proof.required or proof.presented is not None
     for u in updates:
         ns = u.namespace or "default"
         found = existing(view, codec.ALLOCATIONS, ns, u.id, "allocation")
+        if checked:
+            node = existing(view, codec.NODES, codec.GLOBAL_NS, found.obj.node_id, "node")
+            check_node(node.obj, proof, f"an update of allocation {u.id!r}")
         before = found.obj.client_status
         apply_allocation_update(found.obj, u, ctx.now)
         merged.append((ns, u.id, found, alloc_failure.newly_failed(before, found.obj)))

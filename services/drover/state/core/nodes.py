@@ -19,6 +19,7 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
 from drover.state.core import codec
 from drover.state.core.jobs import job_type_name
+from drover.state.core.node_secret import UNCHECKED, NodeProof, check_node, registration_secret
 from drover.state.core.placement import node_schedulable, unblock
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import existing
@@ -31,20 +32,29 @@ HEARTBEAT_WRITE_EVERY = 2.0
 _DOWN = (node_pb2.NODE_STATUS_DOWN, node_pb2.NODE_STATUS_DISCONNECTED)
 
 
-def plan_upsert_node(view: View, ctx: WriteContext, node: node_pb2.Node) -> WritePlan:
+def plan_upsert_node(view: View, ctx: WriteContext, node: node_pb2.Node,
+                     proof: NodeProof = UNCHECKED) -> WritePlan:
     """Register or replace a node (compared on the revision seen); a node
-    that can take allocations now and could not before unblocks."""
+    that can take allocations now and could not before unblocks. Its
+    secret: issued on the first registration, else ``proof`` must be the
+    node's (:func:`drover.state.core.node_secret.registration_secret`)."""
     old = view.get(codec.NODES, codec.GLOBAL_NS, node.id)
+    secret = registration_secret(old.obj if old else None, node, proof, ctx.new_id)
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, old.mod if old else 0)
     if node_schedulable(node) and not (old is not None and node_schedulable(old.obj)):
         unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
-    return plan.build(lambda rev: state_pb2.UpsertNodeResponse(index=rev))
+    return plan.build(lambda rev: state_pb2.UpsertNodeResponse(index=rev, secret_id=secret))
 
 
-def plan_node_status(view: View, ctx: WriteContext, request: Any) -> WritePlan:
+def plan_node_status(view: View, ctx: WriteContext, request: Any,
+                     proof: NodeProof = UNCHECKED) -> WritePlan:
+    """UpdateNodeStatus; a heartbeat is the node's own word: ``proof`` must
+    be its secret (:mod:`drover.state.core.node_secret`)."""
     found = existing(view, codec.NODES, codec.GLOBAL_NS, request.id, "node")
     node = found.obj
+    if request.heartbeat or proof.presented is not None:
+        check_node(node, proof, "a heartbeat" if request.heartbeat else "a node status")
     before = node_schedulable(node)
     was_down = node.status in _DOWN or node.drain
     if request.heartbeat and (not node.last_heartbeat.ByteSize() or _age(

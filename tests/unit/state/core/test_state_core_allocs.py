@@ -125,3 +125,19 @@ def test_running_and_complete_reports_create_no_eval() -> None:
         plan = allocs.plan_update_allocs(v, context(), [state_pb2.AllocationUpdate(
             id="a1", client_status=status)])
         assert _written(plan, codec.EVALUATIONS) == []
+
+
+def test_upsert_allocations_same_create_again_writes_nothing() -> None:
+    """An allocation stored exactly as upserted again (a retried create,
+    times aside) is compared, not put; a changed one is put."""
+    job = job_pb2.Job(id="j", namespace="default")
+    stored = allocation_pb2.Allocation(id="a1", namespace="default", job_id="j", node_id="n")
+    stored.create_time.seconds = 5
+    v = view([(codec.JOBS, job, 2, 2), (codec.ALLOCATIONS, stored, 3, 4)])
+    again = allocation_pb2.Allocation(id="a1", namespace="default", job_id="j", node_id="n")
+    plan = allocs.plan_upsert_allocs(v, context(), [again])
+    assert not plan.writes
+    assert Compare(key(codec.ALLOCATIONS, "default", "a1"), "mod", 4) in plan.compares
+    moved = allocation_pb2.Allocation(id="a1", namespace="default", job_id="j", node_id="m")
+    plan = allocs.plan_upsert_allocs(v, context(), [moved])
+    assert plan.writes and plan.events[0].id == "a1"

@@ -470,10 +470,12 @@ class UpsertNodeRequest(_message.Message):
     def __init__(self, node: _Optional[_Union[_node_pb2.Node, _Mapping]] = ...) -> None: ...
 
 class UpsertNodeResponse(_message.Message):
-    __slots__ = ("index",)
+    __slots__ = ("index", "secret_id")
     INDEX_FIELD_NUMBER: _ClassVar[int]
+    SECRET_ID_FIELD_NUMBER: _ClassVar[int]
     index: int
-    def __init__(self, index: _Optional[int] = ...) -> None: ...
+    secret_id: str
+    def __init__(self, index: _Optional[int] = ..., secret_id: _Optional[str] = ...) -> None: ...
 
 class GetNodeRequest(_message.Message):
     __slots__ = ("id", "query")

@@ -26,7 +26,7 @@ from drover.api.types.v1 import job_pb2 as drover_dot_types_dot_v1_dot_job__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x64rover/types/v1/node.proto\x12\x0f\x64rover.types.v1\x1a\x19\x64rover/types/v1/job.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x95\x04\n\x04Node\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x12\n\ndatacenter\x18\x03 \x01(\t\x12\x12\n\nnode_class\x18\x04 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x05 \x01(\t\x12+\n\x06status\x18\x06 \x01(\x0e\x32\x1b.drover.types.v1.NodeStatus\x12J\n\x16scheduling_eligibility\x18\x07 \x01(\x0e\x32*.drover.types.v1.NodeSchedulingEligibility\x12\r\n\x05\x64rain\x18\x08 \x01(\x08\x12\x39\n\nattributes\x18\t \x03(\x0b\x32%.drover.types.v1.Node.AttributesEntry\x12\x14\n\x0c\x63reate_index\x18\n \x01(\x04\x12\x14\n\x0cmodify_index\x18\x0b \x01(\x04\x12\x35\n\x11status_updated_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tresources\x18\r \x01(\x0b\x32\x1a.drover.types.v1.Resources\x12\x32\n\x0elast_heartbeat\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a\x31\n\x0f\x41ttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x9c\x01\n\tNodeUsage\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12,\n\x08reserved\x18\x02 \x01(\x0b\x32\x1a.drover.types.v1.Resources\x12\x13\n\x0b\x61llocations\x18\x03 \x01(\r\x12\x0f\n\x07\x65val_id\x18\x04 \x01(\t\x12\x14\n\x0c\x63reate_index\x18\x05 \x01(\x04\x12\x14\n\x0cmodify_index\x18\x06 \x01(\x04*\x92\x01\n\nNodeStatus\x12\x1b\n\x17NODE_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n\x18NODE_STATUS_INITIALIZING\x10\x01\x12\x15\n\x11NODE_STATUS_READY\x10\x02\x12\x14\n\x10NODE_STATUS_DOWN\x10\x03\x12\x1c\n\x18NODE_STATUS_DISCONNECTED\x10\x04*\x9e\x01\n\x19NodeSchedulingEligibility\x12+\n\'NODE_SCHEDULING_ELIGIBILITY_UNSPECIFIED\x10\x00\x12(\n$NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE\x10\x01\x12*\n&NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x64rover/types/v1/node.proto\x12\x0f\x64rover.types.v1\x1a\x19\x64rover/types/v1/job.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xac\x04\n\x04Node\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x12\n\ndatacenter\x18\x03 \x01(\t\x12\x12\n\nnode_class\x18\x04 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x05 \x01(\t\x12+\n\x06status\x18\x06 \x01(\x0e\x32\x1b.drover.types.v1.NodeStatus\x12J\n\x16scheduling_eligibility\x18\x07 \x01(\x0e\x32*.drover.types.v1.NodeSchedulingEligibility\x12\r\n\x05\x64rain\x18\x08 \x01(\x08\x12\x39\n\nattributes\x18\t \x03(\x0b\x32%.drover.types.v1.Node.AttributesEntry\x12\x14\n\x0c\x63reate_index\x18\n \x01(\x04\x12\x14\n\x0cmodify_index\x18\x0b \x01(\x04\x12\x35\n\x11status_updated_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tresources\x18\r \x01(\x0b\x32\x1a.drover.types.v1.Resources\x12\x32\n\x0elast_heartbeat\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rsecret_sha256\x18\x64 \x01(\x0c\x1a\x31\n\x0f\x41ttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x9c\x01\n\tNodeUsage\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12,\n\x08reserved\x18\x02 \x01(\x0b\x32\x1a.drover.types.v1.Resources\x12\x13\n\x0b\x61llocations\x18\x03 \x01(\r\x12\x0f\n\x07\x65val_id\x18\x04 \x01(\t\x12\x14\n\x0c\x63reate_index\x18\x05 \x01(\x04\x12\x14\n\x0cmodify_index\x18\x06 \x01(\x04*\x92\x01\n\nNodeStatus\x12\x1b\n\x17NODE_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n\x18NODE_STATUS_INITIALIZING\x10\x01\x12\x15\n\x11NODE_STATUS_READY\x10\x02\x12\x14\n\x10NODE_STATUS_DOWN\x10\x03\x12\x1c\n\x18NODE_STATUS_DISCONNECTED\x10\x04*\x9e\x01\n\x19NodeSchedulingEligibility\x12+\n\'NODE_SCHEDULING_ELIGIBILITY_UNSPECIFIED\x10\x00\x12(\n$NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE\x10\x01\x12*\n&NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,14 +35,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_NODE_ATTRIBUTESENTRY']._loaded_options = None
   _globals['_NODE_ATTRIBUTESENTRY']._serialized_options = b'8\001'
-  _globals['_NODESTATUS']._serialized_start=803
-  _globals['_NODESTATUS']._serialized_end=949
-  _globals['_NODESCHEDULINGELIGIBILITY']._serialized_start=952
-  _globals['_NODESCHEDULINGELIGIBILITY']._serialized_end=1110
+  _globals['_NODESTATUS']._serialized_start=826
+  _globals['_NODESTATUS']._serialized_end=972
+  _globals['_NODESCHEDULINGELIGIBILITY']._serialized_start=975
+  _globals['_NODESCHEDULINGELIGIBILITY']._serialized_end=1133
   _globals['_NODE']._serialized_start=108
-  _globals['_NODE']._serialized_end=641
-  _globals['_NODE_ATTRIBUTESENTRY']._serialized_start=592
-  _globals['_NODE_ATTRIBUTESENTRY']._serialized_end=641
-  _globals['_NODEUSAGE']._serialized_start=644
-  _globals['_NODEUSAGE']._serialized_end=800
+  _globals['_NODE']._serialized_end=664
+  _globals['_NODE_ATTRIBUTESENTRY']._serialized_start=615
+  _globals['_NODE_ATTRIBUTESENTRY']._serialized_end=664
+  _globals['_NODEUSAGE']._serialized_start=667
+  _globals['_NODEUSAGE']._serialized_end=823
 # @@protoc_insertion_point(module_scope)

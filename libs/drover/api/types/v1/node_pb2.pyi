@@ -34,7 +34,7 @@ NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE: NodeSchedulingEligibility
 NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE: NodeSchedulingEligibility
 
 class Node(_message.Message):
-    __slots__ = ("id", "name", "datacenter", "node_class", "address", "status", "scheduling_eligibility", "drain", "attributes", "create_index", "modify_index", "status_updated_at", "resources", "last_heartbeat")
+    __slots__ = ("id", "name", "datacenter", "node_class", "address", "status", "scheduling_eligibility", "drain", "attributes", "create_index", "modify_index", "status_updated_at", "resources", "last_heartbeat", "secret_sha256")
     class AttributesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -56,6 +56,7 @@ class Node(_message.Message):
     STATUS_UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
     LAST_HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    SECRET_SHA256_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     datacenter: str
@@ -70,7 +71,8 @@ class Node(_message.Message):
     status_updated_at: _timestamp_pb2.Timestamp
     resources: _job_pb2.Resources
     last_heartbeat: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., datacenter: _Optional[str] = ..., node_class: _Optional[str] = ..., address: _Optional[str] = ..., status: _Optional[_Union[NodeStatus, str]] = ..., scheduling_eligibility: _Optional[_Union[NodeSchedulingEligibility, str]] = ..., drain: _Optional[bool] = ..., attributes: _Optional[_Mapping[str, str]] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., status_updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resources: _Optional[_Union[_job_pb2.Resources, _Mapping]] = ..., last_heartbeat: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    secret_sha256: bytes
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., datacenter: _Optional[str] = ..., node_class: _Optional[str] = ..., address: _Optional[str] = ..., status: _Optional[_Union[NodeStatus, str]] = ..., scheduling_eligibility: _Optional[_Union[NodeSchedulingEligibility, str]] = ..., drain: _Optional[bool] = ..., attributes: _Optional[_Mapping[str, str]] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., status_updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resources: _Optional[_Union[_job_pb2.Resources, _Mapping]] = ..., last_heartbeat: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., secret_sha256: _Optional[bytes] = ...) -> None: ...
 
 class NodeUsage(_message.Message):
     __slots__ = ("node_id", "reserved", "allocations", "eval_id", "create_index", "modify_index")
