@@ -20,7 +20,6 @@ from virtual_clock import VirtualClock
 from drover.coord.keys import Keyspace
 from drover.dev.etcd import EtcdCluster, EtcdServer
 
-
 # Property tests check behaviour, not speed (speed is measured by bench/):
 # no per-example deadline, which a loaded machine turns into a flaky failure.
 settings.register_profile("drover", deadline=None)
