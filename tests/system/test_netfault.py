@@ -1,0 +1,187 @@
+"""Network faults on real drover processes (drover.dev.netns): partitions,
+one-way drops and loss while every process keeps running.
+
+Each scenario starts etcd and `drover serve` replicas, each in its own
+network namespace on a test bridge, runs the chaos test's load through the
+proxy from a client host, injects one fault at a seeded moment for a seeded
+time, heals, lets the load settle and judges the record as test_chaos does:
+nothing lost, no deleted evaluation re-created, no delivery across terms
+(:func:`test_chaos.overlaps`), every call bounded (:func:`test_chaos.too_long`),
+and the state replicas' caches equal etcd. Each also prints, and writes to
+bench/results/netfault.md, how long writes and deliveries stopped and which
+calls failed with which reason.
+
+Rerun a failing one with ``DROVER_NETFAULT_SEED=<seed printed>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from netfault_cluster import (
+    HOLD,
+    NACK,
+    TTL,
+    Load,
+    NetCluster,
+    measure,
+    term,
+    until,
+    write_result,
+)
+from test_chaos import overlaps, too_long
+
+from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.dev import netns
+from drover.dev.netns import Net
+from drover.rpc.errors import error_info
+
+pytestmark = [pytest.mark.netfault, pytest.mark.slow,
+              pytest.mark.skipif(bool(netns.available()), reason=netns.available() or "ok"),
+              pytest.mark.timeout(240)]
+
+SEED = int(os.environ.get("DROVER_NETFAULT_SEED", "3232"))
+#: After healing, the load runs this long before it is judged.
+SETTLE = 6.0
+
+
+def judge(load: Load, cached: dict[str, set[str]], in_etcd: set[str],
+          final: set[str]) -> list[str]:
+    """The chaos test's judges on ``load``'s record, and every state
+    replica's evaluations (``cached``) equal to etcd's."""
+    r = load.record
+    print(f"evaluations {len(final)} (known to the load {len(r.evals)}, in etcd "
+          f"{len(in_etcd)}), deleted {len(r.deleted)}, deliveries {len(r.deliveries)} under "
+          f"terms {sorted({term(d.token) for d in r.deliveries})}, jobs registered "
+          f"{r.registered}, caches {', '.join(f'{k}: {len(v)}' for k, v in cached.items())}")
+    problems = [f"evaluation {e} vanished"
+                for e in sorted(r.evals - r.deleted - r.maybe_deleted - final)]
+    problems += [f"deleted evaluation {e} is back" for e in sorted(r.deleted & final)]
+    problems += overlaps(r.deliveries, r.outcomes, NACK)
+    problems += too_long(r.calls, [])
+    for name, ids in cached.items():
+        if ids != in_etcd:
+            problems.append(f"{name}'s cache differs from etcd: {len(ids - in_etcd)} extra, "
+                            f"{len(in_etcd - ids)} missing")
+    return problems
+
+
+async def caches(c: NetCluster, load: Load) -> tuple[dict[str, set[str]], set[str]]:
+    """Each state replica's evaluation ids (a consistent read, straight to
+    it) and etcd's, once they agree or after 20 s."""
+    cached: dict[str, set[str]] = {}
+    in_etcd: set[str] = set()
+    deadline = time.monotonic() + 20
+    while True:
+        in_etcd = await c.etcd_ids("evaluations")
+        for s in [s for s in c.svcs.values() if s.service == "state"]:
+            ch = c.channel(s)
+            try:
+                stub = state_pb2_grpc.StateServiceStub(ch)
+                resp = await stub.ListEvaluations(
+                    state_pb2.ListEvaluationsRequest(page_size=5000), timeout=10)
+                cached[s.name] = {e.id for e in resp.evaluations}
+            finally:
+                await ch.close()
+        if all(ids == in_etcd for ids in cached.values()) or time.monotonic() > deadline:
+            return cached, in_etcd
+        await asyncio.sleep(0.5)
+
+
+async def probe_dequeue(c: NetCluster, name: str, until_t: float) -> list[tuple[float, str]]:
+    """Dequeue straight on broker ``name`` (from the client host, which
+    reaches it) every 0.3 s until ``until_t``, for a scheduler type no
+    evaluation has: the leader answers OK (nothing), a follower refuses.
+    Returns (start, code) per call."""
+    ch = c.channel(c.svcs[name])
+    out = []
+    try:
+        stub = broker_pb2_grpc.EvalBrokerServiceStub(ch)
+        while time.monotonic() < until_t:
+            start = time.monotonic()
+            req = broker_pb2.DequeueRequest(schedulers=["netfault-probe"])
+            req.timeout.FromMilliseconds(200)
+            try:
+                await stub.Dequeue(req, timeout=3)
+                code = "OK"
+            except grpc.aio.AioRpcError as e:
+                info = error_info(e)
+                code = e.code().name + (f" {info.reason}" if info else "")
+            out.append((start, code))
+            await asyncio.sleep(0.3)
+    finally:
+        await ch.close()
+    return out
+
+
+async def test_broker_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> None:
+    """The broker leader loses etcd but not its workers: once its lease may
+    have expired (cut + TTL) it serves nothing, straight or through the
+    proxy, and no delivery of its term follows one of the next leader's;
+    after healing it follows the new leader."""
+    rng = random.Random(SEED)
+    cut_for = rng.uniform(3 * TTL, 4 * TTL)
+    print(f"netfault seed {SEED}; logs in {tmp_path}")
+    with Net() as net:
+        c = NetCluster(net, tmp_path, etcd_prefix)
+        c.start_etcd(1)
+        state = c.serve("state", "state-0")
+        brokers = [c.serve("broker", f"broker-{i}", "--state-address", state.address,
+                           "--broker-nack-timeout", f"{NACK}s") for i in range(2)]
+        proxy = c.serve("proxy", "proxy", "--hold-timeout", str(HOLD))
+        c.wait_serving(state, *brokers, proxy)
+        load = Load(c, proxy, rng, seed=SEED)
+        async with load.running():
+            await asyncio.sleep(rng.uniform(2, 4))
+            old = await load.leader("broker")
+            old_terms = {term(d.token) for d in load.record.deliveries}
+            t_cut = time.monotonic()
+            net.cut(c.svcs[old].host, c.etcd_hosts[0])
+            probes = await probe_dequeue(c, old, t_cut + cut_for)
+            t_heal = time.monotonic()
+            net.heal()
+
+            async def follows() -> bool:
+                servers = {s.replica: s.leader for s in await load.servers("broker")}
+                return servers.get(old) is False and any(servers.values())
+
+            await until(follows, 30, f"{old} back as a follower")
+            new = await load.leader("broker")
+            after = await probe_dequeue(c, old, time.monotonic() + 1.0)
+            await asyncio.sleep(SETTLE)
+            load.driver.running = False
+            await asyncio.sleep(2)
+            final = await load.eval_ids()
+            cached, in_etcd = await caches(c, load)
+    m = measure("broker leader cut from etcd", SEED, load.record, t_cut, t_heal + SETTLE)
+    print(m.show())
+    write_result(m)
+    expiry = t_cut + TTL
+    old_term = max(old_terms, default=0)
+    served_late = [f"{old} answered a Dequeue {s - t_cut:.1f}s after the cut (lease {TTL}s)"
+                   for s, code in probes if code == "OK" and s > expiry]
+    stopped = next((s - t_cut for s, code in probes if code != "OK"), None)
+    print(f"{old} (term {old_term}) cut from etcd for {cut_for:.1f}s: refused from "
+          f"{stopped}s after the cut; probes {sorted({code for _, code in probes})}; "
+          f"new leader {new}")
+    problems = judge(load, cached, in_etcd, final)
+    problems += served_late
+    problems += [f"{d.eval_id} delivered under the cut leader's term {old_term} "
+                 f"{d.start - t_cut:.1f}s after the cut"
+                 for d in load.record.deliveries if term(d.token) == old_term and
+                 d.start > expiry]
+    problems += [f"{old} answered a Dequeue after healing: it leads again?"
+                 for _, code in after if code == "OK" and new != old]
+    assert stopped is not None and stopped <= TTL + HOLD, f"{old} never stopped serving"
+    assert not problems, f"seed {SEED}: logs in {tmp_path}:\n" + "\n".join(problems[:40])
