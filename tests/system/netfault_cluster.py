@@ -230,8 +230,10 @@ class Measured:
                 f"{sum(self.failed.values())} of {self.calls} calls failed: {failed}")
 
 
-def measure(scenario: str, seed: int, record: Record, start: float, end: float) -> Measured:
-    """Longest gaps in [start, end] (the fault and what follows it) between
+def measure(scenario: str, seed: int, record: Record, start: float, healed: float,
+            end: float) -> Measured:
+    """Longest gaps in [start, end] (the fault from ``start`` to ``healed``
+    and what follows it) between
     successful RegisterJob calls and between deliveries; failed calls over
     the whole run by ``method code reason``."""
     def gap(times: list[float]) -> float:
@@ -243,7 +245,7 @@ def measure(scenario: str, seed: int, record: Record, start: float, end: float) 
     failed = collections.Counter(
         f"{c.method} {c.code}{' ' + c.reason if c.reason else ''}"
         for c in record.calls if c.code != "OK")
-    return Measured(scenario, seed, end - start, gap(writes), gap(deliveries),
+    return Measured(scenario, seed, healed - start, gap(writes), gap(deliveries),
                     len(record.calls), dict(failed))
 
 
@@ -268,8 +270,8 @@ def write_result(m: Measured) -> None:
         "# Network fault scenarios (tests/system/test_netfault.py)\n\n"
         "Written by the tests (`make test-netfault`): per scenario, how long the fault "
         "lasted, the longest gap between successful writes (RegisterJob through the "
-        "proxy) and between deliveries (Dequeue handing out an evaluation) from the "
-        "fault's start to the end of the settle time after healing, and the calls of "
-        "the whole run that failed, by method, status code and ErrorInfo reason. No "
-        "delay is modelled (no tc/netem on these machines).\n\n"
+        "proxy) and between deliveries (Dequeue handing out an evaluation, through the "
+        "proxy) from the fault's start to the end of the settle time after healing, "
+        "and the calls of the whole run that failed, by method, status code and "
+        "ErrorInfo reason. No delay is modelled (no tc/netem on these machines).\n\n"
         + HEADER + "\n".join(rows[k] for k in sorted(rows)) + "\n")

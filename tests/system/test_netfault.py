@@ -25,6 +25,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -164,7 +165,8 @@ async def test_broker_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> 
             await asyncio.sleep(2)
             final = await load.eval_ids()
             cached, in_etcd = await caches(c, load)
-    m = measure("broker leader cut from etcd", SEED, load.record, t_cut, t_heal + SETTLE)
+    m = measure("a. broker leader cut from etcd", SEED, load.record, t_cut, t_heal,
+                t_heal + SETTLE)
     print(m.show())
     write_result(m)
     expiry = t_cut + TTL
@@ -185,3 +187,124 @@ async def test_broker_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> 
                  for _, code in after if code == "OK" and new != old]
     assert stopped is not None and stopped <= TTL + HOLD, f"{old} never stopped serving"
     assert not problems, f"seed {SEED}: logs in {tmp_path}:\n" + "\n".join(problems[:40])
+
+
+async def health(c: NetCluster, name: str) -> str:
+    """``name``'s overall readiness (health Check of ``""``), or the error."""
+    ch = c.channel(c.svcs[name])
+    try:
+        resp = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(),
+                                                          timeout=2)
+        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status))
+    except grpc.aio.AioRpcError as e:
+        return e.code().name
+    finally:
+        await ch.close()
+
+
+async def probe_reads(c: NetCluster, name: str, until_t: float
+                      ) -> list[tuple[float, float, str, float]]:
+    """A consistent and a stale ListJobs straight on state replica ``name``
+    every 0.5 s until ``until_t``: (start, seconds, code of the consistent
+    read, the stale read's last_contact (-1: failed))."""
+    ch = c.channel(c.svcs[name])
+    out = []
+    try:
+        stub = state_pb2_grpc.StateServiceStub(ch)
+        while time.monotonic() < until_t:
+            start = time.monotonic()
+            try:
+                await stub.ListJobs(state_pb2.ListJobsRequest(page_size=1), timeout=10)
+                code = "OK"
+            except grpc.aio.AioRpcError as e:
+                info = error_info(e)
+                code = e.code().name + (f" {info.reason}" if info else "")
+            took = time.monotonic() - start
+            stale = state_pb2.ListJobsRequest(page_size=1)
+            stale.query.stale = True
+            try:
+                got = await stub.ListJobs(stale, timeout=2)
+                contact = got.meta.last_contact.ToMilliseconds() / 1000
+            except grpc.aio.AioRpcError:
+                contact = -1.0
+            out.append((start, took, code, contact))
+            await asyncio.sleep(0.5)
+    finally:
+        await ch.close()
+    return out
+
+
+async def test_state_replica_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> None:
+    """The state replica the proxy uses loses etcd but not its clients: it
+    leaves readiness within a few seconds, refuses consistent reads within a
+    few seconds (never from its cache), reports its staleness on stale
+    reads; the proxy and the broker (its state pool) go to the other
+    replica, so writes and deliveries go on while it is cut; healed, it is
+    ready again and its cache equals etcd."""
+    rng = random.Random(SEED + 1)
+    cut_for = rng.uniform(4 * TTL, 5 * TTL)
+    print(f"netfault seed {SEED}; logs in {tmp_path}")
+    with Net() as net:
+        c = NetCluster(net, tmp_path, etcd_prefix)
+        c.start_etcd(1)
+        states = [c.serve("state", f"state-{i}") for i in range(2)]
+        seeds = ",".join(s.address for s in states)
+        broker = c.serve("broker", "broker-0", "--state-address", seeds,
+                         "--broker-nack-timeout", f"{NACK}s")
+        proxy = c.serve("proxy", "proxy", "--hold-timeout", str(HOLD))
+        c.wait_serving(*states, broker, proxy)
+        load = Load(c, proxy, rng, seed=SEED)
+        async with load.running():
+            await until(lambda: _n_servers(load, "state", 2), 30, "both state replicas listed")
+            await asyncio.sleep(rng.uniform(2, 4))
+            cut = (await load.servers("state"))[0].replica  # the one the proxy uses
+            t_cut = time.monotonic()
+            net.cut(c.svcs[cut].host, c.etcd_hosts[0])
+
+            async def not_ready() -> bool:
+                return await health(c, cut) == "NOT_SERVING"
+
+            await until(not_ready, TTL + 3, f"{cut} not ready")
+            t_unready = time.monotonic() - t_cut
+            reads = await probe_reads(c, cut, t_cut + cut_for)
+            t_heal = time.monotonic()
+            net.heal()
+
+            async def ready() -> bool:
+                return await health(c, cut) == "SERVING"
+
+            await until(ready, 30, f"{cut} ready again")
+            t_ready = time.monotonic() - t_heal
+            await asyncio.sleep(SETTLE)
+            load.driver.running = False
+            await asyncio.sleep(2)
+            final = await load.eval_ids()
+            cached, in_etcd = await caches(c, load)
+    m = measure("c. state replica cut from etcd", SEED + 1, load.record, t_cut, t_heal,
+                t_heal + SETTLE)
+    print(m.show())
+    write_result(m)
+    print(f"{cut} cut from etcd for {cut_for:.1f}s: not ready after {t_unready:.1f}s, ready "
+          f"{t_ready:.1f}s after healing; consistent reads: "
+          f"{sorted({code for _, _, code, _ in reads})}, longest "
+          f"{max((t for _, t, _, _ in reads), default=0):.1f}s; stale reads' last_contact "
+          f"up to {max((lc for *_, lc in reads), default=0):.1f}s")
+    problems = judge(load, cached, in_etcd, final)
+    problems += [f"a consistent read on {cut} answered {s - t_cut:.1f}s into the cut"
+                 for s, _, code, _ in reads if code == "OK"]
+    problems += [f"a consistent read on {cut} took {took:.1f}s to refuse"
+                 for _, took, code, _ in reads if took > 5.0]
+    # Its staleness shows: a stale read's last_contact grows with the cut
+    # (a client with a staleness bound refuses past it).
+    problems += [f"a stale read on {cut} {s - t_cut:.1f}s into the cut said last_contact "
+                 f"{lc:.1f}s" for s, _, _, lc in reads if 0 <= lc < s - t_cut - 2 * TTL]
+    # Routed around: writes and deliveries resumed while it was still cut.
+    problems += [f"writes stopped {m.write_gap:.1f}s of a {cut_for:.1f}s cut"
+                 ] if m.write_gap >= cut_for else []
+    problems += [f"deliveries stopped {m.delivery_gap:.1f}s of a {cut_for:.1f}s cut"
+                 ] if m.delivery_gap >= cut_for else []
+    assert not problems, f"seed {SEED}: logs in {tmp_path}:\n" + "\n".join(problems[:40])
+
+
+async def _n_servers(load: Load, service: str, n: int) -> bool:
+    return len(await load.servers(service)) >= n
