@@ -29,6 +29,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from chaos_load import list_all
 from netfault_cluster import (
     HOLD,
     NACK,
@@ -40,10 +41,12 @@ from netfault_cluster import (
     until,
     write_result,
 )
-from test_chaos import overlaps, too_long
+from test_chaos import TERMINAL_DEPLOYMENT, overlaps, too_long
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
+from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import deployment_pb2
 from drover.dev import netns
 from drover.dev.netns import Net
 from drover.rpc.errors import error_info
@@ -308,3 +311,105 @@ async def test_state_replica_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> 
 
 async def _n_servers(load: Load, service: str, n: int) -> bool:
     return len(await load.servers(service)) >= n
+
+
+async def probe_watcher(c: NetCluster, name: str, until_t: float) -> list[tuple[float, str]]:
+    """A leader-only call straight on watcher ``name`` every 0.3 s until
+    ``until_t``: resuming a deployment that does not exist. A leader looks
+    it up (NOT_FOUND: served), a follower refuses (NOT_LEADER)."""
+    ch = c.channel(c.svcs[name])
+    out = []
+    try:
+        stub = deployments_pb2_grpc.DeploymentWatcherServiceStub(ch)
+        while time.monotonic() < until_t:
+            start = time.monotonic()
+            try:
+                await stub.PauseDeployment(deployments_pb2.PauseDeploymentRequest(
+                    deployment_id="netfault-probe", pause=False), timeout=3)
+                code = "OK"
+            except grpc.aio.AioRpcError as e:
+                info = error_info(e)
+                code = e.code().name + (f" {info.reason}" if info else "")
+            out.append((start, code))
+            await asyncio.sleep(0.3)
+    finally:
+        await ch.close()
+    return out
+
+
+def _served(code: str) -> bool:
+    """A probe the replica answered as a leader (found or not)."""
+    return code == "OK" or code.startswith("NOT_FOUND")
+
+
+async def test_watcher_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> None:
+    """The deployment watcher leader loses etcd but not the state service:
+    once its lease may have expired it serves nothing; the other watcher
+    takes over, every deployment still ends and every successful rolling
+    update gets its follow-up evaluation; healed, the old one follows."""
+    rng = random.Random(SEED + 2)
+    cut_for = rng.uniform(3 * TTL, 4 * TTL)
+    print(f"netfault seed {SEED}; logs in {tmp_path}")
+    with Net() as net:
+        c = NetCluster(net, tmp_path, etcd_prefix)
+        c.start_etcd(1)
+        state = c.serve("state", "state-0")
+        broker = c.serve("broker", "broker-0", "--state-address", state.address,
+                         "--broker-nack-timeout", f"{NACK}s")
+        watchers = [c.serve("deployments", f"watcher-{i}", "--state-address", state.address)
+                    for i in range(2)]
+        proxy = c.serve("proxy", "proxy", "--hold-timeout", str(HOLD))
+        c.wait_serving(state, broker, *watchers, proxy)
+        load = Load(c, proxy, rng, seed=SEED)
+        async with load.running():
+            await asyncio.sleep(rng.uniform(3, 5))
+            old = await load.leader("deployments")
+            t_cut = time.monotonic()
+            net.cut(c.svcs[old].host, c.etcd_hosts[0])
+            probes = await probe_watcher(c, old, t_cut + cut_for)
+            t_heal = time.monotonic()
+            net.heal()
+
+            async def follows() -> bool:
+                servers = {s.replica: s.leader for s in await load.servers("deployments")}
+                return servers.get(old) is False and any(servers.values())
+
+            await until(follows, 30, f"{old} back as a follower")
+            new = await load.leader("deployments")
+            await asyncio.sleep(SETTLE)
+            load.driver.running = False
+
+            async def deployments_terminal() -> bool:
+                ds = await list_all(load.state, "ListDeployments",
+                                    state_pb2.ListDeploymentsRequest(page_size=500),
+                                    "deployments")
+                return all(d.status in TERMINAL_DEPLOYMENT for d in ds)
+
+            await until(deployments_terminal, 60, "every deployment terminal")
+            evals = await list_all(load.state, "ListEvaluations",
+                                   state_pb2.ListEvaluationsRequest(page_size=1000),
+                                   "evaluations")
+            deployments = await list_all(load.state, "ListDeployments",
+                                         state_pb2.ListDeploymentsRequest(page_size=500),
+                                         "deployments")
+            cached, in_etcd = await caches(c, load)
+    m = measure("b. watcher leader cut from etcd", SEED + 2, load.record, t_cut, t_heal,
+                t_heal + SETTLE)
+    print(m.show())
+    write_result(m)
+    expiry = t_cut + TTL
+    stopped = next((s - t_cut for s, code in probes if not _served(code)), None)
+    followed = {e.deployment_id for e in evals if e.triggered_by == "deployment-watcher"}
+    succeeded = [d for d in deployments
+                 if d.status == deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL]
+    print(f"{old} cut from etcd for {cut_for:.1f}s: refused from {stopped}s after the cut; "
+          f"probes {sorted({code for _, code in probes})}; new leader {new}; deployments "
+          f"{len(deployments)} ({len(succeeded)} successful, {len(followed)} followed up)")
+    problems = judge(load, cached, in_etcd, {e.id for e in evals})
+    problems += [f"{old} served {s - t_cut:.1f}s after the cut (lease {TTL}s): {code}"
+                 for s, code in probes if _served(code) and s > expiry]
+    problems += [f"deployment {d.id} (job {d.job_id} v{d.job_version}) succeeded without the "
+                 "watcher's follow-up evaluation"
+                 for d in succeeded if d.job_version > 0 and d.id not in followed]
+    assert stopped is not None and stopped <= TTL + HOLD, f"{old} never stopped serving"
+    assert not problems, f"seed {SEED}: logs in {tmp_path}:\n" + "\n".join(problems[:40])
