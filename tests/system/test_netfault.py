@@ -21,6 +21,7 @@ import os
 import random
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import grpc
@@ -413,3 +414,80 @@ async def test_watcher_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) ->
                  for d in succeeded if d.job_version > 0 and d.id not in followed]
     assert stopped is not None and stopped <= TTL + HOLD, f"{old} never stopped serving"
     assert not problems, f"seed {SEED}: logs in {tmp_path}:\n" + "\n".join(problems[:40])
+
+
+async def _loss_run(etcd_prefix: str, tmp_path: Path, seed: int, scenario: str,
+                    fault: Callable[[Net, NetCluster, Load], Awaitable[str]],
+                    fault_for: float) -> None:
+    """Two state replicas, two brokers, two watchers and the proxy under the
+    load; ``fault`` applied for ``fault_for`` seconds, then healed; the
+    chaos judges, every deployment terminal, caches equal etcd."""
+    rng = random.Random(seed)
+    print(f"netfault seed {seed}; logs in {tmp_path}")
+    with Net() as net:
+        c = NetCluster(net, tmp_path, etcd_prefix)
+        c.start_etcd(1)
+        states = [c.serve("state", f"state-{i}") for i in range(2)]
+        seeds = ",".join(s.address for s in states)
+        brokers = [c.serve("broker", f"broker-{i}", "--state-address", seeds,
+                           "--broker-nack-timeout", f"{NACK}s") for i in range(2)]
+        watchers = [c.serve("deployments", f"watcher-{i}", "--state-address", seeds)
+                    for i in range(2)]
+        proxy = c.serve("proxy", "proxy", "--hold-timeout", str(HOLD))
+        c.wait_serving(*states, *brokers, *watchers, proxy)
+        load = Load(c, proxy, rng, seed=seed)
+        async with load.running():
+            await until(lambda: _n_servers(load, "state", 2), 30, "both state replicas listed")
+            await asyncio.sleep(rng.uniform(2, 4))
+            t_fault = time.monotonic()
+            what = await fault(net, c, load)
+            await asyncio.sleep(fault_for)
+            t_heal = time.monotonic()
+            net.heal()
+            await asyncio.sleep(SETTLE)
+            load.driver.running = False
+
+            async def deployments_terminal() -> bool:
+                ds = await list_all(load.state, "ListDeployments",
+                                    state_pb2.ListDeploymentsRequest(page_size=500),
+                                    "deployments")
+                return all(d.status in TERMINAL_DEPLOYMENT for d in ds)
+
+            await until(deployments_terminal, 60, "every deployment terminal")
+            final = await load.eval_ids()
+            cached, in_etcd = await caches(c, load)
+    m = measure(scenario, seed, load.record, t_fault, t_heal, t_heal + SETTLE)
+    print(f"{what} for {fault_for:.1f}s")
+    print(m.show())
+    write_result(m)
+    problems = judge(load, cached, in_etcd, final)
+    problems += [f"writes stopped {m.write_gap:.1f}s of a {fault_for:.1f}s fault"
+                 ] if m.write_gap >= fault_for else []
+    assert not problems, f"seed {seed}: logs in {tmp_path}:\n" + "\n".join(problems[:40])
+
+
+async def test_proxy_to_state_one_way_drop(etcd_prefix: str, tmp_path: Path) -> None:
+    """Everything the proxy sends to the state replica it uses vanishes
+    (that replica still sends to the proxy, and reaches etcd and the
+    rest): the proxy's hold bounds the silence, every call through it
+    stays bounded and writes go on on the other replica."""
+    async def fault(net: Net, c: NetCluster, load: Load) -> str:
+        front = (await load.servers("state"))[0].replica
+        net.drop(c.svcs["proxy"].host, c.svcs[front].host)
+        return f"proxy -> {front} dropped (one way)"
+
+    rng = random.Random(SEED + 3)
+    await _loss_run(etcd_prefix, tmp_path, SEED + 3, "e1. proxy -> state one-way drop", fault,
+                    rng.uniform(8, 10))
+
+
+async def test_loss_on_every_link(etcd_prefix: str, tmp_path: Path) -> None:
+    """5 % of every packet on every link (etcd, replicas, proxy, the load)
+    dropped at random: the chaos load still converges and is judged."""
+    async def fault(net: Net, c: NetCluster, load: Load) -> str:
+        net.loss_everywhere(5)
+        return "5% random loss on every link"
+
+    rng = random.Random(SEED + 4)
+    await _loss_run(etcd_prefix, tmp_path, SEED + 4, "e2. 5% loss on every link", fault,
+                    rng.uniform(12, 15))
