@@ -31,6 +31,7 @@ from pathlib import Path
 
 import grpc
 from chaos_load import Deleter, Driver, Observer, Record, Recorder, list_all
+from test_chaos import overlaps, too_long
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
@@ -206,6 +207,37 @@ class Load:
         evals = await list_all(self.state, "ListEvaluations", state_pb2.ListEvaluationsRequest(
             page_size=1000), "evaluations")
         return {e.id for e in evals}
+
+
+def judge(r: Record, cached: dict[str, set[str]], in_etcd: set[str], final: set[str],
+          excused: list[tuple[float, float]] | None = None) -> list[str]:
+    """The chaos test's judges on a load's record (nothing lost, no deleted
+    evaluation back, no delivery across terms, every call bounded: time
+    within an ``excused`` interval does not count), and every state
+    replica's evaluations (``cached``) equal to etcd's (``in_etcd``);
+    ``final`` is what exists at the end."""
+    print(f"evaluations {len(final)} (known to the load {len(r.evals)}, in etcd "
+          f"{len(in_etcd)}), deleted {len(r.deleted)}, deliveries {len(r.deliveries)} under "
+          f"terms {sorted({term(d.token) for d in r.deliveries})}, jobs registered "
+          f"{r.registered}, caches {', '.join(f'{k}: {len(v)}' for k, v in cached.items())}")
+    problems = [f"evaluation {e} vanished"
+                for e in sorted(r.evals - r.deleted - r.maybe_deleted - final)]
+    problems += [f"deleted evaluation {e} is back" for e in sorted(r.deleted & final)]
+    problems += overlaps(r.deliveries, r.outcomes, NACK)
+    problems += too_long(r.calls, excused or [])
+    for name, ids in cached.items():
+        if ids != in_etcd:
+            problems.append(f"{name}'s cache differs from etcd: {len(ids - in_etcd)} extra, "
+                            f"{len(in_etcd - ids)} missing")
+    return problems
+
+
+def served_after(probes: list[tuple[float, str]], who: str, fault: float, bound: float,
+                 served: Callable[[str], bool] = lambda code: code == "OK") -> list[str]:
+    """Probes (start, code) of ``who`` it answered as a leader (``served``)
+    though they started after ``bound``: a deposed leader serving."""
+    return [f"{who} served a call {s - fault:.1f}s after the fault ({code}), "
+            f"{s - bound:.1f}s past the bound" for s, code in probes if served(code) and s > bound]
 
 
 def term(token: str) -> int:

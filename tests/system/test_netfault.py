@@ -37,12 +37,14 @@ from netfault_cluster import (
     TTL,
     Load,
     NetCluster,
+    judge,
     measure,
+    served_after,
     term,
     until,
     write_result,
 )
-from test_chaos import TERMINAL_DEPLOYMENT, overlaps, too_long
+from test_chaos import TERMINAL_DEPLOYMENT
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
@@ -63,28 +65,6 @@ SETTLE = 6.0
 ETCD_ELECTION_TIMEOUT = 1.0
 #: etcd's request timeout: 5 s + 2 election timeouts.
 ETCD_REQUEST_TIMEOUT = 5.0 + 2 * ETCD_ELECTION_TIMEOUT
-
-
-def judge(load: Load, cached: dict[str, set[str]], in_etcd: set[str],
-          final: set[str], excused: list[tuple[float, float]] | None = None) -> list[str]:
-    """The chaos test's judges on ``load``'s record, and every state
-    replica's evaluations (``cached``) equal to etcd's. Time of a call
-    within an ``excused`` interval does not count against its bound."""
-    r = load.record
-    print(f"evaluations {len(final)} (known to the load {len(r.evals)}, in etcd "
-          f"{len(in_etcd)}), deleted {len(r.deleted)}, deliveries {len(r.deliveries)} under "
-          f"terms {sorted({term(d.token) for d in r.deliveries})}, jobs registered "
-          f"{r.registered}, caches {', '.join(f'{k}: {len(v)}' for k, v in cached.items())}")
-    problems = [f"evaluation {e} vanished"
-                for e in sorted(r.evals - r.deleted - r.maybe_deleted - final)]
-    problems += [f"deleted evaluation {e} is back" for e in sorted(r.deleted & final)]
-    problems += overlaps(r.deliveries, r.outcomes, NACK)
-    problems += too_long(r.calls, excused or [])
-    for name, ids in cached.items():
-        if ids != in_etcd:
-            problems.append(f"{name}'s cache differs from etcd: {len(ids - in_etcd)} extra, "
-                            f"{len(in_etcd - ids)} missing")
-    return problems
 
 
 async def caches(c: NetCluster, load: Load) -> tuple[dict[str, set[str]], set[str]]:
@@ -180,13 +160,12 @@ async def test_broker_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> 
     write_result(m)
     expiry = t_cut + TTL
     old_term = max(old_terms, default=0)
-    served_late = [f"{old} answered a Dequeue {s - t_cut:.1f}s after the cut (lease {TTL}s)"
-                   for s, code in probes if code == "OK" and s > expiry]
+    served_late = served_after(probes, old, t_cut, expiry)
     stopped = next((s - t_cut for s, code in probes if code != "OK"), None)
     print(f"{old} (term {old_term}) cut from etcd for {cut_for:.1f}s: refused from "
           f"{stopped}s after the cut; probes {sorted({code for _, code in probes})}; "
           f"new leader {new}")
-    problems = judge(load, cached, in_etcd, final)
+    problems = judge(load.record, cached, in_etcd, final)
     problems += served_late
     problems += [f"{d.eval_id} delivered under the cut leader's term {old_term} "
                  f"{d.start - t_cut:.1f}s after the cut"
@@ -298,7 +277,7 @@ async def test_state_replica_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> 
           f"{sorted({code for _, _, code, _ in reads})}, longest "
           f"{max((t for _, t, _, _ in reads), default=0):.1f}s; stale reads' last_contact "
           f"up to {max((lc for *_, lc in reads), default=0):.1f}s")
-    problems = judge(load, cached, in_etcd, final)
+    problems = judge(load.record, cached, in_etcd, final)
     problems += [f"a consistent read on {cut} answered {s - t_cut:.1f}s into the cut"
                  for s, _, code, _ in reads if code == "OK"]
     problems += [f"a consistent read on {cut} took {took:.1f}s to refuse"
@@ -411,9 +390,8 @@ async def test_watcher_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) ->
     print(f"{old} cut from etcd for {cut_for:.1f}s: refused from {stopped}s after the cut; "
           f"probes {sorted({code for _, code in probes})}; new leader {new}; deployments "
           f"{len(deployments)} ({len(succeeded)} successful, {len(followed)} followed up)")
-    problems = judge(load, cached, in_etcd, {e.id for e in evals})
-    problems += [f"{old} served {s - t_cut:.1f}s after the cut (lease {TTL}s): {code}"
-                 for s, code in probes if _served(code) and s > expiry]
+    problems = judge(load.record, cached, in_etcd, {e.id for e in evals})
+    problems += served_after(probes, old, t_cut, expiry, _served)
     problems += [f"deployment {d.id} (job {d.job_id} v{d.job_version}) succeeded without the "
                  "watcher's follow-up evaluation"
                  for d in succeeded if d.job_version > 0 and d.id not in followed]
@@ -465,7 +443,7 @@ async def _loss_run(etcd_prefix: str, tmp_path: Path, seed: int, scenario: str,
     print(f"{what} for {fault_for:.1f}s")
     print(m.show())
     write_result(m)
-    problems = judge(load, cached, in_etcd, final)
+    problems = judge(load.record, cached, in_etcd, final)
     problems += [f"writes stopped {m.write_gap:.1f}s of a {fault_for:.1f}s fault"
                  ] if m.write_gap >= fault_for else []
     assert not problems, f"seed {seed}: logs in {tmp_path}:\n" + "\n".join(problems[:40])
@@ -574,12 +552,10 @@ async def test_etcd_minority_with_drover_replicas(etcd_prefix: str, tmp_path: Pa
     # etcd's request timeout (5 s + 2 election timeouts) for an answer that
     # cannot come, then fails OUTCOME_UNKNOWN: calls overlapping the first
     # ETCD_REQUEST_TIMEOUT of the partition may take that much longer.
-    problems = judge(load, cached, in_etcd, final,
+    problems = judge(load.record, cached, in_etcd, final,
                      excused=[(t_cut, t_cut + ETCD_REQUEST_TIMEOUT)])
-    problems += [f"{minority[0]} answered a Dequeue {s - t_cut:.1f}s into the partition"
-                 for s, code in broker_probes if code == "OK" and (s > expiry or s > first_new)]
-    problems += [f"{minority[1]} served {s - t_cut:.1f}s into the partition: {code}"
-                 for s, code in watcher_probes if _served(code) and s > expiry]
+    problems += served_after(broker_probes, minority[0], t_cut, min(expiry, first_new))
+    problems += served_after(watcher_probes, minority[1], t_cut, expiry, _served)
     problems += [f"a consistent read on {minority[2]} answered {s - t_cut:.1f}s into the "
                  "partition" for s, _, code, _ in reads if code == "OK"]
     problems += [f"a consistent read on {minority[2]} took {took:.1f}s to refuse"
