@@ -286,10 +286,16 @@ HEADER = ("| scenario | seed | fault (s) | writes stopped (s) | deliveries stopp
 
 
 def write_result(m: Measured) -> None:
-    """Put ``m``'s row into bench/results/netfault.md (one row per scenario)."""
+    """Put ``m``'s row into bench/results/netfault.md (one row per scenario;
+    a ``## Notes`` section after the table is kept)."""
     rows: dict[str, str] = {}
+    notes = ""
     if RESULTS.exists():
-        for line in RESULTS.read_text().splitlines():
+        text = RESULTS.read_text()
+        # Hand-written notes after the table are kept as they are.
+        text, marker, tail = text.partition("\n## Notes")
+        notes = marker + tail
+        for line in text.splitlines():
             cells = [c.strip() for c in line.strip("|").split("|")]
             if line.startswith("| ") and cells[0] not in ("scenario", "") and \
                     not re.match(r"^-+$", cells[0]):
@@ -306,4 +312,4 @@ def write_result(m: Measured) -> None:
         "proxy) from the fault's start to the end of the settle time after healing, "
         "and the calls of the whole run that failed, by method, status code and "
         "ErrorInfo reason. No delay is modelled (no tc/netem on these machines).\n\n"
-        + HEADER + "\n".join(rows[k] for k in sorted(rows)) + "\n")
+        + HEADER + "\n".join(rows[k] for k in sorted(rows)) + "\n" + notes)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import netfault_cluster
+import pytest
 from chaos_load import Call, Delivery, Record
 from netfault_cluster import HOLD, judge, measure, served_after
 
@@ -64,3 +66,18 @@ def test_measure_finds_the_longest_gaps_and_counts_failures() -> None:
     assert m.delivery_gap == 7.5  # 1.5 -> the end, 9.0
     assert m.fault_seconds == 4.0
     assert m.failed == {"RegisterJob UNAVAILABLE OUTCOME_UNKNOWN": 1}
+
+
+def test_the_results_table_keeps_one_row_per_scenario_and_the_notes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "netfault.md"
+    monkeypatch.setattr(netfault_cluster, "RESULTS", path)
+    m = netfault_cluster.Measured("a. x", 1, 2.0, 0.5, 0.7, 10, {"Dequeue UNAVAILABLE": 2})
+    netfault_cluster.write_result(m)
+    path.write_text(path.read_text() + "\n## Notes\nhand-written\n")
+    netfault_cluster.write_result(netfault_cluster.Measured("b. y", 2, 1.0, 0.1, 0.1, 5, {}))
+    netfault_cluster.write_result(m)
+    text = path.read_text()
+    assert text.count("| a. x |") == 1 and text.count("| b. y |") == 1
+    assert "Dequeue UNAVAILABLE x2" in text
+    assert text.endswith("## Notes\nhand-written\n")
