@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from drover.config import tunable_default
+from drover.coord.errors import EtcdUnavailable
 from drover.coord.kv import (
     KV,
     Compacted,
@@ -81,6 +82,12 @@ class Change(NamedTuple):
 class CacheConfig:
     page_size: int = tunable_default("state_cache_page_size")
     sync_timeout: float = tunable_default("state_sync_timeout")
+    #: Longest the marker read of a consistent read (:meth:`Cache.sync`) may
+    #: take: a replica cut from etcd refuses within this, not the caller's
+    #: whole deadline (DESIGN "Faults we test against"), so the caller goes
+    #: to another replica while it still has time. The read is one key: an
+    #: etcd that answers at all answers it in milliseconds.
+    marker_timeout: float = 3.0
     retry_delay: float = 0.5
     #: Freeze the GC's view of a list this large (see the module docstring).
     freeze_min_objects: int = 50_000
@@ -376,8 +383,15 @@ class Cache:
             )
 
     async def sync(self) -> int:
-        """Catch up to the last object write in etcd (a consistent read)."""
-        page = await self.store.range(self._marker, b"")
+        """Catch up to the last object write in etcd (a consistent read);
+        EtcdUnavailable when etcd does not answer within ``marker_timeout``."""
+        try:
+            async with asyncio.timeout(self.config.marker_timeout):
+                page = await self.store.range(self._marker, b"")
+        except TimeoutError:
+            raise EtcdUnavailable(
+                f"etcd did not answer this state replica within {self.config.marker_timeout}s; "
+                "retry on another replica, or read with stale=true") from None
         self._touch()
         target = page.kvs[0].mod_revision if page.kvs else 0
         await self.wait_for_revision(target)
