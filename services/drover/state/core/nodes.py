@@ -1,8 +1,11 @@
 """Node planners: UpsertNode (register, +unblock) and UpdateNodeStatus.
 
-A node going down or draining marks its live allocations lost and creates
-a ``node-update`` evaluation per affected job, in the same txn (bounded by
+A node going down marks its live allocations lost and creates a
+``node-update`` evaluation per affected job, in the same txn (bounded by
 the request cap: the rest are lost on the node's next status change). A
+drain loses nothing: ``drain`` true starts one with the default deadline
+(:mod:`drover.state.core.drain`; the allocations migrate as the drainer
+allows), false cancels it. A
 node that becomes schedulable (ready, eligible, not draining; also on
 registration) unblocks blocked evaluations in the same txn. A heartbeat
 refreshes ``last_heartbeat`` at most every :data:`HEARTBEAT_WRITE_EVERY`
@@ -17,7 +20,9 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
+from drover.drain.strategy import DEFAULT_DEADLINE
 from drover.state.core import codec
+from drover.state.core.drain import apply_drain
 from drover.state.core.jobs import job_type_name
 from drover.state.core.placement import node_schedulable, unblock
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
@@ -46,14 +51,14 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any) -> WritePlan:
     found = existing(view, codec.NODES, codec.GLOBAL_NS, request.id, "node")
     node = found.obj
     before = node_schedulable(node)
-    was_down = node.status in _DOWN or node.drain
+    was_down = node.status in _DOWN
     if request.heartbeat and (not node.last_heartbeat.ByteSize() or _age(
             node.last_heartbeat, ctx.now) >= HEARTBEAT_WRITE_EVERY):
         node.last_heartbeat.CopyFrom(ctx.now)
     if request.status:
         node.status = request.status
-    if request.HasField("drain"):
-        node.drain = request.drain
+    if request.HasField("drain") and request.drain != node.drain:
+        apply_drain(node, _legacy_drain(request.drain), ctx.now)
     if request.scheduling_eligibility:
         node.scheduling_eligibility = request.scheduling_eligibility
     unchanged = view.get(codec.NODES, codec.GLOBAL_NS, request.id)
@@ -64,9 +69,8 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any) -> WritePlan:
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, found.mod)
     lost, unblocked = 0, 0
     eval_ids: list[str] = []
-    if (node.status in _DOWN or node.drain) and not was_down:
-        why = "node is down" if node.status in _DOWN else "node is draining"
-        lost, eval_ids = _mark_lost(view, ctx, plan, node.id, why)
+    if node.status in _DOWN and not was_down:
+        lost, eval_ids = _mark_lost(view, ctx, plan, node.id, "node is down")
     elif node_schedulable(node) and not before:
         unblocked = unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpdateNodeStatusResponse(
@@ -107,6 +111,15 @@ def _mark_lost(view: View, ctx: WriteContext, plan: PlanBuilder, node_id: str,
         plan.put(codec.EVALUATIONS, ns, ev.id, ev, None)
         ids.append(ev.id)
     return lost, ids
+
+
+def _legacy_drain(on: bool) -> state_pb2.UpdateNodeDrainRequest:
+    """UpdateNodeStatus's ``drain``: a drain with the default deadline, or a cancel."""
+    if not on:
+        return state_pb2.UpdateNodeDrainRequest()
+    strategy = node_pb2.DrainStrategy()
+    strategy.deadline.FromSeconds(int(DEFAULT_DEADLINE))
+    return state_pb2.UpdateNodeDrainRequest(drain_strategy=strategy)
 
 
 def _age(ts: Any, now: Any) -> float:

@@ -49,7 +49,7 @@ class AllocDeploymentStatus(_message.Message):
     def __init__(self, healthy: _Optional[bool] = ..., timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., canary: _Optional[bool] = ..., modify_index: _Optional[int] = ...) -> None: ...
 
 class Allocation(_message.Message):
-    __slots__ = ("id", "namespace", "name", "job_id", "job_version", "task_group", "node_id", "deployment_id", "eval_id", "desired_status", "desired_description", "client_status", "client_description", "deployment_status", "previous_allocation", "create_index", "modify_index", "create_time", "modify_time", "resources")
+    __slots__ = ("id", "namespace", "name", "job_id", "job_version", "task_group", "node_id", "deployment_id", "eval_id", "desired_status", "desired_description", "client_status", "client_description", "deployment_status", "previous_allocation", "create_index", "modify_index", "create_time", "modify_time", "resources", "desired_transition")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -70,6 +70,7 @@ class Allocation(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     MODIFY_TIME_FIELD_NUMBER: _ClassVar[int]
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    DESIRED_TRANSITION_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     name: str
@@ -90,4 +91,11 @@ class Allocation(_message.Message):
     create_time: _timestamp_pb2.Timestamp
     modify_time: _timestamp_pb2.Timestamp
     resources: _job_pb2.Resources
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., task_group: _Optional[str] = ..., node_id: _Optional[str] = ..., deployment_id: _Optional[str] = ..., eval_id: _Optional[str] = ..., desired_status: _Optional[_Union[AllocDesiredStatus, str]] = ..., desired_description: _Optional[str] = ..., client_status: _Optional[_Union[AllocClientStatus, str]] = ..., client_description: _Optional[str] = ..., deployment_status: _Optional[_Union[AllocDeploymentStatus, _Mapping]] = ..., previous_allocation: _Optional[str] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., modify_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resources: _Optional[_Union[_job_pb2.Resources, _Mapping]] = ...) -> None: ...
+    desired_transition: DesiredTransition
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., task_group: _Optional[str] = ..., node_id: _Optional[str] = ..., deployment_id: _Optional[str] = ..., eval_id: _Optional[str] = ..., desired_status: _Optional[_Union[AllocDesiredStatus, str]] = ..., desired_description: _Optional[str] = ..., client_status: _Optional[_Union[AllocClientStatus, str]] = ..., client_description: _Optional[str] = ..., deployment_status: _Optional[_Union[AllocDeploymentStatus, _Mapping]] = ..., previous_allocation: _Optional[str] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., modify_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resources: _Optional[_Union[_job_pb2.Resources, _Mapping]] = ..., desired_transition: _Optional[_Union[DesiredTransition, _Mapping]] = ...) -> None: ...
+
+class DesiredTransition(_message.Message):
+    __slots__ = ("migrate",)
+    MIGRATE_FIELD_NUMBER: _ClassVar[int]
+    migrate: bool
+    def __init__(self, migrate: _Optional[bool] = ...) -> None: ...

@@ -88,7 +88,7 @@ class Task(_message.Message):
     def __init__(self, name: _Optional[str] = ..., driver: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., meta: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class TaskGroup(_message.Message):
-    __slots__ = ("name", "count", "update", "tasks", "meta")
+    __slots__ = ("name", "count", "update", "tasks", "meta", "migrate")
     class MetaEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -101,12 +101,14 @@ class TaskGroup(_message.Message):
     UPDATE_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
     META_FIELD_NUMBER: _ClassVar[int]
+    MIGRATE_FIELD_NUMBER: _ClassVar[int]
     name: str
     count: int
     update: UpdateStrategy
     tasks: _containers.RepeatedCompositeFieldContainer[Task]
     meta: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., update: _Optional[_Union[UpdateStrategy, _Mapping]] = ..., tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ..., meta: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    migrate: MigrateStrategy
+    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., update: _Optional[_Union[UpdateStrategy, _Mapping]] = ..., tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ..., meta: _Optional[_Mapping[str, str]] = ..., migrate: _Optional[_Union[MigrateStrategy, _Mapping]] = ...) -> None: ...
 
 class Job(_message.Message):
     __slots__ = ("id", "namespace", "name", "type", "priority", "datacenters", "task_groups", "version", "stable", "stop", "status", "status_description", "meta", "create_index", "modify_index", "job_modify_index", "submit_time")
@@ -152,3 +154,15 @@ class Job(_message.Message):
     job_modify_index: int
     submit_time: _timestamp_pb2.Timestamp
     def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., type: _Optional[_Union[JobType, str]] = ..., priority: _Optional[int] = ..., datacenters: _Optional[_Iterable[str]] = ..., task_groups: _Optional[_Iterable[_Union[TaskGroup, _Mapping]]] = ..., version: _Optional[int] = ..., stable: _Optional[bool] = ..., stop: _Optional[bool] = ..., status: _Optional[_Union[JobStatus, str]] = ..., status_description: _Optional[str] = ..., meta: _Optional[_Mapping[str, str]] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., job_modify_index: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class MigrateStrategy(_message.Message):
+    __slots__ = ("max_parallel", "health_check", "min_healthy_time", "healthy_deadline")
+    MAX_PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_CHECK_FIELD_NUMBER: _ClassVar[int]
+    MIN_HEALTHY_TIME_FIELD_NUMBER: _ClassVar[int]
+    HEALTHY_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    max_parallel: int
+    health_check: str
+    min_healthy_time: _duration_pb2.Duration
+    healthy_deadline: _duration_pb2.Duration
+    def __init__(self, max_parallel: _Optional[int] = ..., health_check: _Optional[str] = ..., min_healthy_time: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., healthy_deadline: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
