@@ -21,6 +21,7 @@ from typing import Any
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
 from drover.drain.strategy import DEFAULT_DEADLINE
+from drover.errors import InvalidArgument
 from drover.state.core import codec
 from drover.state.core.drain import apply_drain
 from drover.state.core.jobs import job_type_name
@@ -60,6 +61,12 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any) -> WritePlan:
     if request.HasField("drain") and request.drain != node.drain:
         apply_drain(node, _legacy_drain(request.drain), ctx.now)
     if request.scheduling_eligibility:
+        if (request.scheduling_eligibility == node_pb2.NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE
+                and node.HasField("drain_strategy")):
+            raise InvalidArgument(  # Nomad's Node.UpdateEligibility rule
+                "can not set the node's scheduling eligibility to eligible while it is "
+                "draining (cancel the drain: drover node drain --disable)",
+                metadata={"field": "scheduling_eligibility"})
         node.scheduling_eligibility = request.scheduling_eligibility
     unchanged = view.get(codec.NODES, codec.GLOBAL_NS, request.id)
     if unchanged is not None and node == unchanged.obj:
