@@ -28,6 +28,7 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2, node_pb2
 from drover.rpc.remote import from_rpc_error, remote_status
 
+from .blocked import blocked_need
 from .heartbeats import expired
 from .planner import Plan, Snapshot, compute_plan
 from .view import ClusterView
@@ -149,6 +150,7 @@ class Worker:
         """Plan and submit until accepted; the follow-up evaluations to ack with."""
         await self.view.wait_past(wait_index, within=1.0)
         for _ in range(self.config.plan_retries):
+            index = self.view.index  # what the plan is computed at (nodes may lag)
             snap = await self.snapshot(ev)
             plan = compute_plan(snap, rng=self._rng, new_id=lambda: str(uuid.uuid4()))
             if not plan.empty:
@@ -162,7 +164,11 @@ class Worker:
                     index = int(refused.metadata.get("index", "0") or 0)
                     await self.view.wait_past(index, within=0.5)
                     continue
-            return self._follow_ups(ev, plan)
+            follow = self._follow_ups(ev, plan)
+            for f in follow:
+                if f.status == evaluation_pb2.EVALUATION_STATUS_BLOCKED:
+                    blocked_need(f, snap, plan, index)
+            return follow
         raise PlanRefused(f"plan stale {self.config.plan_retries} times")
 
     async def snapshot(self, ev: evaluation_pb2.Evaluation) -> Snapshot:

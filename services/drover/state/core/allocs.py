@@ -20,7 +20,9 @@ from drover.api.state.v1 import state_pb2
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import allocation_owners, cas_holds, existing
+from drover.state.core.unblock import changed_rooms, unblock_where
 from drover.state.core.view import View, scheduler_config
+from drover.worker.resources import Vec, is_live
 
 
 def apply_allocation_update(alloc: Any, update: Any, now: Any) -> None:
@@ -51,12 +53,23 @@ def plan_upsert_allocs(view: View, ctx: WriteContext, allocs: Sequence[Any]) -> 
 
 
 def plan_update_allocs(view: View, ctx: WriteContext, updates: Sequence[Any]) -> WritePlan:
+    """Client reports. One that ends a live allocation (complete, failed,
+    lost) frees its room: blocked evaluations it fits are unblocked in the
+    same txn (Nomad's FSM does on a client's terminal update)."""
     plan = PlanBuilder(ctx.keys, ctx.on_put)
+    freed: dict[str, Vec] = {}
     for u in updates:
         ns = u.namespace or "default"
         found = existing(view, codec.ALLOCATIONS, ns, u.id, "allocation")
+        was_live = is_live(found.obj)
         apply_allocation_update(found.obj, u, ctx.now)
+        if was_live and not is_live(found.obj):
+            freed[found.obj.node_id] = (freed.get(found.obj.node_id, Vec())
+                                        + Vec.of(found.obj.resources))
         plan.put(codec.ALLOCATIONS, ns, u.id, found.obj, found.mod)
+    if freed:
+        budget = min(ctx.max_objects - len(plan.ops), ctx.max_compares - 1 - len(plan.compares))
+        unblock_where(view, ctx, plan, changed_rooms(view, freed), budget)
     return plan.build(lambda rev: state_pb2.UpdateAllocationsResponse(index=rev))
 
 

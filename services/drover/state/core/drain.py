@@ -29,9 +29,10 @@ from drover.api.types.v1 import node_pb2
 from drover.drain.strategy import stamp
 from drover.errors import InvalidArgument
 from drover.state.core import codec
-from drover.state.core.placement import node_schedulable, unblock
+from drover.state.core.placement import node_schedulable
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import existing
+from drover.state.core.unblock import room_on, unblock_where
 from drover.state.core.view import View
 
 ELIGIBLE = node_pb2.NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE
@@ -80,7 +81,8 @@ def plan_update_node_drain(view: View, ctx: WriteContext, request: Any) -> Write
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, found.mod)
     unblocked = 0
     if node_schedulable(node) and not before:
-        unblocked = unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
+        unblocked = unblock_where(view, ctx, plan, [room_on(view, node)],
+                                  ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpdateNodeDrainResponse(
         index=rev, unblocked=unblocked))
 

@@ -25,9 +25,10 @@ from drover.errors import InvalidArgument
 from drover.state.core import codec
 from drover.state.core.drain import apply_drain
 from drover.state.core.jobs import job_type_name
-from drover.state.core.placement import node_schedulable, unblock
+from drover.state.core.placement import node_schedulable
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import existing
+from drover.state.core.unblock import room_on, unblock_where
 from drover.state.core.view import View, found_all
 from drover.worker.resources import is_live
 
@@ -44,7 +45,7 @@ def plan_upsert_node(view: View, ctx: WriteContext, node: node_pb2.Node) -> Writ
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, old.mod if old else 0)
     if node_schedulable(node) and not (old is not None and node_schedulable(old.obj)):
-        unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
+        unblock_where(view, ctx, plan, [room_on(view, node)], ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpsertNodeResponse(index=rev))
 
 
@@ -79,7 +80,8 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any) -> WritePlan:
     if node.status in _DOWN and not was_down:
         lost, eval_ids = _mark_lost(view, ctx, plan, node.id, "node is down")
     elif node_schedulable(node) and not before:
-        unblocked = unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
+        unblocked = unblock_where(view, ctx, plan, [room_on(view, node)],
+                                  ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpdateNodeStatusResponse(
         index=rev, lost=lost, eval_ids=eval_ids, unblocked=unblocked))
 

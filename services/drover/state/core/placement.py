@@ -14,8 +14,10 @@ the worker computed it from moved (the shell plans on a synced view):
   the placements on top of what its live allocations reserve (minus the
   ones this plan stops).
 
-Capacity freed by a plan (stops) or by a node unblocks blocked
-evaluations: stored as pending in the same txn (:func:`unblock`).
+Capacity freed by a plan (stops) unblocks the blocked evaluations it fits,
+stored as pending in the same txn (:mod:`drover.state.core.unblock`); a
+blocked evaluation written with the plan that missed an unblock is stored
+pending at once.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from drover.errors import InvalidArgument, NotFound
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.rules import PlanStale
+from drover.state.core.unblock import admit_blocked, changed_rooms, unblock_where
 from drover.state.core.view import View, found_all
 from drover.worker.resources import Vec, is_live, used
 
@@ -40,29 +43,6 @@ _BLOCKED = evaluation_pb2.EVALUATION_STATUS_BLOCKED
 def node_schedulable(node: node_pb2.Node) -> bool:
     return (node.status == _READY and not node.drain
             and node.scheduling_eligibility != _INELIGIBLE)
-
-
-def unblock(view: View, ctx: WriteContext, plan: PlanBuilder, room: int,
-            skip: tuple[str, str] | None = None) -> int:
-    """Store up to ``room`` blocked evaluations as pending (capacity grew),
-    each compared; how many."""
-    n = 0
-    for nsid in view.ids(codec.EVALUATIONS, "status", "blocked"):
-        if n >= room:
-            break
-        ns, _, eid = nsid.partition("/")
-        found = view.get(codec.EVALUATIONS, ns, eid)
-        if found is None:
-            continue
-        ev = found.obj
-        if ev.status != _BLOCKED or (skip and (ev.namespace, ev.job_id) == skip):
-            continue
-        ev.status = evaluation_pb2.EVALUATION_STATUS_PENDING
-        ev.status_description = "unblocked: capacity changed"
-        ev.modify_time.CopyFrom(ctx.now)
-        plan.put(codec.EVALUATIONS, ev.namespace, ev.id, ev, found.mod)
-        n += 1
-    return n
 
 
 def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
@@ -121,6 +101,7 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
         a.modify_time.CopyFrom(ctx.now)
         plan.put(codec.ALLOCATIONS, ns, a.id, a, None)
     for ev in evs:
+        admit_blocked(view, ev)
         plan.put(codec.EVALUATIONS, ev.namespace, ev.id, ev, 0)
     # Within the compare cap: nodes first, then the new keys' absence.
     for node_id, mod in node_mods[:max(0, ctx.max_compares - 1 - len(plan.compares))]:
@@ -130,7 +111,8 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
     unblocked = 0
     if stopping:
         room = min(ctx.max_objects - len(plan.ops), ctx.max_compares - 1 - len(plan.compares))
-        unblocked = unblock(view, ctx, plan, room, skip=(ns, request.job_id))
+        unblocked = unblock_where(view, ctx, plan, changed_rooms(view, stopping), room,
+                                  skip=(ns, request.job_id))
     placed, updated = len(placements), len(updates)
     return plan.build(
         lambda rev: state_pb2.SubmitPlanResponse(index=rev, placed=placed, updated=updated,
