@@ -37,9 +37,7 @@ MONITOR_EVERY = 0.5
 def _deadline(deadline: str | None, force: bool, no_deadline: bool) -> float:
     if sum((deadline is not None, force, no_deadline)) > 1:
         raise click.UsageError("--deadline, --force and --no-deadline exclude each other")
-    if force:
-        return -1.0
-    if no_deadline:
+    if force or no_deadline:
         return 0.0
     if deadline is None:
         return DEFAULT_DEADLINE
@@ -78,6 +76,7 @@ def drain(node_id: str, enable: bool, disable: bool, deadline: str | None, force
         req.drain_strategy.deadline.FromNanoseconds(
             int(_deadline(deadline, force, no_deadline) * 1e9))
         req.drain_strategy.ignore_system_jobs = ignore_system
+        req.drain_strategy.force = force
 
     async def body(ch: grpc.aio.Channel) -> tuple[str, Any, list[dict[str, Any]]]:
         full = await prefix.resolve(ch, "node", None, node_id, opts.timeout)

@@ -1,7 +1,8 @@
 """A drain strategy's deadline (Nomad's ``DrainStrategy.DeadlineTime``) and
 how a new or changed drain is stamped (``Node.UpdateDrain``).
 
-- ``deadline`` < 0: force -- the deadline has already passed;
+- ``force`` (Nomad's negative deadline; drover refuses negative durations):
+  the deadline has already passed;
 - ``deadline`` == 0: no deadline;
 - ``deadline`` > 0: the deadline is ``force_deadline`` (``started_at + deadline``).
 
@@ -24,9 +25,9 @@ def _seconds(d: object) -> float:
 def deadline_at(s: node_pb2.DrainStrategy) -> float | None:
     """Seconds since the epoch after which everything left is stopped; None: never.
     A force drain answers -inf (already past)."""
-    d = _seconds(s.deadline)
-    if d < 0:
+    if s.force:
         return float("-inf")
+    d = _seconds(s.deadline)
     if d == 0:
         return None
     return _seconds(s.force_deadline)

@@ -45,10 +45,13 @@ class Builder(Protocol):
 
     def undo_stop(self, a: allocation_pb2.Allocation) -> None: ...
 
+    def room_for(self, ops: int) -> bool: ...
+
 
 @dataclass
 class Moved:
-    #: Marked allocations that stay (nowhere to go, or no room in this plan).
+    #: Marked allocations that stay (nowhere to go, or no room left in this
+    #: plan: then the plan says ``more`` and a follow-up evaluation moves them).
     kept: list[allocation_pb2.Allocation] = field(default_factory=list)
     #: Slots the migrations hold: a replacement placed, or a batch/system
     #: allocation stopped without one (its slot is not refilled).
@@ -62,7 +65,7 @@ def migrate(b: Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
     out = Moved()
     service = job.type in (job_pb2.JOB_TYPE_SERVICE, job_pb2.JOB_TYPE_UNSPECIFIED)
     for a in allocs:
-        if b.ops() + (2 if service else 1) > b.max_ops:
+        if not b.room_for(2 if service else 1):  # the rest in a follow-up evaluation
             out.kept.append(a)
             continue
         if not b.stop(a, WHY):

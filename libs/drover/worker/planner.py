@@ -200,6 +200,13 @@ class _Builder:
     def ops(self) -> int:
         return len(self.plan.placements) + len(self.plan.updates)
 
+    def room_for(self, ops: int) -> bool:
+        """``ops`` more writes fit in this plan; else it says ``more``."""
+        if self.ops() + ops <= self.max_ops:
+            return True
+        self.plan.more = True
+        return False
+
     def undo_stop(self, a: allocation_pb2.Allocation) -> None:
         """Take back the last stop (of ``a``): it keeps running and its room."""
         self.plan.updates.pop()

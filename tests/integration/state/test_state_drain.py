@@ -50,3 +50,14 @@ async def test_the_drainers_writes_need_a_fence(replica) -> None:
             await call(request)
         info = error_info(err.value)
         assert info is not None and info.reason == "FENCE_REQUIRED", info
+
+
+async def test_a_force_drain_is_accepted(replica) -> None:
+    """Nomad's negative deadline is `force` (a negative duration is refused)."""
+    stub = replica.stub
+    await _node(stub)
+    req = state_pb2.UpdateNodeDrainRequest(id="n1")
+    req.drain_strategy.force = True
+    await stub.UpdateNodeDrain(req)
+    n = (await stub.GetNode(state_pb2.GetNodeRequest(id="n1"))).node
+    assert n.drain_strategy.force and not n.drain_strategy.HasField("force_deadline")

@@ -41,7 +41,9 @@ def test_deadline_positive_zero_and_force() -> None:
     assert s.started_at.ToNanoseconds() == now
     assert deadline_at(s) == 1_060.0
     assert deadline_at(stamp(_strategy(0), None, now)) is None  # no deadline
-    assert deadline_at(stamp(_strategy(-1), None, now)) == float("-inf")  # force
+    forced = _strategy(0)
+    forced.force = True
+    assert deadline_at(stamp(forced, None, now)) == float("-inf")
 
 
 def test_an_update_keeps_started_at_and_restamps_the_deadline() -> None:

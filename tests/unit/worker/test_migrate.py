@@ -51,3 +51,14 @@ def test_a_marked_batch_allocation_is_stopped_not_replaced() -> None:
     allocs[0].desired_transition.migrate = True
     plan = compute_plan(snap(j, allocs, ns=_draining(nodes(3))))
     assert [a.id for a in plan.updates] == ["v0-0"] and not plan.placements
+
+
+def test_more_marked_than_a_plan_holds_move_in_a_follow_up() -> None:
+    j = job(count=100)
+    allocs = running(j, 100)
+    for a in allocs:
+        a.desired_transition.migrate = True
+    plan = compute_plan(snap(j, allocs, ns=_draining(nodes(3, cpu=100_000, mem=100_000))),
+                        new_id=ids(), max_ops=126)
+    assert plan.more, "the plan must ask for a follow-up evaluation"
+    assert len(plan.placements) == len(plan.updates) == 63

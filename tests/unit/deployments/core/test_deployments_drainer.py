@@ -16,7 +16,10 @@ NOW = 10_000.0
 def node(nid: str = "n0", deadline: int = 3600, started: float = NOW - 1,
          ignore_system: bool = False) -> node_pb2.Node:
     n = node_pb2.Node(id=nid, status=node_pb2.NODE_STATUS_READY, drain=True)
-    n.drain_strategy.deadline.FromSeconds(deadline)
+    if deadline < 0:
+        n.drain_strategy.force = True
+    else:
+        n.drain_strategy.deadline.FromSeconds(deadline)
     n.drain_strategy.ignore_system_jobs = ignore_system
     n.drain_strategy.started_at.FromNanoseconds(int(started * 1e9))
     if deadline > 0:

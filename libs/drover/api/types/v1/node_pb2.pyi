@@ -89,16 +89,18 @@ class Node(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., datacenter: _Optional[str] = ..., node_class: _Optional[str] = ..., address: _Optional[str] = ..., status: _Optional[_Union[NodeStatus, str]] = ..., scheduling_eligibility: _Optional[_Union[NodeSchedulingEligibility, str]] = ..., drain: _Optional[bool] = ..., attributes: _Optional[_Mapping[str, str]] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., status_updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resources: _Optional[_Union[_job_pb2.Resources, _Mapping]] = ..., last_heartbeat: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., drain_strategy: _Optional[_Union[DrainStrategy, _Mapping]] = ..., last_drain: _Optional[_Union[DrainMetadata, _Mapping]] = ...) -> None: ...
 
 class DrainStrategy(_message.Message):
-    __slots__ = ("deadline", "ignore_system_jobs", "force_deadline", "started_at")
+    __slots__ = ("deadline", "ignore_system_jobs", "force_deadline", "started_at", "force")
     DEADLINE_FIELD_NUMBER: _ClassVar[int]
     IGNORE_SYSTEM_JOBS_FIELD_NUMBER: _ClassVar[int]
     FORCE_DEADLINE_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
     deadline: _duration_pb2.Duration
     ignore_system_jobs: bool
     force_deadline: _timestamp_pb2.Timestamp
     started_at: _timestamp_pb2.Timestamp
-    def __init__(self, deadline: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., ignore_system_jobs: _Optional[bool] = ..., force_deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    force: bool
+    def __init__(self, deadline: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., ignore_system_jobs: _Optional[bool] = ..., force_deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., force: _Optional[bool] = ...) -> None: ...
 
 class DrainMetadata(_message.Message):
     __slots__ = ("status", "started_at", "updated_at", "deadlined")
