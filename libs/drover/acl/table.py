@@ -117,6 +117,11 @@ TABLE: dict[str, Requirement] = {
     # A scheduler worker's plan (Nomad: the plan applier's scheduler rule).
     _S + "SubmitPlan": glob("scheduler", Level.WRITE),
     _S + "UpdateNodeStatus": glob("node", Level.WRITE),
+    # Start or cancel a drain (Nomad: node write); its completion is the
+    # drainer's (fenced, server identity checked by the state service).
+    _S + "UpdateNodeDrain": glob("node", Level.WRITE),
+    # The node drainer's migrate marks (deployment watcher leader: fenced).
+    _S + "UpdateAllocDesiredTransition": SERVER,
     _B + "Dequeue": glob("scheduler", Level.WRITE),
     _B + "Ack": glob("scheduler", Level.WRITE),
     _B + "AckBatch": glob("scheduler", Level.WRITE),

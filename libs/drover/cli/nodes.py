@@ -1,4 +1,5 @@
-"""`drover node ...` and `drover alloc ...`: list, status, drain, down."""
+"""`drover node ...` and `drover alloc ...`: list, status, down, ready (drain and
+eligibility: :mod:`drover.cli.node_drain`)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from drover.cli._client import (
     print_table,
     run,
     run_list,
+    to_dict,
 )
 from drover.worker.resources import Vec, used
 
@@ -53,7 +55,7 @@ async def _all_allocs(stub: Any, namespace: str, filter_: str, per_call: float) 
 
 @click.group(name="node")
 def node_group() -> None:
-    """Nodes: list, status, drain, down, ready."""
+    """Nodes: list, status, drain, eligibility, down, ready."""
 
 
 @node_group.command(name="list")
@@ -109,7 +111,7 @@ def node_status(node_id: str, address: str, as_json: bool, timeout: float) -> No
 
     node, allocs = run(opts, body)
     if opts.json:
-        print_json({"node": node, "allocations": [a.id for a in allocs]})
+        print_json({"node": to_dict(node), "allocations": [a.id for a in allocs]})
         return
     u: Vec = used(allocs)
     click.echo(f"{node.id}  {_node_status(node.status)}  dc {node.datacenter}  "
@@ -131,16 +133,6 @@ def _set_status(node_id: str, opts: Any, verb: str, **fields: Any) -> None:
         return
     click.echo(f"node {node_id} {verb}; {resp.lost} allocations lost, "
                f"{len(resp.eval_ids)} evaluations, {resp.unblocked} unblocked")
-
-
-@node_group.command(name="drain")
-@click.argument("node_id")
-@click.option("--disable", is_flag=True, help="end the drain")
-@client_options
-def drain(node_id: str, disable: bool, address: str, as_json: bool, timeout: float) -> None:
-    """Drain a node: its allocations are marked lost and replaced elsewhere."""
-    _set_status(node_id, options(address, as_json, timeout),
-                "drain ended" if disable else "draining", drain=not disable)
 
 
 @node_group.command(name="down")

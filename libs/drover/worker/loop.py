@@ -34,6 +34,7 @@ from drover.api.types.v1 import evaluation_pb2, node_pb2
 from drover.rpc.remote import from_rpc_error, remote_status
 
 from .attempts import DESCRIPTION, TRIGGER, Attempts, attempt_limit
+from .blocked import blocked_need
 from .heartbeats import expired
 from .planner import Plan, Snapshot, compute_plan
 from .view import ClusterView
@@ -168,10 +169,11 @@ class Worker:
         partial = Attempts(attempt_limit(ev.type))
         stale = 0
         while True:
+            index = self.view.index  # what the plan is computed at (nodes may lag)
             snap = await self.snapshot(ev)
             plan = compute_plan(snap, rng=self._rng, new_id=lambda: str(uuid.uuid4()))
             if plan.empty:
-                return self._follow_ups(ev, plan)
+                return self._follow_ups_with_needs(ev, snap, plan, index)
             try:
                 resp = await self.submit(ev, snap, plan, token)
             except grpc.RpcError as e:
@@ -193,7 +195,7 @@ class Worker:
                 await self.view.wait_past(index, within=0.5)
                 continue
             if not resp.refused:
-                return self._follow_ups(ev, plan)
+                return self._follow_ups_with_needs(ev, snap, plan, index)
             self.stats.partial += 1
             self.stats.refused += sum(len(r.placement_ids) for r in resp.refused)
             log.info("evaluation %s: plan committed in part (%s); refresh at %d", ev.id,
@@ -252,6 +254,16 @@ class Worker:
             evaluations=plan.evaluations, eval_token=token), timeout=30)
         self.stats.placed += resp.placed
         return resp
+
+    def _follow_ups_with_needs(self, ev: evaluation_pb2.Evaluation, snap: Snapshot,
+                               plan: Plan, index: int) -> list[evaluation_pb2.Evaluation]:
+        """The follow-ups; a blocked one records what it needs and the index
+        its plan was computed at (so capacity changes unblock it by need)."""
+        follow = self._follow_ups(ev, plan)
+        for f in follow:
+            if f.status == evaluation_pb2.EVALUATION_STATUS_BLOCKED:
+                blocked_need(f, snap, plan, index)
+        return follow
 
     def _conflict_blocked(self, ev: evaluation_pb2.Evaluation) -> evaluation_pb2.Evaluation:
         """Nomad's answer to attempts run out: a blocked evaluation that the

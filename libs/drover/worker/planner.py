@@ -5,11 +5,13 @@ deployment, its allocations, the nodes and what every node already
 reserves -- into a :class:`Plan`: placements, stops and in-place updates,
 the way Nomad's generic scheduler reconciles a task group:
 
-- lost allocations (their node went down or drains) are stopped and
-  replaced at once; failed ones of an older version are stopped and
-  replaced; failed ones of the current version are rescheduled by their
-  group's reschedule policy (:mod:`.failed`: now, by a follow-up
-  evaluation due later, or not at all once the policy is spent);
+- allocations the node drainer marked to migrate are stopped and replaced
+  (:mod:`.migrate`); the others on a draining node stay;
+- lost allocations (their node went down) are stopped and replaced at
+  once; failed ones of an older version are stopped and replaced; failed
+  ones of the current version are rescheduled by their group's reschedule
+  policy (:mod:`.failed`: now, by a follow-up evaluation due later, or not
+  at all once the policy is spent);
 - a failed or cancelled deployment's un-promoted canaries are stopped;
 - an old allocation whose tasks are unchanged in the new version is updated
   in place (same node, new version); the others need a destructive update:
@@ -46,7 +48,7 @@ from dataclasses import dataclass, field
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2, node_pb2
 
 from . import failed as failed_allocs
-from . import reschedule
+from . import migrate, reschedule
 from .resources import Vec, group_ask, is_live
 
 RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
@@ -211,6 +213,22 @@ class _Builder:
         self.packer.release(a)
         return True
 
+    def ops(self) -> int:
+        return len(self.plan.placements) + len(self.plan.updates)
+
+    def room_for(self, ops: int) -> bool:
+        """``ops`` more writes fit in this plan (its usage records counted);
+        else it says ``more``."""
+        if self.plan.objects() + ops <= self.max_ops:
+            return True
+        self.plan.more = True
+        return False
+
+    def undo_stop(self, a: allocation_pb2.Allocation) -> None:
+        """Take back the last stop (of ``a``): it keeps running and its room."""
+        self.plan.updates.pop()
+        self.packer.used[a.node_id] = self.packer.used.get(a.node_id, Vec()) + Vec.of(a.resources)
+
     def in_place(self, a: allocation_pb2.Allocation, job: job_pb2.Job, dep_id: str) -> bool:
         if not self.room():
             return False
@@ -305,18 +323,19 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
     dep_id = dep.id if dep_running and dep is not None and tg.name in dep.task_groups else ""
     dstate = dep.task_groups.get(tg.name) if dep is not None else None
     batch = job.type == job_pb2.JOB_TYPE_BATCH
-    node_ok = {n.id for n in snap.nodes if n.status == node_pb2.NODE_STATUS_READY
-               and not n.drain}
+    # A draining node's allocations stay until the drainer marks them to migrate.
+    node_ok = {n.id for n in snap.nodes if n.status == node_pb2.NODE_STATUS_READY}
 
     later: list[tuple[float, allocation_pb2.Allocation]] = []  # reschedules due later
     current: list[allocation_pb2.Allocation] = []  # new version, occupying a slot
     old: list[allocation_pb2.Allocation] = []      # older version, live
     free_names: list[int] = []                     # indexes freed by stops
+    migrating: list[allocation_pb2.Allocation] = []  # marked by the node drainer
     for a in allocs:
         if a.desired_status != RUN:
             continue
         if a.client_status == LOST or (is_live(a) and a.node_id not in node_ok):
-            if b.stop(a, "alloc is lost since its node is down or draining"):
+            if b.stop(a, "alloc is lost since its node is down"):
                 free_names.append(name_index(a.name))
             continue
         if a.client_status == COMPLETE:
@@ -329,6 +348,9 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
                 _failed(b, job, tg, a, dep, dep_id, later)
             elif b.stop(a, "alloc failed; replaced by the new version"):
                 free_names.append(name_index(a.name))
+            continue
+        if migrate.marked(a):
+            migrating.append(a)
             continue
         (current if a.job_version == job.version else old).append(a)
     if later:
@@ -346,6 +368,11 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
                   and a.deployment_id == dep.id and a.client_status != FAILED]:
             if b.stop(a, "alloc not needed due to job update"):
                 current.remove(a)
+    moved = migrate.migrate(b, job, tg, migrating, dep_id,
+                            {a.id: name_index(a.name) for a in migrating})
+    for a in moved.kept:
+        (current if a.job_version == job.version else old).append(a)
+    held = moved.held  # slots the migrations fill (their replacements)
 
     old_tg = {a.id: _group(snap.versions.get(a.job_version), tg.name) for a in old}
     inplace = [a for a in old if not batch and _tasks_equal(old_tg[a.id], tg)]
@@ -356,7 +383,8 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
         if b.in_place(a, job, dep_id):
             current.append(a)
 
-    used_names = {name_index(a.name) for a in current} | {name_index(a.name) for a in old}
+    used_names = ({name_index(a.name) for a in current} | {name_index(a.name) for a in old}
+                  | {name_index(a.name) for a in migrating})
 
     def next_name() -> int:
         i = 0
@@ -373,19 +401,19 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
         for _ in range(new_canaries):
             b.place(job, tg, next_name(), dep_id, canary=True)
         if destructive:  # the old ones serve beside the canaries until promotion
-            missing = tg.count - (len(current) - have) - len(destructive)
+            missing = tg.count - (len(current) - have) - len(destructive) - held
         else:  # nothing old left (lost, or never placed): canaries are part of the count
-            missing = tg.count - len(current) - new_canaries
+            missing = tg.count - len(current) - new_canaries - held
         for _ in range(max(0, missing)):
             b.place(job, tg, next_name(), dep_id)
         return
 
-    live = len(current) + len(destructive)
-    if len(current) >= tg.count:
+    live = len(current) + len(destructive) + held
+    if len(current) + held >= tg.count:
         for a in destructive:
             b.stop(a, "alloc not needed: replaced by the new version")
         extra = sorted((a for a in current if a.client_status not in (COMPLETE, FAILED)),
-                       key=lambda a: -name_index(a.name))[: len(current) - tg.count]
+                       key=lambda a: -name_index(a.name))[: len(current) + held - tg.count]
         for a in extra:
             b.stop(a, "alloc not needed due to job update")
         return
@@ -395,7 +423,7 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
         for a in surplus:
             b.stop(a, "alloc not needed due to job update")
         destructive = [a for a in destructive if a not in surplus]
-    for _ in range(tg.count - len(current) - len(destructive)):
+    for _ in range(tg.count - len(current) - len(destructive) - held):
         b.place(job, tg, free_names.pop() if free_names else next_name(), dep_id)
 
     if dep is not None and not dep_running:
@@ -412,5 +440,4 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
             return
         b.stop(a, "alloc is being updated due to job update")
         if not b.place(job, tg, name_index(a.name), dep_id, previous=a.id):
-            b.plan.updates.pop()  # nowhere to go: keep the old one running
-            b.packer.used[a.node_id] = b.packer.used.get(a.node_id, Vec()) + Vec.of(a.resources)
+            b.undo_stop(a)  # nowhere to go: keep the old one running

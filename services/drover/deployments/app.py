@@ -31,6 +31,7 @@ from drover.rpc.server import App, AppContext, ServiceBinding
 
 from . import metrics
 from .core.batcher import BatcherConfig
+from .drainer import NodeDrainer
 from .gc import GarbageCollector, GcConfig
 from .leader import LeaderConfig, WatcherLeader
 from .servicer import DeploymentWatcherServicer
@@ -51,6 +52,7 @@ class DeploymentsApp:
         self._etcd: Any = None
         self.leadership: Leadership | None = None
         self.leader: WatcherLeader | None = None
+        self.drainer: NodeDrainer | None = None
         self.servicer: DeploymentWatcherServicer | None = None
         self._unregister: list[Any] = []
 
@@ -70,6 +72,8 @@ class DeploymentsApp:
         gc = GarbageCollector(api, GcConfig.from_settings(self.settings.gc))
         self.leader = WatcherLeader(api, self.settings.service, config=self._leader_config,
                                     gc=gc)
+        # The node drainer is leader work too: it leads with the watcher.
+        self.drainer = NodeDrainer(api, self.settings.service)
         self.servicer = DeploymentWatcherServicer(self.leader, self._leader_hint)
 
     async def start(self, ctx: AppContext) -> None:
@@ -83,7 +87,8 @@ class DeploymentsApp:
                                              name="deployments-state-replicas"))
         assert self.leader is not None, "prepare() first"
         self.leadership = Leadership(ctx.etcd, Keyspace(self.settings.etcd.prefix),
-                                     self.settings.service, ctx.address, [self.leader],
+                                     self.settings.service, ctx.address,
+                                     [self.leader, *([self.drainer] if self.drainer else [])],
                                      config=self._leadership_config)
         self._unregister = metrics.register(self.leader)
         self.leadership.start()

@@ -46,6 +46,7 @@ from drover.state.eval_update import EvaluationUpdateRpc
 from drover.state.evaluations import EvaluationsRpc
 from drover.state.gc import GarbageCollectRpc
 from drover.state.jobs import JobsRpc
+from drover.state.node_drain import NodeDrainRpc
 from drover.state.node_status import NodeStatusRpc
 from drover.state.objects import ObjectsRpc
 from drover.state.plans import PlansRpc
@@ -139,6 +140,7 @@ async def build_on_store(
         node_status=NodeStatusRpc(writes),
         plans=PlansRpc(writes, deliveries),
         hub=Hub(cache, subscribe_config or SubscribeConfig()),
+        node_drain=NodeDrainRpc(writes),
     )
     tasks = [cache._task] if cache._task is not None else []
     admin = AclAdmin(writer, AclKeys(keyspace.base), writes.now)

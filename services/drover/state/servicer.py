@@ -22,6 +22,7 @@ from drover.state.eval_update import EvaluationUpdateRpc
 from drover.state.evaluations import EvaluationsRpc
 from drover.state.gc import GarbageCollectRpc
 from drover.state.jobs import JobsRpc
+from drover.state.node_drain import NodeDrainRpc
 from drover.state.node_status import NodeStatusRpc
 from drover.state.objects import ObjectsRpc
 from drover.state.plans import PlansRpc
@@ -41,6 +42,7 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
         evaluation_updates: EvaluationUpdateRpc, objects: ObjectsRpc,
         deployment_updates: DeploymentUpdateRpc, gc: GarbageCollectRpc,
         node_status: NodeStatusRpc, plans: PlansRpc, hub: Hub,
+        node_drain: NodeDrainRpc,
     ) -> None:
         # Any: the query methods are installed on QueriesRpc from its rows.
         self._queries: Any = queries
@@ -49,6 +51,7 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
         self._deployment_updates, self._gc = deployment_updates, gc
         self._node_status, self._plans = node_status, plans
         self.hub = hub
+        self._node_drain = node_drain
 
     # -- reads ------------------------------------------------------------
 
@@ -128,6 +131,12 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
 
     async def UpdateNodeStatus(self, request: Any, context: Any) -> Any:
         return await self._node_status.UpdateNodeStatus(request, context)
+
+    async def UpdateNodeDrain(self, request: Any, context: Any) -> Any:
+        return await self._node_drain.UpdateNodeDrain(request, context)
+
+    async def UpdateAllocDesiredTransition(self, request: Any, context: Any) -> Any:
+        return await self._node_drain.UpdateAllocDesiredTransition(request, context)
 
     async def SubmitPlan(self, request: Any, context: Any) -> Any:
         return await self._plans.SubmitPlan(request, context)

@@ -46,6 +46,8 @@ EXPECTED_WRITES = {
         "UpdateEvaluations",
         "UpsertAllocations",
         "UpdateAllocations",
+        "UpdateAllocDesiredTransition",
+        "UpdateNodeDrain",
         "UpsertNode",
         "SetSchedulerConfig",
         "SubmitPlan",

@@ -28,7 +28,9 @@ from drover.state.core.node_secret import UNCHECKED, NodeProof, check_node
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.recreate import identical_existing
 from drover.state.core.rules import allocation_owners, cas_holds, existing
+from drover.state.core.unblock import changed_rooms, unblock_where
 from drover.state.core.view import View, scheduler_config
+from drover.worker.resources import Vec, is_live
 
 
 def apply_allocation_update(alloc: Any, update: Any, now: Any) -> None:
@@ -78,10 +80,15 @@ def plan_upsert_allocs(view: View, ctx: WriteContext, allocs: Sequence[Any]) -> 
 
 def plan_update_allocs(view: View, ctx: WriteContext, updates: Sequence[Any],
                        proof: NodeProof = UNCHECKED) -> WritePlan:
-    """UpdateAllocations; a client's updates are accepted only from the
-    node each allocation runs on (``proof``: :mod:`drover.state.core.node_secret`)."""
+    """Client reports, accepted only from the node each allocation runs on
+    (``proof``: :mod:`drover.state.core.node_secret`). One that ends a live
+    allocation (complete, failed, lost) frees its room: blocked evaluations
+    it fits are unblocked in the same txn (Nomad's FSM does on a client's
+    terminal update); a failure the group's reschedule policy allows creates
+    its ``alloc-failure`` evaluation in the same txn too."""
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     merged = []
+    freed: dict[str, Vec] = {}
     checked = proof.required or proof.presented is not None
     for u in updates:
         ns = u.namespace or "default"
@@ -90,13 +97,20 @@ def plan_update_allocs(view: View, ctx: WriteContext, updates: Sequence[Any],
             node = existing(view, codec.NODES, codec.GLOBAL_NS, found.obj.node_id, "node")
             check_node(node.obj, proof, f"an update of allocation {u.id!r}")
         before = found.obj.client_status
+        was_live = is_live(found.obj)
         apply_allocation_update(found.obj, u, ctx.now)
+        if was_live and not is_live(found.obj):
+            freed[found.obj.node_id] = (freed.get(found.obj.node_id, Vec())
+                                        + Vec.of(found.obj.resources))
         merged.append((ns, u.id, found, alloc_failure.newly_failed(before, found.obj)))
     # Failures the policy lets reschedule: their evaluations, in this txn.
     alloc_failure.plan_failure_evals(view, ctx, plan, [f.obj for *_, f, new in merged if new],
                                      room=ctx.max_objects - len(merged))
     for ns, alloc_id, found, _ in merged:
         plan.put(codec.ALLOCATIONS, ns, alloc_id, found.obj, found.mod)
+    if freed:
+        budget = min(ctx.max_objects - len(plan.ops), ctx.max_compares - 1 - len(plan.compares))
+        unblock_where(view, ctx, plan, changed_rooms(view, freed), budget)
     return plan.build(lambda rev: state_pb2.UpdateAllocationsResponse(index=rev))
 
 

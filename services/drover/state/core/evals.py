@@ -33,6 +33,7 @@ from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.recreate import identical_existing
 from drover.state.core.rules import broker_paused, create_is_new, update_of_seen
+from drover.state.core.unblock import admit_blocked
 from drover.state.core.validate import ALL_NAMESPACES
 from drover.state.core.view import View
 
@@ -72,6 +73,8 @@ def plan_upsert(view: View, ctx: WriteContext, evs: Evals,
         elif not ev.HasField("create_time"):
             ev.create_time.CopyFrom(now)
         ev.modify_time.CopyFrom(now)
+        if old is None:
+            admit_blocked(view, ev)
         plan.put(kind, ns, eid, ev, old.mod if old else 0)
     return plan.build(lambda rev: state_pb2.UpsertEvaluationsResponse(eval_ids=ids, index=rev))
 
@@ -94,6 +97,7 @@ def plan_update(view: View, ctx: WriteContext, updates: Evals, creates: Evals) -
         if not ev.HasField("create_time"):
             ev.create_time.CopyFrom(now)
         ev.modify_time.CopyFrom(now)
+        admit_blocked(view, ev)  # a missed unblock: stored pending at once
         ns, eid = _NS_ID(ev)
         plan.put(kind, ns, eid, ev, 0)
     return plan.build(lambda rev: state_pb2.UpdateEvaluationsResponse(index=rev))

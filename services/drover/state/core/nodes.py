@@ -1,8 +1,11 @@
 """Node planners: UpsertNode (register, +unblock) and UpdateNodeStatus.
 
-A node going down or draining marks its live allocations lost and creates
-a ``node-update`` evaluation per affected job, in the same txn (bounded by
+A node going down marks its live allocations lost and creates a
+``node-update`` evaluation per affected job, in the same txn (bounded by
 the request cap: the rest are lost on the node's next status change). A
+drain loses nothing: ``drain`` true starts one with the default deadline
+(:mod:`drover.state.core.drain`; the allocations migrate as the drainer
+allows), false cancels it. A
 node that becomes schedulable (ready, eligible, not draining; also on
 registration) unblocks blocked evaluations in the same txn. A heartbeat
 refreshes ``last_heartbeat`` at most every :data:`HEARTBEAT_WRITE_EVERY`
@@ -17,12 +20,16 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
+from drover.drain.strategy import DEFAULT_DEADLINE
+from drover.errors import InvalidArgument
 from drover.state.core import codec
+from drover.state.core.drain import apply_drain
 from drover.state.core.jobs import job_type_name
 from drover.state.core.node_secret import UNCHECKED, NodeProof, check_node, registration_secret
-from drover.state.core.placement import node_schedulable, unblock
+from drover.state.core.placement import node_schedulable
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import existing
+from drover.state.core.unblock import room_on, unblock_where
 from drover.state.core.view import View, found_all
 from drover.worker.resources import is_live
 
@@ -43,7 +50,7 @@ def plan_upsert_node(view: View, ctx: WriteContext, node: node_pb2.Node,
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, old.mod if old else 0)
     if node_schedulable(node) and not (old is not None and node_schedulable(old.obj)):
-        unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
+        unblock_where(view, ctx, plan, [room_on(view, node)], ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpsertNodeResponse(index=rev, secret_id=secret))
 
 
@@ -56,15 +63,21 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any,
     if request.heartbeat or proof.presented is not None:
         check_node(node, proof, "a heartbeat" if request.heartbeat else "a node status")
     before = node_schedulable(node)
-    was_down = node.status in _DOWN or node.drain
+    was_down = node.status in _DOWN
     if request.heartbeat and (not node.last_heartbeat.ByteSize() or _age(
             node.last_heartbeat, ctx.now) >= HEARTBEAT_WRITE_EVERY):
         node.last_heartbeat.CopyFrom(ctx.now)
     if request.status:
         node.status = request.status
-    if request.HasField("drain"):
-        node.drain = request.drain
+    if request.HasField("drain") and request.drain != node.drain:
+        apply_drain(node, _legacy_drain(request.drain), ctx.now)
     if request.scheduling_eligibility:
+        if (request.scheduling_eligibility == node_pb2.NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE
+                and node.HasField("drain_strategy")):
+            raise InvalidArgument(  # Nomad's Node.UpdateEligibility rule
+                "can not set the node's scheduling eligibility to eligible while it is "
+                "draining (cancel the drain: drover node drain --disable)",
+                metadata={"field": "scheduling_eligibility"})
         node.scheduling_eligibility = request.scheduling_eligibility
     unchanged = view.get(codec.NODES, codec.GLOBAL_NS, request.id)
     if unchanged is not None and node == unchanged.obj:
@@ -74,11 +87,11 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any,
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, found.mod)
     lost, unblocked = 0, 0
     eval_ids: list[str] = []
-    if (node.status in _DOWN or node.drain) and not was_down:
-        why = "node is down" if node.status in _DOWN else "node is draining"
-        lost, eval_ids = _mark_lost(view, ctx, plan, node.id, why)
+    if node.status in _DOWN and not was_down:
+        lost, eval_ids = _mark_lost(view, ctx, plan, node.id, "node is down")
     elif node_schedulable(node) and not before:
-        unblocked = unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
+        unblocked = unblock_where(view, ctx, plan, [room_on(view, node)],
+                                  ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpdateNodeStatusResponse(
         index=rev, lost=lost, eval_ids=eval_ids, unblocked=unblocked))
 
@@ -117,6 +130,15 @@ def _mark_lost(view: View, ctx: WriteContext, plan: PlanBuilder, node_id: str,
         plan.put(codec.EVALUATIONS, ns, ev.id, ev, None)
         ids.append(ev.id)
     return lost, ids
+
+
+def _legacy_drain(on: bool) -> state_pb2.UpdateNodeDrainRequest:
+    """UpdateNodeStatus's ``drain``: a drain with the default deadline, or a cancel."""
+    if not on:
+        return state_pb2.UpdateNodeDrainRequest()
+    strategy = node_pb2.DrainStrategy()
+    strategy.deadline.FromSeconds(int(DEFAULT_DEADLINE))
+    return state_pb2.UpdateNodeDrainRequest(drain_strategy=strategy)
 
 
 def _age(ts: Any, now: Any) -> float:

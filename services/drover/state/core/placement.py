@@ -22,8 +22,10 @@ compared where it places: a plan for the same node committed meanwhile
 through any replica fails the txn (the shell judges again on a synced
 view: a partial outcome, never an overcommit).
 
-Capacity freed by a plan (stops) or by a node unblocks blocked
-evaluations: stored as pending in the same txn (:func:`unblock`).
+Capacity freed by a plan (stops) unblocks the blocked evaluations it fits,
+stored as pending in the same txn (:mod:`drover.state.core.unblock`); a
+blocked evaluation written with the plan that missed an unblock is stored
+pending at once.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ from drover.errors import InvalidArgument, NotFound
 from drover.state.core import codec, usage
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.rules import PlanStale
+from drover.state.core.unblock import admit_blocked, changed_rooms, unblock_where
 from drover.state.core.view import Found, View
 from drover.worker.resources import Vec, is_live
 
@@ -47,29 +50,6 @@ _BLOCKED = evaluation_pb2.EVALUATION_STATUS_BLOCKED
 def node_schedulable(node: node_pb2.Node) -> bool:
     return (node.status == _READY and not node.drain
             and node.scheduling_eligibility != _INELIGIBLE)
-
-
-def unblock(view: View, ctx: WriteContext, plan: PlanBuilder, room: int,
-            skip: tuple[str, str] | None = None) -> int:
-    """Store up to ``room`` blocked evaluations as pending (capacity grew),
-    each compared; how many."""
-    n = 0
-    for nsid in view.ids(codec.EVALUATIONS, "status", "blocked"):
-        if n >= room:
-            break
-        ns, _, eid = nsid.partition("/")
-        found = view.get(codec.EVALUATIONS, ns, eid)
-        if found is None:
-            continue
-        ev = found.obj
-        if ev.status != _BLOCKED or (skip and (ev.namespace, ev.job_id) == skip):
-            continue
-        ev.status = evaluation_pb2.EVALUATION_STATUS_PENDING
-        ev.status_description = "unblocked: capacity changed"
-        ev.modify_time.CopyFrom(ctx.now)
-        plan.put(codec.EVALUATIONS, ev.namespace, ev.id, ev, found.mod)
-        n += 1
-    return n
 
 
 def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
@@ -148,6 +128,7 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
         if not ev.HasField("create_time"):
             ev.create_time.CopyFrom(ctx.now)
         ev.modify_time.CopyFrom(ctx.now)
+        admit_blocked(view, ev)
         plan.put(codec.EVALUATIONS, ev.namespace, ev.id, ev, 0)
     for part in kept:
         usage.order(plan, view, part, request.eval_id)
@@ -168,7 +149,8 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
     unblocked = 0
     if stopping:
         room = min(ctx.max_objects - len(plan.ops), ctx.max_compares - 1 - len(plan.compares))
-        unblocked = unblock(view, ctx, plan, room, skip=(ns, request.job_id))
+        unblocked = unblock_where(view, ctx, plan, changed_rooms(view, stopping), room,
+                                  skip=(ns, request.job_id))
     placed, updated = len(new), sum(len(p.updates) for p in kept)
     refusals = [state_pb2.RefusedNode(node_id=node_id, reason=why,
                                       placement_ids=[a.id for a in parts[node_id].placements],

@@ -15,6 +15,8 @@ from operator import attrgetter
 from typing import Any
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2
+from drover.drain.migrate import migrate_of
+from drover.drain.migrate import validate as validate_migrate
 from drover.errors import InvalidArgument
 from drover.worker import reschedule
 from drover.worker.resources import fill_defaults
@@ -89,6 +91,9 @@ def validate_job(src: job_pb2.Job) -> job_pb2.Job:
             raise InvalidArgument(f"task group {tg.name!r} count must be >= 0",
                                   metadata={"field": f"job.task_groups[{i}].count"})
         _check_reschedule(job, tg, f"job.task_groups[{i}].reschedule")
+        if tg.HasField("migrate") and (errs := validate_migrate(migrate_of(tg))):
+            raise InvalidArgument(f"task group {tg.name!r}: {errs[0]}",
+                                  metadata={"field": f"job.task_groups[{i}].migrate"})
     fill_defaults(job)
     return job
 

@@ -732,3 +732,49 @@ class RefusedNode(_message.Message):
     placement_ids: _containers.RepeatedScalarFieldContainer[str]
     update_ids: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, node_id: _Optional[str] = ..., reason: _Optional[str] = ..., placement_ids: _Optional[_Iterable[str]] = ..., update_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class UpdateNodeDrainRequest(_message.Message):
+    __slots__ = ("id", "drain_strategy", "mark_eligible", "complete", "deadlined")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    DRAIN_STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    MARK_ELIGIBLE_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    DEADLINED_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    drain_strategy: _node_pb2.DrainStrategy
+    mark_eligible: bool
+    complete: bool
+    deadlined: bool
+    def __init__(self, id: _Optional[str] = ..., drain_strategy: _Optional[_Union[_node_pb2.DrainStrategy, _Mapping]] = ..., mark_eligible: _Optional[bool] = ..., complete: _Optional[bool] = ..., deadlined: _Optional[bool] = ...) -> None: ...
+
+class UpdateNodeDrainResponse(_message.Message):
+    __slots__ = ("index", "unblocked")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    UNBLOCKED_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    unblocked: int
+    def __init__(self, index: _Optional[int] = ..., unblocked: _Optional[int] = ...) -> None: ...
+
+class AllocTransition(_message.Message):
+    __slots__ = ("namespace", "id", "transition")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TRANSITION_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    transition: _allocation_pb2.DesiredTransition
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., transition: _Optional[_Union[_allocation_pb2.DesiredTransition, _Mapping]] = ...) -> None: ...
+
+class UpdateAllocDesiredTransitionRequest(_message.Message):
+    __slots__ = ("allocations", "evaluations")
+    ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    allocations: _containers.RepeatedCompositeFieldContainer[AllocTransition]
+    evaluations: _containers.RepeatedCompositeFieldContainer[_evaluation_pb2.Evaluation]
+    def __init__(self, allocations: _Optional[_Iterable[_Union[AllocTransition, _Mapping]]] = ..., evaluations: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ...) -> None: ...
+
+class UpdateAllocDesiredTransitionResponse(_message.Message):
+    __slots__ = ("index",)
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    def __init__(self, index: _Optional[int] = ...) -> None: ...

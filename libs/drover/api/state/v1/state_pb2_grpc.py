@@ -190,6 +190,16 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusResponse.FromString,
                 _registered_method=True)
+        self.UpdateNodeDrain = channel.unary_unary(
+                '/drover.state.v1.StateService/UpdateNodeDrain',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeDrainRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeDrainResponse.FromString,
+                _registered_method=True)
+        self.UpdateAllocDesiredTransition = channel.unary_unary(
+                '/drover.state.v1.StateService/UpdateAllocDesiredTransition',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -444,6 +454,26 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateNodeDrain(self, request, context):
+        """Start, change or cancel a node's drain (Nomad's Node.UpdateDrain). A
+        drain makes the node ineligible; its allocations migrate as the node
+        drainer (the deployment watcher's leader) allows. Cancelling leaves the
+        node ineligible unless mark_eligible. `complete` is the drainer's own
+        call when the node is empty or its deadline passed (fence required).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateAllocDesiredTransition(self, request, context):
+        """The node drainer marks allocations to migrate (Nomad's
+        AllocUpdateDesiredTransition) with one `node-drain` evaluation per job,
+        in one txn. Leader only (a fence is required).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -581,6 +611,16 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.UpdateNodeStatus,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusResponse.SerializeToString,
+            ),
+            'UpdateNodeDrain': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateNodeDrain,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeDrainRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeDrainResponse.SerializeToString,
+            ),
+            'UpdateAllocDesiredTransition': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateAllocDesiredTransition,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1333,6 +1373,60 @@ class StateService:
             '/drover.state.v1.StateService/UpdateNodeStatus',
             drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateNodeDrain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/UpdateNodeDrain',
+            drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeDrainRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeDrainResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateAllocDesiredTransition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/UpdateAllocDesiredTransition',
+            drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionResponse.FromString,
             options,
             channel_credentials,
             insecure,

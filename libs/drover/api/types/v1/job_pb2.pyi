@@ -88,7 +88,7 @@ class Task(_message.Message):
     def __init__(self, name: _Optional[str] = ..., driver: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[Resources, _Mapping]] = ..., meta: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class TaskGroup(_message.Message):
-    __slots__ = ("name", "count", "update", "tasks", "meta", "reschedule")
+    __slots__ = ("name", "count", "update", "tasks", "meta", "reschedule", "migrate")
     class MetaEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -102,13 +102,15 @@ class TaskGroup(_message.Message):
     TASKS_FIELD_NUMBER: _ClassVar[int]
     META_FIELD_NUMBER: _ClassVar[int]
     RESCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    MIGRATE_FIELD_NUMBER: _ClassVar[int]
     name: str
     count: int
     update: UpdateStrategy
     tasks: _containers.RepeatedCompositeFieldContainer[Task]
     meta: _containers.ScalarMap[str, str]
     reschedule: ReschedulePolicy
-    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., update: _Optional[_Union[UpdateStrategy, _Mapping]] = ..., tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ..., meta: _Optional[_Mapping[str, str]] = ..., reschedule: _Optional[_Union[ReschedulePolicy, _Mapping]] = ...) -> None: ...
+    migrate: MigrateStrategy
+    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., update: _Optional[_Union[UpdateStrategy, _Mapping]] = ..., tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ..., meta: _Optional[_Mapping[str, str]] = ..., reschedule: _Optional[_Union[ReschedulePolicy, _Mapping]] = ..., migrate: _Optional[_Union[MigrateStrategy, _Mapping]] = ...) -> None: ...
 
 class Job(_message.Message):
     __slots__ = ("id", "namespace", "name", "type", "priority", "datacenters", "task_groups", "version", "stable", "stop", "status", "status_description", "meta", "create_index", "modify_index", "job_modify_index", "submit_time")
@@ -170,3 +172,15 @@ class ReschedulePolicy(_message.Message):
     max_delay: _duration_pb2.Duration
     unlimited: bool
     def __init__(self, attempts: _Optional[int] = ..., interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., delay_function: _Optional[str] = ..., max_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., unlimited: _Optional[bool] = ...) -> None: ...
+
+class MigrateStrategy(_message.Message):
+    __slots__ = ("max_parallel", "health_check", "min_healthy_time", "healthy_deadline")
+    MAX_PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_CHECK_FIELD_NUMBER: _ClassVar[int]
+    MIN_HEALTHY_TIME_FIELD_NUMBER: _ClassVar[int]
+    HEALTHY_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    max_parallel: int
+    health_check: str
+    min_healthy_time: _duration_pb2.Duration
+    healthy_deadline: _duration_pb2.Duration
+    def __init__(self, max_parallel: _Optional[int] = ..., health_check: _Optional[str] = ..., min_healthy_time: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., healthy_deadline: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
