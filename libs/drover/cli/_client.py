@@ -23,6 +23,7 @@ from google.protobuf.message import Message
 from rich.console import Console
 from rich.table import Table
 
+from drover.cli.read_retry import ReadRetryChannel, reachable
 from drover.config import TlsFiles
 from drover.coord.tlsprobe import diagnose
 from drover.rpc.failover import client_channel, split_addresses
@@ -187,12 +188,25 @@ class CommandFailed(click.ClickException):
         err_console.print(f"[red]Error:[/red] {self.message}", highlight=False)
 
 
+#: What to do about an UNAVAILABLE, by its ErrorInfo reason: it says what
+#: happened (the server answered), never "cannot reach".
+_UNAVAILABLE_HINTS = {
+    "NOT_LEADER": "a leader election is under way: try again in a few seconds",
+    "NO_SERVER": "no server of that service is up yet (starting, or a leader election): "
+                 "try again in a few seconds",
+    "OUTCOME_UNKNOWN": "the write may have been applied: check before repeating it",
+    "ETCD_UNAVAILABLE": "nothing was written: try again",
+}
+
+
 def describe(err: grpc.RpcError) -> str:
     """One line for a failed call, from the shared inbound decoding."""
     status = remote_status(err)
     line = f"{status.details} ({status.reason or status.code})"
     if status.leader:
         line += f"; leader: {status.leader}"
+    elif status.code == "UNAVAILABLE" and status.reason in _UNAVAILABLE_HINTS:
+        line += f"; {_UNAVAILABLE_HINTS[status.reason]}"
     return line
 
 
@@ -214,10 +228,12 @@ def run(opts: ClientOptions, body: Callable[[grpc.aio.Channel], Awaitable[T]]) -
     except TelemetryConfigError as e:
         raise CommandFailed(str(e)) from None
 
+    addresses = split_addresses(opts.address) or [opts.address]
+
     async def main() -> T:
         with tracer("drover.cli").start_as_current_span(_command_name()):
-            async with client_channel(opts.address, tls=opts.tls,
-                                      token=lambda: opts.token) as ch:
+            inner = client_channel(opts.address, tls=opts.tls, token=lambda: opts.token)
+            async with ReadRetryChannel(inner, addresses) as ch:
                 return await body(ch)
 
     try:
@@ -229,14 +245,21 @@ def run(opts: ClientOptions, body: Callable[[grpc.aio.Channel], Awaitable[T]]) -
     except grpc.RpcError as err:
         status = remote_status(err)
         if status.code == "UNAVAILABLE" and not status.answered:
-            first = (split_addresses(opts.address) or [opts.address])[0]
-            mismatch = diagnose(first, opts.tls, what="drover")
+            mismatch = diagnose(addresses[0], opts.tls, what="drover")
             if mismatch:
                 raise CommandFailed(mismatch) from None
+            if not reachable(addresses):
+                raise CommandFailed(
+                    f"cannot reach drover at {opts.address} ({err.details()}); "
+                    "is it running (`make run`)? set --address or DROVER_ADDR"
+                ) from None
+            # It listens, yet the status carries no server's metadata: the
+            # proxy relayed a server behind it that broke (a leader killed,
+            # an election under way).
             raise CommandFailed(
-                f"cannot reach drover at {opts.address} ({err.details()}); "
-                "is it running (`make run`)? set --address or DROVER_ADDR"
-            ) from None
+                f"drover at {opts.address} answered, but a server behind it is unavailable: "
+                f"{err.details()} (UNAVAILABLE); a leader election may be under way: "
+                "try again in a few seconds") from None
         raise CommandFailed(describe(err)) from None
 
 
