@@ -53,7 +53,7 @@ def test_dev_acl_runs_the_suite_with_tokens() -> None:
                       if "DROVER_TOKEN=" in line)
         proxy = lay.address("proxy")
         me = _drover("acl", "token", "self", "--json", address=proxy, token=secret)
-        assert me.returncode == 0 and json.loads(me.stdout)["type"] == "TOKEN_TYPE_MANAGEMENT"
+        assert me.returncode == 0 and json.loads(me.stdout)["type"] == "management"
         md = (("authorization", f"Bearer {secret}"),)
         with grpc.insecure_channel(proxy) as ch:
             state = state_pb2_grpc.StateServiceStub(ch)

@@ -42,9 +42,9 @@ def list_deployments(listing: ListOptions, address: str, as_json: bool, timeout:
     opts = options(address, as_json, timeout)
     deps = run_list(opts, listing, state_pb2_grpc.StateServiceStub, "ListDeployments",
                     state_pb2.ListDeploymentsRequest, "deployments")
-    print_list(opts, deps, ["ID", "Namespace", "Job", "Version", "Status", "Description"],
-               lambda d: [d.id, d.namespace, d.job_id, d.job_version, _status(d.status),
-                          d.status_description])
+    print_list(opts, deps, ["ID", "Job ID", "Namespace", "Job Version", "Status", "Description"],
+               lambda d: [d.id, d.job_id, d.namespace, d.job_version, _status(d.status),
+                          d.status_description], namespace=listing.namespace)
 
 
 @deployment_group.command(name="status")
