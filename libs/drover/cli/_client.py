@@ -326,16 +326,15 @@ def fit_widths(columns: Sequence[str], cells: Sequence[Sequence[str]],
 
     A column is as wide as its widest cell or header. When the table is too
     wide, the widest text column (never an id or address column) gives up
-    one character at a time, down to :data:`_MIN_CUT` (or its header); what then still
-    does not fit is left to the terminal. The table (no outer edge, one space
-    of padding each side of a cell, one rule between columns) is
-    ``sum(widths) + 3 * len(columns) - 1`` wide.
+    one character at a time, down to :data:`_MIN_CUT` (or its header); what
+    then still does not fit is left to the terminal. The table (Nomad's: no
+    rules, two spaces between columns) is :func:`table_width` wide.
     """
     widths = [max([len(col), *(len(r[i]) for r in cells if i < len(r))])
               for i, col in enumerate(columns)]
     floor = [w if _is_id(col) else min(w, max(_MIN_CUT, len(col)))
              for col, w in zip(columns, widths, strict=True)]
-    excess = sum(widths) + 3 * len(columns) - 1 - width
+    excess = table_width(widths) - width
     while cut and excess > 0:
         cuttable = [i for i, w in enumerate(widths) if w > floor[i]]
         if not cuttable:
@@ -344,6 +343,19 @@ def fit_widths(columns: Sequence[str], cells: Sequence[Sequence[str]],
         widths[widest] -= 1
         excess -= 1
     return widths
+
+
+def table_width(widths: Sequence[int]) -> int:
+    """Terminal columns a table of these column widths takes: two spaces
+    between columns, none at the edges."""
+    return sum(widths) + 2 * max(0, len(widths) - 1)
+
+
+def new_table(title: str | None = None) -> Table:
+    """An empty table in the CLI's one style: Nomad's (a bold header, columns
+    two spaces apart, no rules), so 80 columns hold as much as they can."""
+    return Table(title=title, box=None, pad_edge=False, header_style="bold",
+                 title_justify="left")
 
 
 def _cut(text: str, width: int) -> str:
@@ -359,7 +371,7 @@ def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequen
     wide the table gets; ``--json`` has every field whole too."""
     full = verbose()
     cells = [[short_id("" if v is None else str(v)) for v in row] for row in rows]
-    table = Table(title=title, show_edge=False, header_style="bold")
+    table = new_table(title)
     # --verbose: every cell whole, the table as wide as that takes (lines
     # longer than the terminal, as Nomad's -verbose prints them).
     widths = fit_widths(columns, cells, 0 if full else console.width, cut=not full)
@@ -368,7 +380,7 @@ def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequen
     cells = [[_cut(c, widths[i]) for i, c in enumerate(row)] for row in cells]
     for row in cells:
         table.add_row(*row)
-    total = sum(widths) + 3 * len(columns) - 1
+    total = table_width(widths)
     if total <= console.width:
         console.print(table)
     else:  # --verbose only: rich would squeeze the table into the terminal

@@ -98,6 +98,8 @@ DEFAULT_REPLICAS: Mapping[str, int] = {"state": 1, "broker": 2, "deployments": 2
 #: broker (whose acks then go in one txn per AckBatch) too: txns of
 #: ~1,000 keys cost etcd 10-12 us a key against 17-18 us at the default 128.
 DEV_MAX_TXN_OPS = 1024
+#: How long a service of the suite may take to listen when it starts.
+START_TIMEOUT = 60.0
 #: Where `drover dev --acl` keeps the tokens it created (in its data dir),
 #: so a restart on the same --data-dir finds them again.
 ACL_TOKENS_FILE = "acl-tokens.json"
@@ -229,8 +231,7 @@ class Supervisor:
                 started.append((name, svc, r))
         for name, svc, r in started:
             address = lay.address(svc, r)
-            if not wait_for_port(lay.host, lay.port(svc, r), 20):
-                raise RuntimeError(f"{name} did not start listening on {address}")
+            self._wait_listening(name, lay.port(svc, r))
             if not wait_serving(address, 30):
                 raise RuntimeError(f"{name} on {address} did not become SERVING")
             self.log(f"{name:<14} {address}  (metrics {lay.host}:{lay.metrics_port(svc, r)})")
@@ -239,6 +240,20 @@ class Supervisor:
             tokens = self._acl_tokens()
         if self.nodes:
             self._start_clients(tokens)
+
+    def _wait_listening(self, name: str, port: int) -> None:
+        """Until the child listens on ``port``; a child that exits first fails
+        the start at once. The bound is generous: six Python services
+        importing grpc at once on a busy two-core box take seconds each."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while not wait_for_port(self.layout.host, port, 1):
+            code = self.children[name].poll()
+            if code is not None:
+                raise RuntimeError(f"{name} exited ({exit_reason(code)}) before listening "
+                                   f"on {self.layout.host}:{port}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} did not start listening on {self.layout.host}:"
+                                   f"{port} within {START_TIMEOUT:g}s")
 
     def _spawn(self, spec: ChildSpec) -> None:
         self.specs[spec.name] = spec

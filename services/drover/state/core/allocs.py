@@ -5,7 +5,8 @@
   an existing one keeps its ``create_time``; its job and deployment must
   exist (:func:`allocation_owners`, compared on their create revision).
 - **UpdateAllocations** merges: only client status, description and
-  deployment health of *existing* allocations (updates never create).
+  deployment health of *existing* allocations (updates never create), and
+  none of a node that is down (:mod:`.client_reports`).
 - **SetSchedulerConfig**: a put compared on the config's revision; with
   ``cas_index`` it applies only when that is the revision the caller saw,
   and answers ``updated=false`` (writing nothing) otherwise.
@@ -18,6 +19,7 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.state.core import codec
+from drover.state.core.client_reports import refuse_unresponsive_node
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import allocation_owners, cas_holds, existing
 from drover.state.core.view import View, scheduler_config
@@ -55,6 +57,7 @@ def plan_update_allocs(view: View, ctx: WriteContext, updates: Sequence[Any]) ->
     for u in updates:
         ns = u.namespace or "default"
         found = existing(view, codec.ALLOCATIONS, ns, u.id, "allocation")
+        refuse_unresponsive_node(view, found.obj)
         apply_allocation_update(found.obj, u, ctx.now)
         plan.put(codec.ALLOCATIONS, ns, u.id, found.obj, found.mod)
     return plan.build(lambda rev: state_pb2.UpdateAllocationsResponse(index=rev))
