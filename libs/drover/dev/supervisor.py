@@ -234,7 +234,8 @@ class Supervisor:
             self._wait_listening(name, lay.port(svc, r))
             if not wait_serving(address, 30):
                 raise RuntimeError(f"{name} on {address} did not become SERVING")
-            self.log(f"{name:<14} {address}  (metrics {lay.host}:{lay.metrics_port(svc, r)})")
+            self.log(f"{name:<14} {address}  (metrics {lay.host}:{lay.metrics_port(svc, r)}"
+                     f", pid {self.children[name].pid})")
         tokens: dict[str, str] = {}
         if self.acl:
             tokens = self._acl_tokens()
@@ -335,8 +336,10 @@ class Supervisor:
                               env(tokens.get("dev-worker", ""))))
         self._spawn(ChildSpec("sim", (*cli, "sim", "nodes", str(self.nodes), "--address", proxy,
                                       "--keep"), env(tokens.get("dev-node", ""))))
-        self.log(f"worker         scheduler for service, batch via {proxy}")
-        self.log(f"sim            {self.nodes} simulated nodes sim-0..sim-{self.nodes - 1}")
+        self.log(f"worker         scheduler for service, batch via {proxy} "
+                 f"(pid {self.children['worker'].pid})")
+        self.log(f"sim            {self.nodes} simulated nodes sim-0..sim-{self.nodes - 1} "
+                 f"(pid {self.children['sim'].pid})")
 
     def poll(self) -> str | None:
         """The name of a child that exited, if any."""
