@@ -3,7 +3,8 @@ newcomer runs them: a canary rollout; a second rollout started, then the
 broker leader and the simulated nodes killed with -9 (the suite logs and
 restarts them, the other broker takes over, the rollout finishes); every
 table at 80 columns; and `drover dev` started again at once after a stop
-(TIME_WAIT sockets do not count as busy ports). Bounded: every wait has a
+(TIME_WAIT sockets do not count as busy ports), its state kept in
+``--data-dir``. Bounded: every wait has a
 deadline, the whole test about a minute on an idle box."""
 
 from __future__ import annotations
@@ -50,11 +51,12 @@ def _until(check: Callable[[], Any], within: float, what: str) -> Any:
 class Dev:
     """One `drover dev` run, its output in a file."""
 
-    def __init__(self, offset: int, log: Path) -> None:
+    def __init__(self, offset: int, log: Path, data_dir: Path) -> None:
         self.log = log
         self.out = log.open("w")
-        self.proc = subprocess.Popen([*CLI, "dev", "--port-offset", str(offset)],
-                                     stdout=self.out, stderr=subprocess.STDOUT, cwd=ROOT)
+        self.proc = subprocess.Popen(
+            [*CLI, "dev", "--port-offset", str(offset), "--data-dir", str(data_dir)],
+            stdout=self.out, stderr=subprocess.STDOUT, cwd=ROOT)
 
     def text(self) -> str:
         return self.log.read_text()
@@ -91,7 +93,8 @@ def test_the_walkthrough_survives_its_drills(tmp_path: Path) -> None:
         out = drover("deployment", "status", dep, "--json")
         return json.loads(out.stdout) if out.returncode == 0 else {}
 
-    dev = Dev(offset, tmp_path / "dev-1.log")
+    data = tmp_path / "data"
+    dev = Dev(offset, tmp_path / "dev-1.log", data)
     try:
         dev.wait_up()
         _until(lambda: len(json.loads(drover("node", "list", "--json").stdout or "[]")) == 3,
@@ -143,10 +146,13 @@ def test_the_walkthrough_survives_its_drills(tmp_path: Path) -> None:
     finally:
         assert dev.stop() == 0, dev.text()[-3000:]
 
-    # started again at once: the ports left in TIME_WAIT are not "in use"
-    again = Dev(offset, tmp_path / "dev-2.log")
+    # started again at once: the ports left in TIME_WAIT are not "in use";
+    # on the same --data-dir, etcd's state (the job) is still there
+    again = Dev(offset, tmp_path / "dev-2.log", data)
     try:
         again.wait_up()
         assert "already in use" not in again.text()
+        listed = json.loads(drover("job", "list", "--json").stdout)
+        assert [j["id"] for j in listed] == ["web"]
     finally:
         assert again.stop() == 0

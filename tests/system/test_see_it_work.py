@@ -99,7 +99,7 @@ def test_canary_is_placed_healthy_auto_promoted_and_successful(suite: dict[str, 
     lines = watch.stdout.splitlines()
     # the canary alone first, then the rest after the automatic promotion
     assert any("Canaries=1/1" in ln and "Placed=1 " in ln for ln in lines), watch.stdout
-    assert "successful" in lines[-2] and "Promoted=True" in lines[-1] and "Healthy=3" in lines[-1]
+    assert "successful" in lines[-2] and "Promoted=yes" in lines[-1] and "Healthy=3" in lines[-1]
     allocs = _live(suite, "web")
     assert len(allocs) == 3 and all(a.get("job_version") == "1" for a in allocs)
     # promotion clears the canary flag (as Nomad's state store does)

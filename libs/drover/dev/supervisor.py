@@ -220,7 +220,8 @@ class Supervisor:
                     sys.executable, "-m", "drover.cli.main", "serve", svc,
                     "--etcd", endpoints,
                     "--listen", lay.address(svc, r),
-                    "--replica", f"{svc}-dev-{r}",
+                    # the first replica keeps the name it had before replicas
+                    "--replica", f"{svc}-dev" if r == 0 else f"{svc}-dev-{r}",
                     "--metrics-listen", f"{lay.host}:{lay.metrics_port(svc, r)}",
                     "--state-address", lay.address("state"),
                     "--session-ttl", "6",
