@@ -19,7 +19,7 @@ from rich.console import Console
 from drover.api.acl.v1 import acl_pb2
 from drover.api.proxy.v1 import proxy_pb2
 from drover.api.state.v1 import state_pb2
-from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
+from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2, node_pb2
 from drover.cli import _client
 from drover.cli._client import fit_widths, print_table, table_width, to_dict
 from drover.cli.environment import known_variables, unknown_warnings
@@ -165,3 +165,31 @@ def test_json_round_trips_to_the_cli() -> None:
     # enum names as tables show them are what job specs take back
     assert json.loads(json.dumps(to_dict(job_pb2.Job(type=job_pb2.JOB_TYPE_SYSTEM))))[
         "type"] == "system"
+
+
+def test_node_list_counts_live_allocations_only() -> None:
+    """A finished batch allocation is still desired "run" but neither runs nor
+    holds resources: the Allocs column (and the usage) leave it out."""
+    def alloc(aid: str, client: int) -> allocation_pb2.Allocation:
+        a = allocation_pb2.Allocation(id=aid, node_id="n1",
+                                      desired_status=allocation_pb2.ALLOC_DESIRED_STATUS_RUN,
+                                      client_status=client)  # type: ignore[arg-type]
+        a.resources.cpu = 100
+        return a
+
+    answers = {
+        "/drover.state.v1.StateService/ListNodes": lambda _r: state_pb2.ListNodesResponse(
+            nodes=[node_pb2.Node(id="n1", status=node_pb2.NODE_STATUS_READY)]),
+        "/drover.state.v1.StateService/ListAllocations":
+            lambda _r: state_pb2.ListAllocationsResponse(allocations=[
+                alloc("a1", allocation_pb2.ALLOC_CLIENT_STATUS_RUNNING),
+                alloc("a2", allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE),
+                alloc("a3", allocation_pb2.ALLOC_CLIENT_STATUS_FAILED)]),
+    }
+    with fake_drover(answers) as (address, _calls):
+        out = CliRunner().invoke(cli, ["--address", address, "node", "list"],
+                                 env={"COLUMNS": "80"})
+    assert out.exit_code == 0, out.output
+    header, row = out.output.splitlines()[:2]
+    assert header.split()[-1] == "Allocs" and row.split()[-1] == "1"
+    assert "100/" in row  # only the running one's cpu
