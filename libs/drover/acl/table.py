@@ -35,6 +35,7 @@ from drover.acl.acl import ALL_NAMESPACES, Identity, IdentityKind
 from drover.acl.errors import PermissionDenied
 from drover.acl.policy import Level
 from drover.acl.topics import authorize_topics
+from drover.acl.visibility import NamespacePredicate, readable
 
 __all__ = ["TABLE", "Requirement", "authorize", "request_namespaces"]
 
@@ -177,29 +178,38 @@ def request_namespaces(req: Requirement, request: Any) -> set[str]:
     return out or {DEFAULT_NAMESPACE}
 
 
-def authorize(identity: Identity, req: Requirement, request: Any, method: str) -> None:
-    """Return if ``identity`` may make this call; else :class:`PermissionDenied`."""
+def authorize(identity: Identity, req: Requirement, request: Any, method: str, *,
+              narrow: bool = False) -> NamespacePredicate | None:
+    """Return if ``identity`` may make this call; else :class:`PermissionDenied`.
+
+    With ``narrow`` (the call is a read), a request for every namespace
+    (``*``) by a token holding the capability in only some is allowed, and
+    the namespaces it may see are returned (:mod:`drover.acl.visibility`);
+    None means the call sees everything it names."""
     kind = identity.kind
     if req.kind == "none" or kind is IdentityKind.SERVER:
-        return
+        return None
     if req.kind == "authenticated":
         if kind is not IdentityKind.ANONYMOUS:
-            return
+            return None
     elif req.kind == "server":
         pass
     elif kind is IdentityKind.MANAGEMENT:
-        return
+        return None
     elif req.kind == "topics":
         authorize_topics(identity, request, method)
-        return
+        return None
     elif req.kind == "global":
         if identity.acl.allow_global(req.area, req.level):
-            return
+            return None
     elif req.kind == "namespace":
         denied = sorted(n for n in request_namespaces(req, request)
                         if not identity.acl.allow_namespace(n, req.capability))
         if not denied:
-            return
+            return None
+        seen = readable(identity.acl, req.capability) if narrow else None
+        if denied == [ALL_NAMESPACES] and seen is not None:
+            return seen
         raise PermissionDenied(
             f"{method.rsplit('/', 1)[-1]} needs {req.describe()} in namespace "
             f"{denied[0][:80]!r}; {identity.describe} lacks it",

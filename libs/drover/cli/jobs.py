@@ -15,12 +15,17 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import job_pb2
 from drover.cli import prefix
 from drover.cli._client import (
+    ClientOptions,
+    ListOptions,
     client_options,
     enum_name,
+    list_options,
     options,
     print_json,
+    print_list,
     print_table,
     run,
+    run_list,
     to_dict,
 )
 from drover.cli.spec import parse_spec
@@ -79,15 +84,20 @@ def run_job(spec: str, check_index: int | None, address: str, as_json: bool,
 
 
 @job_group.command(name="status")
-@click.argument("job_id")
+@click.argument("job_id", required=False)
 @click.option("--namespace", "-n", default="default", show_default=True)
 @click.option("--watch", "-w", is_flag=True,
               help="a live per-task-group table until the rollout is terminal")
 @client_options
-def job_status(job_id: str, namespace: str, watch: bool, address: str, as_json: bool,
+def job_status(job_id: str | None, namespace: str, watch: bool, address: str, as_json: bool,
                timeout: float) -> None:
-    """Show a job and its versions."""
+    """Show a job and its versions; with no JOB_ID, list jobs (as `job list`)."""
     opts = options(address, as_json, timeout)
+    if job_id is None:
+        if watch:
+            raise click.UsageError("--watch needs a JOB_ID")
+        show_jobs(opts, ListOptions(namespace, "", "create_index", 100, "", 0))
+        return
     if watch:
         from drover.cli.watch import watch_job
         raise SystemExit(run(opts, lambda ch: watch_job(ch, namespace, job_id, opts.timeout)))
@@ -131,8 +141,9 @@ def stop_job(job_id: str, namespace: str, purge: bool, address: str, as_json: bo
     opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> state_pb2.DeregisterJobResponse:
+        full = await prefix.resolve(ch, "job", namespace, job_id, opts.timeout)
         return await state_pb2_grpc.StateServiceStub(ch).DeregisterJob(
-            state_pb2.DeregisterJobRequest(namespace=namespace, id=job_id, purge=purge),
+            state_pb2.DeregisterJobRequest(namespace=namespace, id=full, purge=purge),
             timeout=opts.timeout)
 
     resp = run(opts, body)
@@ -145,3 +156,42 @@ def stop_job(job_id: str, namespace: str, purge: bool, address: str, as_json: bo
                    f" in {resp.purge_txns} txns")
     else:
         click.echo(f"job {job_id!r} stopped; evaluation {resp.eval_id}")
+
+
+#: Nomad's `job status` list columns (Namespace too when listing several).
+JOB_COLUMNS = ["ID", "Type", "Priority", "Status", "Submit Date"]
+
+
+def job_row(job: job_pb2.Job, with_namespace: bool) -> list[Any]:
+    """One job as `nomad job status` lists it: a stopped job's status reads
+    ``dead (stopped)``."""
+    status = enum_name(job.status, job_pb2.JobStatus, "JOB_STATUS_")
+    if job.stop:
+        status += " (stopped)"
+    submitted = (job.submit_time.ToDatetime().strftime("%Y-%m-%dT%H:%M:%SZ")
+                 if job.HasField("submit_time") else "")
+    row = [job.id, enum_name(job.type, job_pb2.JobType, "JOB_TYPE_"), job.priority, status,
+           submitted]
+    if with_namespace:
+        row.insert(1, job.namespace)
+    return row
+
+
+def show_jobs(opts: ClientOptions, listing: ListOptions) -> None:
+    """Every job of the listing, a table (or JSON); "No running jobs" for none."""
+    jobs = run_list(opts, listing, state_pb2_grpc.StateServiceStub, "ListJobs",
+                    state_pb2.ListJobsRequest, "jobs")
+    if not jobs and not opts.json:
+        click.echo("No running jobs")
+        return
+    several = listing.namespace == "*" or "*" in listing.namespace
+    columns = [*JOB_COLUMNS[:1], "Namespace", *JOB_COLUMNS[1:]] if several else JOB_COLUMNS
+    print_list(opts, jobs, columns, lambda j: job_row(j, several))
+
+
+@job_group.command(name="list")
+@list_options('CEL over job fields, e.g. type == "service"')
+@client_options
+def list_jobs(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
+    """List jobs (what `drover job status` with no JOB_ID shows)."""
+    show_jobs(options(address, as_json, timeout), listing)

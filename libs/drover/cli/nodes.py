@@ -25,7 +25,7 @@ from drover.cli._client import (
     run_list,
     to_dict,
 )
-from drover.worker.resources import Vec, used
+from drover.worker.resources import Vec, is_live, used
 
 
 def _node_status(v: int) -> str:
@@ -82,9 +82,12 @@ def list_nodes(listing: ListOptions, address: str, as_json: bool, timeout: float
     if opts.json:
         print_json(nodes)
         return
+    # Live (non-terminal) allocations only: a finished batch allocation is
+    # still desired "run" but neither runs nor holds resources.
     by_node: dict[str, list[Any]] = {}
     for a in allocs:
-        by_node.setdefault(a.node_id, []).append(a)
+        if is_live(a):
+            by_node.setdefault(a.node_id, []).append(a)
     rows = []
     for n in nodes:
         u = used(by_node.get(n.id, []))
@@ -118,14 +121,15 @@ def node_status(node_id: str, address: str, as_json: bool, timeout: float) -> No
                f"drain {node.drain}  cpu {u.cpu}/{node.resources.cpu} MHz  "
                f"memory {u.memory_mb}/{node.resources.memory_mb} MB")
     print_table(None, ["Alloc", "Job", "Version", "Group", "Desired", "Client", "Health"], (
-        [a.id[:8], a.job_id, a.job_version, a.task_group, _desired(a.desired_status),
+        [a.id, a.job_id, a.job_version, a.task_group, _desired(a.desired_status),
          _client(a.client_status), _health(a)] for a in allocs))
 
 
 def _set_status(node_id: str, opts: Any, verb: str, **fields: Any) -> None:
     async def body(ch: grpc.aio.Channel) -> Any:
+        full = await prefix.resolve(ch, "node", None, node_id, opts.timeout)
         return await state_pb2_grpc.StateServiceStub(ch).UpdateNodeStatus(
-            state_pb2.UpdateNodeStatusRequest(id=node_id, **fields), timeout=opts.timeout)
+            state_pb2.UpdateNodeStatusRequest(id=full, **fields), timeout=opts.timeout)
 
     resp = run(opts, body)
     if opts.json:
@@ -166,10 +170,14 @@ def list_allocs(listing: ListOptions, address: str, as_json: bool, timeout: floa
     opts = options(address, as_json, timeout)
     allocs = run_list(opts, listing, state_pb2_grpc.StateServiceStub, "ListAllocations",
                       state_pb2.ListAllocationsRequest, "allocations")
-    print_list(opts, allocs, ["ID", "Name", "Node", "Version", "Desired", "Client", "Health",
-                              "Canary"],
-               lambda a: [a.id[:8], a.name, a.node_id, a.job_version, _desired(a.desired_status),
-                          _client(a.client_status), _health(a), a.deployment_status.canary])
+    # The Canary column only when one is listed: it would take the width a
+    # name needs at 80 columns to say "False" on every row.
+    canaries = any(a.deployment_status.canary for a in allocs)
+    columns = ["ID", "Name", "Node", "Version", "Desired", "Client", "Health"]
+    print_list(opts, allocs, [*columns, "Canary"] if canaries else columns,
+               lambda a: [a.id, a.name, a.node_id, a.job_version, _desired(a.desired_status),
+                          _client(a.client_status), _health(a),
+                          *(["yes" if a.deployment_status.canary else ""] if canaries else [])])
 
 
 @alloc_group.command(name="status")

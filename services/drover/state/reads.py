@@ -38,6 +38,7 @@ from drover.state.cache import Cache
 from drover.state.core import codec, tables
 from drover.state.core.tables import Entry
 from drover.state.core.validate import ALL_NAMESPACES, namespace_arg
+from drover.state.narrowed import narrow
 
 
 def list_namespace(value: str) -> str | None:
@@ -101,8 +102,8 @@ class Reader:
 
     def page(self, kind: str, request: PageRequest, expression: str, *,
              scan_budget: int | None = None) -> Page[Entry]:  # fmt: skip
-        flt = self.compile(kind, expression)
         rows = self.cache.tables[kind].rows
+        flt = narrow(self.compile(kind, expression), rows)
         return self.paginator.page(rows, request, flt, scan_budget=scan_budget)
 
     def list(self, kind: str, request: PageRequest, expression: str) -> tuple[list[Any], str]:
@@ -113,6 +114,6 @@ class Reader:
 
     def count(self, kind: str, expression: str, namespace: str | None,
               scope: Mapping[str, str] | None = None) -> int:  # fmt: skip
-        flt = self.compile(kind, expression)
         rows = self.cache.tables[kind].rows
+        flt = narrow(self.compile(kind, expression), rows)
         return self.paginator.count(rows, flt, namespace=namespace, scope=scope)

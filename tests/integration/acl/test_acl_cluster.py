@@ -113,7 +113,9 @@ async def test_read_only_reads_and_anonymous_follows_the_anonymous_policy(acl: A
             break
         await asyncio.sleep(0.05)
     assert (await call(proxy, STATE + "ListJobs", default))[0] == grpc.StatusCode.OK
-    assert (await call(proxy, STATE + "ListJobs", lst))[0] == grpc.StatusCode.PERMISSION_DENIED
+    # "*" by a caller who may read only "default": narrowed, not refused (Nomad filters)
+    code, _, listed = await call(proxy, STATE + "ListJobs", lst)
+    assert code == grpc.StatusCode.OK and {j.namespace for j in listed.jobs} <= {"default"}
     code, _, _ = await call(proxy, ACL + "DeletePolicy", acl_pb2.DeletePolicyRequest(
         name="anonymous"), secret=acl.management)
     assert code == grpc.StatusCode.OK
@@ -416,3 +418,47 @@ async def test_with_acls_a_node_speaks_only_with_its_own_secret(acl: Acl) -> Non
     await stub.UpdateNodeStatus(beat, metadata=own, timeout=5)
     await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="acl-node", drain=True),
                                 metadata=md, timeout=5)
+
+
+async def test_a_star_list_returns_what_the_token_may_read(acl: Acl) -> None:
+    """Nomad's filtering: objects of namespaces the token may not read are
+    left out of a ``*`` list (and count); a token that may read no namespace
+    is still refused, and a ``*`` write still needs every namespace."""
+    proxy = acl.cluster.channel("proxy")
+    run = uuid.uuid4().hex[:6]
+    for ns in ("default", f"team-{run}"):
+        code, _, resp = await call(proxy, STATE + "RegisterJob", state_pb2.RegisterJobRequest(
+            job=job_pb2.Job(id=f"vis-{run}", namespace=ns, type=job_pb2.JOB_TYPE_BATCH,
+                            datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(
+                                name="g", count=1)])), secret=acl.management)
+        assert code == grpc.StatusCode.OK, resp
+    rules = "namespace: {default: {policy: read}}\nnode: {policy: read}"
+    code, _, _ = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+        name=f"default-{run}", rules=rules), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
+        name=f"default-{run}", policies=[f"default-{run}"]), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    mine = tok.secret_id
+    everything = state_pb2.ListJobsRequest(namespace="*", prefix=f"vis-{run}")
+    for _ in range(100):  # the token reaches every replica's view through its watch
+        code, _, listed = await call(proxy, STATE + "ListJobs", everything, secret=mine)
+        if code == grpc.StatusCode.OK:
+            break
+        await asyncio.sleep(0.05)
+    assert code == grpc.StatusCode.OK
+    assert [(j.namespace, j.id) for j in listed.jobs] == [("default", f"vis-{run}")]
+    code, _, full = await call(proxy, STATE + "ListJobs", everything, secret=acl.management)
+    assert {j.namespace for j in full.jobs} == {"default", f"team-{run}"}
+    code, _, counted = await call(proxy, STATE + "CountEvaluations",
+                                  state_pb2.CountEvaluationsRequest(
+                                      namespace="*", filter=f'job_id == "vis-{run}"'),
+                                  secret=mine)
+    assert code == grpc.StatusCode.OK and counted.count == 1  # the default job's one
+    # `drover node list`'s allocation read, across namespaces, is answered
+    code, _, _ = await call(proxy, STATE + "ListAllocations", state_pb2.ListAllocationsRequest(
+        namespace="*"), secret=mine)
+    assert code == grpc.StatusCode.OK
+    # the worker token may list evaluations but read jobs nowhere: refused
+    code, reason, _ = await call(proxy, STATE + "ListJobs", everything, secret=acl.worker)
+    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "ACL_PERMISSION_DENIED")

@@ -9,8 +9,9 @@
   nothing is written.
 - **UpdateAllocations** merges: only client status, description and
   deployment health of *existing* allocations (updates never create),
-  from the node each runs on (:mod:`drover.state.core.node_secret`); a
-  report of a failure the group's reschedule policy allows creates its
+  from the node each runs on (:mod:`drover.state.core.node_secret`), and
+  none of a node that is down (:mod:`.client_reports`); a report of a
+  failure the group's reschedule policy allows creates its
   ``alloc-failure`` evaluation in the same txn (:mod:`.alloc_failure`).
 - **SetSchedulerConfig**: a put compared on the config's revision; with
   ``cas_index`` it applies only when that is the revision the caller saw,
@@ -24,6 +25,7 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.state.core import alloc_failure, codec, usage
+from drover.state.core.client_reports import refuse_unresponsive_node
 from drover.state.core.node_secret import UNCHECKED, NodeProof, check_node
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.recreate import identical_existing
@@ -96,6 +98,7 @@ def plan_update_allocs(view: View, ctx: WriteContext, updates: Sequence[Any],
         if checked:
             node = existing(view, codec.NODES, codec.GLOBAL_NS, found.obj.node_id, "node")
             check_node(node.obj, proof, f"an update of allocation {u.id!r}")
+        refuse_unresponsive_node(view, found.obj)
         before = found.obj.client_status
         was_live = is_live(found.obj)
         apply_allocation_update(found.obj, u, ctx.now)
