@@ -4,7 +4,7 @@
 makes it answer reads without the consistent-read wait (the catch-up to
 etcd's last write that every non-``stale`` read makes) and apply its
 watch ``<seconds>`` late, so it serves what etcd held that long ago. The
-linearizability checker must catch it (tests/system/test_linearizability.py).
+linearizability checker must catch it (tests/system/test_stale_replica_linearizability.py).
 Unset (always, outside that test): no effect at all.
 """
 
