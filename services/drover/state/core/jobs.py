@@ -65,7 +65,9 @@ def new_deployment(ctx: WriteContext, job: job_pb2.Job, create_index: int,
     places every allocation at once and asks for no canary."""
     if job.type != job_pb2.JOB_TYPE_SERVICE:
         return None
-    groups = {tg.name: tg for tg in job.task_groups if tg.HasField("update")}
+    # max_parallel 0 is Nomad's "no update strategy": no deployment for the group.
+    groups = {tg.name: tg for tg in job.task_groups
+              if tg.HasField("update") and tg.update.max_parallel > 0}
     if not groups:
         return None
     d = deployment_pb2.Deployment(

@@ -16,7 +16,7 @@ from typing import Any
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2
 from drover.errors import InvalidArgument
-from drover.worker.resources import fill_defaults
+from drover.jobspec.defaults import canonicalize
 
 #: A valid namespace or id. One compiled match, not a set built per call:
 #: checked ~3 times per evaluation written (it was ~6 % of the state
@@ -52,24 +52,17 @@ def namespace_arg(value: str, *, allow_all: bool = True) -> str:
 
 
 def validate_job(src: job_pb2.Job) -> job_pb2.Job:
-    """A copy of ``src``, defaults filled in (namespace, priority, type, resources)."""
+    """A copy of ``src`` with Nomad's defaults filled in
+    (:func:`drover.jobspec.defaults.canonicalize`), checked."""
     job = job_pb2.Job()
     job.CopyFrom(src)
-    job.namespace = job.namespace or DEFAULT_NAMESPACE
+    canonicalize(job)
     check_name(job.id, "job.id")
     check_name(job.namespace, "job.namespace")
-    if job.priority == 0:
-        job.priority = 50
     if not 1 <= job.priority <= 100:
         raise InvalidArgument(
             f"job.priority must be 1..100, got {job.priority}", metadata={"field": "job.priority"}
         )
-    if job.type == job_pb2.JOB_TYPE_UNSPECIFIED:
-        job.type = job_pb2.JOB_TYPE_SERVICE
-    # Nomad refuses both: a job with nowhere to run or nothing to run.
-    if not job.datacenters:
-        raise InvalidArgument("job.datacenters must name at least one datacenter",
-                              metadata={"field": "job.datacenters"})
     for i, dc in enumerate(job.datacenters):
         if not dc:
             raise InvalidArgument(f"job.datacenters[{i}] is empty",
@@ -87,7 +80,10 @@ def validate_job(src: job_pb2.Job) -> job_pb2.Job:
         if tg.count < 0:
             raise InvalidArgument(f"task group {tg.name!r} count must be >= 0",
                                   metadata={"field": f"job.task_groups[{i}].count"})
-    fill_defaults(job)
+        if tg.update.max_parallel < 0 or tg.update.canary < 0:
+            raise InvalidArgument(
+                f"task group {tg.name!r} update max_parallel and canary must be >= 0",
+                metadata={"field": f"job.task_groups[{i}].update"})
     return job
 
 

@@ -92,3 +92,19 @@ def test_deregister_stops_the_job_as_a_new_version() -> None:
     assert [e.kind for e in plan.events] == [codec.EVALUATIONS, codec.JOBS, codec.JOB_VERSIONS]
     job = codec.decode(codec.JOBS, plan.ops[1].value, 5, 9)  # type: ignore[union-attr]
     assert job.stop and job.version == 2 and job.job_modify_index == 9
+
+
+def test_a_service_job_without_an_update_block_rolls_with_nomads_defaults() -> None:
+    plan = jobs.plan_register(view([]), context(), service_job(update=False))
+    dep = codec.decode(codec.DEPLOYMENTS, plan.ops[2].value, 10, 10)  # type: ignore[union-attr]
+    assert dep.task_groups["g"].progress_deadline.seconds == 600
+    stored_job = codec.decode(codec.JOBS, plan.ops[0].value, 10, 10)  # type: ignore[union-attr]
+    assert stored_job.task_groups[0].update.max_parallel == 1
+    assert list(stored_job.datacenters) == ["dc1"]
+
+
+def test_max_parallel_0_is_no_update_strategy_and_no_deployment() -> None:
+    job = service_job()
+    job.task_groups[0].update.max_parallel = 0
+    plan = jobs.plan_register(view([]), context(), job)
+    assert [e.kind for e in plan.events] == [codec.JOBS, codec.JOB_VERSIONS, codec.EVALUATIONS]
