@@ -109,6 +109,8 @@ TABLE: dict[str, Requirement] = {
     # A scheduler worker's plan (Nomad: the plan applier's scheduler rule).
     _S + "SubmitPlan": glob("scheduler", Level.WRITE),
     _S + "UpdateNodeStatus": glob("node", Level.WRITE),
+    # `nomad job start` registers the job again: submit-job.
+    _S + "StartJob": ns("submit-job"),
     _B + "Dequeue": glob("scheduler", Level.WRITE),
     _B + "Ack": glob("scheduler", Level.WRITE),
     _B + "AckBatch": glob("scheduler", Level.WRITE),

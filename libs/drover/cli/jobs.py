@@ -1,4 +1,4 @@
-"""`drover job ...`: run a job spec file, show its status, stop it."""
+"""`drover job ...`: run a job spec file, show its status, stop and start it."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def load_job(path: str) -> job_pb2.Job:
 
 @click.group(name="job")
 def job_group() -> None:
-    """Jobs: run, status, stop."""
+    """Jobs: run, status, stop, start."""
 
 
 @job_group.command(name="run")
@@ -76,6 +76,12 @@ def run_job(spec: str, check_index: int | None, address: str, as_json: bool,
         click.echo(f"deployment {resp.deployment_id}")
     for w in resp.warnings:
         click.echo(f"warning: {w}", err=True)
+
+
+def status_text(job: job_pb2.Job) -> str:
+    """Nomad's status column: ``dead (stopped)`` for a stopped job."""
+    text = enum_name(job.status, job_pb2.JobStatus, "JOB_STATUS_")
+    return f"{text} (stopped)" if job.stop else text
 
 
 @job_group.command(name="status")
@@ -112,7 +118,7 @@ def job_status(job_id: str, namespace: str, watch: bool, address: str, as_json: 
         ["ID", job.id], ["Namespace", job.namespace],
         ["Type", enum_name(job.type, job_pb2.JobType, "JOB_TYPE_")],
         ["Priority", job.priority], ["Version", job.version], ["Stable", job.stable],
-        ["Stop", job.stop], ["Status", enum_name(job.status, job_pb2.JobStatus, "JOB_STATUS_")],
+        ["Stop", job.stop], ["Status", status_text(job)],
     ])
     print_table("Task groups", ["Group", "Count", "Max parallel", "Canary"], (
         [g.name, g.count, g.update.max_parallel, g.update.canary] for g in job.task_groups))
@@ -145,3 +151,26 @@ def stop_job(job_id: str, namespace: str, purge: bool, address: str, as_json: bo
                    f" in {resp.purge_txns} txns")
     else:
         click.echo(f"job {job_id!r} stopped; evaluation {resp.eval_id}")
+
+
+@job_group.command(name="start")
+@click.argument("job_id")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@client_options
+def start_job(job_id: str, namespace: str, address: str, as_json: bool, timeout: float) -> None:
+    """Run a stopped job again: its latest version before the stop, as a new version."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> state_pb2.StartJobResponse:
+        return await state_pb2_grpc.StateServiceStub(ch).StartJob(
+            state_pb2.StartJobRequest(namespace=namespace, id=job_id), timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(resp)
+        return
+    click.echo(f"job {job_id!r} started as version {resp.version} (the spec of version"
+               f" {resp.from_version})")
+    click.echo(f"evaluation {resp.eval_id}")
+    if resp.deployment_id:
+        click.echo(f"deployment {resp.deployment_id}")

@@ -1,4 +1,4 @@
-"""Job writes: register and deregister. Reads: :mod:`drover.state.queries`.
+"""Job writes: register, deregister and start. Reads: :mod:`drover.state.queries`.
 
 Writes are planned by :mod:`drover.state.core.jobs` (what RegisterJob and
 DeregisterJob write, atomically, in one txn) and run by
@@ -50,6 +50,14 @@ class JobsRpc:
         ctx = self.writes.write_context()
         return await self.writes.transact(
             lambda view: plans.plan_deregister(view, ctx, ns, request.id),
+            self.writes.fence(context), sync_first=True)
+
+    async def StartJob(self, request: Any, context: Any) -> Any:
+        ns = namespace_arg(request.namespace, allow_all=False)
+        check_name(request.id, "id")
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
+            lambda view: plans.plan_start(view, ctx, ns, request.id),
             self.writes.fence(context), sync_first=True)
 
     async def _purge(self, ns: str, job_id: str, context: Any) -> Any:

@@ -97,6 +97,9 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
     async def DeregisterJob(self, request: Any, context: Any) -> Any:
         return await self._jobs.DeregisterJob(request, context)
 
+    async def StartJob(self, request: Any, context: Any) -> Any:
+        return await self._jobs.StartJob(request, context)
+
     async def UpsertEvaluations(self, request: Any, context: Any) -> Any:
         return await self._evaluations.UpsertEvaluations(request, context)
 

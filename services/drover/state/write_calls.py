@@ -18,9 +18,10 @@ from drover.coord.fence import Fence
 from drover.coord.kv import objects_per_txn
 from drover.rpc.acl import current_identity
 from drover.state.cache import Cache
-from drover.state.core import codec
-from drover.state.core.plan import WriteContext
+from drover.state.core import codec, job_status
+from drover.state.core.plan import WriteContext, WritePlan
 from drover.state.core.rules import leader_fence
+from drover.state.core.view import View
 from drover.state.transact import Planner, transact
 from drover.state.writes import Writer, fence_from
 
@@ -53,7 +54,13 @@ class WriteCalls:
 
     async def transact(self, planner: Planner, fence: Fence | None, *,
                        sync_first: bool = False) -> Any:
-        return await transact(self.cache, self.writer, planner, fence, sync_first=sync_first)
+        """Every write, each plan followed by the job statuses it changes
+        (:func:`drover.state.core.job_status.follow`)."""
+        on_put, max_objects = self.cache.tables.expect_put, self.max_objects
+
+        def planned(view: View) -> WritePlan:
+            return job_status.follow(view, planner(view), self.keys, on_put, max_objects)
+        return await transact(self.cache, self.writer, planned, fence, sync_first=sync_first)
 
     def fence(self, context: Any) -> Fence | None:
         return fence_from(context)

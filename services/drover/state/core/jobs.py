@@ -17,11 +17,11 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
-from drover.errors import NotFound
+from drover.errors import FailedPrecondition, NotFound
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.rules import job_index_matches, next_version
-from drover.state.core.view import View
+from drover.state.core.view import View, refuse
 
 ACTIVE_DEPLOYMENTS = (
     deployment_pb2.DEPLOYMENT_STATUS_RUNNING, deployment_pb2.DEPLOYMENT_STATUS_PAUSED,
@@ -86,9 +86,14 @@ def new_deployment(ctx: WriteContext, job: job_pb2.Job, create_index: int,
     return d
 
 
+#: Nomad's description of a deployment cancelled by a job stop (the reconciler's).
+STOPPED_DESCRIPTION = "Cancelled because job is stopped"
+
+
 def cancel_active(view: View, ctx: WriteContext, plan: PlanBuilder, job: job_pb2.Job,
-                  keep: str = "") -> None:
-    """Cancel the job's running or paused deployments (but ``keep``), each compared."""
+                  keep: str = "", description: str = "") -> None:
+    """Cancel the job's running or paused deployments (but ``keep``), each
+    compared; ``description`` defaults to Nomad's for a newer version."""
     ns = job.namespace
     for nsid in view.ids(codec.DEPLOYMENTS, "job_id", job.id):
         d_ns, _, d_id = nsid.partition("/")
@@ -99,7 +104,8 @@ def cancel_active(view: View, ctx: WriteContext, plan: PlanBuilder, job: job_pb2
             continue
         d = found.obj
         d.status = deployment_pb2.DEPLOYMENT_STATUS_CANCELLED
-        d.status_description = f"Cancelled because job is updated to version {job.version}"
+        d.status_description = (description
+                                or f"Cancelled because job is updated to version {job.version}")
         d.modify_time.CopyFrom(ctx.now)
         plan.put(codec.DEPLOYMENTS, ns, d.id, d, found.mod)
 
@@ -156,8 +162,12 @@ def _plan_unchanged(ctx: WriteContext, plan: PlanBuilder, job: job_pb2.Job,
 
 def plan_deregister(view: View, ctx: WriteContext, ns: str, job_id: str) -> WritePlan:
     """DeregisterJob without purge: the job stopped as a new version (the
-    stop is a spec change: ``job_modify_index`` is this txn) and a
-    ``job-deregister`` evaluation, compared on the job's revision."""
+    stop is a spec change: ``job_modify_index`` is this txn), its active
+    deployment cancelled ("Cancelled because job is stopped", as Nomad's
+    reconciler does: nothing is left to roll out or revert) and a
+    ``job-deregister`` evaluation (the worker stops every allocation),
+    compared on the job's revision. The job is dead once its allocations
+    are terminal (:mod:`drover.state.core.job_status`)."""
     found = view.get(codec.JOBS, ns, job_id)
     if found is None:
         raise NotFound(f"job {job_id!r} not found in namespace {ns!r}")
@@ -170,7 +180,50 @@ def plan_deregister(view: View, ctx: WriteContext, ns: str, job_id: str) -> Writ
     job.job_modify_index = 0
     plan.put(codec.JOBS, ns, job.id, job, found.mod)
     plan.put_version(ns, job.id, job.version, job, None)
+    cancel_active(view, ctx, plan, job, description=STOPPED_DESCRIPTION)
     return plan.build(lambda rev: state_pb2.DeregisterJobResponse(
         eval_id=ev.id, job_modify_index=rev, index=rev,
     ), conflict=f"job {job.id!r} changed concurrently; retry")
 
+
+
+class JobNotStopped(FailedPrecondition):
+    reason = "JOB_NOT_STOPPED"
+
+
+def plan_start(view: View, ctx: WriteContext, ns: str, job_id: str) -> WritePlan:
+    """StartJob (``nomad job start``): the latest version that was not a
+    stop, registered again as a new version (:func:`plan_register`: a new
+    deployment without canaries, a ``job-register`` evaluation). Refused
+    unless the job exists and is stopped."""
+    found = view.get(codec.JOBS, ns, job_id)
+    if found is None:
+        raise NotFound(f"job {job_id!r} not found in namespace {ns!r}")
+    if not found.obj.stop:
+        refuse(view, JobNotStopped(
+            f"job {job_id!r} is not stopped (version {found.obj.version}); "
+            "only a stopped job can be started", metadata={"version": str(found.obj.version)}))
+    source = _last_running_version(view, ns, job_id) or found.obj
+    job = job_pb2.Job()
+    job.CopyFrom(source)
+    job.stop = False
+    plan = plan_register(view, ctx, job)
+    from_version = int(source.version)
+
+    def respond(rev: int) -> state_pb2.StartJobResponse:
+        r = plan.respond(rev)
+        return state_pb2.StartJobResponse(
+            eval_id=r.eval_id, version=r.version, deployment_id=r.deployment_id,
+            job_modify_index=r.job_modify_index, index=r.index, from_version=from_version)
+    return WritePlan(plan.compares, plan.ops, plan.events, respond, plan.conflict)
+
+
+def _last_running_version(view: View, ns: str, job_id: str) -> job_pb2.Job | None:
+    """The newest version record that was not a stop (None: none kept)."""
+    best = None
+    for nsid in view.ids(codec.JOB_VERSIONS, "job", f"{ns}/{job_id}"):
+        v_ns, _, vid = nsid.partition("/")
+        f = view.get(codec.JOB_VERSIONS, v_ns, vid)
+        if f is not None and not f.obj.stop and (best is None or f.obj.version > best.version):
+            best = f.obj
+    return best

@@ -108,3 +108,39 @@ def test_max_parallel_0_is_no_update_strategy_and_no_deployment() -> None:
     job.task_groups[0].update.max_parallel = 0
     plan = jobs.plan_register(view([]), context(), job)
     assert [e.kind for e in plan.events] == [codec.JOBS, codec.JOB_VERSIONS, codec.EVALUATIONS]
+
+
+def test_stop_cancels_the_active_deployment_as_nomad_says() -> None:
+    running = deployment_pb2.Deployment(id="d1", namespace="default", job_id="web",
+                                        status=deployment_pb2.DEPLOYMENT_STATUS_RUNNING)
+    v = view([(codec.JOBS, stored(service_job(), 1), 5, 8), (codec.DEPLOYMENTS, running, 6, 7)])
+    plan = jobs.plan_deregister(v, context(), "default", "web")
+    assert Compare(key(codec.DEPLOYMENTS, "default", "d1"), "mod", 7) in plan.compares
+    i = [e.kind for e in plan.events].index(codec.DEPLOYMENTS)
+    d = codec.decode(codec.DEPLOYMENTS, plan.ops[i].value, 6, 9)  # type: ignore[union-attr]
+    assert d.status == deployment_pb2.DEPLOYMENT_STATUS_CANCELLED
+    assert d.status_description == "Cancelled because job is stopped"
+
+
+def test_start_registers_the_last_version_before_the_stop_as_a_new_version() -> None:
+    v1 = stored(service_job(count=4), 1)
+    stopped = stored(service_job(count=4), 2)
+    stopped.stop = True
+    v = view([(codec.JOBS, stopped, 5, 8), (codec.JOB_VERSIONS, v1, 6, 6),
+              (codec.JOB_VERSIONS, stopped, 8, 8)])
+    plan = jobs.plan_start(v, context(), "default", "web")
+    job = codec.decode(codec.JOBS, plan.ops[0].value, 5, 9)  # type: ignore[union-attr]
+    assert (job.stop, job.version, job.task_groups[0].count) == (False, 3, 4)
+    resp = plan.respond(9)
+    assert (resp.version, resp.from_version, resp.deployment_id) == (3, 1, "id-2")
+    dep = codec.decode(codec.DEPLOYMENTS, plan.ops[2].value, 9, 9)  # type: ignore[union-attr]
+    assert dep.task_groups["g"].desired_canaries == 0
+
+
+def test_start_refuses_a_job_that_is_not_stopped_or_does_not_exist() -> None:
+    with pytest.raises(NotFound):
+        jobs.plan_start(view([]), context(), "default", "web")
+    with pytest.raises(jobs.JobNotStopped) as info:
+        jobs.plan_start(view([(codec.JOBS, stored(service_job(), 1), 5, 8)]), context(),
+                        "default", "web")
+    assert info.value.reason == "JOB_NOT_STOPPED" and "not stopped" in str(info.value)

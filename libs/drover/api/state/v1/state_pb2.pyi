@@ -712,3 +712,27 @@ class UpdateNodeStatusResponse(_message.Message):
     eval_ids: _containers.RepeatedScalarFieldContainer[str]
     unblocked: int
     def __init__(self, index: _Optional[int] = ..., lost: _Optional[int] = ..., eval_ids: _Optional[_Iterable[str]] = ..., unblocked: _Optional[int] = ...) -> None: ...
+
+class StartJobRequest(_message.Message):
+    __slots__ = ("namespace", "id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class StartJobResponse(_message.Message):
+    __slots__ = ("eval_id", "version", "deployment_id", "job_modify_index", "index", "from_version")
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    FROM_VERSION_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    version: int
+    deployment_id: str
+    job_modify_index: int
+    index: int
+    from_version: int
+    def __init__(self, eval_id: _Optional[str] = ..., version: _Optional[int] = ..., deployment_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., from_version: _Optional[int] = ...) -> None: ...

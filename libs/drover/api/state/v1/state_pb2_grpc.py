@@ -190,6 +190,11 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusResponse.FromString,
                 _registered_method=True)
+        self.StartJob = channel.unary_unary(
+                '/drover.state.v1.StateService/StartJob',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -435,6 +440,16 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartJob(self, request, context):
+        """Run a stopped job again (`nomad job start`): its latest version that
+        was not a stop, registered as a new version with a job-register
+        evaluation. Refused (FAILED_PRECONDITION, JOB_NOT_STOPPED) unless the
+        job is stopped.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -572,6 +587,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.UpdateNodeStatus,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusResponse.SerializeToString,
+            ),
+            'StartJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartJob,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1324,6 +1344,33 @@ class StateService:
             '/drover.state.v1.StateService/UpdateNodeStatus',
             drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/StartJob',
+            drover_dot_state_dot_v1_dot_state__pb2.StartJobRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.StartJobResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,109 @@
+"""A job's life as a Nomad user drives it, on `drover dev --nodes 2` (real
+processes, the CLI only): its status moves pending -> running -> dead, a
+stop cancels its deployment as Nomad says, `job start` runs it again."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drover.dev.ports import wait_for_port
+from drover.dev.supervisor import free_layout
+
+pytestmark = pytest.mark.slow
+
+#: No update block, no datacenters, no count: Nomad's defaults fill them in
+#: (count 1; the rollout waits 10 s of health, so the deployment is still
+#: running when the test stops the job).
+SPEC = {"id": "life", "task_groups": [{"name": "g", "tasks": [
+    {"name": "t", "driver": "sim", "resources": {"cpu": 100, "memory_mb": 64}}]}]}
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    offset, lay = free_layout()
+    log = (tmp_path_factory.mktemp("dev") / "dev.log").open("w")
+    env = {**os.environ, "DROVER_ADDR": lay.address("proxy")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "drover.cli.main", "dev", "--port-offset", str(offset),
+         "--nodes", "2"], stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        assert wait_for_port(lay.host, lay.proxy, 60), "the dev suite did not start"
+        _until(lambda: len(_json(env, "node", "list")) == 2, 60, "2 simulated nodes")
+        yield env
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(15)
+        log.close()
+
+
+def drover(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "drover.cli.main", *args], env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def _json(env: dict[str, str], *args: str) -> Any:
+    out = drover(env, *args, "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _until(check: Callable[[], Any], within: float, what: str) -> Any:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            got = check()
+        except (AssertionError, json.JSONDecodeError):
+            got = None
+        if got:
+            return got
+        time.sleep(0.3)
+    raise AssertionError(f"not within {within}s: {what}")
+
+
+def _job(env: dict[str, str]) -> dict[str, Any]:
+    job: dict[str, Any] = _json(env, "job", "status", "life")["job"]
+    return job
+
+
+def test_status_pending_running_dead_stop_cancels_the_deployment_and_start_runs_it_again(
+    suite: dict[str, str], tmp_path: Path,
+) -> None:
+    spec = tmp_path / "life.json"
+    spec.write_text(json.dumps(SPEC))
+    assert drover(suite, "operator", "scheduler", "pause").returncode == 0
+    try:
+        run = _json(suite, "job", "run", str(spec))
+        job = _job(suite)
+        assert job["status"] == "JOB_STATUS_PENDING"  # nothing can be placed while paused
+        assert job["datacenters"] == ["*"] and job["task_groups"][0]["count"] == 1
+    finally:
+        assert drover(suite, "operator", "scheduler", "resume").returncode == 0
+    _until(lambda: _job(suite)["status"] == "JOB_STATUS_RUNNING", 30, "life running")
+
+    stop = _json(suite, "job", "stop", "life")
+    assert stop["eval_id"]
+    dep = _json(suite, "deployment", "status", run["deployment_id"])
+    assert dep["status"] == "DEPLOYMENT_STATUS_CANCELLED"
+    assert dep["status_description"] == "Cancelled because job is stopped"
+    _until(lambda: _job(suite)["status"] == "JOB_STATUS_DEAD", 30, "life dead")
+    text = drover(suite, "job", "status", "life")
+    assert "dead (stopped)" in text.stdout, text.stdout
+
+    again = drover(suite, "job", "start", "life", "--json")
+    assert again.returncode == 0, again.stderr
+    started = json.loads(again.stdout)
+    assert started["version"] == "2" and started.get("from_version", "0") == "0"
+    _until(lambda: (j := _job(suite))["status"] == "JOB_STATUS_RUNNING" and not j.get("stop"),
+           30, "life running again")
+    refused = drover(suite, "job", "start", "life")
+    assert refused.returncode != 0 and "not stopped" in refused.stderr, refused.stderr
