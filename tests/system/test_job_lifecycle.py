@@ -1,6 +1,7 @@
 """A job's life as a Nomad user drives it, on `drover dev --nodes 2` (real
 processes, the CLI only): its status moves pending -> running -> dead, a
-stop cancels its deployment as Nomad says, `job start` runs it again."""
+stop cancels its deployment as Nomad says, `job start` runs it again; the
+per-group summary is kept by the state service as the allocation moves."""
 
 from __future__ import annotations
 
@@ -89,6 +90,12 @@ def test_status_pending_running_dead_stop_cancels_the_deployment_and_start_runs_
     finally:
         assert drover(suite, "operator", "scheduler", "resume").returncode == 0
     _until(lambda: _job(suite)["status"] == "JOB_STATUS_RUNNING", 30, "life running")
+    # the summary the state service keeps: the one allocation, starting then running
+    summary = _until(lambda: (g := _job(suite)["summary"]["g"])["running"] == 1 and g, 30,
+                     "the summary counts it running")
+    assert (summary["queued"], summary["starting"], summary["failed"]) == (0, 0, 0)
+    text = drover(suite, "job", "status", "life").stdout
+    assert "Summary" in text and "Starting" in text, text
 
     stop = _json(suite, "job", "stop", "life")
     assert stop["eval_id"]
@@ -96,8 +103,8 @@ def test_status_pending_running_dead_stop_cancels_the_deployment_and_start_runs_
     assert dep["status"] == "DEPLOYMENT_STATUS_CANCELLED"
     assert dep["status_description"] == "Cancelled because job is stopped"
     _until(lambda: _job(suite)["status"] == "JOB_STATUS_DEAD", 30, "life dead")
-    text = drover(suite, "job", "status", "life")
-    assert "dead (stopped)" in text.stdout, text.stdout
+    out = drover(suite, "job", "status", "life")
+    assert "dead (stopped)" in out.stdout, out.stdout
 
     again = drover(suite, "job", "start", "life", "--json")
     assert again.returncode == 0, again.stderr

@@ -120,6 +120,11 @@ def job_status(job_id: str, namespace: str, watch: bool, address: str, as_json: 
         ["Priority", job.priority], ["Version", job.version], ["Stable", job.stable],
         ["Stop", job.stop], ["Status", status_text(job)],
     ])
+    # Nomad's Summary block, as the state service keeps it (no recount here).
+    print_table("Summary", ["Task Group", "Queued", "Starting", "Running", "Failed",
+                            "Complete", "Lost"], (
+        [name, s.queued, s.starting, s.running, s.failed, s.complete, s.lost]
+        for name, s in sorted(job.summary.items())))
     print_table("Task groups", ["Group", "Count", "Max parallel", "Canary"], (
         [g.name, g.count, g.update.max_parallel, g.update.canary] for g in job.task_groups))
     print_table("Versions", ["Version", "Stable", "Modify index"],

@@ -1,4 +1,5 @@
-"""A job's status (pending, running, dead), kept by the writes that change it.
+"""A job's status (pending, running, dead) and summary, kept by the writes
+that change them.
 
 Nomad's state store recomputes a job's status whenever its allocations,
 deployments or the job itself change (``setJobStatus``); readers never
@@ -23,8 +24,9 @@ The rule (:func:`status_of`, Nomad's ``getJobStatus`` as drover keeps it):
 Invariant: after any committed write, a job's stored status is
 :func:`status_of` of what etcd holds (the job's compare in the txn makes a
 concurrent change re-plan, so two writers never each see half).
-A plan already at the txn cap that would need the job's write too is left
-as it is; the next write of the job's allocations sets the status.
+A plan already at the txn cap that would need a job's write too is
+refused as too large (INVALID_ARGUMENT naming ``max_objects``, as every
+request over the cap): the worker's plans leave room for it (126 writes).
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from typing import Any
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
 from drover.coord.kv import Compare, Put
-from drover.state.core import codec
+from drover.state.core import codec, job_summary
 from drover.state.core.plan import Event, OnPut, WritePlan
+from drover.state.core.rules import within_cap
 from drover.state.core.view import View
 
 _TERMINAL_DESIRED = frozenset({allocation_pb2.ALLOC_DESIRED_STATUS_STOP,
@@ -82,13 +85,14 @@ def spec_read(view: View, ns: str, job_id: str, index: int) -> bool:
 
 def follow(view: View, plan: WritePlan, keys: codec.KeyCodec, on_put: OnPut | None,
            max_objects: int) -> WritePlan:
-    """``plan`` with the status of every job it touches brought up to date (module doc)."""
+    """``plan`` with the status and summary (:mod:`.job_summary`) of every
+    job it touches brought up to date (module doc)."""
     events = plan.events
     if not any(e.kind in _WATCHED for e in events):
         return plan
     puts: dict[str, dict[tuple[str, str], Any]] = {k: {} for k in _WATCHED}
     job_op: dict[tuple[str, str], int] = {}
-    touched: dict[tuple[str, str], None] = {}
+    touched: dict[tuple[str, str], list[tuple[str, int | None, int]]] = {}
     for i, e in enumerate(events):
         if e.kind not in _WATCHED:
             continue
@@ -104,42 +108,58 @@ def follow(view: View, plan: WritePlan, keys: codec.KeyCodec, on_put: OnPut | No
         puts[e.kind][ident] = obj
         if e.kind == codec.JOBS:
             job_op[ident] = i
-            touched[ident] = None
-        else:
-            touched[(e.namespace, obj.job_id)] = None
+            touched.setdefault(ident, [])
+            continue
+        moves = touched.setdefault((e.namespace, obj.job_id), [])
+        if e.kind == codec.ALLOCATIONS:
+            old = (view.get(e.kind, e.namespace, e.id)
+                   if view.mod(e.kind, e.namespace, e.id) else None)
+            moves.append((obj.task_group, old.obj.client_status if old else None,
+                          obj.client_status))
     ops, compares, new_events = list(plan.ops), list(plan.compares), list(events)
     changed = False
-    for ns, job_id in touched:
+    for (ns, job_id), moves in touched.items():
         if (ns, job_id) in puts[codec.JOBS] and puts[codec.JOBS][(ns, job_id)] is None:
             continue  # deleted by this plan
         at = job_op.get((ns, job_id))
-        found = None
+        found = view.get(codec.JOBS, ns, job_id)
         if at is not None:
             job = puts[codec.JOBS][(ns, job_id)]
+            # The summary is this module's alone: carried over every write
+            # of the job (a new version comes from the user's spec).
+            job.ClearField("summary")
+            if found is not None:
+                for name, tg in found.obj.summary.items():
+                    job.summary[name].CopyFrom(tg)
+        elif found is None:
+            continue  # purged: nothing to keep
         else:
-            found = view.get(codec.JOBS, ns, job_id)
-            if found is None:
-                continue  # purged: nothing to keep
             job = found.obj
+        counted = False
+        for group, before, after in moves:
+            counted = job_summary.count_alloc(job.summary, group, before, after) or counted
+        if at is not None and job.job_modify_index == 0:  # a spec write: "this txn"
+            job_summary.requeue(job)
         allocs = _current(view, puts[codec.ALLOCATIONS], codec.ALLOCATIONS, ns, job_id)
         active = any(d.status in _ACTIVE_DEPLOYMENT for d in
                      _current(view, puts[codec.DEPLOYMENTS], codec.DEPLOYMENTS, ns, job_id))
         status = status_of(job, allocs, active)
-        if status == job.status:
+        if status == job.status and not counted and at is None:
             continue
         job.status = status
         key = keys.key(codec.JOBS, ns, job_id)
         value = codec.encode(job)
         if at is not None:
             ops[at] = Put(key, value)
-        elif len(ops) < max_objects:
+        else:
             assert found is not None
+            # The summary counts transitions: it cannot be left to a later
+            # write, so a request too big to carry its jobs' writes is refused.
+            within_cap(len(ops) + 1, "the write with its jobs' summaries", max_objects)
             if not any(c.key == key and c.target == "mod" for c in compares):
                 compares.append(Compare(key, "mod", found.mod))
             ops.append(Put(key, value))
             new_events.append(Event(codec.JOBS, ns, job_id, "put"))
-        else:
-            continue  # at the cap: the next write of the job sets it (module doc)
         if on_put is not None:
             on_put(key, value, codec.JOBS, ns, job_id, job)
         changed = True

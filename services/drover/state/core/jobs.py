@@ -28,7 +28,7 @@ ACTIVE_DEPLOYMENTS = (
 )
 
 _NOT_SPEC = ("version", "stable", "status", "status_description", "create_index",
-             "modify_index", "job_modify_index", "submit_time", "stop")
+             "modify_index", "job_modify_index", "submit_time", "stop", "summary")
 
 
 def spec_unchanged(old: job_pb2.Job, new: job_pb2.Job) -> bool:

@@ -8,6 +8,7 @@ from core_data import context, key, service_job, stored, view
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
 from drover.coord.kv import Compare
+from drover.errors import InvalidArgument
 from drover.state.core import codec, job_status
 from drover.state.core.plan import PlanBuilder
 
@@ -85,12 +86,12 @@ def test_follow_adds_the_status_to_the_plan_that_places_the_first_allocation() -
     assert written.status == RUNNING and written.job_modify_index == 5
 
 
-def test_follow_leaves_a_plan_that_changes_no_status_as_it_is() -> None:
+def test_follow_leaves_a_plan_that_changes_no_status_and_no_count_as_it_is() -> None:
     job = stored(service_job(), 0)
     job.status = RUNNING
     v = view([(codec.JOBS, job, 5, 5), (codec.ALLOCATIONS, _alloc("a0"), 6, 6)])
     plan = PlanBuilder(context().keys)
-    plan.put(codec.ALLOCATIONS, "default", "a1", _alloc("a1"), 0)
+    plan.put(codec.ALLOCATIONS, "default", "a0", _alloc("a0", desired=RUN), 6)  # no move
     built = plan.build(lambda rev: rev)
     assert job_status.follow(v, built, context().keys, None, 100) is built
 
@@ -118,12 +119,13 @@ def test_follow_ignores_eval_only_plans_and_deletes() -> None:
     assert job_status.follow(v, built, context().keys, None, 100) is built
 
 
-def test_follow_at_the_txn_cap_leaves_the_status_to_the_next_write() -> None:
+def test_follow_refuses_a_write_with_no_room_for_its_jobs_summary() -> None:
     v = view([(codec.JOBS, stored(service_job(), 0), 5, 5)])
     plan = PlanBuilder(context().keys)
     plan.put(codec.ALLOCATIONS, "default", "a1", _alloc(), 0)
-    built = plan.build(lambda rev: rev)
-    assert job_status.follow(v, built, context().keys, None, 1) is built
+    with pytest.raises(InvalidArgument) as info:
+        job_status.follow(v, plan.build(lambda rev: rev), context().keys, None, 1)
+    assert info.value.metadata["max_objects"] == "1"
 
 
 @pytest.mark.parametrize("dep_status,expected", [
