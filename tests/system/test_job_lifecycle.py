@@ -22,11 +22,13 @@ from drover.dev.supervisor import free_layout
 
 pytestmark = pytest.mark.slow
 
-#: No update block, no datacenters, no count: Nomad's defaults fill them in
-#: (count 1; the rollout waits 10 s of health, so the deployment is still
-#: running when the test stops the job).
-SPEC = {"id": "life", "task_groups": [{"name": "g", "tasks": [
-    {"name": "t", "driver": "sim", "resources": {"cpu": 100, "memory_mb": 64}}]}]}
+#: No datacenters, no count, an update block with one field: Nomad's
+#: defaults fill in the rest (count 1, every datacenter). Two minutes of
+#: health keep the deployment running when the test stops the job.
+SPEC = {"id": "life", "task_groups": [{"name": "g", "update": {"min_healthy_time": "2m"},
+                                       "tasks": [{"name": "t", "driver": "sim",
+                                                  "resources": {"cpu": 100,
+                                                                "memory_mb": 64}}]}]}
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +89,8 @@ def test_status_pending_running_dead_stop_cancels_the_deployment_and_start_runs_
         job = _job(suite)
         assert job["status"] == "JOB_STATUS_PENDING"  # nothing can be placed while paused
         assert job["datacenters"] == ["*"] and job["task_groups"][0]["count"] == 1
+        assert job["task_groups"][0]["update"]["max_parallel"] == 1
+        assert job["task_groups"][0]["update"]["progress_deadline"] == "600s"
     finally:
         assert drover(suite, "operator", "scheduler", "resume").returncode == 0
     _until(lambda: _job(suite)["status"] == "JOB_STATUS_RUNNING", 30, "life running")
@@ -113,4 +117,25 @@ def test_status_pending_running_dead_stop_cancels_the_deployment_and_start_runs_
     _until(lambda: (j := _job(suite))["status"] == "JOB_STATUS_RUNNING" and not j.get("stop"),
            30, "life running again")
     refused = drover(suite, "job", "start", "life")
-    assert refused.returncode != 0 and "not stopped" in refused.stderr, refused.stderr
+    said = " ".join(refused.stderr.split())
+    assert refused.returncode != 0 and "not stopped" in said, said
+
+
+def test_check_index_registers_only_at_the_index_read(suite: dict[str, str],
+                                                     tmp_path: Path) -> None:
+    spec = tmp_path / "guarded.json"
+    spec.write_text(json.dumps({**SPEC, "id": "guarded"}))
+    first = _json(suite, "job", "run", "--check-index", "0", str(spec))
+    index = first["job_modify_index"]
+    stale = drover(suite, "job", "run", "--check-index", "0", str(spec))
+    said = " ".join(stale.stderr.split())  # the console wraps long lines
+    assert stale.returncode != 0
+    assert "Enforcing job modify index 0: job already exists" in said, said
+    assert f"--check-index {index}" in said
+    spec.write_text(json.dumps({**SPEC, "id": "guarded", "priority": 60}))
+    again = _json(suite, "job", "run", "--check-index", index, str(spec))
+    assert again["version"] == "1"
+    late = drover(suite, "job", "run", "--check-index", index, str(spec))
+    said = " ".join(late.stderr.split())
+    assert late.returncode != 0
+    assert "job exists with conflicting job modify index" in said, said

@@ -70,7 +70,8 @@ def run_job(spec: str, check_index: int | None, address: str, as_json: bool,
     if opts.json:
         print_json(resp)
         return
-    click.echo(f"job {job.id!r} registered as version {resp.version}")
+    click.echo(f"job {job.id!r} registered as version {resp.version}"
+               f" (job modify index {resp.job_modify_index})")
     click.echo(f"evaluation {resp.eval_id}")
     if resp.deployment_id:
         click.echo(f"deployment {resp.deployment_id}")

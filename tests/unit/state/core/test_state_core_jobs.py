@@ -144,3 +144,28 @@ def test_start_refuses_a_job_that_is_not_stopped_or_does_not_exist() -> None:
         jobs.plan_start(view([(codec.JOBS, stored(service_job(), 1), 5, 8)]), context(),
                         "default", "web")
     assert info.value.reason == "JOB_NOT_STOPPED" and "not stopped" in str(info.value)
+
+
+@pytest.mark.parametrize("stored_job,expected,words,have", [
+    (True, 0, "Enforcing job modify index 0: job already exists", "8"),
+    (True, 7, "Enforcing job modify index 7: job exists with conflicting job modify index: 8",
+     "8"),
+    (False, 7, "Enforcing job modify index 7: job does not exist", "0"),
+])
+def test_check_index_refusals_say_what_nomad_says_and_carry_the_current_index(
+    stored_job: bool, expected: int, words: str, have: str,
+) -> None:
+    data = [(codec.JOBS, stored(service_job(), 1), 5, 8)] if stored_job else []
+    with pytest.raises(JobModifyIndexMismatch) as info:
+        jobs.plan_register(view(data), context(), service_job(), enforce_index=True,
+                           job_modify_index=expected)
+    assert str(info.value).startswith(words)
+    assert f"--check-index {have}" in str(info.value)
+    assert info.value.metadata["job_modify_index"] == have
+    assert info.value.reason == "JOB_MODIFY_INDEX_MISMATCH"
+
+
+def test_check_index_0_registers_a_new_job() -> None:
+    plan = jobs.plan_register(view([]), context(), service_job(), enforce_index=True,
+                              job_modify_index=0)
+    assert plan.writes
