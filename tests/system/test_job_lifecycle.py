@@ -139,3 +139,24 @@ def test_check_index_registers_only_at_the_index_read(suite: dict[str, str],
     said = " ".join(late.stderr.split())
     assert late.returncode != 0
     assert "job exists with conflicting job modify index" in said, said
+
+
+def test_history_shows_the_diff_and_revert_restores_a_versions_spec(
+    suite: dict[str, str], tmp_path: Path,
+) -> None:
+    spec = tmp_path / "rev.json"
+    for image in ("rev:1", "rev:2"):
+        group = {**SPEC["task_groups"][0]}  # type: ignore[index]
+        group["tasks"] = [{"name": "t", "driver": "sim", "config": {"image": image}}]
+        spec.write_text(json.dumps({"id": "rev", "task_groups": [group]}))
+        _json(suite, "job", "run", str(spec))
+    history = drover(suite, "job", "history", "rev", "--diff")
+    assert history.returncode == 0, history.stderr
+    assert '+/- task_groups[g].tasks[t].config.image: "rev:1" => "rev:2"' in history.stdout
+    reverted = _json(suite, "job", "revert", "rev", "0")
+    assert (reverted["version"], reverted["reverted_to"]) == ("2", "0")
+    job = _json(suite, "job", "status", "rev")["job"]
+    assert job["version"] == "2"
+    assert job["task_groups"][0]["tasks"][0]["config"]["image"] == "rev:1"
+    same = drover(suite, "job", "revert", "rev", "2")
+    assert same.returncode != 0 and "can't revert to current version" in same.stderr

@@ -111,6 +111,8 @@ TABLE: dict[str, Requirement] = {
     _S + "UpdateNodeStatus": glob("node", Level.WRITE),
     # `nomad job start` registers the job again: submit-job.
     _S + "StartJob": ns("submit-job"),
+    # Nomad: submit-job or revert-job (drover has no revert-job capability).
+    _S + "RevertJob": ns("submit-job"),
     _B + "Dequeue": glob("scheduler", Level.WRITE),
     _B + "Ack": glob("scheduler", Level.WRITE),
     _B + "AckBatch": glob("scheduler", Level.WRITE),

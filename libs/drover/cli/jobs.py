@@ -24,6 +24,7 @@ from drover.cli._client import (
     to_dict,
 )
 from drover.cli.spec import parse_spec
+from drover.jobspec import diff as spec_diff
 
 
 def load_job(path: str) -> job_pb2.Job:
@@ -46,7 +47,7 @@ def load_job(path: str) -> job_pb2.Job:
 
 @click.group(name="job")
 def job_group() -> None:
-    """Jobs: run, status, stop, start."""
+    """Jobs: run, status, stop, start, history, revert."""
 
 
 @job_group.command(name="run")
@@ -180,3 +181,77 @@ def start_job(job_id: str, namespace: str, address: str, as_json: bool, timeout:
     click.echo(f"evaluation {resp.eval_id}")
     if resp.deployment_id:
         click.echo(f"deployment {resp.deployment_id}")
+
+
+@job_group.command(name="history")
+@click.argument("job_id")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@click.option("--diff", "-p", "show_diff", is_flag=True,
+              help="each version's changes from the one before it")
+@client_options
+def job_history(job_id: str, namespace: str, show_diff: bool, address: str, as_json: bool,
+                timeout: float) -> None:
+    """The job's kept versions, newest first (as `nomad job history`)."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        full = await prefix.resolve(ch, "job", namespace, job_id, opts.timeout)
+        return await state_pb2_grpc.StateServiceStub(ch).ListJobVersions(
+            state_pb2.ListJobVersionsRequest(namespace=namespace, id=full),
+            timeout=opts.timeout)
+
+    versions = sorted(run(opts, body).versions, key=lambda v: -v.version)
+    older = {id(v): (versions[i + 1] if i + 1 < len(versions) else None)
+             for i, v in enumerate(versions)}
+    if opts.json:
+        out = []
+        for v in versions:
+            row: dict[str, Any] = {"version": v.version, "stable": v.stable,
+                                   "submit_time": v.submit_time.ToJsonString(),
+                                   "job_modify_index": v.job_modify_index}
+            if show_diff:
+                row["diff"] = [d.__dict__ for d in spec_diff.diff(older[id(v)], v)]
+            out.append(row)
+        print_json(out)
+        return
+    blocks = []
+    for v in versions:
+        lines = [f"Version     = {v.version}", f"Stable      = {str(v.stable).lower()}",
+                 f"Submit Date = {v.submit_time.ToJsonString()}"]
+        prev = older[id(v)]
+        if show_diff and prev is not None:
+            lines.append("Diff        =")
+            lines += [d.line() for d in spec_diff.diff(prev, v)] or ["(no change)"]
+        blocks.append("\n".join(lines))
+    click.echo("\n\n".join(blocks))
+
+
+@job_group.command(name="revert")
+@click.argument("job_id")
+@click.argument("version", type=click.IntRange(min=0))
+@click.option("--namespace", "-n", default="default", show_default=True)
+@click.option("--enforce-prior-version", type=click.IntRange(min=0), default=None,
+              help="revert only if the job is still at this version")
+@client_options
+def revert_job(job_id: str, version: int, namespace: str, enforce_prior_version: int | None,
+               address: str, as_json: bool, timeout: float) -> None:
+    """Register kept VERSION's spec as the job's next version."""
+    opts = options(address, as_json, timeout)
+    req = state_pb2.RevertJobRequest(namespace=namespace, id=job_id, version=version)
+    if enforce_prior_version is not None:
+        req.enforce_prior_version = enforce_prior_version
+
+    async def body(ch: grpc.aio.Channel) -> state_pb2.RevertJobResponse:
+        return await state_pb2_grpc.StateServiceStub(ch).RevertJob(req, timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(resp)
+        return
+    click.echo(f"job {job_id!r} reverted to the spec of version {resp.reverted_to}"
+               f" as version {resp.version}")
+    click.echo(f"evaluation {resp.eval_id}")
+    if resp.deployment_id:
+        click.echo(f"deployment {resp.deployment_id}")
+    for w in resp.warnings:
+        click.echo(f"warning: {w}", err=True)

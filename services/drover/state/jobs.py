@@ -1,4 +1,4 @@
-"""Job writes: register, deregister and start. Reads: :mod:`drover.state.queries`.
+"""Job writes: register, deregister, start and revert. Reads: :mod:`drover.state.queries`.
 
 Writes are planned by :mod:`drover.state.core.jobs` (what RegisterJob and
 DeregisterJob write, atomically, in one txn) and run by
@@ -59,6 +59,16 @@ class JobsRpc:
         return await self.writes.transact(
             lambda view: plans.plan_start(view, ctx, ns, request.id),
             self.writes.fence(context), sync_first=True)
+
+    async def RevertJob(self, request: Any, context: Any) -> Any:
+        ns = namespace_arg(request.namespace, allow_all=False)
+        check_name(request.id, "id")
+        prior = (request.enforce_prior_version if request.HasField("enforce_prior_version")
+                 else None)
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
+            lambda view: plans.plan_revert(view, ctx, ns, request.id, request.version, prior),
+            self.writes.fence(context))
 
     async def _purge(self, ns: str, job_id: str, context: Any) -> Any:
         """Purge means gone: the job and all it owns, in bounded txns (:mod:`.reaper`)."""

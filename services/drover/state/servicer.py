@@ -100,6 +100,9 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
     async def StartJob(self, request: Any, context: Any) -> Any:
         return await self._jobs.StartJob(request, context)
 
+    async def RevertJob(self, request: Any, context: Any) -> Any:
+        return await self._jobs.RevertJob(request, context)
+
     async def UpsertEvaluations(self, request: Any, context: Any) -> Any:
         return await self._evaluations.UpsertEvaluations(request, context)
 

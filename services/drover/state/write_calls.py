@@ -18,7 +18,7 @@ from drover.coord.fence import Fence
 from drover.coord.kv import objects_per_txn
 from drover.rpc.acl import current_identity
 from drover.state.cache import Cache
-from drover.state.core import codec, job_status
+from drover.state.core import codec, job_status, job_versions
 from drover.state.core.plan import WriteContext, WritePlan
 from drover.state.core.rules import leader_fence
 from drover.state.core.view import View
@@ -54,12 +54,15 @@ class WriteCalls:
 
     async def transact(self, planner: Planner, fence: Fence | None, *,
                        sync_first: bool = False) -> Any:
-        """Every write, each plan followed by the job statuses it changes
-        (:func:`drover.state.core.job_status.follow`)."""
+        """Every write, each plan followed by the job versions it retires
+        (:func:`drover.state.core.job_versions.prune`) and the job statuses
+        and summaries it changes (:func:`drover.state.core.job_status.follow`)."""
         on_put, max_objects = self.cache.tables.expect_put, self.max_objects
+        tracked = self.writer.config.job_tracked_versions
 
         def planned(view: View) -> WritePlan:
-            return job_status.follow(view, planner(view), self.keys, on_put, max_objects)
+            plan = job_versions.prune(view, planner(view), self.keys, tracked, max_objects)
+            return job_status.follow(view, plan, self.keys, on_put, max_objects)
         return await transact(self.cache, self.writer, planned, fence, sync_first=sync_first)
 
     def fence(self, context: Any) -> Fence | None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
-from drover.errors import FailedPrecondition, NotFound
+from drover.errors import FailedPrecondition, InvalidArgument, NotFound
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.rules import job_index_matches, next_version
@@ -227,3 +227,43 @@ def _last_running_version(view: View, ns: str, job_id: str) -> job_pb2.Job | Non
         if f is not None and not f.obj.stop and (best is None or f.obj.version > best.version):
             best = f.obj
     return best
+
+
+class JobVersionMismatch(FailedPrecondition):
+    reason = "JOB_VERSION_MISMATCH"
+
+
+def plan_revert(view: View, ctx: WriteContext, ns: str, job_id: str, version: int,
+                enforce_prior_version: int | None = None) -> WritePlan:
+    """RevertJob (Nomad's ``Job.Revert``): the kept version's spec registered
+    as the next version (:func:`plan_register`, so a spec equal to the
+    current one writes only an evaluation, as Nomad's register does)."""
+    found = view.get(codec.JOBS, ns, job_id)
+    if found is None:
+        raise NotFound(f"job {job_id!r} not found in namespace {ns!r}")
+    current = found.obj
+    if enforce_prior_version is not None and current.version != enforce_prior_version:
+        refuse(view, JobVersionMismatch(
+            f"Current job has version {current.version}; enforcing version "
+            f"{enforce_prior_version}", metadata={"version": str(current.version)}))
+    if version == current.version:
+        raise InvalidArgument("can't revert to current version",
+                              metadata={"field": "version", "version": str(version)})
+    record = view.get(codec.JOB_VERSIONS, ns, f"{job_id}/{version:020d}")
+    if record is None:
+        refuse(view, NotFound(
+            f"job {job_id!r} in namespace {ns!r} at version {version} not found "
+            "(older versions than the tracked ones are not kept)",
+            metadata={"field": "version"}))
+    job = job_pb2.Job()
+    job.CopyFrom(record.obj)
+    job.stop = False
+    plan = plan_register(view, ctx, job)
+
+    def respond(rev: int) -> state_pb2.RevertJobResponse:
+        r = plan.respond(rev)
+        return state_pb2.RevertJobResponse(
+            eval_id=r.eval_id, version=r.version, deployment_id=r.deployment_id,
+            job_modify_index=r.job_modify_index, index=r.index, reverted_to=version,
+            warnings=r.warnings)
+    return WritePlan(plan.compares, plan.ops, plan.events, respond, plan.conflict)

@@ -736,3 +736,33 @@ class StartJobResponse(_message.Message):
     index: int
     from_version: int
     def __init__(self, eval_id: _Optional[str] = ..., version: _Optional[int] = ..., deployment_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., from_version: _Optional[int] = ...) -> None: ...
+
+class RevertJobRequest(_message.Message):
+    __slots__ = ("namespace", "id", "version", "enforce_prior_version")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ENFORCE_PRIOR_VERSION_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    version: int
+    enforce_prior_version: int
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., version: _Optional[int] = ..., enforce_prior_version: _Optional[int] = ...) -> None: ...
+
+class RevertJobResponse(_message.Message):
+    __slots__ = ("eval_id", "version", "deployment_id", "job_modify_index", "index", "reverted_to", "warnings")
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    REVERTED_TO_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    version: int
+    deployment_id: str
+    job_modify_index: int
+    index: int
+    reverted_to: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, eval_id: _Optional[str] = ..., version: _Optional[int] = ..., deployment_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., reverted_to: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -195,6 +195,11 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobResponse.FromString,
                 _registered_method=True)
+        self.RevertJob = channel.unary_unary(
+                '/drover.state.v1.StateService/RevertJob',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -450,6 +455,16 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RevertJob(self, request, context):
+        """Register a kept version's spec as the job's next version (`nomad job
+        revert`). Refused: the current version (INVALID_ARGUMENT), a version not
+        kept (NOT_FOUND), a job no longer at enforce_prior_version
+        (FAILED_PRECONDITION, JOB_VERSION_MISMATCH).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -592,6 +607,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.StartJob,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobResponse.SerializeToString,
+            ),
+            'RevertJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevertJob,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1371,6 +1391,33 @@ class StateService:
             '/drover.state.v1.StateService/StartJob',
             drover_dot_state_dot_v1_dot_state__pb2.StartJobRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.StartJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevertJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/RevertJob',
+            drover_dot_state_dot_v1_dot_state__pb2.RevertJobRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.RevertJobResponse.FromString,
             options,
             channel_credentials,
             insecure,
