@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 #: No datacenters, no count, an update block with one field: Nomad's
 #: defaults fill in the rest (count 1, every datacenter). Two minutes of
 #: health keep the deployment running when the test stops the job.
-SPEC = {"id": "life", "task_groups": [{"name": "g", "update": {"min_healthy_time": "2m"},
+SPEC: dict[str, Any] = {"id": "life", "task_groups": [{"name": "g", "update": {"min_healthy_time": "2m"},
                                        "tasks": [{"name": "t", "driver": "sim",
                                                   "resources": {"cpu": 100,
                                                                 "memory_mb": 64}}]}]}
@@ -146,7 +146,7 @@ def test_history_shows_the_diff_and_revert_restores_a_versions_spec(
 ) -> None:
     spec = tmp_path / "rev.json"
     for image in ("rev:1", "rev:2"):
-        group = {**SPEC["task_groups"][0]}  # type: ignore[index]
+        group = {**SPEC["task_groups"][0]}
         group["tasks"] = [{"name": "t", "driver": "sim", "config": {"image": image}}]
         spec.write_text(json.dumps({"id": "rev", "task_groups": [group]}))
         _json(suite, "job", "run", str(spec))
@@ -160,3 +160,17 @@ def test_history_shows_the_diff_and_revert_restores_a_versions_spec(
     assert job["task_groups"][0]["tasks"][0]["config"]["image"] == "rev:1"
     same = drover(suite, "job", "revert", "rev", "2")
     assert same.returncode != 0 and "can't revert to current version" in same.stderr
+
+
+def test_scale_sets_a_groups_count_and_the_scheduler_follows(suite: dict[str, str],
+                                                            tmp_path: Path) -> None:
+    spec = tmp_path / "scaled.json"
+    spec.write_text(json.dumps({**SPEC, "id": "scaled"}))
+    _json(suite, "job", "run", str(spec))
+    scaled = _json(suite, "job", "scale", "scaled", "g", "3")
+    assert (scaled["previous_count"], scaled["version"]) == (1, "1")
+    _until(lambda: len(_json(suite, "alloc", "list", "--filter",
+                             'job_id == "scaled" && desired_status == "run"')) == 3,
+           30, "3 allocations of scaled")
+    bad = drover(suite, "job", "scale", "scaled", "nope", "2")
+    assert bad.returncode != 0 and "does not exist" in " ".join(bad.stderr.split())

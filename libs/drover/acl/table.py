@@ -113,6 +113,8 @@ TABLE: dict[str, Requirement] = {
     _S + "StartJob": ns("submit-job"),
     # Nomad: submit-job or revert-job (drover has no revert-job capability).
     _S + "RevertJob": ns("submit-job"),
+    # Nomad: submit-job or scale-job (drover has no scale-job capability).
+    _S + "ScaleJob": ns("submit-job"),
     _B + "Dequeue": glob("scheduler", Level.WRITE),
     _B + "Ack": glob("scheduler", Level.WRITE),
     _B + "AckBatch": glob("scheduler", Level.WRITE),

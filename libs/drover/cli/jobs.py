@@ -47,7 +47,7 @@ def load_job(path: str) -> job_pb2.Job:
 
 @click.group(name="job")
 def job_group() -> None:
-    """Jobs: run, status, stop, start, history, revert."""
+    """Jobs: run, status, stop, start, history, revert, scale."""
 
 
 @job_group.command(name="run")
@@ -255,3 +255,35 @@ def revert_job(job_id: str, version: int, namespace: str, enforce_prior_version:
         click.echo(f"deployment {resp.deployment_id}")
     for w in resp.warnings:
         click.echo(f"warning: {w}", err=True)
+
+
+@job_group.command(name="scale")
+@click.argument("job_id")
+@click.argument("group")
+@click.argument("count", type=click.IntRange(min=0))
+@click.option("--namespace", "-n", default="default", show_default=True)
+@click.option("--check-index", type=click.IntRange(min=0), default=None,
+              help="scale only if the job's modify index is still this")
+@click.option("--message", "-m", default="", help="why (kept in the answer)")
+@client_options
+def scale_job(job_id: str, group: str, count: int, namespace: str, check_index: int | None,
+              message: str, address: str, as_json: bool, timeout: float) -> None:
+    """Set GROUP's count to COUNT (a new version; the scheduler places or stops)."""
+    opts = options(address, as_json, timeout)
+    req = state_pb2.ScaleJobRequest(namespace=namespace, id=job_id, group=group, count=count,
+                                    message=message)
+    if check_index is not None:
+        req.enforce_index = check_index
+
+    async def body(ch: grpc.aio.Channel) -> state_pb2.ScaleJobResponse:
+        return await state_pb2_grpc.StateServiceStub(ch).ScaleJob(req, timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(resp)
+        return
+    click.echo(f"job {job_id!r} group {group!r} scaled from {resp.previous_count} to {count}"
+               f" (version {resp.version})")
+    click.echo(f"evaluation {resp.eval_id}")
+    if resp.deployment_id:
+        click.echo(f"deployment {resp.deployment_id}")

@@ -1,4 +1,4 @@
-"""Job writes: register, deregister, start and revert. Reads: :mod:`drover.state.queries`.
+"""Job writes: register, deregister, start, revert and scale. Reads: :mod:`drover.state.queries`.
 
 Writes are planned by :mod:`drover.state.core.jobs` (what RegisterJob and
 DeregisterJob write, atomically, in one txn) and run by
@@ -68,6 +68,17 @@ class JobsRpc:
         ctx = self.writes.write_context()
         return await self.writes.transact(
             lambda view: plans.plan_revert(view, ctx, ns, request.id, request.version, prior),
+            self.writes.fence(context))
+
+    async def ScaleJob(self, request: Any, context: Any) -> Any:
+        ns = namespace_arg(request.namespace, allow_all=False)
+        check_name(request.id, "id")
+        check_name(request.group, "group")
+        index = request.enforce_index if request.HasField("enforce_index") else None
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
+            lambda view: plans.plan_scale(view, ctx, ns, request.id, request.group,
+                                          request.count, index, request.message),
             self.writes.fence(context))
 
     async def _purge(self, ns: str, job_id: str, context: Any) -> Any:

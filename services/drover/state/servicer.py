@@ -103,6 +103,9 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
     async def RevertJob(self, request: Any, context: Any) -> Any:
         return await self._jobs.RevertJob(request, context)
 
+    async def ScaleJob(self, request: Any, context: Any) -> Any:
+        return await self._jobs.ScaleJob(request, context)
+
     async def UpsertEvaluations(self, request: Any, context: Any) -> Any:
         return await self._evaluations.UpsertEvaluations(request, context)
 

@@ -111,8 +111,10 @@ def cancel_active(view: View, ctx: WriteContext, plan: PlanBuilder, job: job_pb2
 
 
 def plan_register(view: View, ctx: WriteContext, src: job_pb2.Job, *,
-                  enforce_index: bool = False, job_modify_index: int = 0) -> WritePlan:
-    """RegisterJob (module doc). ``src`` is validated (:func:`validate_job`)."""
+                  enforce_index: bool = False, job_modify_index: int = 0,
+                  trigger: str = "job-register") -> WritePlan:
+    """RegisterJob (module doc). ``src`` is validated (:func:`validate_job`);
+    ``trigger``: the evaluation's triggered_by (``job-scaling`` for a scale)."""
     job = job_pb2.Job()
     job.CopyFrom(src)
     ns = job.namespace
@@ -123,14 +125,14 @@ def plan_register(view: View, ctx: WriteContext, src: job_pb2.Job, *,
     conflict = f"job {job.id!r} changed concurrently; retry"
     plan.compare_mod(codec.JOBS, ns, job.id, current.mod if current else 0)
     if current is not None and spec_unchanged(current.obj, job):
-        return _plan_unchanged(ctx, plan, current.obj, conflict)
+        return _plan_unchanged(ctx, plan, current.obj, conflict, trigger)
     old = current.obj if current else None
     job.version = next_version(old)
     job.stop, job.stable = False, False
     job.status = job_pb2.JOB_STATUS_PENDING
     job.job_modify_index = 0
     job.submit_time.CopyFrom(ctx.now)
-    ev = new_eval(ctx, job, "job-register")
+    ev = new_eval(ctx, job, trigger)
     plan.put(codec.JOBS, ns, job.id, job, None)
     plan.put_version(ns, job.id, job.version, job, None)
     dep = new_deployment(ctx, job, old.create_index if old else 0,
@@ -147,11 +149,11 @@ def plan_register(view: View, ctx: WriteContext, src: job_pb2.Job, *,
 
 
 def _plan_unchanged(ctx: WriteContext, plan: PlanBuilder, job: job_pb2.Job,
-                    conflict: str) -> WritePlan:
+                    conflict: str, trigger: str = "job-register") -> WritePlan:
     """Nomad's unchanged re-register: no new version, no deployment, the
     one in flight goes on; only an evaluation (which will find nothing to
     change), still compared on the job so a concurrent change re-plans."""
-    ev = new_eval(ctx, job, "job-register")
+    ev = new_eval(ctx, job, trigger)
     ev.job_modify_index = job.job_modify_index
     plan.put(codec.EVALUATIONS, job.namespace, ev.id, ev, None)
     return plan.build(lambda rev: state_pb2.RegisterJobResponse(
@@ -266,4 +268,44 @@ def plan_revert(view: View, ctx: WriteContext, ns: str, job_id: str, version: in
             eval_id=r.eval_id, version=r.version, deployment_id=r.deployment_id,
             job_modify_index=r.job_modify_index, index=r.index, reverted_to=version,
             warnings=r.warnings)
+    return WritePlan(plan.compares, plan.ops, plan.events, respond, plan.conflict)
+
+
+class JobStopped(FailedPrecondition):
+    reason = "JOB_STOPPED"
+
+
+def plan_scale(view: View, ctx: WriteContext, ns: str, job_id: str, group: str, count: int,
+               enforce_index: int | None = None, message: str = "") -> WritePlan:
+    """ScaleJob (Nomad's ``Job.Scale``): the job with ``group``'s count set,
+    registered as a new version with a ``job-scaling`` evaluation (the same
+    count again writes only the evaluation, as an unchanged register)."""
+    found = view.get(codec.JOBS, ns, job_id)
+    if found is None:
+        raise NotFound(f"job {job_id!r} not found in namespace {ns!r}")
+    job = found.obj
+    if job.stop:
+        refuse(view, JobStopped(f"job {job_id!r} is stopped: start it (job start) to scale it",
+                                metadata={"version": str(job.version)}))
+    if count < 0:
+        raise InvalidArgument(f"count must be >= 0, got {count}", metadata={"field": "count"})
+    if job.type == job_pb2.JOB_TYPE_SYSTEM and count > 1:
+        raise InvalidArgument('jobs of type "system" can only be scaled between 0 and 1',
+                              metadata={"field": "count"})
+    tg = next((g for g in job.task_groups if g.name == group), None)
+    if tg is None:
+        raise InvalidArgument(
+            f"task group {group!r} specified for scaling does not exist in job {job_id!r}",
+            metadata={"field": "group"})
+    previous = tg.count
+    tg.count = count
+    plan = plan_register(view, ctx, job, enforce_index=enforce_index is not None,
+                         job_modify_index=enforce_index or 0, trigger="job-scaling")
+
+    def respond(rev: int) -> state_pb2.ScaleJobResponse:
+        r = plan.respond(rev)
+        return state_pb2.ScaleJobResponse(
+            eval_id=r.eval_id, version=r.version, deployment_id=r.deployment_id,
+            job_modify_index=r.job_modify_index, index=r.index, previous_count=previous,
+            warnings=[*r.warnings, *([f"message: {message}"] if message else [])])
     return WritePlan(plan.compares, plan.ops, plan.events, respond, plan.conflict)

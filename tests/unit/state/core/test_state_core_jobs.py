@@ -11,9 +11,10 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import (
     deployment_pb2,
     evaluation_pb2,
+    job_pb2,
 )
 from drover.coord.kv import Compare, Put
-from drover.errors import NotFound
+from drover.errors import InvalidArgument, NotFound
 from drover.state.core import codec, jobs
 from drover.state.core.plan import Event
 from drover.state.core.rules import JobModifyIndexMismatch
@@ -169,3 +170,31 @@ def test_check_index_0_registers_a_new_job() -> None:
     plan = jobs.plan_register(view([]), context(), service_job(), enforce_index=True,
                               job_modify_index=0)
     assert plan.writes
+
+
+def test_scale_registers_the_new_count_with_a_job_scaling_evaluation() -> None:
+    v = view([(codec.JOBS, stored(service_job(count=2), 1), 5, 8)])
+    plan = jobs.plan_scale(v, context(), "default", "web", "g", 5)
+    job = codec.decode(codec.JOBS, plan.ops[0].value, 5, 9)  # type: ignore[union-attr]
+    assert (job.version, job.task_groups[0].count) == (2, 5)
+    ev = codec.decode(codec.EVALUATIONS, plan.ops[-1].value, 9, 9)  # type: ignore[union-attr]
+    assert ev.triggered_by == "job-scaling"
+    assert plan.respond(9).previous_count == 2
+
+
+def test_scale_refusals() -> None:
+    v = view([(codec.JOBS, stored(service_job(count=2), 1), 5, 8)])
+    with pytest.raises(InvalidArgument, match="does not exist in job"):
+        jobs.plan_scale(v, context(), "default", "web", "nope", 1)
+    with pytest.raises(JobModifyIndexMismatch):
+        jobs.plan_scale(v, context(), "default", "web", "g", 1, enforce_index=3)
+    with pytest.raises(NotFound):
+        jobs.plan_scale(view([]), context(), "default", "web", "g", 1)
+    system = stored(service_job(), 1)
+    system.type = job_pb2.JOB_TYPE_SYSTEM
+    with pytest.raises(InvalidArgument, match="between 0 and 1"):
+        jobs.plan_scale(view([(codec.JOBS, system, 5, 8)]), context(), "default", "web", "g", 2)
+    stopped = stored(service_job(), 1)
+    stopped.stop = True
+    with pytest.raises(jobs.JobStopped):
+        jobs.plan_scale(view([(codec.JOBS, stopped, 5, 8)]), context(), "default", "web", "g", 2)

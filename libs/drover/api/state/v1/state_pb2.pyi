@@ -766,3 +766,37 @@ class RevertJobResponse(_message.Message):
     reverted_to: int
     warnings: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, eval_id: _Optional[str] = ..., version: _Optional[int] = ..., deployment_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., reverted_to: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ScaleJobRequest(_message.Message):
+    __slots__ = ("namespace", "id", "group", "count", "enforce_index", "message")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    ENFORCE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    group: str
+    count: int
+    enforce_index: int
+    message: str
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., group: _Optional[str] = ..., count: _Optional[int] = ..., enforce_index: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class ScaleJobResponse(_message.Message):
+    __slots__ = ("eval_id", "version", "deployment_id", "job_modify_index", "index", "previous_count", "warnings")
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_COUNT_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    version: int
+    deployment_id: str
+    job_modify_index: int
+    index: int
+    previous_count: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, eval_id: _Optional[str] = ..., version: _Optional[int] = ..., deployment_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., previous_count: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -200,6 +200,11 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobResponse.FromString,
                 _registered_method=True)
+        self.ScaleJob = channel.unary_unary(
+                '/drover.state.v1.StateService/ScaleJob',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -465,6 +470,16 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ScaleJob(self, request, context):
+        """Set one task group's count (`nomad job scale`): the job registered with
+        it as a new version and a `job-scaling` evaluation. Refused: an unknown
+        group or a negative count (INVALID_ARGUMENT), a system job scaled past 1,
+        a stale enforce_index (FAILED_PRECONDITION, JOB_MODIFY_INDEX_MISMATCH).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -612,6 +627,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.RevertJob,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobResponse.SerializeToString,
+            ),
+            'ScaleJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.ScaleJob,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1418,6 +1438,33 @@ class StateService:
             '/drover.state.v1.StateService/RevertJob',
             drover_dot_state_dot_v1_dot_state__pb2.RevertJobRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.RevertJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ScaleJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/ScaleJob',
+            drover_dot_state_dot_v1_dot_state__pb2.ScaleJobRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.ScaleJobResponse.FromString,
             options,
             channel_credentials,
             insecure,
