@@ -25,10 +25,10 @@ pytestmark = pytest.mark.slow
 #: No datacenters, no count, an update block with one field: Nomad's
 #: defaults fill in the rest (count 1, every datacenter). Two minutes of
 #: health keep the deployment running when the test stops the job.
-SPEC: dict[str, Any] = {"id": "life", "task_groups": [{"name": "g", "update": {"min_healthy_time": "2m"},
-                                       "tasks": [{"name": "t", "driver": "sim",
-                                                  "resources": {"cpu": 100,
-                                                                "memory_mb": 64}}]}]}
+SPEC: dict[str, Any] = {"id": "life", "task_groups": [{
+    "name": "g", "update": {"min_healthy_time": "2m"},
+    "tasks": [{"name": "t", "driver": "sim", "resources": {"cpu": 100, "memory_mb": 64}}],
+}]}
 
 
 @pytest.fixture(scope="module")
