@@ -174,3 +174,19 @@ def test_scale_sets_a_groups_count_and_the_scheduler_follows(suite: dict[str, st
            30, "3 allocations of scaled")
     bad = drover(suite, "job", "scale", "scaled", "nope", "2")
     assert bad.returncode != 0 and "does not exist" in " ".join(bad.stderr.split())
+
+
+def test_alloc_stop_is_replaced_by_the_scheduler(suite: dict[str, str], tmp_path: Path) -> None:
+    spec = tmp_path / "one.json"
+    spec.write_text(json.dumps({**SPEC, "id": "one"}))
+    _json(suite, "job", "run", str(spec))
+    live = 'job_id == "one" && desired_status == "run"'
+    (first,) = _until(lambda: _json(suite, "alloc", "list", "--filter", live), 30, "one placed")
+    stopped = _json(suite, "alloc", "stop", first["id"])
+    assert stopped["eval_id"]
+    (second,) = _until(lambda: [a for a in _json(suite, "alloc", "list", "--filter", live)
+                                if a["id"] != first["id"]], 30, "a replacement")
+    gone = _json(suite, "alloc", "status", first["id"])
+    assert gone["desired_status"] == "ALLOC_DESIRED_STATUS_STOP"
+    again = drover(suite, "alloc", "stop", first["id"])
+    assert again.returncode != 0 and "nothing to stop" in " ".join(again.stderr.split())

@@ -115,6 +115,8 @@ TABLE: dict[str, Requirement] = {
     _S + "RevertJob": ns("submit-job"),
     # Nomad: submit-job or scale-job (drover has no scale-job capability).
     _S + "ScaleJob": ns("submit-job"),
+    # Nomad: alloc-lifecycle (drover has none; stopping one is a job write).
+    _S + "StopAllocation": ns("submit-job"),
     _B + "Dequeue": glob("scheduler", Level.WRITE),
     _B + "Ack": glob("scheduler", Level.WRITE),
     _B + "AckBatch": glob("scheduler", Level.WRITE),

@@ -1,4 +1,5 @@
-"""Job writes: register, deregister, start, revert and scale. Reads: :mod:`drover.state.queries`.
+"""Job writes: register, deregister, start, revert, scale, and an operator's
+alloc stop. Reads: :mod:`drover.state.queries`.
 
 Writes are planned by :mod:`drover.state.core.jobs` (what RegisterJob and
 DeregisterJob write, atomically, in one txn) and run by
@@ -14,6 +15,7 @@ from drover.errors import NotFound
 from drover.state.cache import Cache
 from drover.state.core import codec
 from drover.state.core import jobs as plans
+from drover.state.core.alloc_stop import plan_stop_alloc
 from drover.state.core.validate import check_name, namespace_arg, validate_job
 from drover.state.reaper import purge_job
 from drover.state.write_calls import WriteCalls
@@ -80,6 +82,14 @@ class JobsRpc:
             lambda view: plans.plan_scale(view, ctx, ns, request.id, request.group,
                                           request.count, index, request.message),
             self.writes.fence(context))
+
+    async def StopAllocation(self, request: Any, context: Any) -> Any:
+        ns = namespace_arg(request.namespace, allow_all=False)
+        check_name(request.id, "id")
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
+            lambda view: plan_stop_alloc(view, ctx, ns, request.id),
+            self.writes.fence(context), sync_first=True)
 
     async def _purge(self, ns: str, job_id: str, context: Any) -> Any:
         """Purge means gone: the job and all it owns, in bounded txns (:mod:`.reaper`)."""

@@ -106,6 +106,9 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
     async def ScaleJob(self, request: Any, context: Any) -> Any:
         return await self._jobs.ScaleJob(request, context)
 
+    async def StopAllocation(self, request: Any, context: Any) -> Any:
+        return await self._jobs.StopAllocation(request, context)
+
     async def UpsertEvaluations(self, request: Any, context: Any) -> Any:
         return await self._evaluations.UpsertEvaluations(request, context)
 

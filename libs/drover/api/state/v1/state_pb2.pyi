@@ -800,3 +800,19 @@ class ScaleJobResponse(_message.Message):
     previous_count: int
     warnings: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, eval_id: _Optional[str] = ..., version: _Optional[int] = ..., deployment_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., previous_count: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class StopAllocationRequest(_message.Message):
+    __slots__ = ("namespace", "id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class StopAllocationResponse(_message.Message):
+    __slots__ = ("eval_id", "index")
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    index: int
+    def __init__(self, eval_id: _Optional[str] = ..., index: _Optional[int] = ...) -> None: ...

@@ -205,6 +205,11 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobResponse.FromString,
                 _registered_method=True)
+        self.StopAllocation = channel.unary_unary(
+                '/drover.state.v1.StateService/StopAllocation',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -480,6 +485,16 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StopAllocation(self, request, context):
+        """Stop one allocation (`nomad alloc stop`): its desired status set to stop
+        and an `alloc-stop` evaluation, so the scheduler places a replacement.
+        Refused (FAILED_PRECONDITION, ALLOC_TERMINAL) for an allocation already
+        stopped or terminal on its client.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -632,6 +647,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.ScaleJob,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobResponse.SerializeToString,
+            ),
+            'StopAllocation': grpc.unary_unary_rpc_method_handler(
+                    servicer.StopAllocation,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1465,6 +1485,33 @@ class StateService:
             '/drover.state.v1.StateService/ScaleJob',
             drover_dot_state_dot_v1_dot_state__pb2.ScaleJobRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.ScaleJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StopAllocation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/StopAllocation',
+            drover_dot_state_dot_v1_dot_state__pb2.StopAllocationRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.StopAllocationResponse.FromString,
             options,
             channel_credentials,
             insecure,
