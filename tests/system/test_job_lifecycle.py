@@ -186,7 +186,33 @@ def test_alloc_stop_is_replaced_by_the_scheduler(suite: dict[str, str], tmp_path
     assert stopped["eval_id"]
     (second,) = _until(lambda: [a for a in _json(suite, "alloc", "list", "--filter", live)
                                 if a["id"] != first["id"]], 30, "a replacement")
+    assert second["task_group"] == first["task_group"]
     gone = _json(suite, "alloc", "status", first["id"])
     assert gone["desired_status"] == "ALLOC_DESIRED_STATUS_STOP"
     again = drover(suite, "alloc", "stop", first["id"])
     assert again.returncode != 0 and "nothing to stop" in " ".join(again.stderr.split())
+
+
+def test_purge_of_a_running_job_stops_it_first_and_removes_it_once_stopped(
+    suite: dict[str, str], tmp_path: Path,
+) -> None:
+    spec = tmp_path / "doomed.json"
+    spec.write_text(json.dumps({**SPEC, "id": "doomed"}))
+    _json(suite, "job", "run", str(spec))
+    every = 'job_id == "doomed"'
+    _until(lambda: any(a["client_status"] == "ALLOC_CLIENT_STATUS_RUNNING"
+                       for a in _json(suite, "alloc", "list", "--filter", every)),
+           30, "doomed running")
+    first = _json(suite, "job", "stop", "doomed", "--purge")
+    assert first["purge_pending"] and first["stopped_allocations"] == 1, first
+    assert first["pending_allocations"] == 1
+    # Nothing is deleted under the node: the allocation stays until it reports stopped.
+    allocs = _json(suite, "alloc", "list", "--filter", every)
+    assert len(allocs) == 1
+    _until(lambda: all(a["client_status"] == "ALLOC_CLIENT_STATUS_COMPLETE"
+                       for a in _json(suite, "alloc", "list", "--filter", every)),
+           30, "the node reports it stopped")
+    done = _json(suite, "job", "stop", "doomed", "--purge")
+    assert not done.get("purge_pending") and done["purged_allocations"] == "1", done
+    gone = drover(suite, "job", "status", "doomed")
+    assert gone.returncode != 0

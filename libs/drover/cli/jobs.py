@@ -136,7 +136,8 @@ def job_status(job_id: str, namespace: str, watch: bool, address: str, as_json: 
 @job_group.command(name="stop")
 @click.argument("job_id")
 @click.option("--namespace", "-n", default="default", show_default=True)
-@click.option("--purge", is_flag=True, help="remove the job and its history")
+@click.option("--purge", is_flag=True,
+              help="remove the job and its history (running allocations are stopped first)")
 @client_options
 def stop_job(job_id: str, namespace: str, purge: bool, address: str, as_json: bool,
              timeout: float) -> None:
@@ -151,6 +152,13 @@ def stop_job(job_id: str, namespace: str, purge: bool, address: str, as_json: bo
     resp = run(opts, body)
     if opts.json:
         print_json(resp)
+    elif purge and resp.purge_pending:
+        click.echo(f"job {job_id!r} stopped first: {resp.stopped_allocations} allocations asked"
+                   " to stop" + (f"; evaluation {resp.eval_id}" if resp.eval_id else ""))
+        click.echo(f"once they have stopped, the purge removes {resp.pending_versions} versions,"
+                   f" {resp.pending_deployments} deployments, {resp.pending_evaluations}"
+                   f" evaluations and {resp.pending_allocations} allocations (run this again"
+                   " to finish at once then; the GC finishes it otherwise)")
     elif purge:
         click.echo(f"job {job_id!r} purged: {resp.purged_versions} versions,"
                    f" {resp.purged_deployments} deployments, {resp.purged_evaluations}"

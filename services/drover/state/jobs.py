@@ -13,9 +13,10 @@ from typing import Any
 from drover.api.state.v1 import state_pb2
 from drover.errors import NotFound
 from drover.state.cache import Cache
-from drover.state.core import codec
+from drover.state.core import codec, purge
 from drover.state.core import jobs as plans
 from drover.state.core.alloc_stop import plan_stop_alloc
+from drover.state.core.cache_view import CacheView
 from drover.state.core.validate import check_name, namespace_arg, validate_job
 from drover.state.reaper import purge_job
 from drover.state.write_calls import WriteCalls
@@ -48,7 +49,14 @@ class JobsRpc:
             await self.cache.sync()
             if self._job(ns, request.id) is None:
                 raise NotFound(f"job {request.id!r} not found in namespace {ns!r}")
-            return await self._purge(ns, request.id, context)
+            view = CacheView(self.cache.tables, self.cache.revision, True)
+            if next(purge.blockers(view, ns, request.id), None) is None:
+                return await self._purge(ns, request.id, context)
+            # Allocations still run: stop first, remove once they stopped.
+            ctx = self.writes.write_context()
+            return await self.writes.transact(
+                lambda view: purge.plan_stop_for_purge(view, ctx, ns, request.id),
+                self.writes.fence(context), sync_first=True)
         ctx = self.writes.write_context()
         return await self.writes.transact(
             lambda view: plans.plan_deregister(view, ctx, ns, request.id),

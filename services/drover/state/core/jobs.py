@@ -162,7 +162,8 @@ def _plan_unchanged(ctx: WriteContext, plan: PlanBuilder, job: job_pb2.Job,
     ), conflict=conflict)
 
 
-def plan_deregister(view: View, ctx: WriteContext, ns: str, job_id: str) -> WritePlan:
+def plan_deregister(view: View, ctx: WriteContext, ns: str, job_id: str, *,
+                    purge_requested: bool = False) -> WritePlan:
     """DeregisterJob without purge: the job stopped as a new version (the
     stop is a spec change: ``job_modify_index`` is this txn), its active
     deployment cancelled ("Cancelled because job is stopped", as Nomad's
@@ -178,6 +179,7 @@ def plan_deregister(view: View, ctx: WriteContext, ns: str, job_id: str) -> Writ
     ev = new_eval(ctx, job, "job-deregister")
     plan.put(codec.EVALUATIONS, ns, ev.id, ev, None)
     job.stop = True
+    job.purge_requested = job.purge_requested or purge_requested
     job.version = next_version(job)
     job.job_modify_index = 0
     plan.put(codec.JOBS, ns, job.id, job, found.mod)

@@ -160,7 +160,7 @@ class DeregisterJobRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., purge: _Optional[bool] = ...) -> None: ...
 
 class DeregisterJobResponse(_message.Message):
-    __slots__ = ("eval_id", "job_modify_index", "index", "purged_versions", "purged_deployments", "purged_evaluations", "purged_allocations", "purge_txns")
+    __slots__ = ("eval_id", "job_modify_index", "index", "purged_versions", "purged_deployments", "purged_evaluations", "purged_allocations", "purge_txns", "purge_pending", "stopped_allocations", "pending_versions", "pending_deployments", "pending_evaluations", "pending_allocations")
     EVAL_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -169,6 +169,12 @@ class DeregisterJobResponse(_message.Message):
     PURGED_EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
     PURGED_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
     PURGE_TXNS_FIELD_NUMBER: _ClassVar[int]
+    PURGE_PENDING_FIELD_NUMBER: _ClassVar[int]
+    STOPPED_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_DEPLOYMENTS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
     eval_id: str
     job_modify_index: int
     index: int
@@ -177,7 +183,13 @@ class DeregisterJobResponse(_message.Message):
     purged_evaluations: int
     purged_allocations: int
     purge_txns: int
-    def __init__(self, eval_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., purged_versions: _Optional[int] = ..., purged_deployments: _Optional[int] = ..., purged_evaluations: _Optional[int] = ..., purged_allocations: _Optional[int] = ..., purge_txns: _Optional[int] = ...) -> None: ...
+    purge_pending: bool
+    stopped_allocations: int
+    pending_versions: int
+    pending_deployments: int
+    pending_evaluations: int
+    pending_allocations: int
+    def __init__(self, eval_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., purged_versions: _Optional[int] = ..., purged_deployments: _Optional[int] = ..., purged_evaluations: _Optional[int] = ..., purged_allocations: _Optional[int] = ..., purge_txns: _Optional[int] = ..., purge_pending: _Optional[bool] = ..., stopped_allocations: _Optional[int] = ..., pending_versions: _Optional[int] = ..., pending_deployments: _Optional[int] = ..., pending_evaluations: _Optional[int] = ..., pending_allocations: _Optional[int] = ...) -> None: ...
 
 class GetEvaluationRequest(_message.Message):
     __slots__ = ("namespace", "id", "include_related", "query")

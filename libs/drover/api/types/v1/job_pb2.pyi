@@ -109,7 +109,7 @@ class TaskGroup(_message.Message):
     def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., update: _Optional[_Union[UpdateStrategy, _Mapping]] = ..., tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ..., meta: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("id", "namespace", "name", "type", "priority", "datacenters", "task_groups", "version", "stable", "stop", "status", "status_description", "meta", "create_index", "modify_index", "job_modify_index", "submit_time", "summary")
+    __slots__ = ("id", "namespace", "name", "type", "priority", "datacenters", "task_groups", "version", "stable", "stop", "status", "status_description", "meta", "create_index", "modify_index", "job_modify_index", "submit_time", "summary", "purge_requested")
     class MetaEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -142,6 +142,7 @@ class Job(_message.Message):
     JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
     SUBMIT_TIME_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    PURGE_REQUESTED_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     name: str
@@ -160,7 +161,8 @@ class Job(_message.Message):
     job_modify_index: int
     submit_time: _timestamp_pb2.Timestamp
     summary: _containers.MessageMap[str, TaskGroupSummary]
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., type: _Optional[_Union[JobType, str]] = ..., priority: _Optional[int] = ..., datacenters: _Optional[_Iterable[str]] = ..., task_groups: _Optional[_Iterable[_Union[TaskGroup, _Mapping]]] = ..., version: _Optional[int] = ..., stable: _Optional[bool] = ..., stop: _Optional[bool] = ..., status: _Optional[_Union[JobStatus, str]] = ..., status_description: _Optional[str] = ..., meta: _Optional[_Mapping[str, str]] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., job_modify_index: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., summary: _Optional[_Mapping[str, TaskGroupSummary]] = ...) -> None: ...
+    purge_requested: bool
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., type: _Optional[_Union[JobType, str]] = ..., priority: _Optional[int] = ..., datacenters: _Optional[_Iterable[str]] = ..., task_groups: _Optional[_Iterable[_Union[TaskGroup, _Mapping]]] = ..., version: _Optional[int] = ..., stable: _Optional[bool] = ..., stop: _Optional[bool] = ..., status: _Optional[_Union[JobStatus, str]] = ..., status_description: _Optional[str] = ..., meta: _Optional[_Mapping[str, str]] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., job_modify_index: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., summary: _Optional[_Mapping[str, TaskGroupSummary]] = ..., purge_requested: _Optional[bool] = ...) -> None: ...
 
 class TaskGroupSummary(_message.Message):
     __slots__ = ("queued", "starting", "running", "failed", "complete", "lost")
