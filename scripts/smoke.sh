@@ -249,6 +249,10 @@ expect "promote the deployment through the proxy" '.result.deployment.taskGroups
 got=$(call "$PROXY" "$S/GetJob" "$(jq -nc --arg j "smoke-web-$RUN" '{namespace: "default", id: $j}')")
 expect "the job is running, its summary counts the canary" '.job.status == "JOB_STATUS_RUNNING"
   and .job.summary.web.running == 1' "$got"
+plan=$(call "$PROXY" "$S/PlanJob" "$job")
+expect "PlanJob dry-runs a change: the diff and the index to run it at" '.diffType == "Edited"
+  and ([.diff[] | select(.path == "meta.smoke" and .type == "Deleted")] | length) == 1
+  and (.jobModifyIndex | tonumber) > 0 and (.desiredUpdates | has("web"))' "$plan"
 stale=$(call "$PROXY" "$S/RegisterJob" "$(jq -c '.enforceIndex = true | .jobModifyIndex = "1"' <<<"$job")" 2>&1 || true)
 has_reason JOB_MODIFY_INDEX_MISMATCH "$stale" || fail "a stale check index was not refused: $stale"
 grep -q "Enforcing job modify index 1" <<<"$stale" || fail "the refusal does not say Nomad's words: $stale"

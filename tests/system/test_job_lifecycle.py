@@ -216,3 +216,59 @@ def test_purge_of_a_running_job_stops_it_first_and_removes_it_once_stopped(
     assert not done.get("purge_pending") and done["purged_allocations"] == "1", done
     gone = drover(suite, "job", "status", "doomed")
     assert gone.returncode != 0
+
+
+def _plan(env: dict[str, str], spec: Path) -> tuple[int, dict[str, Any], str]:
+    out = drover(env, "job", "plan", str(spec), "--json")
+    text = drover(env, "job", "plan", str(spec))
+    assert out.returncode == text.returncode, (out.stderr, text.stderr)
+    return out.returncode, json.loads(out.stdout), text.stdout
+
+
+def test_plan_shows_what_run_then_does(suite: dict[str, str], tmp_path: Path) -> None:
+    spec = tmp_path / "planned.json"
+    group = {"name": "g", "count": 2, "update": {"min_healthy_time": "1s"},
+             "tasks": [{"name": "t", "driver": "sim", "config": {"image": "p:1"},
+                        "resources": {"cpu": 100, "memory_mb": 64}}]}
+    spec.write_text(json.dumps({"id": "planned", "task_groups": [group]}))
+    code, plan, text = _plan(suite, spec)
+    assert code == 1 and plan["diff_type"] == "Added"
+    assert plan["desired_updates"]["g"]["place"] == 2
+    assert 'Task Group: "g" (2 create)' in text and "All tasks successfully allocated" in text
+    assert "drover job run --check-index 0" in text
+    ran = _json(suite, "job", "run", "--check-index", plan["job_modify_index"], str(spec))
+    live = 'job_id == "planned" && desired_status == "run"'
+    _until(lambda: len(_json(suite, "alloc", "list", "--filter", live)) == 2, 30, "2 placed")
+    assert drover(suite, "deployment", "status", ran["deployment_id"], "--watch").returncode == 0
+    # unchanged: exit 0, nothing to do
+    code, plan, _ = _plan(suite, spec)
+    assert code == 0 and plan["diff_type"] == "None"
+    # a destructive update rolls max_parallel (1) first: the run replaces exactly one
+    group["tasks"][0]["config"]["image"] = "p:2"  # type: ignore[index]
+    spec.write_text(json.dumps({"id": "planned", "task_groups": [group]}))
+    code, plan, text = _plan(suite, spec)
+    assert code == 1 and plan["desired_updates"]["g"]["destructive_update"] == 1
+    assert plan["desired_updates"]["g"]["ignore"] == 1
+    assert '+/- task_groups[g].tasks[t].config.image: "p:1" => "p:2"' in text
+    _json(suite, "job", "run", "--check-index", plan["job_modify_index"], str(spec))
+    _until(lambda: sum(a["job_version"] == "1" for a in _json(
+        suite, "alloc", "list", "--filter", live)) >= 1, 30, "the first replacement")
+    # a canary update: the plan and the run place exactly one canary
+    group["update"] = {"min_healthy_time": "1s", "canary": 1}
+    group["tasks"][0]["config"]["image"] = "p:3"  # type: ignore[index]
+    spec.write_text(json.dumps({"id": "planned", "task_groups": [group]}))
+    code, plan, text = _plan(suite, spec)
+    assert code == 1 and plan["desired_updates"]["g"]["canary"] == 1, plan
+    assert "1 canary" in text
+    _json(suite, "job", "run", "--check-index", plan["job_modify_index"], str(spec))
+    canaries = _until(lambda: [a for a in _json(suite, "alloc", "list", "--filter", live)
+                               if a["job_version"] == "2"], 30, "the canary")
+    assert len(canaries) == 1 and canaries[0]["deployment_status"]["canary"] is True
+    # a job that does not fit: the plan says why, and the run places nothing
+    huge = tmp_path / "huge.json"
+    huge.write_text(json.dumps({"id": "toobig", "task_groups": [{
+        "name": "g", "tasks": [{"name": "t", "driver": "sim",
+                                "resources": {"cpu": 10_000_000, "memory_mb": 64}}]}]}))
+    code, plan, text = _plan(suite, huge)
+    assert code == 1 and plan["failed_placements"]["g"]["count"] == 1
+    assert "Failed to place all allocations" in text and 'Dimension "cpu" exhausted' in text

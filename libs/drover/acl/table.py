@@ -117,6 +117,8 @@ TABLE: dict[str, Requirement] = {
     _S + "ScaleJob": ns("submit-job"),
     # Nomad: alloc-lifecycle (drover has none; stopping one is a job write).
     _S + "StopAllocation": ns("submit-job"),
+    # Nomad: a plan needs submit-job in the job's namespace.
+    _S + "PlanJob": ns("submit-job", "job.namespace"),
     _B + "Dequeue": glob("scheduler", Level.WRITE),
     _B + "Ack": glob("scheduler", Level.WRITE),
     _B + "AckBatch": glob("scheduler", Level.WRITE),

@@ -47,7 +47,7 @@ def load_job(path: str) -> job_pb2.Job:
 
 @click.group(name="job")
 def job_group() -> None:
-    """Jobs: run, status, stop, start, history, revert, scale."""
+    """Jobs: plan, run, status, stop, start, history, revert, scale."""
 
 
 @job_group.command(name="run")
@@ -295,3 +295,77 @@ def scale_job(job_id: str, group: str, count: int, namespace: str, check_index: 
     click.echo(f"evaluation {resp.eval_id}")
     if resp.deployment_id:
         click.echo(f"deployment {resp.deployment_id}")
+
+
+#: Nomad's group annotations, in its order.
+_UPDATE_WORDS = (("place", "create"), ("stop", "destroy"), ("in_place_update", "in-place update"),
+                 ("destructive_update", "create/destroy update"), ("canary", "canary"),
+                 ("ignore", "ignore"))
+
+
+def plan_exit_code(resp: state_pb2.PlanJobResponse) -> int:
+    """Nomad's: 1 when allocations would be created or destroyed, else 0."""
+    if resp.diff_type == "None":
+        return 0
+    changes = sum(u.place + u.stop + u.destructive_update + u.canary
+                  for u in resp.desired_updates.values())
+    # Nomad counts the placements that will fail among its "place".
+    changes += sum(f.count for f in resp.failed_placements.values())
+    return 1 if changes else 0
+
+
+def plan_text(resp: state_pb2.PlanJobResponse, job_id: str, spec: str) -> str:
+    """``nomad job plan``'s output, drover's words for the fields."""
+    marker = {"Added": "+", "Deleted": "-", "Edited": "+/-"}.get(resp.diff_type, "")
+    lines = [f'{marker} Job: "{job_id}"'.strip()]
+    lines += [f"{_MARK[d.type]} {d.path}: " + (f'"{d.old}" => "{d.new}"' if d.type == "Edited"
+                                              else f'"{d.new or d.old}"') for d in resp.diff]
+    for name, u in sorted(resp.desired_updates.items()):
+        words = [f"{getattr(u, f)} {w}" for f, w in _UPDATE_WORDS if getattr(u, f)]
+        lines.append(f'Task Group: "{name}" ({", ".join(words) or "no change"})')
+    lines += ["", "Scheduler dry-run:"]
+    if not resp.failed_placements:
+        lines.append("- All tasks successfully allocated.")
+    else:
+        lines.append("- WARNING: Failed to place all allocations.")
+        for name, f in sorted(resp.failed_placements.items()):
+            lines.append(f'  Task Group "{name}" (failed to place {f.count} allocation(s)):')
+            lines += [f"    * {r}" for r in f.reasons]
+    lines += ["", f"Job Modify Index: {resp.job_modify_index}",
+              "To submit the job with version verification run:", "",
+              f"drover job run --check-index {resp.job_modify_index} {spec}", "",
+              "When running the job with the check-index flag, the job will only be run if",
+              "the job modify index given matches the server-side version. If the index has",
+              "changed, another user has modified the job and the plan's results are",
+              "potentially invalid."]
+    return "\n".join(lines)
+
+
+_MARK = {"Added": "+", "Deleted": "-", "Edited": "+/-"}
+
+
+@job_group.command(name="plan")
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@client_options
+def plan_job(spec: str, address: str, as_json: bool, timeout: float) -> None:
+    """Dry-run SPEC: the diff and what the scheduler would do (exit 0: no
+    allocation created or destroyed, 1: some would be, 255: error)."""
+    try:
+        job = load_job(spec)
+        opts = options(address, as_json, timeout)
+
+        async def body(ch: grpc.aio.Channel) -> state_pb2.PlanJobResponse:
+            return await state_pb2_grpc.StateServiceStub(ch).PlanJob(
+                state_pb2.PlanJobRequest(job=job), timeout=opts.timeout)
+
+        resp = run(opts, body)
+    except click.ClickException as e:
+        e.show()
+        raise SystemExit(255) from e  # Nomad's exit code for an error (1 means "changes")
+    if opts.json:
+        print_json(resp)
+    else:
+        click.echo(plan_text(resp, job.id, spec))
+        for w in resp.warnings:
+            click.echo(f"warning: {w}", err=True)
+    raise SystemExit(plan_exit_code(resp))

@@ -17,6 +17,7 @@ from drover.state.core import codec, purge
 from drover.state.core import jobs as plans
 from drover.state.core.alloc_stop import plan_stop_alloc
 from drover.state.core.cache_view import CacheView
+from drover.state.core.job_plan import plan_job
 from drover.state.core.validate import check_name, namespace_arg, validate_job
 from drover.state.reaper import purge_job
 from drover.state.write_calls import WriteCalls
@@ -98,6 +99,13 @@ class JobsRpc:
         return await self.writes.transact(
             lambda view: plan_stop_alloc(view, ctx, ns, request.id),
             self.writes.fence(context), sync_first=True)
+
+    async def PlanJob(self, request: Any, context: Any) -> Any:
+        """A dry run on a synced view (:mod:`drover.state.core.job_plan`)."""
+        job = validate_job(request.job)
+        await self.cache.sync()
+        view = CacheView(self.cache.tables, self.cache.revision, True)
+        return plan_job(view, self.writes.write_context(), job)
 
     async def _purge(self, ns: str, job_id: str, context: Any) -> Any:
         """Purge means gone: the job and all it owns, in bounded txns (:mod:`.reaper`)."""

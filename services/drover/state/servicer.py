@@ -109,6 +109,9 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
     async def StopAllocation(self, request: Any, context: Any) -> Any:
         return await self._jobs.StopAllocation(request, context)
 
+    async def PlanJob(self, request: Any, context: Any) -> Any:
+        return await self._jobs.PlanJob(request, context)
+
     async def UpsertEvaluations(self, request: Any, context: Any) -> Any:
         return await self._evaluations.UpsertEvaluations(request, context)
 

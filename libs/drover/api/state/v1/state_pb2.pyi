@@ -828,3 +828,79 @@ class StopAllocationResponse(_message.Message):
     eval_id: str
     index: int
     def __init__(self, eval_id: _Optional[str] = ..., index: _Optional[int] = ...) -> None: ...
+
+class PlanJobRequest(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: _job_pb2.Job
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
+
+class FieldDiff(_message.Message):
+    __slots__ = ("type", "path", "old", "new")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OLD_FIELD_NUMBER: _ClassVar[int]
+    NEW_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    path: str
+    old: str
+    new: str
+    def __init__(self, type: _Optional[str] = ..., path: _Optional[str] = ..., old: _Optional[str] = ..., new: _Optional[str] = ...) -> None: ...
+
+class DesiredUpdates(_message.Message):
+    __slots__ = ("ignore", "place", "stop", "in_place_update", "destructive_update", "canary")
+    IGNORE_FIELD_NUMBER: _ClassVar[int]
+    PLACE_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    IN_PLACE_UPDATE_FIELD_NUMBER: _ClassVar[int]
+    DESTRUCTIVE_UPDATE_FIELD_NUMBER: _ClassVar[int]
+    CANARY_FIELD_NUMBER: _ClassVar[int]
+    ignore: int
+    place: int
+    stop: int
+    in_place_update: int
+    destructive_update: int
+    canary: int
+    def __init__(self, ignore: _Optional[int] = ..., place: _Optional[int] = ..., stop: _Optional[int] = ..., in_place_update: _Optional[int] = ..., destructive_update: _Optional[int] = ..., canary: _Optional[int] = ...) -> None: ...
+
+class FailedPlacements(_message.Message):
+    __slots__ = ("count", "reasons")
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, count: _Optional[int] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PlanJobResponse(_message.Message):
+    __slots__ = ("diff_type", "diff", "desired_updates", "failed_placements", "job_modify_index", "version", "warnings", "index")
+    class DesiredUpdatesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: DesiredUpdates
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[DesiredUpdates, _Mapping]] = ...) -> None: ...
+    class FailedPlacementsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: FailedPlacements
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[FailedPlacements, _Mapping]] = ...) -> None: ...
+    DIFF_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DIFF_FIELD_NUMBER: _ClassVar[int]
+    DESIRED_UPDATES_FIELD_NUMBER: _ClassVar[int]
+    FAILED_PLACEMENTS_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    diff_type: str
+    diff: _containers.RepeatedCompositeFieldContainer[FieldDiff]
+    desired_updates: _containers.MessageMap[str, DesiredUpdates]
+    failed_placements: _containers.MessageMap[str, FailedPlacements]
+    job_modify_index: int
+    version: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    index: int
+    def __init__(self, diff_type: _Optional[str] = ..., diff: _Optional[_Iterable[_Union[FieldDiff, _Mapping]]] = ..., desired_updates: _Optional[_Mapping[str, DesiredUpdates]] = ..., failed_placements: _Optional[_Mapping[str, FailedPlacements]] = ..., job_modify_index: _Optional[int] = ..., version: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., index: _Optional[int] = ...) -> None: ...

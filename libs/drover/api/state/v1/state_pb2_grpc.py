@@ -210,6 +210,11 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationResponse.FromString,
                 _registered_method=True)
+        self.PlanJob = channel.unary_unary(
+                '/drover.state.v1.StateService/PlanJob',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.PlanJobRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.PlanJobResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -495,6 +500,15 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PlanJob(self, request, context):
+        """A dry run of RegisterJob (`nomad job plan`): the diff against the
+        running version and, per task group, what the scheduler would do now,
+        computed with the worker's own planner; writes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -652,6 +666,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.StopAllocation,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationResponse.SerializeToString,
+            ),
+            'PlanJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.PlanJob,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.PlanJobRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.PlanJobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1512,6 +1531,33 @@ class StateService:
             '/drover.state.v1.StateService/StopAllocation',
             drover_dot_state_dot_v1_dot_state__pb2.StopAllocationRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.StopAllocationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PlanJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/PlanJob',
+            drover_dot_state_dot_v1_dot_state__pb2.PlanJobRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.PlanJobResponse.FromString,
             options,
             channel_credentials,
             insecure,
