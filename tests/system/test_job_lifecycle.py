@@ -272,3 +272,34 @@ def test_plan_shows_what_run_then_does(suite: dict[str, str], tmp_path: Path) ->
     code, plan, text = _plan(suite, huge)
     assert code == 1 and plan["failed_placements"]["g"]["count"] == 1
     assert "Failed to place all allocations" in text and 'Dimension "cpu" exhausted' in text
+
+
+def test_a_system_job_follows_nodes_joining_leaving_and_draining(
+    suite: dict[str, str], tmp_path: Path,
+) -> None:
+    spec = tmp_path / "agent.json"
+    spec.write_text(json.dumps({"id": "agent", "type": "system", "task_groups": [{
+        "name": "g", "tasks": [{"name": "t", "driver": "sim",
+                                "resources": {"cpu": 50, "memory_mb": 32}}]}]}))
+    _json(suite, "job", "run", str(spec))
+    live = 'job_id == "agent" && desired_status == "run" && client_status != "lost"'
+
+    def on_nodes() -> list[str]:
+        return sorted(a["node_id"] for a in _json(suite, "alloc", "list", "--filter", live))
+
+    first = _until(lambda: len(n := on_nodes()) == 2 and n, 30, "one per node")
+    assert len(set(first)) == 2
+    extra = subprocess.Popen([sys.executable, "-m", "drover.cli.main", "sim", "nodes", "1",
+                              "--prefix", "extra"], env=suite, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        joined = _until(lambda: "extra-0" in (n := on_nodes()) and n, 30, "placed on the joiner")
+        assert len(joined) == 3
+        assert drover(suite, "node", "down", "extra-0").returncode == 0
+        _until(lambda: on_nodes() == first, 30, "gone from the node that left")
+        assert drover(suite, "node", "drain", first[0]).returncode == 0
+        _until(lambda: on_nodes() == first[1:], 30, "stopped on the draining node")
+    finally:
+        extra.send_signal(signal.SIGTERM)
+        extra.wait(10)
+        drover(suite, "node", "drain", first[0], "--disable")

@@ -26,7 +26,8 @@ Invariant: after any committed write, a job's stored status is
 concurrent change re-plan, so two writers never each see half).
 A plan already at the txn cap that would need a job's write too is
 refused as too large (INVALID_ARGUMENT naming ``max_objects``, as every
-request over the cap): the worker's plans leave room for it (126 writes).
+request over the cap): the worker's plans leave room for it (125 writes, one
+evaluation), and so do the node planners and the plan applier's unblocking.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ A node going down or draining marks its live allocations lost and creates
 a ``node-update`` evaluation per affected job, in the same txn (bounded by
 the request cap: the rest are lost on the node's next status change). A
 node that becomes schedulable (ready, eligible, not draining; also on
-registration) unblocks blocked evaluations in the same txn. A heartbeat
+registration) unblocks blocked evaluations and evaluates the system jobs
+of its datacenter (:mod:`.system_jobs`) in the same txn. A heartbeat
 refreshes ``last_heartbeat`` at most every :data:`HEARTBEAT_WRITE_EVERY`
 seconds and is otherwise not written; it never changes the node's status
 (an operator's down or drain stays). A status change that changes nothing
@@ -17,7 +18,7 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
-from drover.state.core import codec
+from drover.state.core import codec, system_jobs
 from drover.state.core.jobs import job_type_name
 from drover.state.core.placement import node_schedulable, unblock
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
@@ -38,6 +39,7 @@ def plan_upsert_node(view: View, ctx: WriteContext, node: node_pb2.Node) -> Writ
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, old.mod if old else 0)
     if node_schedulable(node) and not (old is not None and node_schedulable(old.obj)):
+        system_jobs.evaluate(view, ctx, plan, node, ctx.max_objects - len(plan.ops))
         unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpsertNodeResponse(index=rev))
 
@@ -68,6 +70,7 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any) -> WritePlan:
         why = "node is down" if node.status in _DOWN else "node is draining"
         lost, eval_ids = _mark_lost(view, ctx, plan, node.id, why)
     elif node_schedulable(node) and not before:
+        eval_ids = system_jobs.evaluate(view, ctx, plan, node, ctx.max_objects - len(plan.ops))
         unblocked = unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpdateNodeStatusResponse(
         index=rev, lost=lost, eval_ids=eval_ids, unblocked=unblocked))
@@ -85,7 +88,8 @@ def _mark_lost(view: View, ctx: WriteContext, plan: PlanBuilder, node_id: str,
         a = found.obj
         if not is_live(a):
             continue
-        if len(plan.ops) + 1 + len(jobs) + (0 if (a.namespace, a.job_id) in jobs else 1) \
+        # Per job: its evaluation and its status and summary write (job_status.follow).
+        if len(plan.ops) + 1 + 2 * len(jobs) + (0 if (a.namespace, a.job_id) in jobs else 2) \
                 > ctx.max_objects:
             break
         a.client_status = allocation_pb2.ALLOC_CLIENT_STATUS_LOST

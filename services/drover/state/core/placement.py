@@ -131,7 +131,8 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
         plan.compare_mod(codec.ALLOCATIONS, ns, a.id, 0)
     unblocked = 0
     if stopping:
-        room = min(ctx.max_objects - len(plan.ops), ctx.max_compares - 1 - len(plan.compares))
+        # less one: the job's status and summary write (state.core.job_status.follow)
+        room = min(ctx.max_objects - 1 - len(plan.ops), ctx.max_compares - 1 - len(plan.compares))
         unblocked = unblock(view, ctx, plan, room, skip=(ns, request.job_id))
     placed, updated = len(placements), len(updates)
     return plan.build(
