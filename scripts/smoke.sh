@@ -266,6 +266,10 @@ expect "StartJob runs the stopped job again as a new version" '(.evalId // "") !
 again=$(call "$PROXY" "$S/StartJob" "$(jq -nc --arg j "smoke-web-$RUN" '{namespace: "default", id: $j}')" 2>&1 || true)
 has_reason JOB_NOT_STOPPED "$again" || fail "starting a running job was not refused: $again"
 ok "StartJob of a job that is not stopped is refused (JOB_NOT_STOPPED)"
+expect "RevertJob registers version 0's spec as a new version" '.revertedTo == "0" and .version == "4"' \
+  "$(call "$PROXY" "$S/RevertJob" "$(jq -nc --arg j "smoke-web-$RUN" '{namespace: "default", id: $j, version: "0"}')")"
+expect "ScaleJob sets a group's count as a new version" '.previousCount == 2 and .version == "5"' \
+  "$(call "$PROXY" "$S/ScaleJob" "$(jq -nc --arg j "smoke-web-$RUN" '{namespace: "default", id: $j, group: "web", count: 3}')")"
 
 servers=$(call "$PROXY" "$P/ListServers")
 expect "the proxy lists state servers" '[.lists[] | select(.service == "state") | .servers[]] | length >= 1' "$servers"
