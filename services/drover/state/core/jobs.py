@@ -45,6 +45,16 @@ def spec_unchanged(old: job_pb2.Job, new: job_pb2.Job) -> bool:
     return a == b
 
 
+def version_record(job: job_pb2.Job) -> job_pb2.Job:
+    """What a version keeps of the job: its spec and version, not the live
+    counts (summary) nor a pending purge, which belong to the job alone."""
+    record = job_pb2.Job()
+    record.CopyFrom(job)
+    record.ClearField("summary")
+    record.purge_requested = False
+    return record
+
+
 def job_type_name(job: job_pb2.Job) -> str:
     return job_pb2.JobType.Name(job.type).removeprefix("JOB_TYPE_").lower()
 
@@ -134,7 +144,7 @@ def plan_register(view: View, ctx: WriteContext, src: job_pb2.Job, *,
     job.submit_time.CopyFrom(ctx.now)
     ev = new_eval(ctx, job, trigger)
     plan.put(codec.JOBS, ns, job.id, job, None)
-    plan.put_version(ns, job.id, job.version, job, None)
+    plan.put_version(ns, job.id, job.version, version_record(job), None)
     dep = new_deployment(ctx, job, old.create_index if old else 0,
                          first=old is None or old.stop)
     if dep is not None:
@@ -183,7 +193,7 @@ def plan_deregister(view: View, ctx: WriteContext, ns: str, job_id: str, *,
     job.version = next_version(job)
     job.job_modify_index = 0
     plan.put(codec.JOBS, ns, job.id, job, found.mod)
-    plan.put_version(ns, job.id, job.version, job, None)
+    plan.put_version(ns, job.id, job.version, version_record(job), None)
     cancel_active(view, ctx, plan, job, description=STOPPED_DESCRIPTION)
     return plan.build(lambda rev: state_pb2.DeregisterJobResponse(
         eval_id=ev.id, job_modify_index=rev, index=rev,

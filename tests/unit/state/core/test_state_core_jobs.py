@@ -198,3 +198,16 @@ def test_scale_refusals() -> None:
     stopped.stop = True
     with pytest.raises(jobs.JobStopped):
         jobs.plan_scale(view([(codec.JOBS, stopped, 5, 8)]), context(), "default", "web", "g", 2)
+
+
+def test_a_version_record_keeps_no_summary_and_no_pending_purge() -> None:
+    live = stored(service_job(), 1)
+    live.summary["g"].running = 2
+    live.purge_requested = True
+    plan = jobs.plan_deregister(view([(codec.JOBS, live, 5, 8)]), context(), "default", "web")
+    i = [e.kind for e in plan.events].index(codec.JOB_VERSIONS)
+    record = codec.decode(codec.JOB_VERSIONS, plan.ops[i].value, 9, 9)  # type: ignore[union-attr]
+    assert not record.summary and not record.purge_requested and record.stop
+    job = codec.decode(codec.JOBS, plan.ops[[e.kind for e in plan.events].index(codec.JOBS)]
+                       .value, 5, 9)  # type: ignore[union-attr]
+    assert job.summary["g"].running == 2 and job.purge_requested
