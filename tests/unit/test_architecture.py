@@ -65,6 +65,7 @@ PURE_LIBS: tuple[str, ...] = (
     "drover.worker.resources",
     "drover.worker.heartbeats",
     "drover.sim.client",
+    "drover.jobspec",
 )
 
 #: The one etcd layer: the modules that may build etcd requests.

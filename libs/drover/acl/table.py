@@ -123,6 +123,16 @@ TABLE: dict[str, Requirement] = {
     _S + "UpdateNodeDrain": glob("node", Level.WRITE),
     # The node drainer's migrate marks (deployment watcher leader: fenced).
     _S + "UpdateAllocDesiredTransition": SERVER,
+    # `nomad job start` registers the job again: submit-job.
+    _S + "StartJob": ns("submit-job"),
+    # Nomad: submit-job.
+    _S + "RevertJob": ns("submit-job"),
+    # Nomad: scale-job (the `scale` and `write` policies grant it).
+    _S + "ScaleJob": ns("scale-job"),
+    # Nomad: alloc-lifecycle (the `write` policy grants it).
+    _S + "StopAllocation": ns("alloc-lifecycle"),
+    # Nomad: a plan needs submit-job in the job's namespace.
+    _S + "PlanJob": ns("submit-job", "job.namespace"),
     _B + "Dequeue": glob("scheduler", Level.WRITE),
     _B + "Ack": glob("scheduler", Level.WRITE),
     _B + "AckBatch": glob("scheduler", Level.WRITE),

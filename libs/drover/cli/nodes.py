@@ -159,7 +159,7 @@ def ready(node_id: str, address: str, as_json: bool, timeout: float) -> None:
 
 @click.group(name="alloc")
 def alloc_group() -> None:
-    """Allocations: list, status."""
+    """Allocations: list, status, stop."""
 
 
 @alloc_group.command(name="list")
@@ -208,3 +208,25 @@ def alloc_status(alloc_id: str, namespace: str, address: str, as_json: bool,
         ["Resources", f"cpu {a.resources.cpu} MHz, memory {a.resources.memory_mb} MB"],
         ["Previous", a.previous_allocation],
     ])
+
+
+@alloc_group.command(name="stop")
+@click.argument("alloc_id")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@client_options
+def alloc_stop(alloc_id: str, namespace: str, address: str, as_json: bool,
+               timeout: float) -> None:
+    """Stop one allocation; the scheduler places a replacement."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        full = await prefix.resolve(ch, "allocation", namespace, alloc_id, opts.timeout)
+        return await state_pb2_grpc.StateServiceStub(ch).StopAllocation(
+            state_pb2.StopAllocationRequest(namespace=namespace, id=full),
+            timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(resp)
+        return
+    click.echo(f"allocation {alloc_id} stopped; evaluation {resp.eval_id}")

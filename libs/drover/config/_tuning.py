@@ -102,6 +102,8 @@ TUNABLES: tuple[Tunable, ...] = (
     _t("state", "delete_txns_in_flight", "WriterConfig", int, 4, 1, "",
        "DeleteEvaluations by filter: etcd txns one call keeps in flight (its page, "
        "at most this many txns of the largest size, spread over them)"),
+    _t("state", "job_tracked_versions", "WriterConfig", int, 6, 1, "",
+       "versions of a job kept (Nomad's job_tracked_versions), plus its newest stable one"),
 )
 
 

@@ -45,7 +45,7 @@ COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    schedulers: tuple[str, ...] = ("service", "batch")
+    schedulers: tuple[str, ...] = ("service", "batch", "system")
     batch: int = 16
     dequeue_timeout: float = 5.0
     plan_retries: int = 5

@@ -25,7 +25,8 @@ the way Nomad's generic scheduler reconciles a task group:
 - missing allocations (count raised, lost, first placement) are placed at
   once, excess ones stopped at once;
 - a stopped job stops everything; a batch job's completed allocations count
-  as done.
+  as done; a system job gets one allocation per eligible node
+  (:mod:`.system`).
 
 Placement is bin-packing in Nomad's manner: the candidate nodes (ready,
 eligible, not draining, in the job's datacenters) are shuffled, up to
@@ -44,6 +45,7 @@ import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2, node_pb2
 
@@ -122,6 +124,11 @@ def _copy(a: allocation_pb2.Allocation) -> allocation_pb2.Allocation:
     out = allocation_pb2.Allocation()
     out.CopyFrom(a)
     return out
+
+
+def _same_tasks(snap: Snapshot, tg: job_pb2.TaskGroup, a: allocation_pb2.Allocation) -> bool:
+    """``a``'s version of ``tg`` runs the same tasks (an in-place update)."""
+    return _tasks_equal(_group(snap.versions.get(a.job_version), tg.name), tg)
 
 
 def _tasks_equal(a: job_pb2.TaskGroup | None, b: job_pb2.TaskGroup) -> bool:
@@ -262,7 +269,7 @@ class _Builder:
 
 
 def compute_plan(snap: Snapshot, *, rng: random.Random | None = None,
-                 new_id: Callable[[], str] | None = None, max_ops: int = 126) -> Plan:
+                 new_id: Callable[[], str] | None = None, max_ops: int = 125) -> Plan:
     """The plan that moves the job's allocations towards its spec."""
     rng = rng or random.Random(0)
     if new_id is None:
@@ -286,6 +293,10 @@ def compute_plan(snap: Snapshot, *, rng: random.Random | None = None,
                 if a.desired_status == RUN:
                     b.stop(a, "alloc not needed since its task group was removed")
     for tg in job.task_groups:
+        if job.type == job_pb2.JOB_TYPE_SYSTEM:  # one per node: the system scheduler's module
+            from .system import reconcile_system
+            reconcile_system(b, job, tg, by_group.get(tg.name, []), partial(_same_tasks, snap, tg))
+            continue
         _reconcile_group(b, job, tg, by_group.get(tg.name, []))
     return b.plan
 

@@ -102,6 +102,21 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
     async def DeregisterJob(self, request: Any, context: Any) -> Any:
         return await self._jobs.DeregisterJob(request, context)
 
+    async def StartJob(self, request: Any, context: Any) -> Any:
+        return await self._jobs.StartJob(request, context)
+
+    async def RevertJob(self, request: Any, context: Any) -> Any:
+        return await self._jobs.RevertJob(request, context)
+
+    async def ScaleJob(self, request: Any, context: Any) -> Any:
+        return await self._jobs.ScaleJob(request, context)
+
+    async def StopAllocation(self, request: Any, context: Any) -> Any:
+        return await self._jobs.StopAllocation(request, context)
+
+    async def PlanJob(self, request: Any, context: Any) -> Any:
+        return await self._jobs.PlanJob(request, context)
+
     async def UpsertEvaluations(self, request: Any, context: Any) -> Any:
         return await self._evaluations.UpsertEvaluations(request, context)
 

@@ -19,10 +19,11 @@ from drover.coord.fence import Fence
 from drover.coord.kv import objects_per_txn
 from drover.rpc.acl import current_identity
 from drover.state.cache import Cache
-from drover.state.core import codec
+from drover.state.core import codec, job_status, job_versions
 from drover.state.core.node_secret import NodeProof
-from drover.state.core.plan import WriteContext
+from drover.state.core.plan import WriteContext, WritePlan
 from drover.state.core.rules import leader_fence
+from drover.state.core.view import View
 from drover.state.transact import ATTEMPTS, Planner, transact
 from drover.state.writes import Writer, fence_from
 
@@ -55,7 +56,16 @@ class WriteCalls:
 
     async def transact(self, planner: Planner, fence: Fence | None, *,
                        sync_first: bool = False, attempts: int = ATTEMPTS) -> Any:
-        return await transact(self.cache, self.writer, planner, fence, sync_first=sync_first,
+        """Every write, each plan followed by the job versions it retires
+        (:func:`drover.state.core.job_versions.prune`) and the job statuses
+        and summaries it changes (:func:`drover.state.core.job_status.follow`)."""
+        on_put, max_objects = self.cache.tables.expect_put, self.max_objects
+        tracked = self.writer.config.job_tracked_versions
+
+        def planned(view: View) -> WritePlan:
+            plan = job_versions.prune(view, planner(view), self.keys, tracked, max_objects)
+            return job_status.follow(view, plan, self.keys, on_put, max_objects)
+        return await transact(self.cache, self.writer, planned, fence, sync_first=sync_first,
                               attempts=attempts)
 
     def fence(self, context: Any) -> Fence | None:

@@ -7,7 +7,8 @@ drain loses nothing: ``drain`` true starts one with the default deadline
 (:mod:`drover.state.core.drain`; the allocations migrate as the drainer
 allows), false cancels it. A
 node that becomes schedulable (ready, eligible, not draining; also on
-registration) unblocks blocked evaluations in the same txn. A heartbeat
+registration) unblocks blocked evaluations and evaluates the system jobs
+of its datacenter (:mod:`.system_jobs`) in the same txn. A heartbeat
 refreshes ``last_heartbeat`` at most every :data:`HEARTBEAT_WRITE_EVERY`
 seconds and is otherwise not written; it never changes the node's status
 (an operator's down or drain stays). A status change that changes nothing
@@ -22,7 +23,7 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
 from drover.drain.strategy import DEFAULT_DEADLINE
 from drover.errors import InvalidArgument
-from drover.state.core import codec
+from drover.state.core import codec, system_jobs
 from drover.state.core.drain import apply_drain
 from drover.state.core.jobs import job_type_name
 from drover.state.core.node_secret import UNCHECKED, NodeProof, check_node, registration_secret
@@ -50,6 +51,7 @@ def plan_upsert_node(view: View, ctx: WriteContext, node: node_pb2.Node,
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, old.mod if old else 0)
     if node_schedulable(node) and not (old is not None and node_schedulable(old.obj)):
+        system_jobs.evaluate(view, ctx, plan, node, ctx.max_objects - len(plan.ops))
         unblock_where(view, ctx, plan, [room_on(view, node)], ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpsertNodeResponse(index=rev, secret_id=secret))
 
@@ -90,6 +92,7 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any,
     if node.status in _DOWN and not was_down:
         lost, eval_ids = _mark_lost(view, ctx, plan, node.id, "node is down")
     elif node_schedulable(node) and not before:
+        eval_ids = system_jobs.evaluate(view, ctx, plan, node, ctx.max_objects - len(plan.ops))
         unblocked = unblock_where(view, ctx, plan, [room_on(view, node)],
                                   ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpdateNodeStatusResponse(
@@ -108,7 +111,8 @@ def _mark_lost(view: View, ctx: WriteContext, plan: PlanBuilder, node_id: str,
         a = found.obj
         if not is_live(a):
             continue
-        if len(plan.ops) + 1 + len(jobs) + (0 if (a.namespace, a.job_id) in jobs else 1) \
+        # Per job: its evaluation and its status and summary write (job_status.follow).
+        if len(plan.ops) + 1 + 2 * len(jobs) + (0 if (a.namespace, a.job_id) in jobs else 2) \
                 > ctx.max_objects:
             break
         a.client_status = allocation_pb2.ALLOC_CLIENT_STATUS_LOST

@@ -36,6 +36,7 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, node_pb2
 from drover.errors import InvalidArgument, NotFound
 from drover.state.core import codec, usage
+from drover.state.core.job_status import spec_read
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.rules import PlanStale
 from drover.state.core.unblock import admit_blocked, changed_rooms, unblock_where
@@ -66,7 +67,8 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
 
     job_mod = view.mod(codec.JOBS, ns, request.job_id)
     # job_index 0: the worker found the job purged and stops what is left.
-    if job_mod != request.job_index:
+    if job_mod != request.job_index and not spec_read(view, ns, request.job_id,
+                                                      request.job_index):
         if job_mod == 0:
             raise NotFound(f"job {request.job_id!r} not found in namespace {ns!r}")
         raise stale(f"job {request.job_id!r} is at index {job_mod}, "
@@ -148,7 +150,8 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
         plan.compare_mod(codec.ALLOCATIONS, ns, a.id, 0)
     unblocked = 0
     if stopping:
-        room = min(ctx.max_objects - len(plan.ops), ctx.max_compares - 1 - len(plan.compares))
+        # less one: the job's status and summary write (state.core.job_status.follow)
+        room = min(ctx.max_objects - 1 - len(plan.ops), ctx.max_compares - 1 - len(plan.compares))
         unblocked = unblock_where(view, ctx, plan, changed_rooms(view, stopping), room,
                                   skip=(ns, request.job_id))
     placed, updated = len(new), sum(len(p.updates) for p in kept)

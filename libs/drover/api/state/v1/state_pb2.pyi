@@ -160,7 +160,7 @@ class DeregisterJobRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., purge: _Optional[bool] = ...) -> None: ...
 
 class DeregisterJobResponse(_message.Message):
-    __slots__ = ("eval_id", "job_modify_index", "index", "purged_versions", "purged_deployments", "purged_evaluations", "purged_allocations", "purge_txns")
+    __slots__ = ("eval_id", "job_modify_index", "index", "purged_versions", "purged_deployments", "purged_evaluations", "purged_allocations", "purge_txns", "purge_pending", "stopped_allocations", "pending_versions", "pending_deployments", "pending_evaluations", "pending_allocations")
     EVAL_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -169,6 +169,12 @@ class DeregisterJobResponse(_message.Message):
     PURGED_EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
     PURGED_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
     PURGE_TXNS_FIELD_NUMBER: _ClassVar[int]
+    PURGE_PENDING_FIELD_NUMBER: _ClassVar[int]
+    STOPPED_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_DEPLOYMENTS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
     eval_id: str
     job_modify_index: int
     index: int
@@ -177,7 +183,13 @@ class DeregisterJobResponse(_message.Message):
     purged_evaluations: int
     purged_allocations: int
     purge_txns: int
-    def __init__(self, eval_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., purged_versions: _Optional[int] = ..., purged_deployments: _Optional[int] = ..., purged_evaluations: _Optional[int] = ..., purged_allocations: _Optional[int] = ..., purge_txns: _Optional[int] = ...) -> None: ...
+    purge_pending: bool
+    stopped_allocations: int
+    pending_versions: int
+    pending_deployments: int
+    pending_evaluations: int
+    pending_allocations: int
+    def __init__(self, eval_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., purged_versions: _Optional[int] = ..., purged_deployments: _Optional[int] = ..., purged_evaluations: _Optional[int] = ..., purged_allocations: _Optional[int] = ..., purge_txns: _Optional[int] = ..., purge_pending: _Optional[bool] = ..., stopped_allocations: _Optional[int] = ..., pending_versions: _Optional[int] = ..., pending_deployments: _Optional[int] = ..., pending_evaluations: _Optional[int] = ..., pending_allocations: _Optional[int] = ...) -> None: ...
 
 class GetEvaluationRequest(_message.Message):
     __slots__ = ("namespace", "id", "include_related", "query")
@@ -778,3 +790,183 @@ class UpdateAllocDesiredTransitionResponse(_message.Message):
     INDEX_FIELD_NUMBER: _ClassVar[int]
     index: int
     def __init__(self, index: _Optional[int] = ...) -> None: ...
+
+class StartJobRequest(_message.Message):
+    __slots__ = ("namespace", "id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class StartJobResponse(_message.Message):
+    __slots__ = ("eval_id", "version", "deployment_id", "job_modify_index", "index", "from_version")
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    FROM_VERSION_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    version: int
+    deployment_id: str
+    job_modify_index: int
+    index: int
+    from_version: int
+    def __init__(self, eval_id: _Optional[str] = ..., version: _Optional[int] = ..., deployment_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., from_version: _Optional[int] = ...) -> None: ...
+
+class RevertJobRequest(_message.Message):
+    __slots__ = ("namespace", "id", "version", "enforce_prior_version")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ENFORCE_PRIOR_VERSION_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    version: int
+    enforce_prior_version: int
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., version: _Optional[int] = ..., enforce_prior_version: _Optional[int] = ...) -> None: ...
+
+class RevertJobResponse(_message.Message):
+    __slots__ = ("eval_id", "version", "deployment_id", "job_modify_index", "index", "reverted_to", "warnings")
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    REVERTED_TO_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    version: int
+    deployment_id: str
+    job_modify_index: int
+    index: int
+    reverted_to: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, eval_id: _Optional[str] = ..., version: _Optional[int] = ..., deployment_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., reverted_to: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ScaleJobRequest(_message.Message):
+    __slots__ = ("namespace", "id", "group", "count", "enforce_index", "message")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    ENFORCE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    group: str
+    count: int
+    enforce_index: int
+    message: str
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., group: _Optional[str] = ..., count: _Optional[int] = ..., enforce_index: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class ScaleJobResponse(_message.Message):
+    __slots__ = ("eval_id", "version", "deployment_id", "job_modify_index", "index", "previous_count", "warnings")
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_COUNT_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    version: int
+    deployment_id: str
+    job_modify_index: int
+    index: int
+    previous_count: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, eval_id: _Optional[str] = ..., version: _Optional[int] = ..., deployment_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., previous_count: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class StopAllocationRequest(_message.Message):
+    __slots__ = ("namespace", "id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class StopAllocationResponse(_message.Message):
+    __slots__ = ("eval_id", "index")
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    index: int
+    def __init__(self, eval_id: _Optional[str] = ..., index: _Optional[int] = ...) -> None: ...
+
+class PlanJobRequest(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: _job_pb2.Job
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
+
+class FieldDiff(_message.Message):
+    __slots__ = ("type", "path", "old", "new")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OLD_FIELD_NUMBER: _ClassVar[int]
+    NEW_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    path: str
+    old: str
+    new: str
+    def __init__(self, type: _Optional[str] = ..., path: _Optional[str] = ..., old: _Optional[str] = ..., new: _Optional[str] = ...) -> None: ...
+
+class DesiredUpdates(_message.Message):
+    __slots__ = ("ignore", "place", "stop", "in_place_update", "destructive_update", "canary")
+    IGNORE_FIELD_NUMBER: _ClassVar[int]
+    PLACE_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    IN_PLACE_UPDATE_FIELD_NUMBER: _ClassVar[int]
+    DESTRUCTIVE_UPDATE_FIELD_NUMBER: _ClassVar[int]
+    CANARY_FIELD_NUMBER: _ClassVar[int]
+    ignore: int
+    place: int
+    stop: int
+    in_place_update: int
+    destructive_update: int
+    canary: int
+    def __init__(self, ignore: _Optional[int] = ..., place: _Optional[int] = ..., stop: _Optional[int] = ..., in_place_update: _Optional[int] = ..., destructive_update: _Optional[int] = ..., canary: _Optional[int] = ...) -> None: ...
+
+class FailedPlacements(_message.Message):
+    __slots__ = ("count", "reasons")
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, count: _Optional[int] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PlanJobResponse(_message.Message):
+    __slots__ = ("diff_type", "diff", "desired_updates", "failed_placements", "job_modify_index", "version", "warnings", "index")
+    class DesiredUpdatesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: DesiredUpdates
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[DesiredUpdates, _Mapping]] = ...) -> None: ...
+    class FailedPlacementsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: FailedPlacements
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[FailedPlacements, _Mapping]] = ...) -> None: ...
+    DIFF_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DIFF_FIELD_NUMBER: _ClassVar[int]
+    DESIRED_UPDATES_FIELD_NUMBER: _ClassVar[int]
+    FAILED_PLACEMENTS_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    diff_type: str
+    diff: _containers.RepeatedCompositeFieldContainer[FieldDiff]
+    desired_updates: _containers.MessageMap[str, DesiredUpdates]
+    failed_placements: _containers.MessageMap[str, FailedPlacements]
+    job_modify_index: int
+    version: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    index: int
+    def __init__(self, diff_type: _Optional[str] = ..., diff: _Optional[_Iterable[_Union[FieldDiff, _Mapping]]] = ..., desired_updates: _Optional[_Mapping[str, DesiredUpdates]] = ..., failed_placements: _Optional[_Mapping[str, FailedPlacements]] = ..., job_modify_index: _Optional[int] = ..., version: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., index: _Optional[int] = ...) -> None: ...

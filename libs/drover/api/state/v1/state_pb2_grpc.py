@@ -200,6 +200,31 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionResponse.FromString,
                 _registered_method=True)
+        self.StartJob = channel.unary_unary(
+                '/drover.state.v1.StateService/StartJob',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobResponse.FromString,
+                _registered_method=True)
+        self.RevertJob = channel.unary_unary(
+                '/drover.state.v1.StateService/RevertJob',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobResponse.FromString,
+                _registered_method=True)
+        self.ScaleJob = channel.unary_unary(
+                '/drover.state.v1.StateService/ScaleJob',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobResponse.FromString,
+                _registered_method=True)
+        self.StopAllocation = channel.unary_unary(
+                '/drover.state.v1.StateService/StopAllocation',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationResponse.FromString,
+                _registered_method=True)
+        self.PlanJob = channel.unary_unary(
+                '/drover.state.v1.StateService/PlanJob',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.PlanJobRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.PlanJobResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -474,6 +499,55 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartJob(self, request, context):
+        """Run a stopped job again (`nomad job start`): its latest version that
+        was not a stop, registered as a new version with a job-register
+        evaluation. Refused (FAILED_PRECONDITION, JOB_NOT_STOPPED) unless the
+        job is stopped.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevertJob(self, request, context):
+        """Register a kept version's spec as the job's next version (`nomad job
+        revert`). Refused: the current version (INVALID_ARGUMENT), a version not
+        kept (NOT_FOUND), a job no longer at enforce_prior_version
+        (FAILED_PRECONDITION, JOB_VERSION_MISMATCH).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ScaleJob(self, request, context):
+        """Set one task group's count (`nomad job scale`): the job registered with
+        it as a new version and a `job-scaling` evaluation. Refused: an unknown
+        group or a negative count (INVALID_ARGUMENT), a system job scaled past 1,
+        a stale enforce_index (FAILED_PRECONDITION, JOB_MODIFY_INDEX_MISMATCH).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StopAllocation(self, request, context):
+        """Stop one allocation (`nomad alloc stop`): its desired status set to stop
+        and an `alloc-stop` evaluation, so the scheduler places a replacement.
+        Refused (FAILED_PRECONDITION, ALLOC_TERMINAL) for an allocation already
+        stopped or terminal on its client.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PlanJob(self, request, context):
+        """A dry run of RegisterJob (`nomad job plan`): the diff against the
+        running version and, per task group, what the scheduler would do now,
+        computed with the worker's own planner; writes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -621,6 +695,31 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.UpdateAllocDesiredTransition,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionResponse.SerializeToString,
+            ),
+            'StartJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartJob,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobResponse.SerializeToString,
+            ),
+            'RevertJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevertJob,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobResponse.SerializeToString,
+            ),
+            'ScaleJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.ScaleJob,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobResponse.SerializeToString,
+            ),
+            'StopAllocation': grpc.unary_unary_rpc_method_handler(
+                    servicer.StopAllocation,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationResponse.SerializeToString,
+            ),
+            'PlanJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.PlanJob,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.PlanJobRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.PlanJobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1427,6 +1526,141 @@ class StateService:
             '/drover.state.v1.StateService/UpdateAllocDesiredTransition',
             drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/StartJob',
+            drover_dot_state_dot_v1_dot_state__pb2.StartJobRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.StartJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevertJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/RevertJob',
+            drover_dot_state_dot_v1_dot_state__pb2.RevertJobRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.RevertJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ScaleJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/ScaleJob',
+            drover_dot_state_dot_v1_dot_state__pb2.ScaleJobRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.ScaleJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StopAllocation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/StopAllocation',
+            drover_dot_state_dot_v1_dot_state__pb2.StopAllocationRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.StopAllocationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PlanJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/PlanJob',
+            drover_dot_state_dot_v1_dot_state__pb2.PlanJobRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.PlanJobResponse.FromString,
             options,
             channel_credentials,
             insecure,

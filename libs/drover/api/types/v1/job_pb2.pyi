@@ -113,7 +113,7 @@ class TaskGroup(_message.Message):
     def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., update: _Optional[_Union[UpdateStrategy, _Mapping]] = ..., tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ..., meta: _Optional[_Mapping[str, str]] = ..., reschedule: _Optional[_Union[ReschedulePolicy, _Mapping]] = ..., migrate: _Optional[_Union[MigrateStrategy, _Mapping]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("id", "namespace", "name", "type", "priority", "datacenters", "task_groups", "version", "stable", "stop", "status", "status_description", "meta", "create_index", "modify_index", "job_modify_index", "submit_time")
+    __slots__ = ("id", "namespace", "name", "type", "priority", "datacenters", "task_groups", "version", "stable", "stop", "status", "status_description", "meta", "create_index", "modify_index", "job_modify_index", "submit_time", "summary", "purge_requested")
     class MetaEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -121,6 +121,13 @@ class Job(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class SummaryEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: TaskGroupSummary
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[TaskGroupSummary, _Mapping]] = ...) -> None: ...
     ID_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -138,6 +145,8 @@ class Job(_message.Message):
     MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
     JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
     SUBMIT_TIME_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    PURGE_REQUESTED_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     name: str
@@ -155,7 +164,25 @@ class Job(_message.Message):
     modify_index: int
     job_modify_index: int
     submit_time: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., type: _Optional[_Union[JobType, str]] = ..., priority: _Optional[int] = ..., datacenters: _Optional[_Iterable[str]] = ..., task_groups: _Optional[_Iterable[_Union[TaskGroup, _Mapping]]] = ..., version: _Optional[int] = ..., stable: _Optional[bool] = ..., stop: _Optional[bool] = ..., status: _Optional[_Union[JobStatus, str]] = ..., status_description: _Optional[str] = ..., meta: _Optional[_Mapping[str, str]] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., job_modify_index: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    summary: _containers.MessageMap[str, TaskGroupSummary]
+    purge_requested: bool
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., type: _Optional[_Union[JobType, str]] = ..., priority: _Optional[int] = ..., datacenters: _Optional[_Iterable[str]] = ..., task_groups: _Optional[_Iterable[_Union[TaskGroup, _Mapping]]] = ..., version: _Optional[int] = ..., stable: _Optional[bool] = ..., stop: _Optional[bool] = ..., status: _Optional[_Union[JobStatus, str]] = ..., status_description: _Optional[str] = ..., meta: _Optional[_Mapping[str, str]] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., job_modify_index: _Optional[int] = ..., submit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., summary: _Optional[_Mapping[str, TaskGroupSummary]] = ..., purge_requested: _Optional[bool] = ...) -> None: ...
+
+class TaskGroupSummary(_message.Message):
+    __slots__ = ("queued", "starting", "running", "failed", "complete", "lost")
+    QUEUED_FIELD_NUMBER: _ClassVar[int]
+    STARTING_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    LOST_FIELD_NUMBER: _ClassVar[int]
+    queued: int
+    starting: int
+    running: int
+    failed: int
+    complete: int
+    lost: int
+    def __init__(self, queued: _Optional[int] = ..., starting: _Optional[int] = ..., running: _Optional[int] = ..., failed: _Optional[int] = ..., complete: _Optional[int] = ..., lost: _Optional[int] = ...) -> None: ...
 
 class ReschedulePolicy(_message.Message):
     __slots__ = ("attempts", "interval", "delay", "delay_function", "max_delay", "unlimited")
