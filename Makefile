@@ -6,11 +6,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv etcd node run test test-unit lint proto proto-check bench smoke image clean
+.PHONY: help venv etcd node run test test-netfault test-unit lint proto proto-check bench smoke image clean
 
 help:
 	@echo "make run    - local etcd + state, broker, deployments, proxy (Ctrl-C stops all)"
 	@echo "make test   - every test (unit, integration, system) against a real etcd"
+	@echo "make test-netfault - the network fault scenarios (root, ip, nft; CI's own step)"
 	@echo "make lint   - ruff, mypy, buf lint"
 	@echo "make proto  - regenerate libs/drover/api from protos/"
 	@echo "make image  - the OCI image (deploy/Dockerfile) with buildah, on a debootstrap base"
@@ -35,8 +36,13 @@ node: node_modules/.package-lock.json
 run: venv etcd
 	$(BIN)/drover dev
 
+# The network fault tests (-m netfault) need root and nftables and take
+# minutes: their own target and CI step. A -m in PYTEST_ARGS wins.
 test: venv etcd node
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not netfault" $(PYTEST_ARGS)
+
+test-netfault: venv etcd
+	$(BIN)/pytest -m netfault $(PYTEST_ARGS)
 
 test-unit: venv
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

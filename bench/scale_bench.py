@@ -51,7 +51,7 @@ import grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import deployment_pb2, job_pb2
 from drover.dev.ports import wait_for_port
-from drover.dev.supervisor import SERVICES, free_layout
+from drover.dev.supervisor import free_layout
 
 CLI = [sys.executable, "-m", "drover.cli.main"]
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         pids = _service_pids(dev.pid)
         etcd_metrics = f"http://{lay.host}:{lay.etcd_metrics}/metrics"
-        state_metrics = f"http://{lay.host}:{lay.metrics_base + SERVICES.index('state')}/metrics"
+        state_metrics = f"http://{lay.host}:{lay.metrics_port('state')}/metrics"
         watchers_before = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_watcher_total")
         calls_before = _metric_sum(state_metrics, r"rpc_server_call_duration.*_count")
         cpu_before = {n: _cpu(p) for n, p in pids.items()}
@@ -259,7 +259,7 @@ def liveness(args: argparse.Namespace) -> dict[str, Any]:
         pids = _service_pids(dev.pid)
         pids["sim"] = sim.pid
         etcd_metrics = f"http://{lay.host}:{lay.etcd_metrics}/metrics"
-        state_metrics = f"http://{lay.host}:{lay.metrics_base + SERVICES.index('state')}/metrics"
+        state_metrics = f"http://{lay.host}:{lay.metrics_port('state')}/metrics"
         beats = r"rpc_server_call_duration\w*_count\{[^}]*(UpdateNodeStatus|HeartbeatNodes)"
         rev0 = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_current_revision")
         beats0 = _metric_sum(state_metrics, beats)

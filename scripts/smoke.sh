@@ -243,6 +243,34 @@ done
 [ -n "$promoted" ] || fail "could not promote deployment $deployment"
 expect "promote the deployment through the proxy" '.result.deployment.taskGroups.web.promoted == true' "$promoted"
 
+# The job as the state service keeps it: running once an allocation is, the
+# summary counted as the canary moved; --check-index refuses a stale index
+# (with the current one); a stop cancels the deployment; StartJob runs it again.
+got=$(call "$PROXY" "$S/GetJob" "$(jq -nc --arg j "smoke-web-$RUN" '{namespace: "default", id: $j}')")
+expect "the job is running, its summary counts the canary" '.job.status == "JOB_STATUS_RUNNING"
+  and .job.summary.web.running == 1' "$got"
+plan=$(call "$PROXY" "$S/PlanJob" "$job")
+expect "PlanJob dry-runs a change: the diff and the index to run it at" '.diffType == "Edited"
+  and ([.diff[] | select(.path == "meta.smoke" and .type == "Deleted")] | length) == 1
+  and (.jobModifyIndex | tonumber) > 0 and (.desiredUpdates | has("web"))' "$plan"
+stale=$(call "$PROXY" "$S/RegisterJob" "$(jq -c '.enforceIndex = true | .jobModifyIndex = "1"' <<<"$job")" 2>&1 || true)
+has_reason JOB_MODIFY_INDEX_MISMATCH "$stale" || fail "a stale check index was not refused: $stale"
+grep -q "Enforcing job modify index 1" <<<"$stale" || fail "the refusal does not say Nomad's words: $stale"
+ok "RegisterJob with a stale check index is refused (FAILED_PRECONDITION, JOB_MODIFY_INDEX_MISMATCH)"
+call "$PROXY" "$S/DeregisterJob" "$(jq -nc --arg j "smoke-web-$RUN" '{namespace: "default", id: $j}')" >/dev/null
+expect "a stop cancels the job's deployment" '.deployment.status == "DEPLOYMENT_STATUS_CANCELLED"
+  and .deployment.statusDescription == "Cancelled because job is stopped"' \
+  "$(call "$PROXY" "$S/GetDeployment" "$(jq -nc --arg d "$deployment" '{namespace: "default", id: $d}')")"
+expect "StartJob runs the stopped job again as a new version" '(.evalId // "") != "" and .fromVersion == "1"' \
+  "$(call "$PROXY" "$S/StartJob" "$(jq -nc --arg j "smoke-web-$RUN" '{namespace: "default", id: $j}')")"
+again=$(call "$PROXY" "$S/StartJob" "$(jq -nc --arg j "smoke-web-$RUN" '{namespace: "default", id: $j}')" 2>&1 || true)
+has_reason JOB_NOT_STOPPED "$again" || fail "starting a running job was not refused: $again"
+ok "StartJob of a job that is not stopped is refused (JOB_NOT_STOPPED)"
+expect "RevertJob registers version 0's spec as a new version" '.revertedTo == "0" and .version == "4"' \
+  "$(call "$PROXY" "$S/RevertJob" "$(jq -nc --arg j "smoke-web-$RUN" '{namespace: "default", id: $j, version: "0"}')")"
+expect "ScaleJob sets a group's count as a new version" '.previousCount == 2 and .version == "5"' \
+  "$(call "$PROXY" "$S/ScaleJob" "$(jq -nc --arg j "smoke-web-$RUN" '{namespace: "default", id: $j, group: "web", count: 3}')")"
+
 servers=$(call "$PROXY" "$P/ListServers")
 expect "the proxy lists state servers" '[.lists[] | select(.service == "state") | .servers[]] | length >= 1' "$servers"
 rev=$(echo "$servers" | jq -r .revision)

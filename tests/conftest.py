@@ -13,11 +13,17 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 from loop_guard import no_task_outlives_the_session  # noqa: F401 (autouse, see loop_guard)
 from virtual_clock import VirtualClock
 
 from drover.coord.keys import Keyspace
 from drover.dev.etcd import EtcdCluster, EtcdServer
+
+# Property tests check behaviour, not speed (speed is measured by bench/):
+# no per-example deadline, which a loaded machine turns into a flaky failure.
+settings.register_profile("drover", deadline=None)
+settings.load_profile("drover")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

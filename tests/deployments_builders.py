@@ -27,6 +27,10 @@ class G:
     auto_promote: bool = False
     progress_deadline: float = 600.0
     max_parallel: int = 1
+    #: The group's reschedule block. By default none is allowed, so an
+    #: unhealthy allocation fails the deployment at once (Nomad's
+    #: shouldFailEarly); None: the service default (unlimited).
+    reschedule: tuple[int, bool] | None = (0, False)  # (attempts, unlimited)
 
 
 def job(
@@ -63,6 +67,9 @@ def job(
             ),
             tasks=[job_pb2.Task(name="app", driver="docker", config={"image": image})],
         )
+        if g.reschedule is not None:
+            out.task_groups[-1].reschedule.attempts = g.reschedule[0]
+            out.task_groups[-1].reschedule.unlimited = g.reschedule[1]
     return out
 
 

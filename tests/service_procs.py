@@ -8,6 +8,7 @@ which a type checker cannot tell apart from tests/conftest.py.
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,22 +17,25 @@ from drover.dev.ports import free_port, wait_for_port
 
 
 @contextlib.contextmanager
-def serve(service: str, etcd: str, prefix: str, *extra: str) -> Iterator[str]:
-    """`drover serve <service>` on a free port; its address."""
-    with serve_process(service, etcd, prefix, *extra) as (address, _):
+def serve(service: str, etcd: str, prefix: str, *extra: str,
+          env: dict[str, str] | None = None) -> Iterator[str]:
+    """`drover serve <service>` on a free port; its address. ``env``: added
+    to this process's environment for it."""
+    with serve_process(service, etcd, prefix, *extra, env=env) as (address, _):
         yield address
 
 
 @contextlib.contextmanager
-def serve_process(service: str, etcd: str, prefix: str,
-                  *extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def serve_process(service: str, etcd: str, prefix: str, *extra: str,
+                  env: dict[str, str] | None = None
+                  ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`drover serve <service>` on a free port; its address and process."""
     port = free_port()
     proc = subprocess.Popen([
         sys.executable, "-m", "drover.cli.main", "serve", service, "--etcd", etcd,
         "--etcd-prefix", prefix, "--listen", f"127.0.0.1:{port}", "--session-ttl", "3",
         "--log-level", "WARNING", *extra,
-    ])
+    ], env={**os.environ, **env} if env else None)
     try:
         assert wait_for_port("127.0.0.1", port, 30), f"{service} did not start"
         yield f"127.0.0.1:{port}", proc

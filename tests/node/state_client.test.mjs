@@ -1,6 +1,8 @@
 // A drover client in another language: Node.js with @grpc/grpc-js, loading the
 // repo's protos. Registers a job, pages through its evaluations, and writes
-// what it saw as JSON so the Python test can compare with its own view.
+// what it saw as JSON so the Python test can compare with its own view. Then
+// acts as a node: registers, keeps the secret its registration returns, and
+// heartbeats with it (metadata drover-node-secret); another secret is refused.
 // Needs DROVER_STATE_ADDR (host:port); DROVER_NODE_OUT (a file path) is optional.
 // By hand: `make run`, then `DROVER_STATE_ADDR=127.0.0.1:7101 node --test tests/node`.
 import { test } from "node:test";
@@ -24,10 +26,17 @@ function client() {
   return new pkg.drover.state.v1.StateService(addr, grpc.credentials.createInsecure());
 }
 
-function call(c, method, req) {
+function call(c, method, req, metadata = new grpc.Metadata()) {
   return new Promise((resolve, reject) => {
-    c[method](req, { deadline: Date.now() + 10_000 }, (err, resp) => (err ? reject(err) : resolve(resp)));
+    c[method](req, metadata, { deadline: Date.now() + 10_000 },
+      (err, resp) => (err ? reject(err) : resolve(resp)));
   });
+}
+
+function nodeSecret(secret) {
+  const md = new grpc.Metadata();
+  md.set("drover-node-secret", secret);
+  return md;
 }
 
 test("register jobs and page through their evaluations", async () => {
@@ -67,5 +76,27 @@ test("register jobs and page through their evaluations", async () => {
   await assert.rejects(call(c, "ListEvaluations", { filter: "no_such_field == 1" }),
     (err) => err.code === grpc.status.INVALID_ARGUMENT);
   if (out) writeFileSync(out, JSON.stringify(seen));
+  c.close();
+});
+
+test("a node registers, keeps its secret and heartbeats with it", async () => {
+  assert.ok(addr, "set DROVER_STATE_ADDR=host:port of a running state service");
+  const c = client();
+  const secrets = {};
+  for (const id of [`node-${run}-a`, `node-${run}-b`]) {
+    const reg = await call(c, "UpsertNode", { node: { id, status: "NODE_STATUS_READY" } });
+    assert.ok(reg.secret_id.length > 0, "the first registration returns the node's secret");
+    secrets[id] = reg.secret_id;
+  }
+  const a = `node-${run}-a`;
+  await call(c, "UpdateNodeStatus", { id: a, heartbeat: true }, nodeSecret(secrets[a]));
+  // Another node's secret does not speak for this one.
+  await assert.rejects(
+    call(c, "UpdateNodeStatus", { id: a, heartbeat: true }, nodeSecret(secrets[`node-${run}-b`])),
+    (err) => err.code === grpc.status.PERMISSION_DENIED);
+  // Re-registering with its own secret: accepted, and no secret is returned again.
+  const again = await call(c, "UpsertNode", { node: { id: a, status: "NODE_STATUS_READY" } },
+    nodeSecret(secrets[a]));
+  assert.equal(again.secret_id, "");
   c.close();
 });

@@ -27,6 +27,7 @@ from google.protobuf.duration_pb2 import Duration
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2, job_pb2
+from drover.rpc.errors import error_info
 
 #: Broker methods whose calls are long polls (may wait their own timeout).
 LONG_POLLS = {"Dequeue": 2.0}
@@ -40,6 +41,8 @@ class Call:
     code: str
     #: For a long poll, how long the client asked it to wait.
     poll_wait: float = 0.0
+    #: A failed call's ErrorInfo reason, if the server sent one.
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -92,18 +95,19 @@ class Recorder(grpc.aio.UnaryUnaryClientInterceptor):
             call = await continuation(details, request)
             resp = await call
         except grpc.aio.AioRpcError as e:
-            self._call(name, start, e.code().name, request)
+            info = error_info(e)
+            self._call(name, start, e.code().name, request, info.reason if info else "")
             self._failed(name, request, start)
             raise
         self._call(name, start, "OK", request)
         self._answered(name, request, resp, start, time.monotonic())
         return resp
 
-    def _call(self, name: str, start: float, code: str, request: Any) -> None:
+    def _call(self, name: str, start: float, code: str, request: Any, reason: str = "") -> None:
         wait = 0.0
         if name in LONG_POLLS:
             wait = request.timeout.ToMilliseconds() / 1000
-        self.r.calls.append(Call(name, start, time.monotonic(), code, wait))
+        self.r.calls.append(Call(name, start, time.monotonic(), code, wait, reason))
 
     def _failed(self, name: str, request: Any, start: float) -> None:
         # An outcome whose answer was lost may still have been applied: it is

@@ -18,7 +18,10 @@ Then everything is healed and the record is judged:
   watcher's follow-up evaluation;
 * no call through the proxy outlived its hold timeout by more than a bound
   (a long poll may wait its own timeout; time the proxy itself was frozen or
-  dead does not count against it).
+  dead does not count against it);
+* the history of job writes, compare-and-sets and reads that clients
+  recorded meanwhile (through the proxy and straight to each state
+  replica: tests/linearizability/job_clients.py) is linearizable.
 
 Rerun a failing schedule with ``DROVER_CHAOS_SEED=<seed printed>``.
 """
@@ -40,6 +43,9 @@ from typing import Any
 
 import grpc
 import pytest
+from linearizability import History, check
+from linearizability.job_clients import JobClients
+from linearizability.models import JOBS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -311,10 +317,21 @@ async def test_chaos(etcd_cluster3: EtcdCluster, etcd_prefix: str, tmp_path: Pat
                    for i in range(2)]
         driver = Driver(ch, record, rng)
         deleter = Deleter(ch, record, rng)
+        history = History()
+        lin = JobClients(history, [f"lin-{i}" for i in range(4)], random.Random(SEED),
+                         pause=0.2)
+        direct = [grpc.aio.insecure_channel(s.address) for s in states]
+        ways = [state, state, *(state_pb2_grpc.StateServiceStub(d) for d in direct)]
+        lin_seconds = FAULT_SECONDS + 2
         async with _tasks(sim.run(), *(w.run() for w in workers), Observer(ch, record).run()):
-            async with _tasks(driver.run(), deleter.run()):
+            async with _tasks(driver.run(), deleter.run(),
+                              *(lin.run_client(i, way, lin_seconds)
+                                for i, way in enumerate(ways))):
                 await asyncio.sleep(2)
                 await faults.run(FAULT_SECONDS)
+            for d in direct:
+                await d.close()
+            history.close()
             driver.running = False
             # Heal: everything running and awake, a leader known.
             for p in procs:
@@ -368,6 +385,12 @@ async def test_chaos(etcd_cluster3: EtcdCluster, etcd_prefix: str, tmp_path: Pat
             problems.append(f"deployment {d.id} (job {d.job_id} v{d.job_version}) succeeded "
                             "without a follow-up evaluation of the watcher")
     problems += too_long(proxied, faults.proxy_down)
+    linear = check(JOBS, history.ops)
+    print(f"job history: {history.counts()} operations on {len(lin.keys)} jobs, "
+          f"{linear.explored} search steps: "
+          + ("linearizable" if linear.ok else "NOT linearizable"))
+    if not linear.ok:
+        problems.append("job history not linearizable:\n" + linear.report(JOBS))
     assert not problems, (f"seed {SEED}: {len(problems)} problems (logs in {tmp_path}):\n"
                           + "\n".join(problems[:40]))
 

@@ -62,7 +62,7 @@ def test_stats_queue_and_cancel(state_address: str, broker_address: str) -> None
     paged = held("--page-size", "1")
     assert [q["evaluation"]["id"] for q in paged] == [a1, a2, b1]
     assert {q["evaluation"]["id"]: q["state"] for q in paged} == {
-        a1: "QUEUE_STATE_READY", a2: "QUEUE_STATE_PENDING", b1: "QUEUE_STATE_READY"}
+        a1: "ready", a2: "pending", b1: "ready"}
     assert [q["evaluation"]["id"] for q in held("--order", "desc", "--limit", "2")] == [b1, a2]
     pending = held("--filter", 'state == "pending"')
     assert [q["evaluation"]["id"] for q in pending] == [a2]
@@ -76,7 +76,7 @@ def test_stats_queue_and_cancel(state_address: str, broker_address: str) -> None
     cancelled = drover("broker", "cancel", a2, "--reason", "cli test", address=broker_address)
     assert cancelled.returncode == 0 and f"canceled {a2}" in cancelled.stdout, cancelled.stderr
     status = _json("eval", "status", a2, address=state_address)
-    assert status["evaluation"]["status"] == "EVALUATION_STATUS_CANCELED"  # type: ignore[index]
+    assert status["evaluation"]["status"] == "canceled"  # type: ignore[index]
     assert status["evaluation"]["status_description"] == (  # type: ignore[index]
         "canceled by an operator: cli test")
     assert [q["evaluation"]["id"] for q in held()] == [a1, b1]

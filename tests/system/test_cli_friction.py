@@ -67,7 +67,7 @@ def test_lists_are_the_default_namespace_unless_star(state_address: str,
     assert jobs_of("-n", "other") == [f"b-{run}"]
 
 
-def test_unique_id_prefixes_and_whole_ids_in_narrow_tables(state_address: str,
+def test_unique_id_prefixes_short_ids_and_whole_ones_with_verbose(state_address: str,
                                                            tmp_path: Path) -> None:
     run = uuid.uuid4().hex[:6]
     ran = drover("--json", "--address", state_address, "job", "run",
@@ -78,7 +78,11 @@ def test_unique_id_prefixes_and_whole_ids_in_narrow_tables(state_address: str,
     narrow = {"COLUMNS": "50"}
     table = drover("deployment", "list", "--prefix", dep[:8], "--address", state_address,
                    env=narrow)
-    assert dep in table.stdout, table.stdout  # whole, on one line
+    # Nomad's shape: 8 characters in tables, taken back as a prefix ...
+    assert dep[:8] in table.stdout and dep not in table.stdout, table.stdout
+    verbose = drover("deployment", "list", "--verbose", "--prefix", dep[:8], "--address",
+                     state_address, env=narrow)
+    assert dep in verbose.stdout, verbose.stdout  # ... --verbose: whole, on one line
     status = drover("deployment", "status", dep[:8], "--json", "--address", state_address)
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["id"] == dep

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import grpc
 import pytest
@@ -53,7 +54,7 @@ def test_dev_acl_runs_the_suite_with_tokens() -> None:
                       if "DROVER_TOKEN=" in line)
         proxy = lay.address("proxy")
         me = _drover("acl", "token", "self", "--json", address=proxy, token=secret)
-        assert me.returncode == 0 and json.loads(me.stdout)["type"] == "TOKEN_TYPE_MANAGEMENT"
+        assert me.returncode == 0 and json.loads(me.stdout)["type"] == "management"
         md = (("authorization", f"Bearer {secret}"),)
         with grpc.insecure_channel(proxy) as ch:
             state = state_pb2_grpc.StateServiceStub(ch)
@@ -83,3 +84,55 @@ def test_dev_acl_runs_the_suite_with_tokens() -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def _up(args: list[str]) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-m", "drover.cli.main", "dev", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    deadline = time.monotonic() + 90
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "drover is up" in line:
+            break
+    return proc, "".join(lines)
+
+
+def _down(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def test_dev_acl_bootstraps_and_keeps_its_tokens_in_the_data_dir(tmp_path: Path) -> None:
+    """`drover dev --acl` bootstraps by itself (no `drover acl bootstrap`,
+    nodes or not), keeps the management secret in <data-dir>/acl-tokens.json
+    (0600), and a restart on the same data dir reuses it."""
+    offset, lay = free_layout()
+    args = ["--acl", "--nodes", "0", "--port-offset", str(offset), "--data-dir", str(tmp_path)]
+    proc, text = _up(args)
+    try:
+        assert "drover is up" in text, text
+        secret = text.split("DROVER_TOKEN=", 1)[1].split()[0]
+        path = tmp_path / "acl-tokens.json"
+        assert f"also in {path}" in text and json.loads(path.read_text())["management"] == secret
+        assert path.stat().st_mode & 0o777 == 0o600
+    finally:
+        _down(proc)
+    proc, text = _up(args)
+    try:
+        assert "drover is up" in text, text
+        assert f"already bootstrapped; tokens from {tmp_path / 'acl-tokens.json'}" in text
+        assert f"DROVER_TOKEN={secret}" in text
+        me = _drover("acl", "token", "self", "--json", address=lay.address("proxy"),
+                     token=secret)
+        assert me.returncode == 0 and json.loads(me.stdout)["type"] == "management", me.stderr
+    finally:
+        _down(proc)

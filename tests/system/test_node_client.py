@@ -1,5 +1,6 @@
 """A Node.js client (grpc-js + the repo's protos) and the Python client see
-the same evaluations through a real state service."""
+the same evaluations through a real state service; the Node.js client also
+registers nodes and heartbeats with the secret its registration returned."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def test_node_client_sees_what_python_sees(state_address: str, tmp_path: Path) -
         capture_output=True, text=True, timeout=120, check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "# pass 1" in result.stdout, result.stdout
+    assert "# pass 2" in result.stdout, result.stdout
     node_seen = json.loads(out.read_text())
 
     with grpc.insecure_channel(state_address) as ch:
@@ -46,3 +47,8 @@ def test_node_client_sees_what_python_sees(state_address: str, tmp_path: Path) -
     ]
     assert node_seen == python_seen
     assert len(python_seen) == 5
+    with grpc.insecure_channel(state_address) as ch:
+        stub = state_pb2_grpc.StateServiceStub(ch)
+        for suffix in ("a", "b"):  # registered by the Node.js client, secrets hashed
+            got = stub.GetNode(state_pb2.GetNodeRequest(id=f"node-{run}-{suffix}"), timeout=10)
+            assert len(got.node.secret_sha256) == 32

@@ -99,7 +99,7 @@ def test_canary_is_placed_healthy_auto_promoted_and_successful(suite: dict[str, 
     lines = watch.stdout.splitlines()
     # the canary alone first, then the rest after the automatic promotion
     assert any("Canaries=1/1" in ln and "Placed=1 " in ln for ln in lines), watch.stdout
-    assert "successful" in lines[-2] and "Promoted=True" in lines[-1] and "Healthy=3" in lines[-1]
+    assert "successful" in lines[-2] and "Promoted=yes" in lines[-1] and "Healthy=3" in lines[-1]
     allocs = _live(suite, "web")
     assert len(allocs) == 3 and all(a.get("job_version") == "1" for a in allocs)
     # promotion clears the canary flag (as Nomad's state store does)
@@ -115,13 +115,13 @@ def test_failing_update_auto_reverts(suite: dict[str, str]) -> None:
     broken = _run(suite, EX / "rolling-broken.yaml")
     watch = drover(suite, "deployment", "status", broken["deployment_id"], "--watch")
     assert watch.returncode == 1
-    assert "reverting to job version 0" in watch.stdout
+    assert "rolling back to job version 0" in watch.stdout
     # the revert is version 2 (the spec of version 0), rolled out and stable
     job = _until(lambda: (j := _json(suite, "job", "status", "api"))["job"].get("stable")
                  and j["job"].get("version") == "2" and j, 60, "api reverted and stable")
     assert job["job"]["task_groups"][0]["tasks"][0]["config"]["image"] == "api:1.0"
     allocs = _until(lambda: (a := _live(suite, "api")) and len(a) == 3 and all(
-        x.get("client_status") == "ALLOC_CLIENT_STATUS_RUNNING" for x in a) and a,
+        x.get("client_status") == "running" for x in a) and a,
         60, "3 running allocations of the reverted version")
     assert {a["job_version"] for a in allocs} <= {"0", "2"}
 
@@ -133,7 +133,7 @@ def test_blocked_evaluation_is_unblocked_when_a_node_joins(suite: dict[str, str]
     path = Path(os.environ.get("TMPDIR", "/tmp")) / f"huge-{os.getpid()}.json"
     path.write_text(json.dumps(spec))
     _run(suite, path)
-    _until(lambda: any(e.get("status") == "EVALUATION_STATUS_BLOCKED" for e in _json(
+    _until(lambda: any(e.get("status") == "blocked" for e in _json(
         suite, "eval", "list", "--filter", 'job_id == "huge"')), 30, "a blocked evaluation")
     assert not _live(suite, "huge")
     big = subprocess.Popen([sys.executable, "-m", "drover.cli.main", "sim", "nodes", "1",
@@ -141,7 +141,7 @@ def test_blocked_evaluation_is_unblocked_when_a_node_joins(suite: dict[str, str]
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         allocs = _until(lambda: (a := _live(suite, "huge")) and a[0].get(
-            "client_status") == "ALLOC_CLIENT_STATUS_RUNNING" and a, 30, "huge placed")
+            "client_status") == "running" and a, 30, "huge placed")
         assert allocs[0]["node_id"] == "big-0"
     finally:
         big.send_signal(signal.SIGTERM)  # marks big-0 down: huge has nowhere to go
@@ -155,7 +155,7 @@ def test_node_down_replaces_its_allocations(suite: dict[str, str]) -> None:
     down = drover(suite, "node", "down", victim)
     assert down.returncode == 0 and "allocations lost" in down.stdout
     allocs = _until(lambda: (a := _live(suite, "web")) and len(a) == 3 and all(
-        x["node_id"] != victim and x.get("client_status") == "ALLOC_CLIENT_STATUS_RUNNING"
+        x["node_id"] != victim and x.get("client_status") == "running"
         for x in a) and a, 60, f"web replaced off {victim}")
     assert len({a["id"] for a in allocs} & {a["id"] for a in web}) < 3
     assert drover(suite, "node", "ready", victim).returncode == 0
@@ -180,17 +180,17 @@ def test_a_killed_node_misses_its_heartbeats_and_its_allocation_is_replaced(
         path.write_text(json.dumps(spec))
         _run(suite, path)
         first = _until(lambda: (a := _live(suite, "lonely")) and a[0].get(
-            "client_status") == "ALLOC_CLIENT_STATUS_RUNNING" and a[0], 30, "lonely running")
+            "client_status") == "running" and a[0], 30, "lonely running")
         assert first["node_id"] == "doomed-0"
         doomed.send_signal(signal.SIGKILL)  # no goodbye: only its silence tells
         doomed.wait(5)
         _until(lambda: next(n for n in _json(suite, "node", "list") if n["id"] == "doomed-0")
-               .get("status") == "NODE_STATUS_DOWN", 30, "doomed-0 marked down")
+               .get("status") == "down", 30, "doomed-0 marked down")
         lost = _json(suite, "alloc", "status", first["id"])
-        assert lost["client_status"] == "ALLOC_CLIENT_STATUS_LOST"
+        assert lost["client_status"] == "lost"
         rescue = sim("rescue")  # the replacement was blocked: dc9 had no node left
         again = _until(lambda: (a := _live(suite, "lonely")) and a[0].get(
-            "client_status") == "ALLOC_CLIENT_STATUS_RUNNING" and a[0], 30, "lonely replaced")
+            "client_status") == "running" and a[0], 30, "lonely replaced")
         assert again["node_id"] == "rescue-0" and again["id"] != first["id"]
     finally:
         if doomed.poll() is None:

@@ -65,6 +65,7 @@ PURE_LIBS: tuple[str, ...] = (
     "drover.worker.resources",
     "drover.worker.heartbeats",
     "drover.sim.client",
+    "drover.jobspec",
 )
 
 #: The one etcd layer: the modules that may build etcd requests.
@@ -418,3 +419,13 @@ def test_planted_violation_fails_its_rule(
 ) -> None:
     found = RULES[rule](_plant(tmp_path, changes))
     assert any(expect in line for line in found), found
+
+
+def test_test_files_have_unique_basenames() -> None:
+    """pytest imports test modules by basename (no __init__.py under tests/):
+    two files of one name make the whole run fail at collection."""
+    seen: dict[str, list[str]] = {}
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    twice = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not twice, twice

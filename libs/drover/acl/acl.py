@@ -90,6 +90,13 @@ class Acl:
         rule = self._rule_for(namespace)
         return rule is not None and not rule.denies and capability in rule.capabilities
 
+    def allow_any_namespace(self, capability: str) -> bool:
+        """Whether ``capability`` holds in at least one namespace (a stream
+        of every namespace then delivers only those: :mod:`drover.acl.topics`)."""
+        if self.management:
+            return True
+        return any(capability in r.capabilities and not r.denies for r in self.namespaces)
+
     def level(self, area: str) -> Level:
         return dict(self.levels).get(area, Level.NONE)
 

@@ -1,22 +1,31 @@
 """Policy documents: parse, validate, expand (pure).
 
-A policy is YAML or JSON shaped like Nomad's::
+A policy is YAML or JSON shaped like Nomad's, with Nomad's names, so a
+Nomad policy carries over::
 
     namespace:
       default: {policy: write}
-      "*": {capabilities: [list-evals, read-job]}
+      "*": {capabilities: [list-jobs, read-job]}
     operator: {policy: read}
     node: {policy: read}
     scheduler: {policy: write}
 
 * ``namespace`` maps a namespace *glob* (``*`` matches any run of
-  characters) to a rule: a coarse ``policy`` (``read``, ``write`` or
-  ``deny``) and/or fine ``capabilities``; both given means their union.
-  ``deny`` (as policy or capability) denies everything in that namespace.
+  characters) to a rule: a coarse ``policy`` (``read``, ``write``,
+  ``scale`` or ``deny``, expanded as Nomad's ``expandNamespacePolicy``)
+  and/or fine ``capabilities`` (Nomad's names: :data:`NAMESPACE_CAPABILITIES`);
+  both given means their union. ``deny`` (as policy or capability) denies
+  everything in that namespace. Nomad capabilities no drover RPC asks for
+  (``read-logs``, ``csi-*``, ...) are accepted and grant nothing here.
 * ``operator`` (scheduler config reads, broker/watcher/proxy introspection,
   rebalancing), ``node`` (node registration and client status reports) and
   ``scheduler`` (scheduler workers: Dequeue/Ack/Nack, plan submission) each
-  take ``{policy: read|write|deny}``.
+  take ``{policy: read|write|deny}``; Nomad's ``agent``, ``quota`` and
+  ``plugin`` rules are accepted likewise (nothing in drover needs them).
+* Deprecated: drover's own earlier capability names ``list-evals`` (now
+  Nomad's ``read-job``) and ``deployment-write`` (now ``submit-job``) are
+  read as those, with a warning in :attr:`Policy.warnings` (ApplyPolicy
+  returns it).
 
 Anything else (an unknown key, capability or policy word) is refused with a
 message naming where it is, so a typo never silently grants or withholds.
@@ -35,6 +44,7 @@ import yaml
 from drover.acl.errors import InvalidPolicy
 
 __all__ = [
+    "DEPRECATED_CAPABILITIES",
     "GLOBAL_AREAS",
     "NAMESPACE_CAPABILITIES",
     "Level",
@@ -46,21 +56,45 @@ __all__ = [
 
 DENY = "deny"
 
-#: Every namespace capability, in documentation order.
+#: Every namespace capability, Nomad's names (acl/policy.go), in its order.
+#: Those drover asks for: list-jobs (ListJobs), read-job (jobs,
+#: evaluations, deployments, allocations, Subscribe), submit-job (register,
+#: deregister, create evaluations, deployment promote/pause/fail/health).
 NAMESPACE_CAPABILITIES: tuple[str, ...] = (
-    DENY,
-    "list-jobs",        # ListJobs
-    "read-job",         # GetJob, ListJobVersions, allocations, deployments
-    "submit-job",       # RegisterJob, DeregisterJob, creating evaluations
-    "list-evals",       # GetEvaluation, ListEvaluations, CountEvaluations
-    "deployment-write", # Promote, Pause, Fail, SetAllocHealth
+    DENY, "list-jobs", "parse-job", "read-job", "submit-job", "dispatch-job", "read-logs",
+    "read-fs", "alloc-exec", "alloc-node-exec", "alloc-lifecycle", "sentinel-override",
+    "submit-recommendation", "csi-register-plugin", "csi-write-volume", "csi-read-volume",
+    "csi-list-volume", "csi-mount-volume", "host-volume-create", "host-volume-register",
+    "host-volume-read", "host-volume-write", "host-volume-delete", "list-scaling-policies",
+    "read-scaling-policy", "read-job-scaling", "scale-job",
 )
 
-_READ = frozenset({"list-jobs", "read-job", "list-evals"})
-_WRITE = _READ | {"submit-job", "deployment-write"}
-_EXPAND = {"read": _READ, "write": _WRITE, DENY: frozenset({DENY})}
+#: drover's earlier names, read as Nomad's with a deprecation warning.
+DEPRECATED_CAPABILITIES: dict[str, str] = {
+    "list-evals": "read-job",
+    "deployment-write": "submit-job",
+}
+
+# Nomad's expandNamespacePolicy.
+_READ = frozenset({
+    "list-jobs", "parse-job", "read-job", "csi-list-volume", "csi-read-volume",
+    "read-job-scaling", "list-scaling-policies", "read-scaling-policy", "host-volume-read",
+})
+_WRITE = _READ | {
+    "scale-job", "submit-job", "dispatch-job", "read-logs", "read-fs", "alloc-exec",
+    "alloc-lifecycle", "csi-mount-volume", "csi-write-volume", "submit-recommendation",
+    "host-volume-create",
+}
+_SCALE = frozenset({
+    "list-scaling-policies", "read-scaling-policy", "read-job-scaling", "scale-job",
+    "read-job", "submit-recommendation",
+})
+_EXPAND = {"read": _READ, "write": _WRITE, "scale": _SCALE, DENY: frozenset({DENY})}
 
 GLOBAL_AREAS: tuple[str, ...] = ("operator", "node", "scheduler")
+#: Nomad's other global rules: accepted (a Nomad policy carries over),
+#: checked, and granting nothing drover asks for.
+NOMAD_ONLY_AREAS: tuple[str, ...] = ("agent", "quota", "plugin")
 
 _MAX_DOCUMENT = 64 * 1024
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -100,6 +134,8 @@ class Policy:
     name: str
     namespaces: tuple[NamespaceRule, ...]
     globals: tuple[tuple[str, Level], ...]  # (area, level) for areas given
+    #: What the document should change (deprecated names it used).
+    warnings: tuple[str, ...] = ()
 
     def level(self, area: str) -> Level:
         return dict(self.globals).get(area, Level.NONE)
@@ -118,7 +154,7 @@ def validate_policy_name(name: str) -> str:
     return name
 
 
-def _namespace_rule(glob: Any, body: Any) -> NamespaceRule:
+def _namespace_rule(glob: Any, body: Any, warnings: list[str]) -> NamespaceRule:
     where = f"namespace.{glob}"
     if not isinstance(glob, str) or not _GLOB.match(glob):
         raise InvalidPolicy(f"namespace glob {_show(glob)} must be letters, digits, "
@@ -134,7 +170,8 @@ def _namespace_rule(glob: Any, body: Any) -> NamespaceRule:
     if "policy" in body:
         word = body["policy"]
         if word not in _EXPAND:
-            raise InvalidPolicy(f"{where}.policy must be read, write or deny, got {_show(word)}",
+            raise InvalidPolicy(f"{where}.policy must be read, write, scale or deny, "
+                                f"got {_show(word)}",
                                 metadata={"field": f"{where}.policy"})
         caps |= _EXPAND[word]
     listed = body.get("capabilities", [])
@@ -142,6 +179,11 @@ def _namespace_rule(glob: Any, body: Any) -> NamespaceRule:
         raise InvalidPolicy(f"{where}.capabilities must be a list",
                             metadata={"field": f"{where}.capabilities"})
     for i, cap in enumerate(listed):
+        if isinstance(cap, str) and cap in DEPRECATED_CAPABILITIES:
+            now = DEPRECATED_CAPABILITIES[cap]
+            warnings.append(f"{where}.capabilities[{i}]: {cap!r} is deprecated; it is read "
+                            f"as Nomad's {now!r}: write {now!r}")
+            cap = now
         if cap not in NAMESPACE_CAPABILITIES:
             raise InvalidPolicy(
                 f"{where}.capabilities[{i}]: unknown capability {_show(cap)}; known: "
@@ -174,17 +216,19 @@ def parse_policy(name: str, text: str) -> Policy:
     if not isinstance(doc, Mapping):
         raise InvalidPolicy(f"policy {name!r} must be a mapping of rules",
                             metadata={"field": "rules"})
-    unknown = set(doc) - {"namespace", *GLOBAL_AREAS}
+    unknown = set(doc) - {"namespace", *GLOBAL_AREAS, *NOMAD_ONLY_AREAS}
     if unknown:
         raise InvalidPolicy(f"unknown rule(s) {sorted(map(str, unknown))}; expected namespace, "
-                            + ", ".join(GLOBAL_AREAS), metadata={"field": "rules"})
+                            + ", ".join((*GLOBAL_AREAS, *NOMAD_ONLY_AREAS)),
+                            metadata={"field": "rules"})
     namespaces = doc.get("namespace") or {}
     if not isinstance(namespaces, Mapping):
         raise InvalidPolicy("namespace must map namespace globs to rules",
                             metadata={"field": "namespace"})
-    rules = tuple(_namespace_rule(g, b) for g, b in namespaces.items())
+    warnings: list[str] = []
+    rules = tuple(_namespace_rule(g, b, warnings) for g, b in namespaces.items())
     levels = []
-    for area in GLOBAL_AREAS:
+    for area in (*GLOBAL_AREAS, *NOMAD_ONLY_AREAS):
         if area not in doc:
             continue
         body = doc[area]
@@ -192,4 +236,4 @@ def parse_policy(name: str, text: str) -> Policy:
             raise InvalidPolicy(f"{area} must be {{policy: read|write|deny}}",
                                 metadata={"field": area})
         levels.append((area, Level.parse(body["policy"], area)))
-    return Policy(name, rules, tuple(levels))
+    return Policy(name, rules, tuple(levels), tuple(warnings))

@@ -16,6 +16,8 @@ Requirement kinds:
   ACL administration);
 * ``server``: the cluster's own server identity only (writes only a leader
   may make; the state service also requires the leader's fence);
+* ``topics``: per topic of a Subscribe, as Nomad's event stream
+  (:mod:`drover.acl.topics`);
 * ``authenticated``: any valid token (GetSelfToken);
 * ``none``: anyone (Bootstrap, guarded by its once-only txn).
 
@@ -32,6 +34,8 @@ from typing import Any
 from drover.acl.acl import ALL_NAMESPACES, Identity, IdentityKind
 from drover.acl.errors import PermissionDenied
 from drover.acl.policy import Level
+from drover.acl.topics import authorize_topics
+from drover.acl.visibility import NamespacePredicate, readable
 
 __all__ = ["TABLE", "Requirement", "authorize", "request_namespaces"]
 
@@ -40,7 +44,7 @@ DEFAULT_NAMESPACE = "default"
 
 @dataclass(frozen=True, slots=True)
 class Requirement:
-    kind: str  # namespace | global | management | server | authenticated | none
+    kind: str  # namespace | global | management | server | topics | authenticated | none
     capability: str = ""
     area: str = ""
     level: Level = Level.NONE
@@ -53,7 +57,9 @@ class Requirement:
         if self.kind == "global":
             return f"{self.area} {self.level.name.lower()}"
         return {"management": "a management token", "server": "the server identity",
-                "authenticated": "a valid token"}.get(self.kind, self.kind)
+                "authenticated": "a valid token",
+                "topics": "per topic: read-job, node read or management",
+                }.get(self.kind, self.kind)
 
 
 def ns(capability: str, *fields: str, empty_is_all: bool = False) -> Requirement:
@@ -68,6 +74,7 @@ def glob(area: str, level: Level) -> Requirement:
 MANAGEMENT = Requirement("management")
 SERVER = Requirement("server")
 AUTHENTICATED = Requirement("authenticated")
+TOPICS = Requirement("topics")
 NONE = Requirement("none")
 
 _S = "/drover.state.v1.StateService/"
@@ -82,9 +89,9 @@ TABLE: dict[str, Requirement] = {
     _S + "ListJobs": ns("list-jobs"),
     _S + "ListJobVersions": ns("read-job"),
     _S + "DeregisterJob": ns("submit-job"),
-    _S + "GetEvaluation": ns("list-evals", empty_is_all=True),
-    _S + "ListEvaluations": ns("list-evals"),
-    _S + "CountEvaluations": ns("list-evals"),
+    _S + "GetEvaluation": ns("read-job", empty_is_all=True),
+    _S + "ListEvaluations": ns("read-job"),
+    _S + "CountEvaluations": ns("read-job"),
     _S + "DeleteEvaluations": MANAGEMENT,
     # Creating evaluations asks for scheduling; writing an outcome also
     # needs the fence and the server identity (checked by the state service).
@@ -94,14 +101,16 @@ TABLE: dict[str, Requirement] = {
     _S + "UpdateDeployment": SERVER,
     _S + "GetAllocation": ns("read-job"),
     _S + "ListAllocations": ns("read-job"),
-    _S + "UpsertAllocations": glob("scheduler", Level.WRITE),  # plan submission
+    # Allocations are placed through SubmitPlan (its per-node room check and
+    # delivery check); writing them directly is an operator's override.
+    _S + "UpsertAllocations": MANAGEMENT,
     _S + "UpdateAllocations": glob("node", Level.WRITE),  # client status reports
     _S + "UpsertNode": glob("node", Level.WRITE),
     _S + "GetNode": glob("node", Level.READ),
     _S + "ListNodes": glob("node", Level.READ),
     _S + "GetSchedulerConfig": glob("operator", Level.READ),
     _S + "SetSchedulerConfig": MANAGEMENT,
-    _S + "Subscribe": ns("read-job", empty_is_all=True),
+    _S + "Subscribe": TOPICS,
     # The broker's outcomes and follow-ups (leader only: fenced).
     _S + "UpdateEvaluations": SERVER,
     # The deployment watcher leader's collection pass (fenced).
@@ -113,6 +122,21 @@ TABLE: dict[str, Requirement] = {
     _S + "ReapMissedHeartbeats": SERVER,
     # Many nodes' heartbeats in one call (a client process running many nodes).
     _S + "HeartbeatNodes": glob("node", Level.WRITE),
+    # Start or cancel a drain (Nomad: node write); its completion is the
+    # drainer's (fenced, server identity checked by the state service).
+    _S + "UpdateNodeDrain": glob("node", Level.WRITE),
+    # The node drainer's migrate marks (deployment watcher leader: fenced).
+    _S + "UpdateAllocDesiredTransition": SERVER,
+    # `nomad job start` registers the job again: submit-job.
+    _S + "StartJob": ns("submit-job"),
+    # Nomad: submit-job.
+    _S + "RevertJob": ns("submit-job"),
+    # Nomad: scale-job (the `scale` and `write` policies grant it).
+    _S + "ScaleJob": ns("scale-job"),
+    # Nomad: alloc-lifecycle (the `write` policy grants it).
+    _S + "StopAllocation": ns("alloc-lifecycle"),
+    # Nomad: a plan needs submit-job in the job's namespace.
+    _S + "PlanJob": ns("submit-job", "job.namespace"),
     _B + "Dequeue": glob("scheduler", Level.WRITE),
     _B + "Ack": glob("scheduler", Level.WRITE),
     _B + "AckBatch": glob("scheduler", Level.WRITE),
@@ -121,10 +145,10 @@ TABLE: dict[str, Requirement] = {
     _B + "GetBrokerStats": glob("operator", Level.READ),
     _B + "ListQueue": glob("operator", Level.READ),
     _B + "CancelEvaluation": glob("operator", Level.WRITE),
-    _D + "PromoteDeployment": ns("deployment-write"),
-    _D + "PauseDeployment": ns("deployment-write"),
-    _D + "FailDeployment": ns("deployment-write"),
-    _D + "SetAllocHealth": ns("deployment-write"),
+    _D + "PromoteDeployment": ns("submit-job"),
+    _D + "PauseDeployment": ns("submit-job"),
+    _D + "FailDeployment": ns("submit-job"),
+    _D + "SetAllocHealth": ns("submit-job"),
     _D + "GetWatcherStats": glob("operator", Level.READ),
     # `drover system gc` (Nomad: management).
     _D + "CollectGarbage": MANAGEMENT,
@@ -168,26 +192,38 @@ def request_namespaces(req: Requirement, request: Any) -> set[str]:
     return out or {DEFAULT_NAMESPACE}
 
 
-def authorize(identity: Identity, req: Requirement, request: Any, method: str) -> None:
-    """Return if ``identity`` may make this call; else :class:`PermissionDenied`."""
+def authorize(identity: Identity, req: Requirement, request: Any, method: str, *,
+              narrow: bool = False) -> NamespacePredicate | None:
+    """Return if ``identity`` may make this call; else :class:`PermissionDenied`.
+
+    With ``narrow`` (the call is a read), a request for every namespace
+    (``*``) by a token holding the capability in only some is allowed, and
+    the namespaces it may see are returned (:mod:`drover.acl.visibility`);
+    None means the call sees everything it names."""
     kind = identity.kind
     if req.kind == "none" or kind is IdentityKind.SERVER:
-        return
+        return None
     if req.kind == "authenticated":
         if kind is not IdentityKind.ANONYMOUS:
-            return
+            return None
     elif req.kind == "server":
         pass
     elif kind is IdentityKind.MANAGEMENT:
-        return
+        return None
+    elif req.kind == "topics":
+        authorize_topics(identity, request, method)
+        return None
     elif req.kind == "global":
         if identity.acl.allow_global(req.area, req.level):
-            return
+            return None
     elif req.kind == "namespace":
         denied = sorted(n for n in request_namespaces(req, request)
                         if not identity.acl.allow_namespace(n, req.capability))
         if not denied:
-            return
+            return None
+        seen = readable(identity.acl, req.capability) if narrow else None
+        if denied == [ALL_NAMESPACES] and seen is not None:
+            return seen
         raise PermissionDenied(
             f"{method.rsplit('/', 1)[-1]} needs {req.describe()} in namespace "
             f"{denied[0][:80]!r}; {identity.describe} lacks it",

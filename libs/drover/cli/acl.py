@@ -14,6 +14,7 @@ import click
 import grpc
 
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
+from drover.cli import prefix
 from drover.cli._client import (
     CommandFailed,
     client_options,
@@ -91,6 +92,8 @@ def policy_apply(name: str, file: str, description: str, address: str, as_json: 
             name=name, description=description, rules=rules), timeout=opts.timeout)
 
     resp = run(opts, body)
+    for warning in resp.warnings:  # deprecated names: applied, but say what to write
+        click.echo(f"warning: {warning}", err=True)
     if opts.json:
         print_json(resp.policy)
     else:
@@ -174,13 +177,14 @@ def token_revoke(accessor_id: str, address: str, as_json: bool, timeout: float) 
     """Revoke the token with ACCESSOR_ID."""
     opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).RevokeToken(acl_pb2.RevokeTokenRequest(accessor_id=accessor_id),
-                                           timeout=opts.timeout)
+    async def body(ch: grpc.aio.Channel) -> str:
+        full = await prefix.token_accessor(ch, accessor_id, opts.timeout)
+        await _stub(ch).RevokeToken(acl_pb2.RevokeTokenRequest(accessor_id=full),
+                                    timeout=opts.timeout)
+        return full
 
-    run(opts, body)
-    print_json({"revoked": accessor_id}) if opts.json else click.echo(
-        f"revoked token {accessor_id}")
+    full = run(opts, body)
+    print_json({"revoked": full}) if opts.json else click.echo(f"revoked token {full}")
 
 
 @token_group.command(name="self")

@@ -89,7 +89,7 @@ def broker_queue(listing: ListOptions, address: str, as_json: bool, timeout: flo
         return [ev.id, ev.namespace, ev.job_id, ev.type, ev.priority, _state(q.state),
                 q.deliveries, ev.create_index]
 
-    print_list(opts, held, QUEUE_COLUMNS, row)
+    print_list(opts, held, QUEUE_COLUMNS, row, namespace=listing.namespace)
 
 
 @broker_group.command(name="cancel")

@@ -42,9 +42,9 @@ def list_deployments(listing: ListOptions, address: str, as_json: bool, timeout:
     opts = options(address, as_json, timeout)
     deps = run_list(opts, listing, state_pb2_grpc.StateServiceStub, "ListDeployments",
                     state_pb2.ListDeploymentsRequest, "deployments")
-    print_list(opts, deps, ["ID", "Namespace", "Job", "Version", "Status", "Description"],
-               lambda d: [d.id, d.namespace, d.job_id, d.job_version, _status(d.status),
-                          d.status_description])
+    print_list(opts, deps, ["ID", "Job ID", "Namespace", "Job Version", "Status", "Description"],
+               lambda d: [d.id, d.job_id, d.namespace, d.job_version, _status(d.status),
+                          d.status_description], namespace=listing.namespace)
 
 
 @deployment_group.command(name="status")
@@ -76,12 +76,12 @@ def deployment_status(deployment_id: str, namespace: str, watch: bool, address: 
     if opts.json:
         print_json(d)
         return
-    click.echo(f"{d.id}  job {d.job_id} v{d.job_version}  {_status(d.status)}  "
-               f"{d.status_description}")
-    print_table(None, ["Group", "Desired", "Canaries", "Placed", "Healthy", "Unhealthy",
-                       "Promoted"], (
-        [name, g.desired_total, g.desired_canaries, g.placed_allocs, g.healthy_allocs,
-         g.unhealthy_allocs, g.promoted] for name, g in sorted(d.task_groups.items())))
+    from drover.cli.watch import deployment_table
+
+    print_table(None, ["Field", "Value"], [
+        ["ID", d.id], ["Job ID", d.job_id], ["Job Version", d.job_version],
+        ["Status", _status(d.status)], ["Description", d.status_description]])
+    print_table("Deployed", *deployment_table(d))
 
 
 def _result(opts: Any, result: deployments_pb2.DeploymentUpdateResult, verb: str) -> None:

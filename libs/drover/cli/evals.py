@@ -44,11 +44,13 @@ def _status(value: int) -> str:
 
 
 def _row(ev: evaluation_pb2.Evaluation) -> list[Any]:
-    return [ev.id, ev.namespace, ev.job_id, ev.type, ev.priority, ev.triggered_by,
-            _status(ev.status), ev.create_index]
+    return [ev.id, ev.priority, ev.triggered_by, ev.job_id, ev.namespace, ev.type,
+            _status(ev.status)]
 
 
-COLUMNS = ["ID", "Namespace", "Job", "Type", "Priority", "Triggered by", "Status", "Create index"]
+#: Nomad's `eval list` columns (Namespace only across namespaces), with the
+#: scheduler type; the create index and the rest are in `eval status`/--json.
+COLUMNS = ["ID", "Priority", "Triggered By", "Job ID", "Namespace", "Type", "Status"]
 
 
 @click.group(name="eval")
@@ -64,7 +66,7 @@ def list_evals(listing: ListOptions, address: str, as_json: bool, timeout: float
     opts = options(address, as_json, timeout)
     evals = run_list(opts, listing, state_pb2_grpc.StateServiceStub, "ListEvaluations",
                      state_pb2.ListEvaluationsRequest, "evaluations")
-    print_list(opts, evals, COLUMNS, _row)
+    print_list(opts, evals, COLUMNS, _row, namespace=listing.namespace)
 
 
 @eval_group.command(name="count")
@@ -149,9 +151,10 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
 
     async def by_ids(ch: grpc.aio.Channel) -> int:
         stub = state_pb2_grpc.StateServiceStub(ch)
+        ids = [await prefix.evaluation_id(ch, "*", e, opts.timeout) for e in eval_ids]
         try:
             resp = await stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
-                ids=list(eval_ids), dry_run=dry_run), timeout=opts.timeout)
+                ids=ids, dry_run=dry_run), timeout=opts.timeout)
         except grpc.RpcError as err:
             _refused(err)
             raise

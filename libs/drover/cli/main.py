@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import gc
+import os
 from typing import Any
 
 import click
 
+from drover.cli import node_drain  # noqa: F401  (registers node drain, eligibility)
 from drover.cli.acl import acl_group
 from drover.cli.broker import broker_group
 from drover.cli.deployments import deployment_group
 from drover.cli.dev import dev
+from drover.cli.environment import help_epilog, known_variables, unknown_warnings
 from drover.cli.evals import eval_group
 from drover.cli.global_options import apply, global_options
 from drover.cli.jobs import job_group
@@ -21,7 +24,7 @@ from drover.cli.system import system_group
 from drover.cli.worker import sim_group, worker
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=help_epilog())
 @click.version_option(package_name="drover")
 @global_options
 @click.pass_context
@@ -49,6 +52,8 @@ cli.add_command(acl_group)
 
 
 def main() -> None:
+    for line in unknown_warnings(os.environ, known_variables(cli)):
+        click.echo(line, err=True)
     try:
         cli(auto_envvar_prefix="DROVER")
     finally:

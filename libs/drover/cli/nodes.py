@@ -1,4 +1,5 @@
-"""`drover node ...` and `drover alloc ...`: list, status, drain, down."""
+"""`drover node ...` and `drover alloc ...`: list, status, down, ready (drain and
+eligibility: :mod:`drover.cli.node_drain`)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ from drover.cli._client import (
     print_table,
     run,
     run_list,
+    to_dict,
 )
-from drover.worker.resources import Vec, used
+from drover.worker.resources import Vec, is_live, used
 
 
 def _node_status(v: int) -> str:
@@ -53,7 +55,7 @@ async def _all_allocs(stub: Any, namespace: str, filter_: str, per_call: float) 
 
 @click.group(name="node")
 def node_group() -> None:
-    """Nodes: list, status, drain, down, ready."""
+    """Nodes: list, status, drain, eligibility, down, ready."""
 
 
 @node_group.command(name="list")
@@ -80,9 +82,12 @@ def list_nodes(listing: ListOptions, address: str, as_json: bool, timeout: float
     if opts.json:
         print_json(nodes)
         return
+    # Live (non-terminal) allocations only: a finished batch allocation is
+    # still desired "run" but neither runs nor holds resources.
     by_node: dict[str, list[Any]] = {}
     for a in allocs:
-        by_node.setdefault(a.node_id, []).append(a)
+        if is_live(a):
+            by_node.setdefault(a.node_id, []).append(a)
     rows = []
     for n in nodes:
         u = used(by_node.get(n.id, []))
@@ -109,21 +114,22 @@ def node_status(node_id: str, address: str, as_json: bool, timeout: float) -> No
 
     node, allocs = run(opts, body)
     if opts.json:
-        print_json({"node": node, "allocations": [a.id for a in allocs]})
+        print_json({"node": to_dict(node), "allocations": [a.id for a in allocs]})
         return
     u: Vec = used(allocs)
     click.echo(f"{node.id}  {_node_status(node.status)}  dc {node.datacenter}  "
                f"drain {node.drain}  cpu {u.cpu}/{node.resources.cpu} MHz  "
                f"memory {u.memory_mb}/{node.resources.memory_mb} MB")
     print_table(None, ["Alloc", "Job", "Version", "Group", "Desired", "Client", "Health"], (
-        [a.id[:8], a.job_id, a.job_version, a.task_group, _desired(a.desired_status),
+        [a.id, a.job_id, a.job_version, a.task_group, _desired(a.desired_status),
          _client(a.client_status), _health(a)] for a in allocs))
 
 
 def _set_status(node_id: str, opts: Any, verb: str, **fields: Any) -> None:
     async def body(ch: grpc.aio.Channel) -> Any:
+        full = await prefix.resolve(ch, "node", None, node_id, opts.timeout)
         return await state_pb2_grpc.StateServiceStub(ch).UpdateNodeStatus(
-            state_pb2.UpdateNodeStatusRequest(id=node_id, **fields), timeout=opts.timeout)
+            state_pb2.UpdateNodeStatusRequest(id=full, **fields), timeout=opts.timeout)
 
     resp = run(opts, body)
     if opts.json:
@@ -131,16 +137,6 @@ def _set_status(node_id: str, opts: Any, verb: str, **fields: Any) -> None:
         return
     click.echo(f"node {node_id} {verb}; {resp.lost} allocations lost, "
                f"{len(resp.eval_ids)} evaluations, {resp.unblocked} unblocked")
-
-
-@node_group.command(name="drain")
-@click.argument("node_id")
-@click.option("--disable", is_flag=True, help="end the drain")
-@client_options
-def drain(node_id: str, disable: bool, address: str, as_json: bool, timeout: float) -> None:
-    """Drain a node: its allocations are marked lost and replaced elsewhere."""
-    _set_status(node_id, options(address, as_json, timeout),
-                "drain ended" if disable else "draining", drain=not disable)
 
 
 @node_group.command(name="down")
@@ -163,7 +159,7 @@ def ready(node_id: str, address: str, as_json: bool, timeout: float) -> None:
 
 @click.group(name="alloc")
 def alloc_group() -> None:
-    """Allocations: list, status."""
+    """Allocations: list, status, stop."""
 
 
 @alloc_group.command(name="list")
@@ -174,10 +170,14 @@ def list_allocs(listing: ListOptions, address: str, as_json: bool, timeout: floa
     opts = options(address, as_json, timeout)
     allocs = run_list(opts, listing, state_pb2_grpc.StateServiceStub, "ListAllocations",
                       state_pb2.ListAllocationsRequest, "allocations")
-    print_list(opts, allocs, ["ID", "Name", "Node", "Version", "Desired", "Client", "Health",
-                              "Canary"],
-               lambda a: [a.id[:8], a.name, a.node_id, a.job_version, _desired(a.desired_status),
-                          _client(a.client_status), _health(a), a.deployment_status.canary])
+    # The Canary column only when one is listed: it would take the width a
+    # name needs at 80 columns to say "False" on every row.
+    canaries = any(a.deployment_status.canary for a in allocs)
+    columns = ["ID", "Name", "Node", "Version", "Desired", "Client", "Health"]
+    print_list(opts, allocs, [*columns, "Canary"] if canaries else columns,
+               lambda a: [a.id, a.name, a.node_id, a.job_version, _desired(a.desired_status),
+                          _client(a.client_status), _health(a),
+                          *(["yes" if a.deployment_status.canary else ""] if canaries else [])])
 
 
 @alloc_group.command(name="status")
@@ -208,3 +208,25 @@ def alloc_status(alloc_id: str, namespace: str, address: str, as_json: bool,
         ["Resources", f"cpu {a.resources.cpu} MHz, memory {a.resources.memory_mb} MB"],
         ["Previous", a.previous_allocation],
     ])
+
+
+@alloc_group.command(name="stop")
+@click.argument("alloc_id")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@client_options
+def alloc_stop(alloc_id: str, namespace: str, address: str, as_json: bool,
+               timeout: float) -> None:
+    """Stop one allocation; the scheduler places a replacement."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        full = await prefix.resolve(ch, "allocation", namespace, alloc_id, opts.timeout)
+        return await state_pb2_grpc.StateServiceStub(ch).StopAllocation(
+            state_pb2.StopAllocationRequest(namespace=namespace, id=full),
+            timeout=opts.timeout)
+
+    resp = run(opts, body)
+    if opts.json:
+        print_json(resp)
+        return
+    click.echo(f"allocation {alloc_id} stopped; evaluation {resp.eval_id}")

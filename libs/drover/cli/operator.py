@@ -84,12 +84,14 @@ def members(service: str, address: str, as_json: bool, timeout: float) -> None:
         for s in lst.servers:
             rows.append([lst.service, s.replica, s.address, s.rpc_version,
                          "yes" if s.healthy else "no", "leader" if s.leader else "",
-                         "backup" if s.backup else ""])
+                         "yes" if s.backup else ""])
     if not service or service == "proxy":
         for s in resp.proxies:
             rows.append(["proxy", s.replica, s.address, s.rpc_version, "yes", "", ""])
-    print_table(f"membership revision {resp.revision}",
-                ["Service", "Replica", "Address", "RPC", "Healthy", "Role", ""], rows)
+    columns = ["Service", "Replica", "Address", "RPC", "Healthy", "Role", "Backup"]
+    if not any(r[-1] for r in rows):  # no backup server: the column would be empty
+        columns, rows = columns[:-1], [r[:-1] for r in rows]
+    print_table(f"membership revision {resp.revision}", columns, rows)
 
 
 @operator_group.command(name="convergence")
@@ -114,9 +116,14 @@ def convergence(revision: int, wait: float, address: str, as_json: bool,
     if opts.json:
         print_json(resp)
     else:
-        print_table("converged" if resp.converged else "NOT converged",
-                    ["Replica", "Address", "Applied revision", ""],
+        # "behind" as the proxy judged it (resp.behind), never recomputed: a
+        # revision that changed no membership counts as applied once the last
+        # membership change before it is (the proxy's effective target).
+        behind = {r.replica for r in resp.behind}
+        print_table(f"converged at revision {revision}" if resp.converged
+                    else f"NOT converged at revision {revision}: {len(behind)} behind",
+                    ["Replica", "Address", "Applied revision", "State"],
                     ([r.replica, r.address, r.applied_revision,
-                      "behind" if r.applied_revision < revision else ""] for r in resp.replicas))
+                      "behind" if r.replica in behind else "applied"] for r in resp.replicas))
     if not resp.converged:
         raise SystemExit(2)

@@ -79,3 +79,14 @@ async def deployment_id(ch: grpc.aio.Channel, namespace: str, given: str,
 async def evaluation_id(ch: grpc.aio.Channel, namespace: str, given: str,
                         call_timeout: float) -> str:
     return await resolve(ch, "evaluation", namespace, given, call_timeout)
+
+
+async def token_accessor(ch: grpc.aio.Channel, given: str, call_timeout: float) -> str:
+    """The full accessor id of the one ACL token whose accessor ``given`` is
+    or begins (ListTokens takes no prefix: tokens are few, all are listed)."""
+    from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
+
+    resp = await acl_pb2_grpc.AclServiceStub(ch).ListTokens(acl_pb2.ListTokensRequest(),
+                                                            timeout=call_timeout)
+    matches = [t.accessor_id for t in resp.tokens if t.accessor_id.startswith(given)]
+    return unique(given, matches, "token accessor")

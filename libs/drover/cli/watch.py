@@ -12,8 +12,8 @@ when it failed or was cancelled.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 import grpc
@@ -22,7 +22,7 @@ from rich.table import Table
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
-from drover.cli._client import console, enum_name, list_all
+from drover.cli._client import console, enum_name, list_all, new_table
 
 ACTIVE = (deployment_pb2.DEPLOYMENT_STATUS_RUNNING, deployment_pb2.DEPLOYMENT_STATUS_PAUSED)
 SUCCESSFUL = deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL
@@ -34,21 +34,38 @@ def _dstatus(v: int) -> str:
 
 
 def _deadline(g: deployment_pb2.DeploymentGroupState) -> str:
+    """The time by which the group must make progress (Nomad's Progress
+    Deadline, ``RequireProgressBy``), local; ``N/A`` before it is set."""
     if not g.require_progress_by.ByteSize():
-        return ""
-    left = g.require_progress_by.seconds + g.require_progress_by.nanos / 1e9 - time.time()
-    return f"{max(0.0, left):.0f}s"
+        return "N/A"
+    at = g.require_progress_by.ToDatetime(tzinfo=UTC).astimezone()
+    return at.strftime("%H:%M:%S" if at.date() == datetime.now().astimezone().date()
+                       else "%b %d %H:%M")
 
 
 def deployment_rows(d: deployment_pb2.Deployment) -> list[list[Any]]:
+    """One row per group, in :data:`DEPLOYMENT_COLUMNS`: Placed is what the
+    deployment placed so far (it only grows), Promoted is ``N/A`` for a
+    group without canaries."""
     return [[name, g.desired_total, f"{len(g.placed_canaries)}/{g.desired_canaries}",
              g.placed_allocs, g.healthy_allocs, g.unhealthy_allocs,
-             g.promoted if g.desired_canaries else "", _deadline(g)]
+             ("yes" if g.promoted else "no") if g.desired_canaries else "N/A", _deadline(g)]
             for name, g in sorted(d.task_groups.items())]
 
 
+def deployment_table(d: deployment_pb2.Deployment) -> tuple[list[str], list[list[Any]]]:
+    """Columns and rows of a deployment, as Nomad's `deployment status`: the
+    Canaries and Promoted columns only when a group has canaries."""
+    rows = deployment_rows(d)
+    if any(g.desired_canaries for g in d.task_groups.values()):
+        return list(DEPLOYMENT_COLUMNS), rows
+    keep = [i for i, c in enumerate(DEPLOYMENT_COLUMNS) if c not in ("Canaries", "Promoted")]
+    return [DEPLOYMENT_COLUMNS[i] for i in keep], [[r[i] for i in keep] for r in rows]
+
+
+#: "Deadline" is Nomad's Progress Deadline (a shorter header: 80 columns).
 DEPLOYMENT_COLUMNS = ["Group", "Desired", "Canaries", "Placed", "Healthy", "Unhealthy",
-                      "Promoted", "Progress deadline"]
+                      "Promoted", "Deadline"]
 JOB_COLUMNS = ["Group", "Desired", "Placed", "Running", "Healthy", "Unhealthy", "Failed",
                "Lost", "Complete"]
 
@@ -71,7 +88,7 @@ def job_rows(job: job_pb2.Job, allocs: Iterable[allocation_pb2.Allocation]) -> l
 
 
 def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
-    t = Table(title=title, show_edge=False, header_style="bold", title_justify="left")
+    t = new_table(title)
     for c in columns:
         t.add_column(c)
     for r in rows:
@@ -119,7 +136,7 @@ async def watch_deployment(ch: grpc.aio.Channel, namespace: str, deployment_id: 
         namespace=namespace, id=deployment_id), timeout=per_call)
     d = got.deployment
     with _Render() as out:
-        out.show(_title(d), DEPLOYMENT_COLUMNS, deployment_rows(d))
+        out.show(_title(d), *deployment_table(d))
         if d.status in ACTIVE:
             stream = stub.Subscribe(state_pb2.SubscribeRequest(
                 topics=[state_pb2.TOPIC_DEPLOYMENT], namespace=namespace,
@@ -129,7 +146,7 @@ async def watch_deployment(ch: grpc.aio.Channel, namespace: str, deployment_id: 
                     for ev in resp.events:
                         if ev.HasField("deployment") and ev.deployment.id == deployment_id:
                             d = ev.deployment
-                    out.show(_title(d), DEPLOYMENT_COLUMNS, deployment_rows(d))
+                    out.show(_title(d), *deployment_table(d))
                     if d.status not in ACTIVE:
                         break
             finally:

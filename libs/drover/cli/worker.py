@@ -32,7 +32,7 @@ async def _until_signal(main: asyncio.Future[Any], *, within: float) -> None:
 @click.command(name="worker")
 @click.option("--address", envvar="DROVER_ADDR", default=DEFAULT_ADDRESS, show_default=True,
               help="drover server (the proxy)")
-@click.option("--scheduler", "schedulers", multiple=True, default=("service", "batch"),
+@click.option("--scheduler", "schedulers", multiple=True, default=("service", "batch", "system"),
               show_default=True, help="scheduler types to dequeue")
 @click.option("--batch", default=16, show_default=True, type=click.IntRange(1, 256),
               help="evaluations per Dequeue")

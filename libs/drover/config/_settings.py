@@ -177,7 +177,8 @@ class ServeSettings:
     # proxy static backups). Empty: discover through membership.
     state_addresses: tuple[str, ...] = ()
     backup_servers: tuple[str, ...] = ()
-    # Proxy: how long a forwarded attempt waits on a server showing no life.
+    # How long a call waits on a server showing no life: the proxy's
+    # forwarded attempts, the broker's and watcher's state-replica calls.
     hold_timeout: float = 3.0
     gc: GcSettings = field(default_factory=GcSettings)
     # Enforce access control (tokens, policies; drover.acl) on every drover RPC.

@@ -115,6 +115,8 @@ TUNABLES: tuple[Tunable, ...] = (
        "heartbeat at most this often"),
     _t("state", "heartbeat_grace", "LivenessConfig", float, 10.0, 1.0, "s",
        "a node is marked down this long after its TTL passed without a heartbeat"),
+    _t("state", "job_tracked_versions", "WriterConfig", int, 6, 1, "",
+       "versions of a job kept (Nomad's job_tracked_versions), plus its newest stable one"),
 )
 
 

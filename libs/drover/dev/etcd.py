@@ -25,6 +25,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from drover.dev.netns import entered
 from drover.dev.ports import free_port
 from drover.dev.process import new_session_dying_with_parent
 
@@ -72,6 +73,9 @@ class EtcdServer:
     #: cluster (empty: a cluster of one).
     initial_cluster: str = ""
     cluster_token: str = "drover"
+    #: Run in this network namespace (a :class:`drover.dev.netns.Net`
+    #: host's; ``host`` is then its address); empty: the machine's own.
+    netns: str = ""
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _own_dir: bool = field(default=False, repr=False)
 
@@ -167,6 +171,8 @@ class EtcdServer:
             "--log-outputs", "stderr",
             *self.extra_args,
         ]
+        if self.netns:
+            args = ["ip", "netns", "exec", self.netns, *args]
         log = open(self.log_path or os.path.join(self.data_dir, "etcd.log"), "ab")
         env = dict(os.environ, ETCD_UNSUPPORTED_ARCH=os.environ.get("ETCD_UNSUPPORTED_ARCH", ""))
         setpriv = shutil.which("setpriv")
@@ -221,14 +227,15 @@ class EtcdServer:
     def healthy(self) -> bool:
         # The plaintext metrics listener serves /health too, TLS or not.
         try:
-            with urllib.request.urlopen(f"http://{self.host}:{self.metrics_port}/health",
-                                        timeout=1) as r:
+            # The connection is made from inside the member's namespace.
+            with entered(self.netns), urllib.request.urlopen(
+                    f"http://{self.host}:{self.metrics_port}/health", timeout=1) as r:
                 return b'"true"' in r.read()
         except OSError:
             return False
 
     def metrics(self) -> str:
-        with urllib.request.urlopen(self.metrics_url, timeout=5) as r:
+        with entered(self.netns), urllib.request.urlopen(self.metrics_url, timeout=5) as r:
             return str(r.read().decode())
 
     def pause(self) -> None:
@@ -255,7 +262,7 @@ class EtcdServer:
     def is_leader(self) -> bool:
         """This member is the raft leader now (False if it does not answer)."""
         try:
-            with urllib.request.urlopen(self.metrics_url, timeout=0.5) as r:
+            with entered(self.netns), urllib.request.urlopen(self.metrics_url, timeout=0.5) as r:
                 for line in r.read().decode().splitlines():
                     if line.startswith("etcd_server_is_leader "):
                         return float(line.split()[1]) == 1.0

@@ -27,8 +27,13 @@ def wait_for_port(host: str, port: int, timeout: float) -> bool:
 
 
 def port_in_use(host: str, port: int) -> bool:
-    """True when ``host:port`` cannot be bound (something listens there)."""
+    """True when ``host:port`` is held by a listener (or a bound socket).
+
+    The bind test sets SO_REUSEADDR, as etcd and the gRPC servers do: the
+    TIME_WAIT connections a suite stopped a moment ago leaves behind do not
+    count, so `drover dev` starts again at once after a stop."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:

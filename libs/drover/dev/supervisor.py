@@ -1,7 +1,9 @@
 """The process supervisor behind `drover dev`.
 
-Starts one etcd and the four services as child processes on fixed loopback
-ports and stops every one of them on SIGTERM/SIGINT within a deadline
+Starts etcd and the four services (two of each elected one by default) as
+child processes on fixed loopback ports, restarts a child that dies (with
+backoff, logged: a kill -9 of the broker leader is a failover to watch, not
+the end of the suite), and stops every one of them on SIGTERM/SIGINT within a deadline
 (SIGTERM, then SIGKILL). Children also get PR_SET_PDEATHSIG so that even a
 ``kill -9`` of the supervisor leaves none behind on Linux.
 """
@@ -9,13 +11,16 @@ ports and stops every one of them on SIGTERM/SIGINT within a deadline
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from drover.dev.etcd import EtcdCluster, EtcdServer
@@ -25,7 +30,13 @@ from drover.dev.process import die_with_parent
 
 @dataclass(frozen=True)
 class DevLayout:
-    """Fixed loopback ports of the local suite (defaults in one place)."""
+    """Fixed loopback ports of the local suite (defaults in one place).
+
+    Replica ``r`` of a service listens on its port plus ``REPLICA_STRIDE * r``
+    (proxy 7100, 7104, ...; broker 7102, 7106, ...); its metrics on that port
+    plus ``metrics_offset`` (service 7100-7103 -> metrics 7200-7203, in the
+    same order).
+    """
 
     host: str = "127.0.0.1"
     etcd_client: int = 23790
@@ -35,52 +46,126 @@ class DevLayout:
     state: int = 7101
     broker: int = 7102
     deployments: int = 7103
-    metrics_base: int = 7200
+    #: Not a port: the distance from a service port to its metrics port.
+    metrics_offset: int = 100
 
     def shifted(self, offset: int) -> DevLayout:
         """The same layout with every port moved by ``offset``."""
         ports = {
             f.name: getattr(self, f.name) + offset
             for f in dataclasses.fields(self)
-            if f.name != "host"
+            if f.name not in ("host", "metrics_offset")
         }
-        return DevLayout(host=self.host, **ports)
+        return DevLayout(host=self.host, metrics_offset=self.metrics_offset, **ports)
 
-    def address(self, service: str) -> str:
-        return f"{self.host}:{getattr(self, service)}"
+    def port(self, service: str, replica: int = 0) -> int:
+        return int(getattr(self, service)) + REPLICA_STRIDE * replica
 
-    def ports(self, etcd_members: int = 1) -> dict[int, str]:
+    def address(self, service: str, replica: int = 0) -> str:
+        return f"{self.host}:{self.port(service, replica)}"
+
+    def metrics_port(self, service: str, replica: int = 0) -> int:
+        return self.port(service, replica) + self.metrics_offset
+
+    def ports(self, etcd_members: int = 1,
+              replicas: Mapping[str, int] | None = None) -> dict[int, str]:
         """Every port the suite binds, and what for."""
         out: dict[int, str] = {}
         for i in range(etcd_members):
             out[self.etcd_client + i] = f"etcd member {i} clients"
             out[self.etcd_peer + i] = f"etcd member {i} peers"
             out[self.etcd_metrics + i] = f"etcd member {i} metrics"
-        for i, svc in enumerate(SERVICES):
-            out[getattr(self, svc)] = svc
-            out[self.metrics_base + i] = f"{svc} metrics"
+        for svc in SERVICES:
+            for r in range((replicas or {}).get(svc, 1)):
+                name = svc if r == 0 else f"{svc}-{r}"
+                out[self.port(svc, r)] = name
+                out[self.metrics_port(svc, r)] = f"{name} metrics"
         return out
 
 
 SERVICES = ("state", "broker", "deployments", "proxy")
+#: Replica r of a service is on its port + 4 r: the four services' ports
+#: interleave (7100-7103 for the first replicas, 7104-7107 for the second).
+REPLICA_STRIDE = 4
+#: At most this many replicas of a service: more would reach the metrics
+#: ports (7100 + 4 * 25 = 7200).
+MAX_REPLICAS = 9
+#: Replicas per service by default: two of each elected service (broker,
+#: deployment watcher), so killing a leader shows a failover; one of the
+#: others (the proxy and the state service are not elected).
+DEFAULT_REPLICAS: Mapping[str, int] = {"state": 1, "broker": 2, "deployments": 2, "proxy": 1}
 #: etcd's --max-txn-ops in `drover dev`, told to the state service and the
 #: broker (whose acks then go in one txn per AckBatch) too: txns of
 #: ~1,000 keys cost etcd 10-12 us a key against 17-18 us at the default 128.
 DEV_MAX_TXN_OPS = 1024
+#: How long a service of the suite may take to listen when it starts.
+START_TIMEOUT = 60.0
+#: Where `drover dev --acl` keeps the tokens it created (in its data dir),
+#: so a restart on the same --data-dir finds them again.
+ACL_TOKENS_FILE = "acl-tokens.json"
 
 
 class PortsBusy(RuntimeError):
     """A port of the layout is taken before the suite starts."""
 
 
+@dataclass(frozen=True)
+class ChildSpec:
+    """How to (re)start one child process of the suite."""
+
+    name: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str] | None = None
+
+    def spawn(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(list(self.argv), preexec_fn=die_with_parent,
+                                env=dict(self.env) if self.env is not None else None)
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Restart delays: ``first``, doubling up to ``cap``; a child that ran
+    ``reset_after`` seconds before dying starts again from ``first``."""
+
+    first: float = 0.5
+    cap: float = 10.0
+    reset_after: float = 30.0
+
+    def next(self, previous: float, ran_for: float) -> float:
+        if previous <= 0 or ran_for >= self.reset_after:
+            return self.first
+        return min(self.cap, previous * 2)
+
+
+@dataclass
+class _Restart:
+    """Bookkeeping of one child between restarts."""
+
+    started_at: float
+    delay: float = 0.0
+    due: float | None = None
+    count: int = 0
+
+
+def exit_reason(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
 @dataclass
 class Supervisor:
     layout: DevLayout = field(default_factory=DevLayout)
+    #: Where etcd keeps its data (and `--acl` its tokens); None: a fresh temp
+    #: dir, removed at stop.
     data_dir: str | None = None
     stop_timeout: float = 4.0
     log: Callable[[str], None] = print
     etcd_members: int = 1
-    #: Run every service with ``--acl`` (bootstrap with `drover acl bootstrap`).
+    #: Run every service with ``--acl``; the suite bootstraps ACLs itself.
     acl: bool = False
     etcd: EtcdServer | None = None
     cluster: EtcdCluster | None = None
@@ -88,66 +173,126 @@ class Supervisor:
     #: Simulated nodes to start with the suite; with any, one scheduler
     #: worker too (`drover dev --nodes N`), so jobs roll out unattended.
     nodes: int = 0
+    #: Replicas per service (missing: one).
+    replicas: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_REPLICAS))
+    backoff: Backoff = field(default_factory=Backoff)
+    clock: Callable[[], float] = time.monotonic
+    specs: dict[str, ChildSpec] = field(default_factory=dict)
+    _restarts: dict[str, _Restart] = field(default_factory=dict)
+    _temp_dir: str | None = None
 
     def start(self) -> None:
         lay = self.layout
         n = self.etcd_members
-        # Before starting anything: a port already taken (another `drover
+        # Before starting anything: a port held by a listener (another `drover
         # dev`, most likely) would otherwise look like our own etcd answering,
         # then end in one "Address already in use" traceback per service.
-        busy = [f"{port} ({what})" for port, what in sorted(lay.ports(n).items())
+        busy = [f"{port} ({what})" for port, what in sorted(lay.ports(n, self.replicas).items())
                 if port_in_use(lay.host, port)]
         if busy:
             raise PortsBusy(
                 f"port{'s' if len(busy) > 1 else ''} {', '.join(busy[:4])}"
                 f"{' and more' if len(busy) > 4 else ''} already in use on {lay.host}: "
                 "another `drover dev` running? stop it, or add --port-offset N")
+        if self.data_dir is None:
+            self._temp_dir = self.data_dir = tempfile.mkdtemp(prefix="drover-dev-")
+        else:
+            os.makedirs(self.data_dir, exist_ok=True)
         members = [EtcdServer(
             host=lay.host,
             client_port=lay.etcd_client + i,
             peer_port=lay.etcd_peer + i,
             metrics_port=lay.etcd_metrics + i,
-            data_dir=(os.path.join(self.data_dir, f"member-{i}") if self.data_dir and n > 1
-                      else self.data_dir),
+            data_dir=(os.path.join(self.data_dir, f"member-{i}") if n > 1 else self.data_dir),
             name="drover-dev" if n == 1 else f"drover-dev-{i}",
             extra_args=("--max-txn-ops", str(DEV_MAX_TXN_OPS)),
         ) for i in range(n)]
         self.cluster = EtcdCluster(members=members).start()
         self.etcd = members[0]
         for m in members:
-            self.log(f"etcd         {m.endpoint}  (metrics {m.metrics_url})")
+            self.log(f"etcd           {m.endpoint}  (metrics {m.metrics_url})")
         endpoints = self.cluster.endpoint_list
-        for i, svc in enumerate(SERVICES):
-            args = [
-                sys.executable, "-m", "drover.cli.main", "serve", svc,
-                "--etcd", endpoints,
-                "--listen", lay.address(svc),
-                "--replica", f"{svc}-dev",
-                "--metrics-listen", f"{lay.host}:{lay.metrics_base + i}",
-                "--state-address", lay.address("state"),
-                "--session-ttl", "6",
-                *([f"--{svc}-max-txn-ops", str(DEV_MAX_TXN_OPS)]
-                  if svc in ("state", "broker") else []),
-                *(["--acl"] if self.acl else []),
-            ]
-            self.children[svc] = subprocess.Popen(args, preexec_fn=die_with_parent)
+        started: list[tuple[str, str, int]] = []
         for svc in SERVICES:
-            host, port = lay.address(svc).split(":")
-            if not wait_for_port(host, int(port), 20):
-                raise RuntimeError(f"{svc} did not start listening on {lay.address(svc)}")
-            if not wait_serving(lay.address(svc), 30):
-                raise RuntimeError(f"{svc} on {lay.address(svc)} did not become SERVING")
-            self.log(f"{svc:<12} {lay.address(svc)}  (metrics {lay.host}:"
-                     f"{lay.metrics_base + SERVICES.index(svc)})")
+            for r in range(self.replicas.get(svc, 1)):
+                name = f"{svc}-{r}"
+                self._spawn(ChildSpec(name, (
+                    sys.executable, "-m", "drover.cli.main", "serve", svc,
+                    "--etcd", endpoints,
+                    "--listen", lay.address(svc, r),
+                    # the first replica keeps the name it had before replicas
+                    "--replica", f"{svc}-dev" if r == 0 else f"{svc}-dev-{r}",
+                    "--metrics-listen", f"{lay.host}:{lay.metrics_port(svc, r)}",
+                    "--state-address", lay.address("state"),
+                    "--session-ttl", "6",
+                    *([f"--{svc}-max-txn-ops", str(DEV_MAX_TXN_OPS)]
+                      if svc in ("state", "broker") else []),
+                    *(["--acl"] if self.acl else []),
+                )))
+                started.append((name, svc, r))
+        for name, svc, r in started:
+            address = lay.address(svc, r)
+            self._wait_listening(name, lay.port(svc, r))
+            if not wait_serving(address, 30):
+                raise RuntimeError(f"{name} on {address} did not become SERVING")
+            self.log(f"{name:<14} {address}  (metrics {lay.host}:{lay.metrics_port(svc, r)}"
+                     f", pid {self.children[name].pid})")
         tokens: dict[str, str] = {}
-        if self.acl and self.nodes:
-            tokens = self._bootstrap_acl()
+        if self.acl:
+            tokens = self._acl_tokens()
         if self.nodes:
             self._start_clients(tokens)
 
+    def _wait_listening(self, name: str, port: int) -> None:
+        """Until the child listens on ``port``; a child that exits first fails
+        the start at once. The bound is generous: six Python services
+        importing grpc at once on a busy two-core box take seconds each."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while not wait_for_port(self.layout.host, port, 1):
+            code = self.children[name].poll()
+            if code is not None:
+                raise RuntimeError(f"{name} exited ({exit_reason(code)}) before listening "
+                                   f"on {self.layout.host}:{port}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} did not start listening on {self.layout.host}:"
+                                   f"{port} within {START_TIMEOUT:g}s")
+
+    def _spawn(self, spec: ChildSpec) -> None:
+        self.specs[spec.name] = spec
+        self.children[spec.name] = spec.spawn()
+        self._restarts[spec.name] = _Restart(started_at=self.clock())
+
+    @property
+    def acl_tokens_path(self) -> str:
+        assert self.data_dir is not None
+        return os.path.join(self.data_dir, ACL_TOKENS_FILE)
+
+    def _acl_tokens(self) -> dict[str, str]:
+        """The management secret and the worker's and nodes' tokens: made
+        now (bootstrap), or those a previous run on this data dir made."""
+        import grpc
+
+        path = self.acl_tokens_path
+        try:
+            tokens = self._bootstrap_acl()
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.FAILED_PRECONDITION or not os.path.exists(path):
+                raise
+            with open(path) as f:
+                tokens = json.load(f)
+            self.log(f"acl            already bootstrapped; tokens from {path}")
+        else:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump(tokens, f)
+            self.log("acl            bootstrapped; management token (also in "
+                     f"{path}):")
+        self.log(f"               export DROVER_TOKEN={tokens['management']}")
+        return tokens
+
     def _bootstrap_acl(self) -> dict[str, str]:
         """Bootstrap ACLs and give the worker and the simulated nodes tokens
-        of their own (least privilege); print the management secret once."""
+        of their own (least privilege)."""
         import grpc
 
         from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
@@ -174,31 +319,29 @@ class Supervisor:
                         raise
                     time.sleep(0.2)
             md = (("authorization", f"Bearer {secret}"),)
-            tokens = {}
+            tokens = {"management": secret}
             for name, rules in policies.items():
                 stub.ApplyPolicy(acl_pb2.ApplyPolicyRequest(name=name, rules=rules),
                                  metadata=md, timeout=5)
                 tokens[name] = stub.CreateToken(acl_pb2.CreateTokenRequest(
                     name=name, policies=[name]), metadata=md, timeout=5).secret_id
-        self.log("acl          bootstrapped; management token (shown once):")
-        self.log(f"             export DROVER_TOKEN={secret}")
         return tokens
 
     def _start_clients(self, tokens: dict[str, str]) -> None:
         proxy = self.layout.address("proxy")
-        cli = [sys.executable, "-m", "drover.cli.main"]
+        cli = (sys.executable, "-m", "drover.cli.main")
 
-        def env(token: str) -> dict[str, str]:
-            return {**os.environ, "DROVER_TOKEN": token} if token else dict(os.environ)
+        def env(token: str) -> dict[str, str] | None:
+            return {**os.environ, "DROVER_TOKEN": token} if token else None
 
-        self.children["worker"] = subprocess.Popen(
-            [*cli, "worker", "--address", proxy], preexec_fn=die_with_parent,
-            env=env(tokens.get("dev-worker", "")))
-        self.children["sim"] = subprocess.Popen(
-            [*cli, "sim", "nodes", str(self.nodes), "--address", proxy, "--keep"],
-            preexec_fn=die_with_parent, env=env(tokens.get("dev-node", "")))
-        self.log(f"worker       scheduler for service, batch via {proxy}")
-        self.log(f"sim          {self.nodes} simulated nodes sim-0..sim-{self.nodes - 1}")
+        self._spawn(ChildSpec("worker", (*cli, "worker", "--address", proxy),
+                              env(tokens.get("dev-worker", ""))))
+        self._spawn(ChildSpec("sim", (*cli, "sim", "nodes", str(self.nodes), "--address", proxy,
+                                      "--keep"), env(tokens.get("dev-node", ""))))
+        self.log(f"worker         scheduler for service, batch via {proxy} "
+                 f"(pid {self.children['worker'].pid})")
+        self.log(f"sim            {self.nodes} simulated nodes sim-0..sim-{self.nodes - 1} "
+                 f"(pid {self.children['sim'].pid})")
 
     def poll(self) -> str | None:
         """The name of a child that exited, if any."""
@@ -206,6 +349,42 @@ class Supervisor:
             if proc.poll() is not None:
                 return name
         return None
+
+    def supervise(self) -> None:
+        """One round: log a child that died and schedule its restart (with
+        backoff), restart those whose delay has passed, and start again an
+        etcd member that died (same ports and data). Never raises for a
+        child; a restart that fails is logged and tried again later."""
+        now = self.clock()
+        for name, proc in list(self.children.items()):
+            rs = self._restarts.setdefault(name, _Restart(started_at=now))
+            code = proc.poll()
+            if code is None or name not in self.specs:
+                continue
+            if rs.due is None:
+                rs.delay = self.backoff.next(rs.delay, now - rs.started_at)
+                rs.due = now + rs.delay
+                self.log(f"{name} exited ({exit_reason(code)}); restarting in {rs.delay:g}s")
+            elif now >= rs.due:
+                try:
+                    self.children[name] = self.specs[name].spawn()
+                except OSError as e:
+                    rs.due = now + rs.delay
+                    self.log(f"{name} restart failed: {e}")
+                    continue
+                rs.count += 1
+                rs.due, rs.started_at = None, now
+                self.log(f"{name} restarted (pid {self.children[name].pid}, "
+                         f"restart {rs.count})")
+        if self.cluster is not None:
+            for i, m in enumerate(self.cluster.members):
+                if m.running:
+                    continue
+                self.log(f"etcd member {i} exited; restarting it on its data")
+                try:
+                    m.restart()
+                except RuntimeError as e:
+                    self.log(f"etcd member {i} did not come back yet: {e}")
 
     def stop(self) -> None:
         deadline = time.monotonic() + self.stop_timeout
@@ -224,6 +403,9 @@ class Supervisor:
                 m.stop(timeout=max(0.5, deadline - time.monotonic()))
             self.cluster = None
             self.etcd = None
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
 
 
 def free_layout(etcd_members: int = 1, tries: int = 50) -> tuple[int, DevLayout]:
@@ -233,7 +415,8 @@ def free_layout(etcd_members: int = 1, tries: int = 50) -> tuple[int, DevLayout]
     for _ in range(tries):
         offset = rng.randrange(1000, 20000)
         lay = DevLayout().shifted(offset)
-        if not any(port_in_use(lay.host, p) for p in lay.ports(etcd_members)):
+        if not any(port_in_use(lay.host, p)
+                   for p in lay.ports(etcd_members, {s: MAX_REPLICAS for s in SERVICES})):
             return offset, lay
     raise RuntimeError("no free port range for the dev suite")
 
@@ -268,4 +451,5 @@ def pids_of(sup: Supervisor) -> list[int]:
     return out
 
 
-__all__ = ["SERVICES", "DevLayout", "Supervisor", "pids_of"]
+__all__ = ["DEFAULT_REPLICAS", "SERVICES", "Backoff", "ChildSpec", "DevLayout", "Supervisor",
+           "pids_of"]

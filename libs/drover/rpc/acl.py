@@ -21,6 +21,10 @@ never allowed by default. Methods of services this server does not host
 (the proxy's generic forwarding) pass: the backend enforces them with the
 forwarded token. Health and reflection are not drover services and pass.
 
+A read for every namespace (``*``) by a token that may read only some is
+narrowed, not refused: the namespaces it may see are set for the handler in
+:data:`drover.acl.visibility.VISIBLE` (Nomad's list filtering).
+
 The resolved :class:`~drover.acl.Identity` is available to the handler
 through :func:`current_identity` (the state service requires the server
 identity for leader-only writes). Secrets are never logged or echoed.
@@ -49,11 +53,13 @@ from drover.acl import (
 from drover.acl.cache import AclCache
 from drover.acl.freshness import Freshness
 from drover.acl.tokens import AclKeys, AclState, server_secret
+from drover.acl.visibility import VISIBLE
 from drover.config import ServeSettings
 from drover.coord import EtcdKV, Keyspace, cluster_secret, connect
 from drover.coord.errors import EtcdUnavailable
 from drover.errors import DroverError, Internal, Unavailable
 from drover.rpc.errors import abort
+from drover.rpc.reads import is_read
 from drover.rpc.wrapping import WrappingInterceptor
 from drover.telemetry.observed import observe
 
@@ -124,7 +130,7 @@ class AclInterceptor(WrappingInterceptor):
         if req is None:
             raise PermissionDenied(f"{method[:200]} has no access rule; refused",
                                    metadata={"method": method[:200]})
-        authorize(identity, req, request, method)
+        VISIBLE.set(authorize(identity, req, request, method, narrow=is_read(method)))
         _IDENTITY.set(identity)
 
     def wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:

@@ -117,6 +117,16 @@ def to_status(err: DroverError) -> tuple[grpc.Status, tuple[tuple[str, str], ...
     return status, extra
 
 
+def as_rpc_error(err: DroverError) -> grpc.aio.AioRpcError:
+    """``err`` as the error a gRPC call raises (code, message, ErrorInfo in
+    the trailing metadata): what a client-side wrapper raises for a failure
+    it decided itself (the failover channel's hold), so its callers handle
+    it as any server's answer."""
+    status, _ = to_status(err)
+    return grpc.aio.AioRpcError(status.code, grpc.aio.Metadata(),
+                                grpc.aio.Metadata(*status.trailing_metadata), status.details)
+
+
 class _RichStatus(grpc.Status):
     """A status whose trailing metadata holds details plus drover headers."""
 

@@ -20,6 +20,13 @@ The rules, per call (the invariants):
   A write is never sent twice: whatever its server answered (UNAVAILABLE
   included: it may have been applied) is the caller's answer.
 * The caller's ``timeout`` bounds the whole call, every attempt included.
+* Silence is bounded like the proxy's (:mod:`drover.rpc.hold`, ``hold``,
+  default 3 s): a server that stops answering mid-call (frozen: its
+  sockets stay open) is pinged, and without an answer the attempt ends
+  there: a read moves on to the next address (UNAVAILABLE ``HOLD_TIMEOUT``
+  when it was the last), a write is UNAVAILABLE ``OUTCOME_UNKNOWN``, never
+  the caller's whole timeout. The CLI, the worker and simulated nodes get
+  this with several ``--address`` entries.
 
 Server streams (Subscribe) open on the first address whose connection is
 READY; a stream is not moved once it has started (its resume logic, if any,
@@ -38,6 +45,15 @@ import grpc
 
 from drover.config import TlsFiles
 from drover.rpc.channels import TokenSource, channel
+from drover.rpc.errors import as_rpc_error
+from drover.rpc.hold import (
+    DEFAULT_HOLD,
+    AttemptEnded,
+    HoldOutcomeUnknown,
+    Holds,
+    HoldTimeout,
+    health_probe,
+)
 from drover.rpc.reads import is_read
 
 __all__ = ["FailoverChannel", "client_channel", "split_addresses"]
@@ -56,7 +72,7 @@ class FailoverChannel:
 
     def __init__(self, addresses: Sequence[str], *, tls: TlsFiles | None = None,
                  token: TokenSource | None = None, rng: random.Random | None = None,
-                 connect_bound: float = CONNECT_BOUND) -> None:
+                 connect_bound: float = CONNECT_BOUND, hold: float = DEFAULT_HOLD) -> None:
         if not addresses:
             raise ValueError("no address")
         order = list(addresses)
@@ -64,6 +80,8 @@ class FailoverChannel:
         self.order = order
         self._channels = {a: channel(a, tls=tls, token=token) for a in order}
         self._connect_bound = connect_bound
+        #: Every unary attempt, bounded by the hold (module doc).
+        self.holds = Holds(health_probe(self._channels.__getitem__), hold)
 
     # -- the grpc.aio.Channel surface stubs use ---------------------------
     def unary_unary(self, method: str, request_serializer: Any = None,
@@ -77,6 +95,7 @@ class FailoverChannel:
         return _Stream(self, method, request_serializer, response_deserializer)
 
     async def close(self, grace: float | None = None) -> None:
+        await self.holds.close()
         for ch in self._channels.values():
             await ch.close(grace)
 
@@ -145,7 +164,20 @@ class _Unary:
             call = owner._channels[address].unary_unary(
                 self._method, request_serializer=self._ser, response_deserializer=self._de)
             try:
-                return await call(request, timeout=left, **kwargs)
+                with owner.holds.attempt(address) as attempt:
+                    return await owner.holds.wait(attempt, call(request, timeout=left, **kwargs))
+            except AttemptEnded as ended:
+                owner._demote(address)
+                if not read:
+                    raise as_rpc_error(HoldOutcomeUnknown(
+                        f"{address} went silent during {self._method.rsplit('/', 1)[-1]} "
+                        f"({ended.reason}); it may have been applied",
+                        metadata={"address": address})) from None
+                if i == len(order) - 1 or (deadline is not None
+                                           and time.monotonic() >= deadline):
+                    raise as_rpc_error(HoldTimeout(
+                        f"{address} did not answer ({ended.reason})",
+                        metadata={"address": address})) from None
             except grpc.aio.AioRpcError as e:
                 last = i == len(order) - 1
                 if (not read or last or e.code() != grpc.StatusCode.UNAVAILABLE

@@ -98,18 +98,23 @@ class ObserveInterceptor(WrappingInterceptor):
                 log.log(level, "%s %s", method, code,
                         extra={"fields": {"ms": round(elapsed * 1000, 2), "peer": peer}})
 
+        def begin(context: Any) -> tuple[float, str, Any, Any]:
+            """The call's start, peer, server span and the context it is current in."""
+            start = time.perf_counter()
+            # Read the peer now: after a cancelled call ends, its context
+            # refers to a released C call object.
+            peer = context.peer()
+            parent = incoming_context(context.invocation_metadata())
+            span = tracer_.start_span(method, context=parent, kind=SpanKind.SERVER,
+                                      attributes=attributes)
+            return start, peer, span, trace.set_span_in_context(span, parent)
+
         def unary(behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
             async def wrapper(request: Any, context: Any) -> Any:
-                start = time.perf_counter()
-                # Read the peer now: after a cancelled call ends, its context
-                # refers to a released C call object.
-                peer = context.peer()
-                parent = incoming_context(context.invocation_metadata())
-                span = tracer_.start_span(method, context=parent, kind=SpanKind.SERVER,
-                                          attributes=attributes)
+                start, peer, span, current = begin(context)
                 # Current for the handler (its logs carry the ids, its calls
                 # propagate them) and for the access log line in finish().
-                token = otel_context.attach(trace.set_span_in_context(span, parent))
+                token = otel_context.attach(current)
                 err: BaseException | None = None
                 try:
                     return await behavior(request, context)
@@ -133,14 +138,7 @@ class ObserveInterceptor(WrappingInterceptor):
                 return unary(behavior)
 
             async def wrapper(request: Any, context: Any) -> Any:
-                start = time.perf_counter()
-                # Read the peer now: after a cancelled call ends, its context
-                # refers to a released C call object.
-                peer = context.peer()
-                parent = incoming_context(context.invocation_metadata())
-                span = tracer_.start_span(method, context=parent, kind=SpanKind.SERVER,
-                                          attributes=attributes)
-                current = trace.set_span_in_context(span, parent)
+                start, peer, span, current = begin(context)
                 err: BaseException | None = None
                 items = behavior(request, context)
                 try:

@@ -91,6 +91,19 @@ Metadata = Sequence[tuple[str, "str | bytes"]]
 TokenSource = Callable[[], str]
 
 
+class ServerToken:
+    """A service's own identity on its outgoing calls: a :data:`TokenSource`
+    read on every call, so the secret set once ACLs are on (the server
+    bootstrap calls the app's ``set_server_token`` before ``prepare``)
+    reaches channels made before it was known. Empty: no token sent."""
+
+    def __init__(self) -> None:
+        self.secret = ""
+
+    def __call__(self) -> str:
+        return self.secret
+
+
 def _name(method: str | bytes) -> str:
     name = method.decode() if isinstance(method, bytes) else method
     return name.lstrip("/")

@@ -14,7 +14,8 @@ name is judged by the prefix rule alone):
   letter (``GetJob``, ``ListEvaluations``, ``CountEvaluations``,
   ``GetBrokerStats``, ``ListQueue``, ...; not ``Getaway``, ``Listen``);
 * the named reads of :data:`READ_METHODS`, each of its own service:
-  ``StateService/Subscribe`` (the event stream changes nothing), the health
+  ``StateService/Subscribe`` (the event stream changes nothing),
+  ``StateService/PlanJob`` (a dry run of RegisterJob), the health
   ``Check`` and ``Watch``, reflection's ``ServerReflectionInfo``.
 
 Everything else is a write, including ``Dequeue`` (it hands an evaluation
@@ -33,6 +34,7 @@ READ_PREFIXES: tuple[str, ...] = ("Get", "List", "Count")
 #: method of the same name elsewhere is not one unless its name says so.
 READ_METHODS: frozenset[str] = frozenset({
     "drover.state.v1.StateService/Subscribe",
+    "drover.state.v1.StateService/PlanJob",  # a dry run: writes nothing
     "grpc.health.v1.Health/Check",
     "grpc.health.v1.Health/Watch",
     "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",

@@ -26,6 +26,16 @@ Kubernetes ClusterIP pinned its one HTTP/2 connection to one pod. Now:
 Whether a failed call is *retried* on the next replica is the caller's
 decision (reads are safe to repeat; a write whose outcome is unknown is
 not): the pool only says where to go next.
+
+Silence is bounded like the proxy's (:mod:`drover.rpc.hold`): every call
+the pool makes (:meth:`ReplicaPool.read`, :meth:`ReplicaPool.once`) is an
+attempt on its replica; a replica that shows no life for ``hold`` seconds
+(``--hold-timeout``, default 3 s: a frozen process keeps its sockets open,
+so nothing fails) is pinged, and if the ping gets no answer its attempts
+end there: a read moves on to the next replica, a write is
+UNAVAILABLE ``OUTCOME_UNKNOWN`` (:class:`~drover.rpc.hold.HoldOutcomeUnknown`),
+and the replica is held down. Without this, a call waited its whole
+deadline (10 s) on a frozen replica.
 """
 
 from __future__ import annotations
@@ -47,6 +57,15 @@ from drover.coord.membership import list_members, watch_members
 from drover.coord.watch import WatchKV
 from drover.errors import Unavailable
 from drover.rpc.channels import channel
+from drover.rpc.hold import (
+    DEFAULT_HOLD,
+    AttemptEnded,
+    HoldOutcomeUnknown,
+    Holds,
+    HoldTimeout,
+    Probe,
+    health_probe,
+)
 from drover.rpc.propagation import TokenSource
 
 __all__ = ["FAILOVER_CODES", "STATE_SERVICE", "ReplicaChooser", "ReplicaPool", "state_replicas"]
@@ -123,8 +142,11 @@ class ReplicaPool:
     def __init__(self, service: str, stub: Callable[[grpc.aio.Channel], Any],
                  seeds: Sequence[str] = (), *, tls: TlsFiles | None = None,
                  clock: Clock = monotonic, hold_down: float = HOLD_DOWN,
-                 dial: Callable[[str], grpc.aio.Channel] | None = None) -> None:
+                 dial: Callable[[str], grpc.aio.Channel] | None = None,
+                 hold: float = DEFAULT_HOLD, probe: Probe | None = None) -> None:
         self.service = service
+        #: Every call's attempt on its replica, bounded by the hold (module doc).
+        self.holds = Holds(probe or health_probe(self.channel), hold, clock=clock)
         self.chooser = ReplicaChooser(seeds, clock=clock, hold_down=hold_down)
         self._stub = stub
         self._dial = dial or (lambda address: channel(address, tls=tls))
@@ -148,10 +170,15 @@ class ReplicaPool:
         not answer in time is held down and the next one tried; any other
         status is the answer. Raises the last replica's error.
         """
-        last: grpc.RpcError | None = None
+        last: Exception | None = None
         for address in self.chooser.order():
             try:
-                out = await call(self.stub(address))
+                out = await self._attempt(address, call)
+            except AttemptEnded as ended:
+                self.failed(address)
+                last = HoldTimeout(f"{self.service} replica {address} did not answer: "
+                                   f"{ended.reason}", metadata={"address": address})
+                continue
             except grpc.RpcError as err:
                 if err.code() not in FAILOVER_CODES:
                     raise
@@ -165,13 +192,24 @@ class ReplicaPool:
                               "none registered in membership)")
         raise last
 
+    async def _attempt(self, address: str, call: Callable[[Any], Awaitable[_T]]) -> _T:
+        """``call`` on ``address``, ended (AttemptEnded) if it goes silent."""
+        with self.holds.attempt(address) as attempt:
+            return await self.holds.wait(attempt, call(self.stub(address)))
+
     async def once(self, call: Callable[[Any], Awaitable[_T]]) -> _T:
         """``call(stub)`` on the next replica, once (a write: its outcome may
         be unknown, so it is never repeated here). A replica that is down is
         held down, so the caller's next attempt goes elsewhere."""
         address, _ = self.pick()
         try:
-            out = await call(self.stub(address))
+            out = await self._attempt(address, call)
+        except AttemptEnded as ended:
+            self.failed(address)
+            raise HoldOutcomeUnknown(
+                f"{self.service} replica {address} went silent during a write "
+                f"({ended.reason}); it may have been applied",
+                metadata={"address": address}) from None
         except grpc.RpcError as err:
             if err.code() in FAILOVER_CODES:
                 self.failed(address)
@@ -249,6 +287,7 @@ class ReplicaPool:
             await self.set_members(m.address for m in members.members)
 
     async def close(self) -> None:
+        await self.holds.close()
         channels, self._channels = list(self._channels.values()), {}
         channels += [ch for ch, _ in self._retired.values()]
         self._retired = {}
@@ -263,4 +302,5 @@ def state_replicas(settings: ServeSettings, token: TokenSource) -> ReplicaPool:
     ``settings.state_addresses`` (``--state-address``), every channel with
     the server's TLS and ``token`` (its identity, asked on every call)."""
     return ReplicaPool(STATE_SERVICE, state_pb2_grpc.StateServiceStub, settings.state_addresses,
-                       dial=lambda address: channel(address, tls=settings.tls, token=token))
+                       dial=lambda address: channel(address, tls=settings.tls, token=token),
+                       hold=settings.hold_timeout)

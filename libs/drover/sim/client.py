@@ -18,7 +18,10 @@ job (the group wins), or a task's config:
   ``sim.crash_after`` (default 3).
 
 Defaults for an unset update block are Nomad's: min_healthy_time 10 s,
-healthy_deadline 5 min.
+healthy_deadline 5 min. A service allocation outside any deployment reports
+its health too, timed by the group's ``migrate`` block (Nomad's client
+watches health by the migrate block then): the node drainer moves the next
+allocation of a group only once the replacement's health is known.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from drover.api.types.v1 import allocation_pb2, job_pb2
+from drover.drain.migrate import migrate_of
 
 RUNNING = allocation_pb2.ALLOC_CLIENT_STATUS_RUNNING
 FAILED = allocation_pb2.ALLOC_CLIENT_STATUS_FAILED
@@ -43,6 +47,9 @@ class Behaviour:
     min_healthy: float = 10.0
     healthy_deadline: float = 300.0
     batch: bool = False
+    #: Outside a deployment: the migrate block's (Nomad's defaults when unset).
+    migrate_min_healthy: float = 10.0
+    migrate_healthy_deadline: float = 300.0
 
 
 def _seconds(d: object, default: float) -> float:
@@ -68,6 +75,7 @@ def behaviour_of(job: job_pb2.Job, group: str) -> Behaviour:
     if outcome not in OUTCOMES:
         outcome = "healthy"
     update = tg.update if tg is not None and tg.HasField("update") else None
+    migrate = migrate_of(tg if tg is not None else job_pb2.TaskGroup())
     return Behaviour(
         outcome=outcome,
         start_after=_float(meta.get("sim.start_after"), 0.2),
@@ -76,6 +84,8 @@ def behaviour_of(job: job_pb2.Job, group: str) -> Behaviour:
         min_healthy=_seconds(update.min_healthy_time, 10.0) if update else 10.0,
         healthy_deadline=_seconds(update.healthy_deadline, 300.0) if update else 300.0,
         batch=job.type == job_pb2.JOB_TYPE_BATCH,
+        migrate_min_healthy=migrate.min_healthy_time,
+        migrate_healthy_deadline=migrate.healthy_deadline,
     )
 
 
@@ -140,11 +150,13 @@ def step(t: Track, b: Behaviour, now: float) -> Report | None:
         t.done = True
         return Report(FAILED, "task crashed (sim.outcome=crash)",
                       False if t.deployment and t.healthy is None else None)
-    if t.deployment and t.healthy is None:
-        if b.outcome in ("healthy", "crash") and now >= t.health_since + b.min_healthy:
+    if t.healthy is None:
+        min_healthy, deadline = ((b.min_healthy, b.healthy_deadline) if t.deployment
+                                 else (b.migrate_min_healthy, b.migrate_healthy_deadline))
+        if b.outcome in ("healthy", "crash") and now >= t.health_since + min_healthy:
             t.healthy = True
             return Report(healthy=True, description="task healthy for min_healthy_time")
-        if now >= t.health_since + b.healthy_deadline:
+        if now >= t.health_since + deadline:
             t.healthy = False
             return Report(healthy=False, description="task not healthy by healthy_deadline")
     return None

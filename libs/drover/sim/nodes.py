@@ -10,6 +10,11 @@ Allocation topic for the whole process, not one per node) and sends what
 clean stop the nodes are marked down, so the scheduler replaces what ran on
 them (a killed process's nodes are marked down by the control plane once
 their TTL and grace pass).
+
+Each node speaks only for itself, as a Nomad client: the secret its
+registration returned (``UpsertNodeResponse.secret_id``, kept in memory)
+goes with its heartbeats, its re-registration and its allocation
+updates, which are batched per node (one call speaks for one node).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 
 import grpc
 
+from drover.acl.node_secret import node_secret_metadata
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2
 from drover.worker.heartbeats import HeartbeatSchedule
@@ -66,20 +72,29 @@ class SimNodes:
         self.tracks: dict[tuple[str, str], Track] = {}
         self._behaviour: dict[tuple[str, str], Behaviour] = {}  # (alloc key) -> behaviour
         self._jobs: dict[tuple[str, str, int], job_pb2.Job] = {}
+        self._node_of: dict[tuple[str, str], str] = {}  # (alloc key) -> its node
+        #: Each node's secret, from its registration (absent: not issued to us).
+        self.secrets: dict[str, str] = {}
         self.reports = 0
         self.heartbeats = 0
         self.schedule = HeartbeatSchedule(config.heartbeat)
+
+    def _as(self, node_id: str) -> tuple[tuple[str, str], ...]:
+        """Metadata presenting ``node_id``'s secret."""
+        return node_secret_metadata(self.secrets.get(node_id, ""))
 
     async def register(self) -> None:
         c = self.config
 
         async def one(node_id: str) -> None:
-            await self.stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
+            resp = await self.stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
                 id=node_id, name=node_id, datacenter=c.datacenter, node_class="sim",
                 status=node_pb2.NODE_STATUS_READY,
                 scheduling_eligibility=node_pb2.NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE,
                 resources=job_pb2.Resources(cpu=c.cpu, memory_mb=c.memory_mb),
-                attributes={"driver.sim": "1"})), timeout=30)
+                attributes={"driver.sim": "1"})), metadata=self._as(node_id), timeout=30)
+            if resp.secret_id:
+                self.secrets[node_id] = resp.secret_id
             self.schedule.add(node_id, self.clock())  # its first heartbeat: at once
 
         for i in range(0, len(self.node_ids), CONCURRENT):
@@ -89,7 +104,8 @@ class SimNodes:
         async def one(node_id: str) -> None:
             try:
                 await self.stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(
-                    id=node_id, status=node_pb2.NODE_STATUS_DOWN), timeout=10)
+                    id=node_id, status=node_pb2.NODE_STATUS_DOWN), metadata=self._as(node_id),
+                    timeout=10)
             except grpc.RpcError as e:
                 log.warning("marking %s down: %s", node_id, e)
 
@@ -128,7 +144,8 @@ class SimNodes:
         try:
             # Pure heartbeats: they never undo an operator's down or drain.
             resp = await self.stub.HeartbeatNodes(state_pb2.HeartbeatNodesRequest(
-                node_ids=node_ids), timeout=30)
+                node_ids=node_ids, secret_ids=[self.secrets.get(n, "") for n in node_ids]
+                if any(n in self.secrets for n in node_ids) else []), timeout=30)
         except grpc.RpcError as e:
             log.warning("heartbeats of %d nodes: %s", len(node_ids), e)
             for node_id in node_ids:
@@ -169,6 +186,7 @@ class SimNodes:
             t = Track(now, bool(a.deployment_id))
             self._behaviour[key] = behaviour_of(job, a.task_group)
             self.tracks[key] = t
+            self._node_of[key] = a.node_id
         elif self._behaviour.get(key) is not None:
             job = await self._job(a.namespace, a.job_id, a.job_version)
             self._behaviour[key] = behaviour_of(job, a.task_group)  # in-place update
@@ -208,7 +226,7 @@ class SimNodes:
 
     async def tick(self) -> None:
         now = self.clock()
-        due: list[state_pb2.AllocationUpdate] = []
+        due: dict[str, list[state_pb2.AllocationUpdate]] = {}  # per node
         for key, t in list(self.tracks.items()):
             r: Report | None = step(t, self._behaviour[key], now)
             if r is not None:
@@ -217,17 +235,19 @@ class SimNodes:
                                                client_description=r.description)
                 if r.healthy is not None:
                     u.healthy = r.healthy
-                due.append(u)
+                due.setdefault(self._node_of[key], []).append(u)
             if t.done and r is None:
                 self.tracks.pop(key, None)
                 self._behaviour.pop(key, None)
-        for i in range(0, len(due), BATCH):
-            await self._send(due[i:i + BATCH])
+                self._node_of.pop(key, None)
+        for node_id, updates in due.items():
+            for i in range(0, len(updates), BATCH):
+                await self._send(node_id, updates[i:i + BATCH])
 
-    async def _send(self, updates: list[state_pb2.AllocationUpdate]) -> None:
+    async def _send(self, node_id: str, updates: list[state_pb2.AllocationUpdate]) -> None:
         try:
             await self.stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(
-                updates=updates), timeout=30)
+                updates=updates), metadata=self._as(node_id), timeout=30)
             self.reports += len(updates)
             return
         except grpc.RpcError as e:
@@ -235,4 +255,4 @@ class SimNodes:
                 log.warning("report %s: %s", updates[0].id, e)
                 return
         for u in updates:  # one bad (e.g. deleted) allocation must not sink the rest
-            await self._send([u])
+            await self._send(node_id, [u])

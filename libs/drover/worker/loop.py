@@ -6,7 +6,12 @@ with the others of its batch, carrying a blocked evaluation when some
 allocations fit nowhere (the state service makes it pending again when a
 node joins or capacity is freed) or a follow-up when the plan was capped.
 A plan refused as PLAN_STALE is computed again from fresh state, a few
-times, before the evaluation is Nacked. Evaluations of one batch are
+times, before the evaluation is Nacked. A plan committed only in part
+(Nomad's partial commit: some nodes had no room left) is planned again
+after the view caught up with the refresh index, by Nomad's retry rule
+(:mod:`.attempts`); each plan carries the evaluation's delivery token, and
+a plan refused because that delivery ended (PLAN_DELIVERY_ENDED) gives the
+evaluation up without a Nack (it is no longer this worker's). Evaluations of one batch are
 planned one after another: they belong to different jobs (the broker
 delivers one per job) but may compete for the same nodes.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -27,6 +33,8 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2
 from drover.rpc.remote import from_rpc_error, remote_status
 
+from .attempts import DESCRIPTION, TRIGGER, Attempts, attempt_limit
+from .blocked import blocked_need
 from .planner import Plan, Snapshot, compute_plan
 from .view import ClusterView
 
@@ -36,7 +44,7 @@ COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    schedulers: tuple[str, ...] = ("service", "batch")
+    schedulers: tuple[str, ...] = ("service", "batch", "system")
     batch: int = 16
     dequeue_timeout: float = 5.0
     plan_retries: int = 5
@@ -50,12 +58,20 @@ class WorkerStats:
     plans: int = 0
     placed: int = 0
     stale: int = 0
+    #: Plans committed only in part, and the placements they had refused.
+    partial: int = 0
+    refused: int = 0
     nacked: int = 0
     blocked: int = 0
     acked: list[str] = field(default_factory=list)
 
 class PlanRefused(Exception):
     """The plan kept being stale: give the evaluation back."""
+
+
+class DeliveryEnded(Exception):
+    """The state service refused the plan: this worker's delivery of the
+    evaluation ended (nacked, timed out, redelivered, another broker term)."""
 
 class Worker:
     def __init__(self, channel: grpc.aio.Channel, config: WorkerConfig = WorkerConfig()) -> None:
@@ -94,7 +110,10 @@ class Worker:
         for ev, token, wait_index in deliveries:
             self.stats.evaluations += 1
             try:
-                follow_ups = await self.process(ev, wait_index)
+                follow_ups = await self.process(ev, wait_index, token)
+            except DeliveryEnded as e:
+                log.warning("evaluation %s: %s; not ours any more", ev.id, e)
+                continue
             except Exception as e:  # one bad evaluation must not stop the worker
                 if isinstance(e, (PlanRefused, grpc.RpcError)):
                     log.warning("evaluation %s: %s; nack", ev.id, _describe(e))
@@ -119,26 +138,50 @@ class Worker:
                     del self.stats.acked[:-100]
         return len(deliveries)
 
-    async def process(self, ev: evaluation_pb2.Evaluation,
-                      wait_index: int) -> list[evaluation_pb2.Evaluation]:
+    async def process(self, ev: evaluation_pb2.Evaluation, wait_index: int,
+                      token: str = "") -> list[evaluation_pb2.Evaluation]:
         """Plan and submit until accepted; the follow-up evaluations to ack with."""
         await self.view.wait_past(wait_index, within=1.0)
-        for _ in range(self.config.plan_retries):
+        partial = Attempts(attempt_limit(ev.type))
+        stale = 0
+        while True:
+            index = self.view.index  # what the plan is computed at (nodes may lag)
             snap = await self.snapshot(ev)
             plan = compute_plan(snap, rng=self._rng, new_id=lambda: str(uuid.uuid4()))
-            if not plan.empty:
-                try:
-                    await self.submit(ev, snap, plan)
-                except grpc.RpcError as e:
-                    refused = from_rpc_error(e)
-                    if refused.reason != "PLAN_STALE":
-                        raise
-                    self.stats.stale += 1
-                    index = int(refused.metadata.get("index", "0") or 0)
-                    await self.view.wait_past(index, within=0.5)
+            if plan.empty:
+                return self._follow_ups_with_needs(ev, snap, plan, index)
+            try:
+                resp = await self.submit(ev, snap, plan, token)
+            except grpc.RpcError as e:
+                refused = from_rpc_error(e)
+                if refused.reason == "PLAN_DELIVERY_ENDED":
+                    raise DeliveryEnded(str(refused)) from e
+                # BROKER_UNREACHABLE: nothing was written; the broker may be
+                # failing over, so try again shortly, as for a stale plan.
+                if refused.reason not in ("PLAN_STALE", "BROKER_UNREACHABLE"):
+                    raise
+                self.stats.stale += 1
+                stale += 1
+                if stale >= self.config.plan_retries:
+                    raise PlanRefused(f"plan stale {stale} times") from e
+                if refused.reason == "BROKER_UNREACHABLE":
+                    await asyncio.sleep(0.5 * stale)
                     continue
-            return self._follow_ups(ev, plan)
-        raise PlanRefused(f"plan stale {self.config.plan_retries} times")
+                index = int(refused.metadata.get("index", "0") or 0)
+                await self.view.wait_past(index, within=0.5)
+                continue
+            if not resp.refused:
+                return self._follow_ups_with_needs(ev, snap, plan, index)
+            self.stats.partial += 1
+            self.stats.refused += sum(len(r.placement_ids) for r in resp.refused)
+            log.info("evaluation %s: plan committed in part (%s); refresh at %d", ev.id,
+                     "; ".join(f"{r.node_id}: {r.reason}" for r in resp.refused),
+                     resp.refresh_index)
+            if not partial.after(progress=bool(resp.placed or resp.updated)):
+                return [self._conflict_blocked(ev)]
+            # Nomad waits for a snapshot at the refresh index: the view (the
+            # nodes' usage) must include what the other plans committed.
+            await self.view.wait_past(resp.refresh_index, within=5.0)
 
     async def snapshot(self, ev: evaluation_pb2.Evaluation) -> Snapshot:
         ns, job_id = ev.namespace or "default", ev.job_id
@@ -171,18 +214,42 @@ class Worker:
                 order_by="create_index desc", page_size=1), timeout=30)
             deployment = deps.deployments[0] if deps.deployments else None
         return Snapshot(ns, job_id, job, versions, deployment, allocs,
-                        list(self.view.nodes.values()), dict(self.view.used), eval_id=ev.id)
+                        list(self.view.nodes.values()), dict(self.view.used), eval_id=ev.id,
+                        now=time.time())
 
-    async def submit(self, ev: evaluation_pb2.Evaluation, snap: Snapshot, plan: Plan) -> None:
+    async def submit(self, ev: evaluation_pb2.Evaluation, snap: Snapshot, plan: Plan,
+                     token: str = "") -> state_pb2.SubmitPlanResponse:
         nodes = {n.id: n.modify_index for n in snap.nodes}
         self.stats.plans += 1
-        await self.state.SubmitPlan(state_pb2.SubmitPlanRequest(
+        resp = await self.state.SubmitPlan(state_pb2.SubmitPlanRequest(
             eval_id=ev.id, namespace=snap.namespace, job_id=snap.job_id,
             job_index=snap.job.modify_index if snap.job is not None else 0,
             alloc_indexes={a.id: a.modify_index for a in snap.allocs},
             node_indexes={n: nodes[n] for n in plan.node_ids()},
-            placements=plan.placements, updates=plan.updates), timeout=30)
-        self.stats.placed += len(plan.placements)
+            placements=plan.placements, updates=plan.updates,
+            evaluations=plan.evaluations, eval_token=token), timeout=30)
+        self.stats.placed += resp.placed
+        return resp
+
+    def _follow_ups_with_needs(self, ev: evaluation_pb2.Evaluation, snap: Snapshot,
+                               plan: Plan, index: int) -> list[evaluation_pb2.Evaluation]:
+        """The follow-ups; a blocked one records what it needs and the index
+        its plan was computed at (so capacity changes unblock it by need)."""
+        follow = self._follow_ups(ev, plan)
+        for f in follow:
+            if f.status == evaluation_pb2.EVALUATION_STATUS_BLOCKED:
+                blocked_need(f, snap, plan, index)
+        return follow
+
+    def _conflict_blocked(self, ev: evaluation_pb2.Evaluation) -> evaluation_pb2.Evaluation:
+        """Nomad's answer to attempts run out: a blocked evaluation that the
+        next capacity change unblocks."""
+        self.stats.blocked += 1
+        return evaluation_pb2.Evaluation(
+            id=str(uuid.uuid4()), namespace=ev.namespace, priority=ev.priority, type=ev.type,
+            job_id=ev.job_id, previous_eval=ev.id, deployment_id=ev.deployment_id,
+            triggered_by=TRIGGER, status=evaluation_pb2.EVALUATION_STATUS_BLOCKED,
+            status_description=DESCRIPTION)
 
     def _follow_ups(self, ev: evaluation_pb2.Evaluation,
                     plan: Plan) -> list[evaluation_pb2.Evaluation]:

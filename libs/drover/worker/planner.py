@@ -5,10 +5,14 @@ deployment, its allocations, the nodes and what every node already
 reserves -- into a :class:`Plan`: placements, stops and in-place updates,
 the way Nomad's generic scheduler reconciles a task group:
 
-- lost allocations (their node went down or drains) are stopped and
-  replaced; failed ones of an older version are stopped and replaced, failed
-  ones of the current version stay (the deployment fails on them; nothing
-  reschedules them);
+- allocations the node drainer marked to migrate are stopped and replaced
+  (:mod:`.migrate`); the others on a draining node stay;
+- lost allocations (their node went down) are stopped and replaced at
+  once; failed ones of an older version are stopped and replaced; failed
+  ones of the current version are rescheduled by their group's reschedule
+  policy (:mod:`.failed`: now, by a follow-up evaluation due later, or not
+  at all once the policy is spent);
+- a failed or cancelled deployment's un-promoted canaries are stopped;
 - an old allocation whose tasks are unchanged in the new version is updated
   in place (same node, new version); the others need a destructive update:
   stop and place a replacement;
@@ -21,7 +25,8 @@ the way Nomad's generic scheduler reconciles a task group:
 - missing allocations (count raised, lost, first placement) are placed at
   once, excess ones stopped at once;
 - a stopped job stops everything; a batch job's completed allocations count
-  as done.
+  as done; a system job gets one allocation per eligible node
+  (:mod:`.system`).
 
 Placement is bin-packing in Nomad's manner: the candidate nodes (ready,
 eligible, not draining, in the job's datacenters) are shuffled, up to
@@ -29,7 +34,8 @@ eligible, not draining, in the job's datacenters) are shuffled, up to
 better, less a penalty for co-locating the same task group) and the best
 wins. What does not fit anywhere is reported in ``queued``: the worker
 then creates a blocked evaluation. A plan never holds more than
-``max_ops`` writes; the remainder sets ``more`` for a follow-up evaluation.
+``max_ops`` writes (its allocations and a usage record per node it touches);
+the remainder sets ``more`` for a follow-up evaluation.
 """
 
 from __future__ import annotations
@@ -39,9 +45,12 @@ import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
-from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2, node_pb2
+from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2, node_pb2
 
+from . import failed as failed_allocs
+from . import migrate, reschedule
 from .resources import Vec, group_ask, is_live
 
 RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
@@ -51,6 +60,8 @@ FAILED = allocation_pb2.ALLOC_CLIENT_STATUS_FAILED
 COMPLETE = allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE
 PENDING = allocation_pb2.ALLOC_CLIENT_STATUS_PENDING
 DEP_RUNNING = deployment_pb2.DEPLOYMENT_STATUS_RUNNING
+DEP_FAILED = deployment_pb2.DEPLOYMENT_STATUS_FAILED
+DEP_CANCELLED = deployment_pb2.DEPLOYMENT_STATUS_CANCELLED
 
 _INDEX = re.compile(r"\[(\d+)\]$")
 
@@ -69,6 +80,8 @@ class Snapshot:
     #: Per node id: what its live allocations (of every job) reserve.
     node_used: Mapping[str, Vec]
     eval_id: str = ""
+    #: Wall-clock seconds the plan is computed at (reschedule delays count on it).
+    now: float = 0.0
 
 
 @dataclass
@@ -80,13 +93,21 @@ class Plan:
     queued: dict[str, int] = field(default_factory=dict)
     #: More work than fit in this plan: evaluate again.
     more: bool = False
+    #: Evaluations written with the plan (reschedules due later).
+    evaluations: list[evaluation_pb2.Evaluation] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not self.placements and not self.updates
+        return not self.placements and not self.updates and not self.evaluations
 
     def node_ids(self) -> set[str]:
         return {a.node_id for a in self.placements}
+
+    def objects(self) -> int:
+        """What the plan writes in its txn: its allocations and one usage
+        record per node it touches (the state service's rule)."""
+        nodes = {a.node_id for a in self.placements} | {a.node_id for a in self.updates}
+        return len(self.placements) + len(self.updates) + len(nodes)
 
 
 def schedulable(node: node_pb2.Node) -> bool:
@@ -103,6 +124,11 @@ def _copy(a: allocation_pb2.Allocation) -> allocation_pb2.Allocation:
     out = allocation_pb2.Allocation()
     out.CopyFrom(a)
     return out
+
+
+def _same_tasks(snap: Snapshot, tg: job_pb2.TaskGroup, a: allocation_pb2.Allocation) -> bool:
+    """``a``'s version of ``tg`` runs the same tasks (an in-place update)."""
+    return _tasks_equal(_group(snap.versions.get(a.job_version), tg.name), tg)
 
 
 def _tasks_equal(a: job_pb2.TaskGroup | None, b: job_pb2.TaskGroup) -> bool:
@@ -179,7 +205,7 @@ class _Builder:
         self.packer = _Packer(snap, rng)
 
     def room(self) -> bool:
-        if len(self.plan.placements) + len(self.plan.updates) < self.max_ops:
+        if self.plan.objects() + 2 <= self.max_ops:  # an allocation, maybe a new node
             return True
         self.plan.more = True
         return False
@@ -193,6 +219,22 @@ class _Builder:
         self.plan.updates.append(out)
         self.packer.release(a)
         return True
+
+    def ops(self) -> int:
+        return len(self.plan.placements) + len(self.plan.updates)
+
+    def room_for(self, ops: int) -> bool:
+        """``ops`` more writes fit in this plan (its usage records counted);
+        else it says ``more``."""
+        if self.plan.objects() + ops <= self.max_ops:
+            return True
+        self.plan.more = True
+        return False
+
+    def undo_stop(self, a: allocation_pb2.Allocation) -> None:
+        """Take back the last stop (of ``a``): it keeps running and its room."""
+        self.plan.updates.pop()
+        self.packer.used[a.node_id] = self.packer.used.get(a.node_id, Vec()) + Vec.of(a.resources)
 
     def in_place(self, a: allocation_pb2.Allocation, job: job_pb2.Job, dep_id: str) -> bool:
         if not self.room():
@@ -227,7 +269,7 @@ class _Builder:
 
 
 def compute_plan(snap: Snapshot, *, rng: random.Random | None = None,
-                 new_id: Callable[[], str] | None = None, max_ops: int = 126) -> Plan:
+                 new_id: Callable[[], str] | None = None, max_ops: int = 125) -> Plan:
     """The plan that moves the job's allocations towards its spec."""
     rng = rng or random.Random(0)
     if new_id is None:
@@ -251,8 +293,36 @@ def compute_plan(snap: Snapshot, *, rng: random.Random | None = None,
                 if a.desired_status == RUN:
                     b.stop(a, "alloc not needed since its task group was removed")
     for tg in job.task_groups:
+        if job.type == job_pb2.JOB_TYPE_SYSTEM:  # one per node: the system scheduler's module
+            from .system import reconcile_system
+            reconcile_system(b, job, tg, by_group.get(tg.name, []), partial(_same_tasks, snap, tg))
+            continue
         _reconcile_group(b, job, tg, by_group.get(tg.name, []))
     return b.plan
+
+
+def _failed(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup, a: allocation_pb2.Allocation,
+            dep: deployment_pb2.Deployment | None, dep_id: str,
+            later: list[tuple[float, allocation_pb2.Allocation]]) -> None:
+    """A failed allocation of the current version (:mod:`.failed`): replaced
+    now, noted for a follow-up evaluation, or kept."""
+    policy = reschedule.resolve(job.type, tg.reschedule if tg.HasField("reschedule") else None)
+    j = failed_allocs.judge(a, policy, b.snap.eval_id, b.snap.now, dep)
+    if j.verdict is failed_allocs.Verdict.LATER:
+        later.append((j.at, a))
+    if j.verdict is not failed_allocs.Verdict.NOW:
+        return
+    if len(b.plan.placements) + len(b.plan.updates) + 2 > b.max_ops:
+        b.plan.more = True
+        return
+    if not b.stop(a, failed_allocs.STOP_DESCRIPTION):
+        return
+    if not b.place(job, tg, name_index(a.name), dep_id, previous=a.id):
+        b.plan.updates.pop()  # nowhere to go: it stays failed (queued: blocked evaluation)
+        return
+    new = b.plan.placements[-1]
+    new.reschedule_tracker.CopyFrom(failed_allocs.replacement_tracker(policy, a, b.snap.now))
+    b.plan.updates[-1].next_allocation = new.id
 
 
 def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
@@ -264,17 +334,19 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
     dep_id = dep.id if dep_running and dep is not None and tg.name in dep.task_groups else ""
     dstate = dep.task_groups.get(tg.name) if dep is not None else None
     batch = job.type == job_pb2.JOB_TYPE_BATCH
-    node_ok = {n.id for n in snap.nodes if n.status == node_pb2.NODE_STATUS_READY
-               and not n.drain}
+    # A draining node's allocations stay until the drainer marks them to migrate.
+    node_ok = {n.id for n in snap.nodes if n.status == node_pb2.NODE_STATUS_READY}
 
+    later: list[tuple[float, allocation_pb2.Allocation]] = []  # reschedules due later
     current: list[allocation_pb2.Allocation] = []  # new version, occupying a slot
     old: list[allocation_pb2.Allocation] = []      # older version, live
     free_names: list[int] = []                     # indexes freed by stops
+    migrating: list[allocation_pb2.Allocation] = []  # marked by the node drainer
     for a in allocs:
         if a.desired_status != RUN:
             continue
         if a.client_status == LOST or (is_live(a) and a.node_id not in node_ok):
-            if b.stop(a, "alloc is lost since its node is down or draining"):
+            if b.stop(a, "alloc is lost since its node is down"):
                 free_names.append(name_index(a.name))
             continue
         if a.client_status == COMPLETE:
@@ -283,11 +355,35 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
             continue
         if a.client_status == FAILED:
             if a.job_version == job.version:
-                current.append(a)  # the deployment fails on it; no rescheduling
+                current.append(a)  # holds its slot: replaced (now) or not (failed module)
+                _failed(b, job, tg, a, dep, dep_id, later)
             elif b.stop(a, "alloc failed; replaced by the new version"):
                 free_names.append(name_index(a.name))
             continue
+        if migrate.marked(a):
+            migrating.append(a)
+            continue
         (current if a.job_version == job.version else old).append(a)
+    if later:
+        evals, marked = failed_allocs.later_evals(job, snap.eval_id, later, b.new_id)
+        if len(b.plan.placements) + len(b.plan.updates) + len(marked) <= b.max_ops:
+            b.plan.updates.extend(marked)
+            b.plan.evaluations.extend(evals)
+        else:
+            b.plan.more = True
+    if dep is not None and dep.status in (DEP_FAILED, DEP_CANCELLED) and not (
+            dstate is not None and dstate.promoted):
+        # Nomad's cancelUnneededCanaries: a failed or cancelled deployment's
+        # un-promoted canaries go.
+        for a in [a for a in current if a.deployment_status.canary
+                  and a.deployment_id == dep.id and a.client_status != FAILED]:
+            if b.stop(a, "alloc not needed due to job update"):
+                current.remove(a)
+    moved = migrate.migrate(b, job, tg, migrating, dep_id,
+                            {a.id: name_index(a.name) for a in migrating})
+    for a in moved.kept:
+        (current if a.job_version == job.version else old).append(a)
+    held = moved.held  # slots the migrations fill (their replacements)
 
     old_tg = {a.id: _group(snap.versions.get(a.job_version), tg.name) for a in old}
     inplace = [a for a in old if not batch and _tasks_equal(old_tg[a.id], tg)]
@@ -298,7 +394,8 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
         if b.in_place(a, job, dep_id):
             current.append(a)
 
-    used_names = {name_index(a.name) for a in current} | {name_index(a.name) for a in old}
+    used_names = ({name_index(a.name) for a in current} | {name_index(a.name) for a in old}
+                  | {name_index(a.name) for a in migrating})
 
     def next_name() -> int:
         i = 0
@@ -315,19 +412,19 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
         for _ in range(new_canaries):
             b.place(job, tg, next_name(), dep_id, canary=True)
         if destructive:  # the old ones serve beside the canaries until promotion
-            missing = tg.count - (len(current) - have) - len(destructive)
+            missing = tg.count - (len(current) - have) - len(destructive) - held
         else:  # nothing old left (lost, or never placed): canaries are part of the count
-            missing = tg.count - len(current) - new_canaries
+            missing = tg.count - len(current) - new_canaries - held
         for _ in range(max(0, missing)):
             b.place(job, tg, next_name(), dep_id)
         return
 
-    live = len(current) + len(destructive)
-    if len(current) >= tg.count:
+    live = len(current) + len(destructive) + held
+    if len(current) + held >= tg.count:
         for a in destructive:
             b.stop(a, "alloc not needed: replaced by the new version")
-        extra = sorted((a for a in current if a.client_status != COMPLETE),
-                       key=lambda a: -name_index(a.name))[: len(current) - tg.count]
+        extra = sorted((a for a in current if a.client_status not in (COMPLETE, FAILED)),
+                       key=lambda a: -name_index(a.name))[: len(current) + held - tg.count]
         for a in extra:
             b.stop(a, "alloc not needed due to job update")
         return
@@ -337,7 +434,7 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
         for a in surplus:
             b.stop(a, "alloc not needed due to job update")
         destructive = [a for a in destructive if a not in surplus]
-    for _ in range(tg.count - len(current) - len(destructive)):
+    for _ in range(tg.count - len(current) - len(destructive) - held):
         b.place(job, tg, free_names.pop() if free_names else next_name(), dep_id)
 
     if dep is not None and not dep_running:
@@ -349,10 +446,9 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
                                  and a.deployment_status.healthy))
         limit = max(0, tg.update.max_parallel - in_flight)
     for a in sorted(destructive, key=lambda a: name_index(a.name))[:limit]:
-        if len(b.plan.placements) + len(b.plan.updates) + 2 > b.max_ops:
+        if b.plan.objects() + 4 > b.max_ops:  # a stop and a placement, their nodes
             b.plan.more = True
             return
         b.stop(a, "alloc is being updated due to job update")
         if not b.place(job, tg, name_index(a.name), dep_id, previous=a.id):
-            b.plan.updates.pop()  # nowhere to go: keep the old one running
-            b.packer.used[a.node_id] = b.packer.used.get(a.node_id, Vec()) + Vec.of(a.resources)
+            b.undo_stop(a)  # nowhere to go: keep the old one running

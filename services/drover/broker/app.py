@@ -45,6 +45,7 @@ from drover.coord import (
 )
 from drover.gc_policy import GcPolicy
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
+from drover.rpc.propagation import ServerToken
 from drover.rpc.readiness import leader_known
 from drover.rpc.replicas import state_replicas
 from drover.rpc.server import App, AppContext, ServiceBinding
@@ -67,8 +68,8 @@ class BrokerApp:
         leadership_config: LeadershipConfig | None = None,
     ) -> None:
         self.settings = settings
-        self._token = ""  # the server identity, with ACLs on (set_server_token)
-        self.state = state_replicas(settings, self._server_token)
+        self.server_token = ServerToken()  # the server identity, with ACLs on
+        self.state = state_replicas(settings, self.server_token)
         self.api = GrpcStateApi(self.state)
         self.core = EvalBroker(broker_config, clock=time.monotonic, rng=random.Random())
         self.gc_policy = GcPolicy()
@@ -82,10 +83,7 @@ class BrokerApp:
         self._unregister: list[Any] = []
 
     def set_server_token(self, secret: str) -> None:
-        self._token = secret
-
-    def _server_token(self) -> str:
-        return self._token
+        self.server_token.secret = secret
 
     @property
     def bindings(self) -> Sequence[ServiceBinding]:

@@ -24,12 +24,14 @@ from drover.api.deployments.v1 import deployments_pb2_grpc
 from drover.config import ServeSettings, tuned_config
 from drover.coord import Keyspace, Leadership, LeadershipConfig, observe
 from drover.errors import DroverError
+from drover.rpc.propagation import ServerToken
 from drover.rpc.readiness import leader_known
 from drover.rpc.replicas import ReplicaPool, state_replicas
 from drover.rpc.server import App, AppContext, ServiceBinding
 
 from . import metrics
 from .core.batcher import BatcherConfig
+from .drainer import NodeDrainer
 from .gc import GarbageCollector, GcConfig
 from .leader import LeaderConfig, WatcherLeader
 from .servicer import DeploymentWatcherServicer
@@ -42,7 +44,7 @@ class DeploymentsApp:
     def __init__(self, settings: ServeSettings, *, leader_config: LeaderConfig | None = None,
                  leadership_config: LeadershipConfig | None = None) -> None:
         self.settings = settings
-        self._token = ""  # the server identity, with ACLs on (set_server_token)
+        self.server_token = ServerToken()  # the server identity, with ACLs on
         self._leadership_config = leadership_config or LeadershipConfig(
             ttl=settings.etcd.session_ttl)
         self._leader_config = leader_config
@@ -50,14 +52,12 @@ class DeploymentsApp:
         self._etcd: Any = None
         self.leadership: Leadership | None = None
         self.leader: WatcherLeader | None = None
+        self.drainer: NodeDrainer | None = None
         self.servicer: DeploymentWatcherServicer | None = None
         self._unregister: list[Any] = []
 
     def set_server_token(self, secret: str) -> None:
-        self._token = secret
-
-    def _server_token(self) -> str:
-        return self._token
+        self.server_token.secret = secret
 
     @property
     def bindings(self) -> Sequence[ServiceBinding]:
@@ -67,11 +67,13 @@ class DeploymentsApp:
             deployments_pb2_grpc.add_DeploymentWatcherServiceServicer_to_server)]
 
     async def prepare(self) -> None:
-        self.state = state_replicas(self.settings, self._server_token)
+        self.state = state_replicas(self.settings, self.server_token)
         api = GrpcStateApi(self.state)
         gc = GarbageCollector(api, GcConfig.from_settings(self.settings.gc))
         self.leader = WatcherLeader(api, self.settings.service, config=self._leader_config,
                                     gc=gc)
+        # The node drainer is leader work too: it leads with the watcher.
+        self.drainer = NodeDrainer(api, self.settings.service)
         self.servicer = DeploymentWatcherServicer(self.leader, self._leader_hint)
 
     async def start(self, ctx: AppContext) -> None:
@@ -85,7 +87,8 @@ class DeploymentsApp:
                                              name="deployments-state-replicas"))
         assert self.leader is not None, "prepare() first"
         self.leadership = Leadership(ctx.etcd, Keyspace(self.settings.etcd.prefix),
-                                     self.settings.service, ctx.address, [self.leader],
+                                     self.settings.service, ctx.address,
+                                     [self.leader, *([self.drainer] if self.drainer else [])],
                                      config=self._leadership_config)
         self._unregister = metrics.register(self.leader)
         self.leadership.start()

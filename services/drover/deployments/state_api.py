@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import grpc
 
 from drover.api.state.v1 import state_pb2
-from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
+from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2, node_pb2
 from drover.coord.fence import Fence
 from drover.errors import Conflict, DroverError, FenceLost, NotFound, Unavailable
 from drover.rpc.remote import from_rpc_error, narrow
@@ -186,3 +186,46 @@ class GrpcStateApi:
         resp: state_pb2.GarbageCollectResponse = await self._call(
             "write", "GarbageCollect", request, fence)
         return resp
+
+    # -- the node drainer's calls (drainer.DrainStateApi) ----------------------
+
+    async def list_draining_nodes(self) -> list[node_pb2.Node]:
+        out: list[node_pb2.Node] = []
+        token = ""
+        while True:
+            resp = await self._call("query", "ListNodes", state_pb2.ListNodesRequest(
+                filter="drain", page_size=PAGE_SIZE, page_token=token))
+            out.extend(resp.nodes)
+            token = resp.next_page_token
+            if not token:
+                return out
+
+    async def allocations_where(self, filter_: str) -> list[allocation_pb2.Allocation]:
+        out: list[allocation_pb2.Allocation] = []
+        token = ""
+        while True:
+            resp = await self._call("query", "ListAllocations", state_pb2.ListAllocationsRequest(
+                namespace="*", page_size=PAGE_SIZE, page_token=token, filter=filter_))
+            out.extend(resp.allocations)
+            token = resp.next_page_token
+            if not token:
+                return out
+
+    async def get_job(self, namespace: str, job_id: str) -> job_pb2.Job | None:
+        try:
+            resp = await self._call("query", "GetJob", state_pb2.GetJobRequest(
+                namespace=namespace, id=job_id))
+        except NotFound:
+            return None
+        return resp.job  # type: ignore[no-any-return]
+
+    async def update_alloc_desired_transition(
+        self, request: state_pb2.UpdateAllocDesiredTransitionRequest, fence: Fence
+    ) -> int:
+        resp = await self._call("write", "UpdateAllocDesiredTransition", request, fence)
+        return int(resp.index)
+
+    async def update_node_drain(self, request: state_pb2.UpdateNodeDrainRequest,
+                                fence: Fence) -> int:
+        resp = await self._call("write", "UpdateNodeDrain", request, fence)
+        return int(resp.index)

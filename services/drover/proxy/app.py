@@ -12,7 +12,7 @@ Configuration beyond :class:`~drover.config.ServeSettings`:
   static fallbacks per backend service (:func:`parse_backup_servers`);
 * ``--hold-timeout`` / ``DROVER_HOLD_TIMEOUT`` (seconds, default 3): how
   long a forwarded attempt waits on a server that shows no life
-  (:mod:`drover.proxy.hold`);
+  (:mod:`drover.rpc.hold`);
 * the server TLS files (``--tls-*``) double as client TLS towards backends
   (the CA verifies them, the certificate identifies the proxy for mTLS).
 
@@ -47,9 +47,9 @@ from drover.proxy.config import ProxyConfig, parse_backup_servers
 from drover.proxy.core.server_lists import ServerLists
 from drover.proxy.discovery import Discovery
 from drover.proxy.forward import BACKEND_MODULES, Forwarder
-from drover.proxy.hold import Holds
 from drover.proxy.rebalancer import Rebalancer
 from drover.proxy.servicer import ClientProxyServicer
+from drover.rpc.hold import Holds
 from drover.rpc.server import App, AppContext, ServiceBinding
 from drover.tasks import cancel_and_wait
 

@@ -48,7 +48,7 @@ class ProxyConfig:
     #: latency, and it is written only when the server lists change.
     applied_flush_interval: float = 0.02
     #: How long a forwarded attempt waits on a server that shows no sign of
-    #: life before the proxy ends it (seconds; see :mod:`drover.proxy.hold`).
+    #: life before the proxy ends it (seconds; see :mod:`drover.rpc.hold`).
     #: Independent of the caller's deadline.
     hold_timeout: float = DEFAULT_HOLD_TIMEOUT
 

@@ -20,7 +20,7 @@ Per call:
   the caller's deadline and at most ``servers + 2`` attempts (hints could
   point in a circle);
 * every attempt is held only while its server shows life
-  (:mod:`drover.proxy.hold`): a server that stops answering, or leaves
+  (:mod:`drover.rpc.hold`): a server that stops answering, or leaves
   membership, ends its attempts at once; a read then goes to the next
   server, a write is answered UNAVAILABLE ``OUTCOME_UNKNOWN`` (it may have
   been applied), within the hold timeout, whatever the caller's deadline;
@@ -57,12 +57,12 @@ from drover.proxy.core.resume import RESUMABLE, StreamCursor
 from drover.proxy.core.server import Server
 from drover.proxy.core.server_list import ServerList
 from drover.proxy.errors import NoServer, StreamEnded
-from drover.proxy.hold import AttemptEnded, Holds
 from drover.proxy.outcome import RETRY_BACKOFF_BASE, RETRY_BACKOFF_MAX, next_step, report
 from drover.proxy.outcome import Final as _Final
 from drover.proxy.outcome import Retry as _Retry
 from drover.proxy.outcome import backoff as _wait
 from drover.rpc.errors import relay
+from drover.rpc.hold import AttemptEnded, Holds
 
 log = logging.getLogger(__name__)
 

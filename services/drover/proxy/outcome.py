@@ -32,7 +32,7 @@ from drover.proxy.core.retry import (
 from drover.proxy.core.server import Server
 from drover.proxy.core.server_list import ServerList
 from drover.proxy.errors import OutcomeUnknown, ServerStalled
-from drover.proxy.hold import AttemptEnded
+from drover.rpc.hold import AttemptEnded
 from drover.rpc.reads import is_read
 from drover.rpc.remote import remote_status
 

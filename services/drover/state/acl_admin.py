@@ -79,10 +79,13 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
 
     async def ApplyPolicy(self, request: Any, context: Any) -> Any:
         _enabled()
-        parse_policy(request.name, request.rules)  # refuse what the caches could not use
+        # refuse what the caches could not use
+        parsed = parse_policy(request.name, request.rules)
         acl.check_description(request.description)
-        return await self._transact(acl.apply_policy(
+        resp = await self._transact(acl.apply_policy(
             self._context(), request.name, request.description, request.rules))
+        resp.warnings.extend(parsed.warnings)
+        return resp
 
     async def _list(self, prefix: str) -> list[KV]:
         out: list[KV] = []

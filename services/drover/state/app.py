@@ -15,6 +15,7 @@ with a put-if-absent txn), so any replica continues another's pages.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,12 +32,15 @@ from drover.coord.keys import Keyspace
 from drover.coord.kv import MAX_TXN_OPS, Compare, KVStore, LeaseKV, Put
 from drover.errors import DroverError
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
+from drover.rpc.channels import channel
+from drover.rpc.propagation import TokenSource
 from drover.rpc.server import App, AppContext, ServiceBinding
 from drover.state import metrics
 from drover.state.acl_admin import AclAdmin
 from drover.state.cache import Cache, CacheConfig
 from drover.state.core import codec
 from drover.state.core.liveness import LivenessConfig
+from drover.state.deliveries import BrokerDeliveries, Deliveries
 from drover.state.deployment_update import DeploymentUpdateRpc
 from drover.state.eval_delete import DeleteByFilter
 from drover.state.eval_update import EvaluationUpdateRpc
@@ -44,12 +48,14 @@ from drover.state.evaluations import EvaluationsRpc
 from drover.state.gc import GarbageCollectRpc
 from drover.state.jobs import JobsRpc
 from drover.state.liveness import NodeLiveness
+from drover.state.node_drain import NodeDrainRpc
 from drover.state.node_status import NodeStatusRpc
 from drover.state.objects import ObjectsRpc
 from drover.state.plans import PlansRpc
 from drover.state.queries import QueriesRpc
-from drover.state.reads import Reader
+from drover.state.reads import ReadConfig, Reader
 from drover.state.servicer import StateServicer, add_state_servicer
+from drover.state.stale_for_tests import stale_reads_lag
 from drover.state.subscribe import Hub, SubscribeConfig
 from drover.state.write_calls import WriteCalls
 from drover.state.writes import Writer, WriterConfig
@@ -112,13 +118,18 @@ async def build_on_store(
     store: LeaseKV, keyspace: Keyspace, *, cache_config: CacheConfig | None = None,
     subscribe_config: SubscribeConfig | None = None, writer_config: WriterConfig | None = None,
     liveness_config: LivenessConfig | None = None,
+    deliveries: Deliveries | None = None,
+    read_config: ReadConfig | None = None,
 ) -> StateService:
-    """The state service on any :class:`KVStore` (tests, benchmarks)."""
+    """The state service on any :class:`KVStore` (tests, benchmarks).
+    ``deliveries``: how SubmitPlan checks a plan's delivery (None: it does
+    not -- no broker runs; the served service always passes one)."""
     keys = codec.KeyCodec(keyspace)
     writer_config = writer_config or WriterConfig()
     cache = Cache(store, keys, cache_config or CacheConfig())
     await cache.start()
-    reader = Reader(cache, PageTokenCodec(await token_key(cache.store, keys)))
+    reader = Reader(cache, PageTokenCodec(await token_key(cache.store, keys)),
+                    config=read_config)
     writer = Writer(cache.store, keys, cache, writer_config)
     writes = WriteCalls(cache, writer, keys)
     servicer = StateServicer(
@@ -131,12 +142,16 @@ async def build_on_store(
         gc=GarbageCollectRpc(cache, keys, writes),
         node_status=NodeStatusRpc(writes, NodeLiveness(writes, store,
                                                        liveness_config or LivenessConfig())),
-        plans=PlansRpc(writes),
+        plans=PlansRpc(writes, deliveries),
         hub=Hub(cache, subscribe_config or SubscribeConfig()),
+        node_drain=NodeDrainRpc(writes),
     )
     tasks = [cache._task] if cache._task is not None else []
     admin = AclAdmin(writer, AclKeys(keyspace.base), writes.now)
-    return StateService(servicer, admin, cache, writer, writes, cache.ready, tasks)
+    service = StateService(servicer, admin, cache, writer, writes, cache.ready, tasks)
+    if deliveries is not None:
+        service._closers.append(deliveries.close)
+    return service
 
 
 def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig, WriterConfig,
@@ -148,17 +163,29 @@ def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig, Writ
             tuned_config(LivenessConfig, settings))
 
 
-async def build_state_service(settings: ServeSettings) -> StateService:
+async def build_state_service(settings: ServeSettings,
+                              token: TokenSource = lambda: "") -> StateService:
     """Connect to etcd (a "bulk" client: the cache's watch streams the whole
-    keyspace), list the cache, and return the service ready to register."""
+    keyspace), list the cache, and return the service ready to register.
+    SubmitPlan asks the broker leader about each plan's delivery, over the
+    server's TLS with ``token`` (the server identity, with ACLs on)."""
     from drover.coord.connect import connect
 
     cache_config, subscribe_config, writer_config, liveness_config = configs(settings)
+    read_config = None
+    lag = stale_reads_lag()  # a broken replica, for one test only (its module)
+    if lag > 0:
+        cache_config = dataclasses.replace(cache_config, test_watch_lag=lag)
+        read_config = ReadConfig(test_stale_reads=True)
     client = await connect(settings.etcd, purpose="bulk")
     store = EtcdStore(client, max_txn_ops=writer_config.max_txn_ops)
-    service = await build_on_store(store, Keyspace(settings.etcd.prefix),
+    keyspace = Keyspace(settings.etcd.prefix)
+    deliveries = BrokerDeliveries(
+        store, keyspace, lambda address: channel(address, tls=settings.tls, token=token))
+    service = await build_on_store(store, keyspace,
                                    cache_config=cache_config, subscribe_config=subscribe_config,
-                                   writer_config=writer_config, liveness_config=liveness_config)
+                                   writer_config=writer_config, deliveries=deliveries,
+                                   read_config=read_config, liveness_config=liveness_config)
     service._closers.append(client.close)
     return service
 
@@ -168,9 +195,13 @@ class StateApp:
         self.settings = settings
         self._service: StateService | None = None
         self._unregister: list[Callable[[], None]] = []
+        self._token = ""  # the server identity, with ACLs on (set_server_token)
+
+    def set_server_token(self, secret: str) -> None:
+        self._token = secret
 
     async def prepare(self) -> None:
-        self._service = await build_state_service(self.settings)
+        self._service = await build_state_service(self.settings, lambda: self._token)
 
     @property
     def bindings(self) -> list[ServiceBinding]:

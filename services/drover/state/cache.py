@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from drover.config import tunable_default
+from drover.coord.errors import EtcdUnavailable
 from drover.coord.kv import (
     KV,
     Compacted,
@@ -59,6 +60,7 @@ from drover.state.contact import ContactStore
 from drover.state.core import codec
 from drover.state.core.tables import Tables, marker_key
 from drover.state.core.windows import RangeWindows
+from drover.state.stale_for_tests import lagged
 from drover.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,12 @@ class Change(NamedTuple):
 class CacheConfig:
     page_size: int = tunable_default("state_cache_page_size")
     sync_timeout: float = tunable_default("state_sync_timeout")
+    #: Longest the marker read of a consistent read (:meth:`Cache.sync`) may
+    #: take: a replica cut from etcd refuses within this, not the caller's
+    #: whole deadline (DESIGN "Faults we test against"), so the caller goes
+    #: to another replica while it still has time. The read is one key: an
+    #: etcd that answers at all answers it in milliseconds.
+    marker_timeout: float = 3.0
     retry_delay: float = 0.5
     #: Freeze the GC's view of a list this large (see the module docstring).
     freeze_min_objects: int = 50_000
@@ -93,6 +101,9 @@ class CacheConfig:
     drain_chunk: int = 512
     #: ``close`` waits this long for its cancelled tasks (``drover.tasks``).
     stop_timeout: float = 5.0
+    #: Tests only (:mod:`drover.state.stale_for_tests`): apply the watch this
+    #: many seconds late. 0 always, outside the test of a broken replica.
+    test_watch_lag: float = 0.0
 
 
 Listener = Callable[[int, list[Change]], None]
@@ -245,8 +256,10 @@ class Cache:
                 # What apply_committed applied is not even built by the
                 # watch (_apply would skip it anyway).
                 watch.skip_applied(lambda: self.tables.revision)
+                batches = (lagged(aiter(watch), self.config.test_watch_lag)
+                           if self.config.test_watch_lag > 0 else watch)
                 try:
-                    async for batch in watch:
+                    async for batch in batches:
                         self._touch()
                         self._apply(batch)
                 finally:
@@ -370,8 +383,15 @@ class Cache:
             )
 
     async def sync(self) -> int:
-        """Catch up to the last object write in etcd (a consistent read)."""
-        page = await self.store.range(self._marker, b"")
+        """Catch up to the last object write in etcd (a consistent read);
+        EtcdUnavailable when etcd does not answer within ``marker_timeout``."""
+        try:
+            async with asyncio.timeout(self.config.marker_timeout):
+                page = await self.store.range(self._marker, b"")
+        except TimeoutError:
+            raise EtcdUnavailable(
+                f"etcd did not answer this state replica within {self.config.marker_timeout}s; "
+                "retry on another replica, or read with stale=true") from None
         self._touch()
         target = page.kvs[0].mod_revision if page.kvs else 0
         await self.wait_for_revision(target)

@@ -39,6 +39,7 @@ from drover.state.core.gc_rules import (
     job_collectable,
     node_collectable,
 )
+from drover.state.core.purge import blockers as purge_blockers
 from drover.state.core.reap import PAGE, Doomed, Tally, job_owned, pack
 from drover.state.core.tables import Entry, Table
 from drover.state.reaper import delete_page
@@ -179,6 +180,8 @@ class GarbageCollectRpc:
 
     def _judge_job(self, table: Table, nsid: str, e: Entry, cutoff: float) -> list[Doomed]:
         ns, job_id = nsid.split("/", 1)
+        if bool(table.decode_entry(e).purge_requested):
+            return self._judge_purge(ns, job_id, nsid, e)
         view = self._job_view(ns, job_id)
         if view is None or not (view.type == "batch" or view.stop):
             return []
@@ -196,6 +199,14 @@ class GarbageCollectRpc:
         if not job_collectable(view, modified, statuses, (v for _, v in allocs), cutoff):
             return []
         cache = CacheView(self.cache.tables, self.cache.revision, False)
+        return [*job_owned(cache, ns, job_id), Doomed(codec.JOBS, nsid, e[1])]
+
+    def _judge_purge(self, ns: str, job_id: str, nsid: str, e: Entry) -> list[Doomed]:
+        """A purge that waited for its allocations (:mod:`drover.state.core.purge`):
+        due as soon as nothing blocks it, whatever the thresholds."""
+        cache = CacheView(self.cache.tables, self.cache.revision, False)
+        if next(purge_blockers(cache, ns, job_id), None) is not None:
+            return []
         return [*job_owned(cache, ns, job_id), Doomed(codec.JOBS, nsid, e[1])]
 
     def _judge_node(self, table: Table, nsid: str, e: Entry, cutoff: float) -> list[Doomed]:

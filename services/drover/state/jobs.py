@@ -1,4 +1,5 @@
-"""Job writes: register and deregister. Reads: :mod:`drover.state.queries`.
+"""Job writes: register, deregister, start, revert, scale, and an operator's
+alloc stop. Reads: :mod:`drover.state.queries`.
 
 Writes are planned by :mod:`drover.state.core.jobs` (what RegisterJob and
 DeregisterJob write, atomically, in one txn) and run by
@@ -12,8 +13,11 @@ from typing import Any
 from drover.api.state.v1 import state_pb2
 from drover.errors import NotFound
 from drover.state.cache import Cache
-from drover.state.core import codec
+from drover.state.core import codec, purge
 from drover.state.core import jobs as plans
+from drover.state.core.alloc_stop import plan_stop_alloc
+from drover.state.core.cache_view import CacheView
+from drover.state.core.job_plan import plan_job
 from drover.state.core.validate import check_name, namespace_arg, validate_job
 from drover.state.reaper import purge_job
 from drover.state.write_calls import WriteCalls
@@ -46,11 +50,62 @@ class JobsRpc:
             await self.cache.sync()
             if self._job(ns, request.id) is None:
                 raise NotFound(f"job {request.id!r} not found in namespace {ns!r}")
-            return await self._purge(ns, request.id, context)
+            view = CacheView(self.cache.tables, self.cache.revision, True)
+            if next(purge.blockers(view, ns, request.id), None) is None:
+                return await self._purge(ns, request.id, context)
+            # Allocations still run: stop first, remove once they stopped.
+            ctx = self.writes.write_context()
+            return await self.writes.transact(
+                lambda view: purge.plan_stop_for_purge(view, ctx, ns, request.id),
+                self.writes.fence(context), sync_first=True)
         ctx = self.writes.write_context()
         return await self.writes.transact(
             lambda view: plans.plan_deregister(view, ctx, ns, request.id),
             self.writes.fence(context), sync_first=True)
+
+    async def StartJob(self, request: Any, context: Any) -> Any:
+        ns = namespace_arg(request.namespace, allow_all=False)
+        check_name(request.id, "id")
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
+            lambda view: plans.plan_start(view, ctx, ns, request.id),
+            self.writes.fence(context), sync_first=True)
+
+    async def RevertJob(self, request: Any, context: Any) -> Any:
+        ns = namespace_arg(request.namespace, allow_all=False)
+        check_name(request.id, "id")
+        prior = (request.enforce_prior_version if request.HasField("enforce_prior_version")
+                 else None)
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
+            lambda view: plans.plan_revert(view, ctx, ns, request.id, request.version, prior),
+            self.writes.fence(context))
+
+    async def ScaleJob(self, request: Any, context: Any) -> Any:
+        ns = namespace_arg(request.namespace, allow_all=False)
+        check_name(request.id, "id")
+        check_name(request.group, "group")
+        index = request.enforce_index if request.HasField("enforce_index") else None
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
+            lambda view: plans.plan_scale(view, ctx, ns, request.id, request.group,
+                                          request.count, index, request.message),
+            self.writes.fence(context))
+
+    async def StopAllocation(self, request: Any, context: Any) -> Any:
+        ns = namespace_arg(request.namespace, allow_all=False)
+        check_name(request.id, "id")
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
+            lambda view: plan_stop_alloc(view, ctx, ns, request.id),
+            self.writes.fence(context), sync_first=True)
+
+    async def PlanJob(self, request: Any, context: Any) -> Any:
+        """A dry run on a synced view (:mod:`drover.state.core.job_plan`)."""
+        job = validate_job(request.job)
+        await self.cache.sync()
+        view = CacheView(self.cache.tables, self.cache.revision, True)
+        return plan_job(view, self.writes.write_context(), job)
 
     async def _purge(self, ns: str, job_id: str, context: Any) -> Any:
         """Purge means gone: the job and all it owns, in bounded txns (:mod:`.reaper`)."""

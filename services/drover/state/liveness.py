@@ -30,6 +30,7 @@ from drover.state.core.liveness import (
     plan_come_alive,
     plan_reap,
 )
+from drover.state.core.node_secret import UNCHECKED, NodeProof, check_node
 from drover.state.core.plan import WritePlan
 from drover.state.core.view import View
 from drover.state.write_calls import WriteCalls
@@ -63,13 +64,18 @@ class NodeLiveness:
     def _node(self, node_id: str) -> Any | None:
         return self.writes.cache.tables[codec.NODES].decode(f"{codec.GLOBAL_NS}/{node_id}")
 
-    async def heartbeat(self, node_id: str) -> Any:
+    async def heartbeat(self, node_id: str, proof: NodeProof = UNCHECKED) -> Any:
+        """One node's heartbeat: a lease keepalive, or (the lease gone) the
+        node brought alive in one write. The node speaks only for itself:
+        ``proof`` is checked against its secret
+        (:mod:`drover.state.core.node_secret`)."""
         node = self._node(node_id)
         if node is None:
             await self.writes.cache.sync()
             node = self._node(node_id)
             if node is None:
                 raise NotFound(f"node {node_id!r} not found", metadata={"id": node_id})
+        check_node(node, proof, f"a heartbeat of node {node_id!r}")
         for _ in range(ATTEMPTS):
             if node.heartbeat_lease and not missed(node):
                 try:

@@ -30,7 +30,10 @@ class ObjectsRpc:
         if not request.allocations:
             raise InvalidArgument("allocations must not be empty",
                                   metadata={"field": "allocations"})
-        within_cap(len(request.allocations), "allocations", self.writes.max_objects)
+        # One usage record per node rides in the txn (drover.state.core.usage).
+        nodes = {a.node_id for a in request.allocations if a.node_id}
+        within_cap(len(request.allocations) + len(nodes), "allocations",
+                   self.writes.max_objects)
         allocs = validated_allocs(request.allocations)
         ctx = self.writes.write_context()
         return await self.writes.transact(lambda view: plans.plan_upsert_allocs(view, ctx, allocs),
@@ -44,8 +47,9 @@ class ObjectsRpc:
             check_name(u.id, f"updates[{i}].id")
             check_name(u.namespace or "default", f"updates[{i}].namespace")
         ctx = self.writes.write_context()
+        proof = self.writes.node_proof(context)
         return await self.writes.transact(
-            lambda view: plans.plan_update_allocs(view, ctx, request.updates),
+            lambda view: plans.plan_update_allocs(view, ctx, request.updates, proof),
             self.writes.fence(context), sync_first=True)
 
     # -- nodes ------------------------------------------------------------
@@ -59,7 +63,8 @@ class ObjectsRpc:
             node.status_updated_at.CopyFrom(ctx.now)
         if not node.last_heartbeat.ByteSize():
             node.last_heartbeat.CopyFrom(ctx.now)  # registering proves it is alive
-        return await self.writes.transact(lambda view: plan_upsert_node(view, ctx, node),
+        proof = self.writes.node_proof(context)
+        return await self.writes.transact(lambda view: plan_upsert_node(view, ctx, node, proof),
                                           self.writes.fence(context), sync_first=True)
 
     # -- scheduler config -------------------------------------------------

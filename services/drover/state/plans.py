@@ -1,12 +1,26 @@
 """SubmitPlan: Nomad's plan applier (the planner and its rules are
-:mod:`drover.state.core.placement`).
+:mod:`drover.state.core.placement` and :mod:`drover.state.core.usage`).
 
-Plans are applied one at a time per replica (a lock), on a synced view, so
-two plans on one replica never both take the last room on a node; across
-replicas the txn's compares cover the job and node objects, and capacity
-races between two replicas planning different jobs onto one node in the
-same instant are not excluded. A conflict is PLAN_STALE (never retried
-here: the worker plans again on what it re-reads).
+Any number of replicas apply plans; etcd orders them. Each attempt judges
+the plan on a synced view, builds one txn with only the nodes that still
+fit (each rewriting and comparing its usage record) and commits it. A txn
+that fails because another plan touched one of its nodes meanwhile (through
+any replica) is judged again on a freshly synced view, at most
+:data:`PLAN_ATTEMPTS` times: the outcome is partial (the refused nodes
+named, with the index to refresh at), never an overcommit. When every
+attempt lost its race nothing is committed and every node is answered
+"node changed". A plan whose job or allocations moved is PLAN_STALE (the
+worker plans again on what it re-reads).
+
+Before any of it the plan's delivery is checked (:mod:`drover.state.deliveries`):
+a plan whose evaluation delivery ended is PLAN_DELIVERY_ENDED, one the
+broker cannot vouch for is UNAVAILABLE (BROKER_UNREACHABLE), and the txn
+compares the vouching broker leader's term, so a failover between the
+check and the commit refuses the plan too.
+
+Plans on one replica still go one at a time (a lock): not for safety
+(etcd orders them) but so that two plans on one replica do not make each
+other's txns fail for nothing.
 """
 
 from __future__ import annotations
@@ -14,15 +28,22 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from drover.state.core.placement import plan_submit
+from drover.errors import Conflict
+from drover.state.core.delivery import TOKEN_MISMATCH, PlanDeliveryEnded
+from drover.state.core.placement import nothing_committed, plan_submit
 from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, namespace_arg, validated_plan
+from drover.state.deliveries import Deliveries, Unchecked
 from drover.state.write_calls import WriteCalls
+
+#: Commits one plan may try before its nodes are all answered "node changed".
+PLAN_ATTEMPTS = 5
 
 
 class PlansRpc:
-    def __init__(self, writes: WriteCalls) -> None:
+    def __init__(self, writes: WriteCalls, deliveries: Deliveries | None = None) -> None:
         self.writes = writes
+        self.deliveries = deliveries or Unchecked()
         self._plan_lock: asyncio.Lock | None = None
 
     def _lock(self) -> asyncio.Lock:
@@ -34,9 +55,24 @@ class PlansRpc:
         ns = namespace_arg(request.namespace, allow_all=False)
         check_name(request.job_id, "job_id")
         placements, updates, evs = validated_plan(request, ns)
-        within_cap(len(placements) + len(updates) + len(evs), "plan", self.writes.max_objects)
+        # One usage record per node touched rides in the same txn.
+        nodes = {a.node_id for a in placements} | {a.node_id for a in updates}
+        within_cap(len(placements) + len(updates) + len(evs) + len(nodes), "plan",
+                   self.writes.max_objects)
         ctx = self.writes.write_context()
         async with self._lock():
-            return await self.writes.transact(
-                lambda view: plan_submit(view, ctx, request, ns, placements, updates, evs),
-                self.writes.fence(context), sync_first=True)
+            # Checked right before the txn (after waiting for the lock): the
+            # broker's nack timer restarts now.
+            vouched = await self.deliveries.vouch(request.eval_id, request.eval_token)
+            try:
+                return await self.writes.transact(
+                    lambda view: plan_submit(view, ctx, request, ns, placements, updates, evs,
+                                             delivery=vouched),
+                    self.writes.fence(context), sync_first=True, attempts=PLAN_ATTEMPTS)
+            except Conflict:
+                if vouched is not None and not await self.deliveries.still_leads(vouched):
+                    raise PlanDeliveryEnded(
+                        f"{TOKEN_MISMATCH}: the broker leader that vouched for evaluation "
+                        f"{request.eval_id!r} lost its term while the plan was applied; "
+                        f"nothing was written") from None
+                return nothing_committed(placements, updates, self.writes.cache.revision)

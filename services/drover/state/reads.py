@@ -38,6 +38,7 @@ from drover.state.cache import Cache
 from drover.state.core import codec, tables
 from drover.state.core.tables import Entry
 from drover.state.core.validate import ALL_NAMESPACES, namespace_arg
+from drover.state.narrowed import narrow
 
 
 def list_namespace(value: str) -> str | None:
@@ -55,6 +56,9 @@ PAGING = PagingDefaults(default=100, maximum=1000, scan_budget=50_000)
 class ReadConfig:
     paging: PagingDefaults = PAGING
     leader_timeout: float = 10.0
+    #: Tests only (:mod:`drover.state.stale_for_tests`): skip the
+    #: consistent-read wait. False always, outside the test of a broken replica.
+    test_stale_reads: bool = False
 
 
 class Reader:
@@ -81,7 +85,7 @@ class Reader:
 
     async def prepare(self, kind: str, query: query_pb2.QueryOptions) -> int:
         """Catch up and block per ``query``; the index the answer reflects."""
-        if not query.stale:
+        if not query.stale and not self.config.test_stale_reads:
             await self.cache.sync()
         table = self.cache.tables[kind]
         if query.min_index and table.index <= query.min_index:
@@ -98,8 +102,8 @@ class Reader:
 
     def page(self, kind: str, request: PageRequest, expression: str, *,
              scan_budget: int | None = None) -> Page[Entry]:  # fmt: skip
-        flt = self.compile(kind, expression)
         rows = self.cache.tables[kind].rows
+        flt = narrow(self.compile(kind, expression), rows)
         return self.paginator.page(rows, request, flt, scan_budget=scan_budget)
 
     def list(self, kind: str, request: PageRequest, expression: str) -> tuple[list[Any], str]:
@@ -110,6 +114,6 @@ class Reader:
 
     def count(self, kind: str, expression: str, namespace: str | None,
               scope: Mapping[str, str] | None = None) -> int:  # fmt: skip
-        flt = self.compile(kind, expression)
         rows = self.cache.tables[kind].rows
+        flt = narrow(self.compile(kind, expression), rows)
         return self.paginator.count(rows, flt, namespace=namespace, scope=scope)

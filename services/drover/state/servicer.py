@@ -13,13 +13,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from drover.acl.topics import event_reader
 from drover.api.state.v1 import state_pb2_grpc
+from drover.rpc.acl import current_identity
 from drover.rpc.encoded import with_encoded
 from drover.state.deployment_update import DeploymentUpdateRpc
 from drover.state.eval_update import EvaluationUpdateRpc
 from drover.state.evaluations import EvaluationsRpc
 from drover.state.gc import GarbageCollectRpc
 from drover.state.jobs import JobsRpc
+from drover.state.node_drain import NodeDrainRpc
 from drover.state.node_status import NodeStatusRpc
 from drover.state.objects import ObjectsRpc
 from drover.state.plans import PlansRpc
@@ -39,6 +42,7 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
         evaluation_updates: EvaluationUpdateRpc, objects: ObjectsRpc,
         deployment_updates: DeploymentUpdateRpc, gc: GarbageCollectRpc,
         node_status: NodeStatusRpc, plans: PlansRpc, hub: Hub,
+        node_drain: NodeDrainRpc,
     ) -> None:
         # Any: the query methods are installed on QueriesRpc from its rows.
         self._queries: Any = queries
@@ -47,6 +51,7 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
         self._deployment_updates, self._gc = deployment_updates, gc
         self._node_status, self._plans = node_status, plans
         self.hub = hub
+        self._node_drain = node_drain
 
     # -- reads ------------------------------------------------------------
 
@@ -97,6 +102,21 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
     async def DeregisterJob(self, request: Any, context: Any) -> Any:
         return await self._jobs.DeregisterJob(request, context)
 
+    async def StartJob(self, request: Any, context: Any) -> Any:
+        return await self._jobs.StartJob(request, context)
+
+    async def RevertJob(self, request: Any, context: Any) -> Any:
+        return await self._jobs.RevertJob(request, context)
+
+    async def ScaleJob(self, request: Any, context: Any) -> Any:
+        return await self._jobs.ScaleJob(request, context)
+
+    async def StopAllocation(self, request: Any, context: Any) -> Any:
+        return await self._jobs.StopAllocation(request, context)
+
+    async def PlanJob(self, request: Any, context: Any) -> Any:
+        return await self._jobs.PlanJob(request, context)
+
     async def UpsertEvaluations(self, request: Any, context: Any) -> Any:
         return await self._evaluations.UpsertEvaluations(request, context)
 
@@ -133,6 +153,12 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
     async def HeartbeatNodes(self, request: Any, context: Any) -> Any:
         return await self._node_status.HeartbeatNodes(request, context)
 
+    async def UpdateNodeDrain(self, request: Any, context: Any) -> Any:
+        return await self._node_drain.UpdateNodeDrain(request, context)
+
+    async def UpdateAllocDesiredTransition(self, request: Any, context: Any) -> Any:
+        return await self._node_drain.UpdateAllocDesiredTransition(request, context)
+
     async def SubmitPlan(self, request: Any, context: Any) -> Any:
         return await self._plans.SubmitPlan(request, context)
 
@@ -141,5 +167,5 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
     async def Subscribe(  # type: ignore[override]
         self, request: Any, context: Any
     ) -> AsyncIterator[bytes]:
-        async for resp in self.hub.subscribe(request):
+        async for resp in self.hub.subscribe(request, event_reader(current_identity())):
             yield resp

@@ -24,7 +24,9 @@ yield those bytes and gRPC sends them as they are
 A quiet stream carries heartbeats (no events, the current index) every
 ``heartbeat_interval`` the client asked for (default 10 s): silence much
 longer than that means the server stopped, so a client (the proxy
-included) can detect a frozen server within a bound it chose.
+included) can detect a frozen server within a bound it chose. A replica
+that has lost etcd (no etcd call answered for ``max_silence``) ends its
+streams with UNAVAILABLE ``ETCD_UNAVAILABLE`` instead of heartbeating.
 """
 
 from __future__ import annotations
@@ -36,8 +38,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from drover.acl import Acl
+from drover.acl.topics import NAMESPACED_TOPICS, may_read
 from drover.api.state.v1 import state_pb2
 from drover.config import tunable_default
+from drover.coord.errors import EtcdUnavailable
 from drover.coord.kv import Compacted, prefix_end
 from drover.errors import DroverError, Kind
 from drover.state.cache import Cache, Change
@@ -62,6 +67,15 @@ class SubscribeConfig:
     #: client may ask for (``heartbeat_interval``); never less than ``min_heartbeat``.
     heartbeat: float = tunable_default("state_subscribe_heartbeat")
     min_heartbeat: float = 0.1
+    #: A replica that has not heard from etcd for this long (its readiness
+    #: check reads etcd every 2 s; else one consistent read proves contact)
+    #: ends its streams ETCD_UNAVAILABLE: a
+    #: heartbeat claims "nothing new up to this index", which a replica cut
+    #: from etcd cannot know, and a subscriber (the broker's feed, the
+    #: watcher's) would otherwise wait on it, learning nothing, until healed.
+    max_silence: float = 3.0
+    #: How often a quiet stream checks that silence.
+    silence_check: float = 1.0
 
     def heartbeat_for(self, asked: float) -> float:
         """The heartbeat interval of a stream whose client asked ``asked`` s (0: default)."""
@@ -72,9 +86,15 @@ class SubscribeConfig:
 
 @dataclass(frozen=True)
 class Interest:
+    """What one stream wants. ``reader``: the rules its namespaced events
+    are filtered by (:func:`drover.acl.topics.event_reader`; None: every
+    event), so a stream of every namespace delivers only those its token
+    may read."""
+
     topics: frozenset[int]
     keys: frozenset[str]
     namespace: str
+    reader: Acl | None = None
 
     @functools.cached_property
     def kinds(self) -> frozenset[str]:
@@ -86,7 +106,7 @@ class Interest:
     @functools.cached_property
     def by_kind_only(self) -> bool:
         """No key or namespace filter: :attr:`kinds` alone decides."""
-        return not self.keys and self.namespace in ("", "*")
+        return not self.keys and self.namespace in ("", "*") and self.reader is None
 
     def wants(self, c: Change) -> bool:
         topic = codec.TOPICS.get(c.kind)
@@ -96,7 +116,9 @@ class Interest:
             return False
         if self.keys and c.id not in self.keys:
             return False
-        return not (self.namespace not in ("", "*") and c.namespace != self.namespace)
+        if self.namespace not in ("", "*") and c.namespace != self.namespace:
+            return False
+        return topic not in NAMESPACED_TOPICS or may_read(self.reader, c.namespace)
 
 
 def event_chunk(c: Change) -> bytes:
@@ -205,6 +227,24 @@ class Hub:
         self._floor = cache.revision
         cache.listeners.append(self._on_batch)
         cache.reset_listeners.append(self._on_reset)
+        self._proof: asyncio.Future[bool] | None = None
+
+    async def _in_contact(self) -> bool:
+        """Whether this replica heard from etcd within ``max_silence``; when
+        not, one consistent read (shared by every stream asking meanwhile,
+        bounded by the cache's marker timeout) decides."""
+        if self.cache.last_contact() <= self.config.max_silence:
+            return True
+        if self._proof is None or self._proof.done():
+            self._proof = asyncio.ensure_future(self._prove())
+        return await asyncio.shield(self._proof)
+
+    async def _prove(self) -> bool:
+        try:
+            await self.cache.sync()
+        except Exception:  # etcd unreachable, or the cache cannot catch up
+            return False
+        return True
 
     def _on_batch(self, revision: int, changes: list[Change]) -> None:
         self._ring.extend(changes)
@@ -278,11 +318,12 @@ class Hub:
         finally:
             await watch.close()
 
-    async def subscribe(self, request: Any) -> AsyncIterator[bytes]:
+    async def subscribe(self, request: Any, reader: Acl | None = None) -> AsyncIterator[bytes]:
         """The stream's responses, serialized (``SubscribeResponse`` bytes: the
-        servicer hands them to gRPC as they are, see :mod:`drover.rpc.encoded`)."""
+        servicer hands them to gRPC as they are, see :mod:`drover.rpc.encoded`);
+        ``reader`` filters its namespaced events (:class:`Interest`)."""
         interest = Interest(frozenset(request.topics), frozenset(request.keys),
-                            request.namespace)
+                            request.namespace, reader)
         sub = _Sub(interest, self.config.buffer_revisions)
         asked = request.heartbeat_interval
         heartbeat = self.config.heartbeat_for(asked.seconds + asked.nanos / 1e9)
@@ -305,9 +346,17 @@ class Hub:
             sent = loop.time()
             while True:
                 try:
-                    async with asyncio.timeout(max(0.0, sent + heartbeat - loop.time())):
+                    wait = min(sent + heartbeat - loop.time(), self.config.silence_check)
+                    async with asyncio.timeout(max(0.0, wait)):
                         item = await sub.queue.get()
                 except TimeoutError:
+                    silent = self.cache.last_contact()
+                    if not await self._in_contact():
+                        raise EtcdUnavailable(
+                            f"this state replica has not heard from etcd for {silent:.0f}s; "
+                            "subscribe again on another replica from the last index") from None
+                    if loop.time() - sent < heartbeat:
+                        continue
                     # The queue is empty: every change up to the cache's
                     # revision was delivered (listeners run as it applies).
                     yield index_only(max(start, self.cache.revision))

@@ -14,14 +14,17 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from drover.acl import IdentityKind, PermissionDenied
+from drover.acl.node_secret import presented_node_secret
 from drover.coord.fence import Fence
 from drover.coord.kv import objects_per_txn
 from drover.rpc.acl import current_identity
 from drover.state.cache import Cache
-from drover.state.core import codec
-from drover.state.core.plan import WriteContext
+from drover.state.core import codec, job_status, job_versions
+from drover.state.core.node_secret import NodeProof
+from drover.state.core.plan import WriteContext, WritePlan
 from drover.state.core.rules import leader_fence
-from drover.state.transact import Planner, transact
+from drover.state.core.view import View
+from drover.state.transact import ATTEMPTS, Planner, transact
 from drover.state.writes import Writer, fence_from
 
 
@@ -52,11 +55,31 @@ class WriteCalls:
                             self.writer.max_txn_ops, on_put=self.cache.tables.expect_put)
 
     async def transact(self, planner: Planner, fence: Fence | None, *,
-                       sync_first: bool = False) -> Any:
-        return await transact(self.cache, self.writer, planner, fence, sync_first=sync_first)
+                       sync_first: bool = False, attempts: int = ATTEMPTS) -> Any:
+        """Every write, each plan followed by the job versions it retires
+        (:func:`drover.state.core.job_versions.prune`) and the job statuses
+        and summaries it changes (:func:`drover.state.core.job_status.follow`)."""
+        on_put, max_objects = self.cache.tables.expect_put, self.max_objects
+        tracked = self.writer.config.job_tracked_versions
+
+        def planned(view: View) -> WritePlan:
+            plan = job_versions.prune(view, planner(view), self.keys, tracked, max_objects)
+            return job_status.follow(view, plan, self.keys, on_put, max_objects)
+        return await transact(self.cache, self.writer, planned, fence, sync_first=sync_first,
+                              attempts=attempts)
 
     def fence(self, context: Any) -> Fence | None:
         return fence_from(context)
+
+    def node_proof(self, context: Any) -> NodeProof:
+        """What the call proves about the node it speaks for: the node secret
+        it presents, which it must with ACLs on unless it is a drover server
+        (:mod:`drover.state.core.node_secret`)."""
+        presented = presented_node_secret(
+            context.invocation_metadata() if context is not None else None)
+        identity = current_identity()  # None: ACLs off
+        return NodeProof(presented, identity is not None
+                         and identity.kind is not IdentityKind.SERVER)
 
     def require_fence(self, context: Any, what: str) -> Fence:
         """The call's fence, which must name an election key of this keyspace

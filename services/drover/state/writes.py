@@ -54,10 +54,16 @@ class WriterConfig:
     #: state (51 % of raw etcd, p99 call 47-49 ms; 2 gave 44 %, p99 32 ms);
     #: where etcd and state share a loaded box, 2 keeps the p99 lower.
     delete_txns_in_flight: int = tunable_default("state_delete_txns_in_flight")
+    #: Versions of a job kept (Nomad's ``job_tracked_versions``), plus its
+    #: newest stable one (:mod:`drover.state.core.job_versions`).
+    job_tracked_versions: int = tunable_default("state_job_tracked_versions")
 
     def __post_init__(self) -> None:
         if self.max_txn_ops < 4:
             raise ValueError(f"max_txn_ops must be at least 4, got {self.max_txn_ops}")
+        if self.job_tracked_versions < 1:
+            raise ValueError("job_tracked_versions must be at least 1, "
+                             f"got {self.job_tracked_versions}")
         if self.delete_txns_in_flight < 1:
             raise ValueError("delete_txns_in_flight must be at least 1, "
                              f"got {self.delete_txns_in_flight}")

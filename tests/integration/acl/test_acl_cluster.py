@@ -20,12 +20,12 @@ import grpc
 import pytest
 from acl_cluster import ACL, STATE, Cluster, call, forwarded, host_of, mutations, start_cluster
 
-from drover.acl import hash_secret
+from drover.acl import bearer, hash_secret
 from drover.acl.table import TABLE
 from drover.api.acl.v1 import acl_pb2
 from drover.api.broker.v1 import broker_pb2
-from drover.api.state.v1 import state_pb2
-from drover.api.types.v1 import evaluation_pb2, job_pb2, scheduler_pb2
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import evaluation_pb2, job_pb2, node_pb2, scheduler_pb2
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,7 @@ namespace:
 operator: {policy: read}
 node: {policy: read}
 """
-WORKER = "scheduler: {policy: write}\nnamespace: {'*': {capabilities: [list-evals]}}"
+WORKER = "scheduler: {policy: write}\nnamespace: {'*': {capabilities: [read-job]}}"
 
 
 @dataclass
@@ -113,7 +113,9 @@ async def test_read_only_reads_and_anonymous_follows_the_anonymous_policy(acl: A
             break
         await asyncio.sleep(0.05)
     assert (await call(proxy, STATE + "ListJobs", default))[0] == grpc.StatusCode.OK
-    assert (await call(proxy, STATE + "ListJobs", lst))[0] == grpc.StatusCode.PERMISSION_DENIED
+    # "*" by a caller who may read only "default": narrowed, not refused (Nomad filters)
+    code, _, listed = await call(proxy, STATE + "ListJobs", lst)
+    assert code == grpc.StatusCode.OK and {j.namespace for j in listed.jobs} <= {"default"}
     code, _, _ = await call(proxy, ACL + "DeletePolicy", acl_pb2.DeletePolicyRequest(
         name="anonymous"), secret=acl.management)
     assert code == grpc.StatusCode.OK
@@ -309,7 +311,7 @@ async def test_undecodable_requests_get_a_clear_status_with_acls_on(acl: Acl) ->
 async def test_a_deployment_write_reaches_state_through_the_watchers_server_identity(
     acl: Acl,
 ) -> None:
-    """The user needs deployment-write at the watcher; the watcher then writes
+    """The user needs submit-job at the watcher; the watcher then writes
     UpdateDeployment (server only, fenced) to state as the server."""
     from drover.api.deployments.v1 import deployments_pb2
 
@@ -321,7 +323,7 @@ async def test_a_deployment_write_reaches_state_through_the_watchers_server_iden
                               secret=acl.management)
     assert code == grpc.StatusCode.OK and reg.deployment_id, reg
     code, _, _ = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
-        name="deployer", rules="namespace: {default: {capabilities: [deployment-write]}}"),
+        name="deployer", rules="namespace: {default: {capabilities: [submit-job]}}"),
         secret=acl.management)
     assert code == grpc.StatusCode.OK
     code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
@@ -344,3 +346,119 @@ async def test_a_deployment_write_reaches_state_through_the_watchers_server_iden
     code, _, got = await call(proxy, STATE + "GetDeployment", state_pb2.GetDeploymentRequest(
         namespace="default", id=reg.deployment_id), secret=acl.reader)
     assert code == grpc.StatusCode.OK and got.deployment.status == 2, got  # PAUSED
+
+
+async def test_subscribe_is_checked_per_topic_and_filters_every_namespace(acl: Acl) -> None:
+    """Nomad's event stream rules, through the proxy: a token with read-job
+    in one namespace follows Job events of ``*`` but gets only that
+    namespace's; the Node topic needs node read, every topic at once (and
+    the scheduler config) a management token."""
+    proxy = acl.cluster.channel("proxy")
+    code, _, _ = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+        name="team", rules="namespace: {team-a: {policy: read}}"), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
+        name="team-token", policies=["team"]), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    for topics, want in (([state_pb2.TOPIC_NODE], "TOPIC_NODE"), ([], "every topic"),
+                         ([state_pb2.TOPIC_SCHEDULER_CONFIG], "TOPIC_SCHEDULER_CONFIG")):
+        code, reason, details = await call(proxy, STATE + "Subscribe", state_pb2.SubscribeRequest(
+            topics=topics), secret=tok.secret_id)
+        assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED,
+                                  "ACL_PERMISSION_DENIED"), (topics, details)
+        assert want in details
+    code, _, _ = await call(proxy, STATE + "Subscribe", state_pb2.SubscribeRequest(
+        topics=[state_pb2.TOPIC_NODE]), secret=acl.reader)
+    assert code == grpc.StatusCode.OK
+    stream = state_pb2_grpc.StateServiceStub(proxy).Subscribe(state_pb2.SubscribeRequest(
+        topics=[state_pb2.TOPIC_JOB], namespace="*"), metadata=bearer(tok.secret_id),
+        timeout=10)
+    first = await stream.read()  # the stream is open (its first index)
+    assert not first.events
+    for ns in ("team-b", "team-a"):  # the one it may not read first
+        job = job_pb2.Job(id=f"sub-{ns}", namespace=ns, type=job_pb2.JOB_TYPE_BATCH,
+                          datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(name="g", count=1)])
+        code, _, reg = await call(proxy, STATE + "RegisterJob", state_pb2.RegisterJobRequest(
+            job=job), secret=acl.management)
+        assert code == grpc.StatusCode.OK, reg
+    seen: list[str] = []
+    while not seen:
+        resp = await stream.read()
+        seen += [e.namespace for e in resp.events]
+    stream.cancel()
+    assert seen == ["team-a"]
+
+
+async def test_with_acls_a_node_speaks_only_with_its_own_secret(acl: Acl) -> None:
+    """Nomad's client-only rule: with ACLs on, a heartbeat or a
+    re-registration needs the node's own secret (a management token is not
+    enough); an operator's drain needs only node write."""
+    from drover.acl.node_secret import node_secret_metadata
+    proxy = acl.cluster.channel("proxy")
+    stub = state_pb2_grpc.StateServiceStub(proxy)
+    code, _, _ = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+        name="client", rules="node: {policy: write}"), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
+        name="client-token", policies=["client"]), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    md = bearer(tok.secret_id)
+    reg = await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
+        id="acl-node", status=node_pb2.NODE_STATUS_READY)), metadata=md, timeout=5)
+    assert reg.secret_id
+    beat = state_pb2.UpdateNodeStatusRequest(id="acl-node", heartbeat=True)
+    for who in (md, bearer(acl.management)):
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.UpdateNodeStatus(beat, metadata=who, timeout=5)
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        with pytest.raises(grpc.aio.AioRpcError):
+            await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
+                id="acl-node")), metadata=who, timeout=5)
+    own = (*md, *node_secret_metadata(reg.secret_id))
+    await stub.UpdateNodeStatus(beat, metadata=own, timeout=5)
+    await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="acl-node", drain=True),
+                                metadata=md, timeout=5)
+
+
+async def test_a_star_list_returns_what_the_token_may_read(acl: Acl) -> None:
+    """Nomad's filtering: objects of namespaces the token may not read are
+    left out of a ``*`` list (and count); a token that may read no namespace
+    is still refused, and a ``*`` write still needs every namespace."""
+    proxy = acl.cluster.channel("proxy")
+    run = uuid.uuid4().hex[:6]
+    for ns in ("default", f"team-{run}"):
+        code, _, resp = await call(proxy, STATE + "RegisterJob", state_pb2.RegisterJobRequest(
+            job=job_pb2.Job(id=f"vis-{run}", namespace=ns, type=job_pb2.JOB_TYPE_BATCH,
+                            datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(
+                                name="g", count=1)])), secret=acl.management)
+        assert code == grpc.StatusCode.OK, resp
+    rules = "namespace: {default: {policy: read}}\nnode: {policy: read}"
+    code, _, _ = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+        name=f"default-{run}", rules=rules), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
+        name=f"default-{run}", policies=[f"default-{run}"]), secret=acl.management)
+    assert code == grpc.StatusCode.OK
+    mine = tok.secret_id
+    everything = state_pb2.ListJobsRequest(namespace="*", prefix=f"vis-{run}")
+    for _ in range(100):  # the token reaches every replica's view through its watch
+        code, _, listed = await call(proxy, STATE + "ListJobs", everything, secret=mine)
+        if code == grpc.StatusCode.OK:
+            break
+        await asyncio.sleep(0.05)
+    assert code == grpc.StatusCode.OK
+    assert [(j.namespace, j.id) for j in listed.jobs] == [("default", f"vis-{run}")]
+    code, _, full = await call(proxy, STATE + "ListJobs", everything, secret=acl.management)
+    assert {j.namespace for j in full.jobs} == {"default", f"team-{run}"}
+    code, _, counted = await call(proxy, STATE + "CountEvaluations",
+                                  state_pb2.CountEvaluationsRequest(
+                                      namespace="*", filter=f'job_id == "vis-{run}"'),
+                                  secret=mine)
+    assert code == grpc.StatusCode.OK and counted.count == 1  # the default job's one
+    # `drover node list`'s allocation read, across namespaces, is answered
+    code, _, _ = await call(proxy, STATE + "ListAllocations", state_pb2.ListAllocationsRequest(
+        namespace="*"), secret=mine)
+    assert code == grpc.StatusCode.OK
+    # the worker token may list evaluations but read jobs nowhere: refused
+    code, reason, _ = await call(proxy, STATE + "ListJobs", everything, secret=acl.worker)
+    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "ACL_PERMISSION_DENIED")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Sequence
 
 import grpc
 import pytest
@@ -20,10 +19,7 @@ from google.rpc import code_pb2
 
 from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2
-from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.api.types.v1.scheduler_pb2 import SchedulerConfig
-from drover.broker.core.effects import to_writes
-from drover.broker.runtime import BrokerRuntime
 from drover.rpc.errors import error_info
 
 ROUNDS = 12
@@ -96,60 +92,3 @@ async def test_an_ack_racing_a_delete_never_brings_the_evaluation_back(
         assert not await _exists(cluster, eval_id), f"round {n}: {eval_id} came back"
         await _pause(cluster, False)
     assert outcomes.get("EVALUATION_GONE", 0) + outcomes.get("UNKNOWN_EVALUATION", 0) > 0
-
-
-class _HeldFeed:
-    """The leader's feed sink, holding back what the event stream applies
-    (the echoes of the broker's own writes) until ``release``: the broker
-    then knows its writes only from the writer (``_written``)."""
-
-    def __init__(self, runtime: BrokerRuntime) -> None:
-        self.runtime = runtime
-        self.held: list[tuple[Sequence[Evaluation], Sequence[str]]] = []
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.runtime, name)
-
-    def applied(self, updates: Sequence[Evaluation], deleted: Sequence[str]) -> None:
-        self.held.append((list(updates), list(deleted)))
-
-    def release(self) -> None:
-        for updates, deleted in self.held:
-            self.runtime.applied(updates, deleted)
-        self.held.clear()
-
-
-@pytest.mark.parametrize("batch", [False, True], ids=["ack", "ack_batch"])
-async def test_an_ack_after_an_unblock_is_compared_on_the_unblocks_index(
-        cluster: Cluster, batch: bool) -> None:
-    """Two writes of one evaluation in sequence (the unblock's MarkPending,
-    then the worker's Ack): the second is compared on the index the first
-    produced, known from the writer before the stream echoes it."""
-    leader = await cluster.leader()
-    runtime = leader.app.runtime
-    blocked = make_eval("unblocked")
-    blocked.status = EvaluationStatus.EVALUATION_STATUS_BLOCKED
-    index = await cluster.upsert(blocked)
-    await asyncio.wait_for(runtime.feed.wait_applied(index), 5)
-    held = _HeldFeed(runtime)
-    runtime.feed._sink = held  # no echo reaches the broker from here on
-    try:
-        (mark_pending,) = to_writes(runtime.core.unblock_all("test"))
-        writer = runtime._writer
-        assert writer is not None
-        # Awaited: the writer has landed it (and run ``_written``) before
-        # the worker dequeues, as when the worker comes after the write.
-        written = await writer.write(mark_pending)
-        unblocked = await cluster.get_eval("unblocked")
-        assert unblocked.status == EvaluationStatus.EVALUATION_STATUS_PENDING
-        assert unblocked.modify_index == written > index
-        got = await dequeue(leader)
-        assert got.evaluation.id == "unblocked"
-        assert got.evaluation.modify_index == unblocked.modify_index
-        assert await _ack(leader, got, batch) == (code_pb2.OK, "")
-        assert held.held, "the stream's echoes were not held back"
-    finally:
-        runtime.feed._sink = runtime
-        held.release()
-    done = await cluster.get_eval("unblocked")
-    assert done.status == EvaluationStatus.EVALUATION_STATUS_COMPLETE

@@ -114,3 +114,65 @@ async def test_the_broker_fails_over_between_state_replicas(
     finally:
         for p in procs:
             await p.close()
+
+
+HOLD = 1.0
+
+
+@pytest.mark.slow
+async def test_a_frozen_state_replica_holds_a_broker_call_no_longer_than_the_hold(
+        etcd_endpoint: str, etcd_prefix: str, tmp_path: Path) -> None:
+    """Real processes: two state replicas, a broker using both with
+    ``--hold-timeout 1``. Evaluations are dequeued, then one replica is
+    frozen (SIGSTOP: its sockets stay open, nothing fails) and the
+    evaluations acked: an Ack whose write went to the frozen replica ends
+    within about the hold (UNAVAILABLE; the worker retries it, as on any
+    UNAVAILABLE) instead of waiting the broker's 10 s call timeout, and
+    the retry lands on the live replica."""
+    state0, _ = await start_state(etcd_endpoint, etcd_prefix, tmp_path, "state0")
+    state1, stub1 = await start_state(etcd_endpoint, etcd_prefix, tmp_path, "state1")
+    procs: list[Proc] = [state0, state1]
+    try:
+        broker = BrokerProc("broker", etcd_endpoint, etcd_prefix, tmp_path, "broker",
+                            "--state-address", f"{state0.address},{state1.address}",
+                            "--hold-timeout", str(HOLD))
+        procs.append(broker)
+        await leader_among([broker])
+        ids = {f"h{i}" for i in range(6)}
+        await stub1.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
+            evaluations=[_eval(i) for i in sorted(ids)]), timeout=10)
+        req = broker_pb2.DequeueRequest(schedulers=["service"], max_evaluations=6)
+        req.timeout.FromMilliseconds(1000)
+        held: dict[str, str] = {}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while set(held) != ids:
+            assert loop.time() < deadline, f"dequeued only {sorted(held)}"
+            got = await broker.stub.Dequeue(req, timeout=5)
+            if got.token:
+                held[got.evaluation.id] = got.token
+            held.update({d.evaluation.id: d.token for d in got.additional})
+        state0.signal(signal.SIGSTOP)
+        longest, failed = 0.0, 0
+        for eval_id, token in sorted(held.items()):
+            while True:
+                t0 = loop.time()
+                try:
+                    await broker.stub.Ack(broker_pb2.AckRequest(eval_id=eval_id, token=token),
+                                          timeout=10)
+                    break
+                except grpc.aio.AioRpcError as err:
+                    assert err.code() == grpc.StatusCode.UNAVAILABLE, err.details()
+                    failed += 1
+                    assert loop.time() < deadline + 20, err.details()
+                finally:
+                    longest = max(longest, loop.time() - t0)
+        print(f"acks: longest {longest:.2f}s, {failed} answered UNAVAILABLE and retried")
+        assert longest < HOLD + 2.5, f"an Ack waited {longest:.1f}s on the frozen replica"
+        for eval_id in ids:
+            got = await stub1.GetEvaluation(state_pb2.GetEvaluationRequest(id=eval_id),
+                                            timeout=10)
+            assert got.evaluation.status == COMPLETE, eval_id
+    finally:
+        for p in procs:
+            await p.close()

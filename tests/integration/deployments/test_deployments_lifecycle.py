@@ -85,7 +85,7 @@ async def test_unhealthy_allocation_fails_and_reverts(
     failed = await scheduler.deployment(d1.id)
     assert failed.status == FAILED
     assert failed.status_description == (
-        "Failed due to unhealthy allocations - reverting to job version 0")
+        "Failed due to unhealthy allocations - rolling back to job version 0")
     job = (await state.stub.GetJob(state_pb2.GetJobRequest(namespace="default", id="api"))).job
     assert job.version == 2
     assert job.task_groups[0].tasks[0].config["image"] == "web:1"
@@ -102,7 +102,7 @@ async def test_client_reported_unhealthy_fails_without_revert_target(
     await scheduler.health(await scheduler.place(d, 1), healthy=False)
     failed = await scheduler.wait_deployment(d.id, lambda x: x.status == FAILED)
     assert failed.status_description == (
-        "Failed due to unhealthy allocations - no stable job version to revert to")
+        "Failed due to unhealthy allocations - no stable job version to auto revert to")
 
 
 async def test_missed_progress_deadline_fails(watcher: Watcher, scheduler: Scheduler) -> None:

@@ -115,3 +115,51 @@ async def test_the_order_is_random_and_one_address_is_a_plain_channel() -> None:
     many = client_channel("127.0.0.1:9001,127.0.0.1:9002")
     assert isinstance(many, FailoverChannel)
     await many.close()
+
+
+async def test_a_silent_server_is_left_within_the_hold() -> None:
+    """A server that accepts calls and never answers them, nor the hold's
+    health ping (what a frozen process looks like): a read moves on to the
+    next address and a write ends UNAVAILABLE OUTCOME_UNKNOWN, both within
+    about the hold, not the call's timeout."""
+    import asyncio
+    import time
+
+    from drover.rpc.errors import error_info
+
+    async def hang(req: bytes, ctx: grpc.aio.ServicerContext) -> bytes:
+        await asyncio.sleep(60)
+        return b""
+
+    silent = grpc.aio.server()
+    silent.add_generic_rpc_handlers((
+        grpc.method_handlers_generic_handler("drover.state.v1.StateService", {
+            "GetJob": grpc.unary_unary_rpc_method_handler(hang),
+            "RegisterJob": grpc.unary_unary_rpc_method_handler(hang)}),
+        grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
+            "Check": grpc.unary_unary_rpc_method_handler(hang)}),
+    ))
+    address = f"127.0.0.1:{free_port()}"
+    silent.add_insecure_port(address)
+    up = Server("up", False)
+    await silent.start()
+    await up.server.start()
+    try:
+        async with FailoverChannel([address, up.address], hold=0.5) as ch:
+            stub = state_pb2_grpc.StateServiceStub(ch)
+            ch.order = [address, up.address]
+            t0 = time.monotonic()
+            got = await stub.GetJob(state_pb2.GetJobRequest(id="j"), timeout=20)
+            assert got.job.name == "up" and time.monotonic() - t0 < 2.0
+            ch.order = [address, up.address]
+            t0 = time.monotonic()
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await stub.RegisterJob(state_pb2.RegisterJobRequest(), timeout=20)
+            assert time.monotonic() - t0 < 2.0
+            info = error_info(err.value)
+            assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert info is not None and info.reason == "OUTCOME_UNKNOWN"
+            assert up.calls == ["GetJob"]  # the write was not repeated elsewhere
+    finally:
+        await silent.stop(None)
+        await up.server.stop(None)

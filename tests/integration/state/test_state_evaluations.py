@@ -186,13 +186,19 @@ async def test_fenced_writes(replica) -> None:
 
 
 async def test_broker_outcomes_require_a_leader_fence(replica) -> None:
-    """Unfenced: a pending create is accepted; a terminal status or a change to
+    """Unfenced: a pending create is accepted, and the same create again
+    (a retry) is OK with nothing written; a terminal status or a change to
     an existing evaluation is refused with FENCE_REQUIRED and writes nothing;
     a fence on a non-election key proves nothing and is refused too."""
     stub, store = replica.stub, replica.store
     pending = evaluation_pb2.Evaluation(id="o1", type="service", status=PENDING)
-    await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[pending]))
+    first = await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
+        evaluations=[pending]))
     before = await store.revision()
+    retry = await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
+        evaluations=[pending]))
+    assert retry.eval_ids == ["o1"] and retry.index == first.index
+    assert await store.revision() == before
     done = evaluation_pb2.Evaluation(id="o1", type="service", status=COMPLETE)
     fresh_done = evaluation_pb2.Evaluation(id="o2", type="service", status=COMPLETE)
     again = evaluation_pb2.Evaluation(id="o1", type="service", status=PENDING, priority=90)

@@ -1,4 +1,4 @@
-"""SubmitPlan (one txn, PLAN_STALE), UpdateNodeStatus and the register
+"""SubmitPlan (one txn, PLAN_STALE, partial commit), UpdateNodeStatus and the register
 semantics the scheduler relies on, against a real etcd."""
 
 from __future__ import annotations
@@ -78,23 +78,29 @@ async def test_plan_places_then_refuses_stale(replica) -> None:
     assert got.allocation.desired_status == STOP
 
 
-async def test_plan_refused_when_node_is_full_or_changed(replica) -> None:
+async def test_plan_partially_committed_when_a_node_is_full_or_draining(replica) -> None:
     stub = replica.stub
     await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job()))
     n1 = await _node(stub, "n1", cpu=150, mem=1000)
+    n2 = await _node(stub, "n2")
     job_index = await _job_index(stub)
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
-            eval_id="e1", namespace="default", job_id="web", job_index=job_index,
-            node_indexes={"n1": n1}, placements=[_alloc("a1", "n1"), _alloc("a2", "n1")]))
-    assert _reason(err.value) == "PLAN_STALE"
-    assert "no room" in (err.value.details() or "")
+    # n1 has room for one of the two: Nomad refuses the node's whole part.
+    resp = await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+        eval_id="e1", namespace="default", job_id="web", job_index=job_index,
+        node_indexes={"n1": n1, "n2": n2},
+        placements=[_alloc("a1", "n1"), _alloc("a2", "n1"), _alloc("a3", "n2")]))
+    assert resp.placed == 1 and resp.refresh_index == resp.index
+    assert [(r.node_id, r.reason, sorted(r.placement_ids)) for r in resp.refused] == [
+        ("n1", "node has no room: cpu", ["a1", "a2"])]
+    allocs = await stub.ListAllocations(state_pb2.ListAllocationsRequest(namespace="default"))
+    assert [a.id for a in allocs.allocations] == ["a3"]
     await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="n1", drain=True))
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
-            eval_id="e1", namespace="default", job_id="web", job_index=job_index,
-            node_indexes={"n1": n1}, placements=[_alloc("a1", "n1")]))
-    assert _reason(err.value) == "PLAN_STALE"
+    resp = await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+        eval_id="e1", namespace="default", job_id="web", job_index=job_index,
+        alloc_indexes={a.id: a.modify_index for a in allocs.allocations},
+        node_indexes={"n1": n1}, placements=[_alloc("a1", "n1")]))
+    assert resp.placed == 0 and [(r.node_id, r.reason) for r in resp.refused] == [
+        ("n1", "node is not eligible")]
 
 
 async def test_node_down_marks_allocations_lost_and_evaluates(replica) -> None:
@@ -192,3 +198,49 @@ async def test_a_report_refuses_only_plans_that_update_that_allocation(replica) 
     await stub.SubmitPlan(state_pb2.SubmitPlanRequest(  # a1 did not: accepted
         eval_id="e3", namespace="default", job_id="web", job_index=job_index,
         alloc_indexes=idx, updates=[stop1]))
+
+
+async def test_node_secret_binds_client_updates_to_their_node(replica) -> None:
+    """A real replica (ACLs off): registration returns the node's secret
+    once; a heartbeat or an allocation update presenting another node's
+    secret is refused NODE_SECRET_MISMATCH and writes nothing; the node's
+    own secret passes; re-registering with a wrong one is refused."""
+    from drover.acl.node_secret import node_secret_metadata
+    stub, store = replica.stub, replica.store
+    await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job()))
+    secrets = {}
+    for nid in ("s1", "s2"):
+        resp = await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
+            id=nid, status=node_pb2.NODE_STATUS_READY,
+            resources=job_pb2.Resources(cpu=1000, memory_mb=1000))))
+        assert resp.secret_id
+        secrets[nid] = resp.secret_id
+    got = await stub.GetNode(state_pb2.GetNodeRequest(id="s1"))
+    assert got.node.secret_sha256 and secrets["s1"].encode() not in got.node.SerializeToString()
+    n1 = got.node.modify_index
+    await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+        eval_id="e1", namespace="default", job_id="web", job_index=await _job_index(stub),
+        node_indexes={"s1": n1}, placements=[_alloc("sa1", "s1")]))
+    before = await store.revision()
+    as_s2 = node_secret_metadata(secrets["s2"])
+    calls = [
+        stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(updates=[
+            state_pb2.AllocationUpdate(id="sa1", healthy=True)]), metadata=as_s2),
+        stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="s1", heartbeat=True),
+                              metadata=as_s2),
+        stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(id="s1")),
+                        metadata=as_s2),
+    ]
+    for call in calls:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await call
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert _reason(err.value) == "NODE_SECRET_MISMATCH"
+    assert await store.revision() == before
+    as_s1 = node_secret_metadata(secrets["s1"])
+    await stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(updates=[
+        state_pb2.AllocationUpdate(id="sa1", healthy=True)]), metadata=as_s1)
+    await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id="s1", heartbeat=True),
+                                metadata=as_s1)
+    again = await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=got.node), metadata=as_s1)
+    assert again.secret_id == ""  # returned once

@@ -54,8 +54,9 @@ async def test_subscribe_with_an_unknown_topic_is_refused(replica: Any) -> None:
 
 @pytest.mark.parametrize("job,field", [
     (job_pb2.Job(id="nogroups", datacenters=["dc1"]), "job.task_groups"),
-    (job_pb2.Job(id="nodcs", task_groups=[job_pb2.TaskGroup(name="g", count=1)]),
-     "job.datacenters"),
+    # No datacenters is Nomad's ["*"] (drover.jobspec.defaults); an empty name is refused.
+    (job_pb2.Job(id="emptydc", datacenters=[""],
+                 task_groups=[job_pb2.TaskGroup(name="g", count=1)]), "job.datacenters[0]"),
 ])
 async def test_register_refuses_a_job_with_nothing_or_nowhere_to_run(
     replica: Any, job: job_pb2.Job, field: str,

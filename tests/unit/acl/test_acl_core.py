@@ -31,7 +31,7 @@ from drover.api.types.v1 import evaluation_pb2, job_pb2
 ISSUE_EXAMPLE = """
 namespace:
   default: {policy: write}
-  "*": {capabilities: [list-evals, read-job]}
+  "*": {capabilities: [list-jobs, read-job]}
 operator: {policy: read}
 """
 
@@ -62,11 +62,51 @@ def test_every_namespace_rule_reads_fields_its_request_has() -> None:
 def test_the_issue_example_parses_and_means_what_it_says() -> None:
     acl = Acl.compile([parse_policy("dev", ISSUE_EXAMPLE)])
     assert acl.allow_namespace("default", "submit-job")
-    assert acl.allow_namespace("prod", "list-evals") and acl.allow_namespace("prod", "read-job")
+    assert acl.allow_namespace("prod", "list-jobs") and acl.allow_namespace("prod", "read-job")
     assert not acl.allow_namespace("prod", "submit-job")
     assert acl.allow_global("operator", Level.READ)
     assert not acl.allow_global("operator", Level.WRITE)
     assert not acl.allow_global("scheduler", Level.READ)  # default deny
+
+
+NOMAD_POLICY = """
+namespace:
+  default:
+    policy: read
+    capabilities: [submit-job, dispatch-job, read-logs, alloc-exec]
+  scaler: {policy: scale}
+  "csi-*": {capabilities: [csi-list-volume, csi-mount-volume, host-volume-read]}
+agent: {policy: read}
+node: {policy: read}
+quota: {policy: deny}
+plugin: {policy: read}
+"""
+
+
+def test_a_nomad_policy_carries_over_with_nomads_names() -> None:
+    """Nomad's capabilities, shorthands (read, write, scale) and global rules
+    parse; the ones drover asks for mean what they mean in Nomad."""
+    p = parse_policy("nomad", NOMAD_POLICY)
+    assert p.warnings == ()
+    acl = Acl.compile([p])
+    assert acl.allow_namespace("default", "submit-job") and acl.allow_namespace("default",
+                                                                               "list-jobs")
+    assert acl.allow_namespace("scaler", "read-job")  # scale = read-job, scale-job, ...
+    assert not acl.allow_namespace("scaler", "submit-job")
+    assert not acl.allow_namespace("csi-a", "read-job")
+    write = Acl.compile([parse_policy("w", "namespace: {x: {policy: write}}")])
+    assert all(write.allow_namespace("x", c) for c in
+               ("list-jobs", "parse-job", "read-job", "submit-job", "dispatch-job", "scale-job"))
+    assert not write.allow_namespace("x", "alloc-node-exec")  # not in Nomad's write either
+
+
+def test_deprecated_drover_names_read_as_nomads_with_a_warning() -> None:
+    p = parse_policy("old", "namespace: {'*': {capabilities: [list-evals, deployment-write]}}")
+    acl = Acl.compile([p])
+    assert acl.allow_namespace("prod", "read-job") and acl.allow_namespace("prod", "submit-job")
+    assert [w.split(":")[1].strip() for w in p.warnings] == [
+        "'list-evals' is deprecated; it is read as Nomad's 'read-job'",
+        "'deployment-write' is deprecated; it is read as Nomad's 'submit-job'"]
 
 
 def test_json_is_accepted_too() -> None:
@@ -83,7 +123,8 @@ def test_json_is_accepted_too() -> None:
     ("namespace: {'a/b': {policy: read}}", "namespace glob 'a/b'"),
     ("operator: write", "operator must be {policy: read|write|deny}"),
     ("node: {policy: admin}", "node: policy must be read, write or deny"),
-    ("agent: {policy: read}", "unknown rule(s) ['agent']"),
+    ("agent: {policy: admin}", "agent: policy must be read, write or deny"),
+    ("sentinel: {policy: read}", "unknown rule(s) ['sentinel']"),
     ("namespace: [", "not valid YAML or JSON at line"),
     ("- a list", "must be a mapping of rules"),
 ])
@@ -121,12 +162,12 @@ namespace:
 
 def test_all_namespaces_needs_the_capability_under_every_glob() -> None:
     only_default = Acl.compile([parse_policy("a", "namespace: {default: {policy: read}}")])
-    assert not only_default.allow_namespace("*", "list-evals")
+    assert not only_default.allow_namespace("*", "read-job")
     star = Acl.compile([parse_policy("b", "namespace: {'*': {policy: read}}")])
-    assert star.allow_namespace("*", "list-evals")
+    assert star.allow_namespace("*", "read-job")
     star_but_secret = Acl.compile([parse_policy("c", """
 namespace: {'*': {policy: read}, secret: {policy: deny}}""")])
-    assert not star_but_secret.allow_namespace("*", "list-evals")
+    assert not star_but_secret.allow_namespace("*", "read-job")
     assert Acl(management=True).allow_namespace("*", "submit-job")
 
 

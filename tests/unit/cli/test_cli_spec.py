@@ -64,3 +64,16 @@ def test_durations_as_people_write_them() -> None:
         assert "not a duration" in str(e) and "15m" in str(e)
     else:
         raise AssertionError("a bad duration was accepted")
+
+
+def test_reschedule_block_reads_with_nomads_names_and_durations() -> None:
+    spec = {"id": "j", "task_groups": [{"name": "g", "reschedule": {
+        "attempts": 3, "interval": "1h", "delay": "10s", "delay_function": "fibonacci",
+        "max_delay": "5m", "unlimited": False}}]}
+    r = parse_spec(spec, job_pb2.Job()).task_groups[0].reschedule
+    assert (r.attempts, r.interval.seconds, r.delay.seconds, r.delay_function,
+            r.max_delay.seconds, r.unlimited) == (3, 3600, 10, "fibonacci", 300, False)
+    assert r.HasField("unlimited")  # set to false, not left to the default
+    bare = parse_spec({"id": "j", "task_groups": [{"name": "g", "reschedule": {}}]},
+                      job_pb2.Job()).task_groups[0].reschedule
+    assert not bare.HasField("attempts") and not bare.HasField("delay")

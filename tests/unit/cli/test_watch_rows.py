@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
-from drover.cli.watch import DEPLOYMENT_COLUMNS, JOB_COLUMNS, deployment_rows, job_rows
+from drover.cli.watch import (
+    DEPLOYMENT_COLUMNS,
+    JOB_COLUMNS,
+    deployment_rows,
+    deployment_table,
+    job_rows,
+)
 
 A = allocation_pb2
 
@@ -16,7 +24,22 @@ def test_deployment_rows() -> None:
     [row] = deployment_rows(d)
     assert dict(zip(DEPLOYMENT_COLUMNS, row, strict=True)) == {
         "Group": "web", "Desired": 3, "Canaries": "1/1", "Placed": 2, "Healthy": 1,
-        "Unhealthy": 0, "Promoted": False, "Progress deadline": ""}
+        "Unhealthy": 0, "Promoted": "no", "Deadline": "N/A"}  # no field left blank
+    g.promoted = True
+    by = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)  # another day: date and time, local
+    g.require_progress_by.FromDatetime(by)
+    [row] = deployment_rows(d)
+    shown = dict(zip(DEPLOYMENT_COLUMNS, row, strict=True))
+    assert shown["Promoted"] == "yes"
+    assert shown["Deadline"] == by.astimezone().strftime("%b %d %H:%M")
+
+
+def test_a_deployment_without_canaries_shows_no_canary_columns() -> None:
+    d = deployment_pb2.Deployment(id="d")
+    d.task_groups["api"].desired_total = 2
+    columns, [row] = deployment_table(d)
+    assert columns == ["Group", "Desired", "Placed", "Healthy", "Unhealthy", "Deadline"]
+    assert row == ["api", 2, 0, 0, 0, "N/A"]
 
 
 def test_job_rows_count_the_current_version_only() -> None:

@@ -50,6 +50,7 @@ WHERE = {
     "state_min_heartbeat_ttl": (LivenessConfig, "min_heartbeat_ttl"),
     "state_max_heartbeats_per_second": (LivenessConfig, "max_heartbeats_per_second"),
     "state_heartbeat_grace": (LivenessConfig, "heartbeat_grace"),
+    "state_job_tracked_versions": (WriterConfig, "job_tracked_versions"),
 }
 
 

@@ -74,3 +74,53 @@ async def test_discover_learns_membership_and_is_unavailable_when_no_replica_is_
     await seeded.discover(kv, keyspace)
     assert seeded.chooser.addresses == ("s0:7100",)
     await seeded.close()
+
+
+async def test_a_silent_replica_is_left_within_the_hold() -> None:
+    """A replica that neither answers nor fails (frozen) and does not answer
+    the ping: a read moves on to the next replica, a write is
+    OUTCOME_UNKNOWN, both within about the hold (not the call's 10 s), and
+    the silent replica is held down. A live one answering the ping keeps a
+    long call."""
+    import asyncio
+    import time
+
+    from drover.rpc.hold import HoldOutcomeUnknown
+    from drover.rpc.replicas import ReplicaPool
+
+    alive = {"a:1": False, "b:1": True}
+
+    async def probe(address: str, within: float) -> bool:
+        if not alive[address]:
+            await asyncio.sleep(within)  # a frozen process: no answer
+        return alive[address]
+
+    pool = ReplicaPool("state", lambda ch: ch, ("a:1", "b:1"), dial=lambda a: a,  # type: ignore[arg-type,return-value]
+                       hold=0.4, probe=probe)
+
+    async def call(stub: str) -> str:
+        if stub == "a:1":
+            await asyncio.sleep(10)  # the call's own deadline: never reached
+        return stub
+
+    for _ in range(2):  # whichever replica is picked first
+        t0 = time.monotonic()
+        assert await pool.read(call) == "b:1"
+        assert time.monotonic() - t0 < 1.5
+    pool.succeeded("a:1")
+    pool.chooser.failed("b:1")  # the write goes to a:1
+    t0 = time.monotonic()
+    with pytest.raises(HoldOutcomeUnknown):
+        await pool.once(call)
+    assert time.monotonic() - t0 < 1.5
+    assert pool.chooser.pick() == "b:1"  # a:1 held down after its silence
+
+    async def slow_but_alive(stub: str) -> str:
+        await asyncio.sleep(1.0)  # longer than the hold; its replica answers pings
+        return stub
+
+    pool.succeeded("a:1")
+    pool.succeeded("b:1")
+    alive["a:1"] = True
+    assert await pool.read(slow_but_alive) in ("a:1", "b:1")
+    await pool.holds.close()

@@ -68,8 +68,13 @@ async def test_a_policy_deleted_under_create_token_is_named_on_the_replan(
 async def test_policies_and_tokens_round_trip_with_their_indexes(service: StateService) -> None:
     a = admin(service)
     req = acl_pb2.ApplyPolicyRequest(name="p", rules="node: {policy: read}")
-    first = (await a.ApplyPolicy(req, None)).policy
+    first_resp = await a.ApplyPolicy(req, None)
+    first = first_resp.policy
+    assert not first_resp.warnings
     again = (await a.ApplyPolicy(req, None)).policy
+    old_names = await a.ApplyPolicy(acl_pb2.ApplyPolicyRequest(
+        name="old", rules="namespace: {a: {capabilities: [list-evals]}}"), None)
+    assert len(old_names.warnings) == 1 and "'read-job'" in old_names.warnings[0]
     assert first.create_index == first.modify_index == again.create_index
     assert again.modify_index > first.modify_index
     tok = await a.CreateToken(acl_pb2.CreateTokenRequest(name="t", policies=["p"]), None)

@@ -32,6 +32,7 @@ from virtual_clock import VirtualClock
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
+from drover.coord.errors import EtcdUnavailable
 from drover.coord.keys import Keyspace
 from drover.coord.kv import Put, RangePage
 from drover.coord.memkv import MemoryKV
@@ -209,3 +210,24 @@ async def test_each_committed_txn_is_counted_once_by_who_applied_it(
     assert not cache.apply_committed(mine.revision, ops)
     assert cache.own_writes == {"writer": 1, "watch": 1, "waited": 1}
     assert cache.tables[codec.EVALUATIONS].objects["default/e2"][1] == mine.revision
+
+
+async def test_a_consistent_read_refuses_within_the_marker_timeout(keyspace: Keyspace) -> None:
+    """etcd silent (a replica cut from it): sync refuses ETCD_UNAVAILABLE
+    after ``marker_timeout``, not after the caller's deadline."""
+    kv, keys = await _seeded(keyspace, 3)
+    cache = Cache(kv, keys, CacheConfig(marker_timeout=0.2))
+    await cache.start()
+    try:
+        silent = asyncio.Event()
+
+        async def hang(*args: Any, **kwargs: Any) -> RangePage:
+            await silent.wait()
+            raise AssertionError("unreachable")
+
+        kv.range = hang  # type: ignore[method-assign]
+        with pytest.raises(EtcdUnavailable):
+            async with asyncio.timeout(2):
+                await cache.sync()
+    finally:
+        await cache.close()

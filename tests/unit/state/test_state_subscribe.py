@@ -4,11 +4,14 @@ batch, and subscribers of the same interest share the very same bytes."""
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 import pytest
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, job_pb2
+from drover.coord.errors import EtcdUnavailable
 from drover.rpc.encoded import passthrough
 from drover.state import subscribe
 from drover.state.cache import Change
@@ -131,3 +134,45 @@ def test_passthrough_serializer_leaves_bytes_and_serializes_messages() -> None:
     assert ser(state_pb2.SubscribeResponse(index=3)) == raw
     assert isinstance(grpc.unary_stream_rpc_method_handler(
         lambda r, c: iter(()), response_serializer=ser), grpc.RpcMethodHandler)
+
+
+class _LostCache:
+    """A cache cut from etcd: silent for a minute, and a consistent read
+    fails (``reachable`` False) -- or succeeds once it is back."""
+
+    def __init__(self, reachable: bool) -> None:
+        self.listeners: list[object] = []
+        self.reset_listeners: list[object] = []
+        self.revision = 5
+        self.reachable = reachable
+        self.syncs = 0
+
+    def last_contact(self) -> float:
+        return 60.0
+
+    async def sync(self) -> int:
+        self.syncs += 1
+        if not self.reachable:
+            raise EtcdUnavailable("etcd did not answer")
+        return self.revision
+
+
+async def _first_items(hub: subscribe.Hub, n: int) -> list[bytes]:
+    stream = hub.subscribe(state_pb2.SubscribeRequest())
+    return [await anext(stream) for _ in range(n)]
+
+
+async def test_a_replica_cut_from_etcd_ends_its_streams_instead_of_heartbeating() -> None:
+    cache = _LostCache(reachable=False)
+    hub = subscribe.Hub(cache, subscribe.SubscribeConfig(  # type: ignore[arg-type]
+        heartbeat=0.2, max_silence=3.0, silence_check=0.05))
+    with pytest.raises(EtcdUnavailable):
+        async with asyncio.timeout(2):
+            await _first_items(hub, 2)  # the catch-up mark, then the end
+    # Silent but reachable (a quiet etcd, no readiness checks): one read
+    # proves contact and the stream heartbeats on.
+    cache.reachable = True
+    async with asyncio.timeout(2):
+        got = await _first_items(hub, 3)
+    assert all(state_pb2.SubscribeResponse.FromString(b).index == 5 for b in got)
+    assert cache.syncs >= 2

@@ -28,10 +28,13 @@ Pausing (scheduler config ``pause_eval_broker``) is not a mode: a paused
 leader keeps its queues, timers, acks and nacks, but ``dequeue`` delivers
 nothing until it is resumed.
 
-Unblocking: the broker cannot see cluster capacity, so the shell triggers
-it: ``unblock_all`` when capacity may have grown (a node became ready or
-changed, allocations stopped; coalesce bursts), ``unblock_job`` when a job's
-own change makes its blocked evaluation worth retrying. A completed
+Unblocking: the broker cannot see cluster capacity, so it never unblocks by
+itself: the state service stores a blocked evaluation as pending in the
+txn that changes capacity it fits (:mod:`drover.state.core.unblock`), and
+the broker follows that write on its feed like any other (one path, and
+nothing a failover could lose). It keeps one blocked evaluation per job,
+the newest by ``max(create_index, snapshot_index)`` (Nomad's
+``latestEvalIndex``), and writes the older one cancelled. A completed
 evaluation written after a job's blocked evaluation was created untracks it
 (Nomad's ``Untrack``): the job was placed, so the blocked one is forgotten
 (not cancelled: nothing is written).
@@ -276,16 +279,6 @@ class EvalBroker:
         self._held.cancelled += 1
         description = "canceled by an operator" + (f": {reason}" if reason else "")
         return [MarkCanceled(rec.key[0], eval_id, description, rec.eval)]
-
-    def unblock_all(self, reason: str = "capacity changed") -> list[Effect]:
-        """Unblock every blocked evaluation (capacity may have grown)."""
-        self._require_leader()
-        return self._held.unblock_jobs(list(self._held.blocked_jobs), reason, self._clock())
-
-    def unblock_job(self, namespace: str, job_id: str, reason: str = "job changed") -> list[Effect]:
-        """Unblock one job's blocked evaluation, if it has one."""
-        self._require_leader()
-        return self._held.unblock_jobs([(namespace, job_id)], reason, self._clock())
 
     # -- timers ----------------------------------------------------------------
 

@@ -41,7 +41,6 @@ __all__ = [
     "Effect",
     "MarkCanceled",
     "MarkFailed",
-    "MarkPending",
     "WriteGroup",
     "delivery_limit_reached",
     "to_writes",
@@ -91,21 +90,7 @@ class CreateFollowUp:
     evaluation: Evaluation
 
 
-@dataclass(frozen=True, slots=True)
-class MarkPending:
-    """A blocked evaluation was unblocked: store it as pending.
-
-    Written so that an unblock survives a failover: the next leader
-    restores the evaluation as pending (deliverable), not blocked.
-    """
-
-    namespace: str
-    eval_id: str
-    description: str
-    evaluation: Evaluation | None = field(default=None, compare=False)
-
-
-Effect = CancelSuperseded | MarkCanceled | MarkFailed | CreateFollowUp | MarkPending
+Effect = CancelSuperseded | MarkCanceled | MarkFailed | CreateFollowUp
 
 FAILED_FOLLOW_UP = "failed-follow-up"
 
@@ -192,15 +177,10 @@ def to_writes(effects: list[Effect]) -> list[WriteGroup]:
             )
             if bodies:
                 groups.append(WriteGroup(bodies))
-        elif isinstance(effect, MarkCanceled | MarkPending):
+        elif isinstance(effect, MarkCanceled):
             if effect.evaluation is not None:
-                status = (
-                    _CANCELED
-                    if isinstance(effect, MarkCanceled)
-                    else EvaluationStatus.EVALUATION_STATUS_PENDING
-                )
                 groups.append(
-                    WriteGroup((_with_status(effect.evaluation, status, effect.description),))
+                    WriteGroup((_with_status(effect.evaluation, _CANCELED, effect.description),))
                 )
         elif isinstance(effect, MarkFailed):
             failed: list[Evaluation] = []

@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
-from drover.broker.core.effects import CancelSuperseded, Effect, MarkPending
+from drover.broker.core.effects import CancelSuperseded, Effect
 from drover.broker.core.listing import QueueOrder
 from drover.broker.core.queues import ReadyQueues, TimerHeap
 from drover.broker.core.record import EvalRecord, EvalState, JobEntry, JobKey
@@ -168,7 +168,7 @@ class HeldEvaluations:
         current = job.blocked
         effects: list[Effect] = []
         if current is not None and current is not rec:
-            if rec.create_index < current.create_index:
+            if rec.latest_index < current.latest_index:
                 self.drop(rec, now)
                 return [self.superseded(rec, current.id)]
             self.drop(current, now)
@@ -185,22 +185,6 @@ class HeldEvaluations:
             job.blocked = None
             self.blocked_jobs.discard(rec.key)
         return self.admit(rec, now)
-
-    def unblock_jobs(self, keys: list[JobKey], reason: str, now: float) -> list[Effect]:
-        """Unblock these jobs' blocked evaluations; each is stored as pending."""
-        effects: list[Effect] = []
-        for key in keys:
-            job = self.jobs.get(key)
-            rec = job.blocked if job is not None else None
-            if rec is None:
-                continue
-            admitted = self.unblock(rec, now)
-            # An unblocked evaluation may lose to the job's pending one at
-            # once; then it is cancelled, not marked pending.
-            if rec.state is not None:
-                effects.append(MarkPending(key[0], rec.id, f"unblocked: {reason}", rec.eval))
-            effects.extend(admitted)
-        return effects
 
     def untrack_blocked(self, completed: Evaluation, now: float) -> list[Effect]:
         """A job's evaluation completed after its blocked one was created:

@@ -103,6 +103,12 @@ class EvalRecord:
             return self.priority > other.priority
         return self.create_index > other.create_index
 
+    @property
+    def latest_index(self) -> int:
+        """Nomad's ``latestEvalIndex``: the later of the create index and the
+        snapshot index its plan was computed at (a blocked evaluation's)."""
+        return max(self.create_index, self.eval.snapshot_index)
+
     def __repr__(self) -> str:
         state = self.state.value if self.state else "released"
         return f"EvalRecord({self.id!r}, {state}, deliveries={self.deliveries})"

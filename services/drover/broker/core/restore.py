@@ -77,7 +77,7 @@ def bulk_load(
         if status == _BLOCKED:
             current = job.blocked
             if current is not None:
-                if rec.create_index < current.create_index:
+                if rec.latest_index < current.latest_index:
                     blocked_losers.setdefault(key, []).append(ev)
                     del records[eval_id]
                     continue

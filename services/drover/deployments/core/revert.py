@@ -1,7 +1,8 @@
 """Which job version a failed deployment rolls back to, if any.
 
 A pure function over the job's version history (newest first, as
-``ListJobVersions`` answers). The target is the newest *stable* version older
+``ListJobVersions`` answers); descriptions in Nomad's words
+(:mod:`drover.rollback_text`). The target is the newest *stable* version older
 than the failed one. Two cases are refused, each with a description that says
 so, because silently doing nothing leaves the operator guessing:
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from drover import rollback_text
 from drover.api.types.v1 import job_pb2
 
 # Fields that describe a version's bookkeeping, not what the user asked for.
@@ -68,14 +70,11 @@ def choose_revert(
     candidates = [v for v in versions if v.stable and v.version < failed.version]
     stable = max(candidates, key=lambda v: v.version) if candidates else None
     if stable is None:
-        return RevertChoice(f"{failure} - no stable job version to revert to")
+        return RevertChoice(rollback_text.no_rollback_target(failure))
     if same_spec(stable, failed):
-        return RevertChoice(
-            f"{failure} - not reverting to stable job version {stable.version}:"
-            f" it has the same spec as job version {failed.version}"
-        )
+        return RevertChoice(rollback_text.rollback_noop(failure, stable.version))
     return RevertChoice(
-        f"{failure} - reverting to job version {stable.version}",
+        rollback_text.rolling_back(failure, stable.version),
         to_version=stable.version,
         target=stable,
     )

@@ -6,8 +6,11 @@ deployment, and the job's version history. Each step recomputes the group
 counts from the allocations (:mod:`.accounting`), moves the deadlines with
 the one rule in :mod:`.deadline`, and decides, in this order:
 
-1. an unhealthy allocation fails the deployment (running or paused), with an
-   auto-revert when its group asks for one (:mod:`.revert`);
+1. an unhealthy allocation fails the deployment (running or paused) when
+   Nomad's shouldFailEarly says so (:mod:`.fail_early`: no progress
+   deadline, or its reschedule policy spent), with an auto-revert when its
+   group asks for one (:mod:`.revert`); otherwise it is replaced and the
+   progress deadline decides;
 2. canaries are auto-promoted when every unpromoted canary group has
    ``auto_promote`` and all its canaries are placed and healthy;
 3. every group healthy at its desired total (and promoted where it has
@@ -62,6 +65,7 @@ from .effects import (
     RevertJob,
     UpdateAllocHealth,
 )
+from .fail_early import failing_groups
 from .revert import choose_revert
 from .walltime import from_timestamp, to_timestamp
 
@@ -321,7 +325,10 @@ class DeploymentWatcher:
                 _set_deadline(group, next_progress_deadline(group, ProgressEvent.NEW_HEALTHY, now))
                 progressed = progressed or promotion_done(group)
 
-        failing = sorted(n for n, g in work.task_groups.items() if g.unhealthy_allocs > 0)
+        # Nomad's shouldFailEarly: else the scheduler replaces it and the
+        # progress deadline decides.
+        failing = failing_groups(work, self._allocs.values(), self._job,
+                                 work.status in ACTIVE, now)
         if failing:
             revert = any(work.task_groups[n].auto_revert for n in failing)
             return self._fail(work, DESC_UNHEALTHY, revert, _Eval.IMMEDIATE, alloc_health)

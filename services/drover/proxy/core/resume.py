@@ -20,7 +20,7 @@ reopened with the client's own request (as any read is retried).
 The proxy also asks for heartbeats at least every ``heartbeat`` seconds
 (half its hold timeout), unless the client asked for shorter ones: a quiet
 stream then shows its server's life by itself, and the hold
-(:mod:`drover.proxy.hold`) needs no pings to tell it from a frozen one.
+(:mod:`drover.rpc.hold`) needs no pings to tell it from a frozen one.
 """
 
 from __future__ import annotations

@@ -33,6 +33,8 @@ DEPLOYMENTS = "deployments"
 ALLOCATIONS = "allocations"
 NODES = "nodes"
 SCHEDULER_CONFIG = "scheduler_config"
+#: Per-node usage records (:mod:`drover.state.core.usage`): cached, never listed.
+NODE_USAGE = "node_usage"
 
 #: The namespace segment of objects that have none.
 GLOBAL_NS = "-"
@@ -46,6 +48,7 @@ MESSAGES: dict[str, type[Message]] = {
     ALLOCATIONS: allocation_pb2.Allocation,
     NODES: node_pb2.Node,
     SCHEDULER_CONFIG: scheduler_pb2.SchedulerConfig,
+    NODE_USAGE: node_pb2.NodeUsage,
 }
 
 TOPICS: dict[str, int] = {
@@ -156,6 +159,6 @@ def decode_into(kind: str, msg: Any, value: bytes, create_rev: int, mod_rev: int
 
 
 def namespace_of(kind: str, msg: Any) -> str:
-    if kind in (NODES, SCHEDULER_CONFIG):
+    if kind in (NODES, SCHEDULER_CONFIG, NODE_USAGE):
         return GLOBAL_NS
     return str(msg.namespace)

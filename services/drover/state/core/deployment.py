@@ -12,8 +12,9 @@ One request, one etcd txn, with everything a watcher decision implies:
 - ``revert_job``: registered as the job's next version, only if the job's
   ``job_modify_index`` still equals ``revert_expected_job_modify_index``.
   When the user changed the job meanwhile the revert is *skipped*, not the
-  whole write: the deployment's failure must be recorded either way, and
-  the response then carries no ``reverted_job_version``. A revert of a
+  whole write: the deployment's failure must be recorded either way, its
+  description no longer claims the rollback (:mod:`drover.rollback_text`),
+  and the response then carries no ``reverted_job_version``. A revert of a
   service job with update strategies starts a new running deployment, as
   a register would, and cancels the job's other active ones;
 - ``allocation_updates``: health set by an operator (SetAllocHealth),
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drover import rollback_text
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2, job_pb2
 from drover.errors import InvalidArgument, NotFound
@@ -61,6 +63,11 @@ def plan_deployment_update(view: View, ctx: WriteContext, request: Any,
     d = deployment_pb2.Deployment()
     d.CopyFrom(src)
     d.modify_time.CopyFrom(ctx.now)
+    if request.HasField("revert_job") and not _revert_applies(
+            view, d, request.revert_expected_job_modify_index):
+        # skipped (module doc): the description must not claim it
+        d.status_description = rollback_text.not_rolled_back(
+            d.status_description, request.revert_job.version)
     plan.put(codec.DEPLOYMENTS, ns, d.id, d, before.mod)
     if request.HasField("stable_job_version"):
         _mark_stable(view, plan, ns, d.job_id, request.stable_job_version)
@@ -102,15 +109,22 @@ def _mark_stable(view: View, plan: PlanBuilder, ns: str, job_id: str, version: i
         plan.put(codec.JOBS, ns, job_id, job.obj, job.mod)
 
 
+def _revert_applies(view: View, failed: deployment_pb2.Deployment,
+                    expected_job_modify_index: int) -> bool:
+    """The job still exists (not purged) and is the one that failed (the
+    user did not change it meanwhile: their version wins, module doc)."""
+    found = view.get(codec.JOBS, failed.namespace, failed.job_id)
+    return found is not None and found.obj.job_modify_index == expected_job_modify_index
+
+
 def _revert(view: View, ctx: WriteContext, plan: PlanBuilder, failed: deployment_pb2.Deployment,
             target: job_pb2.Job, expected_job_modify_index: int) -> int | None:
     """Register ``target`` as the job's next version; its version, or None if skipped."""
+    if not _revert_applies(view, failed, expected_job_modify_index):
+        return None
     found = view.get(codec.JOBS, failed.namespace, failed.job_id)
-    if found is None:
-        return None  # purged meanwhile: nothing to revert
+    assert found is not None  # _revert_applies
     current = found.obj
-    if current.job_modify_index != expected_job_modify_index:
-        return None  # the user changed the job: their version wins (module doc)
     ns = failed.namespace
     job = job_pb2.Job()
     job.CopyFrom(target)

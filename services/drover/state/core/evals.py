@@ -4,7 +4,10 @@
   fence) writes an outcome. Existence is judged on the view and every
   evaluation is compared on it, so a concurrent create turns an unfenced
   "create" into a conflict, then (re-planned) into a refusal, never an
-  update. An existing evaluation keeps its ``create_time``.
+  update. An existing evaluation keeps its ``create_time``. An unfenced
+  re-create of an evaluation stored exactly so (a retried create,
+  :mod:`drover.state.core.recreate`) is skipped: OK, and when every one
+  is, nothing is written.
 - **Update**: updates that never create, creates that never update. Each
   update is compared on the ``modify_index`` the writer held (so a late
   Ack never re-creates a deleted evaluation, nor overwrites a changed
@@ -28,7 +31,9 @@ from drover.api.types.v1 import evaluation_pb2
 from drover.errors import NotFound
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
+from drover.state.core.recreate import identical_existing
 from drover.state.core.rules import broker_paused, create_is_new, update_of_seen
+from drover.state.core.unblock import admit_blocked
 from drover.state.core.validate import ALL_NAMESPACES
 from drover.state.core.view import View
 
@@ -46,10 +51,21 @@ def plan_upsert(view: View, ctx: WriteContext, evs: Evals,
     # old value is decoded only for one that exists, for its create_time.
     idents = [_NS_ID(e) for e in evs]
     mods = [view.mod(kind, ns, eid) for ns, eid in idents]
+    skip = [False] * len(evs)
     if existing_needs_fence is not None and any(mods):
-        existing_needs_fence()
+        # unfenced: an existing one may only be the same create again
+        skip = [bool(mod) and identical_existing(view, kind, ns, eid, ev)
+                for ev, (ns, eid), mod in zip(evs, idents, mods, strict=True)]
+        if any(mod and not same for mod, same in zip(mods, skip, strict=True)):
+            existing_needs_fence()
+    ids = [eid for _, eid in idents]
+    if all(skip):
+        return no_write(lambda rev: state_pb2.UpsertEvaluationsResponse(eval_ids=ids, index=rev))
     plan = PlanBuilder(ctx.keys, ctx.on_put)
-    for ev, (ns, eid), mod in zip(evs, idents, mods, strict=True):
+    for ev, (ns, eid), mod, same in zip(evs, idents, mods, skip, strict=True):
+        if same:  # still there, unchanged, when the others are written
+            plan.compare_mod(kind, ns, eid, mod)
+            continue
         # the call's own copies: set idempotently on each attempt
         old = view.get(kind, ns, eid) if mod else None
         if old is not None:
@@ -57,8 +73,9 @@ def plan_upsert(view: View, ctx: WriteContext, evs: Evals,
         elif not ev.HasField("create_time"):
             ev.create_time.CopyFrom(now)
         ev.modify_time.CopyFrom(now)
+        if old is None:
+            admit_blocked(view, ev)
         plan.put(kind, ns, eid, ev, old.mod if old else 0)
-    ids = [eid for _, eid in idents]
     return plan.build(lambda rev: state_pb2.UpsertEvaluationsResponse(eval_ids=ids, index=rev))
 
 
@@ -80,6 +97,7 @@ def plan_update(view: View, ctx: WriteContext, updates: Evals, creates: Evals) -
         if not ev.HasField("create_time"):
             ev.create_time.CopyFrom(now)
         ev.modify_time.CopyFrom(now)
+        admit_blocked(view, ev)  # a missed unblock: stored pending at once
         ns, eid = _NS_ID(ev)
         plan.put(kind, ns, eid, ev, 0)
     return plan.build(lambda rev: state_pb2.UpdateEvaluationsResponse(index=rev))

@@ -17,18 +17,18 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
-from drover.errors import NotFound
+from drover.errors import FailedPrecondition, InvalidArgument, NotFound
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.rules import job_index_matches, next_version
-from drover.state.core.view import View
+from drover.state.core.view import View, refuse
 
 ACTIVE_DEPLOYMENTS = (
     deployment_pb2.DEPLOYMENT_STATUS_RUNNING, deployment_pb2.DEPLOYMENT_STATUS_PAUSED,
 )
 
 _NOT_SPEC = ("version", "stable", "status", "status_description", "create_index",
-             "modify_index", "job_modify_index", "submit_time", "stop")
+             "modify_index", "job_modify_index", "submit_time", "stop", "summary")
 
 
 def spec_unchanged(old: job_pb2.Job, new: job_pb2.Job) -> bool:
@@ -43,6 +43,16 @@ def spec_unchanged(old: job_pb2.Job, new: job_pb2.Job) -> bool:
         for name in _NOT_SPEC:
             m.ClearField(name)
     return a == b
+
+
+def version_record(job: job_pb2.Job) -> job_pb2.Job:
+    """What a version keeps of the job: its spec and version, not the live
+    counts (summary) nor a pending purge, which belong to the job alone."""
+    record = job_pb2.Job()
+    record.CopyFrom(job)
+    record.ClearField("summary")
+    record.purge_requested = False
+    return record
 
 
 def job_type_name(job: job_pb2.Job) -> str:
@@ -65,7 +75,9 @@ def new_deployment(ctx: WriteContext, job: job_pb2.Job, create_index: int,
     places every allocation at once and asks for no canary."""
     if job.type != job_pb2.JOB_TYPE_SERVICE:
         return None
-    groups = {tg.name: tg for tg in job.task_groups if tg.HasField("update")}
+    # max_parallel 0 is Nomad's "no update strategy": no deployment for the group.
+    groups = {tg.name: tg for tg in job.task_groups
+              if tg.HasField("update") and tg.update.max_parallel > 0}
     if not groups:
         return None
     d = deployment_pb2.Deployment(
@@ -84,9 +96,14 @@ def new_deployment(ctx: WriteContext, job: job_pb2.Job, create_index: int,
     return d
 
 
+#: Nomad's description of a deployment cancelled by a job stop (the reconciler's).
+STOPPED_DESCRIPTION = "Cancelled because job is stopped"
+
+
 def cancel_active(view: View, ctx: WriteContext, plan: PlanBuilder, job: job_pb2.Job,
-                  keep: str = "") -> None:
-    """Cancel the job's running or paused deployments (but ``keep``), each compared."""
+                  keep: str = "", description: str = "") -> None:
+    """Cancel the job's running or paused deployments (but ``keep``), each
+    compared; ``description`` defaults to Nomad's for a newer version."""
     ns = job.namespace
     for nsid in view.ids(codec.DEPLOYMENTS, "job_id", job.id):
         d_ns, _, d_id = nsid.partition("/")
@@ -97,14 +114,17 @@ def cancel_active(view: View, ctx: WriteContext, plan: PlanBuilder, job: job_pb2
             continue
         d = found.obj
         d.status = deployment_pb2.DEPLOYMENT_STATUS_CANCELLED
-        d.status_description = f"Cancelled because job is updated to version {job.version}"
+        d.status_description = (description
+                                or f"Cancelled because job is updated to version {job.version}")
         d.modify_time.CopyFrom(ctx.now)
         plan.put(codec.DEPLOYMENTS, ns, d.id, d, found.mod)
 
 
 def plan_register(view: View, ctx: WriteContext, src: job_pb2.Job, *,
-                  enforce_index: bool = False, job_modify_index: int = 0) -> WritePlan:
-    """RegisterJob (module doc). ``src`` is validated (:func:`validate_job`)."""
+                  enforce_index: bool = False, job_modify_index: int = 0,
+                  trigger: str = "job-register") -> WritePlan:
+    """RegisterJob (module doc). ``src`` is validated (:func:`validate_job`);
+    ``trigger``: the evaluation's triggered_by (``job-scaling`` for a scale)."""
     job = job_pb2.Job()
     job.CopyFrom(src)
     ns = job.namespace
@@ -115,16 +135,16 @@ def plan_register(view: View, ctx: WriteContext, src: job_pb2.Job, *,
     conflict = f"job {job.id!r} changed concurrently; retry"
     plan.compare_mod(codec.JOBS, ns, job.id, current.mod if current else 0)
     if current is not None and spec_unchanged(current.obj, job):
-        return _plan_unchanged(ctx, plan, current.obj, conflict)
+        return _plan_unchanged(ctx, plan, current.obj, conflict, trigger)
     old = current.obj if current else None
     job.version = next_version(old)
     job.stop, job.stable = False, False
     job.status = job_pb2.JOB_STATUS_PENDING
     job.job_modify_index = 0
     job.submit_time.CopyFrom(ctx.now)
-    ev = new_eval(ctx, job, "job-register")
+    ev = new_eval(ctx, job, trigger)
     plan.put(codec.JOBS, ns, job.id, job, None)
-    plan.put_version(ns, job.id, job.version, job, None)
+    plan.put_version(ns, job.id, job.version, version_record(job), None)
     dep = new_deployment(ctx, job, old.create_index if old else 0,
                          first=old is None or old.stop)
     if dep is not None:
@@ -139,11 +159,11 @@ def plan_register(view: View, ctx: WriteContext, src: job_pb2.Job, *,
 
 
 def _plan_unchanged(ctx: WriteContext, plan: PlanBuilder, job: job_pb2.Job,
-                    conflict: str) -> WritePlan:
+                    conflict: str, trigger: str = "job-register") -> WritePlan:
     """Nomad's unchanged re-register: no new version, no deployment, the
     one in flight goes on; only an evaluation (which will find nothing to
     change), still compared on the job so a concurrent change re-plans."""
-    ev = new_eval(ctx, job, "job-register")
+    ev = new_eval(ctx, job, trigger)
     ev.job_modify_index = job.job_modify_index
     plan.put(codec.EVALUATIONS, job.namespace, ev.id, ev, None)
     return plan.build(lambda rev: state_pb2.RegisterJobResponse(
@@ -152,10 +172,15 @@ def _plan_unchanged(ctx: WriteContext, plan: PlanBuilder, job: job_pb2.Job,
     ), conflict=conflict)
 
 
-def plan_deregister(view: View, ctx: WriteContext, ns: str, job_id: str) -> WritePlan:
+def plan_deregister(view: View, ctx: WriteContext, ns: str, job_id: str, *,
+                    purge_requested: bool = False) -> WritePlan:
     """DeregisterJob without purge: the job stopped as a new version (the
-    stop is a spec change: ``job_modify_index`` is this txn) and a
-    ``job-deregister`` evaluation, compared on the job's revision."""
+    stop is a spec change: ``job_modify_index`` is this txn), its active
+    deployment cancelled ("Cancelled because job is stopped", as Nomad's
+    reconciler does: nothing is left to roll out or revert) and a
+    ``job-deregister`` evaluation (the worker stops every allocation),
+    compared on the job's revision. The job is dead once its allocations
+    are terminal (:mod:`drover.state.core.job_status`)."""
     found = view.get(codec.JOBS, ns, job_id)
     if found is None:
         raise NotFound(f"job {job_id!r} not found in namespace {ns!r}")
@@ -164,11 +189,135 @@ def plan_deregister(view: View, ctx: WriteContext, ns: str, job_id: str) -> Writ
     ev = new_eval(ctx, job, "job-deregister")
     plan.put(codec.EVALUATIONS, ns, ev.id, ev, None)
     job.stop = True
+    job.purge_requested = job.purge_requested or purge_requested
     job.version = next_version(job)
     job.job_modify_index = 0
     plan.put(codec.JOBS, ns, job.id, job, found.mod)
-    plan.put_version(ns, job.id, job.version, job, None)
+    plan.put_version(ns, job.id, job.version, version_record(job), None)
+    cancel_active(view, ctx, plan, job, description=STOPPED_DESCRIPTION)
     return plan.build(lambda rev: state_pb2.DeregisterJobResponse(
         eval_id=ev.id, job_modify_index=rev, index=rev,
     ), conflict=f"job {job.id!r} changed concurrently; retry")
 
+
+
+class JobNotStopped(FailedPrecondition):
+    reason = "JOB_NOT_STOPPED"
+
+
+def plan_start(view: View, ctx: WriteContext, ns: str, job_id: str) -> WritePlan:
+    """StartJob (``nomad job start``): the latest version that was not a
+    stop, registered again as a new version (:func:`plan_register`: a new
+    deployment without canaries, a ``job-register`` evaluation). Refused
+    unless the job exists and is stopped."""
+    found = view.get(codec.JOBS, ns, job_id)
+    if found is None:
+        raise NotFound(f"job {job_id!r} not found in namespace {ns!r}")
+    if not found.obj.stop:
+        refuse(view, JobNotStopped(
+            f"job {job_id!r} is not stopped (version {found.obj.version}); "
+            "only a stopped job can be started", metadata={"version": str(found.obj.version)}))
+    source = _last_running_version(view, ns, job_id) or found.obj
+    job = job_pb2.Job()
+    job.CopyFrom(source)
+    job.stop = False
+    plan = plan_register(view, ctx, job)
+    from_version = int(source.version)
+
+    def respond(rev: int) -> state_pb2.StartJobResponse:
+        r = plan.respond(rev)
+        return state_pb2.StartJobResponse(
+            eval_id=r.eval_id, version=r.version, deployment_id=r.deployment_id,
+            job_modify_index=r.job_modify_index, index=r.index, from_version=from_version)
+    return WritePlan(plan.compares, plan.ops, plan.events, respond, plan.conflict)
+
+
+def _last_running_version(view: View, ns: str, job_id: str) -> job_pb2.Job | None:
+    """The newest version record that was not a stop (None: none kept)."""
+    best = None
+    for nsid in view.ids(codec.JOB_VERSIONS, "job", f"{ns}/{job_id}"):
+        v_ns, _, vid = nsid.partition("/")
+        f = view.get(codec.JOB_VERSIONS, v_ns, vid)
+        if f is not None and not f.obj.stop and (best is None or f.obj.version > best.version):
+            best = f.obj
+    return best
+
+
+class JobVersionMismatch(FailedPrecondition):
+    reason = "JOB_VERSION_MISMATCH"
+
+
+def plan_revert(view: View, ctx: WriteContext, ns: str, job_id: str, version: int,
+                enforce_prior_version: int | None = None) -> WritePlan:
+    """RevertJob (Nomad's ``Job.Revert``): the kept version's spec registered
+    as the next version (:func:`plan_register`, so a spec equal to the
+    current one writes only an evaluation, as Nomad's register does)."""
+    found = view.get(codec.JOBS, ns, job_id)
+    if found is None:
+        raise NotFound(f"job {job_id!r} not found in namespace {ns!r}")
+    current = found.obj
+    if enforce_prior_version is not None and current.version != enforce_prior_version:
+        refuse(view, JobVersionMismatch(
+            f"Current job has version {current.version}; enforcing version "
+            f"{enforce_prior_version}", metadata={"version": str(current.version)}))
+    if version == current.version:
+        raise InvalidArgument("can't revert to current version",
+                              metadata={"field": "version", "version": str(version)})
+    record = view.get(codec.JOB_VERSIONS, ns, f"{job_id}/{version:020d}")
+    if record is None:
+        refuse(view, NotFound(
+            f"job {job_id!r} in namespace {ns!r} at version {version} not found "
+            "(older versions than the tracked ones are not kept)",
+            metadata={"field": "version"}))
+    job = job_pb2.Job()
+    job.CopyFrom(record.obj)
+    job.stop = False
+    plan = plan_register(view, ctx, job)
+
+    def respond(rev: int) -> state_pb2.RevertJobResponse:
+        r = plan.respond(rev)
+        return state_pb2.RevertJobResponse(
+            eval_id=r.eval_id, version=r.version, deployment_id=r.deployment_id,
+            job_modify_index=r.job_modify_index, index=r.index, reverted_to=version,
+            warnings=r.warnings)
+    return WritePlan(plan.compares, plan.ops, plan.events, respond, plan.conflict)
+
+
+class JobStopped(FailedPrecondition):
+    reason = "JOB_STOPPED"
+
+
+def plan_scale(view: View, ctx: WriteContext, ns: str, job_id: str, group: str, count: int,
+               enforce_index: int | None = None, message: str = "") -> WritePlan:
+    """ScaleJob (Nomad's ``Job.Scale``): the job with ``group``'s count set,
+    registered as a new version with a ``job-scaling`` evaluation (the same
+    count again writes only the evaluation, as an unchanged register)."""
+    found = view.get(codec.JOBS, ns, job_id)
+    if found is None:
+        raise NotFound(f"job {job_id!r} not found in namespace {ns!r}")
+    job = found.obj
+    if job.stop:
+        refuse(view, JobStopped(f"job {job_id!r} is stopped: start it (job start) to scale it",
+                                metadata={"version": str(job.version)}))
+    if count < 0:
+        raise InvalidArgument(f"count must be >= 0, got {count}", metadata={"field": "count"})
+    if job.type == job_pb2.JOB_TYPE_SYSTEM and count > 1:
+        raise InvalidArgument('jobs of type "system" can only be scaled between 0 and 1',
+                              metadata={"field": "count"})
+    tg = next((g for g in job.task_groups if g.name == group), None)
+    if tg is None:
+        raise InvalidArgument(
+            f"task group {group!r} specified for scaling does not exist in job {job_id!r}",
+            metadata={"field": "group"})
+    previous = tg.count
+    tg.count = count
+    plan = plan_register(view, ctx, job, enforce_index=enforce_index is not None,
+                         job_modify_index=enforce_index or 0, trigger="job-scaling")
+
+    def respond(rev: int) -> state_pb2.ScaleJobResponse:
+        r = plan.respond(rev)
+        return state_pb2.ScaleJobResponse(
+            eval_id=r.eval_id, version=r.version, deployment_id=r.deployment_id,
+            job_modify_index=r.job_modify_index, index=r.index, previous_count=previous,
+            warnings=[*r.warnings, *([f"message: {message}"] if message else [])])
+    return WritePlan(plan.compares, plan.ops, plan.events, respond, plan.conflict)

@@ -70,11 +70,12 @@ from typing import Any
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import node_pb2
 from drover.config import tunable_default
-from drover.state.core import codec
+from drover.state.core import codec, system_jobs
 from drover.state.core.nodes import mark_lost
-from drover.state.core.placement import node_schedulable, unblock
+from drover.state.core.placement import node_schedulable
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import existing
+from drover.state.core.unblock import room_on, unblock_where
 from drover.state.core.view import View
 
 #: The key segment of liveness keys (not an object kind: the cache skips them).
@@ -189,7 +190,10 @@ def plan_come_alive(view: View, ctx: WriteContext, node_id: str, seen_lease: int
     plan.put_leased(liveness_key(ctx.keys, node_id), node_id.encode(), lease, LIVENESS)
     unblocked = 0
     if node_schedulable(node) and not before:
-        unblocked = unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
+        # Back to ready: as a node that becomes schedulable (core.nodes).
+        system_jobs.evaluate(view, ctx, plan, node, ctx.max_objects - len(plan.ops))
+        unblocked = unblock_where(view, ctx, plan, [room_on(view, node)],
+                                  ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: _heartbeat_response(rev, ttl, unblocked))
 
 

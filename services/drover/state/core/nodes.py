@@ -1,10 +1,14 @@
 """Node planners: UpsertNode (register, +unblock) and UpdateNodeStatus.
 
-A node going down or draining marks its live allocations lost and creates
-a ``node-update`` evaluation per affected job, in the same txn (bounded by
+A node going down marks its live allocations lost and creates a
+``node-update`` evaluation per affected job, in the same txn (bounded by
 the request cap: the rest are lost on the node's next status change). A
+drain loses nothing: ``drain`` true starts one with the default deadline
+(:mod:`drover.state.core.drain`; the allocations migrate as the drainer
+allows), false cancels it. A
 node that becomes schedulable (ready, eligible, not draining; also on
-registration) unblocks blocked evaluations in the same txn. A heartbeat is
+registration) unblocks blocked evaluations and evaluates the system jobs
+of its datacenter (:mod:`.system_jobs`) in the same txn. A heartbeat is
 not planned here: it renews the node's lease (:mod:`.liveness`) and never
 changes what an operator set (down, drain). A status change that changes
 nothing writes nothing.
@@ -16,39 +20,60 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
-from drover.state.core import codec
+from drover.drain.strategy import DEFAULT_DEADLINE
+from drover.errors import InvalidArgument
+from drover.state.core import codec, system_jobs
+from drover.state.core.drain import apply_drain
 from drover.state.core.jobs import job_type_name
-from drover.state.core.placement import node_schedulable, unblock
+from drover.state.core.node_secret import UNCHECKED, NodeProof, check_node, registration_secret
+from drover.state.core.placement import node_schedulable
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import existing
+from drover.state.core.unblock import room_on, unblock_where
 from drover.state.core.view import View, found_all
 from drover.worker.resources import is_live
 
 _DOWN = (node_pb2.NODE_STATUS_DOWN, node_pb2.NODE_STATUS_DISCONNECTED)
 
 
-def plan_upsert_node(view: View, ctx: WriteContext, node: node_pb2.Node) -> WritePlan:
+def plan_upsert_node(view: View, ctx: WriteContext, node: node_pb2.Node,
+                     proof: NodeProof = UNCHECKED) -> WritePlan:
     """Register or replace a node (compared on the revision seen); a node
-    that can take allocations now and could not before unblocks."""
+    that can take allocations now and could not before unblocks. Its
+    secret: issued on the first registration, else ``proof`` must be the
+    node's (:func:`drover.state.core.node_secret.registration_secret`)."""
     old = view.get(codec.NODES, codec.GLOBAL_NS, node.id)
+    secret = registration_secret(old.obj if old else None, node, proof, ctx.new_id)
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, old.mod if old else 0)
     if node_schedulable(node) and not (old is not None and node_schedulable(old.obj)):
-        unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
-    return plan.build(lambda rev: state_pb2.UpsertNodeResponse(index=rev))
+        system_jobs.evaluate(view, ctx, plan, node, ctx.max_objects - len(plan.ops))
+        unblock_where(view, ctx, plan, [room_on(view, node)], ctx.max_objects - len(plan.ops))
+    return plan.build(lambda rev: state_pb2.UpsertNodeResponse(index=rev, secret_id=secret))
 
 
-def plan_node_status(view: View, ctx: WriteContext, request: Any) -> WritePlan:
+def plan_node_status(view: View, ctx: WriteContext, request: Any,
+                     proof: NodeProof = UNCHECKED) -> WritePlan:
+    """UpdateNodeStatus; a heartbeat is the node's own word: ``proof`` must
+    be its secret (:mod:`drover.state.core.node_secret`)."""
     found = existing(view, codec.NODES, codec.GLOBAL_NS, request.id, "node")
     node = found.obj
+    if request.heartbeat or proof.presented is not None:
+        check_node(node, proof, "a heartbeat" if request.heartbeat else "a node status")
     before = node_schedulable(node)
-    was_down = node.status in _DOWN or node.drain
+    was_down = node.status in _DOWN
     if request.status:
         node.status = request.status
         node.status_description = ""  # the operator's (or the node's) word now
-    if request.HasField("drain"):
-        node.drain = request.drain
+    if request.HasField("drain") and request.drain != node.drain:
+        apply_drain(node, _legacy_drain(request.drain), ctx.now)
     if request.scheduling_eligibility:
+        if (request.scheduling_eligibility == node_pb2.NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE
+                and node.HasField("drain_strategy")):
+            raise InvalidArgument(  # Nomad's Node.UpdateEligibility rule
+                "can not set the node's scheduling eligibility to eligible while it is "
+                "draining (cancel the drain: drover node drain --disable)",
+                metadata={"field": "scheduling_eligibility"})
         node.scheduling_eligibility = request.scheduling_eligibility
     unchanged = view.get(codec.NODES, codec.GLOBAL_NS, request.id)
     if unchanged is not None and node == unchanged.obj:
@@ -58,11 +83,12 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any) -> WritePlan:
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, found.mod)
     lost, unblocked = 0, 0
     eval_ids: list[str] = []
-    if (node.status in _DOWN or node.drain) and not was_down:
-        why = "node is down" if node.status in _DOWN else "node is draining"
-        lost, eval_ids = mark_lost(view, ctx, plan, node.id, why)
+    if node.status in _DOWN and not was_down:
+        lost, eval_ids = mark_lost(view, ctx, plan, node.id, "node is down")
     elif node_schedulable(node) and not before:
-        unblocked = unblock(view, ctx, plan, ctx.max_objects - len(plan.ops))
+        eval_ids = system_jobs.evaluate(view, ctx, plan, node, ctx.max_objects - len(plan.ops))
+        unblocked = unblock_where(view, ctx, plan, [room_on(view, node)],
+                                  ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpdateNodeStatusResponse(
         index=rev, lost=lost, eval_ids=eval_ids, unblocked=unblocked))
 
@@ -79,7 +105,8 @@ def mark_lost(view: View, ctx: WriteContext, plan: PlanBuilder, node_id: str,
         a = found.obj
         if not is_live(a):
             continue
-        if len(plan.ops) + 1 + len(jobs) + (0 if (a.namespace, a.job_id) in jobs else 1) \
+        # Per job: its evaluation and its status and summary write (job_status.follow).
+        if len(plan.ops) + 1 + 2 * len(jobs) + (0 if (a.namespace, a.job_id) in jobs else 2) \
                 > ctx.max_objects:
             break
         a.client_status = allocation_pb2.ALLOC_CLIENT_STATUS_LOST
@@ -102,3 +129,11 @@ def mark_lost(view: View, ctx: WriteContext, plan: PlanBuilder, node_id: str,
         ids.append(ev.id)
     return lost, ids
 
+
+def _legacy_drain(on: bool) -> state_pb2.UpdateNodeDrainRequest:
+    """UpdateNodeStatus's ``drain``: a drain with the default deadline, or a cancel."""
+    if not on:
+        return state_pb2.UpdateNodeDrainRequest()
+    strategy = node_pb2.DrainStrategy()
+    strategy.deadline.FromSeconds(int(DEFAULT_DEADLINE))
+    return state_pb2.UpdateNodeDrainRequest(drain_strategy=strategy)

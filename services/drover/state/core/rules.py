@@ -157,12 +157,23 @@ def cas_holds(cas_index: int | None, mod: int) -> bool:
 
 
 def job_index_matches(view: View, job_id: str, current: Found | None, expected: int) -> None:
-    """``enforce_index``: the job's ``job_modify_index`` is what the caller saw."""
+    """``enforce_index`` (``job run -check-index``): the job's
+    ``job_modify_index`` is what the caller saw, 0 meaning "the job must be
+    new". Nomad's words; the current index (0: no such job) in the metadata
+    (``job_modify_index``) so a client can re-plan without another read."""
     have = current.obj.job_modify_index if current else 0
-    if have != expected:
-        refuse(view, JobModifyIndexMismatch(
-            f"job {job_id!r} has job_modify_index {have}, not {expected}; re-read it and retry",
-            metadata={"field": "job_modify_index"}))
+    if have == expected:
+        return
+    prefix = f"Enforcing job modify index {expected}"
+    if expected == 0:
+        why = "job already exists"
+    elif current is None:
+        why = "job does not exist"
+    else:
+        why = f"job exists with conflicting job modify index: {have}"
+    refuse(view, JobModifyIndexMismatch(
+        f"{prefix}: {why} (job {job_id!r}; re-plan and run with --check-index {have})",
+        metadata={"field": "job_modify_index", "job_modify_index": str(have)}))
 
 
 def update_of_seen(view: View, ev: Any) -> None:

@@ -65,6 +65,7 @@ RECORDS: dict[str, tuple[str, ...]] = {
     codec.NODES: ("status", "datacenter", "name", "node_class", "scheduling_eligibility",
                   "drain"),
     codec.SCHEDULER_CONFIG: (),
+    codec.NODE_USAGE: (),
 }  # fmt: skip
 INDEXED: dict[str, tuple[str, ...]] = {
     codec.EVALUATIONS: ("namespace", "job_id", "status", "type", "triggered_by",
@@ -76,6 +77,7 @@ INDEXED: dict[str, tuple[str, ...]] = {
     codec.JOB_VERSIONS: ("job",),
     codec.NODES: ("status", "datacenter"),
     codec.SCHEDULER_CONFIG: (),
+    codec.NODE_USAGE: (),
 }  # fmt: skip
 
 #: Indexed fields empty on nearly every object of the kind: their "" is not
@@ -228,7 +230,7 @@ class Table:
         return [str(ns) for ns in self.rows.index_values("namespace")]
 
     def _id_prefixes(self, prefix: str, where: Where) -> Iterable[str]:
-        if self.kind in (codec.NODES, codec.SCHEDULER_CONFIG):
+        if self.kind in (codec.NODES, codec.SCHEDULER_CONFIG, codec.NODE_USAGE):
             return (f"{codec.GLOBAL_NS}/{prefix}",)
         spaces: Iterable[Hashable] = where.get("namespace") or self.namespaces()
         return [f"{ns}/{prefix}" for ns in spaces]

@@ -15,8 +15,11 @@ from operator import attrgetter
 from typing import Any
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2
+from drover.drain.migrate import migrate_of
+from drover.drain.migrate import validate as validate_migrate
 from drover.errors import InvalidArgument
-from drover.worker.resources import fill_defaults
+from drover.jobspec.defaults import canonicalize
+from drover.worker import reschedule
 
 #: A valid namespace or id. One compiled match, not a set built per call:
 #: checked ~3 times per evaluation written (it was ~6 % of the state
@@ -52,24 +55,17 @@ def namespace_arg(value: str, *, allow_all: bool = True) -> str:
 
 
 def validate_job(src: job_pb2.Job) -> job_pb2.Job:
-    """A copy of ``src``, defaults filled in (namespace, priority, type, resources)."""
+    """A copy of ``src`` with Nomad's defaults filled in
+    (:func:`drover.jobspec.defaults.canonicalize`), checked."""
     job = job_pb2.Job()
     job.CopyFrom(src)
-    job.namespace = job.namespace or DEFAULT_NAMESPACE
+    canonicalize(job)
     check_name(job.id, "job.id")
     check_name(job.namespace, "job.namespace")
-    if job.priority == 0:
-        job.priority = 50
     if not 1 <= job.priority <= 100:
         raise InvalidArgument(
             f"job.priority must be 1..100, got {job.priority}", metadata={"field": "job.priority"}
         )
-    if job.type == job_pb2.JOB_TYPE_UNSPECIFIED:
-        job.type = job_pb2.JOB_TYPE_SERVICE
-    # Nomad refuses both: a job with nowhere to run or nothing to run.
-    if not job.datacenters:
-        raise InvalidArgument("job.datacenters must name at least one datacenter",
-                              metadata={"field": "job.datacenters"})
     for i, dc in enumerate(job.datacenters):
         if not dc:
             raise InvalidArgument(f"job.datacenters[{i}] is empty",
@@ -87,8 +83,27 @@ def validate_job(src: job_pb2.Job) -> job_pb2.Job:
         if tg.count < 0:
             raise InvalidArgument(f"task group {tg.name!r} count must be >= 0",
                                   metadata={"field": f"job.task_groups[{i}].count"})
-    fill_defaults(job)
+        if tg.update.max_parallel < 0 or tg.update.canary < 0:
+            raise InvalidArgument(
+                f"task group {tg.name!r} update max_parallel and canary must be >= 0",
+                metadata={"field": f"job.task_groups[{i}].update"})
+        _check_reschedule(job, tg, f"job.task_groups[{i}].reschedule")
+        if tg.HasField("migrate") and (errs := validate_migrate(migrate_of(tg))):
+            raise InvalidArgument(f"task group {tg.name!r}: {errs[0]}",
+                                  metadata={"field": f"job.task_groups[{i}].migrate"})
     return job
+
+
+def _check_reschedule(job: job_pb2.Job, tg: job_pb2.TaskGroup, field: str) -> None:
+    """Nomad's rules for the group's reschedule block, merged over the job
+    type's defaults (an unset block is the default, always valid)."""
+    if not tg.HasField("reschedule"):
+        return
+    policy = reschedule.resolve(job.type, tg.reschedule)
+    wrong = reschedule.problems(policy) if policy is not None else []
+    if wrong:
+        raise InvalidArgument(f"task group {tg.name!r} reschedule: {'; '.join(wrong)}",
+                              metadata={"field": field})
 
 
 def eval_is_complete(ev: evaluation_pb2.Evaluation) -> bool:

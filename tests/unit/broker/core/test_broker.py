@@ -124,7 +124,6 @@ def test_worker_calls_refused_unless_leader() -> None:
         lambda: broker.take_back("e", "t"),
         lambda: broker.outstanding_reset("e", "t"),
         lambda: broker.cancel("e"),
-        lambda: broker.unblock_all(),
     ):
         with pytest.raises(BrokerDisabled):
             call()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from broker_builders import BLOCKED, dequeue_id, make_broker, make_eval
 
-from drover.broker.core.effects import CancelSuperseded, MarkPending
+from drover.broker.core.effects import CancelSuperseded
 from drover.broker.core.record import EvalState
 
 
@@ -121,24 +121,22 @@ def test_blocked_one_per_job_newer_replaces_and_cancels() -> None:
     assert broker.dequeue(["service"]) is None
 
 
-def test_unblock_all_and_unblock_job() -> None:
-    broker, _ = make_broker()
-    broker.enqueue(make_eval("b1", job="j", status=BLOCKED))
-    broker.enqueue(make_eval("b2", job="k", status=BLOCKED))
-    assert broker.unblock_job("default", "nope") == []
-    effects = broker.unblock_job("default", "j", "job scaled")
-    assert effects == [MarkPending("default", "b1", "unblocked: job scaled")]
-    assert dequeue_id(broker)[0] == "b1"
-    effects = broker.unblock_all()
-    assert effects == [MarkPending("default", "b2", "unblocked: capacity changed")]
-    stats = broker.stats()
-    assert (stats.total_blocked, stats.total_ready) == (0, 1)
-
-
-def test_unblocked_loser_is_cancelled_not_marked_pending() -> None:
+def test_an_unblocked_loser_is_cancelled() -> None:
     broker, _ = make_broker()
     broker.enqueue(make_eval("a", job="j"))
     broker.enqueue(make_eval("blocked", job="j", status=BLOCKED, create_index=1))
     broker.enqueue(make_eval("pend", job="j"))
-    effects = broker.unblock_all()
+    # the state service stored it pending (capacity changed); the feed brings it
+    effects = broker.apply(make_eval("blocked", job="j", create_index=1, modify_index=9))
     assert effects == [CancelSuperseded("default", "j", ("blocked",), "pend")]
+
+
+def test_one_blocked_per_job_the_newest_by_snapshot_index_wins() -> None:
+    """Nomad's latestEvalIndex: max(create_index, snapshot_index)."""
+    broker, _ = make_broker()
+    newer_snapshot = make_eval("s", job="j", status=BLOCKED, create_index=5)
+    newer_snapshot.snapshot_index = 50
+    broker.enqueue(newer_snapshot)
+    effects = broker.enqueue(make_eval("c", job="j", status=BLOCKED, create_index=10))
+    assert effects == [CancelSuperseded("default", "j", ("c",), "s")]
+    assert broker.stats().total_blocked == 1

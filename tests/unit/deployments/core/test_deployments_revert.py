@@ -37,7 +37,7 @@ def test_reverts_to_the_latest_stable_version() -> None:
     history = [failed, job(3, image="web:3"), job(2, stable=True, image="web:2"),
                job(1, stable=True, image="web:1")]
     choice = choose_revert(failed, history, FAILURE)
-    assert choice == RevertChoice(f"{FAILURE} - reverting to job version 2", to_version=2)
+    assert choice == RevertChoice(f"{FAILURE} - rolling back to job version 2", to_version=2)
     assert choice.target is not None and choice.target.version == 2
 
 
@@ -60,12 +60,12 @@ def test_same_spec_revert_is_skipped_to_avoid_a_loop() -> None:
     choice = choose_revert(failed, history, FAILURE)
     assert choice.to_version is None and choice.target is None
     assert choice.description == (
-        f"{FAILURE} - not reverting to stable job version 1:"
-        " it has the same spec as job version 3"
+        f"{FAILURE} - not rolling back to stable job version 1 as"
+        " current job has same specification"
     )
 
 
 def test_no_stable_version_says_so() -> None:
     failed = job(2, image="web:2")
     choice = choose_revert(failed, [failed, job(1, image="web:1")], FAILURE)
-    assert choice == RevertChoice(f"{FAILURE} - no stable job version to revert to")
+    assert choice == RevertChoice(f"{FAILURE} - no stable job version to auto revert to")

@@ -86,7 +86,7 @@ def test_unhealthy_with_auto_revert_rolls_back_to_the_latest_stable_version() ->
     d = w.on_alloc(alloc("a1", healthy=False), T0)
     assert d.update is not None
     assert d.update.description == (
-        "Failed due to unhealthy allocations - reverting to job version 1"
+        "Failed due to unhealthy allocations - rolling back to job version 1"
     )
     assert d.revert == RevertJob("default", "shop", 1, expected_job_modify_index=102)
     assert d.revert is not None and d.revert.job.version == 1
@@ -98,8 +98,8 @@ def test_auto_revert_to_the_same_spec_is_skipped() -> None:
     d = w.on_alloc(alloc("a1", healthy=False), T0)
     assert d.revert is None
     assert d.update is not None and d.update.description == (
-        "Failed due to unhealthy allocations - not reverting to stable job version 1:"
-        " it has the same spec as job version 2"
+        "Failed due to unhealthy allocations - not rolling back to stable job version 1 as"
+        " current job has same specification"
     )
 
 
@@ -108,7 +108,7 @@ def test_auto_revert_without_a_stable_version_says_so() -> None:
     d = w.on_alloc(alloc("a1", healthy=False), T0)
     assert d.revert is None
     assert d.update is not None and d.update.description == (
-        "Failed due to unhealthy allocations - no stable job version to revert to"
+        "Failed due to unhealthy allocations - no stable job version to auto revert to"
     )
 
 
@@ -125,7 +125,7 @@ def test_missed_progress_deadline_fails_the_deployment() -> None:
     d = w.check_deadline(T0 + WINDOW)
     assert d.update is not None and d.update.status == FAILED
     assert d.update.description == (
-        "Failed due to progress deadline of task group web - reverting to job version 1"
+        "Failed due to progress deadline of task group web - rolling back to job version 1"
     )
     assert d.revert is not None and d.revert.to_version == 1
     assert d.evaluation is not None

@@ -159,7 +159,7 @@ def test_pausing_twice_changes_nothing_the_second_time() -> None:
 def test_manual_fail_reverts_when_a_group_asks() -> None:
     d = watcher({"web": G(), "api": G(auto_revert=True)}).fail(T0)
     assert d.update is not None and d.update.status == FAILED
-    assert d.update.description == "Deployment marked as failed - reverting to job version 1"
+    assert d.update.description == "Deployment marked as failed - rolling back to job version 1"
     assert d.revert is not None and d.revert.to_version == 1
     assert d.evaluation is not None
 

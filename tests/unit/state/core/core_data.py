@@ -39,9 +39,14 @@ def view(objects: Iterable[tuple[str, Any, int, int]], *, fresh: bool = True) ->
     tables = Tables(KEYS)
     for kind, msg, create, mod in objects:
         ns = codec.namespace_of(kind, msg)
-        oid = msg.id if kind != codec.SCHEDULER_CONFIG else codec.SCHEDULER_CONFIG_ID
-        if kind == codec.JOB_VERSIONS:
+        if kind == codec.NODE_USAGE:
+            oid = msg.node_id
+        elif kind == codec.SCHEDULER_CONFIG:
+            oid = codec.SCHEDULER_CONFIG_ID
+        elif kind == codec.JOB_VERSIONS:
             oid = f"{msg.id}/{msg.version:020d}"
+        else:
+            oid = msg.id
         tables.apply(KEYS.key(kind, ns, oid), codec.encode(msg), create, mod, False)
     return CacheView(tables, tables.revision, fresh)
 

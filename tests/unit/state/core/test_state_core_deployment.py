@@ -29,6 +29,7 @@ def test_deployment_update_reverts_marks_stable_and_clears_promoted_canaries() -
     after = deployment_pb2.Deployment()
     after.CopyFrom(before)
     after.status, after.modify_index = deployment_pb2.DEPLOYMENT_STATUS_FAILED, 9
+    after.status_description = "Failed due to unhealthy allocations - rolling back to job version 1"
     after.task_groups["g"].promoted = True
     req = state_pb2.UpdateDeploymentRequest(deployment=after, stable_job_version=1,
                                             revert_job=v1, revert_expected_job_modify_index=8)
@@ -51,3 +52,7 @@ def test_deployment_update_reverts_marks_stable_and_clears_promoted_canaries() -
     skipped = deployment.plan_deployment_update(v, context(), req, after, [])
     assert not skipped.respond(12).HasField("reverted_job_version")
     assert codec.JOBS not in {e.kind for e in skipped.events}
+    described = codec.decode(codec.DEPLOYMENTS, skipped.ops[0].value, 7, 12)  # type: ignore[union-attr]
+    assert described.status_description == (
+        "Failed due to unhealthy allocations - not rolling back to job version 1: the job "
+        "changed meanwhile")

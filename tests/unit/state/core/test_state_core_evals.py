@@ -17,6 +17,7 @@ from drover.errors import NotFound
 from drover.state.core import codec, evals
 from drover.state.core.plan import Event
 from drover.state.core.rules import BrokerNotPaused
+from drover.state.core.view import Replan
 
 PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING
 
@@ -74,6 +75,40 @@ def test_upsert_evaluations_compares_each_on_the_view_and_keeps_create_times() -
         evals.plan_upsert(v, context(), [new, again], needs_fence)
     evals.plan_upsert(v, context(), [new, own], needs_fence)
     assert asked == [True]
+
+
+def test_upsert_evaluations_same_create_again_writes_nothing() -> None:
+    """A retried create (stored exactly so, save the server-set times and
+    indexes) is OK with nothing written, unfenced; among new ones it is
+    compared, not put; a different evaluation under its id still asks for
+    the fence; on a stale view the fresh view decides (Replan)."""
+    stored = evaluation_pb2.Evaluation(id="e1", namespace="default", type="service",
+                                       job_id="j", status=PENDING)
+    stored.create_time.seconds, stored.modify_time.seconds = 5, 6
+    v = view([(codec.EVALUATIONS, stored, 4, 6)])
+    again = evaluation_pb2.Evaluation(id="e1", namespace="default", type="service",
+                                      job_id="j", status=PENDING)
+
+    def needs_fence() -> None:
+        raise PermissionError("fence")
+
+    plan = evals.plan_upsert(v, context(), [again], needs_fence)
+    assert not plan.writes and plan.compares == ()
+    assert plan.respond(9) == state_pb2.UpsertEvaluationsResponse(eval_ids=["e1"], index=9)
+    new = evaluation_pb2.Evaluation(id="e2", namespace="default", type="service")
+    plan = evals.plan_upsert(v, context(), [again, new], needs_fence)
+    assert plan.compares == (Compare(key(codec.EVALUATIONS, "default", "e1"), "mod", 6),
+                             Compare(key(codec.EVALUATIONS, "default", "e2"), "mod", 0))
+    assert plan.events == (Event(codec.EVALUATIONS, "default", "e2", "put"),)
+    for field, value in (("priority", 90), ("job_id", "other")):
+        changed = evaluation_pb2.Evaluation()
+        changed.CopyFrom(again)
+        setattr(changed, field, value)
+        with pytest.raises(PermissionError):
+            evals.plan_upsert(v, context(), [changed], needs_fence)
+    with pytest.raises(Replan):
+        evals.plan_upsert(view([(codec.EVALUATIONS, stored, 4, 6)], fresh=False),
+                          context(), [again], needs_fence)
 
 
 def test_delete_by_ids_needs_the_broker_paused_and_compares_it() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
@@ -116,3 +117,26 @@ def test_validated_eval_updates_name_the_first_missing_index_and_duplicate() -> 
     ok = state_pb2.UpdateEvaluationsRequest(updates=[_ev("a", modify_index=3)],
                                             creates=[_ev("a", namespace="other")])
     assert [len(x) for x in validated_eval_updates(ok)] == [1, 1]
+
+
+def _job_with(block: Any) -> Any:
+    from drover.api.types.v1 import job_pb2
+    j = job_pb2.Job(id="j", datacenters=["dc1"], type=job_pb2.JOB_TYPE_BATCH,
+                    task_groups=[job_pb2.TaskGroup(name="g", count=1)])
+    if block is not None:
+        j.task_groups[0].reschedule.CopyFrom(block)
+    return j
+
+
+def test_reschedule_block_is_checked_by_nomads_rules() -> None:
+    from google.protobuf.duration_pb2 import Duration
+
+    from drover.api.types.v1 import job_pb2
+    from drover.state.core.validate import validate_job
+    validate_job(_job_with(None))
+    validate_job(_job_with(job_pb2.ReschedulePolicy(attempts=3)))
+    with pytest.raises(InvalidArgument) as e:
+        validate_job(_job_with(job_pb2.ReschedulePolicy(
+            delay=Duration(seconds=1))))
+    assert "delay cannot be less than 5s" in str(e.value)
+    assert e.value.metadata["field"] == "job.task_groups[0].reschedule"

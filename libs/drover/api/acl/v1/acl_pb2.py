@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x64rover/acl/v1/acl.proto\x12\rdrover.acl.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"f\n\x06Policy\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\r\n\x05rules\x18\x03 \x01(\t\x12\x14\n\x0c\x63reate_index\x18\x04 \x01(\x04\x12\x14\n\x0cmodify_index\x18\x05 \x01(\x04\"\xab\x01\n\x05Token\x12\x13\n\x0b\x61\x63\x63\x65ssor_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12&\n\x04type\x18\x03 \x01(\x0e\x32\x18.drover.acl.v1.TokenType\x12\x10\n\x08policies\x18\x04 \x03(\t\x12/\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x63reate_index\x18\x06 \x01(\x04\"I\n\x0bStoredToken\x12#\n\x05token\x18\x01 \x01(\x0b\x32\x14.drover.acl.v1.Token\x12\x15\n\rsecret_sha256\x18\x02 \x01(\x0c\"\x12\n\x10\x42ootstrapRequest\"K\n\x11\x42ootstrapResponse\x12#\n\x05token\x18\x01 \x01(\x0b\x32\x14.drover.acl.v1.Token\x12\x11\n\tsecret_id\x18\x02 \x01(\t\"F\n\x12\x41pplyPolicyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\r\n\x05rules\x18\x03 \x01(\t\"<\n\x13\x41pplyPolicyResponse\x12%\n\x06policy\x18\x01 \x01(\x0b\x32\x15.drover.acl.v1.Policy\"\x15\n\x13ListPoliciesRequest\"?\n\x14ListPoliciesResponse\x12\'\n\x08policies\x18\x01 \x03(\x0b\x32\x15.drover.acl.v1.Policy\"#\n\x13\x44\x65letePolicyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x16\n\x14\x44\x65letePolicyResponse\"\\\n\x12\x43reateTokenRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12&\n\x04type\x18\x02 \x01(\x0e\x32\x18.drover.acl.v1.TokenType\x12\x10\n\x08policies\x18\x03 \x03(\t\"M\n\x13\x43reateTokenResponse\x12#\n\x05token\x18\x01 \x01(\x0b\x32\x14.drover.acl.v1.Token\x12\x11\n\tsecret_id\x18\x02 \x01(\t\"\x13\n\x11ListTokensRequest\":\n\x12ListTokensResponse\x12$\n\x06tokens\x18\x01 \x03(\x0b\x32\x14.drover.acl.v1.Token\")\n\x12RevokeTokenRequest\x12\x13\n\x0b\x61\x63\x63\x65ssor_id\x18\x01 \x01(\t\"\x15\n\x13RevokeTokenResponse\"\x15\n\x13GetSelfTokenRequest\";\n\x14GetSelfTokenResponse\x12#\n\x05token\x18\x01 \x01(\x0b\x32\x14.drover.acl.v1.Token*Y\n\tTokenType\x12\x1a\n\x16TOKEN_TYPE_UNSPECIFIED\x10\x00\x12\x15\n\x11TOKEN_TYPE_CLIENT\x10\x01\x12\x19\n\x15TOKEN_TYPE_MANAGEMENT\x10\x02\x32\xbc\x05\n\nAclService\x12N\n\tBootstrap\x12\x1f.drover.acl.v1.BootstrapRequest\x1a .drover.acl.v1.BootstrapResponse\x12T\n\x0b\x41pplyPolicy\x12!.drover.acl.v1.ApplyPolicyRequest\x1a\".drover.acl.v1.ApplyPolicyResponse\x12W\n\x0cListPolicies\x12\".drover.acl.v1.ListPoliciesRequest\x1a#.drover.acl.v1.ListPoliciesResponse\x12W\n\x0c\x44\x65letePolicy\x12\".drover.acl.v1.DeletePolicyRequest\x1a#.drover.acl.v1.DeletePolicyResponse\x12T\n\x0b\x43reateToken\x12!.drover.acl.v1.CreateTokenRequest\x1a\".drover.acl.v1.CreateTokenResponse\x12Q\n\nListTokens\x12 .drover.acl.v1.ListTokensRequest\x1a!.drover.acl.v1.ListTokensResponse\x12T\n\x0bRevokeToken\x12!.drover.acl.v1.RevokeTokenRequest\x1a\".drover.acl.v1.RevokeTokenResponse\x12W\n\x0cGetSelfToken\x12\".drover.acl.v1.GetSelfTokenRequest\x1a#.drover.acl.v1.GetSelfTokenResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x64rover/acl/v1/acl.proto\x12\rdrover.acl.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"f\n\x06Policy\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\r\n\x05rules\x18\x03 \x01(\t\x12\x14\n\x0c\x63reate_index\x18\x04 \x01(\x04\x12\x14\n\x0cmodify_index\x18\x05 \x01(\x04\"\xab\x01\n\x05Token\x12\x13\n\x0b\x61\x63\x63\x65ssor_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12&\n\x04type\x18\x03 \x01(\x0e\x32\x18.drover.acl.v1.TokenType\x12\x10\n\x08policies\x18\x04 \x03(\t\x12/\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x63reate_index\x18\x06 \x01(\x04\"I\n\x0bStoredToken\x12#\n\x05token\x18\x01 \x01(\x0b\x32\x14.drover.acl.v1.Token\x12\x15\n\rsecret_sha256\x18\x02 \x01(\x0c\"\x12\n\x10\x42ootstrapRequest\"K\n\x11\x42ootstrapResponse\x12#\n\x05token\x18\x01 \x01(\x0b\x32\x14.drover.acl.v1.Token\x12\x11\n\tsecret_id\x18\x02 \x01(\t\"F\n\x12\x41pplyPolicyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\r\n\x05rules\x18\x03 \x01(\t\"N\n\x13\x41pplyPolicyResponse\x12%\n\x06policy\x18\x01 \x01(\x0b\x32\x15.drover.acl.v1.Policy\x12\x10\n\x08warnings\x18\x64 \x03(\t\"\x15\n\x13ListPoliciesRequest\"?\n\x14ListPoliciesResponse\x12\'\n\x08policies\x18\x01 \x03(\x0b\x32\x15.drover.acl.v1.Policy\"#\n\x13\x44\x65letePolicyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x16\n\x14\x44\x65letePolicyResponse\"\\\n\x12\x43reateTokenRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12&\n\x04type\x18\x02 \x01(\x0e\x32\x18.drover.acl.v1.TokenType\x12\x10\n\x08policies\x18\x03 \x03(\t\"M\n\x13\x43reateTokenResponse\x12#\n\x05token\x18\x01 \x01(\x0b\x32\x14.drover.acl.v1.Token\x12\x11\n\tsecret_id\x18\x02 \x01(\t\"\x13\n\x11ListTokensRequest\":\n\x12ListTokensResponse\x12$\n\x06tokens\x18\x01 \x03(\x0b\x32\x14.drover.acl.v1.Token\")\n\x12RevokeTokenRequest\x12\x13\n\x0b\x61\x63\x63\x65ssor_id\x18\x01 \x01(\t\"\x15\n\x13RevokeTokenResponse\"\x15\n\x13GetSelfTokenRequest\";\n\x14GetSelfTokenResponse\x12#\n\x05token\x18\x01 \x01(\x0b\x32\x14.drover.acl.v1.Token*Y\n\tTokenType\x12\x1a\n\x16TOKEN_TYPE_UNSPECIFIED\x10\x00\x12\x15\n\x11TOKEN_TYPE_CLIENT\x10\x01\x12\x19\n\x15TOKEN_TYPE_MANAGEMENT\x10\x02\x32\xbc\x05\n\nAclService\x12N\n\tBootstrap\x12\x1f.drover.acl.v1.BootstrapRequest\x1a .drover.acl.v1.BootstrapResponse\x12T\n\x0b\x41pplyPolicy\x12!.drover.acl.v1.ApplyPolicyRequest\x1a\".drover.acl.v1.ApplyPolicyResponse\x12W\n\x0cListPolicies\x12\".drover.acl.v1.ListPoliciesRequest\x1a#.drover.acl.v1.ListPoliciesResponse\x12W\n\x0c\x44\x65letePolicy\x12\".drover.acl.v1.DeletePolicyRequest\x1a#.drover.acl.v1.DeletePolicyResponse\x12T\n\x0b\x43reateToken\x12!.drover.acl.v1.CreateTokenRequest\x1a\".drover.acl.v1.CreateTokenResponse\x12Q\n\nListTokens\x12 .drover.acl.v1.ListTokensRequest\x1a!.drover.acl.v1.ListTokensResponse\x12T\n\x0bRevokeToken\x12!.drover.acl.v1.RevokeTokenRequest\x1a\".drover.acl.v1.RevokeTokenResponse\x12W\n\x0cGetSelfToken\x12\".drover.acl.v1.GetSelfTokenRequest\x1a#.drover.acl.v1.GetSelfTokenResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'drover.acl.v1.acl_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TOKENTYPE']._serialized_start=1212
-  _globals['_TOKENTYPE']._serialized_end=1301
+  _globals['_TOKENTYPE']._serialized_start=1230
+  _globals['_TOKENTYPE']._serialized_end=1319
   _globals['_POLICY']._serialized_start=75
   _globals['_POLICY']._serialized_end=177
   _globals['_TOKEN']._serialized_start=180
@@ -47,31 +47,31 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_APPLYPOLICYREQUEST']._serialized_start=525
   _globals['_APPLYPOLICYREQUEST']._serialized_end=595
   _globals['_APPLYPOLICYRESPONSE']._serialized_start=597
-  _globals['_APPLYPOLICYRESPONSE']._serialized_end=657
-  _globals['_LISTPOLICIESREQUEST']._serialized_start=659
-  _globals['_LISTPOLICIESREQUEST']._serialized_end=680
-  _globals['_LISTPOLICIESRESPONSE']._serialized_start=682
-  _globals['_LISTPOLICIESRESPONSE']._serialized_end=745
-  _globals['_DELETEPOLICYREQUEST']._serialized_start=747
-  _globals['_DELETEPOLICYREQUEST']._serialized_end=782
-  _globals['_DELETEPOLICYRESPONSE']._serialized_start=784
-  _globals['_DELETEPOLICYRESPONSE']._serialized_end=806
-  _globals['_CREATETOKENREQUEST']._serialized_start=808
-  _globals['_CREATETOKENREQUEST']._serialized_end=900
-  _globals['_CREATETOKENRESPONSE']._serialized_start=902
-  _globals['_CREATETOKENRESPONSE']._serialized_end=979
-  _globals['_LISTTOKENSREQUEST']._serialized_start=981
-  _globals['_LISTTOKENSREQUEST']._serialized_end=1000
-  _globals['_LISTTOKENSRESPONSE']._serialized_start=1002
-  _globals['_LISTTOKENSRESPONSE']._serialized_end=1060
-  _globals['_REVOKETOKENREQUEST']._serialized_start=1062
-  _globals['_REVOKETOKENREQUEST']._serialized_end=1103
-  _globals['_REVOKETOKENRESPONSE']._serialized_start=1105
-  _globals['_REVOKETOKENRESPONSE']._serialized_end=1126
-  _globals['_GETSELFTOKENREQUEST']._serialized_start=1128
-  _globals['_GETSELFTOKENREQUEST']._serialized_end=1149
-  _globals['_GETSELFTOKENRESPONSE']._serialized_start=1151
-  _globals['_GETSELFTOKENRESPONSE']._serialized_end=1210
-  _globals['_ACLSERVICE']._serialized_start=1304
-  _globals['_ACLSERVICE']._serialized_end=2004
+  _globals['_APPLYPOLICYRESPONSE']._serialized_end=675
+  _globals['_LISTPOLICIESREQUEST']._serialized_start=677
+  _globals['_LISTPOLICIESREQUEST']._serialized_end=698
+  _globals['_LISTPOLICIESRESPONSE']._serialized_start=700
+  _globals['_LISTPOLICIESRESPONSE']._serialized_end=763
+  _globals['_DELETEPOLICYREQUEST']._serialized_start=765
+  _globals['_DELETEPOLICYREQUEST']._serialized_end=800
+  _globals['_DELETEPOLICYRESPONSE']._serialized_start=802
+  _globals['_DELETEPOLICYRESPONSE']._serialized_end=824
+  _globals['_CREATETOKENREQUEST']._serialized_start=826
+  _globals['_CREATETOKENREQUEST']._serialized_end=918
+  _globals['_CREATETOKENRESPONSE']._serialized_start=920
+  _globals['_CREATETOKENRESPONSE']._serialized_end=997
+  _globals['_LISTTOKENSREQUEST']._serialized_start=999
+  _globals['_LISTTOKENSREQUEST']._serialized_end=1018
+  _globals['_LISTTOKENSRESPONSE']._serialized_start=1020
+  _globals['_LISTTOKENSRESPONSE']._serialized_end=1078
+  _globals['_REVOKETOKENREQUEST']._serialized_start=1080
+  _globals['_REVOKETOKENREQUEST']._serialized_end=1121
+  _globals['_REVOKETOKENRESPONSE']._serialized_start=1123
+  _globals['_REVOKETOKENRESPONSE']._serialized_end=1144
+  _globals['_GETSELFTOKENREQUEST']._serialized_start=1146
+  _globals['_GETSELFTOKENREQUEST']._serialized_end=1167
+  _globals['_GETSELFTOKENRESPONSE']._serialized_start=1169
+  _globals['_GETSELFTOKENRESPONSE']._serialized_end=1228
+  _globals['_ACLSERVICE']._serialized_start=1322
+  _globals['_ACLSERVICE']._serialized_end=2022
 # @@protoc_insertion_point(module_scope)

@@ -80,10 +80,12 @@ class ApplyPolicyRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., rules: _Optional[str] = ...) -> None: ...
 
 class ApplyPolicyResponse(_message.Message):
-    __slots__ = ("policy",)
+    __slots__ = ("policy", "warnings")
     POLICY_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     policy: Policy
-    def __init__(self, policy: _Optional[_Union[Policy, _Mapping]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, policy: _Optional[_Union[Policy, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListPoliciesRequest(_message.Message):
     __slots__ = ()

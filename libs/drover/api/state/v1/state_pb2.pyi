@@ -160,7 +160,7 @@ class DeregisterJobRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., purge: _Optional[bool] = ...) -> None: ...
 
 class DeregisterJobResponse(_message.Message):
-    __slots__ = ("eval_id", "job_modify_index", "index", "purged_versions", "purged_deployments", "purged_evaluations", "purged_allocations", "purge_txns")
+    __slots__ = ("eval_id", "job_modify_index", "index", "purged_versions", "purged_deployments", "purged_evaluations", "purged_allocations", "purge_txns", "purge_pending", "stopped_allocations", "pending_versions", "pending_deployments", "pending_evaluations", "pending_allocations")
     EVAL_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -169,6 +169,12 @@ class DeregisterJobResponse(_message.Message):
     PURGED_EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
     PURGED_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
     PURGE_TXNS_FIELD_NUMBER: _ClassVar[int]
+    PURGE_PENDING_FIELD_NUMBER: _ClassVar[int]
+    STOPPED_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_DEPLOYMENTS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
     eval_id: str
     job_modify_index: int
     index: int
@@ -177,7 +183,13 @@ class DeregisterJobResponse(_message.Message):
     purged_evaluations: int
     purged_allocations: int
     purge_txns: int
-    def __init__(self, eval_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., purged_versions: _Optional[int] = ..., purged_deployments: _Optional[int] = ..., purged_evaluations: _Optional[int] = ..., purged_allocations: _Optional[int] = ..., purge_txns: _Optional[int] = ...) -> None: ...
+    purge_pending: bool
+    stopped_allocations: int
+    pending_versions: int
+    pending_deployments: int
+    pending_evaluations: int
+    pending_allocations: int
+    def __init__(self, eval_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., purged_versions: _Optional[int] = ..., purged_deployments: _Optional[int] = ..., purged_evaluations: _Optional[int] = ..., purged_allocations: _Optional[int] = ..., purge_txns: _Optional[int] = ..., purge_pending: _Optional[bool] = ..., stopped_allocations: _Optional[int] = ..., pending_versions: _Optional[int] = ..., pending_deployments: _Optional[int] = ..., pending_evaluations: _Optional[int] = ..., pending_allocations: _Optional[int] = ...) -> None: ...
 
 class GetEvaluationRequest(_message.Message):
     __slots__ = ("namespace", "id", "include_related", "query")
@@ -470,10 +482,12 @@ class UpsertNodeRequest(_message.Message):
     def __init__(self, node: _Optional[_Union[_node_pb2.Node, _Mapping]] = ...) -> None: ...
 
 class UpsertNodeResponse(_message.Message):
-    __slots__ = ("index",)
+    __slots__ = ("index", "secret_id")
     INDEX_FIELD_NUMBER: _ClassVar[int]
+    SECRET_ID_FIELD_NUMBER: _ClassVar[int]
     index: int
-    def __init__(self, index: _Optional[int] = ...) -> None: ...
+    secret_id: str
+    def __init__(self, index: _Optional[int] = ..., secret_id: _Optional[str] = ...) -> None: ...
 
 class GetNodeRequest(_message.Message):
     __slots__ = ("id", "query")
@@ -640,7 +654,7 @@ class GarbageCollectResponse(_message.Message):
     def __init__(self, examined: _Optional[int] = ..., evaluations: _Optional[int] = ..., allocations: _Optional[int] = ..., deployments: _Optional[int] = ..., jobs: _Optional[int] = ..., job_versions: _Optional[int] = ..., nodes: _Optional[int] = ..., done: _Optional[bool] = ..., after_index: _Optional[int] = ..., after_key: _Optional[str] = ..., txns: _Optional[int] = ..., largest_txn: _Optional[int] = ..., index: _Optional[int] = ...) -> None: ...
 
 class SubmitPlanRequest(_message.Message):
-    __slots__ = ("eval_id", "namespace", "job_id", "job_index", "alloc_indexes", "node_indexes", "placements", "updates", "evaluations")
+    __slots__ = ("eval_id", "namespace", "job_id", "job_index", "alloc_indexes", "node_indexes", "placements", "updates", "evaluations", "eval_token")
     class AllocIndexesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -664,6 +678,7 @@ class SubmitPlanRequest(_message.Message):
     PLACEMENTS_FIELD_NUMBER: _ClassVar[int]
     UPDATES_FIELD_NUMBER: _ClassVar[int]
     EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    EVAL_TOKEN_FIELD_NUMBER: _ClassVar[int]
     eval_id: str
     namespace: str
     job_id: str
@@ -673,19 +688,24 @@ class SubmitPlanRequest(_message.Message):
     placements: _containers.RepeatedCompositeFieldContainer[_allocation_pb2.Allocation]
     updates: _containers.RepeatedCompositeFieldContainer[_allocation_pb2.Allocation]
     evaluations: _containers.RepeatedCompositeFieldContainer[_evaluation_pb2.Evaluation]
-    def __init__(self, eval_id: _Optional[str] = ..., namespace: _Optional[str] = ..., job_id: _Optional[str] = ..., job_index: _Optional[int] = ..., alloc_indexes: _Optional[_Mapping[str, int]] = ..., node_indexes: _Optional[_Mapping[str, int]] = ..., placements: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., updates: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., evaluations: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ...) -> None: ...
+    eval_token: str
+    def __init__(self, eval_id: _Optional[str] = ..., namespace: _Optional[str] = ..., job_id: _Optional[str] = ..., job_index: _Optional[int] = ..., alloc_indexes: _Optional[_Mapping[str, int]] = ..., node_indexes: _Optional[_Mapping[str, int]] = ..., placements: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., updates: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., evaluations: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ..., eval_token: _Optional[str] = ...) -> None: ...
 
 class SubmitPlanResponse(_message.Message):
-    __slots__ = ("index", "placed", "updated", "unblocked")
+    __slots__ = ("index", "placed", "updated", "unblocked", "refused", "refresh_index")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     PLACED_FIELD_NUMBER: _ClassVar[int]
     UPDATED_FIELD_NUMBER: _ClassVar[int]
     UNBLOCKED_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    REFRESH_INDEX_FIELD_NUMBER: _ClassVar[int]
     index: int
     placed: int
     updated: int
     unblocked: int
-    def __init__(self, index: _Optional[int] = ..., placed: _Optional[int] = ..., updated: _Optional[int] = ..., unblocked: _Optional[int] = ...) -> None: ...
+    refused: _containers.RepeatedCompositeFieldContainer[RefusedNode]
+    refresh_index: int
+    def __init__(self, index: _Optional[int] = ..., placed: _Optional[int] = ..., updated: _Optional[int] = ..., unblocked: _Optional[int] = ..., refused: _Optional[_Iterable[_Union[RefusedNode, _Mapping]]] = ..., refresh_index: _Optional[int] = ...) -> None: ...
 
 class UpdateNodeStatusRequest(_message.Message):
     __slots__ = ("id", "status", "drain", "scheduling_eligibility", "heartbeat")
@@ -734,10 +754,12 @@ class ReapMissedHeartbeatsResponse(_message.Message):
     def __init__(self, index: _Optional[int] = ..., node_ids: _Optional[_Iterable[str]] = ..., lost: _Optional[int] = ..., eval_ids: _Optional[_Iterable[str]] = ..., remaining: _Optional[int] = ...) -> None: ...
 
 class HeartbeatNodesRequest(_message.Message):
-    __slots__ = ("node_ids",)
+    __slots__ = ("node_ids", "secret_ids")
     NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    SECRET_IDS_FIELD_NUMBER: _ClassVar[int]
     node_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    secret_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_ids: _Optional[_Iterable[str]] = ..., secret_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class NodeHeartbeat(_message.Message):
     __slots__ = ("node_id", "heartbeat_ttl", "index", "unblocked", "error_reason", "error_message")
@@ -760,3 +782,241 @@ class HeartbeatNodesResponse(_message.Message):
     HEARTBEATS_FIELD_NUMBER: _ClassVar[int]
     heartbeats: _containers.RepeatedCompositeFieldContainer[NodeHeartbeat]
     def __init__(self, heartbeats: _Optional[_Iterable[_Union[NodeHeartbeat, _Mapping]]] = ...) -> None: ...
+
+class RefusedNode(_message.Message):
+    __slots__ = ("node_id", "reason", "placement_ids", "update_ids")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_IDS_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    reason: str
+    placement_ids: _containers.RepeatedScalarFieldContainer[str]
+    update_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_id: _Optional[str] = ..., reason: _Optional[str] = ..., placement_ids: _Optional[_Iterable[str]] = ..., update_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class UpdateNodeDrainRequest(_message.Message):
+    __slots__ = ("id", "drain_strategy", "mark_eligible", "complete", "deadlined")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    DRAIN_STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    MARK_ELIGIBLE_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    DEADLINED_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    drain_strategy: _node_pb2.DrainStrategy
+    mark_eligible: bool
+    complete: bool
+    deadlined: bool
+    def __init__(self, id: _Optional[str] = ..., drain_strategy: _Optional[_Union[_node_pb2.DrainStrategy, _Mapping]] = ..., mark_eligible: _Optional[bool] = ..., complete: _Optional[bool] = ..., deadlined: _Optional[bool] = ...) -> None: ...
+
+class UpdateNodeDrainResponse(_message.Message):
+    __slots__ = ("index", "unblocked")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    UNBLOCKED_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    unblocked: int
+    def __init__(self, index: _Optional[int] = ..., unblocked: _Optional[int] = ...) -> None: ...
+
+class AllocTransition(_message.Message):
+    __slots__ = ("namespace", "id", "transition")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TRANSITION_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    transition: _allocation_pb2.DesiredTransition
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., transition: _Optional[_Union[_allocation_pb2.DesiredTransition, _Mapping]] = ...) -> None: ...
+
+class UpdateAllocDesiredTransitionRequest(_message.Message):
+    __slots__ = ("allocations", "evaluations")
+    ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    EVALUATIONS_FIELD_NUMBER: _ClassVar[int]
+    allocations: _containers.RepeatedCompositeFieldContainer[AllocTransition]
+    evaluations: _containers.RepeatedCompositeFieldContainer[_evaluation_pb2.Evaluation]
+    def __init__(self, allocations: _Optional[_Iterable[_Union[AllocTransition, _Mapping]]] = ..., evaluations: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ...) -> None: ...
+
+class UpdateAllocDesiredTransitionResponse(_message.Message):
+    __slots__ = ("index",)
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    def __init__(self, index: _Optional[int] = ...) -> None: ...
+
+class StartJobRequest(_message.Message):
+    __slots__ = ("namespace", "id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class StartJobResponse(_message.Message):
+    __slots__ = ("eval_id", "version", "deployment_id", "job_modify_index", "index", "from_version")
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    FROM_VERSION_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    version: int
+    deployment_id: str
+    job_modify_index: int
+    index: int
+    from_version: int
+    def __init__(self, eval_id: _Optional[str] = ..., version: _Optional[int] = ..., deployment_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., from_version: _Optional[int] = ...) -> None: ...
+
+class RevertJobRequest(_message.Message):
+    __slots__ = ("namespace", "id", "version", "enforce_prior_version")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ENFORCE_PRIOR_VERSION_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    version: int
+    enforce_prior_version: int
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., version: _Optional[int] = ..., enforce_prior_version: _Optional[int] = ...) -> None: ...
+
+class RevertJobResponse(_message.Message):
+    __slots__ = ("eval_id", "version", "deployment_id", "job_modify_index", "index", "reverted_to", "warnings")
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    REVERTED_TO_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    version: int
+    deployment_id: str
+    job_modify_index: int
+    index: int
+    reverted_to: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, eval_id: _Optional[str] = ..., version: _Optional[int] = ..., deployment_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., reverted_to: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ScaleJobRequest(_message.Message):
+    __slots__ = ("namespace", "id", "group", "count", "enforce_index", "message")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    ENFORCE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    group: str
+    count: int
+    enforce_index: int
+    message: str
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., group: _Optional[str] = ..., count: _Optional[int] = ..., enforce_index: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class ScaleJobResponse(_message.Message):
+    __slots__ = ("eval_id", "version", "deployment_id", "job_modify_index", "index", "previous_count", "warnings")
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_COUNT_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    version: int
+    deployment_id: str
+    job_modify_index: int
+    index: int
+    previous_count: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, eval_id: _Optional[str] = ..., version: _Optional[int] = ..., deployment_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., index: _Optional[int] = ..., previous_count: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class StopAllocationRequest(_message.Message):
+    __slots__ = ("namespace", "id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class StopAllocationResponse(_message.Message):
+    __slots__ = ("eval_id", "index")
+    EVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    eval_id: str
+    index: int
+    def __init__(self, eval_id: _Optional[str] = ..., index: _Optional[int] = ...) -> None: ...
+
+class PlanJobRequest(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: _job_pb2.Job
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ...) -> None: ...
+
+class FieldDiff(_message.Message):
+    __slots__ = ("type", "path", "old", "new")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OLD_FIELD_NUMBER: _ClassVar[int]
+    NEW_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    path: str
+    old: str
+    new: str
+    def __init__(self, type: _Optional[str] = ..., path: _Optional[str] = ..., old: _Optional[str] = ..., new: _Optional[str] = ...) -> None: ...
+
+class DesiredUpdates(_message.Message):
+    __slots__ = ("ignore", "place", "stop", "in_place_update", "destructive_update", "canary")
+    IGNORE_FIELD_NUMBER: _ClassVar[int]
+    PLACE_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    IN_PLACE_UPDATE_FIELD_NUMBER: _ClassVar[int]
+    DESTRUCTIVE_UPDATE_FIELD_NUMBER: _ClassVar[int]
+    CANARY_FIELD_NUMBER: _ClassVar[int]
+    ignore: int
+    place: int
+    stop: int
+    in_place_update: int
+    destructive_update: int
+    canary: int
+    def __init__(self, ignore: _Optional[int] = ..., place: _Optional[int] = ..., stop: _Optional[int] = ..., in_place_update: _Optional[int] = ..., destructive_update: _Optional[int] = ..., canary: _Optional[int] = ...) -> None: ...
+
+class FailedPlacements(_message.Message):
+    __slots__ = ("count", "reasons")
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, count: _Optional[int] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PlanJobResponse(_message.Message):
+    __slots__ = ("diff_type", "diff", "desired_updates", "failed_placements", "job_modify_index", "version", "warnings", "index")
+    class DesiredUpdatesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: DesiredUpdates
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[DesiredUpdates, _Mapping]] = ...) -> None: ...
+    class FailedPlacementsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: FailedPlacements
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[FailedPlacements, _Mapping]] = ...) -> None: ...
+    DIFF_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DIFF_FIELD_NUMBER: _ClassVar[int]
+    DESIRED_UPDATES_FIELD_NUMBER: _ClassVar[int]
+    FAILED_PLACEMENTS_FIELD_NUMBER: _ClassVar[int]
+    JOB_MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    diff_type: str
+    diff: _containers.RepeatedCompositeFieldContainer[FieldDiff]
+    desired_updates: _containers.MessageMap[str, DesiredUpdates]
+    failed_placements: _containers.MessageMap[str, FailedPlacements]
+    job_modify_index: int
+    version: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    index: int
+    def __init__(self, diff_type: _Optional[str] = ..., diff: _Optional[_Iterable[_Union[FieldDiff, _Mapping]]] = ..., desired_updates: _Optional[_Mapping[str, DesiredUpdates]] = ..., failed_placements: _Optional[_Mapping[str, FailedPlacements]] = ..., job_modify_index: _Optional[int] = ..., version: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., index: _Optional[int] = ...) -> None: ...

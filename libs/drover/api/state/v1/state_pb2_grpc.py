@@ -200,6 +200,41 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.HeartbeatNodesRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.HeartbeatNodesResponse.FromString,
                 _registered_method=True)
+        self.UpdateNodeDrain = channel.unary_unary(
+                '/drover.state.v1.StateService/UpdateNodeDrain',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeDrainRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeDrainResponse.FromString,
+                _registered_method=True)
+        self.UpdateAllocDesiredTransition = channel.unary_unary(
+                '/drover.state.v1.StateService/UpdateAllocDesiredTransition',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionResponse.FromString,
+                _registered_method=True)
+        self.StartJob = channel.unary_unary(
+                '/drover.state.v1.StateService/StartJob',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobResponse.FromString,
+                _registered_method=True)
+        self.RevertJob = channel.unary_unary(
+                '/drover.state.v1.StateService/RevertJob',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobResponse.FromString,
+                _registered_method=True)
+        self.ScaleJob = channel.unary_unary(
+                '/drover.state.v1.StateService/ScaleJob',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobResponse.FromString,
+                _registered_method=True)
+        self.StopAllocation = channel.unary_unary(
+                '/drover.state.v1.StateService/StopAllocation',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationResponse.FromString,
+                _registered_method=True)
+        self.PlanJob = channel.unary_unary(
+                '/drover.state.v1.StateService/PlanJob',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.PlanJobRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.PlanJobResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -336,7 +371,10 @@ class StateServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def UpsertAllocations(self, request, context):
-        """Scheduler workers place or replace allocations.
+        """Writes allocations as given: an operator's override (management token
+        only). Schedulers place through SubmitPlan, which judges room per node
+        and checks the evaluation's delivery. It rewrites the usage record of
+        every node it writes on, so plans judged before it are judged again.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -416,17 +454,23 @@ class StateServiceServicer:
     def SubmitPlan(self, request, context):
         """A scheduler worker's plan for one evaluation (Nomad's plan applier):
         placements, stops and in-place updates of one job, written in ONE etcd
-        txn, so the plan applies whole or not at all. Atomic only within etcd's
-        txn cap: a plan of more writes than the write cap is INVALID_ARGUMENT (the worker
-        places the rest in a follow-up evaluation). Refused with
-        FAILED_PRECONDITION, ErrorInfo PLAN_STALE, when the state it was
-        computed from moved: the job (its modify index), the job's allocations
-        (the set, and the modify index of each one the plan updates: a client's
-        report on one it leaves alone does not refuse it), or a node placed on
-        is gone, no longer ready and eligible, or has no
-        room left for the placements (re-checked at apply time, as Nomad's plan
-        applier re-checks each node; a heartbeat does not refuse a plan). The
-        worker re-reads and plans again. Also unblocks blocked evaluations of
+        txn. Any replica applies plans; etcd orders them: every node placed on
+        has a usage record the txn rewrites and compares, so two plans racing
+        for a node's last room through two replicas never both commit. Partial
+        commit, as Nomad: a node that is gone, not ready, not eligible, has no
+        room left ("node has no room: cpu") or kept changing under the plan
+        ("node changed") is left out -- its placements and updates -- and named
+        in `refused`, with `refresh_index` to re-read at; the other nodes
+        commit. The worker re-plans the refused placements. The plan writes at
+        most the write cap, counting one usage record per node it touches (the
+        worker places the rest in a follow-up evaluation). Refused whole with
+        FAILED_PRECONDITION, ErrorInfo PLAN_STALE, when the job (its modify
+        index) or the job's allocations (the set, and the modify index of each
+        one the plan updates) moved; with PLAN_DELIVERY_ENDED when the
+        evaluation's delivery (`eval_token`) is no longer outstanding at the
+        broker leader (nacked, nack timeout reached, redelivered, an earlier
+        broker term); UNAVAILABLE BROKER_UNREACHABLE when the broker could not
+        be asked (nothing written: retry). Also unblocks blocked evaluations of
         other jobs when the plan frees capacity (it stops allocations).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -465,6 +509,75 @@ class StateServiceServicer:
         only `heartbeat` set, answered per node (its own heartbeat_ttl, or the
         error that node's heartbeat met: the others are not refused with it).
         At most 1,000 nodes per call (INVALID_ARGUMENT above).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateNodeDrain(self, request, context):
+        """Start, change or cancel a node's drain (Nomad's Node.UpdateDrain). A
+        drain makes the node ineligible; its allocations migrate as the node
+        drainer (the deployment watcher's leader) allows. Cancelling leaves the
+        node ineligible unless mark_eligible. `complete` is the drainer's own
+        call when the node is empty or its deadline passed (fence required).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateAllocDesiredTransition(self, request, context):
+        """The node drainer marks allocations to migrate (Nomad's
+        AllocUpdateDesiredTransition) with one `node-drain` evaluation per job,
+        in one txn. Leader only (a fence is required).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StartJob(self, request, context):
+        """Run a stopped job again (`nomad job start`): its latest version that
+        was not a stop, registered as a new version with a job-register
+        evaluation. Refused (FAILED_PRECONDITION, JOB_NOT_STOPPED) unless the
+        job is stopped.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevertJob(self, request, context):
+        """Register a kept version's spec as the job's next version (`nomad job
+        revert`). Refused: the current version (INVALID_ARGUMENT), a version not
+        kept (NOT_FOUND), a job no longer at enforce_prior_version
+        (FAILED_PRECONDITION, JOB_VERSION_MISMATCH).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ScaleJob(self, request, context):
+        """Set one task group's count (`nomad job scale`): the job registered with
+        it as a new version and a `job-scaling` evaluation. Refused: an unknown
+        group or a negative count (INVALID_ARGUMENT), a system job scaled past 1,
+        a stale enforce_index (FAILED_PRECONDITION, JOB_MODIFY_INDEX_MISMATCH).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StopAllocation(self, request, context):
+        """Stop one allocation (`nomad alloc stop`): its desired status set to stop
+        and an `alloc-stop` evaluation, so the scheduler places a replacement.
+        Refused (FAILED_PRECONDITION, ALLOC_TERMINAL) for an allocation already
+        stopped or terminal on its client.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PlanJob(self, request, context):
+        """A dry run of RegisterJob (`nomad job plan`): the diff against the
+        running version and, per task group, what the scheduler would do now,
+        computed with the worker's own planner; writes nothing.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -617,6 +730,41 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.HeartbeatNodes,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.HeartbeatNodesRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.HeartbeatNodesResponse.SerializeToString,
+            ),
+            'UpdateNodeDrain': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateNodeDrain,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeDrainRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeDrainResponse.SerializeToString,
+            ),
+            'UpdateAllocDesiredTransition': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateAllocDesiredTransition,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionResponse.SerializeToString,
+            ),
+            'StartJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartJob,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.StartJobResponse.SerializeToString,
+            ),
+            'RevertJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevertJob,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.RevertJobResponse.SerializeToString,
+            ),
+            'ScaleJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.ScaleJob,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.ScaleJobResponse.SerializeToString,
+            ),
+            'StopAllocation': grpc.unary_unary_rpc_method_handler(
+                    servicer.StopAllocation,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.StopAllocationResponse.SerializeToString,
+            ),
+            'PlanJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.PlanJob,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.PlanJobRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.PlanJobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1423,6 +1571,195 @@ class StateService:
             '/drover.state.v1.StateService/HeartbeatNodes',
             drover_dot_state_dot_v1_dot_state__pb2.HeartbeatNodesRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.HeartbeatNodesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateNodeDrain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/UpdateNodeDrain',
+            drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeDrainRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.UpdateNodeDrainResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateAllocDesiredTransition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/UpdateAllocDesiredTransition',
+            drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.UpdateAllocDesiredTransitionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/StartJob',
+            drover_dot_state_dot_v1_dot_state__pb2.StartJobRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.StartJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevertJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/RevertJob',
+            drover_dot_state_dot_v1_dot_state__pb2.RevertJobRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.RevertJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ScaleJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/ScaleJob',
+            drover_dot_state_dot_v1_dot_state__pb2.ScaleJobRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.ScaleJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StopAllocation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/StopAllocation',
+            drover_dot_state_dot_v1_dot_state__pb2.StopAllocationRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.StopAllocationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PlanJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/PlanJob',
+            drover_dot_state_dot_v1_dot_state__pb2.PlanJobRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.PlanJobResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -23,22 +23,29 @@ _sym_db = _symbol_database.Default()
 
 
 from drover.api.types.v1 import job_pb2 as drover_dot_types_dot_v1_dot_job__pb2
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n drover/types/v1/allocation.proto\x12\x0f\x64rover.types.v1\x1a\x19\x64rover/types/v1/job.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x01\n\x15\x41llocDeploymentStatus\x12\x14\n\x07healthy\x18\x01 \x01(\x08H\x00\x88\x01\x01\x12-\n\ttimestamp\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06\x63\x61nary\x18\x03 \x01(\x08\x12\x14\n\x0cmodify_index\x18\x04 \x01(\x04\x42\n\n\x08_healthy\"\xf9\x04\n\nAllocation\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0e\n\x06job_id\x18\x04 \x01(\t\x12\x13\n\x0bjob_version\x18\x05 \x01(\x04\x12\x12\n\ntask_group\x18\x06 \x01(\t\x12\x0f\n\x07node_id\x18\x07 \x01(\t\x12\x15\n\rdeployment_id\x18\x08 \x01(\t\x12\x0f\n\x07\x65val_id\x18\t \x01(\t\x12;\n\x0e\x64\x65sired_status\x18\n \x01(\x0e\x32#.drover.types.v1.AllocDesiredStatus\x12\x1b\n\x13\x64\x65sired_description\x18\x0b \x01(\t\x12\x39\n\rclient_status\x18\x0c \x01(\x0e\x32\".drover.types.v1.AllocClientStatus\x12\x1a\n\x12\x63lient_description\x18\r \x01(\t\x12\x41\n\x11\x64\x65ployment_status\x18\x0e \x01(\x0b\x32&.drover.types.v1.AllocDeploymentStatus\x12\x1b\n\x13previous_allocation\x18\x0f \x01(\t\x12\x14\n\x0c\x63reate_index\x18\x10 \x01(\x04\x12\x14\n\x0cmodify_index\x18\x11 \x01(\x04\x12/\n\x0b\x63reate_time\x18\x12 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bmodify_time\x18\x13 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tresources\x18\x14 \x01(\x0b\x32\x1a.drover.types.v1.Resources*\x97\x01\n\x12\x41llocDesiredStatus\x12$\n ALLOC_DESIRED_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x41LLOC_DESIRED_STATUS_RUN\x10\x01\x12\x1d\n\x19\x41LLOC_DESIRED_STATUS_STOP\x10\x02\x12\x1e\n\x1a\x41LLOC_DESIRED_STATUS_EVICT\x10\x03*\xda\x01\n\x11\x41llocClientStatus\x12#\n\x1f\x41LLOC_CLIENT_STATUS_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x41LLOC_CLIENT_STATUS_PENDING\x10\x01\x12\x1f\n\x1b\x41LLOC_CLIENT_STATUS_RUNNING\x10\x02\x12 \n\x1c\x41LLOC_CLIENT_STATUS_COMPLETE\x10\x03\x12\x1e\n\x1a\x41LLOC_CLIENT_STATUS_FAILED\x10\x04\x12\x1c\n\x18\x41LLOC_CLIENT_STATUS_LOST\x10\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n drover/types/v1/allocation.proto\x12\x0f\x64rover.types.v1\x1a\x19\x64rover/types/v1/job.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x01\n\x15\x41llocDeploymentStatus\x12\x14\n\x07healthy\x18\x01 \x01(\x08H\x00\x88\x01\x01\x12-\n\ttimestamp\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06\x63\x61nary\x18\x03 \x01(\x08\x12\x14\n\x0cmodify_index\x18\x04 \x01(\x04\x42\n\n\x08_healthy\"\xdd\x06\n\nAllocation\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0e\n\x06job_id\x18\x04 \x01(\t\x12\x13\n\x0bjob_version\x18\x05 \x01(\x04\x12\x12\n\ntask_group\x18\x06 \x01(\t\x12\x0f\n\x07node_id\x18\x07 \x01(\t\x12\x15\n\rdeployment_id\x18\x08 \x01(\t\x12\x0f\n\x07\x65val_id\x18\t \x01(\t\x12;\n\x0e\x64\x65sired_status\x18\n \x01(\x0e\x32#.drover.types.v1.AllocDesiredStatus\x12\x1b\n\x13\x64\x65sired_description\x18\x0b \x01(\t\x12\x39\n\rclient_status\x18\x0c \x01(\x0e\x32\".drover.types.v1.AllocClientStatus\x12\x1a\n\x12\x63lient_description\x18\r \x01(\t\x12\x41\n\x11\x64\x65ployment_status\x18\x0e \x01(\x0b\x32&.drover.types.v1.AllocDeploymentStatus\x12\x1b\n\x13previous_allocation\x18\x0f \x01(\t\x12\x14\n\x0c\x63reate_index\x18\x10 \x01(\x04\x12\x14\n\x0cmodify_index\x18\x11 \x01(\x04\x12/\n\x0b\x63reate_time\x18\x12 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bmodify_time\x18\x13 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tresources\x18\x14 \x01(\x0b\x32\x1a.drover.types.v1.Resources\x12\x17\n\x0fnext_allocation\x18\x32 \x01(\t\x12>\n\x12reschedule_tracker\x18\x33 \x01(\x0b\x32\".drover.types.v1.RescheduleTracker\x12\x18\n\x10\x66ollowup_eval_id\x18\x34 \x01(\t\x12/\n\x0b\x66inished_at\x18\x35 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12>\n\x12\x64\x65sired_transition\x18< \x01(\x0b\x32\".drover.types.v1.DesiredTransition\"\x9d\x01\n\x0fRescheduleEvent\x12\x33\n\x0freschedule_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rprev_alloc_id\x18\x02 \x01(\t\x12\x14\n\x0cprev_node_id\x18\x03 \x01(\t\x12(\n\x05\x64\x65lay\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"E\n\x11RescheduleTracker\x12\x30\n\x06\x65vents\x18\x01 \x03(\x0b\x32 .drover.types.v1.RescheduleEvent\"5\n\x11\x44\x65siredTransition\x12\x14\n\x07migrate\x18\x01 \x01(\x08H\x00\x88\x01\x01\x42\n\n\x08_migrate*\x97\x01\n\x12\x41llocDesiredStatus\x12$\n ALLOC_DESIRED_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x41LLOC_DESIRED_STATUS_RUN\x10\x01\x12\x1d\n\x19\x41LLOC_DESIRED_STATUS_STOP\x10\x02\x12\x1e\n\x1a\x41LLOC_DESIRED_STATUS_EVICT\x10\x03*\xda\x01\n\x11\x41llocClientStatus\x12#\n\x1f\x41LLOC_CLIENT_STATUS_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x41LLOC_CLIENT_STATUS_PENDING\x10\x01\x12\x1f\n\x1b\x41LLOC_CLIENT_STATUS_RUNNING\x10\x02\x12 \n\x1c\x41LLOC_CLIENT_STATUS_COMPLETE\x10\x03\x12\x1e\n\x1a\x41LLOC_CLIENT_STATUS_FAILED\x10\x04\x12\x1c\n\x18\x41LLOC_CLIENT_STATUS_LOST\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'drover.types.v1.allocation_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ALLOCDESIREDSTATUS']._serialized_start=895
-  _globals['_ALLOCDESIREDSTATUS']._serialized_end=1046
-  _globals['_ALLOCCLIENTSTATUS']._serialized_start=1049
-  _globals['_ALLOCCLIENTSTATUS']._serialized_end=1267
-  _globals['_ALLOCDEPLOYMENTSTATUS']._serialized_start=114
-  _globals['_ALLOCDEPLOYMENTSTATUS']._serialized_end=256
-  _globals['_ALLOCATION']._serialized_start=259
-  _globals['_ALLOCATION']._serialized_end=892
+  _globals['_ALLOCDESIREDSTATUS']._serialized_start=1441
+  _globals['_ALLOCDESIREDSTATUS']._serialized_end=1592
+  _globals['_ALLOCCLIENTSTATUS']._serialized_start=1595
+  _globals['_ALLOCCLIENTSTATUS']._serialized_end=1813
+  _globals['_ALLOCDEPLOYMENTSTATUS']._serialized_start=146
+  _globals['_ALLOCDEPLOYMENTSTATUS']._serialized_end=288
+  _globals['_ALLOCATION']._serialized_start=291
+  _globals['_ALLOCATION']._serialized_end=1152
+  _globals['_RESCHEDULEEVENT']._serialized_start=1155
+  _globals['_RESCHEDULEEVENT']._serialized_end=1312
+  _globals['_RESCHEDULETRACKER']._serialized_start=1314
+  _globals['_RESCHEDULETRACKER']._serialized_end=1383
+  _globals['_DESIREDTRANSITION']._serialized_start=1385
+  _globals['_DESIREDTRANSITION']._serialized_end=1438
 # @@protoc_insertion_point(module_scope)

@@ -22,18 +22,19 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from drover.api.types.v1 import job_pb2 as drover_dot_types_dot_v1_dot_job__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n drover/types/v1/evaluation.proto\x12\x0f\x64rover.types.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x80\x04\n\nEvaluation\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x10\n\x08priority\x18\x03 \x01(\x05\x12\x0c\n\x04type\x18\x04 \x01(\t\x12\x14\n\x0ctriggered_by\x18\x05 \x01(\t\x12\x0e\n\x06job_id\x18\x06 \x01(\t\x12\x18\n\x10job_modify_index\x18\x07 \x01(\x04\x12\x15\n\rdeployment_id\x18\x08 \x01(\t\x12\x0f\n\x07node_id\x18\t \x01(\t\x12\x31\n\x06status\x18\n \x01(\x0e\x32!.drover.types.v1.EvaluationStatus\x12\x1a\n\x12status_description\x18\x0b \x01(\t\x12.\n\nwait_until\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rprevious_eval\x18\r \x01(\t\x12\x11\n\tnext_eval\x18\x0e \x01(\t\x12\x14\n\x0c\x62locked_eval\x18\x0f \x01(\t\x12\x14\n\x0c\x63reate_index\x18\x10 \x01(\x04\x12\x14\n\x0cmodify_index\x18\x11 \x01(\x04\x12/\n\x0b\x63reate_time\x18\x12 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bmodify_time\x18\x13 \x01(\x0b\x32\x1a.google.protobuf.Timestamp*\xd1\x01\n\x10\x45valuationStatus\x12!\n\x1d\x45VALUATION_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x45VALUATION_STATUS_BLOCKED\x10\x01\x12\x1d\n\x19\x45VALUATION_STATUS_PENDING\x10\x02\x12\x1e\n\x1a\x45VALUATION_STATUS_COMPLETE\x10\x03\x12\x1c\n\x18\x45VALUATION_STATUS_FAILED\x10\x04\x12\x1e\n\x1a\x45VALUATION_STATUS_CANCELED\x10\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n drover/types/v1/evaluation.proto\x12\x0f\x64rover.types.v1\x1a\x19\x64rover/types/v1/job.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe6\x04\n\nEvaluation\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x10\n\x08priority\x18\x03 \x01(\x05\x12\x0c\n\x04type\x18\x04 \x01(\t\x12\x14\n\x0ctriggered_by\x18\x05 \x01(\t\x12\x0e\n\x06job_id\x18\x06 \x01(\t\x12\x18\n\x10job_modify_index\x18\x07 \x01(\x04\x12\x15\n\rdeployment_id\x18\x08 \x01(\t\x12\x0f\n\x07node_id\x18\t \x01(\t\x12\x31\n\x06status\x18\n \x01(\x0e\x32!.drover.types.v1.EvaluationStatus\x12\x1a\n\x12status_description\x18\x0b \x01(\t\x12.\n\nwait_until\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rprevious_eval\x18\r \x01(\t\x12\x11\n\tnext_eval\x18\x0e \x01(\t\x12\x14\n\x0c\x62locked_eval\x18\x0f \x01(\t\x12\x14\n\x0c\x63reate_index\x18\x10 \x01(\x04\x12\x14\n\x0cmodify_index\x18\x11 \x01(\x04\x12/\n\x0b\x63reate_time\x18\x12 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bmodify_time\x18\x13 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0esnapshot_index\x18< \x01(\x04\x12\x1b\n\x13\x62locked_datacenters\x18= \x03(\t\x12/\n\x0b\x62locked_ask\x18> \x01(\x0b\x32\x1a.drover.types.v1.Resources*\xd1\x01\n\x10\x45valuationStatus\x12!\n\x1d\x45VALUATION_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x45VALUATION_STATUS_BLOCKED\x10\x01\x12\x1d\n\x19\x45VALUATION_STATUS_PENDING\x10\x02\x12\x1e\n\x1a\x45VALUATION_STATUS_COMPLETE\x10\x03\x12\x1c\n\x18\x45VALUATION_STATUS_FAILED\x10\x04\x12\x1e\n\x1a\x45VALUATION_STATUS_CANCELED\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'drover.types.v1.evaluation_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_EVALUATIONSTATUS']._serialized_start=602
-  _globals['_EVALUATIONSTATUS']._serialized_end=811
-  _globals['_EVALUATION']._serialized_start=87
-  _globals['_EVALUATION']._serialized_end=599
+  _globals['_EVALUATIONSTATUS']._serialized_start=731
+  _globals['_EVALUATIONSTATUS']._serialized_end=940
+  _globals['_EVALUATION']._serialized_start=114
+  _globals['_EVALUATION']._serialized_end=728
 # @@protoc_insertion_point(module_scope)

@@ -1,10 +1,12 @@
 import datetime
 
+from drover.api.types.v1 import job_pb2 as _job_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -25,7 +27,7 @@ EVALUATION_STATUS_FAILED: EvaluationStatus
 EVALUATION_STATUS_CANCELED: EvaluationStatus
 
 class Evaluation(_message.Message):
-    __slots__ = ("id", "namespace", "priority", "type", "triggered_by", "job_id", "job_modify_index", "deployment_id", "node_id", "status", "status_description", "wait_until", "previous_eval", "next_eval", "blocked_eval", "create_index", "modify_index", "create_time", "modify_time")
+    __slots__ = ("id", "namespace", "priority", "type", "triggered_by", "job_id", "job_modify_index", "deployment_id", "node_id", "status", "status_description", "wait_until", "previous_eval", "next_eval", "blocked_eval", "create_index", "modify_index", "create_time", "modify_time", "snapshot_index", "blocked_datacenters", "blocked_ask")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +47,9 @@ class Evaluation(_message.Message):
     MODIFY_INDEX_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     MODIFY_TIME_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    BLOCKED_DATACENTERS_FIELD_NUMBER: _ClassVar[int]
+    BLOCKED_ASK_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     priority: int
@@ -64,4 +69,7 @@ class Evaluation(_message.Message):
     modify_index: int
     create_time: _timestamp_pb2.Timestamp
     modify_time: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., priority: _Optional[int] = ..., type: _Optional[str] = ..., triggered_by: _Optional[str] = ..., job_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., deployment_id: _Optional[str] = ..., node_id: _Optional[str] = ..., status: _Optional[_Union[EvaluationStatus, str]] = ..., status_description: _Optional[str] = ..., wait_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., previous_eval: _Optional[str] = ..., next_eval: _Optional[str] = ..., blocked_eval: _Optional[str] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., modify_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    snapshot_index: int
+    blocked_datacenters: _containers.RepeatedScalarFieldContainer[str]
+    blocked_ask: _job_pb2.Resources
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., priority: _Optional[int] = ..., type: _Optional[str] = ..., triggered_by: _Optional[str] = ..., job_id: _Optional[str] = ..., job_modify_index: _Optional[int] = ..., deployment_id: _Optional[str] = ..., node_id: _Optional[str] = ..., status: _Optional[_Union[EvaluationStatus, str]] = ..., status_description: _Optional[str] = ..., wait_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., previous_eval: _Optional[str] = ..., next_eval: _Optional[str] = ..., blocked_eval: _Optional[str] = ..., create_index: _Optional[int] = ..., modify_index: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., modify_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., snapshot_index: _Optional[int] = ..., blocked_datacenters: _Optional[_Iterable[str]] = ..., blocked_ask: _Optional[_Union[_job_pb2.Resources, _Mapping]] = ...) -> None: ...

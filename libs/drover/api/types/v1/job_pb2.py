@@ -26,7 +26,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x64rover/types/v1/job.proto\x12\x0f\x64rover.types.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x81\x02\n\x0eUpdateStrategy\x12\x14\n\x0cmax_parallel\x18\x01 \x01(\x05\x12\x0e\n\x06\x63\x61nary\x18\x02 \x01(\x05\x12\x33\n\x10min_healthy_time\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x10healthy_deadline\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x34\n\x11progress_deadline\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x13\n\x0b\x61uto_revert\x18\x06 \x01(\x08\x12\x14\n\x0c\x61uto_promote\x18\x07 \x01(\x08\"+\n\tResources\x12\x0b\n\x03\x63pu\x18\x01 \x01(\x05\x12\x11\n\tmemory_mb\x18\x02 \x01(\x05\"\x91\x02\n\x04Task\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06\x64river\x18\x02 \x01(\t\x12\x31\n\x06\x63onfig\x18\x03 \x03(\x0b\x32!.drover.types.v1.Task.ConfigEntry\x12-\n\tresources\x18\x04 \x01(\x0b\x32\x1a.drover.types.v1.Resources\x12-\n\x04meta\x18\x05 \x03(\x0b\x32\x1f.drover.types.v1.Task.MetaEntry\x1a-\n\x0b\x43onfigEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a+\n\tMetaEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xe0\x01\n\tTaskGroup\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12/\n\x06update\x18\x03 \x01(\x0b\x32\x1f.drover.types.v1.UpdateStrategy\x12$\n\x05tasks\x18\x04 \x03(\x0b\x32\x15.drover.types.v1.Task\x12\x32\n\x04meta\x18\x05 \x03(\x0b\x32$.drover.types.v1.TaskGroup.MetaEntry\x1a+\n\tMetaEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xfb\x03\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12&\n\x04type\x18\x04 \x01(\x0e\x32\x18.drover.types.v1.JobType\x12\x10\n\x08priority\x18\x05 \x01(\x05\x12\x13\n\x0b\x64\x61tacenters\x18\x06 \x03(\t\x12/\n\x0btask_groups\x18\x07 \x03(\x0b\x32\x1a.drover.types.v1.TaskGroup\x12\x0f\n\x07version\x18\x08 \x01(\x04\x12\x0e\n\x06stable\x18\t \x01(\x08\x12\x0c\n\x04stop\x18\n \x01(\x08\x12*\n\x06status\x18\x0b \x01(\x0e\x32\x1a.drover.types.v1.JobStatus\x12\x1a\n\x12status_description\x18\x0c \x01(\t\x12,\n\x04meta\x18\r \x03(\x0b\x32\x1e.drover.types.v1.Job.MetaEntry\x12\x14\n\x0c\x63reate_index\x18\x0e \x01(\x04\x12\x14\n\x0cmodify_index\x18\x0f \x01(\x04\x12\x18\n\x10job_modify_index\x18\x10 \x01(\x04\x12/\n\x0bsubmit_time\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a+\n\tMetaEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*b\n\x07JobType\x12\x18\n\x14JOB_TYPE_UNSPECIFIED\x10\x00\x12\x14\n\x10JOB_TYPE_SERVICE\x10\x01\x12\x12\n\x0eJOB_TYPE_BATCH\x10\x02\x12\x13\n\x0fJOB_TYPE_SYSTEM\x10\x03*l\n\tJobStatus\x12\x1a\n\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12JOB_STATUS_PENDING\x10\x01\x12\x16\n\x12JOB_STATUS_RUNNING\x10\x02\x12\x13\n\x0fJOB_STATUS_DEAD\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x64rover/types/v1/job.proto\x12\x0f\x64rover.types.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x97\x02\n\x0eUpdateStrategy\x12\x19\n\x0cmax_parallel\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x0e\n\x06\x63\x61nary\x18\x02 \x01(\x05\x12\x33\n\x10min_healthy_time\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x10healthy_deadline\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x34\n\x11progress_deadline\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x13\n\x0b\x61uto_revert\x18\x06 \x01(\x08\x12\x14\n\x0c\x61uto_promote\x18\x07 \x01(\x08\x42\x0f\n\r_max_parallel\"+\n\tResources\x12\x0b\n\x03\x63pu\x18\x01 \x01(\x05\x12\x11\n\tmemory_mb\x18\x02 \x01(\x05\"\x91\x02\n\x04Task\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06\x64river\x18\x02 \x01(\t\x12\x31\n\x06\x63onfig\x18\x03 \x03(\x0b\x32!.drover.types.v1.Task.ConfigEntry\x12-\n\tresources\x18\x04 \x01(\x0b\x32\x1a.drover.types.v1.Resources\x12-\n\x04meta\x18\x05 \x03(\x0b\x32\x1f.drover.types.v1.Task.MetaEntry\x1a-\n\x0b\x43onfigEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a+\n\tMetaEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xd9\x02\n\tTaskGroup\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\x05\x63ount\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12/\n\x06update\x18\x03 \x01(\x0b\x32\x1f.drover.types.v1.UpdateStrategy\x12$\n\x05tasks\x18\x04 \x03(\x0b\x32\x15.drover.types.v1.Task\x12\x32\n\x04meta\x18\x05 \x03(\x0b\x32$.drover.types.v1.TaskGroup.MetaEntry\x12\x35\n\nreschedule\x18\x32 \x01(\x0b\x32!.drover.types.v1.ReschedulePolicy\x12\x31\n\x07migrate\x18< \x01(\x0b\x32 .drover.types.v1.MigrateStrategy\x1a+\n\tMetaEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x08\n\x06_count\"\x9b\x05\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12&\n\x04type\x18\x04 \x01(\x0e\x32\x18.drover.types.v1.JobType\x12\x10\n\x08priority\x18\x05 \x01(\x05\x12\x13\n\x0b\x64\x61tacenters\x18\x06 \x03(\t\x12/\n\x0btask_groups\x18\x07 \x03(\x0b\x32\x1a.drover.types.v1.TaskGroup\x12\x0f\n\x07version\x18\x08 \x01(\x04\x12\x0e\n\x06stable\x18\t \x01(\x08\x12\x0c\n\x04stop\x18\n \x01(\x08\x12*\n\x06status\x18\x0b \x01(\x0e\x32\x1a.drover.types.v1.JobStatus\x12\x1a\n\x12status_description\x18\x0c \x01(\t\x12,\n\x04meta\x18\r \x03(\x0b\x32\x1e.drover.types.v1.Job.MetaEntry\x12\x14\n\x0c\x63reate_index\x18\x0e \x01(\x04\x12\x14\n\x0cmodify_index\x18\x0f \x01(\x04\x12\x18\n\x10job_modify_index\x18\x10 \x01(\x04\x12/\n\x0bsubmit_time\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x07summary\x18\x46 \x03(\x0b\x32!.drover.types.v1.Job.SummaryEntry\x12\x17\n\x0fpurge_requested\x18G \x01(\x08\x1a+\n\tMetaEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1aQ\n\x0cSummaryEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x30\n\x05value\x18\x02 \x01(\x0b\x32!.drover.types.v1.TaskGroupSummary:\x02\x38\x01\"u\n\x10TaskGroupSummary\x12\x0e\n\x06queued\x18\x01 \x01(\x05\x12\x10\n\x08starting\x18\x02 \x01(\x05\x12\x0f\n\x07running\x18\x03 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x04 \x01(\x05\x12\x10\n\x08\x63omplete\x18\x05 \x01(\x05\x12\x0c\n\x04lost\x18\x06 \x01(\x05\"\x91\x02\n\x10ReschedulePolicy\x12\x15\n\x08\x61ttempts\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12+\n\x08interval\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12(\n\x05\x64\x65lay\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1b\n\x0e\x64\x65lay_function\x18\x04 \x01(\tH\x01\x88\x01\x01\x12,\n\tmax_delay\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x16\n\tunlimited\x18\x06 \x01(\x08H\x02\x88\x01\x01\x42\x0b\n\t_attemptsB\x11\n\x0f_delay_functionB\x0c\n\n_unlimited\"\xbd\x01\n\x0fMigrateStrategy\x12\x19\n\x0cmax_parallel\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x0chealth_check\x18\x02 \x01(\t\x12\x33\n\x10min_healthy_time\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x33\n\x10healthy_deadline\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationB\x0f\n\r_max_parallel*b\n\x07JobType\x12\x18\n\x14JOB_TYPE_UNSPECIFIED\x10\x00\x12\x14\n\x10JOB_TYPE_SERVICE\x10\x01\x12\x12\n\x0eJOB_TYPE_BATCH\x10\x02\x12\x13\n\x0fJOB_TYPE_SYSTEM\x10\x03*l\n\tJobStatus\x12\x1a\n\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12JOB_STATUS_PENDING\x10\x01\x12\x16\n\x12JOB_STATUS_RUNNING\x10\x02\x12\x13\n\x0fJOB_STATUS_DEAD\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,26 +41,36 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TASKGROUP_METAENTRY']._serialized_options = b'8\001'
   _globals['_JOB_METAENTRY']._loaded_options = None
   _globals['_JOB_METAENTRY']._serialized_options = b'8\001'
-  _globals['_JOBTYPE']._serialized_start=1429
-  _globals['_JOBTYPE']._serialized_end=1527
-  _globals['_JOBSTATUS']._serialized_start=1529
-  _globals['_JOBSTATUS']._serialized_end=1637
+  _globals['_JOB_SUMMARYENTRY']._loaded_options = None
+  _globals['_JOB_SUMMARYENTRY']._serialized_options = b'8\001'
+  _globals['_JOBTYPE']._serialized_start=2319
+  _globals['_JOBTYPE']._serialized_end=2417
+  _globals['_JOBSTATUS']._serialized_start=2419
+  _globals['_JOBSTATUS']._serialized_end=2527
   _globals['_UPDATESTRATEGY']._serialized_start=112
-  _globals['_UPDATESTRATEGY']._serialized_end=369
-  _globals['_RESOURCES']._serialized_start=371
-  _globals['_RESOURCES']._serialized_end=414
-  _globals['_TASK']._serialized_start=417
-  _globals['_TASK']._serialized_end=690
-  _globals['_TASK_CONFIGENTRY']._serialized_start=600
-  _globals['_TASK_CONFIGENTRY']._serialized_end=645
-  _globals['_TASK_METAENTRY']._serialized_start=647
-  _globals['_TASK_METAENTRY']._serialized_end=690
-  _globals['_TASKGROUP']._serialized_start=693
-  _globals['_TASKGROUP']._serialized_end=917
-  _globals['_TASKGROUP_METAENTRY']._serialized_start=647
-  _globals['_TASKGROUP_METAENTRY']._serialized_end=690
-  _globals['_JOB']._serialized_start=920
-  _globals['_JOB']._serialized_end=1427
-  _globals['_JOB_METAENTRY']._serialized_start=647
-  _globals['_JOB_METAENTRY']._serialized_end=690
+  _globals['_UPDATESTRATEGY']._serialized_end=391
+  _globals['_RESOURCES']._serialized_start=393
+  _globals['_RESOURCES']._serialized_end=436
+  _globals['_TASK']._serialized_start=439
+  _globals['_TASK']._serialized_end=712
+  _globals['_TASK_CONFIGENTRY']._serialized_start=622
+  _globals['_TASK_CONFIGENTRY']._serialized_end=667
+  _globals['_TASK_METAENTRY']._serialized_start=669
+  _globals['_TASK_METAENTRY']._serialized_end=712
+  _globals['_TASKGROUP']._serialized_start=715
+  _globals['_TASKGROUP']._serialized_end=1060
+  _globals['_TASKGROUP_METAENTRY']._serialized_start=669
+  _globals['_TASKGROUP_METAENTRY']._serialized_end=712
+  _globals['_JOB']._serialized_start=1063
+  _globals['_JOB']._serialized_end=1730
+  _globals['_JOB_METAENTRY']._serialized_start=669
+  _globals['_JOB_METAENTRY']._serialized_end=712
+  _globals['_JOB_SUMMARYENTRY']._serialized_start=1649
+  _globals['_JOB_SUMMARYENTRY']._serialized_end=1730
+  _globals['_TASKGROUPSUMMARY']._serialized_start=1732
+  _globals['_TASKGROUPSUMMARY']._serialized_end=1849
+  _globals['_RESCHEDULEPOLICY']._serialized_start=1852
+  _globals['_RESCHEDULEPOLICY']._serialized_end=2125
+  _globals['_MIGRATESTRATEGY']._serialized_start=2128
+  _globals['_MIGRATESTRATEGY']._serialized_end=2317
 # @@protoc_insertion_point(module_scope)

@@ -23,10 +23,11 @@ _sym_db = _symbol_database.Default()
 
 
 from drover.api.types.v1 import job_pb2 as drover_dot_types_dot_v1_dot_job__pb2
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x64rover/types/v1/node.proto\x12\x0f\x64rover.types.v1\x1a\x19\x64rover/types/v1/job.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xca\x04\n\x04Node\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x12\n\ndatacenter\x18\x03 \x01(\t\x12\x12\n\nnode_class\x18\x04 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x05 \x01(\t\x12+\n\x06status\x18\x06 \x01(\x0e\x32\x1b.drover.types.v1.NodeStatus\x12J\n\x16scheduling_eligibility\x18\x07 \x01(\x0e\x32*.drover.types.v1.NodeSchedulingEligibility\x12\r\n\x05\x64rain\x18\x08 \x01(\x08\x12\x39\n\nattributes\x18\t \x03(\x0b\x32%.drover.types.v1.Node.AttributesEntry\x12\x14\n\x0c\x63reate_index\x18\n \x01(\x04\x12\x14\n\x0cmodify_index\x18\x0b \x01(\x04\x12\x35\n\x11status_updated_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tresources\x18\r \x01(\x0b\x32\x1a.drover.types.v1.Resources\x12\x32\n\x0elast_heartbeat\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1a\n\x12status_description\x18Z \x01(\t\x12\x17\n\x0fheartbeat_lease\x18[ \x01(\x03\x1a\x31\n\x0f\x41ttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*\x92\x01\n\nNodeStatus\x12\x1b\n\x17NODE_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n\x18NODE_STATUS_INITIALIZING\x10\x01\x12\x15\n\x11NODE_STATUS_READY\x10\x02\x12\x14\n\x10NODE_STATUS_DOWN\x10\x03\x12\x1c\n\x18NODE_STATUS_DISCONNECTED\x10\x04*\x9e\x01\n\x19NodeSchedulingEligibility\x12+\n\'NODE_SCHEDULING_ELIGIBILITY_UNSPECIFIED\x10\x00\x12(\n$NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE\x10\x01\x12*\n&NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x64rover/types/v1/node.proto\x12\x0f\x64rover.types.v1\x1a\x19\x64rover/types/v1/job.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcd\x05\n\x04Node\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x12\n\ndatacenter\x18\x03 \x01(\t\x12\x12\n\nnode_class\x18\x04 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x05 \x01(\t\x12+\n\x06status\x18\x06 \x01(\x0e\x32\x1b.drover.types.v1.NodeStatus\x12J\n\x16scheduling_eligibility\x18\x07 \x01(\x0e\x32*.drover.types.v1.NodeSchedulingEligibility\x12\r\n\x05\x64rain\x18\x08 \x01(\x08\x12\x39\n\nattributes\x18\t \x03(\x0b\x32%.drover.types.v1.Node.AttributesEntry\x12\x14\n\x0c\x63reate_index\x18\n \x01(\x04\x12\x14\n\x0cmodify_index\x18\x0b \x01(\x04\x12\x35\n\x11status_updated_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tresources\x18\r \x01(\x0b\x32\x1a.drover.types.v1.Resources\x12\x32\n\x0elast_heartbeat\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1a\n\x12status_description\x18Z \x01(\t\x12\x17\n\x0fheartbeat_lease\x18[ \x01(\x03\x12\x15\n\rsecret_sha256\x18\x64 \x01(\x0c\x12\x36\n\x0e\x64rain_strategy\x18< \x01(\x0b\x32\x1e.drover.types.v1.DrainStrategy\x12\x32\n\nlast_drain\x18= \x01(\x0b\x32\x1e.drover.types.v1.DrainMetadata\x1a\x31\n\x0f\x41ttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x9c\x01\n\tNodeUsage\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12,\n\x08reserved\x18\x02 \x01(\x0b\x32\x1a.drover.types.v1.Resources\x12\x13\n\x0b\x61llocations\x18\x03 \x01(\r\x12\x0f\n\x07\x65val_id\x18\x04 \x01(\t\x12\x14\n\x0c\x63reate_index\x18\x05 \x01(\x04\x12\x14\n\x0cmodify_index\x18\x06 \x01(\x04\"\xcb\x01\n\rDrainStrategy\x12+\n\x08\x64\x65\x61\x64line\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1a\n\x12ignore_system_jobs\x18\x02 \x01(\x08\x12\x32\n\x0e\x66orce_deadline\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstarted_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x66orce\x18\x05 \x01(\x08\"\xb0\x01\n\rDrainMetadata\x12,\n\x06status\x18\x01 \x01(\x0e\x32\x1c.drover.types.v1.DrainStatus\x12.\n\nstarted_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tdeadlined\x18\x04 \x01(\x08*\x92\x01\n\nNodeStatus\x12\x1b\n\x17NODE_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n\x18NODE_STATUS_INITIALIZING\x10\x01\x12\x15\n\x11NODE_STATUS_READY\x10\x02\x12\x14\n\x10NODE_STATUS_DOWN\x10\x03\x12\x1c\n\x18NODE_STATUS_DISCONNECTED\x10\x04*\x9e\x01\n\x19NodeSchedulingEligibility\x12+\n\'NODE_SCHEDULING_ELIGIBILITY_UNSPECIFIED\x10\x00\x12(\n$NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE\x10\x01\x12*\n&NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE\x10\x02*|\n\x0b\x44rainStatus\x12\x1c\n\x18\x44RAIN_STATUS_UNSPECIFIED\x10\x00\x12\x19\n\x15\x44RAIN_STATUS_DRAINING\x10\x01\x12\x19\n\x15\x44RAIN_STATUS_COMPLETE\x10\x02\x12\x19\n\x15\x44RAIN_STATUS_CANCELED\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,12 +36,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_NODE_ATTRIBUTESENTRY']._loaded_options = None
   _globals['_NODE_ATTRIBUTESENTRY']._serialized_options = b'8\001'
-  _globals['_NODESTATUS']._serialized_start=697
-  _globals['_NODESTATUS']._serialized_end=843
-  _globals['_NODESCHEDULINGELIGIBILITY']._serialized_start=846
-  _globals['_NODESCHEDULINGELIGIBILITY']._serialized_end=1004
-  _globals['_NODE']._serialized_start=108
-  _globals['_NODE']._serialized_end=694
-  _globals['_NODE_ATTRIBUTESENTRY']._serialized_start=645
-  _globals['_NODE_ATTRIBUTESENTRY']._serialized_end=694
+  _globals['_NODESTATUS']._serialized_start=1404
+  _globals['_NODESTATUS']._serialized_end=1550
+  _globals['_NODESCHEDULINGELIGIBILITY']._serialized_start=1553
+  _globals['_NODESCHEDULINGELIGIBILITY']._serialized_end=1711
+  _globals['_DRAINSTATUS']._serialized_start=1713
+  _globals['_DRAINSTATUS']._serialized_end=1837
+  _globals['_NODE']._serialized_start=140
+  _globals['_NODE']._serialized_end=857
+  _globals['_NODE_ATTRIBUTESENTRY']._serialized_start=808
+  _globals['_NODE_ATTRIBUTESENTRY']._serialized_end=857
+  _globals['_NODEUSAGE']._serialized_start=860
+  _globals['_NODEUSAGE']._serialized_end=1016
+  _globals['_DRAINSTRATEGY']._serialized_start=1019
+  _globals['_DRAINSTRATEGY']._serialized_end=1222
+  _globals['_DRAINMETADATA']._serialized_start=1225
+  _globals['_DRAINMETADATA']._serialized_end=1401
 # @@protoc_insertion_point(module_scope)

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from drover.errors import InvalidArgument
-from drover.proxy.hold import AttemptEnded, Holds
+from drover.rpc.hold import AttemptEnded, Holds
 
 HOLD = 0.2  # seconds; every wait below is bounded by a few holds
 

@@ -1,26 +1,27 @@
-"""The hold timeout: no forwarded attempt waits on a server that shows no life.
+"""The hold timeout: no attempt waits on a server that shows no life.
 
 A backend that is frozen (SIGSTOP, a stalled VM) keeps its sockets open:
 its calls neither answer nor fail, and the caller's deadline (or none) was
-all that bounded them. The proxy therefore watches every backend that has
-attempts in flight:
+all that bounded them. A client (the proxy for every forwarded call; the
+broker's and watcher's state-replica pools, :mod:`drover.rpc.replicas`)
+therefore watches every backend that has attempts in flight:
 
 * any answer from it (a response, a stream message, a status it sent) is a
   sign of life (:meth:`Holds.alive`);
 * after ``hold / 2`` without one, it is pinged (health ``Check``, bounded by
-  ``hold / 2``); an answer of any kind is life;
+  ``hold / 2``: :func:`health_probe`); an answer of any kind is life;
 * a ping that gets no answer ends every attempt in flight on that server at
   once (:class:`AttemptEnded`), so no attempt waits more than about
   ``hold`` on a server that stopped answering, whatever the caller's
-  deadline. The forwarder then retries a read on the next server, resumes a
+  deadline. The caller then retries a read on the next server, resumes a
   stream, or answers a write UNAVAILABLE ``OUTCOME_UNKNOWN``.
 
 A long poll on a live server (a blocking query, a Dequeue waiting for
 work) is not cut short: its server answers the pings. The hold bounds
 silence, not the length of a call.
 
-:meth:`Holds.end` ends a server's attempts for other reasons too: discovery
-calls it when a server leaves membership.
+:meth:`Holds.end` ends a server's attempts for other reasons too: the
+proxy's discovery calls it when a server leaves membership.
 
 Invariant: every attempt registered with :meth:`Holds.attempt` is removed
 when its ``with`` block exits; a watchdog runs per server only while that
@@ -37,7 +38,10 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from drover.errors import InvalidArgument
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from drover.errors import InvalidArgument, Unavailable
 from drover.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -46,6 +50,36 @@ T = TypeVar("T")
 
 #: ``probe(address, timeout)`` -> True if the server answered within ``timeout``.
 Probe = Callable[[str, float], Awaitable[bool]]
+
+#: The default hold of internal clients, as the proxy's ``--hold-timeout``.
+DEFAULT_HOLD = 3.0
+
+
+class HoldTimeout(Unavailable):
+    """A read's every server stayed silent past the hold: nothing changed; retry."""
+
+    reason = "HOLD_TIMEOUT"
+
+
+class HoldOutcomeUnknown(Unavailable):
+    """A write's server went silent past the hold: it may have been applied."""
+
+    reason = "OUTCOME_UNKNOWN"
+
+
+def health_probe(channel_of: Callable[[str], grpc.aio.Channel]) -> Probe:
+    """A :data:`Probe` pinging health ``Check`` on ``channel_of(address)``:
+    a status the server sent is an answer; a timeout or a broken transport
+    is not."""
+    async def probe(address: str, within: float) -> bool:
+        stub = health_pb2_grpc.HealthStub(channel_of(address))
+        try:
+            await stub.Check(health_pb2.HealthCheckRequest(), timeout=within)
+        except grpc.aio.AioRpcError as err:
+            return err.code() not in (grpc.StatusCode.DEADLINE_EXCEEDED,
+                                      grpc.StatusCode.UNAVAILABLE)
+        return True
+    return probe
 
 
 class AttemptEnded(Exception):
@@ -172,7 +206,7 @@ class Holds:
     async def close(self) -> None:
         # A watchdog only sleeps and probes (each probe bounded by the hold).
         await cancel_and_wait(list(self._watchdogs.values()), within=self.hold,
-                              what="proxy holds close")
+                              what="holds close")
 
 
 def _close(awaitable: Any) -> None:

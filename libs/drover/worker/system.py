@@ -1,0 +1,100 @@
+"""System jobs: one allocation of each task group per eligible node (pure).
+
+Nomad's system scheduler, as the reference worker plans it
+(:func:`drover.worker.planner.compute_plan` hands a system job here):
+
+- the target nodes are the planner's candidates: ready, eligible, not
+  draining, in the job's datacenters; each gets one allocation per group,
+  placed on that node if it has room (else the group is ``queued`` there,
+  and the evaluation blocks until capacity changes);
+- an allocation on a node that left the job's datacenters, or is gone, is
+  stopped; on a node that is ineligible or draining it is left alone (a
+  drain decides about it), unless the job changed: then it is stopped;
+  on a down node it is lost already (the state service marks it);
+- an allocation of an older version is updated in place when its tasks are
+  unchanged, else replaced on the same node, ``max_parallel`` nodes per
+  evaluation (the plan asks for a follow-up evaluation for the rest);
+- a second allocation of a group on one node is stopped.
+
+New nodes get their allocations through the evaluations the state service
+creates for system jobs when a node becomes schedulable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2
+
+from .resources import Vec, group_ask, is_live
+
+if TYPE_CHECKING:
+    from .planner import _Builder
+
+RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
+PENDING = allocation_pb2.ALLOC_CLIENT_STATUS_PENDING
+FAILED = allocation_pb2.ALLOC_CLIENT_STATUS_FAILED
+
+
+def reconcile_system(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
+                     allocs: list[allocation_pb2.Allocation],
+                     same_tasks: Callable[[allocation_pb2.Allocation], bool]) -> None:
+    """Plan ``tg`` of system ``job`` (module doc); ``same_tasks(a)``: the
+    allocation's tasks are the group's (an in-place update)."""
+    nodes = {n.id: n for n in b.snap.nodes}
+    targets = {n.id: n for n in b.packer.nodes}
+    dcs = set(job.datacenters)
+    budget = tg.update.max_parallel if tg.update.max_parallel > 0 else len(targets) or 1
+    covered: set[str] = set()
+    for a in sorted(allocs, key=lambda a: (a.node_id, -a.job_version, a.id)):
+        if a.desired_status != RUN or not is_live(a):
+            if (a.desired_status == RUN and a.client_status == FAILED
+                    and a.job_version == job.version):
+                covered.add(a.node_id)  # failed on this version: not replaced here
+            continue
+        node = nodes.get(a.node_id)
+        if node is None or ("*" not in dcs and node.datacenter not in dcs):
+            b.stop(a, "alloc not needed as node is no longer in the job's datacenters")
+            continue
+        if a.node_id in covered:
+            b.stop(a, "alloc not needed: the node already runs one of the group")
+            continue
+        covered.add(a.node_id)
+        if a.node_id not in targets:
+            if a.job_version != job.version:
+                b.stop(a, "alloc not needed as node is not eligible and the job changed")
+            continue  # ineligible or draining: left to the drain
+        if a.job_version == job.version:
+            continue
+        if same_tasks(a):
+            b.in_place(a, job, "")
+            continue
+        if budget <= 0:
+            b.plan.more = True
+            continue
+        budget -= 1
+        b.stop(a, "alloc is being updated due to job update")
+        if not _place_on(b, job, tg, targets[a.node_id], previous=a.id):
+            b.plan.updates.pop()  # no room for the new one: keep the old one running
+    for node_id, node in sorted(targets.items()):
+        if node_id not in covered:
+            _place_on(b, job, tg, node)
+
+
+def _place_on(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup, node: node_pb2.Node,
+              previous: str = "") -> bool:
+    if not b.room():
+        return False
+    ask = group_ask(tg)
+    after = b.packer.used.get(node.id, Vec()) + ask
+    if not after.fits_in(Vec.of(node.resources)):
+        b.plan.queued[tg.name] = b.plan.queued.get(tg.name, 0) + 1
+        return False
+    b.packer.used[node.id] = after
+    b.plan.placements.append(allocation_pb2.Allocation(
+        id=b.new_id(), namespace=job.namespace, name=f"{job.id}.{tg.name}[0]",
+        job_id=job.id, job_version=job.version, task_group=tg.name, node_id=node.id,
+        eval_id=b.snap.eval_id, desired_status=RUN, client_status=PENDING,
+        previous_allocation=previous, resources=ask.proto()))
+    return True

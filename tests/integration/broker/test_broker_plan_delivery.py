@@ -1,0 +1,102 @@
+"""A plan carries its evaluation's delivery token: the served state service
+asks the broker leader whether it is outstanding (and restarts its nack
+timer) before applying it. A worker whose delivery timed out, was nacked or
+names no token cannot commit; with no broker to ask, the plan fails closed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+from broker_cluster import Cluster, dequeue
+
+from drover.api.broker.v1 import broker_pb2
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2
+from drover.broker.config import BrokerConfig
+from drover.rpc.errors import error_info
+from drover.worker.loop import DeliveryEnded, Worker, WorkerConfig
+
+RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
+
+
+@pytest.fixture
+def broker_config() -> BrokerConfig:
+    return BrokerConfig(nack_timeout=1.0, initial_nack_delay=0.0)
+
+
+async def _setup(c: Cluster, job_id: str) -> None:
+    await c.state_stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
+        id="n1", datacenter="dc1", status=node_pb2.NODE_STATUS_READY,
+        resources=job_pb2.Resources(cpu=4000, memory_mb=4000))))
+    await c.state_stub.RegisterJob(state_pb2.RegisterJobRequest(job=job_pb2.Job(
+        id=job_id, datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(
+            name="g", count=1, tasks=[job_pb2.Task(name="t", driver="sim")])])))
+
+
+async def _submit(c: Cluster, job_id: str, eval_id: str, token: str,
+                  ) -> state_pb2.SubmitPlanResponse:
+    job = (await c.state_stub.GetJob(state_pb2.GetJobRequest(namespace="default",
+                                                              id=job_id))).job
+    return await c.state_stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+        eval_id=eval_id, eval_token=token, namespace="default", job_id=job_id,
+        job_index=job.modify_index, node_indexes={"n1": 1},
+        placements=[allocation_pb2.Allocation(
+            id=f"{eval_id}-a", namespace="default", job_id=job_id, task_group="g",
+            node_id="n1", name=f"{job_id}.g[0]", desired_status=RUN,
+            resources=job_pb2.Resources(cpu=100, memory_mb=100))]), timeout=10)
+
+
+def _reason(err: grpc.aio.AioRpcError) -> str:
+    info = error_info(err)
+    return info.reason if info else ""
+
+
+async def test_only_an_outstanding_delivery_commits(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    await _setup(cluster, "web")
+    d = await dequeue(leader)
+    ev, token = d.evaluation, d.token
+    # No token, or another one: refused, nothing written.
+    for bad in ("", token.rpartition(".")[0] + ".not-the-nonce", "7.x"):
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await _submit(cluster, "web", ev.id, bad)
+        assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert _reason(err.value) == "PLAN_DELIVERY_ENDED"
+    assert (await _submit(cluster, "web", ev.id, token)).placed == 1
+    await leader.stub.Nack(broker_pb2.NackRequest(eval_id=ev.id, token=token))
+    with pytest.raises(grpc.aio.AioRpcError) as err:  # nacked: no longer this worker's
+        await _submit(cluster, "web", ev.id, token)
+    assert _reason(err.value) == "PLAN_DELIVERY_ENDED"
+
+
+@pytest.mark.slow
+async def test_a_worker_whose_delivery_timed_out_cannot_commit(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    await _setup(cluster, "web")
+    d = await dequeue(leader)
+    await asyncio.sleep(1.8)  # past the 1 s nack timeout: the broker takes it back
+    worker = Worker(cluster.state_channel, WorkerConfig(seed=1))
+    view = asyncio.create_task(worker.view.run())
+    try:
+        await asyncio.wait_for(worker.view.ready.wait(), 10)
+        with pytest.raises(DeliveryEnded, match=r"nack timeout|not outstanding|does not match"):
+            await worker.process(d.evaluation, d.wait_index, d.token)
+    finally:
+        view.cancel()
+    allocs = await cluster.state_stub.ListAllocations(
+        state_pb2.ListAllocationsRequest(namespace="default"))
+    assert not allocs.allocations
+
+
+async def test_no_broker_to_ask_fails_closed(cluster: Cluster) -> None:
+    leader = await cluster.leader()
+    await _setup(cluster, "web")
+    d = await dequeue(leader)
+    for node in cluster.nodes:
+        await node.stop(0.5)
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await _submit(cluster, "web", d.evaluation.id, d.token)
+    assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert _reason(err.value) == "BROKER_UNREACHABLE"

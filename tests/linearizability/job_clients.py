@@ -1,0 +1,103 @@
+"""Clients that record a history of jobs as registers (models.JOBS) on
+real state replicas: blind writes and compare-and-sets (RegisterJob, with
+``enforce_index``) and reads (GetJob), each recorded invoke -> ok / fail /
+info by how it ended.
+
+Outcomes: a write that ended ``UNAVAILABLE ETCD_UNAVAILABLE``, or any other
+refusal the server made before writing (INVALID_ARGUMENT, ...), did not
+happen (fail); a CAS refused ``JOB_MODIFY_INDEX_MISMATCH`` observed another
+index (ok, ``False``); anything else unanswered (a deadline, OUTCOME_UNKNOWN,
+a lost connection) may have happened (info). A failed read is left out.
+
+The jobs are batch jobs for a datacenter no node has, so nothing but these
+clients ever writes them (an evaluation per write is all the rest of the
+system does with them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+
+import grpc
+
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.types.v1 import job_pb2
+from drover.rpc.errors import error_info
+from linearizability.history import History
+
+NAMESPACE = "default"
+#: Reasons that prove a write was refused before anything was written.
+NOT_WRITTEN = {"ETCD_UNAVAILABLE", "INVALID_ARGUMENT", "JOB_MODIFY_INDEX_MISMATCH"}
+
+
+def lin_job(job_id: str, tag: str) -> job_pb2.Job:
+    return job_pb2.Job(id=job_id, namespace=NAMESPACE, type=job_pb2.JOB_TYPE_BATCH,
+                       datacenters=["linearizability-nowhere"], meta={"lin": tag},
+                       task_groups=[job_pb2.TaskGroup(name="g", count=1)])
+
+
+@dataclass
+class JobClients:
+    """``stubs[i]`` is client i's way in (the proxy, or one replica each)."""
+
+    history: History
+    keys: list[str]
+    rng: random.Random
+    timeout: float = 3.0
+    #: Seconds between a client's calls (at most; drawn uniformly).
+    pause: float = 0.05
+    writes: int = 0
+    _seen: dict[tuple[int, str], int] = field(default_factory=dict)
+
+    async def write(self, client: int, stub: state_pb2_grpc.StateServiceStub, key: str,
+                    cas: bool) -> None:
+        self.writes += 1
+        tag = f"c{client}-{self.writes}"
+        expected = self._seen.get((client, key), 0)
+        inp = ("cas", expected, tag) if cas else ("write", tag)
+        h = self.history.invoke(client, key, inp)
+        try:
+            resp = await stub.RegisterJob(state_pb2.RegisterJobRequest(
+                job=lin_job(key, tag), enforce_index=cas, job_modify_index=expected if cas else 0),
+                timeout=self.timeout)
+        except grpc.aio.AioRpcError as err:
+            info = error_info(err)
+            reason = info.reason if info else ""
+            if cas and reason == "JOB_MODIFY_INDEX_MISMATCH":
+                self.history.ok(h, False)
+            elif reason in NOT_WRITTEN or err.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                self.history.fail(h)
+            else:
+                self.history.info(h)
+            return
+        self._seen[(client, key)] = resp.job_modify_index
+        self.history.ok(h, resp.job_modify_index)
+
+    async def read(self, client: int, stub: state_pb2_grpc.StateServiceStub, key: str) -> None:
+        h = self.history.invoke(client, key, ("read",))
+        try:
+            resp = await stub.GetJob(state_pb2.GetJobRequest(namespace=NAMESPACE, id=key),
+                                     timeout=self.timeout)
+        except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.NOT_FOUND:
+                self.history.ok(h, (0, None))
+            else:
+                self.history.fail(h)
+            return
+        self._seen[(client, key)] = resp.job.job_modify_index
+        self.history.ok(h, (resp.job.job_modify_index, resp.job.meta.get("lin")))
+
+    async def run_client(self, client: int, stub: state_pb2_grpc.StateServiceStub,
+                         seconds: float, *, writes: bool = True, reads: bool = True) -> None:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + seconds
+        while loop.time() < end:
+            key = self.rng.choice(self.keys)
+            r = self.rng.random()
+            if writes and (not reads or r < 0.4):
+                await self.write(client, stub, key, cas=self.rng.random() < 0.5)
+            else:
+                await self.read(client, stub, key)
+            await asyncio.sleep(self.rng.uniform(0, self.pause))

@@ -1,0 +1,67 @@
+"""The planner's migrate hook (:mod:`drover.worker.migrate`), on scenarios of
+Nomad's reconciler tests (TestReconciler_DrainNode*): only the allocations
+the drainer marked move; each is stopped with its replacement placed in the
+same plan, named as it was, off the draining node."""
+
+from __future__ import annotations
+
+from test_planner import STOP, deployment, ids, job, nodes, running, snap
+
+from drover.api.types.v1 import job_pb2, node_pb2
+from drover.worker.planner import compute_plan
+
+
+def _draining(ns: list[node_pb2.Node], i: int = 0) -> list[node_pb2.Node]:
+    ns[i].drain = True
+    ns[i].scheduling_eligibility = node_pb2.NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE
+    return ns
+
+
+def test_unmarked_allocations_on_a_draining_node_stay() -> None:
+    j = job()
+    plan = compute_plan(snap(j, running(j, 3), ns=_draining(nodes(3)), dep=deployment(0)))
+    assert plan.empty and not plan.queued
+
+
+def test_a_marked_allocation_is_stopped_and_replaced_elsewhere_with_its_name() -> None:
+    j = job()
+    allocs = running(j, 3)
+    allocs[1].desired_transition.migrate = True
+    plan = compute_plan(snap(j, allocs, ns=_draining(nodes(3)), dep=deployment(0)),
+                        new_id=ids())
+    assert [(a.id, a.desired_status, a.desired_description) for a in plan.updates] == [
+        ("v0-1", STOP, "alloc is being migrated")]
+    (new,) = plan.placements
+    assert (new.name, new.previous_allocation) == ("web.g[1]", "v0-1")
+    assert new.node_id != "n0"
+
+
+def test_with_nowhere_to_go_a_marked_allocation_keeps_running() -> None:
+    j = job()
+    allocs = running(j, 3)
+    allocs[0].desired_transition.migrate = True
+    plan = compute_plan(snap(j, allocs, ns=_draining(nodes(1)), dep=deployment(0)))
+    assert plan.empty and plan.queued == {"g": 1}
+
+
+def test_a_marked_batch_allocation_is_stopped_not_replaced() -> None:
+    j = job(count=2)
+    j.type = job_pb2.JOB_TYPE_BATCH
+    allocs = running(j, 2, healthy=None)
+    allocs[0].desired_transition.migrate = True
+    plan = compute_plan(snap(j, allocs, ns=_draining(nodes(3))))
+    assert [a.id for a in plan.updates] == ["v0-0"] and not plan.placements
+
+
+def test_more_marked_than_a_plan_holds_move_in_a_follow_up() -> None:
+    j = job(count=100)
+    allocs = running(j, 100)
+    for a in allocs:
+        a.desired_transition.migrate = True
+    plan = compute_plan(snap(j, allocs, ns=_draining(nodes(3, cpu=100_000, mem=100_000))),
+                        new_id=ids(), max_ops=126)
+    assert plan.more, "the plan must ask for a follow-up evaluation"
+    # 126 objects: 3 usage records (the drained node, the two it moves to)
+    # and 61 stop + placement pairs.
+    assert len(plan.placements) == len(plan.updates) == 61
+    assert plan.objects() == 125
