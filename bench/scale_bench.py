@@ -89,6 +89,20 @@ def _metric_sum(url: str, pattern: str) -> float:
                if not line.startswith("#") and rx.search(line))
 
 
+def _by_method(url: str) -> dict[str, list[float]]:
+    """The state service's calls per RPC method: [count, seconds] (its own
+    ``rpc.server.call.duration`` histogram)."""
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    out: dict[str, list[float]] = {}
+    rx = re.compile(r'^rpc_server_call_duration\w*_(count|sum)\{[^}]*rpc_method="(\w+)"')
+    for line in text.splitlines():
+        m = rx.search(line)
+        if m:
+            out.setdefault(m.group(2), [0.0, 0.0])[m.group(1) == "sum"] += float(
+                line.rsplit(" ", 1)[1])
+    return out
+
+
 def _job(i: int, count: int, image: str, max_parallel: int, min_healthy: float) -> job_pb2.Job:
     j = job_pb2.Job(id=f"bench-{i:04d}", datacenters=["dc1"], type=job_pb2.JOB_TYPE_SERVICE)
     tg = j.task_groups.add(name="app", count=count)
@@ -167,6 +181,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         state_metrics = f"http://{lay.host}:{lay.metrics_port('state')}/metrics"
         watchers_before = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_watcher_total")
         calls_before = _metric_sum(state_metrics, r"rpc_server_call_duration.*_count")
+        methods_before = _by_method(state_metrics)
         cpu_before = {n: _cpu(p) for n, p in pids.items()}
         cpu_before.update({f"worker-{i}": _cpu(w.pid) for i, w in enumerate(workers)})
         cpu_before["sim"] = _cpu(children[0].pid)
@@ -175,6 +190,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         _wait_deployed(stub, deps, args.timeout)
         wall = time.monotonic() - t0  # from the first `job run` to the last success
         calls = _metric_sum(state_metrics, r"rpc_server_call_duration.*_count") - calls_before
+        methods = {m: [int(c - methods_before.get(m, [0, 0])[0]),
+                       round(t - methods_before.get(m, [0, 0])[1], 2)]
+                   for m, (c, t) in _by_method(state_metrics).items()}
         watchers_after = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_watcher_total")
         cpu = {n: round(_cpu(p) - cpu_before[n], 2) for n, p in pids.items()}
         cpu.update({f"worker-{i}": round(_cpu(w.pid) - cpu_before[f"worker-{i}"], 2)
@@ -193,6 +211,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "cpu_s": cpu,
             "cpu_pct_of_one_core": {n: round(100 * v / wall, 1) for n, v in cpu.items()},
             "state_calls_per_s": round(calls / wall, 1),
+            # per method: [calls, seconds spent serving them] in the measured phase
+            "state_calls_by_method": {m: v for m, v in sorted(
+                methods.items(), key=lambda kv: -kv[1][1]) if v[0]},
             "etcd_watchers_before": watchers_before, "etcd_watchers_after": watchers_after,
             "nomad_c1m_placements_per_s": 3333,
         }

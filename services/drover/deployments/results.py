@@ -2,7 +2,8 @@
 
 Leader only. Each deployment has one worker that applies its decisions in
 order (:mod:`.core.requests`, fenced UpdateDeployment): at most one write in
-flight per deployment, any number across deployments. A follow-up
+flight per deployment, any number across deployments; the decisions queued
+behind it meanwhile go out merged, in one write (:mod:`.core.coalesce`). A follow-up
 evaluation with no deployment change to ride on leaves in a batch
 (UpsertEvaluations, fenced). A FENCE_LOST answer ends the term at once
 (``term.report_lost``). A conflict (another writer changed the deployment)
@@ -25,6 +26,7 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2
 from drover.errors import Conflict, FenceLost, NotLeader
 
+from .core.coalesce import merge
 from .core.effects import CreateEvaluation, Decision
 from .core.requests import build_request, echo_key, result, written
 from .core.walltime import WallClock
@@ -34,6 +36,18 @@ from .leader_session import Job, Result, Session
 from .state_api import StateApi
 
 log = logging.getLogger(__name__)
+
+
+def _coalesce(queue: collections.deque[Job]) -> None:
+    """Merge the decisions queued behind the head into it, while no caller
+    waits on either (a steering call's answer is its own write) and they
+    merge (:mod:`.core.coalesce`): one write instead of one per decision."""
+    while len(queue) > 1 and queue[0][1] is None and queue[1][1] is None:
+        merged = merge(queue[0][0], queue[1][0])
+        if merged is None:
+            return
+        queue.popleft()
+        queue[0] = (merged, None)
 
 
 class ResultWriter:
@@ -77,6 +91,7 @@ class ResultWriter:
                       queue: collections.deque[Job]) -> None:
         try:
             while queue:
+                _coalesce(queue)
                 decision, waiter = queue[0]
                 try:
                     res = await self._write(run, decision)
