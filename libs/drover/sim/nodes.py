@@ -6,7 +6,8 @@ schedule for all: :class:`drover.worker.heartbeats.HeartbeatSchedule`; the
 heartbeats due together go in one HeartbeatNodes call),
 follows the allocations placed on them (one List, then one Subscribe to the
 Allocation topic for the whole process, not one per node) and sends what
-:func:`.client.step` says is due, batched in UpdateAllocations calls. On a
+:func:`.client.step` says is due, batched in UpdateAllocations calls that
+carry many nodes' reports each (one txn). On a
 clean stop the nodes are marked down, so the scheduler replaces what ran on
 them (a killed process's nodes are marked down by the control plane once
 their TTL and grace pass).
@@ -14,7 +15,8 @@ their TTL and grace pass).
 Each node speaks only for itself, as a Nomad client: the secret its
 registration returned (``UpsertNodeResponse.secret_id``, kept in memory)
 goes with its heartbeats, its re-registration and its allocation
-updates, which are batched per node (one call speaks for one node).
+updates: a many-node UpdateAllocations call carries each node's group with
+that node's secret, as HeartbeatNodes does.
 """
 
 from __future__ import annotations
@@ -240,9 +242,35 @@ class SimNodes:
                 self.tracks.pop(key, None)
                 self._behaviour.pop(key, None)
                 self._node_of.pop(key, None)
+        # Many nodes' reports in one call and one txn (each node's group with
+        # its own secret), the calls one after another: per-node calls in
+        # flight together would conflict on the job status and summary
+        # every report of a job rewrites.
+        call: list[tuple[str, list[state_pb2.AllocationUpdate]]] = []
+        size = 0
         for node_id, updates in due.items():
             for i in range(0, len(updates), BATCH):
-                await self._send(node_id, updates[i:i + BATCH])
+                part = updates[i:i + BATCH]
+                if size + len(part) > BATCH:
+                    await self._send_nodes(call)
+                    call, size = [], 0
+                call.append((node_id, part))
+                size += len(part)
+        if call:
+            await self._send_nodes(call)
+
+    async def _send_nodes(self, call: list[tuple[str, list[state_pb2.AllocationUpdate]]]) -> None:
+        if len(call) > 1:
+            try:
+                await self.stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(nodes=[
+                    state_pb2.NodeAllocationUpdates(node_id=n, secret_id=self.secrets.get(n, ""),
+                                                    updates=u) for n, u in call]), timeout=30)
+                self.reports += sum(len(u) for _, u in call)
+                return
+            except grpc.RpcError as e:  # one bad report must not sink the rest
+                log.info("reports of %d nodes: %s; node by node", len(call), e)
+        for node_id, updates in call:
+            await self._send(node_id, updates)
 
     async def _send(self, node_id: str, updates: list[state_pb2.AllocationUpdate]) -> None:
         try:

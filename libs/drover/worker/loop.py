@@ -30,7 +30,7 @@ from google.protobuf.duration_pb2 import Duration
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.api.types.v1 import evaluation_pb2
+from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2
 from drover.rpc.remote import from_rpc_error, remote_status
 
 from .attempts import DESCRIPTION, TRIGGER, Attempts, attempt_limit
@@ -184,20 +184,39 @@ class Worker:
             await self.view.wait_past(resp.refresh_index, within=5.0)
 
     async def snapshot(self, ev: evaluation_pb2.Evaluation) -> Snapshot:
+        """The evaluation's job, its versions, allocations and deployment.
+
+        The reads that do not depend on each other go out together (the job
+        and its versions, the allocations), the deployment once the job's
+        version is known: two round trips per evaluation instead of four."""
         ns, job_id = ev.namespace or "default", ev.job_id
-        job = None
-        versions = {}
+        (job, versions, deployment), allocs = await asyncio.gather(
+            self._job_and_deployment(ns, job_id), self._allocs(ns, job_id))
+        return Snapshot(ns, job_id, job, versions, deployment, allocs,
+                        list(self.view.nodes.values()), dict(self.view.used), eval_id=ev.id,
+                        now=time.time())
+
+    async def _job_and_deployment(self, ns: str, job_id: str) -> tuple[
+            job_pb2.Job | None, dict[int, job_pb2.Job], deployment_pb2.Deployment | None]:
         try:
-            got = await self.state.GetJob(state_pb2.GetJobRequest(namespace=ns, id=job_id),
-                                          timeout=30)
-            job = got.job
-            vs = await self.state.ListJobVersions(state_pb2.ListJobVersionsRequest(
-                namespace=ns, id=job_id), timeout=30)
-            versions = {v.version: v for v in vs.versions}
+            got, vs = await asyncio.gather(
+                self.state.GetJob(state_pb2.GetJobRequest(namespace=ns, id=job_id),
+                                  timeout=30),
+                self.state.ListJobVersions(state_pb2.ListJobVersionsRequest(
+                    namespace=ns, id=job_id), timeout=30))
         except grpc.RpcError as e:
             if remote_status(e).code != "NOT_FOUND":
                 raise
-        allocs = []
+            return None, {}, None
+        job = got.job
+        versions = {v.version: v for v in vs.versions}
+        deps = await self.state.ListDeployments(state_pb2.ListDeploymentsRequest(
+            namespace=ns, filter=f'job_id == "{job_id}" && job_version == {job.version}',
+            order_by="create_index desc", page_size=1), timeout=30)
+        return job, versions, deps.deployments[0] if deps.deployments else None
+
+    async def _allocs(self, ns: str, job_id: str) -> list[allocation_pb2.Allocation]:
+        allocs: list[allocation_pb2.Allocation] = []
         token = ""
         while True:
             resp = await self.state.ListAllocations(state_pb2.ListAllocationsRequest(
@@ -207,15 +226,7 @@ class Worker:
             token = resp.next_page_token
             if not token:
                 break
-        deployment = None
-        if job is not None:
-            deps = await self.state.ListDeployments(state_pb2.ListDeploymentsRequest(
-                namespace=ns, filter=f'job_id == "{job_id}" && job_version == {job.version}',
-                order_by="create_index desc", page_size=1), timeout=30)
-            deployment = deps.deployments[0] if deps.deployments else None
-        return Snapshot(ns, job_id, job, versions, deployment, allocs,
-                        list(self.view.nodes.values()), dict(self.view.used), eval_id=ev.id,
-                        now=time.time())
+        return allocs
 
     async def submit(self, ev: evaluation_pb2.Evaluation, snap: Snapshot, plan: Plan,
                      token: str = "") -> state_pb2.SubmitPlanResponse:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from drover.acl.tokens import hash_secret
 from drover.api.types.v1 import node_pb2
 from drover.errors import InvalidArgument
 from drover.state.core import allocs as plans
+from drover.state.core.node_secret import NodeProof
 from drover.state.core.nodes import plan_upsert_node
 from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, validated_allocs
@@ -40,6 +42,8 @@ class ObjectsRpc:
                                           self.writes.fence(context), sync_first=True)
 
     async def UpdateAllocations(self, request: Any, context: Any) -> Any:
+        if request.nodes:
+            return await self._update_many_nodes(request, context)
         if not request.updates:
             raise InvalidArgument("updates must not be empty", metadata={"field": "updates"})
         within_cap(len(request.updates), "updates", self.writes.max_objects)
@@ -50,6 +54,27 @@ class ObjectsRpc:
         proof = self.writes.node_proof(context)
         return await self.writes.transact(
             lambda view: plans.plan_update_allocs(view, ctx, request.updates, proof),
+            self.writes.fence(context), sync_first=True)
+
+    async def _update_many_nodes(self, request: Any, context: Any) -> Any:
+        """Many nodes' reports, one txn; each group with its node's secret."""
+        if request.updates:
+            raise InvalidArgument("updates must be empty when nodes is set (each node's "
+                                  "updates go in its group)", metadata={"field": "updates"})
+        within_cap(sum(len(n.updates) for n in request.nodes), "updates",
+                   self.writes.max_objects)
+        required = self.writes.node_proof(context).required
+        groups = []
+        for i, n in enumerate(request.nodes):
+            check_name(n.node_id, f"nodes[{i}].node_id")
+            for j, u in enumerate(n.updates):
+                check_name(u.id, f"nodes[{i}].updates[{j}].id")
+                check_name(u.namespace or "default", f"nodes[{i}].updates[{j}].namespace")
+            proof = NodeProof(hash_secret(n.secret_id) if n.secret_id else None, required)
+            groups.append((n.node_id, list(n.updates), proof))
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
+            lambda view: plans.plan_node_updates(view, ctx, groups),
             self.writes.fence(context), sync_first=True)
 
     # -- nodes ------------------------------------------------------------

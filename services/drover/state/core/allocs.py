@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
+from drover.errors import InvalidArgument
 from drover.state.core import alloc_failure, codec, usage
 from drover.state.core.client_reports import refuse_unresponsive_node
 from drover.state.core.node_secret import UNCHECKED, NodeProof, check_node
@@ -88,14 +89,35 @@ def plan_update_allocs(view: View, ctx: WriteContext, updates: Sequence[Any],
     it fits are unblocked in the same txn (Nomad's FSM does on a client's
     terminal update); a failure the group's reschedule policy allows creates
     its ``alloc-failure`` evaluation in the same txn too."""
+    return _plan_reports(view, ctx, [(u, proof, None) for u in updates])
+
+
+def plan_node_updates(view: View, ctx: WriteContext,
+                      nodes: Sequence[tuple[str, Sequence[Any], NodeProof]]) -> WritePlan:
+    """Many nodes' client reports in one txn: ``(node_id, updates, proof)``
+    per node, each group speaking for its own node only (every allocation
+    it reports must run on ``node_id``), as :func:`plan_update_allocs` for
+    one node. One txn: the job status and summary of a job many nodes
+    report on are rewritten once, not once per node (and per-node calls in
+    flight together would conflict on them)."""
+    return _plan_reports(view, ctx, [(u, proof, node_id) for node_id, updates, proof in nodes
+                                     for u in updates])
+
+
+def _plan_reports(view: View, ctx: WriteContext,
+                  reports: Sequence[tuple[Any, NodeProof, str | None]]) -> WritePlan:
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     merged = []
     freed: dict[str, Vec] = {}
-    checked = proof.required or proof.presented is not None
-    for u in updates:
+    for u, proof, speaks_for in reports:
         ns = u.namespace or "default"
         found = existing(view, codec.ALLOCATIONS, ns, u.id, "allocation")
-        if checked:
+        if speaks_for is not None and found.obj.node_id != speaks_for:
+            raise InvalidArgument(
+                f"allocation {u.id!r} runs on node {found.obj.node_id!r}, not on "
+                f"{speaks_for!r} whose updates report it",
+                metadata={"field": "nodes.updates", "node_id": speaks_for, "allocation": u.id})
+        if proof.required or proof.presented is not None:
             node = existing(view, codec.NODES, codec.GLOBAL_NS, found.obj.node_id, "node")
             check_node(node.obj, proof, f"an update of allocation {u.id!r}")
         refuse_unresponsive_node(view, found.obj)

@@ -13,7 +13,7 @@ from core_data import context, view
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, node_pb2
-from drover.errors import NotFound
+from drover.errors import InvalidArgument, NotFound
 from drover.state.core import allocs, codec, nodes
 from drover.state.core.node_secret import NodeProof, NodeSecretMismatch
 
@@ -83,3 +83,26 @@ def test_allocation_updates_only_from_the_node_that_runs_them() -> None:
     with pytest.raises(NotFound, match="node 'gone'"):
         allocs.plan_update_allocs(v, context(), up("a3"), as_n1)
     assert allocs.plan_update_allocs(v, context(), up("a1", "a2", "a3")).writes  # ACLs off
+
+
+def test_many_nodes_report_in_one_txn_each_with_its_own_secret() -> None:
+    a1 = allocation_pb2.Allocation(id="a1", namespace="default", job_id="j", node_id="n1")
+    a2 = allocation_pb2.Allocation(id="a2", namespace="default", job_id="j", node_id="n2")
+    v = view([(codec.NODES, _node("n1", "s1"), 3, 3), (codec.NODES, _node("n2", "s2"), 4, 4),
+              (codec.ALLOCATIONS, a1, 5, 5), (codec.ALLOCATIONS, a2, 6, 6)])
+
+    def up(*ids: str) -> list[state_pb2.AllocationUpdate]:
+        return [state_pb2.AllocationUpdate(
+            id=i, client_status=allocation_pb2.ALLOC_CLIENT_STATUS_RUNNING) for i in ids]
+
+    s1, s2 = NodeProof(_h("s1"), required=True), NodeProof(_h("s2"), required=True)
+    plan = allocs.plan_node_updates(v, context(), [("n1", up("a1"), s1), ("n2", up("a2"), s2)])
+    written = {codec.decode(codec.ALLOCATIONS, op.value, 1, 1).id  # type: ignore[union-attr]
+               for op in plan.ops if b"/allocations/" in op.key}  # type: ignore[union-attr]
+    assert written == {"a1", "a2"}  # one txn for both nodes
+    with pytest.raises(NodeSecretMismatch, match="'a2'"):  # n2's group with n1's secret
+        allocs.plan_node_updates(v, context(), [("n1", up("a1"), s1), ("n2", up("a2"), s1)])
+    with pytest.raises(InvalidArgument, match="runs on node 'n2'"):  # n1 speaks only for n1
+        allocs.plan_node_updates(v, context(), [("n1", up("a1", "a2"), s1)])
+    with pytest.raises(InvalidArgument, match="runs on node 'n2'"):  # even with ACLs off
+        allocs.plan_node_updates(v, context(), [("n1", up("a2"), NodeProof())])

@@ -464,10 +464,12 @@ class AllocationUpdate(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., client_status: _Optional[_Union[_allocation_pb2.AllocClientStatus, str]] = ..., client_description: _Optional[str] = ..., healthy: _Optional[bool] = ...) -> None: ...
 
 class UpdateAllocationsRequest(_message.Message):
-    __slots__ = ("updates",)
+    __slots__ = ("updates", "nodes")
     UPDATES_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
     updates: _containers.RepeatedCompositeFieldContainer[AllocationUpdate]
-    def __init__(self, updates: _Optional[_Iterable[_Union[AllocationUpdate, _Mapping]]] = ...) -> None: ...
+    nodes: _containers.RepeatedCompositeFieldContainer[NodeAllocationUpdates]
+    def __init__(self, updates: _Optional[_Iterable[_Union[AllocationUpdate, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[NodeAllocationUpdates, _Mapping]]] = ...) -> None: ...
 
 class UpdateAllocationsResponse(_message.Message):
     __slots__ = ("index",)
@@ -1020,3 +1022,13 @@ class PlanJobResponse(_message.Message):
     warnings: _containers.RepeatedScalarFieldContainer[str]
     index: int
     def __init__(self, diff_type: _Optional[str] = ..., diff: _Optional[_Iterable[_Union[FieldDiff, _Mapping]]] = ..., desired_updates: _Optional[_Mapping[str, DesiredUpdates]] = ..., failed_placements: _Optional[_Mapping[str, FailedPlacements]] = ..., job_modify_index: _Optional[int] = ..., version: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., index: _Optional[int] = ...) -> None: ...
+
+class NodeAllocationUpdates(_message.Message):
+    __slots__ = ("node_id", "secret_id", "updates")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    SECRET_ID_FIELD_NUMBER: _ClassVar[int]
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    secret_id: str
+    updates: _containers.RepeatedCompositeFieldContainer[AllocationUpdate]
+    def __init__(self, node_id: _Optional[str] = ..., secret_id: _Optional[str] = ..., updates: _Optional[_Iterable[_Union[AllocationUpdate, _Mapping]]] = ...) -> None: ...
