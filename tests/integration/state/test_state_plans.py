@@ -244,3 +244,44 @@ async def test_node_secret_binds_client_updates_to_their_node(replica) -> None:
                                 metadata=as_s1)
     again = await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=got.node), metadata=as_s1)
     assert again.secret_id == ""  # returned once
+
+
+async def test_many_nodes_report_in_one_update_allocations_txn(replica) -> None:
+    """A real replica: one UpdateAllocations with ``nodes`` carries two
+    nodes' reports, each group with its node's secret, in one txn (one
+    revision); a group holding another node's secret, or reporting an
+    allocation of another node, is refused and writes nothing."""
+    stub, store = replica.stub, replica.store
+    await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job()))
+    secrets, indexes = {}, {}
+    for nid in ("m1", "m2"):
+        resp = await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=node_pb2.Node(
+            id=nid, status=node_pb2.NODE_STATUS_READY,
+            resources=job_pb2.Resources(cpu=1000, memory_mb=1000))))
+        secrets[nid] = resp.secret_id
+        indexes[nid] = (await stub.GetNode(state_pb2.GetNodeRequest(id=nid))).node.modify_index
+    await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+        eval_id="e1", namespace="default", job_id="web", job_index=await _job_index(stub),
+        node_indexes=indexes, placements=[_alloc("ma1", "m1"), _alloc("ma2", "m2")]))
+
+    def group(nid: str, alloc_id: str, secret: str) -> state_pb2.NodeAllocationUpdates:
+        return state_pb2.NodeAllocationUpdates(node_id=nid, secret_id=secret, updates=[
+            state_pb2.AllocationUpdate(id=alloc_id, healthy=True)])
+
+    before = await store.revision()
+    for bad, reason in (([group("m1", "ma1", secrets["m1"]), group("m2", "ma2", secrets["m1"])],
+                         "NODE_SECRET_MISMATCH"),
+                        ([group("m1", "ma2", secrets["m1"])], None)):
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(nodes=bad))
+        if reason:
+            assert _reason(err.value) == reason
+        else:
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert await store.revision() == before
+    resp = await stub.UpdateAllocations(state_pb2.UpdateAllocationsRequest(nodes=[
+        group("m1", "ma1", secrets["m1"]), group("m2", "ma2", secrets["m2"])]))
+    assert resp.index == before + 1  # both nodes' reports: one txn
+    for aid in ("ma1", "ma2"):
+        got = await stub.GetAllocation(state_pb2.GetAllocationRequest(id=aid))
+        assert got.allocation.deployment_status.healthy
