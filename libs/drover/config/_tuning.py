@@ -102,6 +102,10 @@ TUNABLES: tuple[Tunable, ...] = (
     _t("state", "delete_txns_in_flight", "WriterConfig", int, 4, 1, "",
        "DeleteEvaluations by filter: etcd txns one call keeps in flight (its page, "
        "at most this many txns of the largest size, spread over them)"),
+    _t("state", "etcd_write_timeout", "WriterConfig", float, 3.0, 0.001, "s",
+       "longest an etcd write (txn) may go unanswered: then OUTCOME_UNKNOWN, and the etcd "
+       "member is left for another (below etcd's own 7 s request timeout, which a member "
+       "that lost its leader waits out)"),
     _t("state", "job_tracked_versions", "WriterConfig", int, 6, 1, "",
        "versions of a job kept (Nomad's job_tracked_versions), plus its newest stable one"),
 )

@@ -46,6 +46,7 @@ WHERE = {
     "state_max_txn_ops": (WriterConfig, "max_txn_ops"),
     "state_delete_txns_in_flight": (WriterConfig, "delete_txns_in_flight"),
     "state_job_tracked_versions": (WriterConfig, "job_tracked_versions"),
+    "state_etcd_write_timeout": (WriterConfig, "etcd_write_timeout"),
 }
 
 
