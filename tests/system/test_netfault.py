@@ -621,6 +621,11 @@ async def test_etcd_minority_with_drover_replicas(etcd_prefix: str, tmp_path: Pa
                  "the partition" for r in reads if r.code == "OK"]
     problems += [f"a consistent read on {minority[2]} took {r.took:.1f}s to refuse"
                  for r in reads if r.took > 5.0]
+    problems += [f"a read with max_stale {MAX_STALE:g}s on {minority[2]} {r.start - t_cut:.1f}s "
+                 f"into the partition answered {r.bounded}"
+                 for r in reads if r.bounded != "UNAVAILABLE STALE_READ_BOUND"
+                 # (it follows the consistent read: past the bound once that is)
+                 and r.start + r.took - t_cut > MAX_STALE + 0.5]
     problems += [f"writes stopped {m.write_gap:.1f}s of a {cut_for:.1f}s partition"
                  ] if m.write_gap >= cut_for else []
     problems += [f"deliveries stopped {m.delivery_gap:.1f}s of a {cut_for:.1f}s partition"
