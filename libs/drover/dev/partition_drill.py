@@ -194,8 +194,7 @@ class _Load:
 
             await until(broker_up, 90, "a broker leader through the proxy")
             sim = SimNodes(ch, SimConfig(count=2, heartbeat=1.0))
-            worker = Worker(ch, WorkerConfig(batch=4, dequeue_timeout=2.0, seed=self.cfg.seed,
-                                             node_ttl=0))
+            worker = Worker(ch, WorkerConfig(batch=4, dequeue_timeout=2.0, seed=self.cfg.seed))
             tasks = [asyncio.create_task(c) for c in (
                 sim.run(), worker.run(), self._write(state_pb2_grpc.StateServiceStub(ch)))]
             try:
