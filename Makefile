@@ -6,11 +6,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv etcd node run test test-netfault test-unit lint proto proto-check bench smoke image clean
+.PHONY: help venv etcd node run test test-slow test-netfault test-unit lint proto proto-check bench smoke image clean
 
 help:
 	@echo "make run    - local etcd + state, broker, deployments, proxy (Ctrl-C stops all)"
-	@echo "make test   - every test (unit, integration, system) against a real etcd"
+	@echo "make test   - the inner loop: unit, integration and quick system tests, real etcd"
+	@echo "make test-slow     - the long drills (-m slow): kills, failovers, dev walk-throughs"
+	@echo "make test-netfault - network faults in namespaces (-m netfault; root, nftables)"
 	@echo "make test-netfault - the network fault scenarios (root, ip, nft; CI's own step)"
 	@echo "make lint   - ruff, mypy, buf lint"
 	@echo "make proto  - regenerate libs/drover/api from protos/"
@@ -36,10 +38,15 @@ node: node_modules/.package-lock.json
 run: venv etcd
 	$(BIN)/drover dev
 
-# The network fault tests (-m netfault) need root and nftables and take
-# minutes: their own target and CI step. A -m in PYTEST_ARGS wins.
+# The inner loop leaves out the long drills: the slow tests (-m slow: process
+# kills, lease expiry, drover dev walk-throughs, chaos) and the network fault
+# tests (-m netfault: root and nftables). Each has its own target, and CI
+# runs all three as steps of their own. A -m in PYTEST_ARGS wins.
 test: venv etcd node
-	$(BIN)/pytest -m "not netfault" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not slow and not netfault" $(PYTEST_ARGS)
+
+test-slow: venv etcd node
+	$(BIN)/pytest -m "slow and not netfault" $(PYTEST_ARGS)
 
 test-netfault: venv etcd
 	$(BIN)/pytest -m netfault $(PYTEST_ARGS)

@@ -1,6 +1,10 @@
 """drover on a test network (drover.dev.netns), the chaos load, and what a
 network fault scenario measures.
 
+The cluster, :func:`measure` and :func:`until` live in
+:mod:`drover.dev.netcluster` (shared with ``drover drill``); this module adds
+the chaos load, the judges and the results table.
+
 :class:`NetCluster` starts real processes, each in its own namespace on the
 test bridge: etcd members (``etcd-<i>``) and `drover serve` replicas (one
 host per replica, named after it), all listening on their host's address.
@@ -18,141 +22,35 @@ method, code and ErrorInfo reason.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
-import itertools
 import random
 import re
-import sys
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import grpc
 from chaos_load import Deleter, Driver, Observer, Record, Recorder, list_all
 from test_chaos import overlaps, too_long
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.config import EtcdSettings
-from drover.coord import EtcdKV, Keyspace, connect
-from drover.dev.etcd import EtcdServer
-from drover.dev.netns import Host, Net, NsProcess
-from drover.rpc.channels import channel_options
+from drover.dev.netcluster import (  # noqa: F401  (re-exported to the scenarios)
+    HOLD,
+    NACK,
+    PORT,
+    TTL,
+    Measured,
+    NetCluster,
+    Svc,
+    measure,
+    until,
+)
 from drover.sim.nodes import SimConfig, SimNodes
 from drover.tasks import cancel_and_wait
 from drover.worker.loop import Worker, WorkerConfig
 
-TTL = 2
-HOLD = 1.5
-NACK = 8.0
-PORT = 50051
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "netfault.md"
-
-
-@dataclass
-class Svc:
-    service: str
-    name: str
-    host: Host
-    address: str
-    proc: NsProcess
-
-
-@dataclass
-class NetCluster:
-    net: Net
-    logs: Path
-    prefix: str
-    client: Host = field(init=False)
-    etcd: list[EtcdServer] = field(default_factory=list)
-    etcd_hosts: list[Host] = field(default_factory=list)
-    svcs: dict[str, Svc] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.client = self.net.host("client")
-
-    def start_etcd(self, size: int) -> None:
-        self.etcd_hosts = [self.net.host(f"etcd-{i}") for i in range(size)]
-        self.etcd = [EtcdServer(host=h.ip, client_port=2379, peer_port=2380, metrics_port=2381,
-                                name=h.name, netns=h.ns, data_dir=str(self.logs / h.name),
-                                log_path=str(self.logs / f"{h.name}.log"),
-                                cluster_token=self.net.tag)
-                     for h in self.etcd_hosts]
-        initial = ",".join(f"{m.name}={m.peer_url}" for m in self.etcd)
-        for m, h in zip(self.etcd, self.etcd_hosts, strict=True):
-            m.initial_cluster = initial if size > 1 else ""
-            m.spawn()
-            # Net.close kills it with the rest, also when the test fails.
-            self.net.procs.append(NsProcess(h, [], proc=m._proc))
-        deadline = time.monotonic() + 30
-        for m in self.etcd:
-            while not m.healthy():
-                m.raise_if_exited()
-                assert time.monotonic() < deadline, "etcd did not become healthy"
-                time.sleep(0.1)
-
-    @property
-    def etcd_endpoints(self) -> str:
-        return ",".join(m.endpoint for m in self.etcd)
-
-    def serve(self, service: str, name: str, *extra: str) -> Svc:
-        host = self.net.host(name)
-        address = f"{host.ip}:{PORT}"
-        proc = self.net.spawn(host, [
-            sys.executable, "-m", "drover.cli.main", "serve", service, "--etcd",
-            self.etcd_endpoints, "--etcd-prefix", self.prefix, "--listen", address,
-            "--session-ttl", str(TTL), "--replica", name, "--shutdown-grace", "1",
-            "--log-level", "INFO", *extra], log=str(self.logs / f"{name}.log"))
-        svc = Svc(service, name, host, address, proc)
-        self.svcs[name] = svc
-        return svc
-
-    def wait_serving(self, *svcs: Svc, within: float = 60.0) -> None:
-        for s in svcs:
-            assert self.net.reachable(self.client, s.address, within), f"{s.name} did not start"
-
-    def channel(self, svc: Svc, *interceptors: grpc.aio.ClientInterceptor) -> grpc.aio.Channel:
-        """A channel to ``svc`` from the client host (no retries: a fault
-        shows as the error it is)."""
-        return grpc.aio.insecure_channel(self.net.forward(self.client, svc.address),
-                                         options=channel_options(retries=False),
-                                         interceptors=list(interceptors) or None)
-
-    async def etcd_ids(self, kind: str) -> set[str]:
-        """The ids of ``kind`` objects in etcd now (read from the client host)."""
-        relays = ",".join(self.net.forward(self.client, m.endpoint) for m in self.etcd)
-        client = await connect(EtcdSettings(endpoints=tuple(relays.split(",")),
-                                            prefix=self.prefix), purpose="judge")
-        try:
-            prefix = Keyspace(self.prefix).kind_prefix(kind).encode()
-            end = prefix[:-1] + bytes([prefix[-1] + 1])
-            ids: set[str] = set()
-            key = prefix
-            while True:
-                page = await EtcdKV(client).range(key, end, limit=500)
-                ids.update(kv.key.decode().rsplit("/", 1)[-1] for kv in page.kvs)
-                if not page.more:
-                    return ids
-                key = page.kvs[-1].key + b"\0"
-        finally:
-            await client.close()
-
-
-async def until(check: Callable[[], Awaitable[object]], within: float, what: str) -> object:
-    deadline = time.monotonic() + within
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            got = await check()
-        except grpc.aio.AioRpcError as e:
-            got, last = None, e.code().name
-        if got:
-            return got
-        await asyncio.sleep(0.3)
-    raise AssertionError(f"not within {within}s: {what} (last: {last})")
 
 
 @dataclass
@@ -243,42 +141,6 @@ def served_after(probes: list[tuple[float, str]], who: str, fault: float, bound:
 def term(token: str) -> int:
     head = token.partition(".")[0]
     return int(head) if head.isdigit() else 0
-
-
-@dataclass(frozen=True)
-class Measured:
-    scenario: str
-    seed: int
-    fault_seconds: float
-    write_gap: float
-    delivery_gap: float
-    calls: int
-    failed: dict[str, int]
-
-    def show(self) -> str:
-        failed = ", ".join(f"{k} x{n}" for k, n in sorted(self.failed.items())) or "none"
-        return (f"{self.scenario} (seed {self.seed}): fault {self.fault_seconds:.1f}s, writes "
-                f"stopped {self.write_gap:.1f}s, deliveries stopped {self.delivery_gap:.1f}s, "
-                f"{sum(self.failed.values())} of {self.calls} calls failed: {failed}")
-
-
-def measure(scenario: str, seed: int, record: Record, start: float, healed: float,
-            end: float) -> Measured:
-    """Longest gaps in [start, end] (the fault from ``start`` to ``healed``
-    and what follows it) between
-    successful RegisterJob calls and between deliveries; failed calls over
-    the whole run by ``method code reason``."""
-    def gap(times: list[float]) -> float:
-        points = sorted([start, *(t for t in times if start < t < end), end])
-        return max(b - a for a, b in itertools.pairwise(points))
-
-    writes = [c.end for c in record.calls if c.method == "RegisterJob" and c.code == "OK"]
-    deliveries = [d.end for d in record.deliveries]
-    failed = collections.Counter(
-        f"{c.method} {c.code}{' ' + c.reason if c.reason else ''}"
-        for c in record.calls if c.code != "OK")
-    return Measured(scenario, seed, healed - start, gap(writes), gap(deliveries),
-                    len(record.calls), dict(failed))
 
 
 HEADER = ("| scenario | seed | fault (s) | writes stopped (s) | deliveries stopped (s) "

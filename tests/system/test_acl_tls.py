@@ -134,7 +134,7 @@ def test_acl_over_mtls_end_to_end(suite: tuple[str, dict[str, str], str],
 
     me = drover("acl", "token", "self", "--json", address=proxy, certs=certs, token=reader)
     assert me.returncode == 0 and json.loads(me.stdout)["accessor_id"] == ro["accessor_id"]
-    listed = drover("acl", "token", "list", address=proxy, certs=certs, token=mgmt)
+    listed = drover("acl", "token", "list", "--verbose", address=proxy, certs=certs, token=mgmt)
     assert listed.returncode == 0 and ro["accessor_id"] in listed.stdout
     assert reader not in listed.stdout and mgmt not in listed.stdout
     assert drover("acl", "policy", "list", address=proxy, certs=certs,

@@ -76,8 +76,8 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
 
 
 def _up(allocs: list[dict[str, Any]]) -> int:
-    return sum(1 for a in allocs if a.get("desired_status") == "ALLOC_DESIRED_STATUS_RUN"
-               and a.get("client_status") == "ALLOC_CLIENT_STATUS_RUNNING"
+    return sum(1 for a in allocs if a.get("desired_status") == "run"
+               and a.get("client_status") == "running"
                and a.get("deployment_status", {}).get("healthy") is True)
 
 
@@ -120,15 +120,15 @@ def test_a_drain_never_has_more_than_max_parallel_down(suite: dict[str, str],
     assert marked_at == sorted(marked_at) and marked_at[2] - marked_at[0] >= 2.0, \
         f"marked one at a time, each after a healthy replacement: {marked_at}"
     assert low[0] >= 2, f"{3 - low[0]} of 3 down at once during the drain"
-    live = [a for a in allocs_of() if a["desired_status"] == "ALLOC_DESIRED_STATUS_RUN"]
+    live = [a for a in allocs_of() if a["desired_status"] == "run"]
     assert len(live) == 3 and target not in {a["node_id"] for a in live}
     node = drover(env, "node", "status", target)["node"]
-    assert node.get("scheduling_eligibility") == "NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE"
-    assert node.get("last_drain", {}).get("status") == "DRAIN_STATUS_COMPLETE"
+    assert node.get("scheduling_eligibility") == "ineligible"
+    assert node.get("last_drain", {}).get("status") == "complete"
     assert "drain_strategy" not in node
     evals = drover(env, "eval", "list", "--filter", 'triggered_by == "node-drain"')
     assert len(evals) >= 3
     drover(env, "node", "eligibility", target, "--enable")
     node = drover(env, "node", "status", target)["node"]
-    assert node.get("scheduling_eligibility") == "NODE_SCHEDULING_ELIGIBILITY_ELIGIBLE"
+    assert node.get("scheduling_eligibility") == "eligible"
     print(f"drain of 3 allocations (max_parallel 1, min_healthy_time 1s): {took:.1f}s")

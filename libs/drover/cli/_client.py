@@ -26,6 +26,7 @@ from rich.table import Table
 
 from drover.cli.enums import lower_enums
 from drover.cli.read_retry import ReadRetryChannel, reachable
+from drover.cli.stale import query_options, with_query
 from drover.config import TlsFiles
 from drover.coord.tlsprobe import diagnose
 from drover.rpc.failover import client_channel, split_addresses
@@ -177,9 +178,12 @@ def run_list(opts: ClientOptions, listing: ListOptions,
     """A listing command's List call, run to its end: every page (up to
     --limit) of ``stub(channel).method(request(**listing fields))``'s ``items``."""
 
+    query = query_options()  # read here: the context is gone inside run's loop
+
     async def body(ch: grpc.aio.Channel) -> list[Any]:
         return await list_all(getattr(stub(ch), method),
-                              lambda token: request(**listing.request(token)), items,
+                              lambda token: with_query(request(**listing.request(token)), query),
+                              items,
                               per_call=opts.timeout, limit=listing.limit)
 
     return run(opts, body)

@@ -23,6 +23,7 @@ from drover.cli._client import (
     run,
     run_list,
 )
+from drover.cli.stale import stale_options
 
 
 def _status(value: int) -> str:
@@ -36,6 +37,7 @@ def deployment_group() -> None:
 
 @deployment_group.command(name="list")
 @list_options('CEL, e.g. status == "running"')
+@stale_options
 @client_options
 def list_deployments(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
     """List deployments (namespace, filter, order, id prefix), following every page."""

@@ -30,6 +30,7 @@ from drover.cli._client import (
     run,
     run_list,
 )
+from drover.cli.stale import stale_options
 from drover.paging.request import DEFAULTS
 from drover.rpc.remote import from_rpc_error
 
@@ -60,6 +61,7 @@ def eval_group() -> None:
 
 @eval_group.command(name="list")
 @list_options('CEL, e.g. status == "pending"')
+@stale_options
 @client_options
 def list_evals(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
     """List evaluations, following every page."""

@@ -29,6 +29,7 @@ from drover.cli._client import (
     to_dict,
 )
 from drover.cli.spec import parse_spec
+from drover.cli.stale import query_options, stale_options, with_query
 from drover.jobspec import diff as spec_diff
 
 
@@ -96,6 +97,7 @@ def status_text(job: job_pb2.Job) -> str:
 @click.option("--namespace", "-n", default="default", show_default=True)
 @click.option("--watch", "-w", is_flag=True,
               help="a live per-task-group table until the rollout is terminal")
+@stale_options
 @client_options
 def job_status(job_id: str | None, namespace: str, watch: bool, address: str, as_json: bool,
                timeout: float) -> None:
@@ -110,13 +112,16 @@ def job_status(job_id: str | None, namespace: str, watch: bool, address: str, as
         from drover.cli.watch import watch_job
         raise SystemExit(run(opts, lambda ch: watch_job(ch, namespace, job_id, opts.timeout)))
 
+    query = query_options()
+
     async def body(ch: grpc.aio.Channel) -> tuple[Any, Any]:
         stub = state_pb2_grpc.StateServiceStub(ch)
         full = await prefix.resolve(ch, "job", namespace, job_id, opts.timeout)
-        job = await stub.GetJob(state_pb2.GetJobRequest(namespace=namespace, id=full),
-                                timeout=opts.timeout)
+        job = await stub.GetJob(
+            with_query(state_pb2.GetJobRequest(namespace=namespace, id=full), query),
+            timeout=opts.timeout)
         versions = await stub.ListJobVersions(
-            state_pb2.ListJobVersionsRequest(namespace=namespace, id=full),
+            with_query(state_pb2.ListJobVersionsRequest(namespace=namespace, id=full), query),
             timeout=opts.timeout)
         return job, versions
 
@@ -212,6 +217,7 @@ def show_jobs(opts: ClientOptions, listing: ListOptions) -> None:
 
 @job_group.command(name="list")
 @list_options('CEL over job fields, e.g. type == "service"')
+@stale_options
 @client_options
 def list_jobs(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
     """List jobs (what `drover job status` with no JOB_ID shows)."""

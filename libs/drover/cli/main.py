@@ -13,6 +13,7 @@ from drover.cli.acl import acl_group
 from drover.cli.broker import broker_group
 from drover.cli.deployments import deployment_group
 from drover.cli.dev import dev
+from drover.cli.drill import drill_group
 from drover.cli.environment import help_epilog, known_variables, unknown_warnings
 from drover.cli.evals import eval_group
 from drover.cli.global_options import apply, global_options
@@ -49,6 +50,7 @@ cli.add_command(sim_group)
 cli.add_command(node_group)
 cli.add_command(alloc_group)
 cli.add_command(acl_group)
+cli.add_command(drill_group)
 
 
 def main() -> None:

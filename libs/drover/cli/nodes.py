@@ -25,6 +25,7 @@ from drover.cli._client import (
     run_list,
     to_dict,
 )
+from drover.cli.stale import stale_options
 from drover.worker.resources import Vec, is_live, used
 
 
@@ -60,6 +61,7 @@ def node_group() -> None:
 
 @node_group.command(name="list")
 @list_options('CEL over node fields, e.g. status == "ready"')
+@stale_options
 @client_options
 def list_nodes(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
     """List nodes with their capacity and what their allocations reserve."""
@@ -164,6 +166,7 @@ def alloc_group() -> None:
 
 @alloc_group.command(name="list")
 @list_options('CEL over allocation fields, e.g. job_id == "web"')
+@stale_options
 @client_options
 def list_allocs(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
     """List allocations."""

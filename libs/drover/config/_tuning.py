@@ -115,6 +115,10 @@ TUNABLES: tuple[Tunable, ...] = (
        "heartbeat at most this often"),
     _t("state", "heartbeat_grace", "LivenessConfig", float, 10.0, 1.0, "s",
        "a node is marked down this long after its TTL passed without a heartbeat"),
+    _t("state", "etcd_write_timeout", "WriterConfig", float, 3.0, 0.001, "s",
+       "longest an etcd write (txn) may go unanswered: then OUTCOME_UNKNOWN, and the etcd "
+       "member is left for another (below etcd's own 7 s request timeout, which a member "
+       "that lost its leader waits out)"),
     _t("state", "job_tracked_versions", "WriterConfig", int, 6, 1, "",
        "versions of a job kept (Nomad's job_tracked_versions), plus its newest stable one"),
 )

@@ -131,11 +131,20 @@ class EtcdKV:
     :class:`ClientClosed`) or on one plain gRPC channel to etcd.
 
     ``timeout`` bounds a call (clipped to the caller's deadline:
-    :func:`drover.coord.deadline.caller_deadline` shortens it); ``telemetry``
-    names the spans and metrics of its txns (none when empty)."""
+    :func:`drover.coord.deadline.caller_deadline` shortens it);
+    ``write_timeout`` (None: ``timeout``) bounds a txn the same way.
+    A write through an etcd member that lost its leader is answered only
+    after etcd's request timeout (5 s + 2 election timeouts: 7 s by
+    default), "request timed out"; a shorter ``write_timeout`` ends it
+    sooner, ``OutcomeUnknown``, and the member is left (marked bad) for the
+    next call. ``telemetry`` names the spans and metrics of its txns (none
+    when empty)."""
 
     def __init__(self, etcd: EtcdClient | grpc.aio.Channel, *, timeout: float = 10.0,
-                 max_txn_ops: int = MAX_TXN_OPS, telemetry: str = "") -> None:
+                 max_txn_ops: int = MAX_TXN_OPS, telemetry: str = "",
+                 write_timeout: float | None = None) -> None:
+        if write_timeout is not None and write_timeout <= 0:
+            raise ValueError(f"write_timeout must be positive, got {write_timeout}")
         #: etcd's ``--max-txn-ops`` as this process was told it (never discovered:
         #: etcd does not report it); a larger txn is refused here, not by etcd.
         self.max_txn_ops = max_txn_ops
@@ -146,6 +155,7 @@ class EtcdKV:
         else:  # one plain channel: a pool of one, not probed
             self._fixed = EndpointPool([Endpoint("etcd", etcd)], label="kv")
         self._timeout = timeout
+        self._write_timeout = timeout if write_timeout is None else min(timeout, write_timeout)
         self._telemetry = _Telemetry(telemetry) if telemetry else None
 
     @property
@@ -173,9 +183,12 @@ class EtcdKV:
 
     async def _unary(self, kind: str, method: str, req: Any, *, idempotent: bool,
                      what: str) -> Any:
+        # A write's own bound is shorter: past it the member is left (see above).
+        write = what == "txn"
         try:
-            return await self._pool.unary(kind, method, req, timeout=self._timeout,
-                                          idempotent=idempotent, what=what)
+            return await self._pool.unary(
+                kind, method, req, timeout=self._write_timeout if write else self._timeout,
+                idempotent=idempotent, what=what, leave_on_timeout=write)
         except grpc.RpcError as err:
             raise _error(err) from err
 

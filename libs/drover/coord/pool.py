@@ -269,11 +269,15 @@ class EndpointPool:
     # -- calls ---------------------------------------------------------------------
 
     async def unary(self, kind: str, method: str, request: Any, *, timeout: float,  # noqa: ASYNC109
-                    idempotent: bool, what: str = "") -> Any:
+                    idempotent: bool, what: str = "", leave_on_timeout: bool = False) -> Any:
         """One unary etcd call within ``timeout`` seconds, clipped to the
         caller's deadline (:mod:`drover.coord.deadline`). Idempotent calls
         retry on another endpoint; a write that may have been applied raises
-        :class:`OutcomeUnknown`."""
+        :class:`OutcomeUnknown`. With ``leave_on_timeout``, a member that
+        does not answer within ``timeout`` itself (not the caller's shorter
+        deadline: that is the caller's budget, no fault of the member's) is
+        marked bad, so the next call goes to another member."""
+        own = bounded(timeout) >= timeout  # the bound is ours, not the caller's
         deadline = self.clock() + bounded(timeout)
         what = what or f"{kind}.{method}"
         last = ""
@@ -305,6 +309,8 @@ class EndpointPool:
                 timed_out = self.clock() >= deadline
                 if not timed_out:
                     self.mark_bad(ep, f"{what}: {code.name}")
+                elif leave_on_timeout and own:
+                    self.mark_bad(ep, f"{what}: no answer within {timeout:g}s")
                 if not idempotent and not _never_sent(e):
                     raise OutcomeUnknown(
                         f"etcd {what}: {code.name} from {ep.name}; the write may or may not "

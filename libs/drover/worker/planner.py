@@ -7,6 +7,10 @@ the way Nomad's generic scheduler reconciles a task group:
 
 - allocations the node drainer marked to migrate are stopped and replaced
   (:mod:`.migrate`); the others on a draining node stay;
+- unhealthy allocations the deployment watcher marked to reschedule are
+  stopped and replaced now while their policy allows (:mod:`.unhealthy`);
+- a rescheduled allocation's replacement avoids the nodes it and its
+  predecessors failed on (:mod:`.penalty`);
 - lost allocations (their node went down) are stopped and replaced at
   once; failed ones of an older version are stopped and replaced; failed
   ones of the current version are rescheduled by their group's reschedule
@@ -50,7 +54,8 @@ from functools import partial
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2, node_pb2
 
 from . import failed as failed_allocs
-from . import migrate, reschedule
+from . import migrate, reschedule, unhealthy
+from . import penalty as node_penalty
 from .resources import Vec, group_ask, is_live
 
 RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
@@ -166,9 +171,12 @@ class _Packer:
         if is_live(a) and a.node_id in self.used:
             self.used[a.node_id] = self.used[a.node_id] - Vec.of(a.resources)
 
-    def place(self, group: str, ask: Vec, count: int) -> node_pb2.Node | None:
+    def place(self, group: str, ask: Vec, count: int,
+              avoid: frozenset[str] = frozenset()) -> node_pb2.Node | None:
+        """The best of the first ``limit`` fitting nodes; ``avoid`` are a
+        replacement's penalty nodes (:mod:`.penalty`)."""
         best: tuple[float, node_pb2.Node] | None = None
-        seen = 0
+        seen = skipped = 0
         n = len(self.nodes)
         for i in range(n):
             node = self.nodes[(self._offset + i) % n]
@@ -182,8 +190,13 @@ class _Packer:
             fit = (20 - (10 ** free_cpu + 10 ** free_mem)) / 18
             penalty = self.groups.get((node.id, group), 0) / max(1, count)
             score = fit - penalty
+            if node.id in avoid:
+                score -= node_penalty.SCORE
             if best is None or score > best[0]:
                 best = (score, node)
+            if node.id in avoid and skipped < node_penalty.MAX_SKIP:
+                skipped += 1  # passed over: not counted against the limit
+                continue
             seen += 1
             if seen >= self.limit:
                 break
@@ -249,11 +262,12 @@ class _Builder:
         return True
 
     def place(self, job: job_pb2.Job, tg: job_pb2.TaskGroup, index: int, dep_id: str,
-              canary: bool = False, previous: str = "") -> bool:
+              canary: bool = False, previous: str = "",
+              avoid: frozenset[str] = frozenset()) -> bool:
         if not self.room():
             return False
         ask = group_ask(tg)
-        node = self.packer.place(tg.name, ask, tg.count)
+        node = self.packer.place(tg.name, ask, tg.count, avoid)
         if node is None:
             self.plan.queued[tg.name] = self.plan.queued.get(tg.name, 0) + 1
             return False
@@ -317,12 +331,35 @@ def _failed(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup, a: allocation_
         return
     if not b.stop(a, failed_allocs.STOP_DESCRIPTION):
         return
-    if not b.place(job, tg, name_index(a.name), dep_id, previous=a.id):
+    if not b.place(job, tg, name_index(a.name), dep_id, previous=a.id,
+                   avoid=node_penalty.penalty_nodes(a)):
         b.plan.updates.pop()  # nowhere to go: it stays failed (queued: blocked evaluation)
         return
     new = b.plan.placements[-1]
     new.reschedule_tracker.CopyFrom(failed_allocs.replacement_tracker(policy, a, b.snap.now))
     b.plan.updates[-1].next_allocation = new.id
+
+
+def _marked_unhealthy(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
+                      a: allocation_pb2.Allocation, dep: deployment_pb2.Deployment | None,
+                      dep_id: str) -> bool:
+    """A running allocation the deployment watcher marked to reschedule
+    (:mod:`.unhealthy`): True when it is replaced in this plan."""
+    policy = reschedule.resolve(job.type, tg.reschedule if tg.HasField("reschedule") else None)
+    if not unhealthy.replace_now(a, policy, b.snap.now, dep):
+        return False
+    if not b.room_for(4):  # a stop and a placement, their nodes
+        return False
+    if not b.stop(a, failed_allocs.STOP_DESCRIPTION):
+        return False
+    if not b.place(job, tg, name_index(a.name), dep_id, canary=a.deployment_status.canary,
+                   previous=a.id, avoid=node_penalty.penalty_nodes(a)):
+        b.undo_stop(a)  # nowhere to go: it keeps running (queued: blocked evaluation)
+        return False
+    new = b.plan.placements[-1]
+    new.reschedule_tracker.CopyFrom(unhealthy.replacement_tracker(policy, a, b.snap.now))
+    b.plan.updates[-1].next_allocation = new.id
+    return True
 
 
 def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
@@ -362,6 +399,10 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
             continue
         if migrate.marked(a):
             migrating.append(a)
+            continue
+        if (unhealthy.marked(a) and a.job_version == job.version
+                and _marked_unhealthy(b, job, tg, a, dep, dep_id)):
+            current.append(b.plan.placements[-1])  # the replacement holds its slot
             continue
         (current if a.job_version == job.version else old).append(a)
     if later:

@@ -9,7 +9,8 @@ Nomad's system scheduler, as the reference worker plans it
   and the evaluation blocks until capacity changes);
 - an allocation on a node that left the job's datacenters, or is gone, is
   stopped; on a node that is ineligible or draining it is left alone (a
-  drain decides about it), unless the job changed: then it is stopped;
+  drain decides about it: the drainer marks it to migrate, last, and it is
+  stopped with no replacement), unless the job changed: then it is stopped;
   on a down node it is lost already (the state service marks it);
 - an allocation of an older version is updated in place when its tasks are
   unchanged, else replaced on the same node, ``max_parallel`` nodes per
@@ -62,7 +63,9 @@ def reconcile_system(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
             continue
         covered.add(a.node_id)
         if a.node_id not in targets:
-            if a.job_version != job.version:
+            if a.desired_transition.migrate:  # the drainer's word: it leaves (last)
+                b.stop(a, "alloc is being migrated")
+            elif a.job_version != job.version:
                 b.stop(a, "alloc not needed as node is not eligible and the job changed")
             continue  # ineligible or draining: left to the drain
         if a.job_version == job.version:

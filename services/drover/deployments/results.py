@@ -8,7 +8,11 @@ evaluation with no deployment change to ride on leaves in a batch
 (UpsertEvaluations, fenced). A FENCE_LOST answer ends the term at once
 (``term.report_lost``). A conflict (another writer changed the deployment)
 drops its watcher and queued decisions and has the ingesting half
-(:mod:`.leader`) track it again from state. Every write first asks the
+(:mod:`.leader`) track it again from state. Unhealthy allocations marked to
+reschedule go after the deployment's write, with their evaluation, in
+UpdateAllocDesiredTransition (fenced, the node drainer's call); a conflict
+there (an allocation changed meanwhile) re-tracks the deployment as well,
+so the marks are decided again on fresh allocations. Every write first asks the
 leader's ``check`` (is this session current, is the lease provably alive),
 synchronously, right before it leaves.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -27,7 +32,7 @@ from drover.api.types.v1 import deployment_pb2
 from drover.errors import Conflict, FenceLost, NotLeader
 
 from .core.coalesce import merge
-from .core.effects import CreateEvaluation, Decision
+from .core.effects import CreateEvaluation, Decision, RescheduleAllocs
 from .core.requests import build_request, echo_key, result, written
 from .core.walltime import WallClock
 from .core.watcher import ACTIVE
@@ -36,6 +41,10 @@ from .leader_session import Job, Result, Session
 from .state_api import StateApi
 
 log = logging.getLogger(__name__)
+
+#: Allocations per UpdateAllocDesiredTransition, with room for the
+#: evaluation (etcd's default txn cap, as the node drainer's batches).
+MAX_MARKS = 119
 
 
 def _coalesce(queue: collections.deque[Job]) -> None:
@@ -110,6 +119,52 @@ class ResultWriter:
                 del run.queues[deployment_id]
 
     async def _write(self, run: Session, decision: Decision) -> Result:
+        marks = decision.reschedule
+        if marks is None:
+            return await self._write_deployment(run, decision)
+        # The marks rest on the allocations, not on the deployment's value:
+        # they are written even when the deployment's write failed.
+        failed: Exception | None = None
+        try:
+            res = await self._write_deployment(run, dataclasses.replace(decision,
+                                                                        reschedule=None))
+        except NotLeader:
+            raise
+        except Exception as err:
+            failed = err
+        await self._write_marks(run, decision.deployment_id, marks)
+        if failed is not None:
+            raise failed
+        return res
+
+    async def _write_marks(self, run: Session, deployment_id: str,
+                           marks: RescheduleAllocs) -> None:
+        """The marks and their evaluation (in the last of txn-sized chunks)."""
+        ids = marks.alloc_ids
+        for start in range(0, len(ids), MAX_MARKS):
+            req = state_pb2.UpdateAllocDesiredTransitionRequest()
+            for alloc_id in ids[start:start + MAX_MARKS]:
+                req.allocations.add(namespace=marks.namespace,
+                                    id=alloc_id).transition.reschedule = True
+            if start + MAX_MARKS >= len(ids):
+                req.evaluations.append(marks.evaluation.to_proto(self._clock()))
+            try:
+                self._check(run)
+                await self.state.update_alloc_desired_transition(req, run.term.fence)
+            except FenceLost as err:
+                run.term.report_lost(f"reschedule marks: {err.message}")
+                raise NotLeader(self.service, None) from err
+            except Exception as err:  # conflict, gone, or unknown: decide again
+                log.info("reschedule marks of deployment %s dropped (%r); re-reading",
+                         deployment_id, err)
+                stored = run.stored.get(deployment_id)
+                if stored is not None:
+                    with contextlib.suppress(Exception):
+                        await self._conflicted(run, stored)
+                return
+            run.writes += 1
+
+    async def _write_deployment(self, run: Session, decision: Decision) -> Result:
         d_id = decision.deployment_id
         stored = run.stored.get(d_id)
         if stored is None:

@@ -62,6 +62,10 @@ class StateApi(Protocol):
         self, evaluations: Sequence[evaluation_pb2.Evaluation], fence: Fence
     ) -> int: ...
 
+    async def update_alloc_desired_transition(
+        self, request: state_pb2.UpdateAllocDesiredTransitionRequest, fence: Fence
+    ) -> int: ...
+
     def call_stats(self) -> StateCallStats: ...
 
 

@@ -69,9 +69,9 @@ class EtcdStore(EtcdKV):
     spans and metrics are ``drover.state.etcd.*``)."""
 
     def __init__(self, etcd: EtcdClient | grpc.aio.Channel, *, timeout: float = 10.0,
-                 max_txn_ops: int = MAX_TXN_OPS) -> None:
+                 max_txn_ops: int = MAX_TXN_OPS, write_timeout: float | None = None) -> None:
         super().__init__(etcd, timeout=timeout, max_txn_ops=max_txn_ops,
-                         telemetry="drover.state")
+                         telemetry="drover.state", write_timeout=write_timeout)
 
 
 @dataclass
@@ -178,7 +178,8 @@ async def build_state_service(settings: ServeSettings,
         cache_config = dataclasses.replace(cache_config, test_watch_lag=lag)
         read_config = ReadConfig(test_stale_reads=True)
     client = await connect(settings.etcd, purpose="bulk")
-    store = EtcdStore(client, max_txn_ops=writer_config.max_txn_ops)
+    store = EtcdStore(client, max_txn_ops=writer_config.max_txn_ops,
+                      write_timeout=writer_config.etcd_write_timeout)
     keyspace = Keyspace(settings.etcd.prefix)
     deliveries = BrokerDeliveries(
         store, keyspace, lambda address: channel(address, tls=settings.tls, token=token))

@@ -1,6 +1,7 @@
 """What every read RPC shares: consistency, blocking, QueryMeta, paging.
 
-A read first catches up (unless ``stale``), then, if ``min_index`` is set
+A read first catches up (unless ``stale``; a ``max_stale`` bound is
+checked per :mod:`drover.state.core.staleness`), then, if ``min_index`` is set
 and the answer's table index does not exceed it, blocks on the table's
 :class:`~drover.state.blocking.IndexWaiters` for the jittered, capped
 ``max_wait``; it answers with the index it reflects either way. Every Get,
@@ -35,7 +36,8 @@ from drover.filter import Filter, FilterCompiler
 from drover.paging import Page, PageRequest, PageTokenCodec, Paginator, PagingDefaults
 from drover.state.blocking import BlockingConfig, blocking_wait
 from drover.state.cache import Cache
-from drover.state.core import codec, tables
+from drover.state.contact_proof import ContactProof
+from drover.state.core import codec, staleness, tables
 from drover.state.core.tables import Entry
 from drover.state.core.validate import ALL_NAMESPACES, namespace_arg
 from drover.state.narrowed import narrow
@@ -70,6 +72,7 @@ class Reader:
         self.cache, self.config = cache, config or ReadConfig()
         self.paginator = Paginator(tokens, self.config.paging)
         self.blocking, self._rand = blocking or BlockingConfig(), rand
+        self._contact = ContactProof(cache)
         self._filters = {
             kind: FilterCompiler(tables.SCHEMAS[kind], fast_fields=tables.record_getters(kind),
                                  load=tables.decoder(kind))
@@ -84,15 +87,28 @@ class Reader:
                                    last_contact=contact)
 
     async def prepare(self, kind: str, query: query_pb2.QueryOptions) -> int:
-        """Catch up and block per ``query``; the index the answer reflects."""
-        if not query.stale and not self.config.test_stale_reads:
-            await self.cache.sync()
+        """Catch up (or check the stale bound) and block per ``query``; the
+        index the answer reflects."""
+        bound = staleness.bound_of(query.stale,
+                                   query.max_stale.ToTimedelta().total_seconds())
+        if not self.config.test_stale_reads:
+            await self._fresh_enough(bound)
         table = self.cache.tables[kind]
         if query.min_index and table.index <= query.min_index:
             requested = query.max_wait.ToTimedelta().total_seconds()
             wait = blocking_wait(requested, self._rand(), self.blocking)
             await self.cache.table_waiters[kind].wait(query.min_index, wait)
         return self.cache.tables[kind].index
+
+    async def _fresh_enough(self, bound: staleness.Bound) -> None:
+        """Catch up for a consistent read; for a stale one past its bound,
+        one consistent read proves contact (the cache catches up) or the read
+        is refused STALE_READ_BOUND, for another replica to serve."""
+        if not bound.stale:
+            await self.cache.sync()
+        elif staleness.decide(bound, self.cache.last_contact()) is staleness.Verdict.PROVE:
+            if not await self._contact.within(bound.max_stale):
+                raise staleness.refusal(bound, self.cache.last_contact())
 
     # -- paging ---------------------------------------------------------
 

@@ -46,6 +46,7 @@ from drover.coord.errors import EtcdUnavailable
 from drover.coord.kv import Compacted, prefix_end
 from drover.errors import DroverError, Kind
 from drover.state.cache import Cache, Change
+from drover.state.contact_proof import ContactProof
 from drover.state.core import codec
 
 
@@ -227,24 +228,13 @@ class Hub:
         self._floor = cache.revision
         cache.listeners.append(self._on_batch)
         cache.reset_listeners.append(self._on_reset)
-        self._proof: asyncio.Future[bool] | None = None
+        self._contact = ContactProof(cache)
 
     async def _in_contact(self) -> bool:
         """Whether this replica heard from etcd within ``max_silence``; when
         not, one consistent read (shared by every stream asking meanwhile,
         bounded by the cache's marker timeout) decides."""
-        if self.cache.last_contact() <= self.config.max_silence:
-            return True
-        if self._proof is None or self._proof.done():
-            self._proof = asyncio.ensure_future(self._prove())
-        return await asyncio.shield(self._proof)
-
-    async def _prove(self) -> bool:
-        try:
-            await self.cache.sync()
-        except Exception:  # etcd unreachable, or the cache cannot catch up
-            return False
-        return True
+        return await self._contact.within(self.config.max_silence)
 
     def _on_batch(self, revision: int, changes: list[Change]) -> None:
         self._ring.extend(changes)

@@ -57,8 +57,16 @@ class WriterConfig:
     #: Versions of a job kept (Nomad's ``job_tracked_versions``), plus its
     #: newest stable one (:mod:`drover.state.core.job_versions`).
     job_tracked_versions: int = tunable_default("state_job_tracked_versions")
+    #: Longest one etcd txn may go unanswered (the ``--state-etcd-write-timeout``
+    #: tunable): then OUTCOME_UNKNOWN and the etcd client leaves the member
+    #: (:class:`drover.coord.etcd_kv.EtcdKV`). Below etcd's request timeout
+    #: (5 s + 2 election timeouts), which a member that lost its leader waits
+    #: out before answering; above a busy member's slowest honest txn.
+    etcd_write_timeout: float = tunable_default("state_etcd_write_timeout")
 
     def __post_init__(self) -> None:
+        if self.etcd_write_timeout <= 0:
+            raise ValueError(f"etcd_write_timeout must be positive, got {self.etcd_write_timeout}")
         if self.max_txn_ops < 4:
             raise ValueError(f"max_txn_ops must be at least 4, got {self.max_txn_ops}")
         if self.job_tracked_versions < 1:

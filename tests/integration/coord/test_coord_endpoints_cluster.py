@@ -129,3 +129,34 @@ async def test_hostname_endpoints(etcd_cluster3: EtcdCluster, etcd_prefix: str) 
         assert (await EtcdKV(c).range(key, b"")).kvs[0].value == b"v"
     finally:
         await c.close()
+
+
+async def test_a_write_through_a_member_without_a_leader_ends_at_the_write_timeout(
+        etcd_cluster3: EtcdCluster, etcd_prefix: str) -> None:
+    """etcd answers such a write only after its request timeout (7 s by
+    default); the write timeout ends it sooner, OUTCOME_UNKNOWN, and leaves
+    the member (marked bad: the next call goes elsewhere when it can)."""
+    lone = 0
+    c = await connect(EtcdSettings(endpoints=(etcd_cluster3.endpoints[lone],)),
+                      purpose="control")
+    kv = EtcdKV(c, write_timeout=1.0)
+    try:
+        await kv.txn([], [Put(f"{etcd_prefix}/before".encode(), b"x")])  # connected, working
+        etcd_cluster3.pause(1)
+        etcd_cluster3.pause(2)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        with caller_deadline(10.0), pytest.raises(OutcomeUnknown):
+            await kv.txn([], [Put(f"{etcd_prefix}/lost".encode(), b"x")])
+        took = loop.time() - start
+        assert took < 3.0, f"the write took {took:.1f}s (etcd's own request timeout: 7 s)"
+        assert c.pool is not None and not c.pool.health.good(etcd_cluster3.endpoints[lone])
+    finally:
+        etcd_cluster3.resume(1)
+        etcd_cluster3.resume(2)
+        await c.close()
+
+
+def test_the_write_timeout_is_positive() -> None:
+    with pytest.raises(ValueError, match="write_timeout"):
+        EtcdKV(asyncio.Future, write_timeout=0)  # type: ignore[arg-type]

@@ -72,8 +72,9 @@ async def test_unhealthy_allocation_fails_and_reverts(
     await scheduler.health(await scheduler.place(d0, 1))
     await scheduler.wait_deployment(d0.id, lambda x: x.status == SUCCESSFUL)
 
-    reg1 = await scheduler.register(service_job("api", count=1, auto_revert=True,
-                                                image="web:2"))
+    v1 = service_job("api", count=1, auto_revert=True, image="web:2")
+    v1.task_groups[0].update.progress_deadline.FromSeconds(0)  # fail on the first unhealthy
+    reg1 = await scheduler.register(v1)
     d1 = await scheduler.deployment(reg1.deployment_id)
     [bad] = await scheduler.place(d1, 1)
     await scheduler.wait_deployment(d1.id, lambda x: x.task_groups["web"].placed_allocs == 1)
@@ -97,7 +98,9 @@ async def test_unhealthy_allocation_fails_and_reverts(
 async def test_client_reported_unhealthy_fails_without_revert_target(
     watcher: Watcher, scheduler: Scheduler
 ) -> None:
-    reg = await scheduler.register(service_job("solo", count=1, auto_revert=True))
+    job = service_job("solo", count=1, auto_revert=True)
+    job.task_groups[0].update.progress_deadline.FromSeconds(0)  # fail on the first unhealthy
+    reg = await scheduler.register(job)
     d = await scheduler.deployment(reg.deployment_id)
     await scheduler.health(await scheduler.place(d, 1), healthy=False)
     failed = await scheduler.wait_deployment(d.id, lambda x: x.status == FAILED)

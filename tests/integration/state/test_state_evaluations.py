@@ -282,3 +282,21 @@ async def test_last_contact_counts_any_etcd_call(replica) -> None:
     fresh = await replica.stub.ListEvaluations(state_pb2.ListEvaluationsRequest())
     assert fresh.meta.last_contact.ToTimedelta().total_seconds() == 0  # the sync's Get
     assert fresh.meta.known_leader
+
+
+async def test_a_bounded_stale_read_past_its_bound_proves_contact_on_a_healthy_replica(
+        replica) -> None:
+    cache = replica.service.cache
+    clock = VirtualClock(1000.0)
+    cache.store._clock = clock
+    cache.store.touch()
+    clock.advance(30.0)  # silent for 30 s, but etcd is there
+    req = state_pb2.ListEvaluationsRequest()
+    req.query.max_stale.FromSeconds(5)
+    got = await replica.stub.ListEvaluations(req)
+    assert got.meta.last_contact.ToTimedelta().total_seconds() == 0  # the proof's Get
+    within = state_pb2.ListEvaluationsRequest()
+    within.query.max_stale.FromSeconds(5)
+    clock.advance(2.0)
+    got = await replica.stub.ListEvaluations(within)  # within the bound: served as it is
+    assert got.meta.last_contact.ToTimedelta().total_seconds() == pytest.approx(2.0)

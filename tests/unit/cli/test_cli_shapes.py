@@ -152,8 +152,8 @@ def test_help_names_the_environment() -> None:
 
 def test_a_misspelt_variable_is_warned_about_with_the_closest_known_one() -> None:
     known = known_variables(cli)
-    assert {"DROVER_ADDR", "DROVER_TOKEN", "DROVER_STATE_HEARTBEAT_GRACE", "DROVER_EVAL_LIST_NAMESPACE",
-            "DROVER_BROKER_NACK_TIMEOUT"} <= known
+    assert {"DROVER_ADDR", "DROVER_TOKEN", "DROVER_STATE_HEARTBEAT_GRACE",
+            "DROVER_EVAL_LIST_NAMESPACE", "DROVER_BROKER_NACK_TIMEOUT"} <= known
     warned = unknown_warnings({"DROVER_ADDRESS": "x", "DROVER_ADDR": "y", "HOME": "/"}, known)
     assert warned == ["warning: DROVER_ADDRESS is not a drover variable and is ignored; "
                       "did you mean DROVER_ADDR?"]

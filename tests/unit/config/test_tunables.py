@@ -51,6 +51,7 @@ WHERE = {
     "state_max_heartbeats_per_second": (LivenessConfig, "max_heartbeats_per_second"),
     "state_heartbeat_grace": (LivenessConfig, "heartbeat_grace"),
     "state_job_tracked_versions": (WriterConfig, "job_tracked_versions"),
+    "state_etcd_write_timeout": (WriterConfig, "etcd_write_timeout"),
 }
 
 

@@ -89,3 +89,13 @@ def test_a_node_without_room_queues() -> None:
     small.resources.cpu = 50
     plan = compute_plan(_snap(_job(), [small], []))
     assert plan.queued == {"g": 1} and not plan.placements
+
+
+def test_the_drainers_mark_stops_it_on_the_draining_node_with_no_replacement() -> None:
+    marked = _alloc("b")
+    marked.desired_transition.migrate = True
+    plan = compute_plan(_snap(_job(), [_node("a"), _node("b", drain=True)],
+                              [_alloc("a"), marked]))
+    assert [(a.node_id, a.desired_status, a.desired_description) for a in plan.updates] == [
+        ("b", STOP, "alloc is being migrated")]
+    assert not plan.placements

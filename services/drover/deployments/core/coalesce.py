@@ -13,7 +13,8 @@ health is the union, a later verdict on the same allocation winning.
 
 Not merged (written on their own, in order): a decision with a job revert
 (its own register-with-index compare), one still holding a ``follow_up``
-(the manager hands those to the batcher, never to the writer), and
+(the manager hands those to the batcher, never to the writer), one with
+marks to reschedule (each goes once, with its own evaluation), and
 decisions with different allocation-health namespaces.
 
 Follow-up evaluations: two "place the next batch" evaluations of the same
@@ -40,6 +41,8 @@ def merge(first: Decision, then: Decision) -> Decision | None:
         return None
     if first.follow_up is not None or then.follow_up is not None:
         return None
+    if first.reschedule is not None or then.reschedule is not None:
+        return None  # marks to reschedule go with their own evaluation, each once
     health = _health(first.alloc_health, then.alloc_health)
     if isinstance(health, bool):
         return None

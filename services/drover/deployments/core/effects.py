@@ -121,6 +121,18 @@ class UpdateAllocHealth:
 
 
 @dataclass(frozen=True)
+class RescheduleAllocs:
+    """Mark unhealthy allocations ``desired_transition.reschedule`` with the
+    evaluation that has the scheduler replace them (Nomad's
+    ``allowReplacements``), written together by UpdateAllocDesiredTransition
+    after the deployment's own write."""
+
+    namespace: str
+    alloc_ids: tuple[str, ...]
+    evaluation: CreateEvaluation
+
+
+@dataclass(frozen=True)
 class Decision:
     """Everything one watcher step wants written; empty when nothing changed."""
 
@@ -131,6 +143,7 @@ class Decision:
     mark_stable: MarkJobStable | None = None
     alloc_health: UpdateAllocHealth | None = None
     follow_up: CreateEvaluation | None = None
+    reschedule: RescheduleAllocs | None = None
 
     @property
     def empty(self) -> bool:
@@ -141,6 +154,7 @@ class Decision:
             and self.mark_stable is None
             and self.alloc_health is None
             and self.follow_up is None
+            and self.reschedule is None
         )
 
 

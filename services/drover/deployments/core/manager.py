@@ -230,6 +230,8 @@ class WatcherManager:
                                            follow_up=None)
         if decision.evaluation is not None:
             self._immediate_evals += 1
+        if decision.reschedule is not None:
+            self._immediate_evals += 1  # written with the reschedule marks
         update = decision.update
         if update is not None:
             for group in update.groups:

@@ -10,7 +10,9 @@ the one rule in :mod:`.deadline`, and decides, in this order:
    Nomad's shouldFailEarly says so (:mod:`.fail_early`: no progress
    deadline, or its reschedule policy spent), with an auto-revert when its
    group asks for one (:mod:`.revert`); otherwise it is replaced and the
-   progress deadline decides;
+   progress deadline decides: one that still runs unhealthy is marked
+   ``desired_transition.reschedule`` with an evaluation
+   (:mod:`.replacements`, Nomad's allowReplacements), once;
 2. canaries are auto-promoted when every unpromoted canary group has
    ``auto_promote`` and all its canaries are placed and healthy;
 3. every group healthy at its desired total (and promoted where it has
@@ -62,10 +64,12 @@ from .effects import (
     DeploymentUpdate,
     GroupUpdate,
     MarkJobStable,
+    RescheduleAllocs,
     RevertJob,
     UpdateAllocHealth,
 )
 from .fail_early import failing_groups
+from .replacements import to_reschedule
 from .revert import choose_revert
 from .walltime import from_timestamp, to_timestamp
 
@@ -145,6 +149,7 @@ class DeploymentWatcher:
             )
         self._job = job
         self._allocs: dict[str, allocation_pb2.Allocation] = {}
+        self._marked: set[str] = set()  # marked to reschedule by this watcher
         for alloc in allocs:
             if alloc.deployment_id == deployment.id:
                 self._allocs[alloc.id] = self._own(alloc)
@@ -194,6 +199,7 @@ class DeploymentWatcher:
         return self.reconcile(now)
 
     def on_alloc_removed(self, alloc_id: str, now: float) -> Decision:
+        self._marked.discard(alloc_id)
         if self._allocs.pop(alloc_id, None) is None:
             return Decision(self.deployment_id)
         return self.reconcile(now)
@@ -332,6 +338,7 @@ class DeploymentWatcher:
         if failing:
             revert = any(work.task_groups[n].auto_revert for n in failing)
             return self._fail(work, DESC_UNHEALTHY, revert, _Eval.IMMEDIATE, alloc_health)
+        marks = self._replacements(work, now)
 
         if running:
             ready = self._auto_promotable(work, tallies)
@@ -347,6 +354,7 @@ class DeploymentWatcher:
                     evaluation=self._new_eval() if want_eval is _Eval.IMMEDIATE else None,
                     mark_stable=stable,
                     alloc_health=alloc_health,
+                    reschedule=marks,
                 )
         update = self._commit(work)
         evaluation = follow_up = None
@@ -360,6 +368,7 @@ class DeploymentWatcher:
             evaluation=evaluation,
             alloc_health=alloc_health,
             follow_up=follow_up,
+            reschedule=marks,
         )
 
     def _fail(
@@ -390,6 +399,16 @@ class DeploymentWatcher:
             revert=revert,
             alloc_health=alloc_health,
         )
+
+    def _replacements(self, work: deployment_pb2.Deployment,
+                      now: float) -> RescheduleAllocs | None:
+        """Unhealthy allocations to mark for the scheduler to replace, once."""
+        ids = to_reschedule(work, self._allocs.values(), self._job, self._marked, now)
+        if not ids:
+            return None
+        self._marked.update(ids)
+        return RescheduleAllocs(self._job.namespace or work.namespace, tuple(ids),
+                                self._new_eval())
 
     @staticmethod
     def _auto_promotable(

@@ -10,6 +10,7 @@ from drover.deployments.core.effects import (
     DeploymentUpdate,
     GroupUpdate,
     MarkJobStable,
+    RescheduleAllocs,
     RevertJob,
     UpdateAllocHealth,
     apply_update,
@@ -74,6 +75,8 @@ def test_reverts_follow_ups_other_namespaces_and_deployments_are_not_merged() ->
     revert = Decision("d1", revert=RevertJob("default", "j", 1, 3, job_pb2.Job(id="j")))
     assert merge(plain, revert) is None and merge(revert, plain) is None
     assert merge(plain, Decision("d1", follow_up=_eval())) is None
+    marks = Decision("d1", reschedule=RescheduleAllocs("default", ("a1",), _eval()))
+    assert merge(plain, marks) is None and merge(marks, plain) is None
     assert merge(Decision("d1", alloc_health=UpdateAllocHealth("a", ("x",), (), 1.0)),
                  Decision("d1", alloc_health=UpdateAllocHealth("b", ("y",), (), 1.0))) is None
     assert merge(plain, Decision("d2", update=_update(RUNNING))) is None

@@ -123,7 +123,9 @@ class RescheduleTracker(_message.Message):
     def __init__(self, events: _Optional[_Iterable[_Union[RescheduleEvent, _Mapping]]] = ...) -> None: ...
 
 class DesiredTransition(_message.Message):
-    __slots__ = ("migrate",)
+    __slots__ = ("migrate", "reschedule")
     MIGRATE_FIELD_NUMBER: _ClassVar[int]
+    RESCHEDULE_FIELD_NUMBER: _ClassVar[int]
     migrate: bool
-    def __init__(self, migrate: _Optional[bool] = ...) -> None: ...
+    reschedule: bool
+    def __init__(self, migrate: _Optional[bool] = ..., reschedule: _Optional[bool] = ...) -> None: ...

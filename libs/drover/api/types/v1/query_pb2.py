@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x64rover/types/v1/query.proto\x12\x0f\x64rover.types.v1\x1a\x1egoogle/protobuf/duration.proto\"]\n\x0cQueryOptions\x12\r\n\x05stale\x18\x01 \x01(\x08\x12\x11\n\tmin_index\x18\x02 \x01(\x04\x12+\n\x08max_wait\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"a\n\tQueryMeta\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x14\n\x0cknown_leader\x18\x02 \x01(\x08\x12/\n\x0clast_contact\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Durationb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x64rover/types/v1/query.proto\x12\x0f\x64rover.types.v1\x1a\x1egoogle/protobuf/duration.proto\"\x8c\x01\n\x0cQueryOptions\x12\r\n\x05stale\x18\x01 \x01(\x08\x12\x11\n\tmin_index\x18\x02 \x01(\x04\x12+\n\x08max_wait\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12-\n\tmax_stale\x18\x82\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\"a\n\tQueryMeta\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x14\n\x0cknown_leader\x18\x02 \x01(\x08\x12/\n\x0clast_contact\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Durationb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'drover.types.v1.query_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_QUERYOPTIONS']._serialized_start=80
-  _globals['_QUERYOPTIONS']._serialized_end=173
-  _globals['_QUERYMETA']._serialized_start=175
-  _globals['_QUERYMETA']._serialized_end=272
+  _globals['_QUERYOPTIONS']._serialized_start=81
+  _globals['_QUERYOPTIONS']._serialized_end=221
+  _globals['_QUERYMETA']._serialized_start=223
+  _globals['_QUERYMETA']._serialized_end=320
 # @@protoc_insertion_point(module_scope)

@@ -9,14 +9,16 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class QueryOptions(_message.Message):
-    __slots__ = ("stale", "min_index", "max_wait")
+    __slots__ = ("stale", "min_index", "max_wait", "max_stale")
     STALE_FIELD_NUMBER: _ClassVar[int]
     MIN_INDEX_FIELD_NUMBER: _ClassVar[int]
     MAX_WAIT_FIELD_NUMBER: _ClassVar[int]
+    MAX_STALE_FIELD_NUMBER: _ClassVar[int]
     stale: bool
     min_index: int
     max_wait: _duration_pb2.Duration
-    def __init__(self, stale: _Optional[bool] = ..., min_index: _Optional[int] = ..., max_wait: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    max_stale: _duration_pb2.Duration
+    def __init__(self, stale: _Optional[bool] = ..., min_index: _Optional[int] = ..., max_wait: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_stale: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class QueryMeta(_message.Message):
     __slots__ = ("index", "known_leader", "last_contact")
