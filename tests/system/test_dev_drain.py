@@ -8,8 +8,6 @@ eligibility --enable` takes it back."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import threading
@@ -19,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from drover.dev.ports import wait_for_port
-from drover.dev.supervisor import free_layout
+from dev_suite import dev_suite
 
 pytestmark = pytest.mark.slow
 
@@ -59,20 +55,8 @@ def until(check: Any, within: float, what: str) -> Any:
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    offset, lay = free_layout()
-    log = (tmp_path_factory.mktemp("dev") / "dev.log").open("w")
-    env = {**os.environ, "DROVER_ADDR": lay.address("proxy")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "drover.cli.main", "dev", "--port-offset", str(offset),
-         "--nodes", "3"], stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        assert wait_for_port(lay.host, lay.proxy, 60), "the dev suite did not start"
-        until(lambda: len(drover(env, "node", "list")) == 3, 60, "3 simulated nodes")
+    with dev_suite(tmp_path_factory.mktemp("dev"), nodes=3) as env:
         yield env
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(15)
-        log.close()
 
 
 def _up(allocs: list[dict[str, Any]]) -> int:

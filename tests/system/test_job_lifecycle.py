@@ -6,7 +6,6 @@ per-group summary is kept by the state service as the allocation moves."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from drover.dev.ports import wait_for_port
-from drover.dev.supervisor import free_layout
+from dev_suite import dev_suite
 
 pytestmark = pytest.mark.slow
 
@@ -33,20 +30,8 @@ SPEC: dict[str, Any] = {"id": "life", "task_groups": [{
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    offset, lay = free_layout()
-    log = (tmp_path_factory.mktemp("dev") / "dev.log").open("w")
-    env = {**os.environ, "DROVER_ADDR": lay.address("proxy")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "drover.cli.main", "dev", "--port-offset", str(offset),
-         "--nodes", "2"], stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        assert wait_for_port(lay.host, lay.proxy, 60), "the dev suite did not start"
-        _until(lambda: len(_json(env, "node", "list")) == 2, 60, "2 simulated nodes")
+    with dev_suite(tmp_path_factory.mktemp("dev"), nodes=2) as env:
         yield env
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(15)
-        log.close()
 
 
 def drover(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from drover.dev.ports import wait_for_port
-from drover.dev.supervisor import free_layout
+from dev_suite import dev_suite
 
 pytestmark = pytest.mark.slow
 
@@ -31,23 +29,8 @@ EX = ROOT / "examples"
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    offset, lay = free_layout()
-    log = (tmp_path_factory.mktemp("dev") / "dev.log").open("w")
-    # A short heartbeat TTL and grace (the state service's tunables, by env)
-    # so a killed node is noticed within seconds.
-    env = {**os.environ, "DROVER_ADDR": lay.address("proxy"),
-           "DROVER_STATE_MIN_HEARTBEAT_TTL": "3", "DROVER_STATE_HEARTBEAT_GRACE": "3"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "drover.cli.main", "dev", "--port-offset", str(offset),
-         "--nodes", "3"], stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        assert wait_for_port(lay.host, lay.proxy, 60), "the dev suite did not start"
-        _until(lambda: len(_json(env, "node", "list")) == 3, 60, "3 simulated nodes")
+    with dev_suite(tmp_path_factory.mktemp("dev"), nodes=3) as env:
         yield env
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(15)
-        log.close()
 
 
 def drover(env: dict[str, str], *args: str,
