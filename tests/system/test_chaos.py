@@ -67,6 +67,7 @@ from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import deployment_pb2
 from drover.dev.etcd import EtcdCluster
+from drover.dev.netcluster import until
 from drover.dev.ports import free_port
 from drover.rpc.channels import channel_options
 from drover.sim.nodes import SimConfig, SimNodes
@@ -254,18 +255,6 @@ def too_long(calls: list[Call], proxy_down: list[tuple[float, float]]) -> list[s
     return out
 
 
-async def _until(check: Callable[[], Awaitable[object]], within: float, what: str) -> object:
-    deadline = time.monotonic() + within
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            got = await check()
-        except grpc.aio.AioRpcError as e:
-            got, last = None, e.code().name
-        if got:
-            return got
-        await asyncio.sleep(0.3)
-    raise AssertionError(f"not within {within}s: {what} (last: {last})")
 
 
 @contextlib.asynccontextmanager
@@ -304,7 +293,7 @@ async def test_chaos(etcd_cluster3: EtcdCluster, etcd_prefix: str, tmp_path: Pat
             r = await broker.GetBrokerStats(broker_pb2.GetBrokerStatsRequest(), timeout=2)
             return bool(r.stats.enabled)
 
-        await _until(broker_up, 60, "a broker leader through the proxy")
+        await until(broker_up, 60, "a broker leader through the proxy")
 
         async def leaders() -> set[str]:
             resp = await proxy_pb2_grpc.ClientProxyServiceStub(ch).ListServers(
@@ -339,14 +328,14 @@ async def test_chaos(etcd_cluster3: EtcdCluster, etcd_prefix: str, tmp_path: Pat
                 if p.proc is not None and p.proc.poll() is not None:
                     p.start()
             await asyncio.to_thread(etcd_cluster3.heal)
-            await _until(broker_up, 60, "a broker leader after healing")
+            await until(broker_up, 60, "a broker leader after healing")
 
             async def deployments_terminal() -> bool:
                 ds = await list_all(state, "ListDeployments", state_pb2.ListDeploymentsRequest(
                     page_size=500), "deployments")
                 return all(d.status in TERMINAL_DEPLOYMENT for d in ds)
 
-            await _until(deployments_terminal, 60, "every deployment terminal")
+            await until(deployments_terminal, 60, "every deployment terminal")
         evals = await list_all(state, "ListEvaluations", state_pb2.ListEvaluationsRequest(
             page_size=1000), "evaluations")
         deployments = await list_all(state, "ListDeployments", state_pb2.ListDeploymentsRequest(
