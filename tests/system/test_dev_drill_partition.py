@@ -8,12 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from netns_required import needs_netns
 
-from drover.dev import netns
 from drover.dev.partition_drill import PartitionConfig, run_partition_drill
 
 pytestmark = [pytest.mark.netfault, pytest.mark.slow,
-              pytest.mark.skipif(bool(netns.available()), reason=netns.available() or "ok"),
+              needs_netns,
               pytest.mark.timeout(180)]
 
 

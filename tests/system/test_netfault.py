@@ -28,6 +28,7 @@ from typing import NamedTuple
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from netns_required import needs_netns
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -52,12 +53,11 @@ from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import deployment_pb2
-from drover.dev import netns
 from drover.dev.netns import Net
 from drover.rpc.errors import error_info
 
 pytestmark = [pytest.mark.netfault, pytest.mark.slow,
-              pytest.mark.skipif(bool(netns.available()), reason=netns.available() or "ok"),
+              needs_netns,
               pytest.mark.timeout(240)]
 
 SEED = int(os.environ.get("DROVER_NETFAULT_SEED", "3232"))

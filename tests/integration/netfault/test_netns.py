@@ -12,12 +12,13 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from netns_required import needs_netns
 
 from drover.dev import netns
 from drover.dev.netns import Host, Net, entered
 
 pytestmark = [pytest.mark.netfault,
-              pytest.mark.skipif(bool(netns.available()), reason=netns.available() or "ok")]
+              needs_netns]
 
 PORT = 7007
 ECHO = """
