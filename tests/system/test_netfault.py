@@ -126,11 +126,7 @@ async def test_broker_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> 
     with Net() as net:
         c = NetCluster(net, tmp_path, etcd_prefix)
         c.start_etcd(1)
-        state = c.serve("state", "state-0")
-        brokers = [c.serve("broker", f"broker-{i}", "--state-address", state.address,
-                           "--broker-nack-timeout", f"{NACK}s") for i in range(2)]
-        proxy = c.serve("proxy", "proxy", "--hold-timeout", str(HOLD))
-        c.wait_serving(state, *brokers, proxy)
+        proxy = _drover(c, states=1, brokers=2)
         load = Load(c, proxy, rng, seed=SEED)
         async with load.running():
             await asyncio.sleep(rng.uniform(2, 4))
@@ -192,6 +188,21 @@ async def health(c: NetCluster, name: str) -> str:
 
 #: The staleness bound of scenario c's bounded stale reads (QueryOptions.max_stale).
 MAX_STALE = 2.0
+
+
+def _drover(c: NetCluster, *, states: int, brokers: int, watchers: int = 0) -> Svc:
+    """State replicas (every one a seed of the others' clients), brokers,
+    deployment watchers and the proxy, each in a namespace of its own,
+    started in that order and serving; the proxy, which the load calls."""
+    st = [c.serve("state", f"state-{i}") for i in range(states)]
+    seeds = ",".join(s.address for s in st)
+    br = [c.serve("broker", f"broker-{i}", "--state-address", seeds,
+                  "--broker-nack-timeout", f"{NACK}s") for i in range(brokers)]
+    wa = [c.serve("deployments", f"watcher-{i}", "--state-address", seeds)
+          for i in range(watchers)]
+    proxy = c.serve("proxy", "proxy", "--hold-timeout", str(HOLD))
+    c.wait_serving(*st, *br, *wa, proxy)
+    return proxy
 
 
 class ReadProbe(NamedTuple):
@@ -277,12 +288,7 @@ async def test_state_replica_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> 
     with Net() as net:
         c = NetCluster(net, tmp_path, etcd_prefix)
         c.start_etcd(1)
-        states = [c.serve("state", f"state-{i}") for i in range(2)]
-        seeds = ",".join(s.address for s in states)
-        broker = c.serve("broker", "broker-0", "--state-address", seeds,
-                         "--broker-nack-timeout", f"{NACK}s")
-        proxy = c.serve("proxy", "proxy", "--hold-timeout", str(HOLD))
-        c.wait_serving(*states, broker, proxy)
+        proxy = _drover(c, states=2, brokers=1)
         load = Load(c, proxy, rng, seed=SEED)
         async with load.running():
             await until(lambda: _n_servers(load, "state", 2), 30, "both state replicas listed")
@@ -401,13 +407,7 @@ async def test_watcher_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) ->
     with Net() as net:
         c = NetCluster(net, tmp_path, etcd_prefix)
         c.start_etcd(1)
-        state = c.serve("state", "state-0")
-        broker = c.serve("broker", "broker-0", "--state-address", state.address,
-                         "--broker-nack-timeout", f"{NACK}s")
-        watchers = [c.serve("deployments", f"watcher-{i}", "--state-address", state.address)
-                    for i in range(2)]
-        proxy = c.serve("proxy", "proxy", "--hold-timeout", str(HOLD))
-        c.wait_serving(state, broker, *watchers, proxy)
+        proxy = _drover(c, states=1, brokers=1, watchers=2)
         load = Load(c, proxy, rng, seed=SEED)
         async with load.running():
             await asyncio.sleep(rng.uniform(3, 5))
@@ -473,14 +473,7 @@ async def _loss_run(etcd_prefix: str, tmp_path: Path, seed: int, scenario: str,
     with Net() as net:
         c = NetCluster(net, tmp_path, etcd_prefix)
         c.start_etcd(1)
-        states = [c.serve("state", f"state-{i}") for i in range(2)]
-        seeds = ",".join(s.address for s in states)
-        brokers = [c.serve("broker", f"broker-{i}", "--state-address", seeds,
-                           "--broker-nack-timeout", f"{NACK}s") for i in range(2)]
-        watchers = [c.serve("deployments", f"watcher-{i}", "--state-address", seeds)
-                    for i in range(2)]
-        proxy = c.serve("proxy", "proxy", "--hold-timeout", str(HOLD))
-        c.wait_serving(*states, *brokers, *watchers, proxy)
+        proxy = _drover(c, states=2, brokers=2, watchers=2)
         load = Load(c, proxy, rng, seed=seed)
         async with load.running():
             await until(lambda: _n_servers(load, "state", 2), 30, "both state replicas listed")
@@ -555,14 +548,7 @@ async def test_etcd_minority_with_drover_replicas(etcd_prefix: str, tmp_path: Pa
     with Net() as net:
         c = NetCluster(net, tmp_path, etcd_prefix)
         c.start_etcd(3)
-        states = [c.serve("state", f"state-{i}") for i in range(2)]
-        seeds = ",".join(s.address for s in states)
-        brokers = [c.serve("broker", f"broker-{i}", "--state-address", seeds,
-                           "--broker-nack-timeout", f"{NACK}s") for i in range(2)]
-        watchers = [c.serve("deployments", f"watcher-{i}", "--state-address", seeds)
-                    for i in range(2)]
-        proxy = c.serve("proxy", "proxy", "--hold-timeout", str(HOLD))
-        c.wait_serving(*states, *brokers, *watchers, proxy)
+        proxy = _drover(c, states=2, brokers=2, watchers=2)
         load = Load(c, proxy, rng, seed=SEED)
         async with load.running():
             await until(lambda: _n_servers(load, "state", 2), 30, "both state replicas listed")

@@ -223,6 +223,20 @@ def list_jobs(listing: ListOptions, address: str, as_json: bool, timeout: float)
     """List jobs (what `drover job status` with no JOB_ID shows)."""
     show_jobs(options(address, as_json, timeout), listing)
 
+def _new_version(opts: ClientOptions, resp: Any, headline: str) -> None:
+    """The answer of a call that registered a new version (start, revert,
+    scale): the whole response with --json, else what happened, its
+    evaluation and deployment, and any warning (to stderr)."""
+    if opts.json:
+        print_json(resp)
+        return
+    click.echo(headline)
+    click.echo(f"evaluation {resp.eval_id}")
+    if resp.deployment_id:
+        click.echo(f"deployment {resp.deployment_id}")
+    for w in getattr(resp, "warnings", ()):
+        click.echo(f"warning: {w}", err=True)
+
 
 @job_group.command(name="start")
 @click.argument("job_id")
@@ -237,14 +251,8 @@ def start_job(job_id: str, namespace: str, address: str, as_json: bool, timeout:
             state_pb2.StartJobRequest(namespace=namespace, id=job_id), timeout=opts.timeout)
 
     resp = run(opts, body)
-    if opts.json:
-        print_json(resp)
-        return
-    click.echo(f"job {job_id!r} started as version {resp.version} (the spec of version"
-               f" {resp.from_version})")
-    click.echo(f"evaluation {resp.eval_id}")
-    if resp.deployment_id:
-        click.echo(f"deployment {resp.deployment_id}")
+    _new_version(opts, resp, f"job {job_id!r} started as version {resp.version} (the spec"
+                             f" of version {resp.from_version})")
 
 
 @job_group.command(name="history")
@@ -309,16 +317,8 @@ def revert_job(job_id: str, version: int, namespace: str, enforce_prior_version:
         return await state_pb2_grpc.StateServiceStub(ch).RevertJob(req, timeout=opts.timeout)
 
     resp = run(opts, body)
-    if opts.json:
-        print_json(resp)
-        return
-    click.echo(f"job {job_id!r} reverted to the spec of version {resp.reverted_to}"
-               f" as version {resp.version}")
-    click.echo(f"evaluation {resp.eval_id}")
-    if resp.deployment_id:
-        click.echo(f"deployment {resp.deployment_id}")
-    for w in resp.warnings:
-        click.echo(f"warning: {w}", err=True)
+    _new_version(opts, resp, f"job {job_id!r} reverted to the spec of version"
+                             f" {resp.reverted_to} as version {resp.version}")
 
 
 @job_group.command(name="scale")
@@ -343,14 +343,8 @@ def scale_job(job_id: str, group: str, count: int, namespace: str, check_index: 
         return await state_pb2_grpc.StateServiceStub(ch).ScaleJob(req, timeout=opts.timeout)
 
     resp = run(opts, body)
-    if opts.json:
-        print_json(resp)
-        return
-    click.echo(f"job {job_id!r} group {group!r} scaled from {resp.previous_count} to {count}"
-               f" (version {resp.version})")
-    click.echo(f"evaluation {resp.eval_id}")
-    if resp.deployment_id:
-        click.echo(f"deployment {resp.deployment_id}")
+    _new_version(opts, resp, f"job {job_id!r} group {group!r} scaled from"
+                             f" {resp.previous_count} to {count} (version {resp.version})")
 
 
 #: Nomad's group annotations, in its order.
