@@ -203,3 +203,24 @@ async def test_a_heartbeat_call_over_the_cap_is_refused(service: StateService) -
     req = state_pb2.HeartbeatNodesRequest(node_ids=[f"n{i}" for i in range(1001)])
     with pytest.raises(InvalidArgument):
         await service.servicer.HeartbeatNodes(req, None)
+
+
+async def test_each_node_of_a_heartbeat_call_speaks_only_with_its_own_secret(
+        service: StateService) -> None:
+    from drover.errors import InvalidArgument
+    _liveness(service)
+    secrets = {}
+    for n in ("n1", "n2"):
+        node = node_pb2.Node(id=n, status=node_pb2.NODE_STATUS_READY)
+        got = await service.servicer.UpsertNode(state_pb2.UpsertNodeRequest(node=node), None)
+        secrets[n] = got.secret_id
+    resp = await service.servicer.HeartbeatNodes(state_pb2.HeartbeatNodesRequest(
+        node_ids=["n1", "n2"], secret_ids=[secrets["n1"], secrets["n1"]]), None)
+    mine, theirs = resp.heartbeats
+    assert mine.heartbeat_ttl.ToMilliseconds() == 10_000 and not mine.error_reason
+    assert theirs.error_reason == "NODE_SECRET_MISMATCH"
+    assert not theirs.HasField("heartbeat_ttl")
+    with pytest.raises(InvalidArgument) as err:
+        await service.servicer.HeartbeatNodes(state_pb2.HeartbeatNodesRequest(
+            node_ids=["n1", "n2"], secret_ids=[secrets["n1"]]), None)
+    assert err.value.metadata["field"] == "secret_ids"
