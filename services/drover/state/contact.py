@@ -1,9 +1,10 @@
 """When this replica last heard from etcd: QueryMeta's ``last_contact``.
 
-Any successful etcd call counts -- a consistent read's marker Get, a write's
-txn, the initial list, and every watch response (which the cache reports with
-:meth:`ContactStore.touch`). Counting only watch traffic made an idle but
-healthy replica look cut off. :class:`ContactStore` wraps a
+Any successful etcd call that needed etcd's quorum counts -- a consistent
+read's marker Get, a write's txn, the initial list, and every watch response
+(which the cache reports with :meth:`ContactStore.touch`). Creating a watch
+does not: a member cut off from its quorum still answers it. Counting only
+watch traffic made an idle but healthy replica look cut off. :class:`ContactStore` wraps a
 :class:`~drover.coord.kv.KVStore` and stamps the monotonic clock after
 each call that returns; failures leave the stamp alone, so the age keeps
 growing while etcd is unreachable.
@@ -62,9 +63,11 @@ class ContactStore:
         return rev
 
     async def watch(self, key: bytes, range_end: bytes, start_revision: int) -> Watch:
-        watch = await self.inner.watch(key, range_end, start_revision)
-        self.touch()
-        return watch
+        # Not contact: a member cut off from its quorum still creates
+        # watches (an isolated leader does until check-quorum deposes it), so
+        # an answered create proves nothing about how current the cache is.
+        # The watch's responses count (the cache touches on each batch).
+        return await self.inner.watch(key, range_end, start_revision)
 
     async def compact(self, revision: int) -> None:
         await self.inner.compact(revision)
