@@ -13,7 +13,7 @@ from drover.cli._client import DEFAULT_ADDRESS, token_and_tls, token_tls_options
 from drover.rpc.failover import client_channel
 from drover.sim.nodes import SimConfig, SimNodes
 from drover.tasks import cancel_and_wait, run
-from drover.worker.loop import Worker, WorkerConfig
+from drover.worker.loop import Worker, WorkerConfig, default_num_schedulers
 
 
 async def _until_signal(main: asyncio.Future[Any], *, within: float) -> None:
@@ -34,20 +34,26 @@ async def _until_signal(main: asyncio.Future[Any], *, within: float) -> None:
               help="drover server (the proxy)")
 @click.option("--scheduler", "schedulers", multiple=True, default=("service", "batch", "system"),
               show_default=True, help="scheduler types to dequeue")
+@click.option("--num-schedulers", default=None, type=click.IntRange(1, 256),
+              help="scheduling loops run side by side (Nomad's num_schedulers; "
+              "default: one per core)")
 @click.option("--batch", default=16, show_default=True, type=click.IntRange(1, 256),
               help="evaluations per Dequeue")
 @click.option("--seed", default=None, type=int, help="seed of the placement shuffle")
 @token_tls_options
-def worker(address: str, schedulers: tuple[str, ...], batch: int, seed: int | None) -> None:
+def worker(address: str, schedulers: tuple[str, ...], num_schedulers: int | None, batch: int,
+           seed: int | None) -> None:
     """Run the reference scheduler worker: dequeue, plan, submit, ack."""
     logging.basicConfig(level=logging.INFO, format="worker %(levelname)s %(message)s")
-    cfg = WorkerConfig(schedulers=schedulers, batch=batch, seed=seed)
+    cfg = WorkerConfig(schedulers=schedulers, batch=batch, seed=seed,
+                       num_schedulers=num_schedulers or default_num_schedulers())
     token, tls = token_and_tls()
 
     async def main() -> None:
         async with client_channel(address, tls=tls, token=lambda: token) as ch:
             w = Worker(ch, cfg)
-            click.echo(f"worker: dequeuing {', '.join(schedulers)} from {address}")
+            click.echo(f"worker: {cfg.num_schedulers} schedulers dequeuing "
+                       f"{', '.join(schedulers)} from {address}")
             await _until_signal(asyncio.ensure_future(w.run()), within=cfg.stop_timeout)
             click.echo(f"worker: stopped after {w.stats.evaluations} evaluations, "
                        f"{w.stats.placed} placements")

@@ -11,15 +11,28 @@ times, before the evaluation is Nacked. A plan committed only in part
 after the view caught up with the refresh index, by Nomad's retry rule
 (:mod:`.attempts`); each plan carries the evaluation's delivery token, and
 a plan refused because that delivery ended (PLAN_DELIVERY_ENDED) gives the
-evaluation up without a Nack (it is no longer this worker's). Evaluations of one batch are
-planned one after another: they belong to different jobs (the broker
-delivers one per job) but may compete for the same nodes.
+evaluation up without a Nack (it is no longer this worker's).
+
+A plan never holds more than one etcd txn's worth of writes; when the
+planner capped it (``Plan.more``), the evaluation is planned again at once
+on what the committed part left, within the same delivery (Nomad's plan has
+no such cap: one evaluation places its whole job), up to
+``WorkerConfig.plan_rounds`` plans; only past that does it ack with a
+"plan-continuation" follow-up, so that one huge job cannot hold a scheduler.
+
+``num_schedulers`` scheduling loops (Nomad's name and default: one per
+core) run side by side, each dequeuing its own batch and planning its
+evaluations one after another. Evaluations of different loops belong to
+different jobs (the broker delivers one per job) but may compete for the
+same nodes: the state service orders their plans (a node's usage record),
+and a plan that lost a node's room is committed in part and re-planned.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 import time
 import uuid
@@ -42,12 +55,23 @@ log = logging.getLogger(__name__)
 
 COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE
 
+def default_num_schedulers() -> int:
+    """Nomad's ``num_schedulers`` default: one scheduling loop per core."""
+    return os.cpu_count() or 1
+
+
 @dataclass(frozen=True)
 class WorkerConfig:
+    #: Scheduler types dequeued (Nomad's ``enabled_schedulers``).
     schedulers: tuple[str, ...] = ("service", "batch", "system")
+    #: Scheduling loops run side by side (Nomad's ``num_schedulers``).
+    num_schedulers: int = field(default_factory=default_num_schedulers)
     batch: int = 16
     dequeue_timeout: float = 5.0
     plan_retries: int = 5
+    #: Plans one delivery may submit when the planner capped them (txn
+    #: size) before the rest goes to a "plan-continuation" follow-up.
+    plan_rounds: int = 16
     seed: int | None = None
     #: Stopping waits this long for the cancelled loop (``drover.tasks``).
     stop_timeout: float = 5.0
@@ -83,17 +107,23 @@ class Worker:
         self._rng = random.Random(config.seed)
 
     async def run(self) -> None:
+        """The view, and ``num_schedulers`` scheduling loops over it."""
         view = asyncio.create_task(self.view.run())
         try:
             await self.view.ready.wait()
-            while True:
-                try:
-                    await self.step()
-                except grpc.RpcError as e:
-                    log.warning("worker: %s", _describe(e))
-                    await asyncio.sleep(0.5)
+            async with asyncio.TaskGroup() as loops:
+                for i in range(max(1, self.config.num_schedulers)):
+                    loops.create_task(self._schedule(), name=f"worker-scheduler-{i}")
         finally:
             view.cancel()
+
+    async def _schedule(self) -> None:
+        while True:
+            try:
+                await self.step()
+            except grpc.RpcError as e:
+                log.warning("worker: %s", _describe(e))
+                await asyncio.sleep(0.5)
 
     async def step(self) -> int:
         """One Dequeue, its evaluations processed and acked; how many."""
@@ -144,6 +174,7 @@ class Worker:
         await self.view.wait_past(wait_index, within=1.0)
         partial = Attempts(attempt_limit(ev.type))
         stale = 0
+        rounds = 0
         while True:
             index = self.view.index  # what the plan is computed at (nodes may lag)
             snap = await self.snapshot(ev)
@@ -171,7 +202,13 @@ class Worker:
                 await self.view.wait_past(index, within=0.5)
                 continue
             if not resp.refused:
-                return self._follow_ups_with_needs(ev, snap, plan, index)
+                rounds += 1
+                if not plan.more or rounds >= self.config.plan_rounds:
+                    return self._follow_ups_with_needs(ev, snap, plan, index)
+                # Capped, all committed: plan the rest now, on a view that
+                # has the committed part (its nodes' usage).
+                await self.view.wait_past(resp.index, within=1.0)
+                continue
             self.stats.partial += 1
             self.stats.refused += sum(len(r.placement_ids) for r in resp.refused)
             log.info("evaluation %s: plan committed in part (%s); refresh at %d", ev.id,

@@ -104,3 +104,44 @@ async def test_nothing_fits_acks_with_a_blocked_evaluation(state: grpc.aio.Chann
     assert blocked.status == evaluation_pb2.EVALUATION_STATUS_BLOCKED
     assert blocked.triggered_by == "queued-allocs" and blocked.previous_eval == ev.id
     assert worker.stats.plans == 0  # nothing to write
+
+
+async def _place_big_job(stub: Any, state: grpc.aio.Channel,
+                         config: WorkerConfig) -> tuple[Worker, list[Any]]:
+    """A job of 150 allocations over 100 nodes (more than one plan's txn
+    holds) planned by ``worker.process`` for one delivery."""
+    for i in range(100):
+        await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node(f"n{i}")))
+    job = job_pb2.Job(id="big", datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(
+        name="g", count=150, tasks=[job_pb2.Task(
+            name="t", driver="sim", resources=job_pb2.Resources(cpu=10, memory_mb=10))])])
+    reg = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
+    ev = (await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id=reg.eval_id))).evaluation
+    worker = Worker(state, config)
+    view = asyncio.create_task(worker.view.run())
+    try:
+        await asyncio.wait_for(worker.view.ready.wait(), 10)
+        follow_ups = await asyncio.wait_for(worker.process(ev, ev.modify_index), 30)
+    finally:
+        view.cancel()
+    return worker, follow_ups
+
+
+async def test_a_capped_plan_is_continued_within_its_delivery(state: grpc.aio.Channel) -> None:
+    stub = state_pb2_grpc.StateServiceStub(state)
+    worker, follow_ups = await _place_big_job(stub, state, WorkerConfig(seed=1))
+    assert not follow_ups  # all placed by this evaluation: no continuation follow-up
+    assert worker.stats.placed == 150 and worker.stats.plans >= 2
+    allocs = await stub.ListAllocations(state_pb2.ListAllocationsRequest(
+        namespace="default", page_size=1000))
+    assert len({a.name for a in allocs.allocations}) == 150
+
+
+async def test_past_its_plan_rounds_a_delivery_hands_the_rest_on(
+        state: grpc.aio.Channel) -> None:
+    stub = state_pb2_grpc.StateServiceStub(state)
+    worker, follow_ups = await _place_big_job(stub, state, WorkerConfig(seed=1, plan_rounds=1))
+    [more] = follow_ups
+    assert more.triggered_by == "plan-continuation"
+    assert more.status == evaluation_pb2.EVALUATION_STATUS_PENDING
+    assert worker.stats.plans == 1 and 0 < worker.stats.placed < 150

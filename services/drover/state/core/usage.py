@@ -57,11 +57,16 @@ _INELIGIBLE = node_pb2.NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE
 
 @dataclass
 class NodePart:
-    """One node's part of a plan: new allocations and changed existing ones."""
+    """One node's part of a plan: new allocations and changed existing ones.
+
+    A part is judged and ordered against one view (one attempt of one
+    plan), so what would be live on its node is worked out once and kept
+    (``live``): decoding a node's allocations is most of a plan's cost."""
 
     node_id: str
     placements: list[allocation_pb2.Allocation] = field(default_factory=list)
     updates: list[allocation_pb2.Allocation] = field(default_factory=list)
+    live: list[allocation_pb2.Allocation] | None = field(default=None, compare=False)
 
 
 def by_node(placements: Iterable[allocation_pb2.Allocation],
@@ -109,6 +114,14 @@ def on_node(view: View, node_id: str) -> list[allocation_pb2.Allocation]:
     return [f.obj for _, f in found_all(view, codec.ALLOCATIONS, "node_id", node_id)]
 
 
+def live_after(view: View, part: NodePart) -> list[allocation_pb2.Allocation]:
+    """What would be live on the part's node once it is committed (kept on
+    the part: see :class:`NodePart`)."""
+    if part.live is None:
+        part.live = proposed(on_node(view, part.node_id), part)
+    return part.live
+
+
 def refusal(view: View, part: NodePart) -> str | None:
     """Why the node cannot take its part of the plan (module doc), or None."""
     if not part.placements:
@@ -121,13 +134,13 @@ def refusal(view: View, part: NodePart) -> str | None:
         return NOT_READY
     if node.drain or node.scheduling_eligibility == _INELIGIBLE:
         return NOT_ELIGIBLE
-    dim = short_of(Vec.of(node.resources), reserved(proposed(on_node(view, part.node_id), part)))
+    dim = short_of(Vec.of(node.resources), reserved(live_after(view, part)))
     return NO_ROOM + dim if dim else None
 
 
 def record(view: View, part: NodePart, eval_id: str) -> node_pb2.NodeUsage:
     """The node's usage record once the part is committed."""
-    live = proposed(on_node(view, part.node_id), part)
+    live = live_after(view, part)
     return node_pb2.NodeUsage(node_id=part.node_id, reserved=reserved(live).proto(),
                               allocations=len(live), eval_id=eval_id)
 
