@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from drover.cli._client import DEFAULT_ADDRESS, token_and_tls, token_tls_options
+from drover.coord.kv import MAX_TXN_OPS
 from drover.rpc.failover import client_channel
 from drover.sim.nodes import SimConfig, SimNodes
 from drover.tasks import cancel_and_wait, run
@@ -37,15 +38,19 @@ async def _until_signal(main: asyncio.Future[Any], *, within: float) -> None:
 @click.option("--num-schedulers", default=None, type=click.IntRange(1, 256),
               help="scheduling loops run side by side (Nomad's num_schedulers; "
               "default: one per core)")
+@click.option("--max-txn-ops", default=MAX_TXN_OPS, show_default=True,
+              type=click.IntRange(16, 1 << 20),
+              help="etcd's --max-txn-ops as the cluster runs it: the size of the plans "
+              "(a state replica that takes less says so, and plans shrink to it)")
 @click.option("--batch", default=16, show_default=True, type=click.IntRange(1, 256),
               help="evaluations per Dequeue")
 @click.option("--seed", default=None, type=int, help="seed of the placement shuffle")
 @token_tls_options
-def worker(address: str, schedulers: tuple[str, ...], num_schedulers: int | None, batch: int,
-           seed: int | None) -> None:
+def worker(address: str, schedulers: tuple[str, ...], num_schedulers: int | None,
+           max_txn_ops: int, batch: int, seed: int | None) -> None:
     """Run the reference scheduler worker: dequeue, plan, submit, ack."""
     logging.basicConfig(level=logging.INFO, format="worker %(levelname)s %(message)s")
-    cfg = WorkerConfig(schedulers=schedulers, batch=batch, seed=seed,
+    cfg = WorkerConfig(schedulers=schedulers, batch=batch, seed=seed, max_txn_ops=max_txn_ops,
                        num_schedulers=num_schedulers or default_num_schedulers())
     token, tls = token_and_tls()
 

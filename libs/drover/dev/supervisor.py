@@ -94,8 +94,9 @@ MAX_REPLICAS = 9
 #: deployment watcher), so killing a leader shows a failover; one of the
 #: others (the proxy and the state service are not elected).
 DEFAULT_REPLICAS: Mapping[str, int] = {"state": 1, "broker": 2, "deployments": 2, "proxy": 1}
-#: etcd's --max-txn-ops in `drover dev`, told to the state service and the
-#: broker (whose acks then go in one txn per AckBatch) too: txns of
+#: etcd's --max-txn-ops in `drover dev`, told to the state service, the
+#: broker (whose acks then go in one txn per AckBatch) and the worker (whose
+#: plans then hold up to ~1,000 writes) too: txns of
 #: ~1,000 keys cost etcd 10-12 us a key against 17-18 us at the default 128.
 DEV_MAX_TXN_OPS = 1024
 #: How long a service of the suite may take to listen when it starts.
@@ -334,7 +335,8 @@ class Supervisor:
         def env(token: str) -> dict[str, str] | None:
             return {**os.environ, "DROVER_TOKEN": token} if token else None
 
-        self._spawn(ChildSpec("worker", (*cli, "worker", "--address", proxy),
+        self._spawn(ChildSpec("worker", (*cli, "worker", "--address", proxy,
+                                         "--max-txn-ops", str(DEV_MAX_TXN_OPS)),
                               env(tokens.get("dev-worker", ""))))
         self._spawn(ChildSpec("sim", (*cli, "sim", "nodes", str(self.nodes), "--address", proxy,
                                       "--keep"), env(tokens.get("dev-node", ""))))

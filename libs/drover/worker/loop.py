@@ -44,10 +44,12 @@ from google.protobuf.duration_pb2 import Duration
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2
+from drover.coord.kv import MAX_TXN_OPS
 from drover.rpc.remote import from_rpc_error, remote_status
 
 from .attempts import DESCRIPTION, TRIGGER, Attempts, attempt_limit
 from .blocked import blocked_need
+from .plan_size import plan_objects, refused_cap
 from .planner import Plan, Snapshot, compute_plan
 from .view import ClusterView
 
@@ -72,6 +74,9 @@ class WorkerConfig:
     #: Plans one delivery may submit when the planner capped them (txn
     #: size) before the rest goes to a "plan-continuation" follow-up.
     plan_rounds: int = 16
+    #: etcd's --max-txn-ops as this worker is told it: what one plan may
+    #: write (:mod:`.plan_size`).
+    max_txn_ops: int = MAX_TXN_OPS
     seed: int | None = None
     #: Stopping waits this long for the cancelled loop (``drover.tasks``).
     stop_timeout: float = 5.0
@@ -105,6 +110,8 @@ class Worker:
         self.view = ClusterView(self.state)
         self.stats = WorkerStats()
         self._rng = random.Random(config.seed)
+        #: What one plan may write; lowered when a state replica says less.
+        self.max_plan_objects = plan_objects(config.max_txn_ops)
 
     async def run(self) -> None:
         """The view, and ``num_schedulers`` scheduling loops over it."""
@@ -178,7 +185,8 @@ class Worker:
         while True:
             index = self.view.index  # what the plan is computed at (nodes may lag)
             snap = await self.snapshot(ev)
-            plan = compute_plan(snap, rng=self._rng, new_id=lambda: str(uuid.uuid4()))
+            plan = compute_plan(snap, rng=self._rng, new_id=lambda: str(uuid.uuid4()),
+                                max_ops=self.max_plan_objects)
             if plan.empty:
                 return self._follow_ups_with_needs(ev, snap, plan, index)
             try:
@@ -187,6 +195,12 @@ class Worker:
                 refused = from_rpc_error(e)
                 if refused.reason == "PLAN_DELIVERY_ENDED":
                     raise DeliveryEnded(str(refused)) from e
+                cap = refused_cap(refused)
+                if cap is not None and cap < self.max_plan_objects:
+                    log.warning("the state service takes plans of at most %d objects (%d "
+                                "asked); planning to that", cap, self.max_plan_objects)
+                    self.max_plan_objects = cap
+                    continue
                 # BROKER_UNREACHABLE: nothing was written; the broker may be
                 # failing over, so try again shortly, as for a stale plan.
                 if refused.reason not in ("PLAN_STALE", "BROKER_UNREACHABLE"):

@@ -38,8 +38,8 @@ eligible, not draining, in the job's datacenters) are shuffled, up to
 better, less a penalty for co-locating the same task group) and the best
 wins. What does not fit anywhere is reported in ``queued``: the worker
 then creates a blocked evaluation. A plan never holds more than
-``max_ops`` writes (its allocations and a usage record per node it touches);
-the remainder sets ``more`` for a follow-up evaluation.
+``max_ops`` writes (its allocations and a usage record per node it touches;
+:mod:`.plan_size`); the remainder sets ``more``: the worker plans it next.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, 
 from . import failed as failed_allocs
 from . import migrate, reschedule, unhealthy
 from . import penalty as node_penalty
+from .plan_size import DEFAULT_PLAN_OBJECTS
 from .resources import Vec, group_ask, is_live
 
 RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
@@ -283,7 +284,8 @@ class _Builder:
 
 
 def compute_plan(snap: Snapshot, *, rng: random.Random | None = None,
-                 new_id: Callable[[], str] | None = None, max_ops: int = 125) -> Plan:
+                 new_id: Callable[[], str] | None = None,
+                 max_ops: int = DEFAULT_PLAN_OBJECTS) -> Plan:
     """The plan that moves the job's allocations towards its spec."""
     rng = rng or random.Random(0)
     if new_id is None:

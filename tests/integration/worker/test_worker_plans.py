@@ -145,3 +145,12 @@ async def test_past_its_plan_rounds_a_delivery_hands_the_rest_on(
     assert more.triggered_by == "plan-continuation"
     assert more.status == evaluation_pb2.EVALUATION_STATUS_PENDING
     assert worker.stats.plans == 1 and 0 < worker.stats.placed < 150
+
+
+async def test_plans_shrink_to_the_cap_a_state_replica_names(state: grpc.aio.Channel) -> None:
+    # told 1,024 (as `drover dev` runs etcd) by a replica on etcd's default 128
+    stub = state_pb2_grpc.StateServiceStub(state)
+    worker, follow_ups = await _place_big_job(stub, state,
+                                              WorkerConfig(seed=1, max_txn_ops=1024))
+    assert not follow_ups and worker.stats.placed == 150
+    assert worker.max_plan_objects == 125  # 128 less the marker, the job's status and summary
