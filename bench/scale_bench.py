@@ -5,13 +5,19 @@
 
 Everything runs as real processes, as a user would run them: `drover dev
 --nodes 0` (etcd and the four services), `drover sim nodes N` and
-`--workers` scheduler workers (`drover worker`). It registers every job
-(version 0, all placed at once), waits until all of them are deployed, then
-measures the interesting part: `job run` of a new version for every job (a
-rolling update, ``--max-parallel`` at a time, ``--min-healthy`` seconds each)
-until every deployment is successful.
+`--workers` scheduler workers (`drover worker`, each with ``--schedulers N``
+concurrent scheduling loops when given and the worker has that flag).
 
-Reported for the measured phase: wall time, placements per second, CPU
+The first phase registers every job (version 0, all placed at once) and
+times, from the first RegisterJob: every allocation placed (it exists in
+state: the jobs' summaries count jobs x count allocations starting or
+running, polled every 0.2 s) and every one running (client status); and,
+from the last RegisterJob, every deployment successful (``initial_deploy_s``).
+The second phase is the interesting part: `job run` of a new version for
+every job (a rolling update, ``--max-parallel`` at a time, ``--min-healthy``
+seconds each) until every deployment is successful.
+
+Reported for the second phase: wall time, placements per second, CPU
 seconds (and % of one core) of the worker(s), the state service, the
 deployment watcher and the broker (from /proc), state calls per second (the
 state service's own rpc.server.call.duration counts, Prometheus), and etcd
@@ -19,6 +25,15 @@ watchers before/after (etcd's own metrics: it must not grow with the number
 of deployments). Nomad's C1M (1,000,000 containers on 5,000 hosts in under
 5 minutes: about 3,300 placements/s on many servers) is the reference a user
 would quote; this runs on one machine, every process sharing its cores.
+
+Then, in the same run and against the same etcd, the etcd baseline (issue
+31): raw etcd writing as many allocation records as the first phase placed,
+each the stored bytes of a real allocation of the bench's jobs, through the
+repo's own etcd client (:class:`drover.coord.EtcdKV`), in txns of the size
+the suite is deployed with (``objects_per_txn`` of `drover dev`'s
+--max-txn-ops); once one txn at a time, once ``--etcd-in-flight`` at a time.
+What drover places per second is to be read against what etcd writes per
+second; the records are deleted afterwards.
 
 ``--liveness`` measures idle nodes instead (issue 31): `drover sim nodes N`
 in one process, no jobs, no worker; once every node is registered and alive
@@ -34,6 +49,7 @@ write per second, state <= 5 % of one core.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import re
@@ -43,22 +59,29 @@ import sys
 import tempfile
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
 import grpc
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.api.types.v1 import deployment_pb2, job_pb2
+from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
+from drover.config import EtcdSettings
+from drover.coord import EtcdKV, Keyspace, connect
+from drover.coord.kv import Delete, Put, objects_per_txn, prefix_end
 from drover.dev.ports import wait_for_port
-from drover.dev.supervisor import free_layout
+from drover.dev.supervisor import DEV_MAX_TXN_OPS, free_layout
+from drover.state.core import codec
 
 CLI = [sys.executable, "-m", "drover.cli.main"]
 TICKS = os.sysconf("SC_CLK_TCK")
-
-
-
-
+#: How often the first phase reads the jobs' summaries: the resolution of
+#: first_placed_s and first_running_s, at one small ListJobs per poll.
+SUMMARY_POLL = 0.2
+#: Where the etcd baseline writes its records: outside the suite's root
+#: (/drover), so no drover watch sees them (raw etcd, as the issue asks).
+BASELINE_ROOT = "/bench-etcd"
 
 
 def _cpu(pid: int) -> float:
@@ -114,8 +137,8 @@ def _job(i: int, count: int, image: str, max_parallel: int, min_healthy: float) 
     return j
 
 
-def _wait_deployed(stub: Any, dep_ids: list[str], within: float) -> float:
-    """Until every deployment is successful; the time it took."""
+def _wait_deployed(stub: Any, dep_ids: list[str], within: float, since: float) -> float:
+    """Until every deployment is successful; seconds from ``since`` (monotonic)."""
     t0 = time.monotonic()
     pending = set(dep_ids)
     while pending:
@@ -135,13 +158,149 @@ def _wait_deployed(stub: Any, dep_ids: list[str], within: float) -> float:
             token = resp.next_page_token
             if not token:
                 break
-    return time.monotonic() - t0
+    return time.monotonic() - since
+
+
+def _placed_and_running(stub: Any, count: int) -> tuple[int, int]:
+    """Allocations of the bench's jobs that exist (starting or running) and
+    that run, from the jobs' summaries: the state service keeps them in the
+    txn that changes an allocation (exact at every revision), and one page of
+    jobs is far cheaper to read than every allocation."""
+    placed = running = 0
+    token = ""
+    while True:
+        resp = stub.ListJobs(state_pb2.ListJobsRequest(
+            namespace="*", prefix="bench-", page_size=1000, page_token=token), timeout=60)
+        for job in resp.jobs:
+            for tg in job.summary.values():
+                placed += min(count, tg.starting + tg.running)
+                running += min(count, tg.running)
+        token = resp.next_page_token
+        if not token:
+            return placed, running
+
+
+def _wait_placed_and_running(stub: Any, args: argparse.Namespace,
+                             since: float) -> tuple[float, float]:
+    """Seconds from ``since`` (monotonic) until every allocation of the
+    bench's jobs exists, and until every one of them runs."""
+    total = args.jobs * args.count
+    placed_s: float | None = None
+    while True:
+        placed, running = _placed_and_running(stub, args.count)
+        elapsed = time.monotonic() - since
+        if placed_s is None and placed >= total:
+            placed_s = elapsed
+        if placed_s is not None and running >= total:
+            return placed_s, elapsed
+        if elapsed > args.timeout:
+            raise TimeoutError(f"{placed} placed and {running} running of {total} "
+                               f"allocations in {args.timeout}s")
+        time.sleep(SUMMARY_POLL)
 
 
 def _register(stub: Any, args: argparse.Namespace, image: str) -> list[str]:
     return [stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job(
         i, args.count, image, args.max_parallel, args.min_healthy)), timeout=60).deployment_id
         for i in range(args.jobs)]
+
+
+def _schedulers(asked: int | None) -> int | None:
+    """The ``--schedulers`` to pass `drover worker` (concurrent scheduling
+    loops in one worker, Nomad's num_schedulers): ``asked``, when the worker
+    has that flag; None (the flag left out) otherwise, with a warning when
+    it was asked, so a worker without it still runs and the JSON says so."""
+    if asked is None:
+        return None
+    usage = subprocess.run([*CLI, "worker", "--help"], capture_output=True, text=True,
+                           check=True).stdout
+    if re.search(r"--schedulers(?![\w-])", usage):  # not its --scheduler (types)
+        return asked
+    print("scale_bench: `drover worker` has no --schedulers flag; left out",
+          file=sys.stderr)
+    return None
+
+
+def _real_allocation(stub: Any) -> allocation_pb2.Allocation:
+    """A running allocation of the bench's jobs, read back from state."""
+    resp = stub.ListAllocations(state_pb2.ListAllocationsRequest(
+        namespace="*", page_size=1, filter='client_status == "running"'), timeout=60)
+    if not resp.allocations:
+        raise RuntimeError("no running allocation to copy for the etcd baseline")
+    alloc: allocation_pb2.Allocation = resp.allocations[0]
+    return alloc
+
+
+def _baseline_txns(alloc: allocation_pb2.Allocation, records: int,
+                   per_txn: int) -> list[list[Put]]:
+    """``records`` puts of ``alloc`` as the state service stores it
+    (:func:`codec.encode`: the proto less its etcd-derived indexes), each
+    under an id of its own of the same length, in txns of ``per_txn``. Built
+    before the clock starts: encoding is the state service's cost, not etcd's."""
+    keys = Keyspace(BASELINE_ROOT)
+    rec = allocation_pb2.Allocation()
+    rec.CopyFrom(alloc)
+    puts = []
+    for _ in range(records):
+        rec.id = str(uuid.uuid4())
+        key = keys.object(codec.ALLOCATIONS, rec.namespace, rec.id)
+        puts.append(Put(key.encode(), codec.encode(rec)))
+    return [puts[i:i + per_txn] for i in range(0, records, per_txn)]
+
+
+async def _run_txns(kv: EtcdKV, txns: list[list[Put]], in_flight: int) -> float:
+    """Seconds to commit every txn of ``txns``, ``in_flight`` at a time (each
+    lane sends its next txn once its last is answered, as concurrent
+    SubmitPlans would)."""
+    pending = iter(txns)  # shared: each lane takes the next txn
+
+    async def lane() -> None:
+        for ops in pending:
+            await kv.txn((), ops)
+
+    t0 = time.perf_counter()
+    async with asyncio.TaskGroup() as group:
+        for _ in range(max(1, min(in_flight, len(txns)))):
+            group.create_task(lane())
+    return time.perf_counter() - t0
+
+
+async def _delete_prefix(kv: EtcdKV, prefix: bytes, per_txn: int) -> None:
+    """Delete every key under ``prefix``: a page of ``per_txn`` keys, then
+    one txn deleting them, until none is left (no range or txn unbounded)."""
+    end = prefix_end(prefix)
+    while True:
+        page = await kv.range(prefix, end, limit=per_txn)
+        if not page.kvs:
+            return
+        await kv.txn((), [Delete(item.key) for item in page.kvs])
+
+
+async def _etcd_baseline(endpoint: str, alloc: allocation_pb2.Allocation, records: int,
+                         in_flight: int) -> dict[str, Any]:
+    """Raw etcd writing ``records`` copies of ``alloc`` in txns of the
+    deployed size (`drover dev`'s --max-txn-ops, less the state service's
+    revision marker), through the etcd client drover's services use: once
+    one txn at a time, once ``in_flight`` at a time, each on an empty prefix."""
+    per_txn = objects_per_txn(DEV_MAX_TXN_OPS)
+    txns = _baseline_txns(alloc, records, per_txn)
+    prefix = Keyspace(BASELINE_ROOT).base.encode()
+    client = await connect(EtcdSettings(endpoints=(endpoint,)), purpose="bench")
+    kv = EtcdKV(client, max_txn_ops=DEV_MAX_TXN_OPS)
+    try:
+        serial = await _run_txns(kv, txns, 1)
+        await _delete_prefix(kv, prefix, per_txn)
+        concurrent = await _run_txns(kv, txns, in_flight)
+    finally:
+        await _delete_prefix(kv, prefix, per_txn)
+        await client.close()
+    return {
+        "records": records, "record_bytes": len(txns[0][0].value),
+        "records_per_txn": per_txn, "txns": len(txns),
+        "serial_s": round(serial, 3), "serial_records_per_s": round(records / serial),
+        "in_flight": in_flight, "concurrent_s": round(concurrent, 3),
+        "concurrent_records_per_s": round(records / concurrent),
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -170,11 +329,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             time.sleep(0.5)
         register_nodes = time.monotonic() - t_nodes
         # Heartbeats every 60 s keep 1,000 nodes cheap; no TTL to match.
-        workers = [subprocess.Popen([*CLI, "worker", "--seed", str(i)],
+        schedulers = _schedulers(args.schedulers)
+        loops = ["--schedulers", str(schedulers)] if schedulers is not None else []
+        workers = [subprocess.Popen([*CLI, "worker", "--seed", str(i), *loops],
                                     env=env, stdout=log,
                                     stderr=subprocess.STDOUT) for i in range(args.workers)]
         children.extend(workers)
-        first = _wait_deployed(stub, _register(stub, args, "v0"), args.timeout)
+        placements = args.jobs * args.count
+        t_register = time.monotonic()
+        first_deps = _register(stub, args, "v0")
+        registered = time.monotonic()
+        placed_s, running_s = _wait_placed_and_running(stub, args, since=t_register)
+        # From the last RegisterJob, as before the first phase was split.
+        first = _wait_deployed(stub, first_deps, args.timeout, since=registered)
 
         pids = _service_pids(dev.pid)
         etcd_metrics = f"http://{lay.host}:{lay.etcd_metrics}/metrics"
@@ -187,7 +354,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         cpu_before["sim"] = _cpu(children[0].pid)
         t0 = time.monotonic()
         deps = _register(stub, args, "v1")
-        _wait_deployed(stub, deps, args.timeout)
+        _wait_deployed(stub, deps, args.timeout, since=t0)
         wall = time.monotonic() - t0  # from the first `job run` to the last success
         calls = _metric_sum(state_metrics, r"rpc_server_call_duration.*_count") - calls_before
         methods = {m: [int(c - methods_before.get(m, [0, 0])[0]),
@@ -198,12 +365,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         cpu.update({f"worker-{i}": round(_cpu(w.pid) - cpu_before[f"worker-{i}"], 2)
                     for i, w in enumerate(workers)})
         cpu["sim"] = round(_cpu(children[0].pid) - cpu_before["sim"], 2)
-        placements = args.jobs * args.count
+        # After the drover phases, so its load disturbs neither of them.
+        baseline = asyncio.run(_etcd_baseline(
+            f"{lay.host}:{lay.etcd_client}", _real_allocation(stub), placements,
+            args.etcd_in_flight))
         return {
             "nodes": args.nodes, "jobs": args.jobs, "count": args.count,
             "max_parallel": args.max_parallel, "min_healthy_s": args.min_healthy,
-            "workers": args.workers, "cpus": os.cpu_count(),
+            "workers": args.workers, "schedulers": schedulers, "cpus": os.cpu_count(),
             "register_nodes_s": round(register_nodes, 2),
+            # the first phase: placed and running from the first RegisterJob
+            "register_jobs_s": round(registered - t_register, 2),
+            "first_placed_s": round(placed_s, 2),
+            "first_placed_per_s": round(placements / placed_s, 1),
+            "first_running_s": round(running_s, 2),
             "initial_deploy_s": round(first, 2),
             "update_all_successful_s": round(wall, 2),
             "placements": placements,
@@ -216,6 +391,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 methods.items(), key=lambda kv: -kv[1][1]) if v[0]},
             "etcd_watchers_before": watchers_before, "etcd_watchers_after": watchers_after,
             "nomad_c1m_placements_per_s": 3333,
+            "etcd_baseline": baseline,
         }
     finally:
         for c in children:
@@ -315,6 +491,17 @@ def liveness(args: argparse.Namespace) -> dict[str, Any]:
         log.close()
 
 
+def _print_table(out: dict[str, Any]) -> None:
+    for k, v in out.items():
+        print(f"{k:>28}: {v}")
+    base = out.get("etcd_baseline")
+    if base:  # what drover places per second against what etcd writes
+        print(f"{'placements/s vs etcd':>28}: first {out['first_placed_per_s']}, "
+              f"update {out['placements_per_s']} placements/s; etcd "
+              f"{base['serial_records_per_s']} records/s serial, "
+              f"{base['concurrent_records_per_s']} with {base['in_flight']} txns in flight")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--nodes", type=int, default=1000)
@@ -323,6 +510,11 @@ def main() -> None:
     p.add_argument("--max-parallel", type=int, default=25)
     p.add_argument("--min-healthy", type=float, default=1.0)
     p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--schedulers", type=int, default=None,
+                   help="`drover worker --schedulers N` (concurrent scheduling loops), "
+                        "if the worker has that flag")
+    p.add_argument("--etcd-in-flight", type=int, default=8,
+                   help="etcd baseline: txns in flight in its concurrent run")
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--json", action="store_true")
     p.add_argument("--liveness", action="store_true",
@@ -336,8 +528,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(out, indent=2))
         return
-    for k, v in out.items():
-        print(f"{k:>28}: {v}")
+    _print_table(out)
 
 
 if __name__ == "__main__":
