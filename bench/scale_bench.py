@@ -5,8 +5,9 @@
 
 Everything runs as real processes, as a user would run them: `drover dev
 --nodes 0` (etcd and the four services), `drover sim nodes N` and
-`--workers` scheduler workers (`drover worker`, each with ``--schedulers N``
-concurrent scheduling loops when given and the worker has that flag).
+`--workers` scheduler workers (`drover worker`, run as `drover dev` runs its
+own: plans sized to the dev etcd's ``--max-txn-ops``; ``--num-schedulers N``
+scheduling loops side by side when given).
 
 The first phase registers every job (version 0, all placed at once) and
 times, from the first RegisterJob: every allocation placed (it exists in
@@ -205,20 +206,24 @@ def _register(stub: Any, args: argparse.Namespace, image: str) -> list[str]:
         for i in range(args.jobs)]
 
 
-def _schedulers(asked: int | None) -> int | None:
-    """The ``--schedulers`` to pass `drover worker` (concurrent scheduling
-    loops in one worker, Nomad's num_schedulers): ``asked``, when the worker
-    has that flag; None (the flag left out) otherwise, with a warning when
-    it was asked, so a worker without it still runs and the JSON says so."""
-    if asked is None:
-        return None
+def _worker_flags(num_schedulers: int | None) -> tuple[list[str], int | None]:
+    """The flags to run `drover worker` with, as `drover dev` runs its own:
+    ``--max-txn-ops`` of the dev etcd (plans sized to it) and, when asked,
+    ``--num-schedulers`` (Nomad's num_schedulers: scheduling loops side by
+    side). A flag the worker does not have (an older tree measured as
+    "before") is left out, with a warning; the JSON records the loops
+    passed (None: the worker's default, or no such flag)."""
     usage = subprocess.run([*CLI, "worker", "--help"], capture_output=True, text=True,
                            check=True).stdout
-    if re.search(r"--schedulers(?![\w-])", usage):  # not its --scheduler (types)
-        return asked
-    print("scale_bench: `drover worker` has no --schedulers flag; left out",
-          file=sys.stderr)
-    return None
+    flags: list[str] = []
+    if "--max-txn-ops" in usage:
+        flags += ["--max-txn-ops", str(DEV_MAX_TXN_OPS)]
+    if num_schedulers is None:
+        return flags, None
+    if "--num-schedulers" in usage:
+        return [*flags, "--num-schedulers", str(num_schedulers)], num_schedulers
+    print("scale_bench: `drover worker` has no --num-schedulers flag; left out", file=sys.stderr)
+    return flags, None
 
 
 def _real_allocation(stub: Any) -> allocation_pb2.Allocation:
@@ -329,9 +334,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             time.sleep(0.5)
         register_nodes = time.monotonic() - t_nodes
         # Heartbeats every 60 s keep 1,000 nodes cheap; no TTL to match.
-        schedulers = _schedulers(args.schedulers)
-        loops = ["--schedulers", str(schedulers)] if schedulers is not None else []
-        workers = [subprocess.Popen([*CLI, "worker", "--seed", str(i), *loops],
+        flags, schedulers = _worker_flags(args.num_schedulers)
+        workers = [subprocess.Popen([*CLI, "worker", "--seed", str(i), *flags],
                                     env=env, stdout=log,
                                     stderr=subprocess.STDOUT) for i in range(args.workers)]
         children.extend(workers)
@@ -510,9 +514,9 @@ def main() -> None:
     p.add_argument("--max-parallel", type=int, default=25)
     p.add_argument("--min-healthy", type=float, default=1.0)
     p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--schedulers", type=int, default=None,
-                   help="`drover worker --schedulers N` (concurrent scheduling loops), "
-                        "if the worker has that flag")
+    p.add_argument("--num-schedulers", type=int, default=None,
+                   help="`drover worker --num-schedulers N` (scheduling loops side by side; "
+                        "default: the worker's, one per core)")
     p.add_argument("--etcd-in-flight", type=int, default=8,
                    help="etcd baseline: txns in flight in its concurrent run")
     p.add_argument("--timeout", type=float, default=1800)
