@@ -20,7 +20,7 @@ seconds each) until every deployment is successful.
 
 Reported for the second phase: wall time, placements per second, CPU
 seconds (and % of one core) of the worker(s), the state service, the
-deployment watcher and the broker (from /proc), state calls per second (the
+deployment watcher and the broker (each replica; from /proc), state calls per second (the
 state service's own rpc.server.call.duration counts, Prometheus), and etcd
 watchers before/after (etcd's own metrics: it must not grow with the number
 of deployments). Nomad's C1M (1,000,000 containers on 5,000 hosts in under
@@ -40,11 +40,55 @@ second; the records are deleted afterwards.
 in one process, no jobs, no worker; once every node is registered and alive
 (it heartbeat once) it measures, over ``--idle`` seconds, etcd writes per
 second (etcd's revision: every txn is one), heartbeat calls per second (the
-state service's UpdateNodeStatus and HeartbeatNodes calls) and the CPU of the state service,
-the broker, etcd and the sim process. Target at 10,000 nodes: <= 1 etcd
-write per second, state <= 5 % of one core.
+state service's UpdateNodeStatus and HeartbeatNodes calls) and the CPU
+of the state service, each broker replica, etcd and the sim process.
+Target at 10,000 nodes: <= 1 etcd write per second, state <= 5 % of one
+core.
+
+Then, in the same run (``--skip-kill`` leaves both out), the two other rows
+of the issue's targets table:
+
+1. *Broker leader failover: no node marked down by it.* The leading broker
+   replica (the one whose GetBrokerStats says ``enabled``; `drover dev`
+   runs two and restarts a killed one) is killed with SIGKILL, so its
+   election session has to expire. ``failover_new_leader_s``: from the kill
+   to a replica answering ``enabled`` with a newer ``leader_term``. Then,
+   for ``--failover-watch`` seconds more (default: min TTL + grace + 10 s,
+   at least 30 s), ListNodes with ``status != "ready"`` every 0.5 s;
+   ``failover_nodes_marked_down`` counts the nodes seen not ready, and
+   those whose ``status_updated_at`` moved past the kill (down and back
+   between two polls). Target 0.
+2. *Every node's process killed: every node down within TTL + grace, none
+   earlier.* The `drover sim nodes` process is killed with SIGKILL; then
+   the nodes are read (their ``heartbeat_lease``) and etcd is asked each
+   lease's remaining and granted TTL (LeaseTimeToLive). No keepalive comes
+   after the kill, so a lease expires no earlier than the moment the query
+   was sent plus the remaining TTL etcd answered (etcd truncates it to
+   whole seconds: a lower bound): that is the node's earliest due time,
+   its last heartbeat + its TTL + grace (the lease is ``ceil(TTL + grace)``,
+   renewed by every heartbeat). ListNodes with ``status == "ready"`` every
+   0.5 s until none is left; a node's down time is its ``status_updated_at``
+   (the state service stamps it after reading the liveness key gone),
+   the poll that first saw it down where that is unset.
+   ``kill_first_down_s`` / ``kill_all_down_s``: from the kill to the first /
+   the last node down. ``kill_bound_s``: the longest lease the rule hands
+   out for N nodes, ``ceil(2 * max(min_heartbeat_ttl, N /
+   max_heartbeats_per_second) + heartbeat_grace)`` (the stagger at most
+   doubles the TTL; the tunables' defaults, or their ``DROVER_STATE_*``
+   variables): no node heartbeat after the kill, so each is due by
+   kill + bound. ``kill_lease_max_s``: the longest lease etcd says was
+   granted. ``kill_nodes_down_early``: nodes marked down before their
+   earliest due time, i.e. while their lease could still be alive (target
+   0; a node whose lease was already gone when asked is not checked:
+   ``kill_nodes_unchecked``; ``kill_after_due_min_s`` / ``_max_s``: the
+   least and most a checked node went down after its earliest due time,
+   the reap lag plus up to 1 s of etcd's truncation).
+   ``kill_nodes_down_late``: nodes down later than kill + bound + 2 s (the
+   broker's 1 s check interval and polling slack), or never within
+   bound + 30 s (target 0).
 
     .venv/bin/python bench/scale_bench.py --liveness --nodes 10000 --idle 60 --json
+    .venv/bin/python bench/scale_bench.py --liveness --nodes 300 --idle 10 --settle 5
 """
 
 from __future__ import annotations
@@ -65,15 +109,18 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from aetcd import rpc as etcd_rpc
 
+from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
+from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2, node_pb2
 from drover.config import EtcdSettings
 from drover.coord import EtcdKV, Keyspace, connect
 from drover.coord.kv import Delete, Put, objects_per_txn, prefix_end
 from drover.dev.ports import wait_for_port
-from drover.dev.supervisor import DEV_MAX_TXN_OPS, free_layout
+from drover.dev.supervisor import DEFAULT_REPLICAS, DEV_MAX_TXN_OPS, free_layout
 from drover.state.core import codec
+from drover.state.core.liveness import LivenessConfig, lease_seconds, rate_scaled_ttl
 
 CLI = [sys.executable, "-m", "drover.cli.main"]
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -83,6 +130,13 @@ SUMMARY_POLL = 0.2
 #: Where the etcd baseline writes its records: outside the suite's root
 #: (/drover), so no drover watch sees them (raw etcd, as the issue asks).
 BASELINE_ROOT = "/bench-etcd"
+#: --liveness: how often the failover and kill phases list the nodes.
+NODE_POLL = 0.5
+#: --liveness: a killed node is late past kill + its bound + this (the
+#: broker's 1 s heartbeat check interval, a reap txn, the polling).
+KILL_SLACK = 2.0
+READY = node_pb2.NODE_STATUS_READY
+DOWN = node_pb2.NODE_STATUS_DOWN
 
 
 def _cpu(pid: int) -> float:
@@ -90,8 +144,15 @@ def _cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def _replica_name(service: str, replica: int) -> str:
+    """A service process's name in the bench's output: ``broker`` for the
+    first replica, ``broker-1`` for the second."""
+    return service if replica == 0 else f"{service}-{replica}"
+
+
 def _service_pids(root: int) -> dict[str, int]:
-    """The dev suite's service processes by name (children of ``root``), and etcd."""
+    """The dev suite's service processes by name (children of ``root``,
+    :func:`_replica_name`), and etcd."""
     out = {}
     for proc in Path("/proc").glob("[0-9]*"):
         try:
@@ -100,7 +161,12 @@ def _service_pids(root: int) -> dict[str, int]:
         except OSError:
             continue
         if ppid == root and b"serve" in cmd:
-            out[cmd[cmd.index(b"serve") + 1].decode()] = int(proc.name)
+            svc = cmd[cmd.index(b"serve") + 1].decode()
+            # `drover dev` names replicas svc-dev, svc-dev-1, ...
+            replica = (cmd[cmd.index(b"--replica") + 1].decode()
+                       if b"--replica" in cmd else f"{svc}-dev")
+            suffix = replica.removeprefix(f"{svc}-dev").lstrip("-")
+            out[_replica_name(svc, int(suffix) if suffix.isdigit() else 0)] = int(proc.name)
         elif ppid == root and cmd and cmd[0].endswith(b"etcd"):
             out["etcd"] = int(proc.name)
     return out
@@ -410,23 +476,152 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         log.close()
 
 
-def _alive_nodes(stub: Any, nodes: int) -> int:
-    """Nodes that heartbeat at least once (came alive: ``heartbeat_lease``);
-    all of them where the code predates the field (every heartbeat writes)."""
-    listed = []
+def _list_nodes(stub: Any, filter_: str = "") -> list[Any]:
+    """Every node (matching ``filter_``), page by page."""
+    listed: list[Any] = []
     token = ""
     while True:
-        resp = stub.ListNodes(state_pb2.ListNodesRequest(page_size=5000, page_token=token),
-                              timeout=60)
+        resp = stub.ListNodes(state_pb2.ListNodesRequest(
+            filter=filter_, page_size=5000, page_token=token), timeout=60)
         listed.extend(resp.nodes)
         token = resp.next_page_token
         if not token:
-            break
+            return listed
+
+
+def _alive_nodes(stub: Any, nodes: int) -> int:
+    """Nodes that heartbeat at least once (came alive: ``heartbeat_lease``);
+    all of them where the code predates the field (every heartbeat writes)."""
+    listed = _list_nodes(stub)
     if len(listed) < nodes:
         return len(listed)
     if "heartbeat_lease" not in listed[0].DESCRIPTOR.fields_by_name:
         return len(listed)
     return sum(1 for n in listed if getattr(n, "heartbeat_lease", 0))
+
+
+def _liveness_config() -> LivenessConfig:
+    """The TTL rule's tunables as `drover dev` runs the state service: the
+    defaults, or the ``DROVER_STATE_*`` variables it inherits."""
+    given = {f: os.environ.get(f"DROVER_STATE_{f.upper()}") for f in
+             ("min_heartbeat_ttl", "max_heartbeats_per_second", "heartbeat_grace")}
+    return LivenessConfig(**{f: float(v) for f, v in given.items() if v})
+
+
+def _wall(ts: Any) -> float:
+    """A Timestamp as time.time() seconds (0.0 when unset)."""
+    return float(ts.ToNanoseconds()) / 1e9
+
+
+def _broker_leader(lay: Any) -> tuple[int, int] | None:
+    """(replica, leader_term) of the broker replica that leads now, from
+    each replica's own GetBrokerStats (a follower answers ``enabled`` false)."""
+    for r in range(DEFAULT_REPLICAS["broker"]):
+        try:
+            with grpc.insecure_channel(lay.address("broker", r)) as ch:
+                stats = broker_pb2_grpc.EvalBrokerServiceStub(ch).GetBrokerStats(
+                    broker_pb2.GetBrokerStatsRequest(), timeout=2).stats
+        except grpc.RpcError:
+            continue  # killed, or still starting
+        if stats.enabled:
+            return r, int(stats.leader_term)
+    return None
+
+
+def _failover(stub: Any, lay: Any, dev_pid: int, watch: float) -> dict[str, Any]:
+    """Kill -9 the broker leader; time the new one; count the nodes that
+    leave ready until ``watch`` seconds after it serves (module docstring)."""
+    t0 = time.monotonic()
+    while (lead := _broker_leader(lay)) is None:
+        if time.monotonic() - t0 > 60:
+            raise TimeoutError("no broker leader within 60s")
+        time.sleep(0.5)
+    replica, term = lead
+    wall_kill, t_kill = time.time(), time.monotonic()
+    os.kill(_service_pids(dev_pid)[_replica_name("broker", replica)], signal.SIGKILL)
+    seen: set[str] = set()
+    new_leader: float | None = None
+    end, next_poll = t_kill + 120.0, 0.0  # gives up on a new leader after 120 s
+    while (now := time.monotonic()) < end:
+        if new_leader is None:
+            lead = _broker_leader(lay)
+            if lead is not None and lead[1] > term:
+                new_leader = now - t_kill
+                end = now + watch
+        if now >= next_poll:
+            next_poll = now + NODE_POLL
+            seen.update(n.id for n in _list_nodes(stub, 'status != "ready"'))
+        time.sleep(0.1)
+    # Also a node that went down and came back between two polls.
+    seen.update(n.id for n in _list_nodes(stub)
+                if n.status != READY or _wall(n.status_updated_at) >= wall_kill)
+    return {
+        "failover_killed_replica": _replica_name("broker", replica),
+        "failover_new_leader_s": None if new_leader is None else round(new_leader, 2),
+        "failover_watch_s": watch,
+        "failover_nodes_marked_down": len(seen),
+    }
+
+
+def _lease_earliest(endpoint: str, leases: dict[str, int]) -> dict[str, tuple[float, int]]:
+    """Per node, the earliest time.time() its lease can expire (the query's
+    send time plus the remaining TTL etcd answers, truncated to whole
+    seconds) and the TTL it was granted; nodes whose lease is already gone
+    are left out."""
+    out: dict[str, tuple[float, int]] = {}
+    items = [(i, lease) for i, lease in leases.items() if lease]
+    with grpc.insecure_channel(endpoint) as ch:
+        lease_stub = etcd_rpc.LeaseStub(ch)
+        for k in range(0, len(items), 100):
+            sent = time.time()
+            calls = [(i, lease_stub.LeaseTimeToLive.future(
+                etcd_rpc.LeaseTimeToLiveRequest(ID=lease), timeout=10))
+                for i, lease in items[k:k + 100]]
+            for i, call in calls:
+                resp = call.result()
+                if resp.TTL >= 0:
+                    out[i] = (sent + resp.TTL, int(resp.grantedTTL))
+    return out
+
+
+def _kill_all(stub: Any, sim: subprocess.Popen[bytes], etcd: str,
+              config: LivenessConfig, nodes: int) -> dict[str, Any]:
+    """Kill -9 the sim; when each node goes down against its own earliest
+    due time and the rule's bound (module docstring)."""
+    bound = lease_seconds(2 * rate_scaled_ttl(nodes, config), config)
+    wall_kill = time.time()
+    sim.kill()
+    sim.wait()
+    listed = _list_nodes(stub)
+    earliest = _lease_earliest(etcd, {n.id: n.heartbeat_lease for n in listed})
+    ids = {n.id for n in listed}
+    seen: dict[str, float] = {}  # node -> when a poll first saw it not ready
+    give_up = wall_kill + bound + 30
+    while len(seen) < len(ids) and time.time() < give_up:
+        ready = {n.id for n in _list_nodes(stub, 'status == "ready"')}
+        now = time.time()
+        seen.update((i, now) for i in ids - ready - seen.keys())
+        time.sleep(NODE_POLL)
+    final = {n.id: n for n in _list_nodes(stub)}
+    down = {i: _wall(final[i].status_updated_at) or at for i, at in seen.items()
+            if final[i].status == DOWN}
+    after = sorted(at - wall_kill for at in down.values())
+    after_due = sorted(at - earliest[i][0] for i, at in down.items() if i in earliest)
+    early = sum(1 for d in after_due if d < 0)
+    late = len(ids) - len(down) + sum(1 for d in after if d > bound + KILL_SLACK)
+    return {
+        "kill_first_down_s": round(after[0], 2) if after else None,
+        "kill_all_down_s": round(after[-1], 2) if len(down) == len(ids) else None,
+        "kill_bound_s": bound,
+        "kill_lease_max_s": max((g for _, g in earliest.values()), default=None),
+        "kill_nodes_down_early": early,
+        "kill_nodes_down_late": late,
+        "kill_nodes_unchecked": len(ids) - len(earliest),
+        # down minus earliest due time, over the checked nodes: the reap lag
+        # (plus up to 1 s of etcd's truncation); below 0 is early
+        "kill_after_due_min_s": round(after_due[0], 2) if after_due else None,
+        "kill_after_due_max_s": round(after_due[-1], 2) if after_due else None,
+    }
 
 
 def liveness(args: argparse.Namespace) -> dict[str, Any]:
@@ -471,7 +666,7 @@ def liveness(args: argparse.Namespace) -> dict[str, Any]:
         rev1 = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_current_revision")
         beats1 = _metric_sum(state_metrics, beats)
         cpu = {n: round(_cpu(p) - cpu0[n], 2) for n, p in pids.items()}
-        return {
+        out: dict[str, Any] = {
             "mode": "liveness", "nodes": args.nodes, "cpus": os.cpu_count(),
             "registered_and_alive_s": round(registered, 1), "settle_s": args.settle,
             "idle_s": round(wall, 1),
@@ -483,8 +678,19 @@ def liveness(args: argparse.Namespace) -> dict[str, Any]:
             "cpu_pct_of_one_core": {n: round(100 * v / wall, 1) for n, v in cpu.items()},
             "target_etcd_writes_per_s": 1, "target_state_cpu_pct": 5,
         }
+        if args.skip_kill:
+            return out
+        config = _liveness_config()
+        watch = args.failover_watch
+        if watch is None:
+            watch = max(30.0, config.min_heartbeat_ttl + config.heartbeat_grace + 10)
+        out.update(_failover(stub, lay, dev.pid, watch))
+        out.update(_kill_all(stub, sim, f"{lay.host}:{lay.etcd_client}", config, args.nodes))
+        out.update({"target_failover_nodes_marked_down": 0,
+                    "target_kill_nodes_down_early": 0, "target_kill_nodes_down_late": 0})
+        return out
     finally:
-        if sim is not None:
+        if sim is not None and sim.poll() is None:
             sim.send_signal(signal.SIGTERM)
             try:
                 sim.wait(60)
@@ -495,9 +701,32 @@ def liveness(args: argparse.Namespace) -> dict[str, Any]:
         log.close()
 
 
+#: --liveness: issue 31's targets, (measured key, target key, at most the target?).
+LIVENESS_TARGETS = (
+    ("etcd_writes_per_s", "target_etcd_writes_per_s", True),
+    ("failover_nodes_marked_down", "target_failover_nodes_marked_down", False),
+    ("kill_nodes_down_early", "target_kill_nodes_down_early", False),
+    ("kill_nodes_down_late", "target_kill_nodes_down_late", False),
+)
+
+
 def _print_table(out: dict[str, Any]) -> None:
     for k, v in out.items():
-        print(f"{k:>28}: {v}")
+        if not k.startswith("target_"):
+            print(f"{k:>28}: {v}")
+    if out.get("mode") == "liveness":  # each measure with its target
+        rows = [(k, out[k], out[t], "<=" if at_most else "==")
+                for k, t, at_most in LIVENESS_TARGETS if k in out]
+        state_cpu = out["cpu_pct_of_one_core"].get("state")
+        if state_cpu is not None:
+            rows.insert(1, ("state_cpu_pct", state_cpu, out["target_state_cpu_pct"], "<="))
+        if "kill_all_down_s" in out:
+            rows.append(("kill_all_down_s", out["kill_all_down_s"],
+                         out["kill_bound_s"] + KILL_SLACK, "<="))
+        print("targets (issue 31; etcd writes and state CPU: at 10,000 nodes):")
+        for k, v, target, op in rows:
+            ok = v is not None and (v <= target if op == "<=" else v == target)
+            print(f"{k:>28}: {v}  (target {op} {target}: {'ok' if ok else 'MISSED'})")
     base = out.get("etcd_baseline")
     if base:  # what drover places per second against what etcd writes
         print(f"{'placements/s vs etcd':>28}: first {out['first_placed_per_s']}, "
@@ -527,6 +756,12 @@ def main() -> None:
                    help="--liveness: seconds measured while the nodes only heartbeat")
     p.add_argument("--settle", type=float, default=10.0,
                    help="--liveness: seconds waited after every node is alive")
+    p.add_argument("--skip-kill", action="store_true",
+                   help="--liveness: measure the idle nodes only (no broker failover, "
+                        "no killed nodes)")
+    p.add_argument("--failover-watch", type=float, default=None,
+                   help="--liveness: seconds watched for nodes marked down after the new "
+                        "broker leader serves (default: min TTL + grace + 10, at least 30)")
     args = p.parse_args()
     out = liveness(args) if args.liveness else run(args)
     if args.json:
