@@ -24,6 +24,13 @@ from .resources import Vec, is_live
 log = logging.getLogger(__name__)
 
 PAGE = 1000
+#: The heartbeat interval the view's stream asks for (the state service's
+#: least): a heartbeat carries the index the stream has passed, so the view's
+#: index follows every change within this, not only the Node and Allocation
+#: changes it holds. A worker waits for the view to pass its evaluation's
+#: wait index before planning; with the default 10 s heartbeat an evaluation
+#: written after the last placement waited its whole bound (1 s) for nothing.
+FOLLOW_INTERVAL = 0.1
 
 
 class ClusterView:
@@ -77,9 +84,11 @@ class ClusterView:
             try:
                 self.index = await self._load()
                 self.ready.set()
-                stream = self._stub.Subscribe(state_pb2.SubscribeRequest(
+                request = state_pb2.SubscribeRequest(
                     topics=[state_pb2.TOPIC_NODE, state_pb2.TOPIC_ALLOCATION],
-                    from_index=self.index))
+                    from_index=self.index)
+                request.heartbeat_interval.FromMilliseconds(int(FOLLOW_INTERVAL * 1000))
+                stream = self._stub.Subscribe(request)
                 async for resp in stream:
                     for ev in resp.events:
                         deleted = ev.type == state_pb2.EVENT_TYPE_DELETE
