@@ -57,6 +57,7 @@ PURE_LIBS: tuple[str, ...] = (
     "drover.coord.decide",
     "drover.coord.clock",
     "drover.coord.watch_buffer",
+    "drover.coord.keepalive_match",
     "drover.coord.endpoints",
     "drover.acl.policy",
     "drover.acl.table",

@@ -14,6 +14,10 @@ Through the pool:
   :class:`~drover.coord.errors.OutcomeUnknown` (never retried);
 * watches and keepalive streams carry etcd's require-leader metadata
   (``hasleader``) and end when their member turns bad;
+* one-shot lease keepalives (:meth:`EtcdKV.lease_keepalive`, a node's
+  heartbeat) share one LeaseKeepAlive stream per KV
+  (:mod:`drover.coord.keepalive_mux`); a session renews on a stream of its
+  own (:meth:`EtcdKV.keepalives`);
 * every call ends by the gRPC caller's deadline (:mod:`drover.coord.deadline`).
 
 One error set, the same :class:`~drover.coord.memkv.MemoryKV` raises:
@@ -37,6 +41,7 @@ from opentelemetry.trace import SpanKind
 from drover.coord.connect import EtcdClient
 from drover.coord.deadline import bounded
 from drover.coord.errors import ClientClosed, EtcdUnavailable
+from drover.coord.keepalive_mux import KeepAliveMux
 from drover.coord.kv import (
     KV,
     MAX_TXN_OPS,
@@ -157,6 +162,13 @@ class EtcdKV:
         self._timeout = timeout
         self._write_timeout = timeout if write_timeout is None else min(timeout, write_timeout)
         self._telemetry = _Telemetry(telemetry) if telemetry else None
+        self._keepalives = KeepAliveMux(self._keepalive_stream, timeout=timeout)
+
+    async def close(self) -> None:
+        """End the shared keepalive stream: keepalives waiting on it raise
+        :class:`ClientClosed`, and so do later ones. The client (or channel)
+        is its owner's to close."""
+        await self._keepalives.close()
 
     @property
     def client(self) -> EtcdClient | None:
@@ -266,21 +278,14 @@ class EtcdKV:
         return int(resp.ID)
 
     async def lease_keepalive(self, lease: int) -> int:
-        """One keepalive on a stream of its own (a session keeps one open:
-        :meth:`keepalives`)."""
-        stream = self.keepalives(lease)
-        try:
-            await stream.send()
-            async with asyncio.timeout(self._timeout):
-                async for ttl in stream:
-                    if ttl <= 0:
-                        raise LeaseNotFound(lease)
-                    return ttl
-        except TimeoutError as err:
-            raise EtcdUnavailable("etcd did not answer a lease keepalive") from err
-        finally:
-            stream.cancel()
-        raise EtcdUnavailable("etcd closed the keepalive stream")
+        """One keepalive, on the stream this KV shares between all of them
+        (:mod:`drover.coord.keepalive_mux`), within the KV's timeout clipped
+        to the caller's deadline. A session keeps a stream of its own:
+        :meth:`keepalives`."""
+        return await self._keepalives.keepalive(lease, bounded(self._timeout))
+
+    def _keepalive_stream(self) -> _SharedKeepAlives:
+        return _SharedKeepAlives(self._pool, self.suspect_after)
 
     async def lease_revoke(self, lease: int) -> None:
         await self._unary("lease", "LeaseRevoke", rpc.LeaseRevokeRequest(ID=lease),
@@ -323,6 +328,50 @@ class _EtcdKeepAlives:
         self._stream.suspect()
 
     def cancel(self) -> None:
+        self._stream.cancel()
+
+
+class _SharedKeepAlives:
+    """The LeaseKeepAlive stream of :class:`KeepAliveMux` (require-leader):
+    requests of any lease, written in the order queued by gRPC's own task."""
+
+    def __init__(self, pool: EndpointPool, suspect_after: float) -> None:
+        self.suspect_after = suspect_after
+        self._requests: asyncio.Queue[Any] = asyncio.Queue()
+        self._stream = pool.open_stream("lease", "LeaseKeepAlive", self._iter_requests())
+
+    async def _iter_requests(self) -> AsyncIterator[Any]:
+        while True:
+            req = await self._requests.get()
+            if req is None:
+                return
+            yield req
+
+    def send(self, lease: int) -> None:
+        if self._stream.done():
+            raise EtcdUnavailable("the lease keepalive stream has ended")
+        self._requests.put_nowait(rpc.LeaseKeepAliveRequest(ID=lease))
+
+    async def recv(self) -> tuple[int, int] | None:
+        try:
+            reply = await self._stream.read()
+        except grpc.RpcError as err:
+            raise _error(err) from err
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            # the call itself was cancelled (its channel closed), not the reader
+            raise EtcdUnavailable("the lease keepalive stream was cancelled") from None
+        if reply is grpc.aio.EOF:
+            return None
+        return int(reply.ID), int(reply.TTL)
+
+    def suspect(self) -> None:
+        self._stream.suspect()
+
+    def cancel(self) -> None:
+        self._requests.put_nowait(None)
         self._stream.cancel()
 
 

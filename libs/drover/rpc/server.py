@@ -297,6 +297,9 @@ class DroverServer:
                         async with asyncio.timeout(2.0):
                             await self.ctx.registration.close()
                 client = self.ctx.etcd.client if self.ctx.etcd is not None else None
+                if self.ctx.etcd is not None:
+                    with contextlib.suppress(Exception):
+                        await self.ctx.etcd.close()
                 if client is not None:
                     with contextlib.suppress(Exception):
                         await client.close()

@@ -187,7 +187,7 @@ async def build_state_service(settings: ServeSettings,
                                    cache_config=cache_config, subscribe_config=subscribe_config,
                                    writer_config=writer_config, deliveries=deliveries,
                                    read_config=read_config, liveness_config=liveness_config)
-    service._closers.append(client.close)
+    service._closers += [store.close, client.close]  # the shared keepalive stream first
     return service
 
 

@@ -47,7 +47,7 @@ async def test_a_failed_call_leaves_the_stamp_alone() -> None:
     async def refuse(*_a: object, **_k: object) -> None:
         raise ConnectionError("cut")
 
-    store.inner.range = refuse  # type: ignore[method-assign]
+    store.inner.range = refuse  # type: ignore[method-assign,assignment]
     try:
         await store.range(b"a", b"")
     except ConnectionError:
