@@ -9,7 +9,8 @@ Everything runs as real processes, as a user would run them: `drover dev
 own: plans sized to the dev etcd's ``--max-txn-ops``; ``--num-schedulers N``
 scheduling loops side by side when given).
 
-The first phase registers every job (version 0, all placed at once) and
+The first phase registers every job (version 0, all placed at once;
+``--register-in-flight`` RegisterJob calls at a time, both phases) and
 times, from the first RegisterJob: every allocation placed (it exists in
 state: the jobs' summaries count jobs x count allocations starting or
 running, polled every 0.2 s) and every one running (client status); and,
@@ -105,6 +106,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -267,9 +269,14 @@ def _wait_placed_and_running(stub: Any, args: argparse.Namespace,
 
 
 def _register(stub: Any, args: argparse.Namespace, image: str) -> list[str]:
-    return [stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job(
-        i, args.count, image, args.max_parallel, args.min_healthy)), timeout=60).deployment_id
-        for i in range(args.jobs)]
+    """Register every job (``--register-in-flight`` calls at a time, as many
+    users or pipelines submit at once); their deployment ids, in job order."""
+    def one(i: int) -> str:
+        job = _job(i, args.count, image, args.max_parallel, args.min_healthy)
+        return str(stub.RegisterJob(state_pb2.RegisterJobRequest(job=job),
+                                    timeout=60).deployment_id)
+    with ThreadPoolExecutor(max_workers=args.register_in_flight) as pool:
+        return list(pool.map(one, range(args.jobs)))
 
 
 def _worker_flags(num_schedulers: int | None) -> tuple[list[str], int | None]:
@@ -746,6 +753,8 @@ def main() -> None:
     p.add_argument("--num-schedulers", type=int, default=None,
                    help="`drover worker --num-schedulers N` (scheduling loops side by side; "
                         "default: the worker's, one per core)")
+    p.add_argument("--register-in-flight", type=int, default=8,
+                   help="RegisterJob calls at a time (both phases)")
     p.add_argument("--etcd-in-flight", type=int, default=8,
                    help="etcd baseline: txns in flight in its concurrent run")
     p.add_argument("--timeout", type=float, default=1800)

@@ -281,15 +281,24 @@ class Worker:
 
     async def submit(self, ev: evaluation_pb2.Evaluation, snap: Snapshot, plan: Plan,
                      token: str = "") -> state_pb2.SubmitPlanResponse:
+        """Submit ``plan``, its placements reserved in the view meanwhile
+        (the other loops plan around them) and released where not committed."""
         nodes = {n.id: n.modify_index for n in snap.nodes}
         self.stats.plans += 1
-        resp = await self.state.SubmitPlan(state_pb2.SubmitPlanRequest(
-            eval_id=ev.id, namespace=snap.namespace, job_id=snap.job_id,
-            job_index=snap.job.modify_index if snap.job is not None else 0,
-            alloc_indexes={a.id: a.modify_index for a in snap.allocs},
-            node_indexes={n: nodes[n] for n in plan.node_ids()},
-            placements=plan.placements, updates=plan.updates,
-            evaluations=plan.evaluations, eval_token=token), timeout=30)
+        self.view.reserve(plan.placements)
+        try:
+            resp = await self.state.SubmitPlan(state_pb2.SubmitPlanRequest(
+                eval_id=ev.id, namespace=snap.namespace, job_id=snap.job_id,
+                job_index=snap.job.modify_index if snap.job is not None else 0,
+                alloc_indexes={a.id: a.modify_index for a in snap.allocs},
+                node_indexes={n: nodes[n] for n in plan.node_ids()},
+                placements=plan.placements, updates=plan.updates,
+                evaluations=plan.evaluations, eval_token=token), timeout=30)
+        except BaseException:
+            self.view.release(plan.placements)
+            raise
+        refused = {i for r in resp.refused for i in r.placement_ids}
+        self.view.release(a for a in plan.placements if a.id in refused)
         self.stats.placed += resp.placed
         return resp
 

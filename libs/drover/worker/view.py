@@ -6,12 +6,23 @@ store by a moment; that is safe because the state service re-checks every
 node's capacity when the plan is submitted (PLAN_STALE, and the worker
 plans again). The job's own allocations are read consistently per plan,
 not from here, so the plan's alloc_indexes are exact.
+
+A worker's scheduling loops plan side by side over this one view, so a
+plan's placements are counted here as it is submitted (:meth:`reserve`),
+before the stream brings them: the other loops plan around them instead of
+onto the same room (Nomad's plan applier evaluates each plan against the
+ones before it the same way). The count is keyed by allocation id, so the
+stream's copy of a committed placement replaces the reserved one;
+placements that were not committed are taken back (:meth:`release`). Stops
+are never counted ahead: room is freed when the stream shows the stop
+committed, so nothing is planned into room that is not yet free.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 import grpc
@@ -51,6 +62,19 @@ class ClusterView:
             res = Vec.of(a.resources)
             self._allocs[a.id] = (a.node_id, res)
             self.used[a.node_id] = self.used.get(a.node_id, Vec()) + res
+
+    def reserve(self, placements: Iterable[allocation_pb2.Allocation]) -> None:
+        """Count placements being submitted (not yet committed) on their nodes."""
+        for a in placements:
+            self._apply_alloc(a)
+
+    def release(self, placements: Iterable[allocation_pb2.Allocation]) -> None:
+        """Take back reserved placements that were not committed. (One whose
+        outcome is unknown may have been: if the stream brought it first it
+        is taken back too, and the view counts less than the node holds
+        until it reloads -- safe, the state service judges every plan.)"""
+        for a in placements:
+            self._apply_alloc(a, deleted=True)
 
     async def _load(self) -> int:
         self.nodes.clear()

@@ -16,7 +16,7 @@ from drover.coord.keys import Keyspace
 from drover.rpc.errors import ErrorInterceptor
 from drover.state.app import EtcdStore, build_on_store
 from drover.worker.loop import Worker, WorkerConfig
-from drover.worker.planner import Snapshot
+from drover.worker.planner import Snapshot, compute_plan
 
 
 @pytest.fixture
@@ -154,3 +154,36 @@ async def test_plans_shrink_to_the_cap_a_state_replica_names(state: grpc.aio.Cha
                                               WorkerConfig(seed=1, max_txn_ops=1024))
     assert not follow_ups and worker.stats.placed == 150
     assert worker.max_plan_objects == 125  # 128 less the marker, the job's status and summary
+
+
+async def test_a_submitted_plan_holds_its_room_in_the_view_until_refused(
+        state: grpc.aio.Channel) -> None:
+    stub = state_pb2_grpc.StateServiceStub(state)
+    await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node("n1")))
+    job = job_pb2.Job(id="web", datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(
+        name="g", count=2, tasks=[job_pb2.Task(name="t", driver="sim")])])
+    reg = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
+    ev = (await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id=reg.eval_id))).evaluation
+    worker = Worker(state, WorkerConfig(seed=1))
+    view = asyncio.create_task(worker.view.run())
+    try:
+        await asyncio.wait_for(worker.view.ready.wait(), 10)
+        snap = await worker.snapshot(ev)
+        plan = compute_plan(snap)
+        assert len(plan.placements) == 2
+        held = []
+        real = worker.state.SubmitPlan
+
+        async def submit_while_down(request: Any, **kw: Any) -> Any:
+            held.append(worker.view.used.get("n1"))
+            await stub.UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(
+                id="n1", status=node_pb2.NODE_STATUS_DOWN))
+            return await real(request, **kw)
+
+        worker.state.SubmitPlan = submit_while_down  # type: ignore[method-assign]
+        resp = await worker.submit(ev, snap, plan, "")
+    finally:
+        view.cancel()
+    assert [r.reason for r in resp.refused] == ["node is not ready for placements"]
+    assert held[0] is not None and held[0].cpu == 2 * plan.placements[0].resources.cpu
+    assert worker.view.used["n1"].cpu == 0  # taken back: nothing was committed
