@@ -4,10 +4,10 @@ KV: :class:`KeepAliveMux`, under
 
 Why: node liveness is one etcd lease per node, renewed by the state service
 at each heartbeat. A stream opened for one keepalive and cancelled after its
-reply cost 0.35-0.7 ms of client CPU (64 in flight - one at a time: the call
-set up, its metadata, its cancel); on one long-lived stream a keepalive is
-one request and one reply, 0.12-0.23 ms, a third of that
-(``bench/keepalive_bench.py``, ``bench/results/issue31/keepalive.json``).
+reply pays for the call's set-up, metadata and cancel every time; on one
+long-lived stream a keepalive is one request and one reply, about a third
+of the client CPU (``bench/keepalive_bench.py``; the figures are in
+``bench/results/issue31/keepalive.json``).
 etcd's own Go client does the same: one LeaseKeepAlive stream per client
 carries every lease.
 
