@@ -20,24 +20,34 @@ check and the commit refuses the plan too.
 
 Plans on one replica still go one at a time (a lock): not for safety
 (etcd orders them) but so that two plans on one replica do not make each
-other's txns fail for nothing.
+other's txns fail for nothing. The delivery check is made while the plan
+waits for the lock, not after: its two round trips (the broker leader's
+key, the broker's answer) stay out of the one-at-a-time part. It restarts
+the broker's nack timer, so the txn must follow it well within the nack
+timeout (Nomad's 60 s): a plan that waited for the lock longer than
+:data:`VOUCH_FRESH` is checked again before its txn.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from drover.errors import Conflict
 from drover.state.core.delivery import TOKEN_MISMATCH, PlanDeliveryEnded
 from drover.state.core.placement import nothing_committed, plan_submit
+from drover.state.core.plan import WriteContext
 from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, namespace_arg, validated_plan
-from drover.state.deliveries import Deliveries, Unchecked
+from drover.state.deliveries import Deliveries, Unchecked, Vouched
 from drover.state.write_calls import WriteCalls
 
 #: Commits one plan may try before its nodes are all answered "node changed".
 PLAN_ATTEMPTS = 5
+#: Seconds a delivery check stays good for the txn that follows it (far
+#: inside the broker's nack timeout, which the check restarts).
+VOUCH_FRESH = 5.0
 
 
 class PlansRpc:
@@ -60,19 +70,40 @@ class PlansRpc:
         within_cap(len(placements) + len(updates) + len(evs) + len(nodes), "plan",
                    self.writes.max_objects)
         ctx = self.writes.write_context()
-        async with self._lock():
-            # Checked right before the txn (after waiting for the lock): the
-            # broker's nack timer restarts now.
-            vouched = await self.deliveries.vouch(request.eval_id, request.eval_token)
-            try:
-                return await self.writes.transact(
-                    lambda view: plan_submit(view, ctx, request, ns, placements, updates, evs,
-                                             delivery=vouched),
-                    self.writes.fence(context), sync_first=True, attempts=PLAN_ATTEMPTS)
-            except Conflict:
-                if vouched is not None and not await self.deliveries.still_leads(vouched):
-                    raise PlanDeliveryEnded(
-                        f"{TOKEN_MISMATCH}: the broker leader that vouched for evaluation "
-                        f"{request.eval_id!r} lost its term while the plan was applied; "
-                        f"nothing was written") from None
-                return nothing_committed(placements, updates, self.writes.cache.revision)
+        loop = asyncio.get_running_loop()
+        # Checked while the plan waits for the lock (module doc).
+        vouching = asyncio.ensure_future(self._vouch(request))
+        try:
+            async with self._lock():
+                vouched, at = await vouching
+                if loop.time() - at > VOUCH_FRESH:
+                    vouched, _ = await self._vouch(request)
+                return await self._apply(request, context, ns, ctx, placements, updates, evs,
+                                         vouched)
+        finally:
+            if not vouching.done():
+                vouching.cancel()
+            elif not vouching.cancelled():
+                vouching.exception()  # retrieved: a refusal the caller never awaited is no error
+
+    async def _vouch(self, request: Any) -> tuple[Vouched | None, float]:
+        """The plan's delivery vouched for, and when."""
+        vouched = await self.deliveries.vouch(request.eval_id, request.eval_token)
+        return vouched, asyncio.get_running_loop().time()
+
+    async def _apply(self, request: Any, context: Any, ns: str, ctx: WriteContext,
+                     placements: Sequence[Any], updates: Sequence[Any], evs: Sequence[Any],
+                     vouched: Vouched | None) -> Any:
+        """The plan's txn, its delivery vouched for (under the lock)."""
+        try:
+            return await self.writes.transact(
+                lambda view: plan_submit(view, ctx, request, ns, placements, updates, evs,
+                                         delivery=vouched),
+                self.writes.fence(context), sync_first=True, attempts=PLAN_ATTEMPTS)
+        except Conflict:
+            if vouched is not None and not await self.deliveries.still_leads(vouched):
+                raise PlanDeliveryEnded(
+                    f"{TOKEN_MISMATCH}: the broker leader that vouched for evaluation "
+                    f"{request.eval_id!r} lost its term while the plan was applied; "
+                    f"nothing was written") from None
+            return nothing_committed(placements, updates, self.writes.cache.revision)
