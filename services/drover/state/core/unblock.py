@@ -26,7 +26,8 @@ Nomad's blocked_evals, with etcd as the order instead of a leader's memory:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from drover.api.types.v1 import evaluation_pb2, node_pb2
@@ -64,14 +65,14 @@ def room_on(view: View, node: node_pb2.Node, freed: Vec = _NOTHING) -> Room:
     return Room(node, Vec.of(node.resources) - used(on) + freed)
 
 
-def changed_rooms(view: View, freed: Mapping[str, Vec]) -> list[Room]:
-    """The rooms of the nodes (by id) where this txn frees ``freed``."""
-    out = []
+def changed_rooms(view: View, freed: Mapping[str, Vec]) -> Iterator[Room]:
+    """The rooms of the nodes (by id) where this txn frees ``freed``; lazy:
+    working a room out reads every allocation on its node, which is wasted
+    when no evaluation is blocked (:func:`unblock_where` asks only then)."""
     for node_id, vec in sorted(freed.items()):
         found = view.get(codec.NODES, codec.GLOBAL_NS, node_id)
         if found is not None:
-            out.append(room_on(view, found.obj, vec))
-    return out
+            yield room_on(view, found.obj, vec)
 
 
 def wants(ev: evaluation_pb2.Evaluation, room: Room) -> bool:
@@ -89,12 +90,19 @@ def wants(ev: evaluation_pb2.Evaluation, room: Room) -> bool:
 def unblock_where(view: View, ctx: WriteContext, plan: PlanBuilder, rooms: Iterable[Room],
                   budget: int, skip: tuple[str, str] | None = None) -> int:
     """Store as pending (each compared) the blocked evaluations that one of
-    ``rooms`` now fits, at most ``budget``; how many."""
+    ``rooms`` now fits, at most ``budget``; how many. ``rooms`` is read
+    only when some evaluation is blocked."""
+    if budget <= 0:
+        return 0
+    blocked = view.ids(codec.EVALUATIONS, "status", "blocked")
+    first = next(blocked, None)
+    if first is None:
+        return 0
     rooms = [r for r in rooms if schedulable(r.node)]
-    if not rooms or budget <= 0:
+    if not rooms:
         return 0
     n = 0
-    for nsid in view.ids(codec.EVALUATIONS, "status", "blocked"):
+    for nsid in itertools.chain((first,), blocked):
         if n >= budget:
             break
         ns, _, eid = nsid.partition("/")

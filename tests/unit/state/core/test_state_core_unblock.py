@@ -4,11 +4,16 @@ capacity change (client-terminal allocations included), by what they need
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from core_data import context, ready_node, view
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
 from drover.state.core import allocs, codec, evals, nodes
+from drover.state.core.plan import PlanBuilder
+from drover.state.core.unblock import Room, unblock_where
+from drover.worker.resources import Vec
 
 BLOCKED = evaluation_pb2.EVALUATION_STATUS_BLOCKED
 PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING
@@ -115,3 +120,19 @@ def test_no_missed_unblock_when_nothing_changed_since_or_it_still_does_not_fit()
     v = view([(codec.NODES, node(), 1, 1), (codec.ALLOCATIONS, stopped, 2, 4)])
     assert statuses(evals.plan_update(v, context(), [], [blocked(snapshot=5)])) == {
         "b1": BLOCKED}  # the change was already in its snapshot
+
+
+def test_rooms_are_worked_out_only_when_an_evaluation_is_blocked() -> None:
+    asked = []
+
+    def rooms() -> Iterator[Room]:
+        asked.append(True)
+        yield Room(node(), Vec(cpu=4000, memory_mb=4000))
+
+    ctx = context()
+    none_blocked = view([(codec.NODES, node(), 1, 1)])
+    assert unblock_where(none_blocked, ctx, PlanBuilder(ctx.keys, ctx.on_put), rooms(), 10) == 0
+    assert not asked
+    one = view([(codec.NODES, node(), 1, 1), (codec.EVALUATIONS, blocked(), 2, 2)])
+    assert unblock_where(one, ctx, PlanBuilder(ctx.keys, ctx.on_put), rooms(), 10) == 1
+    assert asked
