@@ -340,12 +340,8 @@ class _SharedKeepAlives:
         self._requests: asyncio.Queue[Any] = asyncio.Queue()
         self._stream = pool.open_stream("lease", "LeaseKeepAlive", self._iter_requests())
 
-    async def _iter_requests(self) -> AsyncIterator[Any]:
-        while True:
-            req = await self._requests.get()
-            if req is None:
-                return
-            yield req
+    def _iter_requests(self) -> AsyncIterator[Any]:
+        return _queued(self._requests)
 
     def send(self, lease: int) -> None:
         if self._stream.done():
@@ -391,12 +387,8 @@ class _EtcdWatch:
         self._closed = False
         self._applied: Callable[[], int] | None = None
 
-    async def _iter_requests(self) -> AsyncIterator[Any]:
-        while True:
-            req = await self._requests.get()
-            if req is None:
-                return
-            yield req
+    def _iter_requests(self) -> AsyncIterator[Any]:
+        return _queued(self._requests)
 
     async def start(self, within: float) -> None:
         """Open the stream and wait for etcd's answer (created, compacted or
@@ -488,3 +480,12 @@ class _EtcdWatch:
             # watch is synced, so its header revision is safe.
             rev = events[-1].kv.mod_revision if events else resp.header.revision
             yield WatchBatch(events, rev)
+
+
+async def _queued(requests: asyncio.Queue[Any]) -> AsyncIterator[Any]:
+    """A stream's requests as queued, until a None ends them."""
+    while True:
+        req = await requests.get()
+        if req is None:
+            return
+        yield req

@@ -44,13 +44,19 @@ def _node(node_id: str, **attrs: str) -> node_pb2.Node:
                          attributes=attrs)
 
 
-async def test_stale_plan_is_recomputed_from_fresh_state(state: grpc.aio.Channel) -> None:
-    stub = state_pb2_grpc.StateServiceStub(state)
+async def _register_web(stub: Any) -> evaluation_pb2.Evaluation:
+    """Node n1, and job web (2 x group g) registered: its evaluation."""
     await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node("n1")))
     job = job_pb2.Job(id="web", datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(
         name="g", count=2, tasks=[job_pb2.Task(name="t", driver="sim")])])
     reg = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
-    ev = (await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id=reg.eval_id))).evaluation
+    got = await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id=reg.eval_id))
+    return got.evaluation  # type: ignore[no-any-return]
+
+
+async def test_stale_plan_is_recomputed_from_fresh_state(state: grpc.aio.Channel) -> None:
+    stub = state_pb2_grpc.StateServiceStub(state)
+    ev = await _register_web(stub)
 
     worker = Worker(state, WorkerConfig(seed=1))
     view = asyncio.create_task(worker.view.run())
@@ -159,11 +165,7 @@ async def test_plans_shrink_to_the_cap_a_state_replica_names(state: grpc.aio.Cha
 async def test_a_submitted_plan_holds_its_room_in_the_view_until_refused(
         state: grpc.aio.Channel) -> None:
     stub = state_pb2_grpc.StateServiceStub(state)
-    await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node("n1")))
-    job = job_pb2.Job(id="web", datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(
-        name="g", count=2, tasks=[job_pb2.Task(name="t", driver="sim")])])
-    reg = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
-    ev = (await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id=reg.eval_id))).evaluation
+    ev = await _register_web(stub)
     worker = Worker(state, WorkerConfig(seed=1))
     view = asyncio.create_task(worker.view.run())
     try:
