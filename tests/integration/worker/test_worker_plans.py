@@ -51,7 +51,7 @@ async def _register_web(stub: Any) -> evaluation_pb2.Evaluation:
         name="g", count=2, tasks=[job_pb2.Task(name="t", driver="sim")])])
     reg = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
     got = await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id=reg.eval_id))
-    return got.evaluation  # type: ignore[no-any-return]
+    return got.evaluation
 
 
 async def test_stale_plan_is_recomputed_from_fresh_state(state: grpc.aio.Channel) -> None:
@@ -182,7 +182,7 @@ async def test_a_submitted_plan_holds_its_room_in_the_view_until_refused(
                 id="n1", status=node_pb2.NODE_STATUS_DOWN))
             return await real(request, **kw)
 
-        worker.state.SubmitPlan = submit_while_down  # type: ignore[method-assign]
+        worker.state.SubmitPlan = submit_while_down
         resp = await worker.submit(ev, snap, plan, "")
     finally:
         view.cancel()
