@@ -17,9 +17,16 @@ from typing import Any
 import pytest
 from dev_suite import dev_suite
 
+from drover.state.core.liveness import LivenessConfig, heartbeat_ttl, lease_seconds
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The longest a killed node stays ready in `drover dev`: its longest lease
+#: (Nomad's defaults: the 10 s minimum TTL, at most doubled by the stagger,
+#: plus the 10 s grace), then the broker's reap check and this test's
+#: polling through the CLI on a loaded machine.
+DOWN_WITHIN = lease_seconds(heartbeat_ttl(1, LivenessConfig(), 1.0), LivenessConfig()) + 10.0
 EX = ROOT / "examples"
 
 
