@@ -3,8 +3,12 @@ down (the design and the pure rules: :mod:`drover.state.core.liveness`).
 
 :meth:`NodeLiveness.heartbeat` renews the node's lease when it has a live
 one (no keyspace write) and otherwise grants a lease and records the node
-alive in one txn. :meth:`NodeLiveness.reap` reads which liveness keys
-exist and marks down, fenced, the tracked ready nodes whose key is gone.
+alive in one txn. :meth:`NodeLiveness.reap` marks down, fenced, the
+tracked ready nodes whose liveness key is gone: which keys exist it learns
+from the state cache, whose watch carries their puts and their expiries
+(:attr:`drover.state.core.tables.Tables.live`), and each mark-down compares
+the key's absence in etcd, so a node that came alive meanwhile fails the
+txn rather than going down.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from drover.coord.fence import Fence
-from drover.coord.kv import LeaseKV, LeaseNotFound, prefix_end
+from drover.coord.kv import LeaseKV, LeaseNotFound
 from drover.errors import Conflict, NotFound
 from drover.state.core import codec
 from drover.state.core.liveness import (
@@ -24,9 +28,7 @@ from drover.state.core.liveness import (
     keepalive_response,
     lease_seconds,
     lease_too_short,
-    liveness_prefix,
     missed,
-    node_of_key,
     plan_come_alive,
     plan_reap,
 )
@@ -119,35 +121,26 @@ class NodeLiveness:
         except Exception as e:  # an orphaned lease only expires, holding no key
             log.debug("revoking lease %x: %s", lease, e)
 
-    async def live_nodes(self) -> tuple[set[str], int]:
-        """The nodes whose liveness key exists, and the revision read at."""
-        keys = self.writes.keys
-        start, end = liveness_prefix(keys), prefix_end(liveness_prefix(keys))
-        live: set[str] = set()
-        revision = 0
-        while True:
-            page = await self.leases.range(start, end, limit=PAGE, revision=revision)
-            revision = revision or page.revision
-            live.update(node_of_key(keys, kv.key) for kv in page.kvs)
-            if not page.more or not page.kvs:
-                return live, revision
-            start = page.kvs[-1].key + b"\0"
-
-    def _reaper(self, live: set[str]) -> Callable[[View], WritePlan]:
-        ctx = self.writes.write_context()
-        return lambda view: plan_reap(view, ctx, live)
+    def _reaper(self) -> Callable[[View], WritePlan]:
+        """The reap plan, on the live nodes as the cache holds them when the
+        plan is made (the same cache state as its view: the liveness keys
+        come down the cache's own watch, so no read of every key per check)."""
+        ctx, cache = self.writes.write_context(), self.writes.cache
+        return lambda view: plan_reap(view, ctx, set(cache.tables.live))
 
     async def reap(self, fence: Fence) -> Any:
         """Mark down the tracked ready nodes whose liveness key is gone, in
         at most :data:`REAP_TXNS` txns; the merged answer."""
         total: Any = None
         for _ in range(REAP_TXNS):
-            live, revision = await self.live_nodes()
+            # The cache as of now: every liveness key that expired by this
+            # revision has come down its watch (etcd deletes expired keys itself).
+            revision = await self.writes.cache.store.revision()
             await self.writes.cache.wait_for_revision(revision, within=5.0)
             try:
-                resp = await self.writes.transact(self._reaper(live), fence)
+                resp = await self.writes.transact(self._reaper(), fence)
             except Conflict:
-                continue  # a node came alive meanwhile: read the keys again
+                continue  # a node came alive meanwhile: plan again on the cache
             if total is None:
                 total = resp
             else:

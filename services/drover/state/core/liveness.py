@@ -78,8 +78,8 @@ from drover.state.core.rules import existing
 from drover.state.core.unblock import room_on, unblock_where
 from drover.state.core.view import View
 
-#: The key segment of liveness keys (not an object kind: the cache skips them).
-LIVENESS = "liveness"
+#: The key segment of liveness keys (not an object kind; its home is the codec).
+LIVENESS = codec.LIVENESS
 #: Nomad's node event and status description for a node marked down by its TTL.
 HEARTBEAT_MISSED = "Node heartbeat missed"
 
@@ -144,12 +144,6 @@ def liveness_key(keys: codec.KeyCodec, node_id: str) -> bytes:
     return keys.key(LIVENESS, codec.GLOBAL_NS, node_id)
 
 
-def liveness_prefix(keys: codec.KeyCodec) -> bytes:
-    return keys.prefix(LIVENESS)
-
-
-def node_of_key(keys: codec.KeyCodec, key: bytes) -> str:
-    return key[len(liveness_prefix(keys)) + len(codec.GLOBAL_NS) + 1:].decode()
 
 
 def _heartbeat_response(rev: int, ttl: float, unblocked: int = 0) -> Any:

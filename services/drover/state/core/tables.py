@@ -261,6 +261,20 @@ class Tables:
         self._expected: dict[bytes, tuple[bytes, tuple[Any, ...]]] = {}
         # The initial list's entries per kind, and each kind's largest mod_revision.
         self._staged: dict[str, tuple[BulkLoad[Entry], list[int]]] = {}
+        #: The nodes whose liveness key exists (a lease keeps it), as of
+        #: ``revision``: what the reaper diffs with the ready nodes, without
+        #: reading every liveness key from etcd each time.
+        self.live: set[str] = set()
+        self._live_prefix = keys.prefix(codec.LIVENESS, codec.GLOBAL_NS)
+
+    def _track_live(self, key: bytes, deleted: bool) -> None:
+        """Note a liveness key's put or delete (``key`` is not an object)."""
+        if key.startswith(self._live_prefix):
+            node_id = key[len(self._live_prefix):].decode()
+            if deleted:
+                self.live.discard(node_id)
+            else:
+                self.live.add(node_id)
 
     def __getitem__(self, kind: str) -> Table:
         return self.tables[kind]
@@ -308,6 +322,8 @@ class Tables:
         if ok is None:
             if key == self._marker:
                 self.marker_revision = 0 if deleted else max(self.marker_revision, mod)
+            else:
+                self._track_live(key, deleted)
             return None
         table = self.tables[ok.kind]
         nsid = f"{ok.namespace}/{ok.id}"
@@ -323,10 +339,15 @@ class Tables:
 
     def existing(self, key: bytes) -> int | None:
         """The create revision of the object at ``key``, if cached; for a key
-        that is not an object, 0 if it is the marker as seen, else None."""
+        that is not an object, 0 if it is the marker as seen or a liveness key
+        held, else None."""
         ok = self._parse(key)
         if ok is None:
-            return 0 if key == self._marker and self.marker_revision else None
+            if key == self._marker:
+                return 0 if self.marker_revision else None
+            held = (key.startswith(self._live_prefix)
+                    and key[len(self._live_prefix):].decode() in self.live)
+            return 0 if held else None
         e = self.tables[ok.kind].rows.by_id(f"{ok.namespace}/{ok.id}")
         return None if e is None else int(e[2][0])
 
@@ -356,6 +377,8 @@ class Tables:
                 if ok is None:
                     if key == self._marker:
                         self.marker_revision = mod
+                    else:
+                        self._track_live(key, False)
                     continue
                 prefix = f"{base}{ok.kind}/".encode()
                 cut = len(prefix)

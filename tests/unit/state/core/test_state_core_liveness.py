@@ -4,10 +4,13 @@ marked down) on views built from plain data."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from core_data import KEYS, context, key, ready_node, service_job, stored, view
 
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
+from drover.coord.keys import Keyspace
 from drover.coord.kv import Compare, Put
 from drover.state.core import codec
 from drover.state.core.liveness import (
@@ -17,13 +20,13 @@ from drover.state.core.liveness import (
     lease_seconds,
     lease_too_short,
     liveness_key,
-    node_of_key,
     plan_come_alive,
     plan_reap,
     rate_scaled_ttl,
     silent_candidates,
     told_ttl,
 )
+from drover.state.core.tables import Tables
 
 NOMAD = LivenessConfig()
 DOWN = node_pb2.NODE_STATUS_DOWN
@@ -67,10 +70,21 @@ def test_a_lease_granted_for_a_small_cluster_is_replaced_when_it_grew() -> None:
                                NOMAD)
 
 
-def test_liveness_keys_are_not_objects() -> None:
+def test_liveness_keys_are_not_objects_but_the_tables_hold_who_has_one() -> None:
     k = liveness_key(KEYS, "n1")
-    assert KEYS.parse(k) is None  # the cache skips them
-    assert node_of_key(KEYS, k) == "n1"
+    assert KEYS.parse(k) is None  # no table of them
+    tables = Tables(KEYS)
+    tables.stage([SimpleNamespace(key=liveness_key(KEYS, "n0"), value=b"n0",
+                                  create_revision=3, mod_revision=3)])
+    tables.load_staged()
+    assert tables.live == {"n0"}  # from the list
+    assert tables.apply(k, b"n1", 5, 5, deleted=False) is None  # from the watch
+    assert tables.live == {"n0", "n1"} and tables.existing(k) == 0
+    tables.apply(liveness_key(KEYS, "n0"), b"", 0, 6, deleted=True)  # its lease expired
+    assert tables.live == {"n1"} and tables.existing(liveness_key(KEYS, "n0")) is None
+    tables.apply(codec.KeyCodec(Keyspace("/other")).key(codec.LIVENESS, codec.GLOBAL_NS, "x"), b"x",
+                 7, 7, deleted=False)
+    assert tables.live == {"n1"}  # another keyspace's key is none of ours
 
 
 def test_a_node_coming_alive_puts_its_key_on_the_lease_with_the_node_compared() -> None:
