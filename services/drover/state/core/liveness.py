@@ -19,7 +19,10 @@ Two designs were weighed:
     deletes the liveness key. The broker leader (elected, fenced) asks the
     state service every ``heartbeat_check_interval`` to mark down every
     ready node whose liveness key is gone (``ReapMissedHeartbeats``), each
-    in a txn compared on that key still being absent.
+    in a txn compared on that key still being absent. Which keys exist the
+    state service knows from its cache: their puts and expiries come down
+    its watch (:attr:`drover.state.core.tables.Tables.live`), so a check
+    reads only etcd's revision, not every key.
 (b) **Nomad's.** TTL timers held in the elected leader's memory, every
     heartbeat routed to that leader, expiry marks the node down; a new
     leader knows nothing, so it gives every node a fresh, long TTL
