@@ -67,6 +67,16 @@ SETTLE = 6.0
 ETCD_ELECTION_TIMEOUT = 1.0
 
 
+async def deployments_terminal(load: Load) -> None:
+    """Until every deployment is terminal (the load has stopped starting new ones)."""
+    async def terminal() -> bool:
+        ds = await list_all(load.state, "ListDeployments",
+                            state_pb2.ListDeploymentsRequest(page_size=500), "deployments")
+        return all(d.status in TERMINAL_DEPLOYMENT for d in ds)
+
+    await until(terminal, 60, "every deployment terminal")
+
+
 async def caches(c: NetCluster, load: Load) -> tuple[dict[str, set[str]], set[str]]:
     """Each state replica's evaluation ids (a consistent read, straight to
     it) and etcd's, once they agree or after 20 s."""
@@ -426,14 +436,7 @@ async def test_watcher_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) ->
             new = await load.leader("deployments")
             await asyncio.sleep(SETTLE)
             load.driver.running = False
-
-            async def deployments_terminal() -> bool:
-                ds = await list_all(load.state, "ListDeployments",
-                                    state_pb2.ListDeploymentsRequest(page_size=500),
-                                    "deployments")
-                return all(d.status in TERMINAL_DEPLOYMENT for d in ds)
-
-            await until(deployments_terminal, 60, "every deployment terminal")
+            await deployments_terminal(load)
             evals = await list_all(load.state, "ListEvaluations",
                                    state_pb2.ListEvaluationsRequest(page_size=1000),
                                    "evaluations")
@@ -485,14 +488,7 @@ async def _loss_run(etcd_prefix: str, tmp_path: Path, seed: int, scenario: str,
             net.heal()
             await asyncio.sleep(SETTLE)
             load.driver.running = False
-
-            async def deployments_terminal() -> bool:
-                ds = await list_all(load.state, "ListDeployments",
-                                    state_pb2.ListDeploymentsRequest(page_size=500),
-                                    "deployments")
-                return all(d.status in TERMINAL_DEPLOYMENT for d in ds)
-
-            await until(deployments_terminal, 60, "every deployment terminal")
+            await deployments_terminal(load)
             final = await load.eval_ids()
             cached, in_etcd = await caches(c, load)
     m = measure(scenario, seed, load.record, t_fault, t_heal, t_heal + SETTLE)
@@ -571,14 +567,7 @@ async def test_etcd_minority_with_drover_replicas(etcd_prefix: str, tmp_path: Pa
             await asyncio.to_thread(_all_healthy, c, 30)
             await asyncio.sleep(SETTLE)
             load.driver.running = False
-
-            async def deployments_terminal() -> bool:
-                ds = await list_all(load.state, "ListDeployments",
-                                    state_pb2.ListDeploymentsRequest(page_size=500),
-                                    "deployments")
-                return all(d.status in TERMINAL_DEPLOYMENT for d in ds)
-
-            await until(deployments_terminal, 60, "every deployment terminal")
+            await deployments_terminal(load)
             final = await load.eval_ids()
             cached, in_etcd = await caches(c, load)
     m = measure("d. etcd minority (1 of 3) with drover replicas", SEED + 5, load.record, t_cut,
