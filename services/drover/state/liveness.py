@@ -43,8 +43,6 @@ log = logging.getLogger(__name__)
 ATTEMPTS = 3
 #: Txns one ReapMissedHeartbeats call writes at most (the answer says how many are left).
 REAP_TXNS = 16
-#: Keys per page when reading the liveness keys.
-PAGE = 5000
 
 
 class NodeLiveness:

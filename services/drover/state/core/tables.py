@@ -267,14 +267,21 @@ class Tables:
         self.live: set[str] = set()
         self._live_prefix = keys.prefix(codec.LIVENESS, codec.GLOBAL_NS)
 
+    def _live_node(self, key: bytes) -> str | None:
+        """The node a liveness key of this keyspace names, else None."""
+        if key.startswith(self._live_prefix):
+            return key[len(self._live_prefix):].decode()
+        return None
+
     def _track_live(self, key: bytes, deleted: bool) -> None:
         """Note a liveness key's put or delete (``key`` is not an object)."""
-        if key.startswith(self._live_prefix):
-            node_id = key[len(self._live_prefix):].decode()
-            if deleted:
-                self.live.discard(node_id)
-            else:
-                self.live.add(node_id)
+        node_id = self._live_node(key)
+        if node_id is None:
+            return
+        if deleted:
+            self.live.discard(node_id)
+        else:
+            self.live.add(node_id)
 
     def __getitem__(self, kind: str) -> Table:
         return self.tables[kind]
@@ -345,9 +352,7 @@ class Tables:
         if ok is None:
             if key == self._marker:
                 return 0 if self.marker_revision else None
-            held = (key.startswith(self._live_prefix)
-                    and key[len(self._live_prefix):].decode() in self.live)
-            return 0 if held else None
+            return 0 if self._live_node(key) in self.live else None
         e = self.tables[ok.kind].rows.by_id(f"{ok.namespace}/{ok.id}")
         return None if e is None else int(e[2][0])
 
