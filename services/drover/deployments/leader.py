@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
-from drover.api.types.v1 import allocation_pb2, deployment_pb2
+from drover.api.types.v1 import deployment_pb2
 from drover.coord.guard import LeaderGuard
 from drover.coord.term import Term
 from drover.errors import NotLeader, Unavailable
@@ -67,7 +67,7 @@ from drover.tasks import cancel_and_wait
 
 from .core.batcher import BatcherConfig
 from .core.effects import Decision
-from .core.manager import WatcherManager, WatcherStats
+from .core.manager import AllocationChange, WatcherManager, WatcherStats
 from .core.requests import echo_key
 from .core.walltime import WallClock
 from .core.watcher import ACTIVE
@@ -228,8 +228,7 @@ class WatcherLeader:
         finally:
             buffered = run.tracking.pop(deployment_id, [])
             run.track_tasks.pop(deployment_id, None)
-        for deleted, payload in buffered:
-            self._on_allocation(run, deleted, payload)
+        self._on_allocations(run, buffered)
         run.kick.set()
 
     def _start_tracking(self, run: Session, deployment_id: str) -> asyncio.Task[None] | None:
@@ -275,25 +274,30 @@ class WatcherLeader:
 
     async def _pump_allocations(self, run: Session, stream: Any) -> None:
         async for resp in stream:
-            for ev in resp.events:
-                if ev.type == UPSERT:
-                    self._on_allocation(run, False, ev.allocation)
-                else:
-                    self._on_allocation(run, True, ev.key)
+            self._on_allocations(run, [
+                (False, ev.allocation) if ev.type == UPSERT else (True, ev.key)
+                for ev in resp.events
+            ])
         raise Unavailable("the allocation stream ended")
 
-    def _on_allocation(self, run: Session, deleted: bool, payload: Any) -> None:
-        if deleted:
-            for pending in run.tracking.values():
-                pending.append((True, payload))
-            self.writer.submit(run, run.manager.on_allocation_deleted(str(payload)))
-            return
-        alloc: allocation_pb2.Allocation = payload
-        buffer = run.tracking.get(alloc.deployment_id)
-        if buffer is not None:
-            buffer.append((False, alloc))
-        else:
-            self.writer.submit(run, run.manager.on_allocation(alloc))
+    def _on_allocations(self, run: Session, changes: Sequence[AllocationChange]) -> None:
+        """One stream response's changes: each deployment's watcher steps once
+        for all of its allocations in it (Nomad's watcher takes a blocking
+        query's allocations as one batch too), not once per allocation. A
+        change for a deployment still being read is held for its replay; a
+        deletion names no deployment, so every such replay holds it too."""
+        now: list[AllocationChange] = []
+        for deleted, payload in changes:
+            if deleted:
+                for pending in run.tracking.values():
+                    pending.append((True, payload))
+                now.append((True, payload))
+            elif (buffer := run.tracking.get(payload.deployment_id)) is not None:
+                buffer.append((False, payload))
+            else:
+                now.append((False, payload))
+        for decision in run.manager.on_allocations(now):
+            self.writer.submit(run, decision)
 
     # -- timers: deadlines and evaluation batches -------------------------------
 

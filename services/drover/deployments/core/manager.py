@@ -6,8 +6,10 @@ The shell owns two subscriptions (deployments, allocations) and calls in:
   :meth:`WatcherManager.wants` (on restore after winning the election, and
   when the deployment stream shows a new one); ``on_deployment`` for every
   later deployment event, which drops watchers of terminal deployments;
-- ``on_allocation`` / ``on_allocation_deleted`` for the allocation stream;
-  the :class:`~.router.AllocRouter` wakes only the owning watcher;
+- ``on_allocations`` for each response of the allocation stream (and
+  ``on_allocation`` / ``on_allocation_deleted`` for one change); the
+  :class:`~.router.AllocRouter` wakes only the owning watcher, which takes
+  all of its changes in the response before it steps, once;
 - ``check_deadlines`` and ``flush_evaluations`` when ``next_wakeup`` comes;
 - the manual operations, which raise :mod:`..errors` classes.
 
@@ -39,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
 
@@ -50,6 +53,9 @@ from .walltime import WallClock
 from .watcher import ACTIVE, DeploymentWatcher
 
 SUBSCRIPTIONS = 2
+
+AllocationChange = tuple[bool, Any]
+"""``(False, Allocation)`` for an upsert, ``(True, allocation id)`` for a deletion."""
 """Deployment and allocation streams: constant however many deployments run."""
 
 
@@ -145,6 +151,29 @@ class WatcherManager:
             return None
         watcher = self._watchers[owner]
         return self._after(watcher, watcher.on_alloc(alloc, self._clock()))
+
+    def on_allocations(self, changes: Iterable[AllocationChange]) -> list[Decision]:
+        """Changes in stream order; each woken watcher steps once, after taking
+        all of its changes, so a burst of N allocation updates of one
+        deployment costs one step rather than N (each step recounts all of
+        its allocations). The decision is the one the last per-change step
+        would have made: steps re-derive everything from the allocations."""
+        woken: dict[str, DeploymentWatcher] = {}
+        for deleted, payload in changes:
+            if deleted:
+                owner = self._router.route_deleted(str(payload))
+            else:
+                owner = self._router.route(payload)
+            if owner is None:
+                continue
+            watcher = self._watchers[owner]
+            taken = (watcher.forget_alloc(str(payload)) if deleted
+                     else watcher.take_alloc(payload))
+            if taken:
+                woken[owner] = watcher
+        now = self._clock()
+        return [self._after(w, w.reconcile(now)) for w in woken.values()
+                if self._watchers.get(w.deployment_id) is w]
 
     def on_allocation_deleted(self, alloc_id: str) -> Decision | None:
         owner = self._router.route_deleted(alloc_id)

@@ -193,16 +193,27 @@ class DeploymentWatcher:
         return self._step(_copy(self._deployment), now, _Eval.FOLLOW_UP)
 
     def on_alloc(self, alloc: allocation_pb2.Allocation, now: float) -> Decision:
-        if alloc.deployment_id != self.deployment_id:
+        if not self.take_alloc(alloc):
             return Decision(self.deployment_id)
-        self._allocs[alloc.id] = self._own(alloc)
         return self.reconcile(now)
 
     def on_alloc_removed(self, alloc_id: str, now: float) -> Decision:
-        self._marked.discard(alloc_id)
-        if self._allocs.pop(alloc_id, None) is None:
+        if not self.forget_alloc(alloc_id):
             return Decision(self.deployment_id)
         return self.reconcile(now)
+
+    def take_alloc(self, alloc: allocation_pb2.Allocation) -> bool:
+        """Hold the allocation's new version without stepping (the caller
+        reconciles once for a batch); False if it is not this deployment's."""
+        if alloc.deployment_id != self.deployment_id:
+            return False
+        self._allocs[alloc.id] = self._own(alloc)
+        return True
+
+    def forget_alloc(self, alloc_id: str) -> bool:
+        """Drop a removed allocation without stepping; False if unknown."""
+        self._marked.discard(alloc_id)
+        return self._allocs.pop(alloc_id, None) is not None
 
     def check_deadline(self, now: float) -> Decision:
         group = deadline_missed(self._deployment, now)

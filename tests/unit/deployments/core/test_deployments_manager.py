@@ -9,6 +9,7 @@ from deployments_builders import FAILED, PAUSED, SUCCESSFUL, T0, G, alloc, deplo
 from virtual_clock import VirtualClock
 
 from drover.deployments.core.batcher import BatcherConfig
+from drover.deployments.core.effects import DeploymentUpdate
 from drover.deployments.core.manager import WatcherManager, WatcherStats
 from drover.deployments.errors import DeploymentNotFound
 from drover.errors import NotFound
@@ -179,3 +180,28 @@ def test_promotions_and_outcomes_are_counted_once_each() -> None:
     m.track(deployment("d2"), [job(2)])
     m.fail("d2")
     assert (m.stats().failures, m.stats().successes) == (1, 1)
+
+
+def test_a_stream_response_steps_each_woken_watcher_once() -> None:
+    clock = VirtualClock(T0)
+    groups = {"web": G(total=5)}
+    batched, one_by_one = manager(clock, "d1", "d2", groups=groups), manager(
+        clock, "d1", "d2", groups=groups)
+    changes = [(False, alloc(f"a{i}", deployment_id="d1", healthy=True)) for i in range(4)]
+    changes += [(False, alloc("b1", deployment_id="d2")), (True, "a0"),
+                (False, alloc("x", deployment_id="elsewhere"))]
+    decisions = batched.on_allocations(changes)
+    # One decision per woken deployment, in the order they were first woken.
+    assert [d.deployment_id for d in decisions] == ["d1", "d2"]
+    last: dict[str, object] = {}
+    for deleted, payload in changes:
+        d = (one_by_one.on_allocation_deleted(payload) if deleted
+             else one_by_one.on_allocation(payload))
+        if d is not None and not d.empty:
+            last[d.deployment_id] = d.update
+    # The batch's step ends where the per-change steps end: 3 placed, 3 healthy.
+    d1, per_change = decisions[0].update, last["d1"]
+    assert d1 is not None and isinstance(per_change, DeploymentUpdate)
+    assert [(g.placed_allocs, g.healthy_allocs) for g in d1.groups] == [(3, 3)]
+    assert [(g.placed_allocs, g.healthy_allocs) for g in per_change.groups] == [(3, 3)]
+    assert batched.stats().wakeups == one_by_one.stats().wakeups == 6
