@@ -195,6 +195,28 @@ def _by_method(url: str) -> dict[str, list[float]]:
     return out
 
 
+def _methods_since(url: str, before: dict[str, list[float]]) -> dict[str, list[float]]:
+    """The state's calls per method since ``before`` (:func:`_by_method`),
+    busiest first: [calls, seconds serving them]."""
+    out = {m: [int(c - before.get(m, [0, 0])[0]), round(t - before.get(m, [0, 0])[1], 2)]
+           for m, (c, t) in _by_method(url).items()}
+    return {m: v for m, v in sorted(out.items(), key=lambda kv: -kv[1][1]) if v[0]}
+
+
+class _CpuMeter:
+    """CPU seconds of the suite's processes, the workers and the sim since
+    construction."""
+
+    def __init__(self, pids: dict[str, int], workers: list[subprocess.Popen[bytes]],
+                 sim: subprocess.Popen[bytes]) -> None:
+        self._pids = {**pids, "sim": sim.pid}
+        self._pids.update({f"worker-{i}": w.pid for i, w in enumerate(workers)})
+        self._before = {n: _cpu(p) for n, p in self._pids.items()}
+
+    def used(self) -> dict[str, float]:
+        return {n: round(_cpu(p) - self._before[n], 2) for n, p in self._pids.items()}
+
+
 def _job(i: int, count: int, image: str, max_parallel: int, min_healthy: float) -> job_pb2.Job:
     j = job_pb2.Job(id=f"bench-{i:04d}", datacenters=["dc1"], type=job_pb2.JOB_TYPE_SERVICE)
     tg = j.task_groups.add(name="app", count=count)
@@ -413,35 +435,32 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                     stderr=subprocess.STDOUT) for i in range(args.workers)]
         children.extend(workers)
         placements = args.jobs * args.count
+        pids = _service_pids(dev.pid)
+        etcd_metrics = f"http://{lay.host}:{lay.etcd_metrics}/metrics"
+        state_metrics = f"http://{lay.host}:{lay.metrics_port('state')}/metrics"
+        first_cpu = _CpuMeter(pids, workers, children[0])
+        first_methods = _by_method(state_metrics)
         t_register = time.monotonic()
         first_deps = _register(stub, args, "v0")
         registered = time.monotonic()
         placed_s, running_s = _wait_placed_and_running(stub, args, since=t_register)
+        first_phase = {"cpu_s": first_cpu.used(),
+                       "state_calls_by_method": _methods_since(state_metrics, first_methods)}
         # From the last RegisterJob, as before the first phase was split.
         first = _wait_deployed(stub, first_deps, args.timeout, since=registered)
 
-        pids = _service_pids(dev.pid)
-        etcd_metrics = f"http://{lay.host}:{lay.etcd_metrics}/metrics"
-        state_metrics = f"http://{lay.host}:{lay.metrics_port('state')}/metrics"
         watchers_before = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_watcher_total")
         calls_before = _metric_sum(state_metrics, r"rpc_server_call_duration.*_count")
         methods_before = _by_method(state_metrics)
-        cpu_before = {n: _cpu(p) for n, p in pids.items()}
-        cpu_before.update({f"worker-{i}": _cpu(w.pid) for i, w in enumerate(workers)})
-        cpu_before["sim"] = _cpu(children[0].pid)
+        second_cpu = _CpuMeter(pids, workers, children[0])
         t0 = time.monotonic()
         deps = _register(stub, args, "v1")
         _wait_deployed(stub, deps, args.timeout, since=t0)
         wall = time.monotonic() - t0  # from the first `job run` to the last success
         calls = _metric_sum(state_metrics, r"rpc_server_call_duration.*_count") - calls_before
-        methods = {m: [int(c - methods_before.get(m, [0, 0])[0]),
-                       round(t - methods_before.get(m, [0, 0])[1], 2)]
-                   for m, (c, t) in _by_method(state_metrics).items()}
+        methods = _methods_since(state_metrics, methods_before)
         watchers_after = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_watcher_total")
-        cpu = {n: round(_cpu(p) - cpu_before[n], 2) for n, p in pids.items()}
-        cpu.update({f"worker-{i}": round(_cpu(w.pid) - cpu_before[f"worker-{i}"], 2)
-                    for i, w in enumerate(workers)})
-        cpu["sim"] = round(_cpu(children[0].pid) - cpu_before["sim"], 2)
+        cpu = second_cpu.used()
         # After the drover phases, so its load disturbs neither of them.
         baseline = asyncio.run(_etcd_baseline(
             f"{lay.host}:{lay.etcd_client}", _real_allocation(stub), placements,
@@ -464,8 +483,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "cpu_pct_of_one_core": {n: round(100 * v / wall, 1) for n, v in cpu.items()},
             "state_calls_per_s": round(calls / wall, 1),
             # per method: [calls, seconds spent serving them] in the measured phase
-            "state_calls_by_method": {m: v for m, v in sorted(
-                methods.items(), key=lambda kv: -kv[1][1]) if v[0]},
+            "state_calls_by_method": methods,
+            # until every first-phase allocation runs: CPU seconds and state calls
+            "first_phase": first_phase,
             "etcd_watchers_before": watchers_before, "etcd_watchers_after": watchers_after,
             "nomad_c1m_placements_per_s": 3333,
             "etcd_baseline": baseline,

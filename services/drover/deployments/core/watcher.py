@@ -18,8 +18,13 @@ the one rule in :mod:`.deadline`, and decides, in this order:
 3. every group healthy at its desired total (and promoted where it has
    canaries) makes the deployment successful and the job version stable;
 4. otherwise newly healthy allocations in a group whose rollout may proceed
-   (or an auto-promotion) ask for a follow-up evaluation, which the manager
-   batches. Promotion, success and follow-ups happen only while running.
+   and still has allocations to place (or an auto-promotion) ask for a
+   follow-up evaluation, which the manager batches. Promotion, success and
+   follow-ups happen only while running. Once a group's placed allocations
+   reach its desired total, every old one has been stopped in the plan
+   that placed its replacement, so more health changes nothing the
+   scheduler would do: Nomad's watcher still asks (batched per job per
+   second) and its scheduler finds no work; here no evaluation is made.
 
 Manual operations (promote, pause/resume, fail, set_alloc_health) validate
 first and raise :mod:`..errors` classes; their decisions carry an immediate
@@ -340,7 +345,8 @@ class DeploymentWatcher:
                 )
             if newly_healthy:
                 _set_deadline(group, next_progress_deadline(group, ProgressEvent.NEW_HEALTHY, now))
-                progressed = progressed or promotion_done(group)
+                progressed = progressed or (promotion_done(group)
+                                            and group.placed_allocs < group.desired_total)
 
         # Nomad's shouldFailEarly: else the scheduler replaces it and the
         # progress deadline decides.
