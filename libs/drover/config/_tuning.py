@@ -89,6 +89,8 @@ TUNABLES: tuple[Tunable, ...] = (
        "follow-up evaluations are batched over this window"),
     _t("deployments", "batch_max", "BatcherConfig.max_batch", int, 64, 1, "",
        "most follow-up evaluations written in one batch"),
+    _t("deployments", "progress_window", "BatcherConfig.progress_window", float, 1.0, 0, "s",
+       "a deployment's count-only progress is written at most once per this window"),
     _t("state", "cache_page_size", "CacheConfig.page_size", int, 5000, 1, "",
        "keys per etcd range page when the cache lists the keyspace"),
     _t("state", "sync_timeout", "CacheConfig", float, 10.0, 0.001, "s",

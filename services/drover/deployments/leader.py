@@ -116,7 +116,8 @@ class WatcherLeader:
         self._run: Session | None = None
         self._writes_before = 0
         self.guard = LeaderGuard(service)
-        self.writer = ResultWriter(state, service, clock, self._check, self._start_tracking)
+        self.writer = ResultWriter(state, service, clock, self._check, self._start_tracking,
+                                   self.config.batcher.progress_window)
 
     # -- LeaderComponent ------------------------------------------------------
 

@@ -31,6 +31,8 @@ class Session:
         self.tracking: dict[str, list[tuple[bool, Any]]] = {}
         self.track_tasks: dict[str, asyncio.Task[None]] = {}
         self.queues: dict[str, collections.deque[Job]] = {}
+        # deployment id -> set when a decision is queued (a held write wakes)
+        self.arrivals: dict[str, asyncio.Event] = {}
         self.kick = asyncio.Event()
         self.ready = asyncio.Event()
         self.tg: asyncio.TaskGroup | None = None

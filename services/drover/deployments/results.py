@@ -3,7 +3,9 @@
 Leader only. Each deployment has one worker that applies its decisions in
 order (:mod:`.core.requests`, fenced UpdateDeployment): at most one write in
 flight per deployment, any number across deployments; the decisions queued
-behind it meanwhile go out merged, in one write (:mod:`.core.coalesce`). A follow-up
+behind it meanwhile go out merged, in one write (:mod:`.core.coalesce`). A
+decision that only moves counts waits up to the progress window for more to
+merge with, and leaves at once when one that cannot wait arrives. A follow-up
 evaluation with no deployment change to ride on leaves in a batch
 (UpsertEvaluations, fenced). A FENCE_LOST answer ends the term at once
 (``term.report_lost``). A conflict (another writer changed the deployment)
@@ -31,7 +33,7 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2
 from drover.errors import Conflict, FenceLost, NotLeader
 
-from .core.coalesce import merge
+from .core.coalesce import can_wait, merge
 from .core.effects import CreateEvaluation, Decision, RescheduleAllocs
 from .core.requests import build_request, echo_key, result, written
 from .core.walltime import WallClock
@@ -64,10 +66,12 @@ class ResultWriter:
 
     def __init__(self, state: StateApi, service: str, clock: WallClock,
                  check: Callable[[Session], None],
-                 retrack: Callable[[Session, str], Any]) -> None:
+                 retrack: Callable[[Session, str], Any],
+                 progress_window: float = 0.0) -> None:
         self.state = state
         self.service = service
         self._clock = clock
+        self._progress_window = progress_window
         self._check = check  # raises NotLeader unless leading, synchronously
         self._retrack = retrack  # track a deployment again from state
 
@@ -95,13 +99,24 @@ class ResultWriter:
             run.term.spawn(self._worker(run, decision.deployment_id, queue),
                            name=f"deployment-writer-{decision.deployment_id}")
         queue.append((decision, waiter))
+        if (arrived := run.arrivals.get(decision.deployment_id)) is not None:
+            arrived.set()
 
     async def _worker(self, run: Session, deployment_id: str,
                       queue: collections.deque[Job]) -> None:
+        loop = asyncio.get_running_loop()
+        held_since: float | None = None
         try:
             while queue:
                 _coalesce(queue)
                 decision, waiter = queue[0]
+                if len(queue) == 1 and waiter is None and can_wait(decision):
+                    now = loop.time()
+                    held_since = now if held_since is None else held_since
+                    if (wait := held_since + self._progress_window - now) > 0:
+                        await self._next_arrival(run, deployment_id, wait)
+                        continue
+                held_since = None
                 try:
                     res = await self._write(run, decision)
                 except Exception as err:
@@ -117,6 +132,16 @@ class ResultWriter:
         finally:
             if run.queues.get(deployment_id) is queue:
                 del run.queues[deployment_id]
+            run.arrivals.pop(deployment_id, None)
+
+    @staticmethod
+    async def _next_arrival(run: Session, deployment_id: str, within: float) -> None:
+        """Until the next decision for the deployment is queued, at most ``within`` s."""
+        arrived = run.arrivals.setdefault(deployment_id, asyncio.Event())
+        arrived.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within):
+                await arrived.wait()
 
     async def _write(self, run: Session, decision: Decision) -> Result:
         marks = decision.reschedule

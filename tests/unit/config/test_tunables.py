@@ -39,6 +39,7 @@ WHERE = {
     "broker_max_txn_ops": (ShellConfig, "max_txn_ops"),
     "deployments_batch_window": (BatcherConfig, "window"),
     "deployments_batch_max": (BatcherConfig, "max_batch"),
+    "deployments_progress_window": (BatcherConfig, "progress_window"),
     "state_cache_page_size": (CacheConfig, "page_size"),
     "state_sync_timeout": (CacheConfig, "sync_timeout"),
     "state_subscribe_buffer": (SubscribeConfig, "buffer_revisions"),

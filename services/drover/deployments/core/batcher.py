@@ -30,10 +30,15 @@ from .effects import CreateEvaluation
 class BatcherConfig:
     window: float = tunable_default("deployments_batch_window")
     max_batch: int = tunable_default("deployments_batch_max")
+    #: A deployment write that only moves counts waits up to this long for
+    #: the ones behind it (:func:`.coalesce.can_wait`); 0 writes each at once.
+    progress_window: float = tunable_default("deployments_progress_window")
 
     def __post_init__(self) -> None:
         if self.window < 0:
             raise ValueError(f"batch window must be >= 0, got {self.window}")
+        if self.progress_window < 0:
+            raise ValueError(f"progress window must be >= 0, got {self.progress_window}")
         if self.max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {self.max_batch}")
 

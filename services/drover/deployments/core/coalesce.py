@@ -21,6 +21,15 @@ Follow-up evaluations: two "place the next batch" evaluations of the same
 deployment collapse to the later one. The scheduler reads the current state
 when it runs, and the broker keeps at most one evaluation per job in flight
 anyway, so the earlier one would only be cancelled as redundant.
+
+A decision that only moves counts (:func:`can_wait`) may wait for the ones
+behind it, up to the progress window: under a wave of health reports a
+deployment's placed and healthy counts change with every stream response,
+and nothing acts on the stored counts but people and a new leader (which
+re-derives them from the allocations). Everything that someone or something
+acts on -- a status, a promotion, an evaluation, allocation health, a job
+revert or stable mark, marks to reschedule -- is written at once, and a
+waiting decision merged with it goes along.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ import dataclasses
 
 from .effects import Decision, DeploymentUpdate, UpdateAllocHealth
 
-__all__ = ["merge"]
+__all__ = ["can_wait", "merge"]
 
 
 def merge(first: Decision, then: Decision) -> Decision | None:
@@ -55,6 +64,15 @@ def merge(first: Decision, then: Decision) -> Decision | None:
     )
 
 
+def can_wait(decision: Decision) -> bool:
+    """True when the decision's only effect is new counts (and progress
+    deadlines) of a deployment whose status and promotions stay as stored."""
+    return (decision.update is not None and decision.update.counts_only
+            and decision.evaluation is None and decision.revert is None
+            and decision.mark_stable is None and decision.alloc_health is None
+            and decision.follow_up is None and decision.reschedule is None)
+
+
 def _update(first: DeploymentUpdate | None,
             then: DeploymentUpdate | None) -> DeploymentUpdate | None:
     if first is None or then is None:
@@ -63,7 +81,8 @@ def _update(first: DeploymentUpdate | None,
     groups.update((g.name, g) for g in then.groups)
     # The earlier base index: the compare the first write would have made.
     return dataclasses.replace(then, groups=tuple(groups.values()),
-                               based_on_modify_index=first.based_on_modify_index)
+                               based_on_modify_index=first.based_on_modify_index,
+                               counts_only=first.counts_only and then.counts_only)
 
 
 def _health(first: UpdateAllocHealth | None,

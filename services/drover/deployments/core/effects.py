@@ -47,7 +47,11 @@ class DeploymentUpdate:
     """New status/description and changed groups of one deployment.
 
     ``based_on_modify_index`` is the deployment index the decision was taken
-    on, for a shell that wants an optimistic compare.
+    on, for a shell that wants an optimistic compare. ``counts_only``: the
+    status, its description, every group's promotion and whether its
+    progress deadline is armed are as stored; only counts and armed
+    deadlines moved, which a new leader re-derives from the allocations (so
+    such a write may wait, see :mod:`.coalesce`).
     """
 
     deployment_id: str
@@ -56,6 +60,7 @@ class DeploymentUpdate:
     description: str
     groups: tuple[GroupUpdate, ...] = ()
     based_on_modify_index: int = 0
+    counts_only: bool = False
 
 
 @dataclass(frozen=True)

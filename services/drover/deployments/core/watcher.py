@@ -117,6 +117,14 @@ def _set_deadline(group: deployment_pb2.DeploymentGroupState, at: float | None) 
         group.require_progress_by.CopyFrom(to_timestamp(at))
 
 
+def _counts_only(update: GroupUpdate, before: deployment_pb2.DeploymentGroupState) -> bool:
+    """The group's change moves only counts or an armed deadline: not its
+    promotion, and not its first deadline (the first placement's, which a new
+    leader could only re-arm from its own, later clock)."""
+    return update.promoted == before.promoted and (
+        update.require_progress_by is None or before.HasField("require_progress_by"))
+
+
 def _group_update(name: str, g: deployment_pb2.DeploymentGroupState) -> GroupUpdate:
     return GroupUpdate(
         name=name,
@@ -470,6 +478,10 @@ class DeploymentWatcher:
             description=work.status_description,
             groups=groups,
             based_on_modify_index=before.modify_index,
+            counts_only=(work.status == before.status
+                         and work.status_description == before.status_description
+                         and all(_counts_only(g, before.task_groups[g.name])
+                                 for g in groups)),
         )
 
     def _new_eval(self) -> CreateEvaluation:

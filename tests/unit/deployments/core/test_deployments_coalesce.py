@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from drover.api.types.v1 import deployment_pb2, job_pb2
-from drover.deployments.core.coalesce import merge
+from drover.deployments.core.coalesce import can_wait, merge
 from drover.deployments.core.effects import (
     CreateEvaluation,
     Decision,
@@ -101,3 +103,24 @@ def test_writer_queue_merges_only_decisions_no_caller_waits_on() -> None:
         assert queue[1] == (ds[3], waiter)
     finally:
         loop.close()
+
+
+def test_only_a_decision_of_counts_alone_may_wait() -> None:
+    counts = dataclasses.replace(_update(RUNNING, _group("web", 3, 2)), counts_only=True)
+    assert can_wait(Decision("d1", update=counts))
+    assert not can_wait(Decision("d1", update=_update(RUNNING, _group("web", 3, 2))))
+    assert not can_wait(Decision("d1"))
+    for extra in ({"evaluation": _eval()}, {"follow_up": _eval()},
+                  {"mark_stable": MarkJobStable("default", "j", 3)},
+                  {"alloc_health": UpdateAllocHealth("default", ("a",), (), 1.0)}):
+        assert not can_wait(Decision("d1", update=counts, **extra)), extra  # type: ignore[arg-type]
+
+
+def test_counts_merged_with_a_status_change_leave_with_it() -> None:
+    counts = dataclasses.replace(_update(RUNNING, _group("web", 3, 2)), counts_only=True)
+    more = dataclasses.replace(_update(RUNNING, _group("web", 3, 3)), counts_only=True)
+    both = merge(Decision("d1", update=counts), Decision("d1", update=more))
+    assert both is not None and can_wait(both)
+    done = merge(Decision("d1", update=counts), Decision("d1", update=_update(DONE)))
+    assert done is not None and not can_wait(done)
+    assert done.update is not None and done.update.groups == (_group("web", 3, 2),)

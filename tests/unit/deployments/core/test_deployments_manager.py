@@ -10,7 +10,7 @@ from virtual_clock import VirtualClock
 
 from drover.deployments.core.batcher import BatcherConfig
 from drover.deployments.core.effects import DeploymentUpdate
-from drover.deployments.core.manager import WatcherManager, WatcherStats
+from drover.deployments.core.manager import AllocationChange, WatcherManager, WatcherStats
 from drover.deployments.errors import DeploymentNotFound
 from drover.errors import NotFound
 
@@ -187,7 +187,8 @@ def test_a_stream_response_steps_each_woken_watcher_once() -> None:
     groups = {"web": G(total=5)}
     batched, one_by_one = manager(clock, "d1", "d2", groups=groups), manager(
         clock, "d1", "d2", groups=groups)
-    changes = [(False, alloc(f"a{i}", deployment_id="d1", healthy=True)) for i in range(4)]
+    changes: list[AllocationChange] = [
+        (False, alloc(f"a{i}", deployment_id="d1", healthy=True)) for i in range(4)]
     changes += [(False, alloc("b1", deployment_id="d2")), (True, "a0"),
                 (False, alloc("x", deployment_id="elsewhere"))]
     decisions = batched.on_allocations(changes)

@@ -56,6 +56,21 @@ def test_newly_healthy_extends_the_deadline_and_asks_for_the_next_batch() -> Non
     assert d.evaluation is None
 
 
+def test_only_counts_after_the_first_placement_may_wait() -> None:
+    w = watcher({"web": G(total=2)})
+    first = w.on_alloc(alloc("a1"), T0)
+    assert first.update is not None and not first.update.counts_only  # arms the deadline
+    second = w.on_alloc(alloc("a2"), T0 + 1)
+    assert second.update is not None and second.update.counts_only
+    healthy = w.on_alloc(alloc("a1", healthy=True), T0 + 2)
+    # All placed: no follow-up, and the new count and deadline may wait.
+    assert healthy.update is not None and healthy.update.counts_only
+    assert healthy.follow_up is None and healthy.evaluation is None
+    done = w.on_alloc(alloc("a2", healthy=True), T0 + 3)
+    assert done.update is not None and done.update.status == SUCCESSFUL
+    assert not done.update.counts_only
+
+
 def test_a_redelivered_allocation_decides_nothing() -> None:
     w = watcher()
     w.on_alloc(alloc("a1", healthy=True), T0)
