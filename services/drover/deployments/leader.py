@@ -117,7 +117,7 @@ class WatcherLeader:
         self._writes_before = 0
         self.guard = LeaderGuard(service)
         self.writer = ResultWriter(state, service, clock, self._check, self._start_tracking,
-                                   self.config.batcher.progress_window)
+                                   self.config.batcher)
 
     # -- LeaderComponent ------------------------------------------------------
 

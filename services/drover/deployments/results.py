@@ -4,8 +4,9 @@ Leader only. Each deployment has one worker that applies its decisions in
 order (:mod:`.core.requests`, fenced UpdateDeployment): at most one write in
 flight per deployment, any number across deployments; the decisions queued
 behind it meanwhile go out merged, in one write (:mod:`.core.coalesce`). A
-decision that only moves counts waits up to the progress window for more to
-merge with, and leaves at once when one that cannot wait arrives. A follow-up
+decision that only moves counts, or asks only for the next batch besides,
+waits up to its window for more to merge with (:func:`.core.coalesce.hold_for`),
+and leaves at once when one that cannot wait arrives. A follow-up
 evaluation with no deployment change to ride on leaves in a batch
 (UpsertEvaluations, fenced). A FENCE_LOST answer ends the term at once
 (``term.report_lost``). A conflict (another writer changed the deployment)
@@ -33,7 +34,8 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2
 from drover.errors import Conflict, FenceLost, NotLeader
 
-from .core.coalesce import can_wait, merge
+from .core.batcher import BatcherConfig
+from .core.coalesce import hold_for, merge
 from .core.effects import CreateEvaluation, Decision, RescheduleAllocs
 from .core.requests import build_request, echo_key, result, written
 from .core.walltime import WallClock
@@ -67,11 +69,12 @@ class ResultWriter:
     def __init__(self, state: StateApi, service: str, clock: WallClock,
                  check: Callable[[Session], None],
                  retrack: Callable[[Session, str], Any],
-                 progress_window: float = 0.0) -> None:
+                 batching: BatcherConfig | None = None) -> None:
         self.state = state
         self.service = service
         self._clock = clock
-        self._progress_window = progress_window
+        # Unset: every decision is written as soon as the one before it.
+        self._batching = batching or BatcherConfig(window=0.0, progress_window=0.0)
         self._check = check  # raises NotLeader unless leading, synchronously
         self._retrack = retrack  # track a deployment again from state
 
@@ -110,10 +113,11 @@ class ResultWriter:
             while queue:
                 _coalesce(queue)
                 decision, waiter = queue[0]
-                if len(queue) == 1 and waiter is None and can_wait(decision):
+                hold = hold_for(decision, self._batching) if waiter is None else 0.0
+                if len(queue) == 1 and hold > 0:
                     now = loop.time()
                     held_since = now if held_since is None else held_since
-                    if (wait := held_since + self._progress_window - now) > 0:
+                    if (wait := held_since + hold - now) > 0:
                         await self._next_arrival(run, deployment_id, wait)
                         continue
                 held_since = None

@@ -22,23 +22,28 @@ deployment collapse to the later one. The scheduler reads the current state
 when it runs, and the broker keeps at most one evaluation per job in flight
 anyway, so the earlier one would only be cancelled as redundant.
 
-A decision that only moves counts (:func:`can_wait`) may wait for the ones
-behind it, up to the progress window: under a wave of health reports a
-deployment's placed and healthy counts change with every stream response,
-and nothing acts on the stored counts but people and a new leader (which
-re-derives them from the allocations). Everything that someone or something
-acts on -- a status, a promotion, an evaluation, allocation health, a job
-revert or stable mark, marks to reschedule -- is written at once, and a
-waiting decision merged with it goes along.
+A decision may wait for the ones behind it (:func:`hold_for`). Under a wave
+of health reports a deployment's placed and healthy counts change with
+every stream response. Nothing acts on the stored counts but people and a
+new leader (which re-derives them from the allocations), so a write of
+counts alone waits up to the progress window. One that also asks for the
+next batch waits the batch window: the scheduler then places what became
+healthy meanwhile in one evaluation rather than one per response (Nomad
+batches a job's deployment evaluations too). Everything else someone acts
+on -- a status, a promotion, an evaluation a caller or a status change
+needs, allocation health, a job revert or stable mark, marks to
+reschedule -- is written at once, and a waiting decision merged with it
+goes along.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from .batcher import BatcherConfig
 from .effects import Decision, DeploymentUpdate, UpdateAllocHealth
 
-__all__ = ["can_wait", "merge"]
+__all__ = ["hold_for", "merge"]
 
 
 def merge(first: Decision, then: Decision) -> Decision | None:
@@ -59,18 +64,31 @@ def merge(first: Decision, then: Decision) -> Decision | None:
         first,
         update=_update(first.update, then.update),
         evaluation=then.evaluation if then.evaluation is not None else first.evaluation,
+        evaluation_follows_up=_follows_up(first) and _follows_up(then),
         mark_stable=then.mark_stable if then.mark_stable is not None else first.mark_stable,
         alloc_health=health,
     )
 
 
-def can_wait(decision: Decision) -> bool:
-    """True when the decision's only effect is new counts (and progress
-    deadlines) of a deployment whose status and promotions stay as stored."""
-    return (decision.update is not None and decision.update.counts_only
-            and decision.evaluation is None and decision.revert is None
-            and decision.mark_stable is None and decision.alloc_health is None
-            and decision.follow_up is None and decision.reschedule is None)
+def hold_for(decision: Decision, config: BatcherConfig) -> float:
+    """How long the decision may wait for the ones behind it: the progress
+    window when it only moves counts (and progress deadlines) of a
+    deployment whose status and promotions stay as stored; the batch window
+    when, besides, it carries a follow-up evaluation (Nomad batches those
+    per job too); else 0, written at once."""
+    d = decision
+    if (d.update is None or not d.update.counts_only or d.revert is not None
+            or d.mark_stable is not None or d.alloc_health is not None
+            or d.follow_up is not None or d.reschedule is not None):
+        return 0.0
+    if d.evaluation is None:
+        return config.progress_window
+    return config.window if d.evaluation_follows_up else 0.0
+
+
+def _follows_up(d: Decision) -> bool:
+    """No evaluation, or one that only follows progress up."""
+    return d.evaluation is None or d.evaluation_follows_up
 
 
 def _update(first: DeploymentUpdate | None,

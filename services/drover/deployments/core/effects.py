@@ -149,6 +149,9 @@ class Decision:
     alloc_health: UpdateAllocHealth | None = None
     follow_up: CreateEvaluation | None = None
     reschedule: RescheduleAllocs | None = None
+    #: ``evaluation`` is a follow-up riding with its progress write (the
+    #: manager moved it there), not one a caller or a status change needs now.
+    evaluation_follows_up: bool = False
 
     @property
     def empty(self) -> bool:

@@ -256,7 +256,7 @@ class WatcherManager:
                 and decision.evaluation is None):
             # Written with the deployment change that needs it (one txn).
             decision = dataclasses.replace(decision, evaluation=decision.follow_up,
-                                           follow_up=None)
+                                           follow_up=None, evaluation_follows_up=True)
         if decision.evaluation is not None:
             self._immediate_evals += 1
         if decision.reschedule is not None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from drover.api.types.v1 import deployment_pb2, job_pb2
-from drover.deployments.core.coalesce import can_wait, merge
+from drover.deployments.core.batcher import BatcherConfig
+from drover.deployments.core.coalesce import hold_for, merge
 from drover.deployments.core.effects import (
     CreateEvaluation,
     Decision,
@@ -105,22 +106,33 @@ def test_writer_queue_merges_only_decisions_no_caller_waits_on() -> None:
         loop.close()
 
 
-def test_only_a_decision_of_counts_alone_may_wait() -> None:
+WINDOWS = BatcherConfig(window=0.25, progress_window=1.0)
+
+
+def test_counts_wait_the_progress_window_and_a_follow_up_the_batch_window() -> None:
     counts = dataclasses.replace(_update(RUNNING, _group("web", 3, 2)), counts_only=True)
-    assert can_wait(Decision("d1", update=counts))
-    assert not can_wait(Decision("d1", update=_update(RUNNING, _group("web", 3, 2))))
-    assert not can_wait(Decision("d1"))
-    for extra in ({"evaluation": _eval()}, {"follow_up": _eval()},
+    assert hold_for(Decision("d1", update=counts), WINDOWS) == 1.0
+    follow_up = Decision("d1", update=counts, evaluation=_eval(), evaluation_follows_up=True)
+    assert hold_for(follow_up, WINDOWS) == 0.25
+    assert hold_for(Decision("d1", update=_update(RUNNING, _group("web", 3, 2))), WINDOWS) == 0
+    assert hold_for(Decision("d1"), WINDOWS) == 0
+    for extra in ({"evaluation": _eval()},
                   {"mark_stable": MarkJobStable("default", "j", 3)},
                   {"alloc_health": UpdateAllocHealth("default", ("a",), (), 1.0)}):
-        assert not can_wait(Decision("d1", update=counts, **extra)), extra  # type: ignore[arg-type]
+        decision = Decision("d1", update=counts, **extra)  # type: ignore[arg-type]
+        assert hold_for(decision, WINDOWS) == 0, extra
 
 
-def test_counts_merged_with_a_status_change_leave_with_it() -> None:
+def test_what_waits_merged_with_what_cannot_leaves_with_it() -> None:
     counts = dataclasses.replace(_update(RUNNING, _group("web", 3, 2)), counts_only=True)
     more = dataclasses.replace(_update(RUNNING, _group("web", 3, 3)), counts_only=True)
     both = merge(Decision("d1", update=counts), Decision("d1", update=more))
-    assert both is not None and can_wait(both)
+    assert both is not None and hold_for(both, WINDOWS) == 1.0
+    follow_up = Decision("d1", update=more, evaluation=_eval(), evaluation_follows_up=True)
+    batch = merge(Decision("d1", update=counts), follow_up)
+    assert batch is not None and hold_for(batch, WINDOWS) == 0.25
+    urgent = merge(follow_up, Decision("d1", update=more, evaluation=_eval()))
+    assert urgent is not None and hold_for(urgent, WINDOWS) == 0
     done = merge(Decision("d1", update=counts), Decision("d1", update=_update(DONE)))
-    assert done is not None and not can_wait(done)
+    assert done is not None and hold_for(done, WINDOWS) == 0
     assert done.update is not None and done.update.groups == (_group("web", 3, 2),)

@@ -44,6 +44,7 @@ def test_a_follow_up_is_written_with_the_deployment_change_that_needs_it() -> No
         assert d is not None and d.update is not None and d.follow_up is None
         assert d.evaluation is not None and d.evaluation.deployment_id == deployment_id
         assert d.evaluation.triggered_by == "deployment-watcher"
+        assert d.evaluation_follows_up  # the writer may batch it (coalesce.hold_for)
         clock.advance(0.05)
     # Nothing waits in memory for a later write.
     assert m.next_wakeup() is not None and m.flush_evaluations() == ()
