@@ -20,9 +20,10 @@ check and the commit refuses the plan too.
 
 Plans on one replica still go one at a time (a lock): not for safety
 (etcd orders them) but so that two plans on one replica do not make each
-other's txns fail for nothing. The delivery check is made while the plan
-waits for the lock, not after: its two round trips (the broker leader's
-key, the broker's answer) stay out of the one-at-a-time part. It restarts
+other's txns fail for nothing. The delivery check is made before the plan
+queues for the lock: its two round trips (the broker leader's key, the
+broker's answer) stay out of the one-at-a-time part, which bounds the
+replica's plans per second. It restarts
 the broker's nack timer, so the txn must follow it well within the nack
 timeout (Nomad's 60 s): a plan that waited for the lock longer than
 :data:`VOUCH_FRESH` is checked again before its txn.
@@ -71,20 +72,14 @@ class PlansRpc:
                    self.writes.max_objects)
         ctx = self.writes.write_context()
         loop = asyncio.get_running_loop()
-        # Checked while the plan waits for the lock (module doc).
-        vouching = asyncio.ensure_future(self._vouch(request))
-        try:
-            async with self._lock():
-                vouched, at = await vouching
-                if loop.time() - at > VOUCH_FRESH:
-                    vouched, _ = await self._vouch(request)
-                return await self._apply(request, context, ns, ctx, placements, updates, evs,
-                                         vouched)
-        finally:
-            if not vouching.done():
-                vouching.cancel()
-            elif not vouching.cancelled():
-                vouching.exception()  # retrieved: a refusal the caller never awaited is no error
+        # Checked before the plan queues for the lock, so the check's round
+        # trips never hold it (module doc).
+        vouched, at = await self._vouch(request)
+        async with self._lock():
+            if loop.time() - at > VOUCH_FRESH:
+                vouched, _ = await self._vouch(request)
+            return await self._apply(request, context, ns, ctx, placements, updates, evs,
+                                     vouched)
 
     async def _vouch(self, request: Any) -> tuple[Vouched | None, float]:
         """The plan's delivery vouched for, and when."""

@@ -53,7 +53,7 @@ def health_of(alloc: allocation_pb2.Allocation) -> bool | None:
 
 
 _RUN = (allocation_pb2.ALLOC_DESIRED_STATUS_RUN, allocation_pb2.ALLOC_DESIRED_STATUS_UNSPECIFIED)
-_CLIENT_TERMINAL = frozenset({
+CLIENT_TERMINAL = frozenset({
     allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE,
     allocation_pb2.ALLOC_CLIENT_STATUS_FAILED,
     allocation_pb2.ALLOC_CLIENT_STATUS_LOST,
@@ -62,7 +62,7 @@ _CLIENT_TERMINAL = frozenset({
 
 def is_live(alloc: allocation_pb2.Allocation) -> bool:
     """Meant to run and not terminal on the client: the allocations that count."""
-    return alloc.desired_status in _RUN and alloc.client_status not in _CLIENT_TERMINAL
+    return alloc.desired_status in _RUN and alloc.client_status not in CLIENT_TERMINAL
 
 
 def _failed_unreplaced(alloc: allocation_pb2.Allocation, replaced: set[str]) -> bool:

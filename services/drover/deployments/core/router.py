@@ -4,7 +4,9 @@ The leader holds one allocation subscription for all deployments (so the
 number of subscriptions stays 2 however many deployments run); this router
 fans it out in memory. A watcher wakes only when one of *its* allocations
 changed in a way that matters to a deployment: a new placement, a change of
-deployment health or canary flag, of client or desired status, or its
+deployment health or canary flag, of desired status, of client status into
+or between the terminal ones (pending to running changes no count: the
+watcher reads only whether a client status is terminal, and which), or its
 removal. Everything else (other deployments' allocations, allocations of no
 watched deployment, a modify_index bump with nothing relevant changed) is
 counted as ignored and wakes nobody. So is a *stale* version (a lower
@@ -24,7 +26,9 @@ from dataclasses import dataclass, field
 
 from drover.api.types.v1 import allocation_pb2
 
-from .accounting import health_of
+from .accounting import CLIENT_TERMINAL, health_of
+
+_NOT_TERMINAL = -1  # pending, running: the same to every count
 
 
 @dataclass(frozen=True)
@@ -38,11 +42,12 @@ class _View:
 
 
 def _view(alloc: allocation_pb2.Allocation) -> _View:
+    status = alloc.client_status
     return _View(
         deployment_id=alloc.deployment_id,
         healthy=health_of(alloc),
         canary=alloc.deployment_status.canary,
-        client_status=alloc.client_status,
+        client_status=status if status in CLIENT_TERMINAL else _NOT_TERMINAL,
         desired_status=alloc.desired_status,
         modify_index=alloc.modify_index,
     )

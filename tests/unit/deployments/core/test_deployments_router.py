@@ -17,6 +17,22 @@ def test_routes_to_the_owner_only() -> None:
     assert r.wakeups("d1") == 1 and r.wakeups("d2") == 1
 
 
+def test_a_client_status_wakes_only_into_or_between_terminal_ones() -> None:
+    r = AllocRouter()
+    r.watch("d1")
+    a = alloc("a1", client_status=allocation_pb2.ALLOC_CLIENT_STATUS_PENDING)
+    assert r.route(a) == "d1"  # new placement
+    a.modify_index += 1
+    a.client_status = allocation_pb2.ALLOC_CLIENT_STATUS_RUNNING
+    assert r.route(a) is None  # pending and running count the same
+    a.modify_index += 1
+    a.client_status = allocation_pb2.ALLOC_CLIENT_STATUS_FAILED
+    assert r.route(a) == "d1"
+    a.modify_index += 1
+    a.client_status = allocation_pb2.ALLOC_CLIENT_STATUS_LOST
+    assert r.route(a) == "d1"  # one terminal status to another
+
+
 def test_unwatched_deployments_wake_nobody() -> None:
     r = AllocRouter()
     r.watch("d1")
