@@ -22,10 +22,16 @@ no such cap: one evaluation places its whole job), up to
 
 ``num_schedulers`` scheduling loops (Nomad's name and default: one per
 core) run side by side, each dequeuing its own batch and planning its
-evaluations one after another. Evaluations of different loops belong to
-different jobs (the broker delivers one per job) but may compete for the
-same nodes: the state service orders their plans (a node's usage record),
-and a plan that lost a node's room is committed in part and re-planned.
+evaluations one after another. While one evaluation is planned and its plan
+submitted, the loop already reads the next one's job (its job, versions,
+deployment and allocations: :class:`JobReads`), so those round trips stay
+off the path; a different job's plan cannot change them, and a read that
+went stale meanwhile is caught by the plan's compares (PLAN_STALE, planned
+again on fresh reads). The nodes are the view's when planning starts.
+Evaluations of different loops belong to different jobs (the broker
+delivers one per job) but may compete for the same nodes: the state service
+orders their plans (a node's usage record), and a plan that lost a node's
+room is committed in part and re-planned.
 """
 
 from __future__ import annotations
@@ -94,6 +100,18 @@ class WorkerStats:
     blocked: int = 0
     acked: list[str] = field(default_factory=list)
 
+@dataclass(frozen=True)
+class JobReads:
+    """What the state service said of one evaluation's job (not the nodes)."""
+
+    namespace: str
+    job_id: str
+    job: job_pb2.Job | None
+    versions: dict[int, job_pb2.Job]
+    deployment: deployment_pb2.Deployment | None
+    allocs: list[allocation_pb2.Allocation]
+
+
 class PlanRefused(Exception):
     """The plan kept being stale: give the evaluation back."""
 
@@ -144,27 +162,16 @@ class Worker:
         deliveries = [(resp.evaluation, resp.token, resp.wait_index)]
         deliveries += [(d.evaluation, d.token, d.wait_index) for d in resp.additional]
         acks = []
-        for ev, token, wait_index in deliveries:
-            self.stats.evaluations += 1
-            try:
-                follow_ups = await self.process(ev, wait_index, token)
-            except DeliveryEnded as e:
-                log.warning("evaluation %s: %s; not ours any more", ev.id, e)
-                continue
-            except Exception as e:  # one bad evaluation must not stop the worker
-                if isinstance(e, (PlanRefused, grpc.RpcError)):
-                    log.warning("evaluation %s: %s; nack", ev.id, _describe(e))
-                else:
-                    log.exception("evaluation %s: planning failed; nack", ev.id)
-                self.stats.nacked += 1
-                try:
-                    await self.broker.Nack(broker_pb2.NackRequest(eval_id=ev.id, token=token),
-                                           timeout=10)
-                except grpc.RpcError as ne:
-                    log.warning("nack %s: %s", ev.id, _describe(ne))
-                continue
-            acks.append(broker_pb2.AckRequest(eval_id=ev.id, token=token, status=COMPLETE,
-                                              follow_ups=follow_ups))
+        ahead: asyncio.Future[JobReads] | None = None
+        try:
+            for i, (ev, token, wait_index) in enumerate(deliveries):
+                reads = ahead or asyncio.ensure_future(self.read_job(ev))
+                ahead = (asyncio.ensure_future(self.read_job(deliveries[i + 1][0]))
+                         if i + 1 < len(deliveries) else None)
+                acks += await self._process_one(ev, wait_index, token, reads)
+        finally:
+            if ahead is not None:
+                ahead.cancel()
         if acks:
             out = await self.broker.AckBatch(broker_pb2.AckBatchRequest(acks=acks), timeout=30)
             for o in out.outcomes:
@@ -175,16 +182,45 @@ class Worker:
                     del self.stats.acked[:-100]
         return len(deliveries)
 
+    async def _process_one(self, ev: evaluation_pb2.Evaluation, wait_index: int, token: str,
+                           reads: asyncio.Future[JobReads]) -> list[broker_pb2.AckRequest]:
+        """One delivery processed: its ack, or none (nacked, or no longer ours)."""
+        self.stats.evaluations += 1
+        try:
+            follow_ups = await self.process(ev, wait_index, token, reads)
+        except DeliveryEnded as e:
+            log.warning("evaluation %s: %s; not ours any more", ev.id, e)
+            return []
+        except Exception as e:  # one bad evaluation must not stop the worker
+            if isinstance(e, (PlanRefused, grpc.RpcError)):
+                log.warning("evaluation %s: %s; nack", ev.id, _describe(e))
+            else:
+                log.exception("evaluation %s: planning failed; nack", ev.id)
+            self.stats.nacked += 1
+            try:
+                await self.broker.Nack(broker_pb2.NackRequest(eval_id=ev.id, token=token),
+                                       timeout=10)
+            except grpc.RpcError as ne:
+                log.warning("nack %s: %s", ev.id, _describe(ne))
+            return []
+        return [broker_pb2.AckRequest(eval_id=ev.id, token=token, status=COMPLETE,
+                                      follow_ups=follow_ups)]
+
     async def process(self, ev: evaluation_pb2.Evaluation, wait_index: int,
-                      token: str = "") -> list[evaluation_pb2.Evaluation]:
-        """Plan and submit until accepted; the follow-up evaluations to ack with."""
+                      token: str = "", reads: asyncio.Future[JobReads] | None = None,
+                      ) -> list[evaluation_pb2.Evaluation]:
+        """Plan and submit until accepted; the follow-up evaluations to ack with.
+        ``reads``: the job's reads, already under way; later rounds read again."""
         await self.view.wait_past(wait_index, within=1.0)
         partial = Attempts(attempt_limit(ev.type))
         stale = 0
         rounds = 0
         while True:
             index = self.view.index  # what the plan is computed at (nodes may lag)
-            snap = await self.snapshot(ev)
+            if reads is not None:
+                snap, reads = self._snapshot(ev, await reads), None
+            else:
+                snap = await self.snapshot(ev)
             plan = compute_plan(snap, rng=self._rng, new_id=lambda: str(uuid.uuid4()),
                                 max_ops=self.max_plan_objects)
             if plan.empty:
@@ -235,6 +271,10 @@ class Worker:
             await self.view.wait_past(resp.refresh_index, within=5.0)
 
     async def snapshot(self, ev: evaluation_pb2.Evaluation) -> Snapshot:
+        """The evaluation's job reads (:meth:`read_job`) and the view's nodes."""
+        return self._snapshot(ev, await self.read_job(ev))
+
+    async def read_job(self, ev: evaluation_pb2.Evaluation) -> JobReads:
         """The evaluation's job, its versions, allocations and deployment.
 
         The reads that do not depend on each other go out together (the job
@@ -243,7 +283,11 @@ class Worker:
         ns, job_id = ev.namespace or "default", ev.job_id
         (job, versions, deployment), allocs = await asyncio.gather(
             self._job_and_deployment(ns, job_id), self._allocs(ns, job_id))
-        return Snapshot(ns, job_id, job, versions, deployment, allocs,
+        return JobReads(ns, job_id, job, versions, deployment, allocs)
+
+    def _snapshot(self, ev: evaluation_pb2.Evaluation, r: JobReads) -> Snapshot:
+        """The job's reads and the view's nodes and usage as they are now."""
+        return Snapshot(r.namespace, r.job_id, r.job, r.versions, r.deployment, r.allocs,
                         list(self.view.nodes.values()), dict(self.view.used), eval_id=ev.id,
                         now=time.time())
 

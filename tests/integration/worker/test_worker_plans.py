@@ -91,6 +91,34 @@ async def test_stale_plan_is_recomputed_from_fresh_state(state: grpc.aio.Channel
     assert all(a.node_id == "n1" and a.resources.cpu == 100 for a in allocs.allocations)
 
 
+async def test_reads_taken_ahead_that_went_stale_are_read_again(
+        state: grpc.aio.Channel) -> None:
+    """The loop reads the next evaluation's job while it plans the current
+    one; if the job's allocations moved in between, the plan is refused stale
+    and the evaluation is planned on fresh reads."""
+    stub = state_pb2_grpc.StateServiceStub(state)
+    ev = await _register_web(stub)
+    worker = Worker(state, WorkerConfig(seed=1))
+    view = asyncio.create_task(worker.view.run())
+    try:
+        await asyncio.wait_for(worker.view.ready.wait(), 10)
+        ahead = asyncio.ensure_future(worker.read_job(ev))
+        assert not (await ahead).allocs
+        await stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[
+            allocation_pb2.Allocation(
+                id="intruder", namespace="default", job_id="web", task_group="g",
+                name="web.g[0]", node_id="n1",
+                desired_status=allocation_pb2.ALLOC_DESIRED_STATUS_RUN,
+                resources=job_pb2.Resources(cpu=100, memory_mb=300))]))
+        follow_ups = await asyncio.wait_for(worker.process(ev, ev.modify_index, reads=ahead), 20)
+    finally:
+        view.cancel()
+    assert not follow_ups
+    assert worker.stats.stale == 1 and worker.stats.placed == 1
+    allocs = await stub.ListAllocations(state_pb2.ListAllocationsRequest(namespace="default"))
+    assert sorted(a.name for a in allocs.allocations) == ["web.g[0]", "web.g[1]"]
+
+
 async def test_nothing_fits_acks_with_a_blocked_evaluation(state: grpc.aio.Channel) -> None:
     stub = state_pb2_grpc.StateServiceStub(state)
     await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node("n1")))
