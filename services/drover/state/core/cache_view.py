@@ -4,11 +4,12 @@ live tables, so a planner must not await while it holds one)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from drover.state.core.tables import Tables
 from drover.state.core.view import Found
+from drover.worker.resources import Vec
 
 
 class CacheView:
@@ -42,3 +43,7 @@ class CacheView:
 
     def namespaces(self, kind: str) -> list[str]:
         return self._tables[kind].namespaces()
+
+    def node_live(self, node_id: str) -> tuple[Vec, Mapping[str, Vec]]:
+        rooms = self._tables.rooms
+        return rooms.total(node_id), rooms.live(node_id)

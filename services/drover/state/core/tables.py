@@ -36,11 +36,14 @@ import operator
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
+from drover.api.types.v1 import allocation_pb2
 from drover.filter import Schema
 from drover.paging import IndexedCollection, Key, Where
 from drover.paging.bulk import BulkLoad
 from drover.state.core import codec
+from drover.state.core.node_rooms import NodeRooms
 from drover.state.core.records import record_maker
+from drover.worker.resources import is_live
 
 Order = Key
 Entry = tuple[Any, ...]
@@ -126,6 +129,30 @@ _RECORD_MAKERS: dict[str, Callable[[Any], tuple[Any, ...]]] = {
     kind: record_maker(msg.DESCRIPTOR, RECORDS[kind], _extractors(kind))
     for kind, msg in codec.MESSAGES.items()
 }
+
+
+_ALLOC_RECORD = _RECORD_MAKERS[codec.ALLOCATIONS]
+_CLIENT_STATUS = RECORDS[codec.ALLOCATIONS].index("client_status") + RECORD_START
+_DESIRED_STATUS = RECORDS[codec.ALLOCATIONS].index("desired_status") + RECORD_START
+#: An allocation's desired and client status as its record reads them, for
+#: the ones that can be live (:func:`drover.worker.resources.is_live`).
+_RUN = _ALLOC_RECORD(allocation_pb2.Allocation(
+    desired_status=allocation_pb2.ALLOC_DESIRED_STATUS_RUN))[_DESIRED_STATUS - RECORD_START]
+_CLIENT_TERMINAL = frozenset(
+    _ALLOC_RECORD(allocation_pb2.Allocation(client_status=s))[_CLIENT_STATUS - RECORD_START]
+    for s in (allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE,
+              allocation_pb2.ALLOC_CLIENT_STATUS_FAILED,
+              allocation_pb2.ALLOC_CLIENT_STATUS_LOST))
+
+
+def reserves(entry: Entry) -> tuple[str, tuple[int, int] | None]:
+    """An allocation entry's node, and what it reserves there when live
+    (cpu, memory_mb), else None. Decodes only an allocation its record
+    shows live."""
+    if entry[_DESIRED_STATUS] != _RUN or entry[_CLIENT_STATUS] in _CLIENT_TERMINAL:
+        return "", None
+    a = allocation_pb2.Allocation.FromString(entry[0])
+    return a.node_id, (a.resources.cpu, a.resources.memory_mb) if is_live(a) else None
 
 
 def decoder(kind: str) -> Callable[[Entry], Any]:
@@ -266,6 +293,8 @@ class Tables:
         #: reading every liveness key from etcd each time.
         self.live: set[str] = set()
         self._live_prefix = keys.prefix(codec.LIVENESS, codec.GLOBAL_NS)
+        #: What each node's live allocations reserve, as of ``revision``.
+        self.rooms = NodeRooms()
 
     def _live_node(self, key: bytes) -> str | None:
         """The node a liveness key of this keyspace names, else None."""
@@ -335,6 +364,8 @@ class Tables:
         table = self.tables[ok.kind]
         nsid = f"{ok.namespace}/{ok.id}"
         if deleted:
+            if ok.kind == codec.ALLOCATIONS:
+                self.rooms.drop(nsid)
             return ok, table.delete(nsid, mod)
         record = None
         if self._expected:
@@ -342,7 +373,12 @@ class Tables:
             if hint is not None and hint[0] == value:
                 del self._expected[key]
                 record = hint[1]
-        return ok, table.put(nsid, value, create, mod, record)
+        old = table.put(nsid, value, create, mod, record)
+        if ok.kind == codec.ALLOCATIONS:
+            new = table.rows.by_id(nsid)
+            if new is not old and new is not None:
+                self.rooms.put(nsid, *reserves(new))
+        return ok, old
 
     def existing(self, key: bytes) -> int | None:
         """The create revision of the object at ``key``, if cached; for a key
@@ -407,6 +443,9 @@ class Tables:
         staged, self._staged = self._staged, {}
         for kind, (bulk, top) in staged.items():
             self.tables[kind].load_bulk(bulk, top[0])
+        self.rooms.clear()
+        for nsid, entry in self.tables[codec.ALLOCATIONS].objects.items():
+            self.rooms.put(nsid, *reserves(entry))
 
     def advance(self, revision: int) -> None:
         self.revision = max(self.revision, revision)

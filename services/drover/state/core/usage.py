@@ -36,13 +36,13 @@ one was applied is "node changed" (:data:`NODE_CHANGED`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from drover.api.types.v1 import allocation_pb2, node_pb2
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder
-from drover.state.core.view import View, found_all
+from drover.state.core.view import View
 from drover.worker.resources import Vec, is_live
 
 NODE_GONE = "node does not exist"
@@ -61,12 +61,13 @@ class NodePart:
 
     A part is judged and ordered against one view (one attempt of one
     plan), so what would be live on its node is worked out once and kept
-    (``live``): decoding a node's allocations is most of a plan's cost."""
+    (``after``)."""
 
     node_id: str
     placements: list[allocation_pb2.Allocation] = field(default_factory=list)
     updates: list[allocation_pb2.Allocation] = field(default_factory=list)
-    live: list[allocation_pb2.Allocation] | None = field(default=None, compare=False)
+    #: What would be live on the node once committed: (reserved, how many).
+    after: tuple[Vec, int] | None = field(default=None, compare=False)
 
 
 def by_node(placements: Iterable[allocation_pb2.Allocation],
@@ -90,36 +91,23 @@ def short_of(capacity: Vec, need: Vec) -> str | None:
     return None
 
 
-def proposed(existing: Iterable[allocation_pb2.Allocation],
-             part: NodePart) -> list[allocation_pb2.Allocation]:
-    """What would be live on the node after the part: the existing live
-    allocations less the ones the part changes (by id), plus its placements
-    and its updates that stay live."""
-    touched = {a.id for a in part.placements} | {u.id for u in part.updates}
-    out = [a for a in existing if a.id not in touched and is_live(a)]
-    out += [a for a in part.placements if is_live(a)]
-    out += [u for u in part.updates if is_live(u)]
-    return out
-
-
-def reserved(allocs: Sequence[allocation_pb2.Allocation]) -> Vec:
-    total = Vec()
-    for a in allocs:
-        total += Vec.of(a.resources)
-    return total
-
-
-def on_node(view: View, node_id: str) -> list[allocation_pb2.Allocation]:
-    """The node's allocations in the view."""
-    return [f.obj for _, f in found_all(view, codec.ALLOCATIONS, "node_id", node_id)]
-
-
-def live_after(view: View, part: NodePart) -> list[allocation_pb2.Allocation]:
-    """What would be live on the part's node once it is committed (kept on
-    the part: see :class:`NodePart`)."""
-    if part.live is None:
-        part.live = proposed(on_node(view, part.node_id), part)
-    return part.live
+def live_after(view: View, part: NodePart) -> tuple[Vec, int]:
+    """What would be live on the part's node once it is committed, and how
+    many allocations: the node's live ones less those the part changes (by
+    id), plus its placements and its updates that stay live (Nomad's
+    ``proposed``), from the view's per-node reservations, no allocation
+    decoded. Kept on the part."""
+    if part.after is None:
+        total, live = view.node_live(part.node_id)
+        count = len(live)
+        for a in (*part.placements, *part.updates):
+            was = live.get(f"{a.namespace}/{a.id}")
+            if was is not None:
+                total, count = total - was, count - 1
+            if is_live(a):
+                total, count = total + Vec.of(a.resources), count + 1
+        part.after = (total, count)
+    return part.after
 
 
 def refusal(view: View, part: NodePart) -> str | None:
@@ -134,15 +122,15 @@ def refusal(view: View, part: NodePart) -> str | None:
         return NOT_READY
     if node.drain or node.scheduling_eligibility == _INELIGIBLE:
         return NOT_ELIGIBLE
-    dim = short_of(Vec.of(node.resources), reserved(live_after(view, part)))
+    dim = short_of(Vec.of(node.resources), live_after(view, part)[0])
     return NO_ROOM + dim if dim else None
 
 
 def record(view: View, part: NodePart, eval_id: str) -> node_pb2.NodeUsage:
     """The node's usage record once the part is committed."""
-    live = live_after(view, part)
-    return node_pb2.NodeUsage(node_id=part.node_id, reserved=reserved(live).proto(),
-                              allocations=len(live), eval_id=eval_id)
+    reserved, count = live_after(view, part)
+    return node_pb2.NodeUsage(node_id=part.node_id, reserved=reserved.proto(),
+                              allocations=count, eval_id=eval_id)
 
 
 def order(plan: PlanBuilder, view: View, part: NodePart, eval_id: str) -> None:

@@ -10,12 +10,13 @@ fresh view and otherwise asks the shell to re-plan (:class:`Replan`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, NoReturn, Protocol
 
 from drover.api.types.v1 import scheduler_pb2
 from drover.errors import DroverError
 from drover.state.core import codec
+from drover.worker.resources import Vec
 
 
 class Found(NamedTuple):
@@ -51,6 +52,11 @@ class View(Protocol):
         ...
 
     def namespaces(self, kind: str) -> list[str]:
+        ...
+
+    def node_live(self, node_id: str) -> tuple[Vec, Mapping[str, Vec]]:
+        """What the node's live allocations reserve together, and each of
+        them (by ``"<ns>/<id>"``): :class:`~.node_rooms.NodeRooms`."""
         ...
 
 
