@@ -231,3 +231,40 @@ async def test_a_consistent_read_refuses_within_the_marker_timeout(keyspace: Key
                 await cache.sync()
     finally:
         await cache.close()
+
+
+async def test_concurrent_syncs_share_marker_reads_and_stay_linearizable(
+        keyspace: Keyspace) -> None:
+    """A marker read answers the calls that arrived before it was sent; calls
+    arriving while it is in flight share the next one, which sees what was
+    written meanwhile (never the older answer)."""
+    kv, keys = await _seeded(keyspace, 3)
+    cache = Cache(kv, keys)
+    await cache.start()
+    try:
+        real, held, sent, reading = kv.range, asyncio.Event(), [], asyncio.Event()
+
+        async def held_back(*args: Any, **kwargs: Any) -> RangePage:
+            sent.append(args)
+            page = await real(*args, **kwargs)  # read when sent...
+            reading.set()
+            await held.wait()  # ...answered late
+            return page
+
+        kv.range = held_back  # type: ignore[method-assign]
+        first = asyncio.create_task(cache.sync())
+        async with asyncio.timeout(5):
+            await reading.wait()
+        written = await kv.txn([], [Put(keys.key(codec.EVALUATIONS, "default", "late"),
+                                        codec.encode(_ev(9))), marker_put(keys)])
+        later = [asyncio.create_task(cache.sync()) for _ in range(10)]
+        await asyncio.sleep(0)
+        held.set()
+        async with asyncio.timeout(5):
+            before, after = await first, await asyncio.gather(*later)
+        assert len(sent) == 2  # eleven calls, two reads
+        assert before < written.revision
+        assert after == [written.revision] * 10
+        assert cache.revision >= written.revision
+    finally:
+        await cache.close()
