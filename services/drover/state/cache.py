@@ -138,10 +138,6 @@ class Cache:
         self._drainer: asyncio.Task[None] | None = None
         self._prefix = keys.base.encode()
         self._marker = marker_key(keys)
-        # Shared marker reads (see sync): the answer the next read gives,
-        # and the task making them.
-        self._next_marker: asyncio.Future[int] | None = None
-        self._marker_rounds: asyncio.Task[None] | None = None
         # The revision at which the current tables were listed: history at or
         # before it is not replayable from the cache.
         self.listed_at = 0
@@ -169,10 +165,9 @@ class Cache:
         self._task = asyncio.create_task(self._run(), name="state-cache-watch")
 
     async def close(self) -> None:
-        """Stop the watch, the drainer and marker reads; bounded by
-        ``config.stop_timeout``."""
-        await cancel_and_wait((self._task, self._drainer, self._marker_rounds),
-                              within=self.config.stop_timeout, what="state cache close")
+        """Stop the watch and the drainer; bounded by ``config.stop_timeout``."""
+        await cancel_and_wait((self._task, self._drainer), within=self.config.stop_timeout,
+                              what="state cache close")
 
     async def _list(self) -> None:
         collecting = gc.isenabled()
@@ -389,44 +384,7 @@ class Cache:
 
     async def sync(self) -> int:
         """Catch up to the last object write in etcd (a consistent read);
-        EtcdUnavailable when etcd does not answer within ``marker_timeout``.
-
-        Concurrent calls share marker reads, as etcd batches ReadIndex: a
-        read answers every call that arrived before it was sent, so each
-        call's answer is at least as new as a read of its own sent on
-        arrival (still linearizable); calls that arrive while one is in
-        flight share the next. A call waits for at most two reads, each
-        bounded by ``marker_timeout``."""
-        answer = self._next_marker
-        if answer is None:
-            answer = self._next_marker = asyncio.get_running_loop().create_future()
-            if self._marker_rounds is None:
-                self._marker_rounds = asyncio.create_task(self._read_markers(),
-                                                          name="state-cache-marker")
-        target = await asyncio.shield(answer)
-        await self.wait_for_revision(target)
-        return target
-
-    async def _read_markers(self) -> None:
-        """Marker reads, one after another, while calls wait for one."""
-        answer: asyncio.Future[int] | None = None
-        try:
-            while (answer := self._next_marker) is not None:
-                self._next_marker = None
-                try:
-                    answer.set_result(await self._read_marker())
-                except Exception as err:
-                    answer.set_exception(err)
-        finally:
-            self._marker_rounds = None
-            # Cancelled (closing): the answers no read will give fail.
-            for left in (answer, self._next_marker):
-                if left is not None and not left.done():
-                    left.set_exception(EtcdUnavailable("this state replica's cache closed"))
-            self._next_marker = None
-
-    async def _read_marker(self) -> int:
-        """The revision of the last object write in etcd (one marker read)."""
+        EtcdUnavailable when etcd does not answer within ``marker_timeout``."""
         try:
             async with asyncio.timeout(self.config.marker_timeout):
                 page = await self.store.range(self._marker, b"")
@@ -435,4 +393,6 @@ class Cache:
                 f"etcd did not answer this state replica within {self.config.marker_timeout}s; "
                 "retry on another replica, or read with stale=true") from None
         self._touch()
-        return page.kvs[0].mod_revision if page.kvs else 0
+        target = page.kvs[0].mod_revision if page.kvs else 0
+        await self.wait_for_revision(target)
+        return target
