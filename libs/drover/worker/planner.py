@@ -44,7 +44,6 @@ then creates a blocked evaluation. A plan never holds more than
 
 from __future__ import annotations
 
-import math
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -56,6 +55,7 @@ from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, 
 from . import failed as failed_allocs
 from . import migrate, reschedule, unhealthy
 from . import penalty as node_penalty
+from .packer import Packer
 from .plan_size import DEFAULT_PLAN_OBJECTS
 from .resources import Vec, group_ask, is_live
 
@@ -116,11 +116,6 @@ class Plan:
         return len(self.placements) + len(self.updates) + len(nodes)
 
 
-def schedulable(node: node_pb2.Node) -> bool:
-    return (node.status == node_pb2.NODE_STATUS_READY and not node.drain
-            and node.scheduling_eligibility != node_pb2.NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE)
-
-
 def name_index(name: str) -> int:
     m = _INDEX.search(name)
     return int(m.group(1)) if m else -1
@@ -149,77 +144,22 @@ def _group(job: job_pb2.Job | None, name: str) -> job_pb2.TaskGroup | None:
     return next((tg for tg in job.task_groups if tg.name == name), None)
 
 
-class _Packer:
-    """Bin-packing over the candidate nodes, tracking this plan's own use."""
-
-    def __init__(self, snap: Snapshot, rng: random.Random) -> None:
-        dcs = set(snap.job.datacenters) if snap.job is not None else set()
-        self.nodes = [n for n in snap.nodes if schedulable(n)
-                      and (not dcs or "*" in dcs or n.datacenter in dcs)]
-        rng.shuffle(self.nodes)
-        self.used = {n.id: snap.node_used.get(n.id, Vec()) for n in self.nodes}
-        self.limit = max(2, math.ceil(math.log2(len(self.nodes)))) if self.nodes else 0
-        self.groups: dict[tuple[str, str], int] = {}  # (node, group) -> allocs of the job
-        for a in snap.allocs:
-            if is_live(a):
-                key = (a.node_id, a.task_group)
-                self.groups[key] = self.groups.get(key, 0) + 1
-        self._offset = 0
-
-    def release(self, a: allocation_pb2.Allocation) -> None:
-        """A stopped allocation's room is free for this plan's placements
-        (the state service's capacity check counts it the same way)."""
-        if is_live(a) and a.node_id in self.used:
-            self.used[a.node_id] = self.used[a.node_id] - Vec.of(a.resources)
-
-    def place(self, group: str, ask: Vec, count: int,
-              avoid: frozenset[str] = frozenset()) -> node_pb2.Node | None:
-        """The best of the first ``limit`` fitting nodes; ``avoid`` are a
-        replacement's penalty nodes (:mod:`.penalty`)."""
-        best: tuple[float, node_pb2.Node] | None = None
-        seen = skipped = 0
-        n = len(self.nodes)
-        for i in range(n):
-            node = self.nodes[(self._offset + i) % n]
-            cap = Vec.of(node.resources)
-            after = self.used[node.id] + ask
-            if not after.fits_in(cap):
-                continue
-            # Nomad's best-fit score: fuller nodes score higher (0..1).
-            free_cpu = 1 - after.cpu / cap.cpu if cap.cpu else 0.0
-            free_mem = 1 - after.memory_mb / cap.memory_mb if cap.memory_mb else 0.0
-            fit = (20 - (10 ** free_cpu + 10 ** free_mem)) / 18
-            penalty = self.groups.get((node.id, group), 0) / max(1, count)
-            score = fit - penalty
-            if node.id in avoid:
-                score -= node_penalty.SCORE
-            if best is None or score > best[0]:
-                best = (score, node)
-            if node.id in avoid and skipped < node_penalty.MAX_SKIP:
-                skipped += 1  # passed over: not counted against the limit
-                continue
-            seen += 1
-            if seen >= self.limit:
-                break
-        if best is None:
-            return None
-        node = best[1]
-        # Start the next search after the chosen node: spreads ties.
-        self._offset = (self.nodes.index(node) + 1) % n
-        self.used[node.id] = self.used[node.id] + ask
-        self.groups[(node.id, group)] = self.groups.get((node.id, group), 0) + 1
-        return node
-
-
 class _Builder:
     def __init__(self, snap: Snapshot, rng: random.Random, new_id: Callable[[], str],
                  max_ops: int) -> None:
         self.snap, self.new_id, self.max_ops = snap, new_id, max_ops
         self.plan = Plan()
-        self.packer = _Packer(snap, rng)
+        self.packer = Packer(snap, rng)
+
+    def fits(self, more: int) -> bool:
+        """``more`` objects fit beside the plan's (its usage records
+        counted). Each allocation brings at most one node, so while twice
+        their number fits, the plan's nodes need no counting."""
+        return (2 * self.ops() + more <= self.max_ops
+                or self.plan.objects() + more <= self.max_ops)
 
     def room(self) -> bool:
-        if self.plan.objects() + 2 <= self.max_ops:  # an allocation, maybe a new node
+        if self.fits(2):  # an allocation, maybe a new node
             return True
         self.plan.more = True
         return False
@@ -240,7 +180,7 @@ class _Builder:
     def room_for(self, ops: int) -> bool:
         """``ops`` more writes fit in this plan (its usage records counted);
         else it says ``more``."""
-        if self.plan.objects() + ops <= self.max_ops:
+        if self.fits(ops):
             return True
         self.plan.more = True
         return False
@@ -489,7 +429,7 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
                                  and a.deployment_status.healthy))
         limit = max(0, tg.update.max_parallel - in_flight)
     for a in sorted(destructive, key=lambda a: name_index(a.name))[:limit]:
-        if b.plan.objects() + 4 > b.max_ops:  # a stop and a placement, their nodes
+        if not b.fits(4):  # a stop and a placement, their nodes
             b.plan.more = True
             return
         b.stop(a, "alloc is being updated due to job update")

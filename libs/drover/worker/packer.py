@@ -1,0 +1,97 @@
+"""Bin-packing a plan's placements over the candidate nodes (pure).
+
+Nomad's rank iterator in small: the candidates are the schedulable nodes of
+the job's datacenters, shuffled once per plan; each placement scores the
+first ``limit`` nodes that fit (``limit`` grows with log2 of the node count,
+as Nomad limits its candidates) with Nomad's best-fit score less a penalty
+for the job's allocations of the group already on the node (spread), and a
+replacement's penalty nodes are passed over; the next search starts after
+the chosen node, so ties spread. The packer tracks what this plan itself
+places and frees, on top of what the snapshot says each node reserves.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import TYPE_CHECKING
+
+from drover.api.types.v1 import allocation_pb2, node_pb2
+
+from . import penalty as node_penalty
+from .resources import Vec, is_live
+
+if TYPE_CHECKING:
+    from .planner import Snapshot
+
+
+def schedulable(node: node_pb2.Node) -> bool:
+    return (node.status == node_pb2.NODE_STATUS_READY and not node.drain
+            and node.scheduling_eligibility != node_pb2.NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE)
+
+
+
+class Packer:
+    """Bin-packing over the candidate nodes, tracking this plan's own use."""
+
+    def __init__(self, snap: Snapshot, rng: random.Random) -> None:
+        dcs = set(snap.job.datacenters) if snap.job is not None else set()
+        self.nodes = [n for n in snap.nodes if schedulable(n)
+                      and (not dcs or "*" in dcs or n.datacenter in dcs)]
+        rng.shuffle(self.nodes)
+        # Read once per plan, not per candidate looked at.
+        self._ids = [n.id for n in self.nodes]
+        self._caps = [Vec.of(n.resources) for n in self.nodes]
+        self.used = {i: snap.node_used.get(i, Vec()) for i in self._ids}
+        self.limit = max(2, math.ceil(math.log2(len(self.nodes)))) if self.nodes else 0
+        self.groups: dict[tuple[str, str], int] = {}  # (node, group) -> allocs of the job
+        for a in snap.allocs:
+            if is_live(a):
+                key = (a.node_id, a.task_group)
+                self.groups[key] = self.groups.get(key, 0) + 1
+        self._offset = 0
+
+    def release(self, a: allocation_pb2.Allocation) -> None:
+        """A stopped allocation's room is free for this plan's placements
+        (the state service's capacity check counts it the same way)."""
+        if is_live(a) and a.node_id in self.used:
+            self.used[a.node_id] = self.used[a.node_id] - Vec.of(a.resources)
+
+    def place(self, group: str, ask: Vec, count: int,
+              avoid: frozenset[str] = frozenset()) -> node_pb2.Node | None:
+        """The best of the first ``limit`` fitting nodes; ``avoid`` are a
+        replacement's penalty nodes (:mod:`.penalty`)."""
+        best: tuple[float, int] | None = None
+        seen = skipped = 0
+        n = len(self.nodes)
+        for i in range(n):
+            at = (self._offset + i) % n
+            node_id, cap = self._ids[at], self._caps[at]
+            after = self.used[node_id] + ask
+            if not after.fits_in(cap):
+                continue
+            # Nomad's best-fit score: fuller nodes score higher (0..1).
+            free_cpu = 1 - after.cpu / cap.cpu if cap.cpu else 0.0
+            free_mem = 1 - after.memory_mb / cap.memory_mb if cap.memory_mb else 0.0
+            fit = (20 - (10 ** free_cpu + 10 ** free_mem)) / 18
+            penalty = self.groups.get((node_id, group), 0) / max(1, count)
+            score = fit - penalty
+            if node_id in avoid:
+                score -= node_penalty.SCORE
+            if best is None or score > best[0]:
+                best = (score, at)
+            if node_id in avoid and skipped < node_penalty.MAX_SKIP:
+                skipped += 1  # passed over: not counted against the limit
+                continue
+            seen += 1
+            if seen >= self.limit:
+                break
+        if best is None:
+            return None
+        at = best[1]
+        node = self.nodes[at]
+        # Start the next search after the chosen node: spreads ties.
+        self._offset = (at + 1) % n
+        self.used[node.id] = self.used[node.id] + ask
+        self.groups[(node.id, group)] = self.groups.get((node.id, group), 0) + 1
+        return node
