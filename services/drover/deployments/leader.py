@@ -89,8 +89,9 @@ class LeaderConfig:
     track_concurrency: int = 16
     resync_backoff: float = 0.5
     call_timeout: float = 10.0
-    # The timer recomputes the earliest deadline over all watchers: at most
-    # once per tick, so a burst of events costs one pass, not one per event.
+    # The timer recomputes the earliest deadline over all watchers, and the
+    # watchers woken by allocation changes step: each at most once per tick,
+    # so a burst of events costs one pass, not one per event.
     min_tick: float = 0.05
     max_sleep: float = 5.0
     #: Revoking waits this long for the cancelled leader loop (``drover.tasks``).
@@ -282,9 +283,10 @@ class WatcherLeader:
         raise Unavailable("the allocation stream ended")
 
     def _on_allocations(self, run: Session, changes: Sequence[AllocationChange]) -> None:
-        """One stream response's changes: each deployment's watcher steps once
-        for all of its allocations in it (Nomad's watcher takes a blocking
-        query's allocations as one batch too), not once per allocation. A
+        """One stream response's changes, taken by the watchers; each woken
+        one steps once per tick for all of its allocations (Nomad's watcher
+        takes a blocking query's allocations as one batch too), not once per
+        allocation. A
         change for a deployment still being read is held for its replay; a
         deletion names no deployment, so every such replay holds it too."""
         now: list[AllocationChange] = []
@@ -297,8 +299,18 @@ class WatcherLeader:
                 buffer.append((False, payload))
             else:
                 now.append((False, payload))
-        for decision in run.manager.on_allocations(now):
-            self.writer.submit(run, decision)
+        run.manager.take_allocations(now)
+        if not run.step_due:
+            # The woken watchers step once per tick, however many responses
+            # arrive meanwhile (a wave of client reports is many).
+            run.step_due = True
+            asyncio.get_running_loop().call_later(self.config.min_tick, self._step_woken, run)
+
+    def _step_woken(self, run: Session) -> None:
+        run.step_due = False
+        if self._run is run:  # else the term ended: its successor restores from state
+            for decision in run.manager.step_woken():
+                self.writer.submit(run, decision)
 
     # -- timers: deadlines and evaluation batches -------------------------------
 

@@ -34,6 +34,8 @@ class Session:
         # deployment id -> set when a decision is queued (a held write wakes)
         self.arrivals: dict[str, asyncio.Event] = {}
         self.kick = asyncio.Event()
+        # A step of the woken watchers is scheduled (see leader._on_allocations).
+        self.step_due = False
         self.ready = asyncio.Event()
         self.tg: asyncio.TaskGroup | None = None
         self.writes = 0

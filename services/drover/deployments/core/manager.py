@@ -6,10 +6,11 @@ The shell owns two subscriptions (deployments, allocations) and calls in:
   :meth:`WatcherManager.wants` (on restore after winning the election, and
   when the deployment stream shows a new one); ``on_deployment`` for every
   later deployment event, which drops watchers of terminal deployments;
-- ``on_allocations`` for each response of the allocation stream (and
-  ``on_allocation`` / ``on_allocation_deleted`` for one change); the
+- ``take_allocations`` for each response of the allocation stream and
+  ``step_woken`` once per tick (``on_allocations`` does both;
+  ``on_allocation`` / ``on_allocation_deleted`` one change): the
   :class:`~.router.AllocRouter` wakes only the owning watcher, which takes
-  all of its changes in the response before it steps, once;
+  all of its changes of the tick before it steps, once;
 - ``check_deadlines`` and ``flush_evaluations`` when ``next_wakeup`` comes;
 - the manual operations, which raise :mod:`..errors` classes.
 
@@ -80,6 +81,8 @@ class WatcherManager:
         self._clock = clock
         self._watchers: dict[str, DeploymentWatcher] = {}
         self._router = AllocRouter()
+        # Watchers that took allocation changes and have not stepped since.
+        self._woken: dict[str, DeploymentWatcher] = {}
         self._batcher = EvalBatcher(batcher)
         self._immediate_evals = 0
         self._promoted: set[tuple[str, str]] = set()
@@ -153,12 +156,18 @@ class WatcherManager:
         return self._after(watcher, watcher.on_alloc(alloc, self._clock()))
 
     def on_allocations(self, changes: Iterable[AllocationChange]) -> list[Decision]:
-        """Changes in stream order; each woken watcher steps once, after taking
-        all of its changes, so a burst of N allocation updates of one
-        deployment costs one step rather than N (each step recounts all of
-        its allocations). The decision is the one the last per-change step
-        would have made: steps re-derive everything from the allocations."""
-        woken: dict[str, DeploymentWatcher] = {}
+        """:meth:`take_allocations`, then :meth:`step_woken`."""
+        self.take_allocations(changes)
+        return self.step_woken()
+
+    def take_allocations(self, changes: Iterable[AllocationChange]) -> None:
+        """Changes in stream order, taken by their watchers without a step;
+        the woken ones step at the next :meth:`step_woken`, once each, so a
+        burst of N allocation updates of one deployment costs one step
+        rather than N (each step recounts all of its allocations). The
+        decision is the one the last per-change step would have made: steps
+        re-derive everything from the allocations."""
+        woken = self._woken
         for deleted, payload in changes:
             if deleted:
                 owner = self._router.route_deleted(str(payload))
@@ -171,6 +180,11 @@ class WatcherManager:
                      else watcher.take_alloc(payload))
             if taken:
                 woken[owner] = watcher
+
+    def step_woken(self) -> list[Decision]:
+        """Each watcher woken since the last call steps once (in the order
+        they were first woken): their decisions."""
+        woken, self._woken = self._woken, {}
         now = self._clock()
         return [self._after(w, w.reconcile(now)) for w in woken.values()
                 if self._watchers.get(w.deployment_id) is w]

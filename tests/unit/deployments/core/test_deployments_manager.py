@@ -207,3 +207,17 @@ def test_a_stream_response_steps_each_woken_watcher_once() -> None:
     assert [(g.placed_allocs, g.healthy_allocs) for g in d1.groups] == [(3, 3)]
     assert [(g.placed_allocs, g.healthy_allocs) for g in per_change.groups] == [(3, 3)]
     assert batched.stats().wakeups == one_by_one.stats().wakeups == 6
+
+
+def test_changes_taken_over_a_tick_step_each_watcher_once() -> None:
+    clock = VirtualClock(T0)
+    m = manager(clock, "d1", "d2", groups={"web": G(total=5)})
+    m.take_allocations([(False, alloc("a1", deployment_id="d1"))])
+    m.take_allocations([(False, alloc("a2", deployment_id="d1")),
+                        (False, alloc("b1", deployment_id="d2"))])
+    m.take_allocations([(False, alloc("a1", deployment_id="d1", healthy=True))])
+    decisions = m.step_woken()
+    assert [d.deployment_id for d in decisions] == ["d1", "d2"]
+    d1 = decisions[0].update
+    assert d1 is not None and [(g.placed_allocs, g.healthy_allocs) for g in d1.groups] == [(2, 1)]
+    assert m.step_woken() == []  # nothing taken since
