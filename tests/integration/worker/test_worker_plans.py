@@ -4,6 +4,7 @@ refused as PLAN_STALE is computed again from fresh state and then applied."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -54,14 +55,31 @@ async def _register_web(stub: Any) -> evaluation_pb2.Evaluation:
     return got.evaluation
 
 
+@contextlib.asynccontextmanager
+async def _viewing(worker: Worker) -> AsyncIterator[Worker]:
+    """The worker with its cluster view running and ready."""
+    view = asyncio.create_task(worker.view.run())
+    try:
+        await asyncio.wait_for(worker.view.ready.wait(), 10)
+        yield worker
+    finally:
+        view.cancel()
+
+
+def _intruder() -> allocation_pb2.Allocation:
+    """One of web's allocations, placed by another writer behind the worker's back."""
+    return allocation_pb2.Allocation(
+        id="intruder", namespace="default", job_id="web", task_group="g", name="web.g[0]",
+        node_id="n1", desired_status=allocation_pb2.ALLOC_DESIRED_STATUS_RUN,
+        resources=job_pb2.Resources(cpu=100, memory_mb=300))
+
+
 async def test_stale_plan_is_recomputed_from_fresh_state(state: grpc.aio.Channel) -> None:
     stub = state_pb2_grpc.StateServiceStub(state)
     ev = await _register_web(stub)
 
     worker = Worker(state, WorkerConfig(seed=1))
-    view = asyncio.create_task(worker.view.run())
-    try:
-        await asyncio.wait_for(worker.view.ready.wait(), 10)
+    async with _viewing(worker):
         real = worker.snapshot
         calls = 0
 
@@ -70,19 +88,13 @@ async def test_stale_plan_is_recomputed_from_fresh_state(state: grpc.aio.Channel
             calls += 1
             snap = await real(e)
             if calls == 1:  # another writer places one of the job's allocations meanwhile
-                await stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[
-                    allocation_pb2.Allocation(
-                        id="intruder", namespace="default", job_id="web", task_group="g",
-                        name="web.g[0]", node_id="n1",
-                        desired_status=allocation_pb2.ALLOC_DESIRED_STATUS_RUN,
-                        resources=job_pb2.Resources(cpu=100, memory_mb=300))]))
+                await stub.UpsertAllocations(
+                    state_pb2.UpsertAllocationsRequest(allocations=[_intruder()]))
             return snap
 
         # one instance's method replaced (mypy compares it with the unbound one, self and all)
         worker.snapshot = snapshot_then_move  # type: ignore[method-assign, assignment]
         follow_ups = await asyncio.wait_for(worker.process(ev, ev.modify_index), 20)
-    finally:
-        view.cancel()
     assert not follow_ups
     # the first plan (two placements) was refused; the second saw the intruder
     assert calls == 2 and worker.stats.stale == 1 and worker.stats.placed == 1
@@ -99,20 +111,12 @@ async def test_reads_taken_ahead_that_went_stale_are_read_again(
     stub = state_pb2_grpc.StateServiceStub(state)
     ev = await _register_web(stub)
     worker = Worker(state, WorkerConfig(seed=1))
-    view = asyncio.create_task(worker.view.run())
-    try:
-        await asyncio.wait_for(worker.view.ready.wait(), 10)
+    async with _viewing(worker):
         ahead = asyncio.ensure_future(worker.read_job(ev))
         assert not (await ahead).allocs
-        await stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[
-            allocation_pb2.Allocation(
-                id="intruder", namespace="default", job_id="web", task_group="g",
-                name="web.g[0]", node_id="n1",
-                desired_status=allocation_pb2.ALLOC_DESIRED_STATUS_RUN,
-                resources=job_pb2.Resources(cpu=100, memory_mb=300))]))
+        await stub.UpsertAllocations(
+            state_pb2.UpsertAllocationsRequest(allocations=[_intruder()]))
         follow_ups = await asyncio.wait_for(worker.process(ev, ev.modify_index, reads=ahead), 20)
-    finally:
-        view.cancel()
     assert not follow_ups
     assert worker.stats.stale == 1 and worker.stats.placed == 1
     allocs = await stub.ListAllocations(state_pb2.ListAllocationsRequest(namespace="default"))
@@ -128,12 +132,8 @@ async def test_nothing_fits_acks_with_a_blocked_evaluation(state: grpc.aio.Chann
     reg = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
     ev = (await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id=reg.eval_id))).evaluation
     worker = Worker(state, WorkerConfig(seed=1))
-    view = asyncio.create_task(worker.view.run())
-    try:
-        await asyncio.wait_for(worker.view.ready.wait(), 10)
+    async with _viewing(worker):
         follow_ups: Any = await asyncio.wait_for(worker.process(ev, ev.modify_index), 20)
-    finally:
-        view.cancel()
     [blocked] = follow_ups
     assert blocked.status == evaluation_pb2.EVALUATION_STATUS_BLOCKED
     assert blocked.triggered_by == "queued-allocs" and blocked.previous_eval == ev.id
@@ -152,12 +152,8 @@ async def _place_big_job(stub: Any, state: grpc.aio.Channel,
     reg = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
     ev = (await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id=reg.eval_id))).evaluation
     worker = Worker(state, config)
-    view = asyncio.create_task(worker.view.run())
-    try:
-        await asyncio.wait_for(worker.view.ready.wait(), 10)
+    async with _viewing(worker):
         follow_ups = await asyncio.wait_for(worker.process(ev, ev.modify_index), 30)
-    finally:
-        view.cancel()
     return worker, follow_ups
 
 
@@ -195,9 +191,7 @@ async def test_a_submitted_plan_holds_its_room_in_the_view_until_refused(
     stub = state_pb2_grpc.StateServiceStub(state)
     ev = await _register_web(stub)
     worker = Worker(state, WorkerConfig(seed=1))
-    view = asyncio.create_task(worker.view.run())
-    try:
-        await asyncio.wait_for(worker.view.ready.wait(), 10)
+    async with _viewing(worker):
         snap = await worker.snapshot(ev)
         plan = compute_plan(snap)
         assert len(plan.placements) == 2
@@ -212,8 +206,6 @@ async def test_a_submitted_plan_holds_its_room_in_the_view_until_refused(
 
         worker.state.SubmitPlan = submit_while_down
         resp = await worker.submit(ev, snap, plan, "")
-    finally:
-        view.cancel()
     assert [r.reason for r in resp.refused] == ["node is not ready for placements"]
     assert held[0] is not None and held[0].cpu == 2 * plan.placements[0].resources.cpu
     assert worker.view.used["n1"].cpu == 0  # taken back: nothing was committed
