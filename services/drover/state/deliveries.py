@@ -9,7 +9,11 @@ applies plans, so the check is made of three parts, each closing a gap:
 1. Read the broker leader from etcd (its election key: address, term; a
    linearizable read). A token of another term was handed out by an
    earlier leader: its evaluation has been restored and will be (or was)
-   delivered again -- refused at once.
+   delivered again -- refused at once. The leader read last is kept and
+   asked first while the token is of its term: it is read again whenever
+   a token names another term or the kept leader cannot answer, and a kept
+   leader that was deposed meanwhile cannot commit a plan (step 3
+   compares its term's key, which is gone).
 2. Ask that leader ``OutstandingReset(eval_id, token)``: it answers only
    while the token holds the evaluation unacked, and restarts its nack
    timer, so the delivery cannot time out while the plan is applied
@@ -50,6 +54,7 @@ from drover.state.core.delivery import (
     BrokerUnreachable,
     check_term,
     ended,
+    token_term,
 )
 
 BROKER_SERVICE = "broker"
@@ -87,6 +92,8 @@ class BrokerDeliveries:
                  dial: Callable[[str], grpc.aio.Channel], *, timeout: float = 5.0) -> None:
         self._kv, self._keyspace, self._dial, self._timeout = kv, keyspace, dial, timeout
         self._channels: dict[str, grpc.aio.Channel] = {}
+        # The broker leader read last (address, term, election key); see step 1.
+        self._known: tuple[str, int, str] | None = None
 
     async def _leader(self) -> tuple[str, int, str]:
         try:
@@ -95,13 +102,26 @@ class BrokerDeliveries:
         except DroverError as e:
             raise BrokerUnreachable(f"the broker leader could not be read: {e}") from e
         if info is None:
+            self._known = None
             raise BrokerUnreachable("no broker leader to ask whether the evaluation's "
                                     "delivery is outstanding; retry")
-        return info.address, info.term, info.leader_key
+        self._known = info.address, info.term, info.leader_key
+        return self._known
 
     async def vouch(self, eval_id: str, token: str) -> Vouched | None:
+        known = self._known
+        if known is not None and known[1] == token_term(token):
+            try:
+                return await self._ask(eval_id, token, *known)
+            except BrokerUnreachable:
+                pass  # deposed or gone: read who leads now, and ask it once
         address, term, key = await self._leader()
         check_term(eval_id, token, term)
+        return await self._ask(eval_id, token, address, term, key)
+
+    async def _ask(self, eval_id: str, token: str, address: str, term: int,
+                   key: str) -> Vouched:
+        """OutstandingReset at the leader ``address`` of ``term``."""
         ch = self._channels.get(address)
         if ch is None:
             ch = self._channels[address] = self._dial(address)
@@ -113,6 +133,8 @@ class BrokerDeliveries:
             err = from_rpc_error(e)
             if err.reason in BROKER_REASONS:
                 raise ended(eval_id, err.reason, err.message) from e
+            if self._known is not None and self._known[0] == address:
+                self._known = None
             raise BrokerUnreachable(f"the broker leader at {address} could not vouch for "
                                     f"evaluation {eval_id!r}: {err.message} ({err.reason})") from e
         return key.encode(), term

@@ -100,3 +100,32 @@ async def test_no_broker_to_ask_fails_closed(cluster: Cluster) -> None:
         await _submit(cluster, "web", d.evaluation.id, d.token)
     assert err.value.code() == grpc.StatusCode.UNAVAILABLE
     assert _reason(err.value) == "BROKER_UNREACHABLE"
+
+
+async def test_the_broker_leader_kept_from_the_last_check_is_read_again_after_a_failover(
+        cluster: Cluster) -> None:
+    """The state service keeps the broker leader it read last. After a
+    failover, a delivery of the old term is still refused and one of the new
+    term still commits: the kept leader is read again, never trusted."""
+    first = await cluster.leader()
+    await _setup(cluster, "web")
+    await cluster.state_stub.RegisterJob(state_pb2.RegisterJobRequest(job=job_pb2.Job(
+        id="api", datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(
+            name="g", count=1, tasks=[job_pb2.Task(name="t", driver="sim")])])))
+    old = await dequeue(first)
+    assert (await _submit(cluster, old.evaluation.job_id, old.evaluation.id,
+                          old.token)).placed == 1
+    await first.stop(0.5)
+    second = await cluster.leader(exclude=first)
+    with pytest.raises(grpc.aio.AioRpcError) as err:  # the old term's token
+        await _submit(cluster, old.evaluation.job_id, old.evaluation.id, old.token)
+    assert _reason(err.value) == "PLAN_DELIVERY_ENDED"
+    other = "api" if old.evaluation.job_id == "web" else "web"
+    for _ in range(10):  # the new leader delivers the other job's evaluation
+        new = await dequeue(second)
+        if new.evaluation.job_id == other:
+            break
+        await second.stub.Ack(broker_pb2.AckRequest(eval_id=new.evaluation.id,
+                                                    token=new.token))
+    assert new.evaluation.job_id == other
+    assert (await _submit(cluster, other, new.evaluation.id, new.token)).placed == 1
