@@ -148,6 +148,8 @@ async def test_get_finds_what_was_written(replica: StateReplica, query: Query) -
         got = getattr(resp, query.field)
         if resp.DESCRIPTOR.fields_by_name[query.field].is_repeated:  # ListJobVersions
             got = got[0]
+        if query.rpc == "GetJobSnapshot":
+            got = got.job
         if "id" in query.names:
             assert got.id == oid
         assert resp.meta.index > 0 and resp.meta.known_leader
@@ -169,8 +171,16 @@ NOT_FOUND = [
 
 
 async def test_not_found_cases_cover_every_get_that_can_miss() -> None:
-    can_miss = {q.rpc for q in GETS if q.rpc != "GetSchedulerConfig"}
+    # The scheduler config has defaults; a job snapshot answers "no job" too.
+    can_miss = {q.rpc for q in GETS if q.rpc not in ("GetSchedulerConfig", "GetJobSnapshot")}
     assert {rpc for rpc, _, _ in NOT_FOUND} == can_miss
+
+
+async def test_a_job_snapshot_of_no_job_answers_without_one(replica: StateReplica) -> None:
+    resp = await replica.stub.GetJobSnapshot(state_pb2.GetJobSnapshotRequest(id="nope"),
+                                             timeout=CALL_TIMEOUT)
+    assert not resp.snapshot.HasField("job") and resp.snapshot.allocations_complete
+    assert resp.meta.index > 0
 
 
 @pytest.mark.parametrize("rpc,fields,message", NOT_FOUND,

@@ -86,6 +86,7 @@ _A = "/drover.acl.v1.AclService/"
 TABLE: dict[str, Requirement] = {
     _S + "RegisterJob": ns("submit-job", "job.namespace"),
     _S + "GetJob": ns("read-job"),
+    _S + "GetJobSnapshot": ns("read-job"),
     _S + "ListJobs": ns("list-jobs"),
     _S + "ListJobVersions": ns("read-job"),
     _S + "DeregisterJob": ns("submit-job"),

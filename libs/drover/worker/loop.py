@@ -275,40 +275,23 @@ class Worker:
         return self._snapshot(ev, await self.read_job(ev))
 
     async def read_job(self, ev: evaluation_pb2.Evaluation) -> JobReads:
-        """The evaluation's job, its versions, allocations and deployment.
-
-        The reads that do not depend on each other go out together (the job
-        and its versions, the allocations), the deployment once the job's
-        version is known: two round trips per evaluation instead of four."""
+        """The evaluation's job, its versions, deployment and allocations: one
+        GetJobSnapshot (all at one revision), and the allocations listed page
+        by page only for a job with more than one answer holds."""
         ns, job_id = ev.namespace or "default", ev.job_id
-        (job, versions, deployment), allocs = await asyncio.gather(
-            self._job_and_deployment(ns, job_id), self._allocs(ns, job_id))
-        return JobReads(ns, job_id, job, versions, deployment, allocs)
+        got = (await self.state.GetJobSnapshot(state_pb2.GetJobSnapshotRequest(
+            namespace=ns, id=job_id), timeout=30)).snapshot
+        job = got.job if got.HasField("job") else None
+        allocs = list(got.allocations) if got.allocations_complete else await self._allocs(
+            ns, job_id)
+        return JobReads(ns, job_id, job, {v.version: v for v in got.versions},
+                        got.deployment if got.HasField("deployment") else None, allocs)
 
     def _snapshot(self, ev: evaluation_pb2.Evaluation, r: JobReads) -> Snapshot:
         """The job's reads and the view's nodes and usage as they are now."""
         return Snapshot(r.namespace, r.job_id, r.job, r.versions, r.deployment, r.allocs,
                         list(self.view.nodes.values()), dict(self.view.used), eval_id=ev.id,
                         now=time.time())
-
-    async def _job_and_deployment(self, ns: str, job_id: str) -> tuple[
-            job_pb2.Job | None, dict[int, job_pb2.Job], deployment_pb2.Deployment | None]:
-        try:
-            got, vs = await asyncio.gather(
-                self.state.GetJob(state_pb2.GetJobRequest(namespace=ns, id=job_id),
-                                  timeout=30),
-                self.state.ListJobVersions(state_pb2.ListJobVersionsRequest(
-                    namespace=ns, id=job_id), timeout=30))
-        except grpc.RpcError as e:
-            if remote_status(e).code != "NOT_FOUND":
-                raise
-            return None, {}, None
-        job = got.job
-        versions = {v.version: v for v in vs.versions}
-        deps = await self.state.ListDeployments(state_pb2.ListDeploymentsRequest(
-            namespace=ns, filter=f'job_id == "{job_id}" && job_version == {job.version}',
-            order_by="create_index desc", page_size=1), timeout=30)
-        return job, versions, deps.deployments[0] if deps.deployments else None
 
     async def _allocs(self, ns: str, job_id: str) -> list[allocation_pb2.Allocation]:
         allocs: list[allocation_pb2.Allocation] = []

@@ -64,6 +64,9 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
     async def ListJobVersions(self, request: Any, context: Any) -> Any:
         return await self._queries.ListJobVersions(request, context)
 
+    async def GetJobSnapshot(self, request: Any, context: Any) -> Any:
+        return await self._queries.GetJobSnapshot(request, context)
+
     async def GetEvaluation(self, request: Any, context: Any) -> Any:
         return await self._queries.GetEvaluation(request, context)
 

@@ -19,6 +19,7 @@ EXPECTED_READS = {
         "GetJob",
         "ListJobs",
         "ListJobVersions",
+        "GetJobSnapshot",
         "GetEvaluation",
         "ListEvaluations",
         "CountEvaluations",

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import scheduler_pb2
 from drover.state.core import codec
+from drover.state.core.job_snapshot import find_snapshot
 from drover.state.core.validate import ALL_NAMESPACES, check_name, namespace_arg
 
 
@@ -274,6 +275,8 @@ QUERIES: tuple[Query, ...] = (
     _list("ListJobs", codec.JOBS, "jobs"),
     # A Get in all but name: one job's versions, whole, no paging.
     _get("ListJobVersions", codec.JOB_VERSIONS, "versions", "job", find=job_versions),
+    # A scheduler's reads of one job at one revision; no job is an answer too.
+    _get("GetJobSnapshot", codec.JOBS, "snapshot", "job", find=find_snapshot),
     # Evaluation ids are unique across namespaces: any namespace may hold it.
     _get("GetEvaluation", codec.EVALUATIONS, "evaluation", "evaluation", Scope.ANY,
          names=("id", "namespace"), find=in_any_namespace, extra=related_evaluations),

@@ -36,6 +36,12 @@ def context() -> WriteContext:
 
 def view(objects: Iterable[tuple[str, Any, int, int]], *, fresh: bool = True) -> CacheView:
     """``objects``: (kind, message, create revision, mod revision)."""
+    t = tables(objects)
+    return CacheView(t, t.revision, fresh)
+
+
+def tables(objects: Iterable[tuple[str, Any, int, int]]) -> Tables:
+    """Cache tables holding ``objects`` (as :func:`view` takes them)."""
     tables = Tables(KEYS)
     for kind, msg, create, mod in objects:
         ns = codec.namespace_of(kind, msg)
@@ -48,7 +54,7 @@ def view(objects: Iterable[tuple[str, Any, int, int]], *, fresh: bool = True) ->
         else:
             oid = msg.id
         tables.apply(KEYS.key(kind, ns, oid), codec.encode(msg), create, mod, False)
-    return CacheView(tables, tables.revision, fresh)
+    return tables
 
 
 def service_job(count: int = 2, update: bool = True) -> job_pb2.Job:

@@ -149,6 +149,38 @@ class ListJobVersionsResponse(_message.Message):
     meta: _query_pb2.QueryMeta
     def __init__(self, versions: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
 
+class GetJobSnapshotRequest(_message.Message):
+    __slots__ = ("namespace", "id", "query")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    query: _query_pb2.QueryOptions
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+
+class JobSnapshot(_message.Message):
+    __slots__ = ("job", "versions", "deployment", "allocations", "allocations_complete")
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYMENT_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATIONS_COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    job: _job_pb2.Job
+    versions: _containers.RepeatedCompositeFieldContainer[_job_pb2.Job]
+    deployment: _deployment_pb2.Deployment
+    allocations: _containers.RepeatedCompositeFieldContainer[_allocation_pb2.Allocation]
+    allocations_complete: bool
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., versions: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., deployment: _Optional[_Union[_deployment_pb2.Deployment, _Mapping]] = ..., allocations: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., allocations_complete: _Optional[bool] = ...) -> None: ...
+
+class GetJobSnapshotResponse(_message.Message):
+    __slots__ = ("snapshot", "meta")
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
+    snapshot: JobSnapshot
+    meta: _query_pb2.QueryMeta
+    def __init__(self, snapshot: _Optional[_Union[JobSnapshot, _Mapping]] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
+
 class DeregisterJobRequest(_message.Message):
     __slots__ = ("namespace", "id", "purge")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]

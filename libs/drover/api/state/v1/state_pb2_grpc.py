@@ -75,6 +75,11 @@ class StateServiceStub:
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.ListJobVersionsRequest.SerializeToString,
                 response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ListJobVersionsResponse.FromString,
                 _registered_method=True)
+        self.GetJobSnapshot = channel.unary_unary(
+                '/drover.state.v1.StateService/GetJobSnapshot',
+                request_serializer=drover_dot_state_dot_v1_dot_state__pb2.GetJobSnapshotRequest.SerializeToString,
+                response_deserializer=drover_dot_state_dot_v1_dot_state__pb2.GetJobSnapshotResponse.FromString,
+                _registered_method=True)
         self.DeregisterJob = channel.unary_unary(
                 '/drover.state.v1.StateService/DeregisterJob',
                 request_serializer=drover_dot_state_dot_v1_dot_state__pb2.DeregisterJobRequest.SerializeToString,
@@ -281,6 +286,17 @@ class StateServiceServicer:
 
     def ListJobVersions(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetJobSnapshot(self, request, context):
+        """What a scheduler reads of one evaluation's job, in one call at one
+        revision: the job (unset when there is none: its allocations are still
+        answered, for the scheduler to stop), its tracked versions, the newest
+        deployment of its version, and its allocations, unless it has more than
+        one page of them (then allocations_complete is false: list them).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -606,6 +622,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.ListJobVersionsRequest.FromString,
                     response_serializer=drover_dot_state_dot_v1_dot_state__pb2.ListJobVersionsResponse.SerializeToString,
             ),
+            'GetJobSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetJobSnapshot,
+                    request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.GetJobSnapshotRequest.FromString,
+                    response_serializer=drover_dot_state_dot_v1_dot_state__pb2.GetJobSnapshotResponse.SerializeToString,
+            ),
             'DeregisterJob': grpc.unary_unary_rpc_method_handler(
                     servicer.DeregisterJob,
                     request_deserializer=drover_dot_state_dot_v1_dot_state__pb2.DeregisterJobRequest.FromString,
@@ -896,6 +917,33 @@ class StateService:
             '/drover.state.v1.StateService/ListJobVersions',
             drover_dot_state_dot_v1_dot_state__pb2.ListJobVersionsRequest.SerializeToString,
             drover_dot_state_dot_v1_dot_state__pb2.ListJobVersionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetJobSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/drover.state.v1.StateService/GetJobSnapshot',
+            drover_dot_state_dot_v1_dot_state__pb2.GetJobSnapshotRequest.SerializeToString,
+            drover_dot_state_dot_v1_dot_state__pb2.GetJobSnapshotResponse.FromString,
             options,
             channel_credentials,
             insecure,
