@@ -24,7 +24,7 @@ no such cap: one evaluation places its whole job), up to
 core) run side by side, each dequeuing its own batch and planning its
 evaluations one after another. While one evaluation is planned and its plan
 submitted, the loop already reads the next one's job (its job, versions,
-deployment and allocations: :class:`JobReads`), so those round trips stay
+deployment and allocations: one GetJobSnapshot), so those round trips stay
 off the path; a different job's plan cannot change them, and a read that
 went stale meanwhile is caught by the plan's compares (PLAN_STALE, planned
 again on fresh reads). The nodes are the view's when planning starts.
@@ -49,7 +49,7 @@ from google.protobuf.duration_pb2 import Duration
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2
+from drover.api.types.v1 import allocation_pb2, evaluation_pb2
 from drover.coord.kv import MAX_TXN_OPS
 from drover.rpc.remote import from_rpc_error, remote_status
 
@@ -99,18 +99,6 @@ class WorkerStats:
     nacked: int = 0
     blocked: int = 0
     acked: list[str] = field(default_factory=list)
-
-@dataclass(frozen=True)
-class JobReads:
-    """What the state service said of one evaluation's job (not the nodes)."""
-
-    namespace: str
-    job_id: str
-    job: job_pb2.Job | None
-    versions: dict[int, job_pb2.Job]
-    deployment: deployment_pb2.Deployment | None
-    allocs: list[allocation_pb2.Allocation]
-
 
 class PlanRefused(Exception):
     """The plan kept being stale: give the evaluation back."""
@@ -162,7 +150,7 @@ class Worker:
         deliveries = [(resp.evaluation, resp.token, resp.wait_index)]
         deliveries += [(d.evaluation, d.token, d.wait_index) for d in resp.additional]
         acks = []
-        ahead: asyncio.Future[JobReads] | None = None
+        ahead: asyncio.Future[state_pb2.JobSnapshot] | None = None
         try:
             for i, (ev, token, wait_index) in enumerate(deliveries):
                 reads = ahead or asyncio.ensure_future(self.read_job(ev))
@@ -183,7 +171,8 @@ class Worker:
         return len(deliveries)
 
     async def _process_one(self, ev: evaluation_pb2.Evaluation, wait_index: int, token: str,
-                           reads: asyncio.Future[JobReads]) -> list[broker_pb2.AckRequest]:
+                           reads: asyncio.Future[state_pb2.JobSnapshot],
+                           ) -> list[broker_pb2.AckRequest]:
         """One delivery processed: its ack, or none (nacked, or no longer ours)."""
         self.stats.evaluations += 1
         try:
@@ -207,7 +196,7 @@ class Worker:
                                       follow_ups=follow_ups)]
 
     async def process(self, ev: evaluation_pb2.Evaluation, wait_index: int,
-                      token: str = "", reads: asyncio.Future[JobReads] | None = None,
+                      token: str = "", reads: asyncio.Future[state_pb2.JobSnapshot] | None = None,
                       ) -> list[evaluation_pb2.Evaluation]:
         """Plan and submit until accepted; the follow-up evaluations to ack with.
         ``reads``: the job's reads, already under way; later rounds read again."""
@@ -274,24 +263,25 @@ class Worker:
         """The evaluation's job reads (:meth:`read_job`) and the view's nodes."""
         return self._snapshot(ev, await self.read_job(ev))
 
-    async def read_job(self, ev: evaluation_pb2.Evaluation) -> JobReads:
+    async def read_job(self, ev: evaluation_pb2.Evaluation) -> state_pb2.JobSnapshot:
         """The evaluation's job, its versions, deployment and allocations: one
-        GetJobSnapshot (all at one revision), and the allocations listed page
-        by page only for a job with more than one answer holds."""
-        ns, job_id = ev.namespace or "default", ev.job_id
+        GetJobSnapshot (all at one revision), its allocations listed page by
+        page only for a job with more than one answer holds."""
         got = (await self.state.GetJobSnapshot(state_pb2.GetJobSnapshotRequest(
-            namespace=ns, id=job_id), timeout=30)).snapshot
-        job = got.job if got.HasField("job") else None
-        allocs = list(got.allocations) if got.allocations_complete else await self._allocs(
-            ns, job_id)
-        return JobReads(ns, job_id, job, {v.version: v for v in got.versions},
-                        got.deployment if got.HasField("deployment") else None, allocs)
+            namespace=ev.namespace or "default", id=ev.job_id), timeout=30)).snapshot
+        if not got.allocations_complete:
+            got.allocations.extend(await self._allocs(ev.namespace or "default", ev.job_id))
+            got.allocations_complete = True
+        return got
 
-    def _snapshot(self, ev: evaluation_pb2.Evaluation, r: JobReads) -> Snapshot:
+    def _snapshot(self, ev: evaluation_pb2.Evaluation, got: state_pb2.JobSnapshot) -> Snapshot:
         """The job's reads and the view's nodes and usage as they are now."""
-        return Snapshot(r.namespace, r.job_id, r.job, r.versions, r.deployment, r.allocs,
-                        list(self.view.nodes.values()), dict(self.view.used), eval_id=ev.id,
-                        now=time.time())
+        return Snapshot(ev.namespace or "default", ev.job_id,
+                        got.job if got.HasField("job") else None,
+                        {v.version: v for v in got.versions},
+                        got.deployment if got.HasField("deployment") else None,
+                        list(got.allocations), list(self.view.nodes.values()),
+                        dict(self.view.used), eval_id=ev.id, now=time.time())
 
     async def _allocs(self, ns: str, job_id: str) -> list[allocation_pb2.Allocation]:
         allocs: list[allocation_pb2.Allocation] = []

@@ -30,7 +30,6 @@ def schedulable(node: node_pb2.Node) -> bool:
             and node.scheduling_eligibility != node_pb2.NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE)
 
 
-
 class Packer:
     """Bin-packing over the candidate nodes, tracking this plan's own use."""
 

@@ -286,9 +286,9 @@ class WatcherLeader:
         """One stream response's changes, taken by the watchers; each woken
         one steps once per tick for all of its allocations (Nomad's watcher
         takes a blocking query's allocations as one batch too), not once per
-        allocation. A
-        change for a deployment still being read is held for its replay; a
-        deletion names no deployment, so every such replay holds it too."""
+        allocation. A change for a deployment still being read is held for
+        its replay; a deletion names no deployment, so every such replay
+        holds it too."""
         now: list[AllocationChange] = []
         for deleted, payload in changes:
             if deleted:

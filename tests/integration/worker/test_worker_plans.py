@@ -113,7 +113,7 @@ async def test_reads_taken_ahead_that_went_stale_are_read_again(
     worker = Worker(state, WorkerConfig(seed=1))
     async with _viewing(worker):
         ahead = asyncio.ensure_future(worker.read_job(ev))
-        assert not (await ahead).allocs
+        assert not (await ahead).allocations
         await stub.UpsertAllocations(
             state_pb2.UpsertAllocationsRequest(allocations=[_intruder()]))
         follow_ups = await asyncio.wait_for(worker.process(ev, ev.modify_index, reads=ahead), 20)

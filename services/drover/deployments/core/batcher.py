@@ -31,7 +31,7 @@ class BatcherConfig:
     window: float = tunable_default("deployments_batch_window")
     max_batch: int = tunable_default("deployments_batch_max")
     #: A deployment write that only moves counts waits up to this long for
-    #: the ones behind it (:func:`.coalesce.can_wait`); 0 writes each at once.
+    #: the ones behind it (:func:`.coalesce.hold_for`); 0 writes each at once.
     progress_window: float = tunable_default("deployments_progress_window")
 
     def __post_init__(self) -> None:

@@ -54,10 +54,10 @@ from .walltime import WallClock
 from .watcher import ACTIVE, DeploymentWatcher
 
 SUBSCRIPTIONS = 2
+"""Deployment and allocation streams: constant however many deployments run."""
 
 AllocationChange = tuple[bool, Any]
 """``(False, Allocation)`` for an upsert, ``(True, allocation id)`` for a deletion."""
-"""Deployment and allocation streams: constant however many deployments run."""
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ call's catch-up reached:
 - ``job``: unset when the namespace holds no such job (a purged job's
   evaluation must still see its allocations, to stop them): never
   NOT_FOUND;
-- ``versions``: every tracked version, newest first
-  (:func:`.query_specs.job_versions`);
+- ``versions``: every tracked version, newest first, as the caller read
+  them (:func:`.query_specs.versions_of`);
 - ``deployment``: the newest (by create index) deployment of the job's
   current version, as ListDeployments ordered by ``create_index desc``
   answers it;
@@ -29,24 +29,22 @@ from drover.api.types.v1 import allocation_pb2
 from drover.state.core import codec
 
 if TYPE_CHECKING:
-    from drover.state.core.query_specs import Lookup, Query, TablesView
+    from collections.abc import Sequence
+
+    from drover.api.types.v1 import job_pb2
+    from drover.state.core.query_specs import TablesView
 
 #: Allocations one answer carries: ListAllocations' largest page.
 ALLOCATIONS_LIMIT = 1000
 
 
-def job_snapshot(tables: TablesView, ns: str, job_id: str,
+def job_snapshot(tables: TablesView, ns: str, job_id: str, versions: Sequence[job_pb2.Job],
                  limit: int = ALLOCATIONS_LIMIT) -> state_pb2.JobSnapshot:
-    """The snapshot of ``ns/job_id`` (module doc)."""
-    out = state_pb2.JobSnapshot()
+    """The snapshot of ``ns/job_id`` (module doc), with its ``versions``."""
+    out = state_pb2.JobSnapshot(versions=versions)
     job = tables[codec.JOBS].decode(f"{ns}/{job_id}")
     if job is not None:
         out.job.CopyFrom(job)
-    versions_table = tables[codec.JOB_VERSIONS]
-    versions = [v for v in (versions_table.decode(o.id) for o in versions_table.candidates(
-        "job", f"{ns}/{job_id}").iterate(None, True)) if v is not None]
-    versions.sort(key=lambda j: j.version, reverse=True)
-    out.versions.extend(versions)
     if job is not None:
         deployments = tables[codec.DEPLOYMENTS]
         for order in deployments.candidates("job_id", job_id).iterate(None, True):
@@ -70,8 +68,3 @@ def job_snapshot(tables: TablesView, ns: str, job_id: str,
     out.allocations_complete = True
     return out
 
-
-def find_snapshot(tables: TablesView, query: Query, lookup: Lookup) -> state_pb2.JobSnapshot:
-    """GetJobSnapshot's row hook: never missing (no job is an answer too)."""
-    assert lookup.namespace is not None
-    return job_snapshot(tables, lookup.namespace, lookup.id)

@@ -9,6 +9,7 @@ names. What differs between kinds is a small named hook, not a handler:
 * ``find`` -- how a Get finds its answer (:func:`by_key` for most kinds;
   :func:`job_or_version` for GetJob's ``version``, :func:`in_any_namespace`
   for GetEvaluation, :func:`job_versions` for ListJobVersions,
+  :func:`find_snapshot` for GetJobSnapshot,
   :func:`scheduler_config`, which is never missing);
 * ``missing`` -- the NOT_FOUND message (:func:`not_found`, or
   :func:`job_not_found`, which names the version asked for);
@@ -37,7 +38,7 @@ from typing import Any, Protocol
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import scheduler_pb2
 from drover.state.core import codec
-from drover.state.core.job_snapshot import find_snapshot
+from drover.state.core.job_snapshot import job_snapshot
 from drover.state.core.validate import ALL_NAMESPACES, check_name, namespace_arg
 
 
@@ -127,15 +128,26 @@ def in_any_namespace(tables: TablesView, query: Query, lookup: Lookup) -> Any | 
     return None
 
 
-def job_versions(tables: TablesView, query: Query, lookup: Lookup) -> list[Any] | None:
-    """Every stored version of the job, newest first; None if it has none."""
-    table = tables[query.kind]
-    orders = table.candidates("job", f"{lookup.namespace}/{lookup.id}").iterate(None, True)
+def versions_of(tables: TablesView, ns: str | None, job_id: str) -> list[Any]:
+    """Every stored version of the job, newest first."""
+    table = tables[codec.JOB_VERSIONS]
+    orders = table.candidates("job", f"{ns}/{job_id}").iterate(None, True)
     versions = [v for v in (table.decode(o.id) for o in orders) if v is not None]
-    if not versions:
-        return None
     versions.sort(key=lambda j: j.version, reverse=True)
     return versions
+
+
+def job_versions(tables: TablesView, query: Query, lookup: Lookup) -> list[Any] | None:
+    """Every stored version of the job, newest first; None if it has none."""
+    return versions_of(tables, lookup.namespace, lookup.id) or None
+
+
+def find_snapshot(tables: TablesView, query: Query, lookup: Lookup) -> Any:
+    """GetJobSnapshot's hook (:mod:`.job_snapshot`): never missing, as no
+    job is an answer too."""
+    assert lookup.namespace is not None
+    return job_snapshot(tables, lookup.namespace, lookup.id,
+                        versions_of(tables, lookup.namespace, lookup.id))
 
 
 def scheduler_config(tables: TablesView, query: Query, lookup: Lookup) -> Any:

@@ -11,6 +11,7 @@ from core_data import tables
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
 from drover.state.core import codec
 from drover.state.core.job_snapshot import job_snapshot
+from drover.state.core.query_specs import versions_of
 
 
 def _job(version: int, ns: str = "default") -> job_pb2.Job:
@@ -36,7 +37,8 @@ def test_the_job_its_versions_its_deployment_and_allocations() -> None:
                 for a, ns in (("a1", "default"), ("x", "other"), ("a2", "default"))
                 for r in [next(rev)]]
     objects.append((codec.JOBS, _job(1, "other"), 90, 90))
-    snap = job_snapshot(tables(objects), "default", "web")
+    held = tables(objects)
+    snap = job_snapshot(held, "default", "web", versions_of(held, "default", "web"))
     assert snap.HasField("job") and snap.job.version == 2
     assert [v.version for v in snap.versions] == [2, 1]
     assert snap.deployment.id == "newest"
@@ -47,9 +49,9 @@ def test_the_job_its_versions_its_deployment_and_allocations() -> None:
 def test_no_job_still_answers_its_allocations_and_a_big_one_none() -> None:
     objects = [(codec.ALLOCATIONS, _alloc(f"a{i}"), i + 1, i + 1) for i in range(5)]
     held = tables(objects)
-    gone = job_snapshot(held, "default", "web")
+    gone = job_snapshot(held, "default", "web", versions_of(held, "default", "web"))
     assert not gone.HasField("job") and not gone.HasField("deployment") and not gone.versions
     assert gone.allocations_complete and len(gone.allocations) == 5
-    assert job_snapshot(held, "default", "web", limit=5).allocations_complete
-    big = job_snapshot(held, "default", "web", limit=4)
+    assert job_snapshot(held, "default", "web", [], limit=5).allocations_complete
+    big = job_snapshot(held, "default", "web", [], limit=4)
     assert not big.allocations_complete and not big.allocations
