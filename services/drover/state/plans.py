@@ -1,9 +1,13 @@
 """SubmitPlan: Nomad's plan applier (the planner and its rules are
 :mod:`drover.state.core.placement` and :mod:`drover.state.core.usage`).
 
-Any number of replicas apply plans; etcd orders them. Each attempt judges
-the plan on a synced view, builds one txn with only the nodes that still
-fit (each rewriting and comparing its usage record) and commits it. A txn
+Any number of replicas apply plans; etcd orders them. The first attempt
+judges the plan on the replica's view as it is (no sync: the worker read
+its job through the state service, and the txn's compares catch whatever
+moved since), builds one txn with only the nodes that still fit (each
+rewriting and comparing its usage record) and commits it. A refusal judged
+on that view is judged again on a synced one before it is given
+(:mod:`drover.state.core.placement`). A txn
 that fails because another plan touched one of its nodes meanwhile (through
 any replica) is judged again on a freshly synced view, at most
 :data:`PLAN_ATTEMPTS` times: the outcome is partial (the refused nodes
@@ -94,7 +98,7 @@ class PlansRpc:
             return await self.writes.transact(
                 lambda view: plan_submit(view, ctx, request, ns, placements, updates, evs,
                                          delivery=vouched),
-                self.writes.fence(context), sync_first=True, attempts=PLAN_ATTEMPTS)
+                self.writes.fence(context), attempts=PLAN_ATTEMPTS)
         except Conflict:
             if vouched is not None and not await self.deliveries.still_leads(vouched):
                 raise PlanDeliveryEnded(

@@ -3,7 +3,7 @@
 One worker's plan for one job -- placements, stops and in-place updates --
 in ONE txn, less the nodes that cannot take their part (Nomad's partial
 commit). Refused whole with PLAN_STALE when the state the worker computed
-it from moved (the shell plans on a synced view):
+it from moved:
 
 - the job's modify index, the set of the job's allocations and the modify
   index of each allocation the plan updates must be what the worker read;
@@ -21,6 +21,13 @@ nodes commit. Every node the txn touches has its usage record rewritten,
 compared where it places: a plan for the same node committed meanwhile
 through any replica fails the txn (the shell judges again on a synced
 view: a partial outcome, never an overcommit).
+
+The shell judges a plan on the replica's view as it is, without a sync
+first (the txn's compares catch what moved). So a refusal, whole or of a
+node, is only given on a fresh view: judged on one that was not synced, it
+asks the shell to sync and judge again (:func:`~drover.state.core.view.refuse`),
+as a worker that read through this replica must never be told its plan is
+stale, or a node full, because the replica lagged what it read.
 
 Capacity freed by a plan (stops) unblocks the blocked evaluations it fits,
 stored as pending in the same txn (:mod:`drover.state.core.unblock`); a
@@ -40,7 +47,7 @@ from drover.state.core.job_status import spec_read
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.rules import PlanStale
 from drover.state.core.unblock import admit_blocked, changed_rooms, unblock_where
-from drover.state.core.view import Found, View
+from drover.state.core.view import Found, Replan, View, refuse
 from drover.worker.resources import Vec, is_live
 
 _READY = node_pb2.NODE_STATUS_READY
@@ -70,12 +77,12 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
     if job_mod != request.job_index and not spec_read(view, ns, request.job_id,
                                                       request.job_index):
         if job_mod == 0:
-            raise NotFound(f"job {request.job_id!r} not found in namespace {ns!r}")
-        raise stale(f"job {request.job_id!r} is at index {job_mod}, "
-                    f"the plan read {request.job_index}", "job")
+            refuse(view, NotFound(f"job {request.job_id!r} not found in namespace {ns!r}"))
+        refuse(view, stale(f"job {request.job_id!r} is at index {job_mod}, "
+                           f"the plan read {request.job_index}", "job"))
     if job_mod == 0 and placements:
-        raise InvalidArgument(f"job {request.job_id!r} is gone: a plan for it may only stop",
-                              metadata={"field": "placements"})
+        refuse(view, InvalidArgument(f"job {request.job_id!r} is gone: a plan for it may "
+                                     "only stop", metadata={"field": "placements"}))
     current: dict[str, int] = {}
     for nsid in view.ids(codec.ALLOCATIONS, "job_id", request.job_id):
         a_ns, _, a_id = nsid.partition("/")
@@ -86,27 +93,32 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
     # else changes what the plan should be); a client's report on an
     # allocation the plan leaves alone does not (Nomad's applier ignores it).
     if set(current) != set(request.alloc_indexes):
-        raise stale(f"the allocations of job {request.job_id!r} changed", "allocations")
+        refuse(view, stale(f"the allocations of job {request.job_id!r} changed", "allocations"))
     olds: dict[str, Found] = {}
     for a in updates:
         mod = current.get(a.id, 0)
         old = view.get(codec.ALLOCATIONS, ns, a.id) if mod else None
         if old is None:
-            raise InvalidArgument(f"update of allocation {a.id!r}, which is not an "
-                                  f"allocation of job {request.job_id!r}",
-                                  metadata={"field": "updates"})
+            refuse(view, InvalidArgument(f"update of allocation {a.id!r}, which is not an "
+                                         f"allocation of job {request.job_id!r}",
+                                         metadata={"field": "updates"}))
         if mod != request.alloc_indexes[a.id]:
-            raise stale(f"allocation {a.id!r} changed since it was read", "allocations")
+            refuse(view, stale(f"allocation {a.id!r} changed since it was read", "allocations"))
         olds[a.id] = old
     for a in placements:
         if view.mod(codec.ALLOCATIONS, ns, a.id):
-            raise InvalidArgument(f"placement {a.id!r} already exists",
-                                  metadata={"field": "placements"})
+            refuse(view, InvalidArgument(f"placement {a.id!r} already exists",
+                                         metadata={"field": "placements"}))
         if a.node_id not in request.node_indexes:
             raise InvalidArgument(f"node_indexes lacks node {a.node_id!r} the plan places on",
                                   metadata={"field": "node_indexes"})
     parts = usage.by_node(placements, ((olds[u.id].obj.node_id, u) for u in updates))
     refused = usage.judge(view, parts)
+    if refused and not view.fresh:
+        # A node the replica has not yet seen join, or free room, is no
+        # reason to send the worker away: judge again on a synced view.
+        raise Replan(PlanStale(f"{len(refused)} node(s) refused on a view not synced",
+                               metadata={"what": "nodes", "index": index}))
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     if delivery is not None:
         plan.compare(delivery[0], "create", delivery[1])

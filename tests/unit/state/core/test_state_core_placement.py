@@ -13,6 +13,7 @@ from drover.coord.kv import Compare
 from drover.state.core import codec
 from drover.state.core.placement import nothing_committed, plan_submit
 from drover.state.core.rules import PlanStale
+from drover.state.core.view import Replan
 
 
 def test_submit_plan_is_stale_when_the_job_moved_and_final_on_conflict() -> None:
@@ -99,6 +100,32 @@ def test_every_node_refused_writes_nothing() -> None:
     assert {r.node_id: r.reason for r in resp.refused} == {
         "n1": "node is not eligible", "gone": "node does not exist"}
     assert resp.refresh_index == 3  # the last change to a refused node (n1)
+
+
+@pytest.mark.parametrize("case", ["job moved", "job missing", "allocations changed",
+                                  "node refused"])
+def test_a_refusal_on_a_view_not_synced_is_judged_again_on_a_synced_one(case: str) -> None:
+    """The shell judges plans on the view as it is; a replica that lags what
+    the worker read must not send it away: every refusal asks for a sync
+    (Replan) first, and only a fresh view's refusal is the answer."""
+    objects = [(codec.JOBS, stored(service_job(), 1), 1, 4),
+               (codec.NODES, ready_node(drain=case == "node refused"), 2, 3)]
+    if case == "job missing":
+        objects = objects[1:]
+    req = state_pb2.SubmitPlanRequest(namespace="default", job_id="web",
+                                      job_index=3 if case == "job moved" else 4,
+                                      node_indexes={"n1": 3})
+    if case == "allocations changed":
+        req.alloc_indexes["someone-elses"] = 9
+    placements = [_alloc("p1", "n1", 1)]
+    with pytest.raises(Replan) as asked:
+        plan_submit(view(objects, fresh=False), context(), req, "default", placements, [], [])
+    if case == "node refused":  # a fresh view's refusal is a partial answer
+        plan = plan_submit(view(objects), context(), req, "default", placements, [], [])
+        assert [r.node_id for r in plan.respond(5).refused] == ["n1"]
+        return
+    with pytest.raises(type(asked.value.cause)):
+        plan_submit(view(objects), context(), req, "default", placements, [], [])
 
 
 def test_a_stop_only_node_rewrites_its_record_without_comparing_it() -> None:
