@@ -217,8 +217,8 @@ class WatcherLeader:
             d = run.stored.get(deployment_id)
             if d is None:
                 return
-            versions = await self.state.job_versions(d.namespace, d.job_id)
-            allocs = await self.state.list_allocations(deployment_id)
+            versions, allocs = await self.state.deployment_reads(d.namespace, d.job_id,
+                                                                 deployment_id)
             d = run.stored.get(deployment_id)
             if d is None or not run.manager.wants(d):
                 return

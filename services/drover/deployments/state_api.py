@@ -48,9 +48,9 @@ class StateApi(Protocol):
         self, namespace: str, deployment_id: str
     ) -> deployment_pb2.Deployment | None: ...
 
-    async def list_allocations(self, deployment_id: str) -> list[Any]: ...
-
-    async def job_versions(self, namespace: str, job_id: str) -> list[job_pb2.Job]: ...
+    async def deployment_reads(
+        self, namespace: str, job_id: str, deployment_id: str
+    ) -> tuple[list[job_pb2.Job], list[allocation_pb2.Allocation]]: ...
 
     def subscribe(self, topic: int, from_index: int) -> AsyncIterator[Any]: ...
 
@@ -134,6 +134,19 @@ class GrpcStateApi:
             return None
         return resp.deployment  # type: ignore[no-any-return]
 
+    async def deployment_reads(
+        self, namespace: str, job_id: str, deployment_id: str
+    ) -> tuple[list[job_pb2.Job], list[allocation_pb2.Allocation]]:
+        """What a new watcher needs: the job's versions and the deployment's
+        allocations, at one revision (one GetJobSnapshot). A job with more
+        allocations than one answer carries has its deployment's listed."""
+        snap = (await self._call("query", "GetJobSnapshot", state_pb2.GetJobSnapshotRequest(
+            namespace=namespace or "default", id=job_id))).snapshot
+        if not snap.allocations_complete:
+            return list(snap.versions), await self.list_allocations(deployment_id)
+        return list(snap.versions), [a for a in snap.allocations
+                                     if a.deployment_id == deployment_id]
+
     async def list_allocations(self, deployment_id: str) -> list[Any]:
         out: list[Any] = []
         token = ""
@@ -146,12 +159,6 @@ class GrpcStateApi:
             token = resp.next_page_token
             if not token:
                 return out
-
-    async def job_versions(self, namespace: str, job_id: str) -> list[job_pb2.Job]:
-        resp = await self._call("query", "ListJobVersions",
-                                state_pb2.ListJobVersionsRequest(namespace=namespace,
-                                                                 id=job_id))
-        return list(resp.versions)
 
     async def subscribe(self, topic: int, from_index: int) -> AsyncIterator[Any]:
         self._counts["subscribe"] += 1
