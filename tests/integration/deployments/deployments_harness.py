@@ -39,8 +39,10 @@ async def state(etcd_endpoint: str, keyspace: Keyspace) -> AsyncIterator[StateRe
         await replica.close()
 
 
-LEADER_CONFIG = LeaderConfig(batcher=BatcherConfig(window=0.05), restore_timeout=5.0,
-                             max_sleep=0.5)
+#: Counts and deadlines wait 0.2 s, not 1 s: the tests' deadlines are short
+#: (a progress window of its own: test_deployments_progress_window).
+LEADER_CONFIG = LeaderConfig(batcher=BatcherConfig(window=0.05, progress_window=0.2),
+                             restore_timeout=5.0, max_sleep=0.5)
 
 
 @dataclass

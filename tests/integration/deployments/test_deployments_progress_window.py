@@ -47,9 +47,14 @@ async def test_a_health_wave_is_written_once_per_window_and_success_at_once(
         reg = await scheduler.register(service_job("wave", count=6, max_parallel=6))
         d = await scheduler.deployment(reg.deployment_id)
         allocs = await scheduler.place(d, 6)
-        # The first placement arms the progress deadline: written at once.
+        # The placed count and the first deadline (armed from the placements'
+        # create time, so any leader re-derives it) wait the window too.
+        await asyncio.sleep(WINDOW / 4)
+        assert (await scheduler.deployment(d.id)).task_groups["web"].placed_allocs == 0
         await scheduler.wait_deployment(
-            d.id, lambda x: x.task_groups["web"].placed_allocs == 6, within=WINDOW / 2)
+            d.id, lambda x: (x.task_groups["web"].placed_allocs == 6
+                             and x.task_groups["web"].HasField("require_progress_by")),
+            within=2 * WINDOW)
         before = await _writes(w.stub)
         for alloc_id in allocs[:5]:  # five stream responses, each a new count
             await scheduler.health([alloc_id])

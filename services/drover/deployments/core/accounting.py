@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2
 
+from .walltime import from_timestamp
+
 
 @dataclass(frozen=True)
 class GroupTally:
@@ -44,6 +46,9 @@ class GroupTally:
     healthy: int = 0
     unhealthy: int = 0
     healthy_canaries: int = 0
+    #: The earliest create time among the allocations counted placed (wall
+    #: seconds; None: none has one): when the group's first one was placed.
+    first_placed: float | None = None
 
 
 def health_of(alloc: allocation_pb2.Allocation) -> bool | None:
@@ -85,6 +90,7 @@ def tally(
     healthy: dict[str, int] = {}
     unhealthy: dict[str, int] = {}
     healthy_canaries: dict[str, int] = {}
+    first: dict[str, float] = {}
     allocs = list(allocs)
     replaced = {a.previous_allocation for a in allocs if a.previous_allocation}
     for alloc in allocs:
@@ -95,6 +101,9 @@ def tally(
                 unhealthy[group] = unhealthy.get(group, 0) + 1
             continue
         placed[group] = placed.get(group, 0) + 1
+        created = from_timestamp(alloc.create_time)
+        if created is not None and created < first.get(group, created + 1):
+            first[group] = created
         canary = alloc.deployment_status.canary or alloc.id in promoted_canaries
         if canary:
             canaries.setdefault(group, []).append(alloc.id)
@@ -112,6 +121,7 @@ def tally(
             healthy=healthy.get(group, 0),
             unhealthy=unhealthy.get(group, 0),
             healthy_canaries=healthy_canaries.get(group, 0),
+            first_placed=first.get(group),
         )
         for group, n in placed.items()
     }

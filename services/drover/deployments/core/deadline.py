@@ -10,7 +10,9 @@ an explicit event and the time:
 =================  ==========================================================
 event              new ``require_progress_by``
 =================  ==========================================================
-FIRST_PLACEMENT    ``now + progress_deadline`` unless already armed
+FIRST_PLACEMENT    ``at + progress_deadline`` unless already armed; ``at`` is
+                   when the first allocation was placed, as the allocations
+                   record it (Nomad's rule), so any leader arms the same one
 NEW_HEALTHY        ``max(current, now + progress_deadline)``: only extends
 PROMOTED           ``now + progress_deadline`` for a canary group (the rest
                    of the group starts placing now); unchanged otherwise

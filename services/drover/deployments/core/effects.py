@@ -48,10 +48,10 @@ class DeploymentUpdate:
 
     ``based_on_modify_index`` is the deployment index the decision was taken
     on, for a shell that wants an optimistic compare. ``counts_only``: the
-    status, its description, every group's promotion and whether its
-    progress deadline is armed are as stored; only counts and armed
-    deadlines moved, which a new leader re-derives from the allocations (so
-    such a write may wait, see :mod:`.coalesce`).
+    status, its description and every group's promotion are as stored; only
+    counts and deadlines moved, which a new leader re-derives from the
+    allocations (the first deadline from the first placement's create time),
+    so such a write may wait (:mod:`.coalesce`).
     """
 
     deployment_id: str

@@ -9,7 +9,7 @@ from deployments_builders import FAILED, PAUSED, RUNNING, SUCCESSFUL, T0, G, all
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2
 from drover.deployments.core.effects import GroupUpdate, MarkJobStable, RevertJob, apply_update
-from drover.deployments.core.walltime import from_timestamp
+from drover.deployments.core.walltime import from_timestamp, to_timestamp
 from drover.deployments.core.watcher import DeploymentWatcher
 
 WINDOW = 600.0
@@ -56,10 +56,12 @@ def test_newly_healthy_extends_the_deadline_and_asks_for_the_next_batch() -> Non
     assert d.evaluation is None
 
 
-def test_only_counts_after_the_first_placement_may_wait() -> None:
+def test_counts_and_deadlines_may_wait_until_the_status_changes() -> None:
     w = watcher({"web": G(total=2)})
     first = w.on_alloc(alloc("a1"), T0)
-    assert first.update is not None and not first.update.counts_only  # arms the deadline
+    # Arms the first deadline, which any leader re-derives: it may wait too.
+    assert first.update is not None and first.update.counts_only
+    assert first.update.groups[0].require_progress_by == T0 + WINDOW
     second = w.on_alloc(alloc("a2"), T0 + 1)
     assert second.update is not None and second.update.counts_only
     healthy = w.on_alloc(alloc("a1", healthy=True), T0 + 2)
@@ -69,6 +71,30 @@ def test_only_counts_after_the_first_placement_may_wait() -> None:
     done = w.on_alloc(alloc("a2", healthy=True), T0 + 3)
     assert done.update is not None and done.update.status == SUCCESSFUL
     assert not done.update.counts_only
+
+
+def _placed_at(alloc_id: str, at: float) -> allocation_pb2.Allocation:
+    a = alloc(alloc_id)
+    a.create_time.CopyFrom(to_timestamp(at))
+    return a
+
+
+def test_the_first_deadline_is_armed_from_the_first_placement_as_recorded() -> None:
+    """Any leader arms the same first deadline: from the earliest placed
+    allocation's create time (not the step's clock), not before the
+    deployment was created (an allocation updated in place into it), and
+    never from later than the step's clock."""
+    w = watcher({"web": G(total=3)}, [_placed_at("a1", T0 + 7), _placed_at("a2", T0 + 3)])
+    w.reconcile(T0 + 60)
+    assert deadline(w) == T0 + 3 + WINDOW
+    created = deployment()
+    created.create_time.CopyFrom(to_timestamp(T0 + 5))
+    moved = DeploymentWatcher(created, [job(2)], [_placed_at("old", T0 - 900)])
+    moved.reconcile(T0 + 60)
+    assert deadline(moved) == T0 + 5 + WINDOW
+    ahead = watcher({"web": G(total=3)}, [_placed_at("a1", T0 + 90)])
+    ahead.reconcile(T0 + 60)
+    assert deadline(ahead) == T0 + 60 + WINDOW
 
 
 def test_a_redelivered_allocation_decides_nothing() -> None:
