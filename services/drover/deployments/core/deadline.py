@@ -48,6 +48,21 @@ class ProgressEvent(enum.Enum):
     RESUMED = "resumed"
 
 
+def first_placement_at(first_placed: float | None, deployment_created: float | None,
+                       now: float) -> float:
+    """When a group's first allocation was placed, as its allocations record
+    it (the earliest create time among those placed; Nomad arms the first
+    deadline from the allocation's time, not the watcher's): an allocation
+    updated in place into the deployment counts from the deployment's
+    creation, and none from later than ``now`` (another process's clock may
+    run ahead). ``now`` when no allocation records it."""
+    if first_placed is None:
+        return now
+    if deployment_created is not None:
+        first_placed = max(first_placed, deployment_created)
+    return min(now, first_placed)
+
+
 def next_progress_deadline(
     group: deployment_pb2.DeploymentGroupState, event: ProgressEvent, now: float
 ) -> float | None:

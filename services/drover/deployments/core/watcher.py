@@ -61,6 +61,7 @@ from .deadline import (
     ProgressEvent,
     deadline_missed,
     earliest_deadline,
+    first_placement_at,
     next_progress_deadline,
 )
 from .effects import (
@@ -120,21 +121,9 @@ def _set_deadline(group: deployment_pb2.DeploymentGroupState, at: float | None) 
 def _counts_only(update: GroupUpdate, before: deployment_pb2.DeploymentGroupState) -> bool:
     """The group's change moves only counts or its deadline, not its
     promotion. The first deadline counts too: it is armed from the first
-    placement's time as the allocations record it (:func:`_first_placement`),
+    placement's time as the allocations record it (:func:`.first_placement_at`),
     so a new leader arms the same one."""
     return update.promoted == before.promoted
-
-
-def _first_placement(t: GroupTally, work: deployment_pb2.Deployment, now: float) -> float:
-    """When the group's first allocation was placed, as its allocations
-    record it (Nomad arms the first deadline from the allocation's time, not
-    the watcher's): an allocation updated in place into this deployment
-    counts from the deployment's creation, and none from later than ``now``
-    (another process's clock may run ahead). ``now`` when none records it."""
-    if t.first_placed is None:
-        return now
-    created = from_timestamp(work.create_time)
-    return min(now, t.first_placed if created is None else max(t.first_placed, created))
 
 
 def _group_update(name: str, g: deployment_pb2.DeploymentGroupState) -> GroupUpdate:
@@ -360,8 +349,9 @@ class DeploymentWatcher:
                 continue  # a paused deployment has no deadline (RESUMED re-arms)
             if t.placed > 0:
                 # Idempotent: arms the deadline only if it is not armed yet.
+                at = first_placement_at(t.first_placed, from_timestamp(work.create_time), now)
                 _set_deadline(group, next_progress_deadline(
-                    group, ProgressEvent.FIRST_PLACEMENT, _first_placement(t, work, now)))
+                    group, ProgressEvent.FIRST_PLACEMENT, at))
             if newly_healthy:
                 _set_deadline(group, next_progress_deadline(group, ProgressEvent.NEW_HEALTHY, now))
                 progressed = progressed or (promotion_done(group)
