@@ -5,9 +5,10 @@
 
 Everything runs as real processes, as a user would run them: `drover dev
 --nodes 0` (etcd and the four services), `drover sim nodes N` and
-`--workers` scheduler workers (`drover worker`, run as `drover dev` runs its
-own: plans sized to the dev etcd's ``--max-txn-ops``; ``--num-schedulers N``
-scheduling loops side by side when given).
+`--workers` scheduler workers (`drover worker`), both run as `drover dev`
+runs its own: plans and allocation reports sized to the dev etcd's
+``--max-txn-ops``; ``--num-schedulers N`` scheduling loops side by side
+when given.
 
 Before the first phase, one job of one allocation (``warmup-0000``) is
 deployed to success: the phases measure a running control plane, not the
@@ -319,6 +320,18 @@ def _warm_up(stub: Any, args: argparse.Namespace) -> float:
     return time.monotonic() - t0
 
 
+def _sim_flags() -> list[str]:
+    """`drover sim nodes` as `drover dev` runs it: reports sized to the dev
+    etcd's ``--max-txn-ops`` (left out, with a warning, for a tree measured
+    as "before" whose sim has no such flag)."""
+    usage = subprocess.run([*CLI, "sim", "nodes", "--help"], capture_output=True, text=True,
+                           check=True).stdout
+    if "--max-txn-ops" in usage:
+        return ["--max-txn-ops", str(DEV_MAX_TXN_OPS)]
+    print("scale_bench: `drover sim nodes` has no --max-txn-ops flag; left out", file=sys.stderr)
+    return []
+
+
 def _worker_flags(num_schedulers: int | None) -> tuple[list[str], int | None]:
     """The flags to run `drover worker` with, as `drover dev` runs its own:
     ``--max-txn-ops`` of the dev etcd (plans sized to it) and, when asked,
@@ -433,7 +446,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         env = {**os.environ, "DROVER_ADDR": lay.address("proxy")}
         t_nodes = time.monotonic()
         children.append(subprocess.Popen(
-            [*CLI, "sim", "nodes", str(args.nodes), "--keep", "--heartbeat", "60"],
+            [*CLI, "sim", "nodes", str(args.nodes), "--keep", "--heartbeat", "60",
+             *_sim_flags()],
             env=env, stdout=log, stderr=subprocess.STDOUT))
         channel = grpc.insecure_channel(lay.address("proxy"))
         stub = state_pb2_grpc.StateServiceStub(channel)

@@ -82,15 +82,20 @@ def sim_group() -> None:
               type=click.FloatRange(0.1),
               help="seconds between heartbeats of each node when the server's answer "
               "names no TTL (it does: each node heartbeats when its TTL has passed)")
+@click.option("--max-txn-ops", default=MAX_TXN_OPS, show_default=True,
+              type=click.IntRange(16, 1 << 20),
+              help="etcd's --max-txn-ops as the cluster runs it: how many allocation "
+              "reports one call carries (a state replica that takes fewer says so, "
+              "and the calls shrink to it)")
 @token_tls_options
 @click.option("--keep/--down-on-exit", default=False,
               help="leave the nodes ready on exit (default: mark them down)")
 def sim_nodes(count: int, address: str, prefix: str, cpu: int, memory: int, datacenter: str,
-              heartbeat: float, keep: bool) -> None:
+              heartbeat: float, max_txn_ops: int, keep: bool) -> None:
     """Run COUNT simulated nodes: register, heartbeat, run allocations, report health."""
     logging.basicConfig(level=logging.INFO, format="sim %(levelname)s %(message)s")
     cfg = SimConfig(count=count, prefix=prefix, cpu=cpu, memory_mb=memory,
-                    datacenter=datacenter, heartbeat=heartbeat)
+                    datacenter=datacenter, heartbeat=heartbeat, max_txn_ops=max_txn_ops)
     token, tls = token_and_tls()
 
     async def main() -> None:

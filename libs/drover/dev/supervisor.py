@@ -95,8 +95,9 @@ MAX_REPLICAS = 9
 #: others (the proxy and the state service are not elected).
 DEFAULT_REPLICAS: Mapping[str, int] = {"state": 1, "broker": 2, "deployments": 2, "proxy": 1}
 #: etcd's --max-txn-ops in `drover dev`, told to the state service, the
-#: broker (whose acks then go in one txn per AckBatch) and the worker (whose
-#: plans then hold up to ~1,000 writes) too: txns of
+#: broker (whose acks then go in one txn per AckBatch), the worker (whose
+#: plans then hold up to ~1,000 writes) and the simulated nodes (whose
+#: allocation reports fill calls of that size) too: txns of
 #: ~1,000 keys cost etcd 10-12 us a key against 17-18 us at the default 128.
 DEV_MAX_TXN_OPS = 1024
 #: How long a service of the suite may take to listen when it starts.
@@ -339,7 +340,8 @@ class Supervisor:
                                          "--max-txn-ops", str(DEV_MAX_TXN_OPS)),
                               env(tokens.get("dev-worker", ""))))
         self._spawn(ChildSpec("sim", (*cli, "sim", "nodes", str(self.nodes), "--address", proxy,
-                                      "--keep"), env(tokens.get("dev-node", ""))))
+                                      "--max-txn-ops", str(DEV_MAX_TXN_OPS), "--keep"),
+                              env(tokens.get("dev-node", ""))))
         self.log(f"worker         scheduler for service, batch via {proxy} "
                  f"(pid {self.children['worker'].pid})")
         self.log(f"sim            {self.nodes} simulated nodes sim-0..sim-{self.nodes - 1} "

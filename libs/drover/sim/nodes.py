@@ -7,7 +7,8 @@ heartbeats due together go in one HeartbeatNodes call),
 follows the allocations placed on them (one List, then one Subscribe to the
 Allocation topic for the whole process, not one per node) and sends what
 :func:`.client.step` says is due, batched in UpdateAllocations calls that
-carry many nodes' reports each (one txn). On a
+carry many nodes' reports each (one txn, filled to the cluster's txn size:
+:mod:`.reports`). On a
 clean stop the nodes are marked down, so the scheduler replaces what ran on
 them (a killed process's nodes are marked down by the control plane once
 their TTL and grace pass).
@@ -32,15 +33,17 @@ import grpc
 from drover.acl.node_secret import node_secret_metadata
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2
+from drover.coord.kv import MAX_TXN_OPS, objects_per_txn
+from drover.rpc.remote import from_rpc_error
 from drover.worker.heartbeats import HeartbeatSchedule
 
+from . import reports
 from .client import Behaviour, Report, Track, behaviour_of, step
 
 log = logging.getLogger(__name__)
 
 _TERMINAL = (allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE, allocation_pb2.ALLOC_CLIENT_STATUS_FAILED,
              allocation_pb2.ALLOC_CLIENT_STATUS_LOST)
-BATCH = 100
 #: Registrations and heartbeat calls one process keeps in flight.
 CONCURRENT = 64
 #: Heartbeats due within this many seconds are sent together, now.
@@ -59,6 +62,10 @@ class SimConfig:
     #: Seconds between heartbeats when the server's answer names no TTL.
     heartbeat: float = 3.0
     tick: float = 0.1
+    #: etcd's --max-txn-ops as the cluster runs it: how many reports one
+    #: UpdateAllocations call carries (a state replica that takes fewer
+    #: says so, and the calls shrink to it).
+    max_txn_ops: int = MAX_TXN_OPS
     #: Stopping waits this long for the cancelled nodes (``drover.tasks``).
     stop_timeout: float = 5.0
 
@@ -75,6 +82,9 @@ class SimNodes:
         self._behaviour: dict[tuple[str, str], Behaviour] = {}  # (alloc key) -> behaviour
         self._jobs: dict[tuple[str, str, int], job_pb2.Job] = {}
         self._node_of: dict[tuple[str, str], str] = {}  # (alloc key) -> its node
+        self._job_of: dict[tuple[str, str], tuple[str, str]] = {}  # (alloc key) -> its job
+        #: Objects one UpdateAllocations call may write (:mod:`.reports`).
+        self.report_room = objects_per_txn(config.max_txn_ops)
         #: Each node's secret, from its registration (absent: not issued to us).
         self.secrets: dict[str, str] = {}
         self.reports = 0
@@ -189,6 +199,7 @@ class SimNodes:
             self._behaviour[key] = behaviour_of(job, a.task_group)
             self.tracks[key] = t
             self._node_of[key] = a.node_id
+            self._job_of[key] = (a.namespace, a.job_id)
         elif self._behaviour.get(key) is not None:
             job = await self._job(a.namespace, a.job_id, a.job_version)
             self._behaviour[key] = behaviour_of(job, a.task_group)  # in-place update
@@ -228,7 +239,7 @@ class SimNodes:
 
     async def tick(self) -> None:
         now = self.clock()
-        due: dict[str, list[state_pb2.AllocationUpdate]] = {}  # per node
+        due: dict[str, list[tuple[tuple[str, str], state_pb2.AllocationUpdate]]] = {}
         for key, t in list(self.tracks.items()):
             r: Report | None = step(t, self._behaviour[key], now)
             if r is not None:
@@ -237,26 +248,17 @@ class SimNodes:
                                                client_description=r.description)
                 if r.healthy is not None:
                     u.healthy = r.healthy
-                due.setdefault(self._node_of[key], []).append(u)
+                due.setdefault(self._node_of[key], []).append((self._job_of[key], u))
             if t.done and r is None:
                 self.tracks.pop(key, None)
                 self._behaviour.pop(key, None)
                 self._node_of.pop(key, None)
+                self._job_of.pop(key, None)
         # Many nodes' reports in one call and one txn (each node's group with
         # its own secret), the calls one after another: per-node calls in
         # flight together would conflict on the job status and summary
         # every report of a job rewrites.
-        call: list[tuple[str, list[state_pb2.AllocationUpdate]]] = []
-        size = 0
-        for node_id, updates in due.items():
-            for i in range(0, len(updates), BATCH):
-                part = updates[i:i + BATCH]
-                if size + len(part) > BATCH:
-                    await self._send_nodes(call)
-                    call, size = [], 0
-                call.append((node_id, part))
-                size += len(part)
-        if call:
+        for call in reports.pack(due, self.report_room):
             await self._send_nodes(call)
 
     async def _send_nodes(self, call: list[tuple[str, list[state_pb2.AllocationUpdate]]]) -> None:
@@ -268,9 +270,22 @@ class SimNodes:
                 self.reports += sum(len(u) for _, u in call)
                 return
             except grpc.RpcError as e:  # one bad report must not sink the rest
+                cap = _size_refused(e)
+                if cap is not None and cap < self.report_room:
+                    log.warning("the state service takes writes of at most %d objects; "
+                                "reports sized to that", cap)
+                    self.report_room = cap
+                    return await self._resend(call)
                 log.info("reports of %d nodes: %s; node by node", len(call), e)
         for node_id, updates in call:
             await self._send(node_id, updates)
+
+    async def _resend(self, call: list[tuple[str, list[state_pb2.AllocationUpdate]]]) -> None:
+        """``call`` again, packed to the (lowered) room; a report's job is
+        its own key here, which only over-counts the job writes."""
+        due = {n: [(("", u.id), u) for u in updates] for n, updates in call}
+        for part in reports.pack(due, self.report_room):
+            await self._send_nodes(part)
 
     async def _send(self, node_id: str, updates: list[state_pb2.AllocationUpdate]) -> None:
         try:
@@ -284,3 +299,11 @@ class SimNodes:
                 return
         for u in updates:  # one bad (e.g. deleted) allocation must not sink the rest
             await self._send(node_id, [u])
+
+
+def _size_refused(err: grpc.RpcError) -> int | None:
+    """The write size a refusal for size names (its ``max_objects``), or None."""
+    try:
+        return int(from_rpc_error(err).metadata.get("max_objects", ""))
+    except ValueError:
+        return None

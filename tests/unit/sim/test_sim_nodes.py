@@ -96,3 +96,35 @@ async def test_heartbeats_due_within_a_second_of_the_first_go_in_one_call(
     await asyncio.gather(task, return_exceptions=True)
     assert nodes.HEARTBEAT_WINDOW == 1.0
     assert calls == [["n0", "n1", "n2"]]  # n3 (due at 7) waits for its own turn
+
+
+class _SmallState:
+    """A state service whose writes hold at most ``cap`` objects: it refuses
+    bigger calls as the real one does (INVALID_ARGUMENT naming max_objects)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.calls: list[list[str]] = []
+
+    async def UpdateAllocations(self, req: Any, **_: Any) -> Any:
+        from drover.errors import InvalidArgument
+        from drover.rpc.errors import as_rpc_error
+
+        ids = [u.id for n in req.nodes for u in n.updates] + [u.id for u in req.updates]
+        if len(ids) * 3 > self.cap:  # each report and its job's writes
+            raise as_rpc_error(InvalidArgument("too big", metadata={
+                "field": "updates", "max_objects": str(self.cap)}))
+        self.calls.append(ids)
+        return state_pb2.UpdateAllocationsResponse()
+
+
+async def test_reports_refused_for_size_are_sent_again_sized_to_the_cluster(
+        clock: VirtualClock) -> None:
+    sim = _sim(_Stub(None), clock)
+    small = _SmallState(6)
+    sim.stub = small  # type: ignore[assignment]
+    call = [(f"n{i}", [state_pb2.AllocationUpdate(id=f"a{i}")]) for i in range(5)]
+    await sim._send_nodes(call)
+    assert sim.report_room == 6  # learnt from the refusal, kept for later calls
+    assert [i for c in small.calls for i in c] == [f"a{i}" for i in range(5)]
+    assert all(len(c) <= 2 for c in small.calls) and sim.reports == 5
