@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from .planner import Snapshot
 
 
+_NONE = Vec()
+
+
 def schedulable(node: node_pb2.Node) -> bool:
     return (node.status == node_pb2.NODE_STATUS_READY and not node.drain
             and node.scheduling_eligibility != node_pb2.NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE)
@@ -38,10 +41,12 @@ class Packer:
         self.nodes = [n for n in snap.nodes if schedulable(n)
                       and (not dcs or "*" in dcs or n.datacenter in dcs)]
         rng.shuffle(self.nodes)
-        # Read once per plan, not per candidate looked at.
+        # Read once per plan; a node's capacity only once it is looked at
+        # (a plan looks at a few of a large cluster's nodes).
         self._ids = [n.id for n in self.nodes]
-        self._caps = [Vec.of(n.resources) for n in self.nodes]
-        self.used = {i: snap.node_used.get(i, Vec()) for i in self._ids}
+        self._caps: list[Vec | None] = [None] * len(self.nodes)
+        #: Per node id: what it reserves with this plan's own changes (a copy).
+        self.used: dict[str, Vec] = dict(snap.node_used)
         self.limit = max(2, math.ceil(math.log2(len(self.nodes)))) if self.nodes else 0
         self.groups: dict[tuple[str, str], int] = {}  # (node, group) -> allocs of the job
         for a in snap.allocs:
@@ -53,8 +58,8 @@ class Packer:
     def release(self, a: allocation_pb2.Allocation) -> None:
         """A stopped allocation's room is free for this plan's placements
         (the state service's capacity check counts it the same way)."""
-        if is_live(a) and a.node_id in self.used:
-            self.used[a.node_id] = self.used[a.node_id] - Vec.of(a.resources)
+        if is_live(a):
+            self.used[a.node_id] = self.used.get(a.node_id, _NONE) - Vec.of(a.resources)
 
     def place(self, group: str, ask: Vec, count: int,
               avoid: frozenset[str] = frozenset()) -> node_pb2.Node | None:
@@ -63,15 +68,19 @@ class Packer:
         best: tuple[float, int] | None = None
         seen = skipped = 0
         n = len(self.nodes)
+        ids, caps, used = self._ids, self._caps, self.used
         for i in range(n):
             at = (self._offset + i) % n
-            node_id, cap = self._ids[at], self._caps[at]
-            after = self.used[node_id] + ask
-            if not after.fits_in(cap):
+            node_id, cap = ids[at], caps[at]
+            if cap is None:
+                cap = caps[at] = Vec.of(self.nodes[at].resources)
+            now = used.get(node_id, _NONE)
+            cpu, memory = now.cpu + ask.cpu, now.memory_mb + ask.memory_mb
+            if cpu > cap.cpu or memory > cap.memory_mb:
                 continue
             # Nomad's best-fit score: fuller nodes score higher (0..1).
-            free_cpu = 1 - after.cpu / cap.cpu if cap.cpu else 0.0
-            free_mem = 1 - after.memory_mb / cap.memory_mb if cap.memory_mb else 0.0
+            free_cpu = 1 - cpu / cap.cpu if cap.cpu else 0.0
+            free_mem = 1 - memory / cap.memory_mb if cap.memory_mb else 0.0
             fit = (20 - (10 ** free_cpu + 10 ** free_mem)) / 18
             penalty = self.groups.get((node_id, group), 0) / max(1, count)
             score = fit - penalty
@@ -91,6 +100,6 @@ class Packer:
         node = self.nodes[at]
         # Start the next search after the chosen node: spreads ties.
         self._offset = (at + 1) % n
-        self.used[node.id] = self.used[node.id] + ask
+        self.used[node.id] = used.get(node.id, _NONE) + ask
         self.groups[(node.id, group)] = self.groups.get((node.id, group), 0) + 1
         return node
