@@ -150,6 +150,8 @@ class _Builder:
         self.snap, self.new_id, self.max_ops = snap, new_id, max_ops
         self.plan = Plan()
         self.packer = Packer(snap, rng)
+        #: Per (job version, group): what one allocation asks.
+        self._asks: dict[tuple[int, str], Vec] = {}
 
     def fits(self, more: int) -> bool:
         """``more`` objects fit beside the plan's (its usage records
@@ -207,7 +209,9 @@ class _Builder:
               avoid: frozenset[str] = frozenset()) -> bool:
         if not self.room():
             return False
-        ask = group_ask(tg)
+        ask = self._asks.get((job.version, tg.name))
+        if ask is None:
+            ask = self._asks[(job.version, tg.name)] = group_ask(tg)
         node = self.packer.place(tg.name, ask, tg.count, avoid)
         if node is None:
             self.plan.queued[tg.name] = self.plan.queued.get(tg.name, 0) + 1
@@ -380,11 +384,14 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
     used_names = ({name_index(a.name) for a in current} | {name_index(a.name) for a in old}
                   | {name_index(a.name) for a in migrating})
 
+    lowest = [0]  # no free index below it: names are only ever taken
+
     def next_name() -> int:
-        i = 0
+        i = lowest[0]
         while i in used_names:
             i += 1
         used_names.add(i)
+        lowest[0] = i + 1
         return i
 
     # Canaries: only while a running deployment waits for them.
