@@ -36,6 +36,7 @@ from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2
 from drover.coord.kv import MAX_TXN_OPS, objects_per_txn
 from drover.rpc.remote import from_rpc_error
 from drover.worker.heartbeats import HeartbeatSchedule
+from drover.worker.plan_size import written_cap
 
 from . import reports
 from .client import Behaviour, Report, Track, behaviour_of, step
@@ -270,7 +271,7 @@ class SimNodes:
                 self.reports += sum(len(u) for _, u in call)
                 return
             except grpc.RpcError as e:  # one bad report must not sink the rest
-                cap = _size_refused(e)
+                cap = written_cap(from_rpc_error(e))
                 if cap is not None and cap < self.report_room:
                     log.warning("the state service takes writes of at most %d objects; "
                                 "reports sized to that", cap)
@@ -299,11 +300,3 @@ class SimNodes:
                 return
         for u in updates:  # one bad (e.g. deleted) allocation must not sink the rest
             await self._send(node_id, [u])
-
-
-def _size_refused(err: grpc.RpcError) -> int | None:
-    """The write size a refusal for size names (its ``max_objects``), or None."""
-    try:
-        return int(from_rpc_error(err).metadata.get("max_objects", ""))
-    except ValueError:
-        return None

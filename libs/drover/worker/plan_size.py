@@ -20,7 +20,8 @@ from __future__ import annotations
 from drover.coord.kv import MAX_TXN_OPS, objects_per_txn
 from drover.errors import DroverError, Kind
 
-__all__ = ["DEFAULT_PLAN_OBJECTS", "FOLLOWING_WRITES", "plan_objects", "refused_cap"]
+__all__ = ["DEFAULT_PLAN_OBJECTS", "FOLLOWING_WRITES", "plan_objects", "refused_cap",
+           "written_cap"]
 
 #: Written by the state service with every plan besides the plan's own
 #: objects: the job's status and its summary.
@@ -37,13 +38,19 @@ def plan_objects(max_txn_ops: int) -> int:
 DEFAULT_PLAN_OBJECTS = plan_objects(MAX_TXN_OPS)
 
 
-def refused_cap(err: DroverError) -> int | None:
-    """The plan size a refusal for size asks for (its ``max_objects`` less
-    :data:`FOLLOWING_WRITES`), or None when ``err`` is another refusal."""
+def written_cap(err: DroverError) -> int | None:
+    """The objects one write may carry, as a refusal for size names them
+    (its ``max_objects``), or None when ``err`` is another refusal."""
     if err.kind is not Kind.INVALID_ARGUMENT:
         return None
     try:
-        cap = int(err.metadata.get("max_objects", ""))
+        return int(err.metadata.get("max_objects", ""))
     except ValueError:
         return None
-    return max(1, cap - FOLLOWING_WRITES)
+
+
+def refused_cap(err: DroverError) -> int | None:
+    """The plan size a refusal for size asks for (its :func:`written_cap`
+    less :data:`FOLLOWING_WRITES`), or None when ``err`` is another refusal."""
+    cap = written_cap(err)
+    return None if cap is None else max(1, cap - FOLLOWING_WRITES)

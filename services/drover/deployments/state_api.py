@@ -143,22 +143,10 @@ class GrpcStateApi:
         snap = (await self._call("query", "GetJobSnapshot", state_pb2.GetJobSnapshotRequest(
             namespace=namespace or "default", id=job_id))).snapshot
         if not snap.allocations_complete:
-            return list(snap.versions), await self.list_allocations(deployment_id)
+            return list(snap.versions), await self.allocations_where(
+                f'deployment_id == "{deployment_id}"')
         return list(snap.versions), [a for a in snap.allocations
                                      if a.deployment_id == deployment_id]
-
-    async def list_allocations(self, deployment_id: str) -> list[Any]:
-        out: list[Any] = []
-        token = ""
-        while True:
-            resp = await self._call("query", "ListAllocations",
-                                    state_pb2.ListAllocationsRequest(
-                                        namespace="*", page_size=PAGE_SIZE, page_token=token,
-                                        filter=f'deployment_id == "{deployment_id}"'))
-            out.extend(resp.allocations)
-            token = resp.next_page_token
-            if not token:
-                return out
 
     async def subscribe(self, topic: int, from_index: int) -> AsyncIterator[Any]:
         self._counts["subscribe"] += 1
