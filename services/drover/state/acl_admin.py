@@ -28,9 +28,10 @@ from drover.acl import AclKeys, Identity, new_id
 from drover.acl.policy import parse_policy, validate_policy_name
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
 from drover.coord.kv import KV
-from drover.errors import FailedPrecondition, NotFound
+from drover.errors import NotFound
 from drover.rpc.acl import current_identity
 from drover.state.core import acl
+from drover.state.errors import AclDisabled
 from drover.state.transact import transact_on
 from drover.state.writes import Writer
 
@@ -39,10 +40,6 @@ __all__ = ["AclAdmin"]
 
 def _end(prefix: bytes) -> bytes:
     return prefix[:-1] + bytes([prefix[-1] + 1])
-
-
-class AclDisabled(FailedPrecondition):
-    reason = "ACL_DISABLED"
 
 
 def _enabled() -> Identity:

@@ -9,13 +9,12 @@ cache watching. Afterwards readiness follows a periodic consistent read
 (the "cache" check: etcd reachable and the cache caught up). The
 page-token HMAC key is shared by all replicas through etcd (created once
 with a put-if-absent txn), so any replica continues another's pages.
-:func:`configs` is the one way the service's configs are built from settings.
+:func:`state_config` is the one place the service's configs are built from settings.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,9 +36,16 @@ from drover.rpc.propagation import TokenSource
 from drover.rpc.server import App, AppContext, ServiceBinding
 from drover.state import metrics
 from drover.state.acl_admin import AclAdmin
-from drover.state.cache import Cache, CacheConfig
+from drover.state.cache import Cache
+from drover.state.config import (
+    CacheConfig,
+    LivenessConfig,
+    ReadConfig,
+    StateConfig,
+    SubscribeConfig,
+    WriterConfig,
+)
 from drover.state.core import codec
-from drover.state.core.liveness import LivenessConfig
 from drover.state.deliveries import BrokerDeliveries, Deliveries
 from drover.state.deployment_update import DeploymentUpdateRpc
 from drover.state.eval_delete import DeleteByFilter
@@ -53,12 +59,11 @@ from drover.state.node_status import NodeStatusRpc
 from drover.state.objects import ObjectsRpc
 from drover.state.plans import PlansRpc
 from drover.state.queries import QueriesRpc
-from drover.state.reads import ReadConfig, Reader
+from drover.state.reads import Reader
 from drover.state.servicer import StateServicer, add_state_servicer
-from drover.state.stale_for_tests import stale_reads_lag
-from drover.state.subscribe import Hub, SubscribeConfig
+from drover.state.subscribe import Hub
 from drover.state.write_calls import WriteCalls
-from drover.state.writes import Writer, WriterConfig
+from drover.state.writes import Writer
 
 SERVICE = "drover.state.v1.StateService"
 ACL_SERVICE = "drover.acl.v1.AclService"
@@ -154,13 +159,13 @@ async def build_on_store(
     return service
 
 
-def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig, WriterConfig,
-                                              LivenessConfig]:
-    """The cache, Subscribe, writer and liveness configs with the tunables
-    ``settings`` carries."""
-    return (tuned_config(CacheConfig, settings, stop_timeout=settings.stop_timeout),
-            tuned_config(SubscribeConfig, settings), tuned_config(WriterConfig, settings),
-            tuned_config(LivenessConfig, settings))
+def state_config(settings: ServeSettings) -> StateConfig:
+    """The service's configs with the tunables ``settings`` carries."""
+    return StateConfig(
+        cache=tuned_config(CacheConfig, settings, stop_timeout=settings.stop_timeout),
+        subscribe=tuned_config(SubscribeConfig, settings),
+        writer=tuned_config(WriterConfig, settings),
+        liveness=tuned_config(LivenessConfig, settings))
 
 
 async def build_state_service(settings: ServeSettings,
@@ -171,22 +176,17 @@ async def build_state_service(settings: ServeSettings,
     server's TLS with ``token`` (the server identity, with ACLs on)."""
     from drover.coord.connect import connect
 
-    cache_config, subscribe_config, writer_config, liveness_config = configs(settings)
-    read_config = None
-    lag = stale_reads_lag()  # a broken replica, for one test only (its module)
-    if lag > 0:
-        cache_config = dataclasses.replace(cache_config, test_watch_lag=lag)
-        read_config = ReadConfig(test_stale_reads=True)
+    config = state_config(settings)
     client = await connect(settings.etcd, purpose="bulk")
-    store = EtcdStore(client, max_txn_ops=writer_config.max_txn_ops,
-                      write_timeout=writer_config.etcd_write_timeout)
+    store = EtcdStore(client, max_txn_ops=config.writer.max_txn_ops,
+                      write_timeout=config.writer.etcd_write_timeout)
     keyspace = Keyspace(settings.etcd.prefix)
     deliveries = BrokerDeliveries(
         store, keyspace, lambda address: channel(address, tls=settings.tls, token=token))
     service = await build_on_store(store, keyspace,
-                                   cache_config=cache_config, subscribe_config=subscribe_config,
-                                   writer_config=writer_config, deliveries=deliveries,
-                                   read_config=read_config, liveness_config=liveness_config)
+                                   cache_config=config.cache, subscribe_config=config.subscribe,
+                                   writer_config=config.writer, deliveries=deliveries,
+                                   liveness_config=config.liveness)
     service._closers += [store.close, client.close]  # the shared keepalive stream first
     return service
 

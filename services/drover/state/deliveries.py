@@ -49,13 +49,8 @@ from drover.coord.keys import Keyspace
 from drover.coord.kv import Ranges
 from drover.errors import DroverError
 from drover.rpc.remote import from_rpc_error
-from drover.state.core.delivery import (
-    BROKER_REASONS,
-    BrokerUnreachable,
-    check_term,
-    ended,
-    token_term,
-)
+from drover.state.core.delivery import BROKER_REASONS, check_term, ended, token_term
+from drover.state.errors import BrokerUnreachable
 
 BROKER_SERVICE = "broker"
 #: A vouched delivery: the broker leader's election key and term, compared in the txn.

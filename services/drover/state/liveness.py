@@ -21,9 +21,9 @@ from typing import Any
 from drover.coord.fence import Fence
 from drover.coord.kv import LeaseKV, LeaseNotFound
 from drover.errors import Conflict, NotFound
+from drover.state.config import LivenessConfig
 from drover.state.core import codec
 from drover.state.core.liveness import (
-    LivenessConfig,
     heartbeat_ttl,
     keepalive_response,
     lease_seconds,

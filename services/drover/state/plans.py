@@ -40,12 +40,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from drover.errors import Conflict
-from drover.state.core.delivery import TOKEN_MISMATCH, PlanDeliveryEnded
+from drover.state.core.delivery import TOKEN_MISMATCH
 from drover.state.core.placement import nothing_committed, plan_submit
 from drover.state.core.plan import WriteContext
 from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, namespace_arg, validated_plan
 from drover.state.deliveries import Deliveries, Unchecked, Vouched
+from drover.state.errors import PlanDeliveryEnded
 from drover.state.write_calls import WriteCalls
 
 #: Commits one plan may try before its nodes are all answered "node changed".

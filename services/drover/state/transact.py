@@ -36,7 +36,8 @@ from drover.errors import Conflict
 from drover.state.cache import Cache
 from drover.state.core.cache_view import CacheView
 from drover.state.core.plan import WritePlan
-from drover.state.core.view import Replan, View
+from drover.state.core.view import View
+from drover.state.errors import Replan
 from drover.state.writes import Writer
 
 #: Commits per call before a conflict is the caller's (CONFLICT: retry).

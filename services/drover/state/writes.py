@@ -17,14 +17,13 @@ to deliver it; either way the writer reads its own write here even with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from drover.config import tunable_default
 from drover.coord.fence import FENCE_METADATA, Fence, parse_fence
 from drover.coord.kv import Compare, KVStore, Op, objects_per_txn
 from drover.errors import Conflict, FenceLost, InvalidArgument, Unavailable
 from drover.state.cache import Cache, marker_put
+from drover.state.config import WriterConfig
 from drover.state.core import codec
 from drover.state.core.rules import MAX_OBJECT_OPS
 
@@ -41,48 +40,12 @@ def fence_from(context: Any) -> Fence | None:
     return None
 
 
-@dataclass(frozen=True)
-class WriterConfig:
-    #: etcd's ``--max-txn-ops`` as the cluster runs it (the
-    #: ``--state-max-txn-ops`` tunable; etcd does not report it, so it is
-    #: told, never discovered): no txn of this writer exceeds it. Only calls
-    #: that walk many objects (DeleteEvaluations by filter) grow with it.
-    max_txn_ops: int = tunable_default("state_max_txn_ops")
-    #: DeleteEvaluations by filter: txns one call keeps in flight (its page
-    #: spread over them; see :mod:`drover.state.eval_delete`). 4 met the
-    #: issue-15 targets at 1M on a quiet 2-core machine with etcd beside
-    #: state (51 % of raw etcd, p99 call 47-49 ms; 2 gave 44 %, p99 32 ms);
-    #: where etcd and state share a loaded box, 2 keeps the p99 lower.
-    delete_txns_in_flight: int = tunable_default("state_delete_txns_in_flight")
-    #: Versions of a job kept (Nomad's ``job_tracked_versions``), plus its
-    #: newest stable one (:mod:`drover.state.core.job_versions`).
-    job_tracked_versions: int = tunable_default("state_job_tracked_versions")
-    #: Longest one etcd txn may go unanswered (the ``--state-etcd-write-timeout``
-    #: tunable): then OUTCOME_UNKNOWN and the etcd client leaves the member
-    #: (:class:`drover.coord.etcd_kv.EtcdKV`). Below etcd's request timeout
-    #: (5 s + 2 election timeouts), which a member that lost its leader waits
-    #: out before answering; above a busy member's slowest honest txn.
-    etcd_write_timeout: float = tunable_default("state_etcd_write_timeout")
-
-    def __post_init__(self) -> None:
-        if self.etcd_write_timeout <= 0:
-            raise ValueError(f"etcd_write_timeout must be positive, got {self.etcd_write_timeout}")
-        if self.max_txn_ops < 4:
-            raise ValueError(f"max_txn_ops must be at least 4, got {self.max_txn_ops}")
-        if self.job_tracked_versions < 1:
-            raise ValueError("job_tracked_versions must be at least 1, "
-                             f"got {self.job_tracked_versions}")
-        if self.delete_txns_in_flight < 1:
-            raise ValueError("delete_txns_in_flight must be at least 1, "
-                             f"got {self.delete_txns_in_flight}")
-
-
 class Writer:
     def __init__(self, store: KVStore, keys: codec.KeyCodec, cache: Cache,
-                 config: WriterConfig = WriterConfig()) -> None:
+                 config: WriterConfig | None = None) -> None:
         self.store, self.keys, self.cache = store, keys, cache
-        self.config = config
-        self.max_txn_ops = config.max_txn_ops
+        self.config = config or WriterConfig()
+        self.max_txn_ops = self.config.max_txn_ops
 
     async def commit(
         self, compares: Sequence[Compare], ops: Sequence[Op], fence: Fence | None = None,

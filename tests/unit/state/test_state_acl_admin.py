@@ -14,11 +14,12 @@ from drover.api.acl.v1 import acl_pb2
 from drover.coord.kv import Delete
 from drover.errors import NotFound
 from drover.rpc import acl as rpc_acl
-from drover.state.acl_admin import AclAdmin, AclDisabled
+from drover.state.acl_admin import AclAdmin
 from drover.state.app import StateService
 from drover.state.core import acl
 from drover.state.core.acl import AclSnapshot
 from drover.state.core.plan import WritePlan
+from drover.state.errors import AclDisabled
 from drover.state.transact import transact_on
 
 

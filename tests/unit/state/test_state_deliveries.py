@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from drover.state.core.delivery import BrokerUnreachable, PlanDeliveryEnded
 from drover.state.deliveries import BrokerDeliveries
+from drover.state.errors import BrokerUnreachable, PlanDeliveryEnded
 
 
 class _Brokers:

@@ -19,8 +19,9 @@ from drover.coord.keys import Keyspace
 from drover.coord.kv import Put
 from drover.coord.memkv import MemoryKV
 from drover.state.app import StateService, build_on_store
+from drover.state.config import LivenessConfig
 from drover.state.core import codec
-from drover.state.core.liveness import HEARTBEAT_MISSED, LivenessConfig
+from drover.state.core.liveness import HEARTBEAT_MISSED
 from drover.state.liveness import NodeLiveness
 
 CONFIG = LivenessConfig(min_heartbeat_ttl=10.0, heartbeat_grace=10.0)

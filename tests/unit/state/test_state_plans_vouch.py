@@ -12,7 +12,7 @@ import pytest
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2
 from drover.state import plans
-from drover.state.core.delivery import PlanDeliveryEnded
+from drover.state.errors import PlanDeliveryEnded
 from drover.state.plans import PlansRpc
 
 

@@ -17,9 +17,9 @@ from drover.state.app import StateService
 from drover.state.cache import marker_put
 from drover.state.core import codec, evals, jobs
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
-from drover.state.core.rules import EvaluationChanged, PlanStale
 from drover.state.core.validate import validate_job
 from drover.state.core.view import View
+from drover.state.errors import EvaluationChanged, PlanStale
 from drover.state.transact import ATTEMPTS, transact
 
 

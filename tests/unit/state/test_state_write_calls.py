@@ -32,9 +32,9 @@ from drover.coord.kv import Put, prefix_end
 from drover.coord.memkv import MemoryKV
 from drover.rpc.errors import error_info
 from drover.state.app import StateService
+from drover.state.config import WriterConfig
 from drover.state.core import codec
 from drover.state.core.tables import Table, Tables
-from drover.state.writes import WriterConfig
 
 # -- the write cap --------------------------------------------------------------
 

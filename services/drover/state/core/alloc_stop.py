@@ -15,18 +15,15 @@ from __future__ import annotations
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2
-from drover.errors import FailedPrecondition, NotFound
+from drover.errors import NotFound
 from drover.state.core import codec
 from drover.state.core.job_status import alloc_terminal
 from drover.state.core.jobs import new_eval
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.view import View, refuse
+from drover.state.errors import AllocTerminal
 
 DESCRIPTION = "alloc was stopped by an operator"
-
-
-class AllocTerminal(FailedPrecondition):
-    reason = "ALLOC_TERMINAL"
 
 
 def plan_stop_alloc(view: View, ctx: WriteContext, ns: str, alloc_id: str) -> WritePlan:

@@ -19,20 +19,14 @@ from __future__ import annotations
 from typing import Any
 
 from drover.api.types.v1 import allocation_pb2, node_pb2
-from drover.errors import FailedPrecondition
 from drover.state.core import codec
 from drover.state.core.view import View
+from drover.state.errors import NodeNotReady
 
-__all__ = ["UNRESPONSIVE", "NodeNotReady", "refuse_unresponsive_node"]
+__all__ = ["UNRESPONSIVE", "refuse_unresponsive_node"]
 
 #: Nomad's ``Node.UnresponsiveStatus``.
 UNRESPONSIVE = frozenset({node_pb2.NODE_STATUS_DOWN, node_pb2.NODE_STATUS_DISCONNECTED})
-
-
-class NodeNotReady(FailedPrecondition):
-    """A client report for an allocation whose node is down or disconnected."""
-
-    reason = "NODE_NOT_READY"
 
 
 def refuse_unresponsive_node(view: View, alloc: Any) -> None:

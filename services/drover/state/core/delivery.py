@@ -17,23 +17,11 @@ as Nomad's ``Plan.Submit`` asks its broker; refusals are
 
 from __future__ import annotations
 
-from drover.errors import FailedPrecondition, Unavailable
+from drover.state.errors import PlanDeliveryEnded
 
 NOT_OUTSTANDING = "evaluation is not outstanding"
 TOKEN_MISMATCH = "evaluation token does not match"
 NACK_TIMEOUT = "evaluation nack timeout reached"
-
-
-class PlanDeliveryEnded(FailedPrecondition):
-    """The worker no longer holds the evaluation: drop it (no Nack)."""
-
-    reason = "PLAN_DELIVERY_ENDED"
-
-
-class BrokerUnreachable(Unavailable):
-    """The broker leader could not be asked: the plan is not applied (retry)."""
-
-    reason = "BROKER_UNREACHABLE"
 
 
 def token_term(token: str) -> int:

@@ -17,11 +17,12 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
-from drover.errors import FailedPrecondition, InvalidArgument, NotFound
+from drover.errors import InvalidArgument, NotFound
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.rules import job_index_matches, next_version
 from drover.state.core.view import View, refuse
+from drover.state.errors import JobNotStopped, JobStopped, JobVersionMismatch
 
 ACTIVE_DEPLOYMENTS = (
     deployment_pb2.DEPLOYMENT_STATUS_RUNNING, deployment_pb2.DEPLOYMENT_STATUS_PAUSED,
@@ -200,11 +201,6 @@ def plan_deregister(view: View, ctx: WriteContext, ns: str, job_id: str, *,
     ), conflict=f"job {job.id!r} changed concurrently; retry")
 
 
-
-class JobNotStopped(FailedPrecondition):
-    reason = "JOB_NOT_STOPPED"
-
-
 def plan_start(view: View, ctx: WriteContext, ns: str, job_id: str) -> WritePlan:
     """StartJob (``nomad job start``): the latest version that was not a
     stop, registered again as a new version (:func:`plan_register`: a new
@@ -243,10 +239,6 @@ def _last_running_version(view: View, ns: str, job_id: str) -> job_pb2.Job | Non
     return best
 
 
-class JobVersionMismatch(FailedPrecondition):
-    reason = "JOB_VERSION_MISMATCH"
-
-
 def plan_revert(view: View, ctx: WriteContext, ns: str, job_id: str, version: int,
                 enforce_prior_version: int | None = None) -> WritePlan:
     """RevertJob (Nomad's ``Job.Revert``): the kept version's spec registered
@@ -281,10 +273,6 @@ def plan_revert(view: View, ctx: WriteContext, ns: str, job_id: str, version: in
             job_modify_index=r.job_modify_index, index=r.index, reverted_to=version,
             warnings=r.warnings)
     return WritePlan(plan.compares, plan.ops, plan.events, respond, plan.conflict)
-
-
-class JobStopped(FailedPrecondition):
-    reason = "JOB_STOPPED"
 
 
 def plan_scale(view: View, ctx: WriteContext, ns: str, job_id: str, group: str, count: int,

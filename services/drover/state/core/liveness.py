@@ -67,12 +67,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import node_pb2
-from drover.config import tunable_default
+from drover.state.config import LivenessConfig
 from drover.state.core import codec, system_jobs
 from drover.state.core.nodes import mark_lost
 from drover.state.core.placement import node_schedulable
@@ -88,21 +87,6 @@ HEARTBEAT_MISSED = "Node heartbeat missed"
 
 _READY = node_pb2.NODE_STATUS_READY
 _DOWN = node_pb2.NODE_STATUS_DOWN
-
-
-@dataclass(frozen=True)
-class LivenessConfig:
-    """Nomad's heartbeat tunables (their defaults live in drover.config)."""
-
-    min_heartbeat_ttl: float = tunable_default("state_min_heartbeat_ttl")
-    max_heartbeats_per_second: float = tunable_default("state_max_heartbeats_per_second")
-    heartbeat_grace: float = tunable_default("state_heartbeat_grace")
-
-    def __post_init__(self) -> None:
-        if self.min_heartbeat_ttl <= 0 or self.heartbeat_grace <= 0:
-            raise ValueError("min_heartbeat_ttl and heartbeat_grace must be positive")
-        if self.max_heartbeats_per_second <= 0:
-            raise ValueError("max_heartbeats_per_second must be positive")
 
 
 def rate_scaled_ttl(nodes: int, config: LivenessConfig) -> float:
@@ -145,8 +129,6 @@ def missed(node: node_pb2.Node) -> bool:
 
 def liveness_key(keys: codec.KeyCodec, node_id: str) -> bytes:
     return keys.key(LIVENESS, codec.GLOBAL_NS, node_id)
-
-
 
 
 def _heartbeat_response(rev: int, ttl: float, unblocked: int = 0) -> Any:

@@ -30,12 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from drover.api.types.v1 import node_pb2
-from drover.errors import DroverError, Kind
-
-
-class NodeSecretMismatch(DroverError):
-    kind = Kind.PERMISSION_DENIED
-    reason = "NODE_SECRET_MISMATCH"
+from drover.state.errors import NodeSecretMismatch
 
 
 @dataclass(frozen=True)

@@ -45,9 +45,9 @@ from drover.errors import InvalidArgument, NotFound
 from drover.state.core import codec, usage
 from drover.state.core.job_status import spec_read
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
-from drover.state.core.rules import PlanStale
 from drover.state.core.unblock import admit_blocked, changed_rooms, unblock_where
-from drover.state.core.view import Found, Replan, View, refuse
+from drover.state.core.view import Found, View, refuse
+from drover.state.errors import PlanStale, Replan
 from drover.worker.resources import Vec, is_live
 
 _READY = node_pb2.NODE_STATUS_READY

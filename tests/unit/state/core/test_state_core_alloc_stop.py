@@ -9,6 +9,7 @@ from drover.api.types.v1 import allocation_pb2
 from drover.coord.kv import Compare
 from drover.errors import NotFound
 from drover.state.core import alloc_stop, codec
+from drover.state.errors import AllocTerminal
 
 C = allocation_pb2
 
@@ -39,7 +40,7 @@ def test_stop_marks_it_stopped_with_an_alloc_stop_evaluation() -> None:
 ])
 def test_a_terminal_allocation_is_refused(alloc: allocation_pb2.Allocation) -> None:
     v = view([(codec.JOBS, stored(service_job(), 0), 5, 5), (codec.ALLOCATIONS, alloc, 6, 7)])
-    with pytest.raises(alloc_stop.AllocTerminal) as info:
+    with pytest.raises(AllocTerminal) as info:
         alloc_stop.plan_stop_alloc(v, context(), "default", "a1")
     assert info.value.reason == "ALLOC_TERMINAL"
 

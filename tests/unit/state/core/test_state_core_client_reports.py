@@ -10,7 +10,7 @@ from core_data import context, view
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, node_pb2
 from drover.state.core import allocs, codec
-from drover.state.core.client_reports import NodeNotReady
+from drover.state.errors import NodeNotReady
 
 LOST = allocation_pb2.ALLOC_CLIENT_STATUS_LOST
 COMPLETE = allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE

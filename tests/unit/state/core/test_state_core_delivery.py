@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from drover.state.core.delivery import PlanDeliveryEnded, check_term, ended, token_term
+from drover.state.core.delivery import check_term, ended, token_term
+from drover.state.errors import PlanDeliveryEnded
 
 
 def test_token_term_reads_the_broker_term() -> None:

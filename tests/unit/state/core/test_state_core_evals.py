@@ -16,8 +16,7 @@ from drover.coord.kv import Compare, Delete
 from drover.errors import NotFound
 from drover.state.core import codec, evals
 from drover.state.core.plan import Event
-from drover.state.core.rules import BrokerNotPaused
-from drover.state.core.view import Replan
+from drover.state.errors import BrokerNotPaused, Replan
 
 PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING
 

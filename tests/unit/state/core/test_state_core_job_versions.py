@@ -8,6 +8,7 @@ from core_data import KEYS, context, service_job, stored, view
 from drover.coord.kv import Compare, Delete
 from drover.errors import InvalidArgument, NotFound
 from drover.state.core import codec, job_versions, jobs
+from drover.state.errors import JobVersionMismatch
 
 
 def test_the_newest_n_are_kept() -> None:
@@ -62,7 +63,7 @@ def test_revert_refusals_say_what_nomad_says() -> None:
         jobs.plan_revert(v, context(), "default", "web", 2)
     with pytest.raises(NotFound, match="at version 9 not found"):
         jobs.plan_revert(v, context(), "default", "web", 9)
-    with pytest.raises(jobs.JobVersionMismatch,
+    with pytest.raises(JobVersionMismatch,
                        match="Current job has version 2; enforcing version 1"):
         jobs.plan_revert(v, context(), "default", "web", 0, enforce_prior_version=1)
     with pytest.raises(NotFound):

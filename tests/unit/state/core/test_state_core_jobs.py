@@ -17,8 +17,7 @@ from drover.coord.kv import Compare, Put
 from drover.errors import InvalidArgument, NotFound
 from drover.state.core import codec, jobs
 from drover.state.core.plan import Event
-from drover.state.core.rules import JobModifyIndexMismatch
-from drover.state.core.view import Replan
+from drover.state.errors import JobModifyIndexMismatch, JobNotStopped, JobStopped, Replan
 
 PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING
 
@@ -141,7 +140,7 @@ def test_start_registers_the_last_version_before_the_stop_as_a_new_version() -> 
 def test_start_refuses_a_job_that_is_not_stopped_or_does_not_exist() -> None:
     with pytest.raises(NotFound):
         jobs.plan_start(view([]), context(), "default", "web")
-    with pytest.raises(jobs.JobNotStopped) as info:
+    with pytest.raises(JobNotStopped) as info:
         jobs.plan_start(view([(codec.JOBS, stored(service_job(), 1), 5, 8)]), context(),
                         "default", "web")
     assert info.value.reason == "JOB_NOT_STOPPED" and "not stopped" in str(info.value)
@@ -196,7 +195,7 @@ def test_scale_refusals() -> None:
         jobs.plan_scale(view([(codec.JOBS, system, 5, 8)]), context(), "default", "web", "g", 2)
     stopped = stored(service_job(), 1)
     stopped.stop = True
-    with pytest.raises(jobs.JobStopped):
+    with pytest.raises(JobStopped):
         jobs.plan_scale(view([(codec.JOBS, stopped, 5, 8)]), context(), "default", "web", "g", 2)
 
 

@@ -12,10 +12,10 @@ from core_data import KEYS, context, key, ready_node, service_job, stored, view
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
 from drover.coord.keys import Keyspace
 from drover.coord.kv import Compare, Put
+from drover.state.config import LivenessConfig
 from drover.state.core import codec
 from drover.state.core.liveness import (
     HEARTBEAT_MISSED,
-    LivenessConfig,
     heartbeat_ttl,
     lease_seconds,
     lease_too_short,

@@ -15,7 +15,8 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, node_pb2
 from drover.errors import InvalidArgument, NotFound
 from drover.state.core import allocs, codec, nodes
-from drover.state.core.node_secret import NodeProof, NodeSecretMismatch
+from drover.state.core.node_secret import NodeProof
+from drover.state.errors import NodeSecretMismatch
 
 
 def _h(secret: str) -> bytes:

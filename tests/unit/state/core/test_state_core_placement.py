@@ -12,8 +12,7 @@ from drover.api.types.v1 import allocation_pb2, node_pb2
 from drover.coord.kv import Compare
 from drover.state.core import codec
 from drover.state.core.placement import nothing_committed, plan_submit
-from drover.state.core.rules import PlanStale
-from drover.state.core.view import Replan
+from drover.state.errors import PlanStale, Replan
 
 
 def test_submit_plan_is_stale_when_the_job_moved_and_final_on_conflict() -> None:

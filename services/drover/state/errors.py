@@ -1,0 +1,127 @@
+"""Every error the state service defines, by cause, under the drover error root.
+
+Each carries its wire ``reason`` (google.rpc.ErrorInfo) and its kind (the
+gRPC status :mod:`drover.rpc.errors` maps it to); the messages are written
+where the rule refuses. Grouped by the family that raises them.
+:class:`Replan` alone is no answer to a client: the write pipeline's signal
+that a rule refused on a stale view (:mod:`drover.state.pipeline`).
+"""
+
+from __future__ import annotations
+
+from drover.errors import (
+    AlreadyExists,
+    Conflict,
+    DroverError,
+    FailedPrecondition,
+    Kind,
+    NotFound,
+    Unavailable,
+)
+
+
+class AclDisabled(FailedPrecondition):
+    reason = "ACL_DISABLED"
+
+
+class IndexCompacted(DroverError):
+    kind = Kind.OUT_OF_RANGE
+    reason = "INDEX_COMPACTED"
+
+
+class SubscriberTooSlow(DroverError):
+    kind = Kind.RESOURCE_EXHAUSTED
+    reason = "SUBSCRIBER_TOO_SLOW"
+
+
+class NodeNotReady(FailedPrecondition):
+    """A client report for an allocation whose node is down or disconnected."""
+
+    reason = "NODE_NOT_READY"
+
+
+class JobNotStopped(FailedPrecondition):
+    reason = "JOB_NOT_STOPPED"
+
+
+class JobVersionMismatch(FailedPrecondition):
+    reason = "JOB_VERSION_MISMATCH"
+
+
+class JobStopped(FailedPrecondition):
+    reason = "JOB_STOPPED"
+
+
+class AllocTerminal(FailedPrecondition):
+    reason = "ALLOC_TERMINAL"
+
+
+class BrokerNotPaused(FailedPrecondition):
+    reason = "BROKER_NOT_PAUSED"
+
+
+class JobModifyIndexMismatch(FailedPrecondition):
+    reason = "JOB_MODIFY_INDEX_MISMATCH"
+
+
+class EvaluationGone(NotFound):
+    """An update names an evaluation that no longer exists (deleted)."""
+
+    reason = "EVALUATION_GONE"
+
+
+class EvaluationChanged(FailedPrecondition):
+    """An update's modify_index is not the evaluation's current one."""
+
+    reason = "EVALUATION_CHANGED"
+
+
+class EvaluationExists(AlreadyExists):
+    """A create names an evaluation id that exists already."""
+
+    reason = "EVALUATION_EXISTS"
+
+
+class DeploymentChanged(Conflict):
+    """The deployment's modify_index is not the one the caller based its update on."""
+
+    reason = "DEPLOYMENT_CHANGED"
+
+
+class PlanStale(FailedPrecondition):
+    """The state a plan was computed from has moved: re-read and plan again."""
+
+    reason = "PLAN_STALE"
+
+
+class StaleReadBound(Unavailable):
+    """A bounded stale read reached a replica out of touch with etcd for
+    longer than the bound (``metadata``: ``last_contact``, ``max_stale``)."""
+
+    reason = "STALE_READ_BOUND"
+
+
+class PlanDeliveryEnded(FailedPrecondition):
+    """The worker no longer holds the evaluation: drop it (no Nack)."""
+
+    reason = "PLAN_DELIVERY_ENDED"
+
+
+class BrokerUnreachable(Unavailable):
+    """The broker leader could not be asked: the plan is not applied (retry)."""
+
+    reason = "BROKER_UNREACHABLE"
+
+
+class NodeSecretMismatch(DroverError):
+    kind = Kind.PERMISSION_DENIED
+    reason = "NODE_SECRET_MISMATCH"
+
+
+class Replan(Exception):
+    """A rule refused on a view that was not fresh: sync, then plan again.
+    ``cause`` is what the refusal will be if a fresh view agrees."""
+
+    def __init__(self, cause: DroverError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
