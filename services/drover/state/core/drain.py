@@ -28,8 +28,8 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import node_pb2
 from drover.drain.strategy import stamp
 from drover.errors import InvalidArgument
+from drover.scheduling.eligibility import schedulable
 from drover.state.core import codec
-from drover.state.core.placement import node_schedulable
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import existing
 from drover.state.core.unblock import room_on, unblock_where
@@ -74,13 +74,13 @@ def apply_drain(node: node_pb2.Node, request: Any, now: Any) -> bool:
 def plan_update_node_drain(view: View, ctx: WriteContext, request: Any) -> WritePlan:
     found = existing(view, codec.NODES, codec.GLOBAL_NS, request.id, "node")
     node = found.obj
-    before = node_schedulable(node)
+    before = schedulable(node)
     if not apply_drain(node, request, ctx.now):
         return no_write(lambda rev: state_pb2.UpdateNodeDrainResponse(index=rev))
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, found.mod)
     unblocked = 0
-    if node_schedulable(node) and not before:
+    if schedulable(node) and not before:
         unblocked = unblock_where(view, ctx, plan, [room_on(view, node)],
                                   ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpdateNodeDrainResponse(

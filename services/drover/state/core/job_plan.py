@@ -27,12 +27,12 @@ from collections.abc import Mapping
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2, node_pb2
 from drover.jobspec import diff as spec_diff
+from drover.scheduling.eligibility import schedulable
 from drover.state.core import codec
 from drover.state.core.jobs import new_deployment, spec_unchanged
 from drover.state.core.plan import WriteContext
 from drover.state.core.rules import next_version
 from drover.state.core.view import View, found_all
-from drover.worker.packer import schedulable
 from drover.worker.planner import Plan, Snapshot, compute_plan
 from drover.worker.resources import Vec, group_ask, is_live
 

@@ -71,10 +71,10 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import node_pb2
+from drover.scheduling.eligibility import schedulable
 from drover.state.config import LivenessConfig
 from drover.state.core import codec, system_jobs
 from drover.state.core.nodes import mark_lost
-from drover.state.core.placement import node_schedulable
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import existing
 from drover.state.core.unblock import room_on, unblock_where
@@ -157,7 +157,7 @@ def plan_come_alive(view: View, ctx: WriteContext, node_id: str, seen_lease: int
     node = found.obj
     if node.heartbeat_lease != seen_lease:
         return no_write(lambda rev: state_pb2.UpdateNodeStatusResponse(index=rev))
-    before = node_schedulable(node)
+    before = schedulable(node)
     node.heartbeat_lease = lease
     node.last_heartbeat.CopyFrom(ctx.now)
     if missed(node):
@@ -168,7 +168,7 @@ def plan_come_alive(view: View, ctx: WriteContext, node_id: str, seen_lease: int
     plan.put(codec.NODES, codec.GLOBAL_NS, node_id, node, found.mod)
     plan.put_leased(liveness_key(ctx.keys, node_id), node_id.encode(), lease, LIVENESS)
     unblocked = 0
-    if node_schedulable(node) and not before:
+    if schedulable(node) and not before:
         # Back to ready: as a node that becomes schedulable (core.nodes).
         system_jobs.evaluate(view, ctx, plan, node, ctx.max_objects - len(plan.ops))
         unblocked = unblock_where(view, ctx, plan, [room_on(view, node)],

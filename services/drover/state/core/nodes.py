@@ -22,11 +22,11 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
 from drover.drain.strategy import DEFAULT_DEADLINE
 from drover.errors import InvalidArgument
+from drover.scheduling.eligibility import schedulable
 from drover.state.core import codec, system_jobs
 from drover.state.core.drain import apply_drain
 from drover.state.core.jobs import job_type_name
 from drover.state.core.node_secret import UNCHECKED, NodeProof, check_node, registration_secret
-from drover.state.core.placement import node_schedulable
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import existing
 from drover.state.core.unblock import room_on, unblock_where
@@ -46,7 +46,7 @@ def plan_upsert_node(view: View, ctx: WriteContext, node: node_pb2.Node,
     secret = registration_secret(old.obj if old else None, node, proof, ctx.new_id)
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, old.mod if old else 0)
-    if node_schedulable(node) and not (old is not None and node_schedulable(old.obj)):
+    if schedulable(node) and not (old is not None and schedulable(old.obj)):
         system_jobs.evaluate(view, ctx, plan, node, ctx.max_objects - len(plan.ops))
         unblock_where(view, ctx, plan, [room_on(view, node)], ctx.max_objects - len(plan.ops))
     return plan.build(lambda rev: state_pb2.UpsertNodeResponse(index=rev, secret_id=secret))
@@ -60,7 +60,7 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any,
     node = found.obj
     if request.heartbeat or proof.presented is not None:
         check_node(node, proof, "a heartbeat" if request.heartbeat else "a node status")
-    before = node_schedulable(node)
+    before = schedulable(node)
     was_down = node.status in _DOWN
     if request.status:
         node.status = request.status
@@ -85,7 +85,7 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any,
     eval_ids: list[str] = []
     if node.status in _DOWN and not was_down:
         lost, eval_ids = mark_lost(view, ctx, plan, node.id, "node is down")
-    elif node_schedulable(node) and not before:
+    elif schedulable(node) and not before:
         eval_ids = system_jobs.evaluate(view, ctx, plan, node, ctx.max_objects - len(plan.ops))
         unblocked = unblock_where(view, ctx, plan, [room_on(view, node)],
                                   ctx.max_objects - len(plan.ops))

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
-from drover.api.types.v1 import evaluation_pb2, node_pb2
+from drover.api.types.v1 import evaluation_pb2
 from drover.errors import InvalidArgument, NotFound
 from drover.state.core import codec, usage
 from drover.state.core.job_status import spec_read
@@ -50,14 +50,7 @@ from drover.state.core.view import Found, View, refuse
 from drover.state.errors import PlanStale, Replan
 from drover.worker.resources import Vec, is_live
 
-_READY = node_pb2.NODE_STATUS_READY
-_INELIGIBLE = node_pb2.NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE
 _BLOCKED = evaluation_pb2.EVALUATION_STATUS_BLOCKED
-
-
-def node_schedulable(node: node_pb2.Node) -> bool:
-    return (node.status == _READY and not node.drain
-            and node.scheduling_eligibility != _INELIGIBLE)
 
 
 def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from drover.api.types.v1 import evaluation_pb2, node_pb2
+from drover.scheduling.eligibility import schedulable
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext
 from drover.state.core.view import View, found_all
@@ -38,13 +39,6 @@ from drover.worker.resources import Vec, is_live, used
 
 BLOCKED = evaluation_pb2.EVALUATION_STATUS_BLOCKED
 PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING
-_READY = node_pb2.NODE_STATUS_READY
-_INELIGIBLE = node_pb2.NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE
-
-
-def schedulable(node: node_pb2.Node) -> bool:
-    return (node.status == _READY and not node.drain
-            and node.scheduling_eligibility != _INELIGIBLE)
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ comes from etcd instead:
 
 The rule is Nomad's, reasons included: a node with no placements in the
 plan always fits; otherwise it must exist ("node does not exist"), be
-ready ("node is not ready for placements"), eligible and not draining
-("node is not eligible"), and have room ("node has no room: cpu", then
+schedulable (:mod:`drover.scheduling.eligibility`, which names why not),
+and have room ("node has no room: cpu", then
 memory). A node refused because other plans kept changing it while this
 one was applied is "node changed" (:data:`NODE_CHANGED`).
 """
@@ -40,19 +40,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from drover.api.types.v1 import allocation_pb2, node_pb2
+from drover.scheduling import eligibility
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder
 from drover.state.core.view import View
 from drover.worker.resources import Vec, is_live
 
 NODE_GONE = "node does not exist"
-NOT_READY = "node is not ready for placements"
-NOT_ELIGIBLE = "node is not eligible"
 NO_ROOM = "node has no room: "
 NODE_CHANGED = "node changed"
 
-_READY = node_pb2.NODE_STATUS_READY
-_INELIGIBLE = node_pb2.NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE
 
 
 @dataclass
@@ -118,10 +115,9 @@ def refusal(view: View, part: NodePart) -> str | None:
     if found is None:
         return NODE_GONE
     node = found.obj
-    if node.status != _READY:
-        return NOT_READY
-    if node.drain or node.scheduling_eligibility == _INELIGIBLE:
-        return NOT_ELIGIBLE
+    why = eligibility.refusal(node)
+    if why is not None:
+        return why
     dim = short_of(Vec.of(node.resources), live_after(view, part)[0])
     return NO_ROOM + dim if dim else None
 
