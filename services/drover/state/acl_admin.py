@@ -13,7 +13,8 @@ under ``<base>acl/``, which the state cache ignores and every server's
   plan's compares make that judgement hold in the txn); the lists and
   GetSelfToken page the ACL prefix from etcd;
 * who may call what is the interceptor's business (drover.acl.TABLE);
-  this servicer only validates input;
+  this module only validates input (its RPCs arrive through
+  :class:`drover.state.servicer.AclServicer`);
 * with ACLs off (no interceptor, so no identity) every call is refused
   with FAILED_PRECONDITION ``ACL_DISABLED``: tokens minted while anyone
   may call anything would be trusted the moment ACLs are turned on.
@@ -26,7 +27,7 @@ from typing import Any
 
 from drover.acl import AclKeys, Identity, new_id
 from drover.acl.policy import parse_policy, validate_policy_name
-from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
+from drover.api.acl.v1 import acl_pb2
 from drover.coord.kv import KV
 from drover.errors import NotFound
 from drover.rpc.acl import current_identity
@@ -50,7 +51,7 @@ def _enabled() -> Identity:
     return identity
 
 
-class AclAdmin(acl_pb2_grpc.AclServiceServicer):
+class AclAdmin:
     def __init__(self, writer: Writer, keys: AclKeys, wall: Any) -> None:
         self.writer, self.store, self.keys, self._now = writer, writer.store, keys, wall
 
@@ -70,11 +71,11 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
             return await self._read(write.reads)
         return await transact_on(views, self.writer, write.plan)
 
-    async def Bootstrap(self, request: Any, context: Any) -> Any:
+    async def bootstrap(self, request: Any) -> Any:
         _enabled()
         return await self._transact(acl.bootstrap(self._context()))
 
-    async def ApplyPolicy(self, request: Any, context: Any) -> Any:
+    async def apply_policy(self, request: Any) -> Any:
         _enabled()
         # refuse what the caches could not use
         parsed = parse_policy(request.name, request.rules)
@@ -95,7 +96,7 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
                 return out
             key = page.kvs[-1].key + b"\0"
 
-    async def ListPolicies(self, request: Any, context: Any) -> Any:
+    async def list_policies(self, request: Any) -> Any:
         _enabled()
         policies = []
         for kv in await self._list(self.keys.policy("")):
@@ -104,17 +105,17 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
             policies.append(p)
         return acl_pb2.ListPoliciesResponse(policies=policies)
 
-    async def DeletePolicy(self, request: Any, context: Any) -> Any:
+    async def delete_policy(self, request: Any) -> Any:
         _enabled()
         validate_policy_name(request.name)
         return await self._transact(acl.delete_policy(self._context(), request.name))
 
-    async def CreateToken(self, request: Any, context: Any) -> Any:
+    async def create_token(self, request: Any) -> Any:
         _enabled()
         valid = acl.token_request(request.name, request.type, list(request.policies))
         return await self._transact(acl.create_token(self._context(), valid))
 
-    async def ListTokens(self, request: Any, context: Any) -> Any:
+    async def list_tokens(self, request: Any) -> Any:
         _enabled()
         tokens = []
         for kv in await self._list(self.keys.token("")):
@@ -123,12 +124,12 @@ class AclAdmin(acl_pb2_grpc.AclServiceServicer):
             tokens.append(t)
         return acl_pb2.ListTokensResponse(tokens=tokens)
 
-    async def RevokeToken(self, request: Any, context: Any) -> Any:
+    async def revoke_token(self, request: Any) -> Any:
         _enabled()
         acl.check_accessor(request.accessor_id)
         return await self._transact(acl.revoke_token(self._context(), request.accessor_id))
 
-    async def GetSelfToken(self, request: Any, context: Any) -> Any:
+    async def get_self_token(self, request: Any) -> Any:
         identity = _enabled()
         if identity.accessor_id:
             page = await self.store.range(self.keys.token(identity.accessor_id).encode(), b"")

@@ -58,9 +58,9 @@ from drover.state.node_drain import NodeDrainRpc
 from drover.state.node_status import NodeStatusRpc
 from drover.state.objects import ObjectsRpc
 from drover.state.plans import PlansRpc
-from drover.state.queries import QueriesRpc
+from drover.state.queries import Queries
 from drover.state.reads import Reader
-from drover.state.servicer import StateServicer, add_state_servicer
+from drover.state.servicer import AclServicer, StateServicer, add_state_servicer
 from drover.state.subscribe import Hub
 from drover.state.write_calls import WriteCalls
 from drover.state.writes import Writer
@@ -98,7 +98,7 @@ class StateService:
         """The gRPC services this replica serves, each with its add function."""
         return [
             ServiceBinding(SERVICE, self.servicer, add_state_servicer),
-            ServiceBinding(ACL_SERVICE, self.acl_admin,
+            ServiceBinding(ACL_SERVICE, AclServicer(self.acl_admin),
                            acl_pb2_grpc.add_AclServiceServicer_to_server),
         ]
 
@@ -138,7 +138,7 @@ async def build_on_store(
     writer = Writer(cache.store, keys, cache, writer_config)
     writes = WriteCalls(cache, writer, keys)
     servicer = StateServicer(
-        queries=QueriesRpc(cache, reader),
+        queries=Queries(cache, reader),
         jobs=JobsRpc(cache, keys, writes),
         evaluations=EvaluationsRpc(writes, DeleteByFilter(cache, reader, writer, keys)),
         evaluation_updates=EvaluationUpdateRpc(writes),

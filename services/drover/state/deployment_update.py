@@ -15,15 +15,15 @@ from typing import Any
 
 from drover.state.core.deployment import plan_deployment_update
 from drover.state.core.validate import validated_deployment_update
-from drover.state.write_calls import WriteCalls
+from drover.state.write_calls import Caller, WriteCalls
 
 
 class DeploymentUpdateRpc:
     def __init__(self, writes: WriteCalls) -> None:
         self.writes = writes
 
-    async def UpdateDeployment(self, request: Any, context: Any) -> Any:
-        fence = self.writes.require_fence(context, "UpdateDeployment")
+    async def update(self, request: Any, caller: Caller) -> Any:
+        fence = self.writes.require_fence(caller, "UpdateDeployment")
         deployment, evs = validated_deployment_update(request)
         ctx = self.writes.write_context()
         return await self.writes.transact(

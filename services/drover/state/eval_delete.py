@@ -64,6 +64,7 @@ from drover.state.core.rules import broker_paused
 from drover.state.core.tables import Entry, marker_key
 from drover.state.core.validate import check_name
 from drover.state.reads import Reader, list_namespace
+from drover.state.write_calls import Caller
 from drover.state.writes import Writer, fence_from
 
 #: Txns one chunk may try: the marker's (a page of one txn only) comes extra.
@@ -132,7 +133,7 @@ class DeleteByFilter:
         prefix = self.keys.prefix(codec.EVALUATIONS)
         return [prefix + h[2][1].encode() for h in hits]
 
-    async def delete(self, request: Any, context: Any) -> Any:
+    async def delete(self, request: Any, caller: Caller) -> Any:
         scope = {"job_id": check_name(request.job_id, "job_id")} if request.job_id else {}
         size = min(resolve_page_size(request.page_size, self.reader.paginator.defaults),
                    self.delete_page_limit())
@@ -165,7 +166,7 @@ class DeleteByFilter:
         # of 1,000 over four txns of 250 cost 20 % more CPU here, for no gain.
         size = cfg.max_txn_ops - 2
         gate = asyncio.Semaphore(cfg.delete_txns_in_flight)
-        fence = fence_from(context)
+        fence = fence_from(caller.metadata)
         job_of = self.cache.tables[codec.EVALUATIONS].rows.getter("job_id")
 
         def still(e: Entry) -> bool:

@@ -25,23 +25,23 @@ from drover.state.core.rules import (
     within_cap,
 )
 from drover.state.core.validate import validated_eval_updates
-from drover.state.write_calls import WriteCalls
+from drover.state.write_calls import Caller, WriteCalls
 
 
 class EvaluationUpdateRpc:
     def __init__(self, writes: WriteCalls) -> None:
         self.writes = writes
 
-    async def UpdateEvaluations(self, request: Any, context: Any) -> Any:
+    async def update(self, request: Any, caller: Caller) -> Any:
         updates, creates = validated_eval_updates(request)
         within_cap(len(updates) + len(creates), "evaluations", self.writes.max_objects)
         # Updates are broker outcomes, as are terminal statuses: leader only.
         if updates or any(ev.status in OUTCOMES for ev in creates):
-            fence: Fence | None = self.writes.require_fence(context, "UpdateEvaluations")
+            fence: Fence | None = self.writes.require_fence(caller, "UpdateEvaluations")
         else:
-            fence = self.writes.fence(context)
+            fence = self.writes.fence(caller)
             if fence is not None:
-                self.writes.require_fence(context, "UpdateEvaluations")
+                self.writes.require_fence(caller, "UpdateEvaluations")
         ctx = self.writes.write_context()
         return await self.writes.transact(
             lambda view: plans.plan_update(view, ctx, updates, creates), fence)

@@ -13,7 +13,7 @@ from drover.state.core import evals as plans
 from drover.state.core.rules import OUTCOMES, within_cap
 from drover.state.core.validate import check_name, namespace_arg, owned_evals
 from drover.state.eval_delete import DeleteByFilter
-from drover.state.write_calls import WriteCalls
+from drover.state.write_calls import Caller, WriteCalls
 
 _STATUS = attrgetter("status")
 
@@ -22,7 +22,7 @@ class EvaluationsRpc:
     def __init__(self, writes: WriteCalls, by_filter: DeleteByFilter) -> None:
         self.writes, self._by_filter = writes, by_filter
 
-    async def UpsertEvaluations(self, request: Any, context: Any) -> Any:
+    async def upsert(self, request: Any, caller: Caller) -> Any:
         """Create evaluations, or (leader only) write an outcome.
 
         Anyone allowed may *create* pending or blocked evaluations. Changing
@@ -37,14 +37,14 @@ class EvaluationsRpc:
         # The request is this call's alone and nothing reads it after the
         # handler: its evaluations are checked and written as they are.
         evs = owned_evals(request.evaluations)
-        fence = self.writes.fence(context)
+        fence = self.writes.fence(caller)
         if fence is None and not OUTCOMES.isdisjoint(map(_STATUS, evs)):
-            self.writes.require_fence(context, "a terminal evaluation status")
+            self.writes.require_fence(caller, "a terminal evaluation status")
         elif fence is not None:
-            self.writes.require_fence(context, "UpsertEvaluations")
+            self.writes.require_fence(caller, "UpsertEvaluations")
 
         def needs_fence() -> None:
-            self.writes.require_fence(context, "an existing evaluation")
+            self.writes.require_fence(caller, "an existing evaluation")
 
         ctx = self.writes.write_context()
         return await self.writes.transact(
@@ -53,7 +53,7 @@ class EvaluationsRpc:
 
     # -- delete -----------------------------------------------------------
 
-    async def DeleteEvaluations(self, request: Any, context: Any) -> Any:
+    async def delete(self, request: Any, caller: Caller) -> Any:
         by_ids, by_filter = bool(request.ids), bool(request.filter.strip())
         if by_ids == by_filter:
             raise InvalidArgument("set exactly one of ids or filter",
@@ -63,10 +63,10 @@ class EvaluationsRpc:
                                   metadata={"field": "page_token" if request.page_token
                                             else "job_id"})
         if by_ids:
-            return await self._delete_ids(request, context)
-        return await self._by_filter.delete(request, context)
+            return await self._delete_ids(request, caller)
+        return await self._by_filter.delete(request, caller)
 
-    async def _delete_ids(self, request: Any, context: Any) -> Any:
+    async def _delete_ids(self, request: Any, caller: Caller) -> Any:
         ids = list(dict.fromkeys(request.ids))
         for i, eid in enumerate(ids):
             check_name(eid, f"ids[{i}]")
@@ -75,4 +75,4 @@ class EvaluationsRpc:
         ctx = self.writes.write_context()
         return await self.writes.transact(
             lambda view: plans.plan_delete_ids(view, ctx, ns, ids, request.dry_run),
-            self.writes.fence(context), sync_first=True)
+            self.writes.fence(caller), sync_first=True)

@@ -43,7 +43,7 @@ from drover.state.core.purge import blockers as purge_blockers
 from drover.state.core.reap import PAGE, Doomed, Tally, job_owned, pack
 from drover.state.core.tables import Entry, Table
 from drover.state.reaper import delete_page
-from drover.state.write_calls import WriteCalls
+from drover.state.write_calls import Caller, WriteCalls
 
 DEFAULT_EXAMINED = 1000
 MAX_EXAMINED = 10_000
@@ -64,8 +64,8 @@ class GarbageCollectRpc:
     def __init__(self, cache: Cache, keys: codec.KeyCodec, writes: WriteCalls) -> None:
         self.cache, self.keys, self.writes = cache, keys, writes
 
-    async def GarbageCollect(self, request: Any, context: Any) -> Any:
-        fence = self.writes.require_fence(context, "GarbageCollect")
+    async def collect(self, request: Any, caller: Caller) -> Any:
+        fence = self.writes.require_fence(caller, "GarbageCollect")
         kind = _KINDS.get(request.kind)
         if kind is None:
             raise InvalidArgument("kind must be evaluations, deployments, jobs or nodes",

@@ -20,7 +20,7 @@ from drover.state.core.cache_view import CacheView
 from drover.state.core.job_plan import plan_job
 from drover.state.core.validate import check_name, namespace_arg, validate_job
 from drover.state.reaper import purge_job
-from drover.state.write_calls import WriteCalls
+from drover.state.write_calls import Caller, WriteCalls
 
 
 class JobsRpc:
@@ -33,7 +33,7 @@ class JobsRpc:
             return None
         return self.cache.tables[codec.JOBS].decode_entry(e), e[1]
 
-    async def RegisterJob(self, request: Any, context: Any) -> Any:
+    async def register(self, request: Any, caller: Caller) -> Any:
         job = validate_job(request.job)
         ctx = self.writes.write_context()
         # Optimistic: the txn compares the job's mod_revision, so a stale
@@ -41,9 +41,9 @@ class JobsRpc:
         return await self.writes.transact(
             lambda view: plans.plan_register(view, ctx, job, enforce_index=request.enforce_index,
                                              job_modify_index=request.job_modify_index),
-            self.writes.fence(context))
+            self.writes.fence(caller))
 
-    async def DeregisterJob(self, request: Any, context: Any) -> Any:
+    async def deregister(self, request: Any, caller: Caller) -> Any:
         ns = namespace_arg(request.namespace, allow_all=False)
         check_name(request.id, "id")
         if request.purge:
@@ -52,26 +52,26 @@ class JobsRpc:
                 raise NotFound(f"job {request.id!r} not found in namespace {ns!r}")
             view = CacheView(self.cache.tables, self.cache.revision, True)
             if next(purge.blockers(view, ns, request.id), None) is None:
-                return await self._purge(ns, request.id, context)
+                return await self._purge(ns, request.id, caller)
             # Allocations still run: stop first, remove once they stopped.
             ctx = self.writes.write_context()
             return await self.writes.transact(
                 lambda view: purge.plan_stop_for_purge(view, ctx, ns, request.id),
-                self.writes.fence(context), sync_first=True)
+                self.writes.fence(caller), sync_first=True)
         ctx = self.writes.write_context()
         return await self.writes.transact(
             lambda view: plans.plan_deregister(view, ctx, ns, request.id),
-            self.writes.fence(context), sync_first=True)
+            self.writes.fence(caller), sync_first=True)
 
-    async def StartJob(self, request: Any, context: Any) -> Any:
+    async def start(self, request: Any, caller: Caller) -> Any:
         ns = namespace_arg(request.namespace, allow_all=False)
         check_name(request.id, "id")
         ctx = self.writes.write_context()
         return await self.writes.transact(
             lambda view: plans.plan_start(view, ctx, ns, request.id),
-            self.writes.fence(context), sync_first=True)
+            self.writes.fence(caller), sync_first=True)
 
-    async def RevertJob(self, request: Any, context: Any) -> Any:
+    async def revert(self, request: Any, caller: Caller) -> Any:
         ns = namespace_arg(request.namespace, allow_all=False)
         check_name(request.id, "id")
         prior = (request.enforce_prior_version if request.HasField("enforce_prior_version")
@@ -79,9 +79,9 @@ class JobsRpc:
         ctx = self.writes.write_context()
         return await self.writes.transact(
             lambda view: plans.plan_revert(view, ctx, ns, request.id, request.version, prior),
-            self.writes.fence(context))
+            self.writes.fence(caller))
 
-    async def ScaleJob(self, request: Any, context: Any) -> Any:
+    async def scale(self, request: Any, caller: Caller) -> Any:
         ns = namespace_arg(request.namespace, allow_all=False)
         check_name(request.id, "id")
         check_name(request.group, "group")
@@ -90,27 +90,27 @@ class JobsRpc:
         return await self.writes.transact(
             lambda view: plans.plan_scale(view, ctx, ns, request.id, request.group,
                                           request.count, index, request.message),
-            self.writes.fence(context))
+            self.writes.fence(caller))
 
-    async def StopAllocation(self, request: Any, context: Any) -> Any:
+    async def stop_allocation(self, request: Any, caller: Caller) -> Any:
         ns = namespace_arg(request.namespace, allow_all=False)
         check_name(request.id, "id")
         ctx = self.writes.write_context()
         return await self.writes.transact(
             lambda view: plan_stop_alloc(view, ctx, ns, request.id),
-            self.writes.fence(context), sync_first=True)
+            self.writes.fence(caller), sync_first=True)
 
-    async def PlanJob(self, request: Any, context: Any) -> Any:
+    async def plan(self, request: Any, caller: Caller) -> Any:
         """A dry run on a synced view (:mod:`drover.state.core.job_plan`)."""
         job = validate_job(request.job)
         await self.cache.sync()
         view = CacheView(self.cache.tables, self.cache.revision, True)
         return plan_job(view, self.writes.write_context(), job)
 
-    async def _purge(self, ns: str, job_id: str, context: Any) -> Any:
+    async def _purge(self, ns: str, job_id: str, caller: Caller) -> Any:
         """Purge means gone: the job and all it owns, in bounded txns (:mod:`.reaper`)."""
         tally, rev = await purge_job(self.writes.transact, self.keys, ns, job_id,
-                                     self.writes.fence(context))
+                                     self.writes.fence(caller))
         return state_pb2.DeregisterJobResponse(
             job_modify_index=rev, index=rev,
             purged_versions=tally.count(codec.JOB_VERSIONS),

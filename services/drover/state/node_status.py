@@ -14,7 +14,7 @@ from drover.state.core.node_secret import NodeProof
 from drover.state.core.nodes import plan_node_status
 from drover.state.core.validate import check_name
 from drover.state.liveness import NodeLiveness
-from drover.state.write_calls import WriteCalls
+from drover.state.write_calls import Caller, WriteCalls
 
 #: Nodes one HeartbeatNodes call may carry.
 MAX_HEARTBEATS = 1000
@@ -27,17 +27,17 @@ class NodeStatusRpc:
         self.writes = writes
         self.liveness = liveness
 
-    async def UpdateNodeStatus(self, request: Any, context: Any) -> Any:
+    async def update_status(self, request: Any, caller: Caller) -> Any:
         check_name(request.id, "id")
         changes = (request.status or request.HasField("drain")
                    or request.scheduling_eligibility)
-        proof = self.writes.node_proof(context)
+        proof = self.writes.node_proof(caller)
         resp = None
         if changes or not request.heartbeat:
             ctx = self.writes.write_context()
             resp = await self.writes.transact(
                 lambda view: plan_node_status(view, ctx, request, proof),
-                self.writes.fence(context), sync_first=True)
+                self.writes.fence(caller), sync_first=True)
         if not request.heartbeat:
             return resp
         beat = await self.liveness.heartbeat(request.id, proof)
@@ -48,12 +48,12 @@ class NodeStatusRpc:
         resp.unblocked += beat.unblocked
         return resp
 
-    async def ReapMissedHeartbeats(self, request: Any, context: Any) -> Any:
-        fence = self.writes.require_fence(context, "marking nodes down for missed heartbeats")
+    async def reap_missed_heartbeats(self, request: Any, caller: Caller) -> Any:
+        fence = self.writes.require_fence(caller, "marking nodes down for missed heartbeats")
         resp = await self.liveness.reap(fence)
         return resp or state_pb2.ReapMissedHeartbeatsResponse()
 
-    async def HeartbeatNodes(self, request: Any, context: Any) -> Any:
+    async def heartbeat_nodes(self, request: Any, caller: Caller) -> Any:
         ids = list(request.node_ids)
         secrets = list(request.secret_ids)
         if len(ids) > MAX_HEARTBEATS:
@@ -65,7 +65,7 @@ class NodeStatusRpc:
                                   metadata={"field": "secret_ids"})
         for i, node_id in enumerate(ids):
             check_name(node_id, f"node_ids[{i}]")
-        required = self.writes.node_proof(context).required
+        required = self.writes.node_proof(caller).required
         out = state_pb2.HeartbeatNodesResponse()
         beats = [out.heartbeats.add(node_id=node_id) for node_id in ids]
         gate = asyncio.Semaphore(HEARTBEATS_IN_FLIGHT)

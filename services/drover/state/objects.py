@@ -19,7 +19,7 @@ from drover.state.core.node_secret import NodeProof
 from drover.state.core.nodes import plan_upsert_node
 from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, validated_allocs
-from drover.state.write_calls import WriteCalls
+from drover.state.write_calls import Caller, WriteCalls
 
 
 class ObjectsRpc:
@@ -28,7 +28,7 @@ class ObjectsRpc:
 
     # -- allocations ------------------------------------------------------
 
-    async def UpsertAllocations(self, request: Any, context: Any) -> Any:
+    async def upsert_allocations(self, request: Any, caller: Caller) -> Any:
         if not request.allocations:
             raise InvalidArgument("allocations must not be empty",
                                   metadata={"field": "allocations"})
@@ -39,11 +39,11 @@ class ObjectsRpc:
         allocs = validated_allocs(request.allocations)
         ctx = self.writes.write_context()
         return await self.writes.transact(lambda view: plans.plan_upsert_allocs(view, ctx, allocs),
-                                          self.writes.fence(context), sync_first=True)
+                                          self.writes.fence(caller), sync_first=True)
 
-    async def UpdateAllocations(self, request: Any, context: Any) -> Any:
+    async def update_allocations(self, request: Any, caller: Caller) -> Any:
         if request.nodes:
-            return await self._update_many_nodes(request, context)
+            return await self._update_many_nodes(request, caller)
         if not request.updates:
             raise InvalidArgument("updates must not be empty", metadata={"field": "updates"})
         within_cap(len(request.updates), "updates", self.writes.max_objects)
@@ -51,19 +51,19 @@ class ObjectsRpc:
             check_name(u.id, f"updates[{i}].id")
             check_name(u.namespace or "default", f"updates[{i}].namespace")
         ctx = self.writes.write_context()
-        proof = self.writes.node_proof(context)
+        proof = self.writes.node_proof(caller)
         return await self.writes.transact(
             lambda view: plans.plan_update_allocs(view, ctx, request.updates, proof),
-            self.writes.fence(context), sync_first=True)
+            self.writes.fence(caller), sync_first=True)
 
-    async def _update_many_nodes(self, request: Any, context: Any) -> Any:
+    async def _update_many_nodes(self, request: Any, caller: Caller) -> Any:
         """Many nodes' reports, one txn; each group with its node's secret."""
         if request.updates:
             raise InvalidArgument("updates must be empty when nodes is set (each node's "
                                   "updates go in its group)", metadata={"field": "updates"})
         within_cap(sum(len(n.updates) for n in request.nodes), "updates",
                    self.writes.max_objects)
-        required = self.writes.node_proof(context).required
+        required = self.writes.node_proof(caller).required
         groups = []
         for i, n in enumerate(request.nodes):
             check_name(n.node_id, f"nodes[{i}].node_id")
@@ -75,11 +75,11 @@ class ObjectsRpc:
         ctx = self.writes.write_context()
         return await self.writes.transact(
             lambda view: plans.plan_node_updates(view, ctx, groups),
-            self.writes.fence(context), sync_first=True)
+            self.writes.fence(caller), sync_first=True)
 
     # -- nodes ------------------------------------------------------------
 
-    async def UpsertNode(self, request: Any, context: Any) -> Any:
+    async def upsert_node(self, request: Any, caller: Caller) -> Any:
         node = node_pb2.Node()
         node.CopyFrom(request.node)
         check_name(node.id, "node.id")
@@ -88,15 +88,15 @@ class ObjectsRpc:
             node.status_updated_at.CopyFrom(ctx.now)
         if not node.last_heartbeat.ByteSize():
             node.last_heartbeat.CopyFrom(ctx.now)  # registering proves it is alive
-        proof = self.writes.node_proof(context)
+        proof = self.writes.node_proof(caller)
         return await self.writes.transact(lambda view: plan_upsert_node(view, ctx, node, proof),
-                                          self.writes.fence(context), sync_first=True)
+                                          self.writes.fence(caller), sync_first=True)
 
     # -- scheduler config -------------------------------------------------
 
-    async def SetSchedulerConfig(self, request: Any, context: Any) -> Any:
+    async def set_scheduler_config(self, request: Any, caller: Caller) -> Any:
         cas = request.cas_index if request.HasField("cas_index") else None
         ctx = self.writes.write_context()
         return await self.writes.transact(
             lambda view: plans.plan_scheduler_config(view, ctx, request.config, cas),
-            self.writes.fence(context), sync_first=True)
+            self.writes.fence(caller), sync_first=True)

@@ -47,7 +47,7 @@ from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, namespace_arg, validated_plan
 from drover.state.deliveries import Deliveries, Unchecked, Vouched
 from drover.state.errors import PlanDeliveryEnded
-from drover.state.write_calls import WriteCalls
+from drover.state.write_calls import Caller, WriteCalls
 
 #: Commits one plan may try before its nodes are all answered "node changed".
 PLAN_ATTEMPTS = 5
@@ -67,7 +67,7 @@ class PlansRpc:
             self._plan_lock = asyncio.Lock()
         return self._plan_lock
 
-    async def SubmitPlan(self, request: Any, context: Any) -> Any:
+    async def submit(self, request: Any, caller: Caller) -> Any:
         ns = namespace_arg(request.namespace, allow_all=False)
         check_name(request.job_id, "job_id")
         placements, updates, evs = validated_plan(request, ns)
@@ -83,7 +83,7 @@ class PlansRpc:
         async with self._lock():
             if loop.time() - at > VOUCH_FRESH:
                 vouched, _ = await self._vouch(request)
-            return await self._apply(request, context, ns, ctx, placements, updates, evs,
+            return await self._apply(request, caller, ns, ctx, placements, updates, evs,
                                      vouched)
 
     async def _vouch(self, request: Any) -> tuple[Vouched | None, float]:
@@ -91,7 +91,7 @@ class PlansRpc:
         vouched = await self.deliveries.vouch(request.eval_id, request.eval_token)
         return vouched, asyncio.get_running_loop().time()
 
-    async def _apply(self, request: Any, context: Any, ns: str, ctx: WriteContext,
+    async def _apply(self, request: Any, caller: Caller, ns: str, ctx: WriteContext,
                      placements: Sequence[Any], updates: Sequence[Any], evs: Sequence[Any],
                      vouched: Vouched | None) -> Any:
         """The plan's txn, its delivery vouched for (under the lock)."""
@@ -99,7 +99,7 @@ class PlansRpc:
             return await self.writes.transact(
                 lambda view: plan_submit(view, ctx, request, ns, placements, updates, evs,
                                          delivery=vouched),
-                self.writes.fence(context), attempts=PLAN_ATTEMPTS)
+                self.writes.fence(caller), attempts=PLAN_ATTEMPTS)
         except Conflict:
             if vouched is not None and not await self.deliveries.still_leads(vouched):
                 raise PlanDeliveryEnded(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -26,6 +27,15 @@ from drover.state.core.rules import leader_fence
 from drover.state.core.view import View
 from drover.state.transact import ATTEMPTS, Planner, transact
 from drover.state.writes import Writer, fence_from
+
+
+@dataclass(frozen=True)
+class Caller:
+    """What a write call carries besides its request: its gRPC metadata
+    (the ``drover-fence``, the node secret). Built by the servicer (the only
+    module that sees a gRPC context); an empty one for calls from within."""
+
+    metadata: tuple[tuple[str, Any], ...] = ()
 
 
 class WriteCalls:
@@ -68,24 +78,23 @@ class WriteCalls:
         return await transact(self.cache, self.writer, planned, fence, sync_first=sync_first,
                               attempts=attempts)
 
-    def fence(self, context: Any) -> Fence | None:
-        return fence_from(context)
+    def fence(self, caller: Caller) -> Fence | None:
+        return fence_from(caller.metadata)
 
-    def node_proof(self, context: Any) -> NodeProof:
+    def node_proof(self, caller: Caller) -> NodeProof:
         """What the call proves about the node it speaks for: the node secret
         it presents, which it must with ACLs on unless it is a drover server
         (:mod:`drover.state.core.node_secret`)."""
-        presented = presented_node_secret(
-            context.invocation_metadata() if context is not None else None)
+        presented = presented_node_secret(caller.metadata)
         identity = current_identity()  # None: ACLs off
         return NodeProof(presented, identity is not None
                          and identity.kind is not IdentityKind.SERVER)
 
-    def require_fence(self, context: Any, what: str) -> Fence:
+    def require_fence(self, caller: Caller, what: str) -> Fence:
         """The call's fence, which must name an election key of this keyspace
         (:func:`drover.state.core.rules.leader_fence`), from a drover server
         when ACLs are on."""
-        fence = fence_from(context)
+        fence = fence_from(caller.metadata)
         leader_fence(fence.leader_key if fence else None, self.keys.base, what)
         assert fence is not None
         identity = current_identity()  # None: ACLs off

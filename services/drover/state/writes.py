@@ -16,7 +16,7 @@ to deliver it; either way the writer reads its own write here even with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from drover.coord.fence import FENCE_METADATA, Fence, parse_fence
@@ -30,11 +30,9 @@ from drover.state.core.rules import MAX_OBJECT_OPS
 __all__ = ["MAX_OBJECT_OPS", "Writer", "WriterConfig", "fence_from"]
 
 
-def fence_from(context: Any) -> Fence | None:
+def fence_from(metadata: Iterable[tuple[str, Any]]) -> Fence | None:
     """The ``drover-fence`` of a call's metadata, if any."""
-    if context is None:
-        return None
-    for key, value in context.invocation_metadata() or ():
+    for key, value in metadata:
         if key == FENCE_METADATA:
             return parse_fence(str(value))
     return None

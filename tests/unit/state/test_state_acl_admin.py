@@ -32,23 +32,22 @@ def admin(service: StateService) -> AclAdmin:
 
 async def test_of_two_concurrent_bootstraps_exactly_one_wins(service: StateService) -> None:
     a = admin(service)
-    got = await asyncio.gather(a.Bootstrap(acl_pb2.BootstrapRequest(), None),
-                               a.Bootstrap(acl_pb2.BootstrapRequest(), None),
+    got = await asyncio.gather(a.bootstrap(acl_pb2.BootstrapRequest()),
+                               a.bootstrap(acl_pb2.BootstrapRequest()),
                                return_exceptions=True)
     won = [g for g in got if isinstance(g, acl_pb2.BootstrapResponse)]
     lost = [g for g in got if isinstance(g, AclAlreadyBootstrapped)]
     assert (len(won), len(lost)) == (1, 1), got
-    tokens = (await a.ListTokens(acl_pb2.ListTokensRequest(), None)).tokens
+    tokens = (await a.list_tokens(acl_pb2.ListTokensRequest())).tokens
     assert [t.accessor_id for t in tokens] == [won[0].token.accessor_id]
     with pytest.raises(AclAlreadyBootstrapped):
-        await a.Bootstrap(acl_pb2.BootstrapRequest(), None)
+        await a.bootstrap(acl_pb2.BootstrapRequest())
 
 
 async def test_a_policy_deleted_under_create_token_is_named_on_the_replan(
         service: StateService, monkeypatch: pytest.MonkeyPatch) -> None:
     a = admin(service)
-    await a.ApplyPolicy(acl_pb2.ApplyPolicyRequest(name="p", rules="node: {policy: read}"),
-                        None)
+    await a.apply_policy(acl_pb2.ApplyPolicyRequest(name="p", rules="node: {policy: read}"))
     read = a._read
     reads: list[tuple[str, ...]] = []
 
@@ -60,44 +59,44 @@ async def test_a_policy_deleted_under_create_token_is_named_on_the_replan(
         return snapshot
     monkeypatch.setattr(a, "_read", racing)
     with pytest.raises(NotFound) as err:
-        await a.CreateToken(acl_pb2.CreateTokenRequest(name="t", policies=["p"]), None)
+        await a.create_token(acl_pb2.CreateTokenRequest(name="t", policies=["p"]))
     assert err.value.metadata == {"policy": "p"}
     assert len(reads) == 2  # one conflict, one re-plan on a fresh read
-    assert not (await a.ListTokens(acl_pb2.ListTokensRequest(), None)).tokens
+    assert not (await a.list_tokens(acl_pb2.ListTokensRequest())).tokens
 
 
 async def test_policies_and_tokens_round_trip_with_their_indexes(service: StateService) -> None:
     a = admin(service)
     req = acl_pb2.ApplyPolicyRequest(name="p", rules="node: {policy: read}")
-    first_resp = await a.ApplyPolicy(req, None)
+    first_resp = await a.apply_policy(req)
     first = first_resp.policy
     assert not first_resp.warnings
-    again = (await a.ApplyPolicy(req, None)).policy
-    old_names = await a.ApplyPolicy(acl_pb2.ApplyPolicyRequest(
-        name="old", rules="namespace: {a: {capabilities: [list-evals]}}"), None)
+    again = (await a.apply_policy(req)).policy
+    old_names = await a.apply_policy(acl_pb2.ApplyPolicyRequest(
+        name="old", rules="namespace: {a: {capabilities: [list-evals]}}"))
     assert len(old_names.warnings) == 1 and "'read-job'" in old_names.warnings[0]
     assert first.create_index == first.modify_index == again.create_index
     assert again.modify_index > first.modify_index
-    tok = await a.CreateToken(acl_pb2.CreateTokenRequest(name="t", policies=["p"]), None)
+    tok = await a.create_token(acl_pb2.CreateTokenRequest(name="t", policies=["p"]))
     assert tok.token.create_index > again.modify_index and tok.secret_id
     # Deleting a policy a token names is allowed; the token keeps the name.
-    await a.DeletePolicy(acl_pb2.DeletePolicyRequest(name="p"), None)
+    await a.delete_policy(acl_pb2.DeletePolicyRequest(name="p"))
     with pytest.raises(NotFound):
-        await a.DeletePolicy(acl_pb2.DeletePolicyRequest(name="p"), None)
-    listed = (await a.ListTokens(acl_pb2.ListTokensRequest(), None)).tokens
+        await a.delete_policy(acl_pb2.DeletePolicyRequest(name="p"))
+    listed = (await a.list_tokens(acl_pb2.ListTokensRequest())).tokens
     assert [list(t.policies) for t in listed] == [["p"]]
     revoke = acl_pb2.RevokeTokenRequest(accessor_id=tok.token.accessor_id)
-    await a.RevokeToken(revoke, None)
+    await a.revoke_token(revoke)
     with pytest.raises(NotFound):
-        await a.RevokeToken(revoke, None)
-    assert not (await a.ListTokens(acl_pb2.ListTokensRequest(), None)).tokens
+        await a.revoke_token(revoke)
+    assert not (await a.list_tokens(acl_pb2.ListTokensRequest())).tokens
 
 
 async def test_with_acls_off_every_write_is_refused(service: StateService) -> None:
     assert service.acl_admin is not None
     rpc_acl._IDENTITY.set(None)
     with pytest.raises(AclDisabled):
-        await service.acl_admin.Bootstrap(acl_pb2.BootstrapRequest(), None)
+        await service.acl_admin.bootstrap(acl_pb2.BootstrapRequest())
 
 
 def _acl_event(a: AclAdmin, key: bytes, deleted: bool) -> tuple[str, str, str, str] | None:
@@ -115,9 +114,8 @@ def _acl_event(a: AclAdmin, key: bytes, deleted: bool) -> tuple[str, str, str, s
 async def test_an_acl_plans_events_are_the_changes_its_txn_makes(
         service: StateService, which: str) -> None:
     a = admin(service)
-    await a.ApplyPolicy(acl_pb2.ApplyPolicyRequest(name="p", rules="node: {policy: read}"),
-                        None)
-    tok = await a.CreateToken(acl_pb2.CreateTokenRequest(name="t", policies=["p"]), None)
+    await a.apply_policy(acl_pb2.ApplyPolicyRequest(name="p", rules="node: {policy: read}"))
+    tok = await a.create_token(acl_pb2.CreateTokenRequest(name="t", policies=["p"]))
     c = a._context()
     write = {
         "bootstrap": lambda: acl.bootstrap(c),

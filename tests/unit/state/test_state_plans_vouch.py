@@ -14,6 +14,7 @@ from drover.api.types.v1 import allocation_pb2
 from drover.state import plans
 from drover.state.errors import PlanDeliveryEnded
 from drover.state.plans import PlansRpc
+from drover.state.write_calls import Caller
 
 
 class _Writes:
@@ -73,9 +74,9 @@ async def _settle() -> None:
 async def test_the_delivery_is_checked_while_the_plan_waits_for_the_lock() -> None:
     writes, deliveries = _Writes(), _Deliveries()
     rpc = PlansRpc(writes, deliveries)  # type: ignore[arg-type]
-    first = asyncio.create_task(rpc.SubmitPlan(_plan("e1"), None))
+    first = asyncio.create_task(rpc.submit(_plan("e1"), Caller()))
     await _settle()
-    second = asyncio.create_task(rpc.SubmitPlan(_plan("e2"), None))
+    second = asyncio.create_task(rpc.submit(_plan("e2"), Caller()))
     await _settle()
     assert deliveries.vouched == ["e1", "e2"] and len(writes.applied) == 1  # e2 waits
     writes.release.set()
@@ -88,8 +89,8 @@ async def test_a_plan_that_waited_too_long_is_checked_again(
     monkeypatch.setattr(plans, "VOUCH_FRESH", 0.01)
     writes, deliveries = _Writes(), _Deliveries()
     rpc = PlansRpc(writes, deliveries)  # type: ignore[arg-type]
-    first = asyncio.create_task(rpc.SubmitPlan(_plan("e1"), None))
-    second = asyncio.create_task(rpc.SubmitPlan(_plan("e2"), None))
+    first = asyncio.create_task(rpc.submit(_plan("e1"), Caller()))
+    second = asyncio.create_task(rpc.submit(_plan("e2"), Caller()))
     await asyncio.sleep(0.05)
     writes.release.set()
     await asyncio.gather(first, second)
@@ -99,9 +100,9 @@ async def test_a_plan_that_waited_too_long_is_checked_again(
 async def test_a_delivery_refused_while_waiting_writes_nothing() -> None:
     writes, deliveries = _Writes(), _Deliveries(refuse="e2")
     rpc = PlansRpc(writes, deliveries)  # type: ignore[arg-type]
-    first = asyncio.create_task(rpc.SubmitPlan(_plan("e1"), None))
+    first = asyncio.create_task(rpc.submit(_plan("e1"), Caller()))
     await _settle()
-    second = asyncio.create_task(rpc.SubmitPlan(_plan("e2"), None))
+    second = asyncio.create_task(rpc.submit(_plan("e2"), Caller()))
     await _settle()
     writes.release.set()
     assert await first == "committed"

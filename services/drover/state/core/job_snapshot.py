@@ -22,17 +22,12 @@ call's catch-up reached:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from drover.api.state.v1 import state_pb2
-from drover.api.types.v1 import allocation_pb2
+from drover.api.types.v1 import allocation_pb2, job_pb2
 from drover.state.core import codec
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from drover.api.types.v1 import job_pb2
-    from drover.state.core.query_specs import TablesView
+from drover.state.core.table_views import TablesView
 
 #: Allocations one answer carries: ListAllocations' largest page.
 ALLOCATIONS_LIMIT = 1000
