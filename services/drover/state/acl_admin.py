@@ -2,7 +2,7 @@
 
 Writes are planned by the pure core (:mod:`drover.state.core.acl`, where
 their rules and invariants live) and committed through the state service's
-one :func:`drover.state.transact.transact_on` (one retry policy, one commit
+one :func:`drover.state.pipeline.transact_on` (one retry policy, one commit
 primitive): each handler validates, transacts, answers. The ACL keys live
 under ``<base>acl/``, which the state cache ignores and every server's
 :class:`drover.acl.cache.AclCache` watches. Invariants:
@@ -33,8 +33,7 @@ from drover.errors import NotFound
 from drover.rpc.acl import current_identity
 from drover.state.core import acl
 from drover.state.errors import AclDisabled
-from drover.state.transact import transact_on
-from drover.state.writes import Writer
+from drover.state.pipeline import Writer, transact_on
 
 __all__ = ["AclAdmin"]
 

@@ -57,13 +57,12 @@ from drover.state.liveness import NodeLiveness
 from drover.state.node_drain import NodeDrainRpc
 from drover.state.node_status import NodeStatusRpc
 from drover.state.objects import ObjectsRpc
+from drover.state.pipeline import WriteCalls, Writer
 from drover.state.plans import PlansRpc
 from drover.state.queries import Queries
 from drover.state.reads import Reader
 from drover.state.servicer import AclServicer, StateServicer, add_state_servicer
 from drover.state.subscribe import Hub
-from drover.state.write_calls import WriteCalls
-from drover.state.writes import Writer
 
 SERVICE = "drover.state.v1.StateService"
 ACL_SERVICE = "drover.acl.v1.AclService"

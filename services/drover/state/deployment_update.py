@@ -15,7 +15,7 @@ from typing import Any
 
 from drover.state.core.deployment import plan_deployment_update
 from drover.state.core.validate import validated_deployment_update
-from drover.state.write_calls import Caller, WriteCalls
+from drover.state.pipeline import Caller, WriteCalls
 
 
 class DeploymentUpdateRpc:

@@ -63,9 +63,8 @@ from drover.state.core.cache_view import CacheView
 from drover.state.core.rules import broker_paused
 from drover.state.core.tables import Entry, marker_key
 from drover.state.core.validate import check_name
+from drover.state.pipeline import Caller, Writer, fence_from
 from drover.state.reads import Reader, list_namespace
-from drover.state.write_calls import Caller
-from drover.state.writes import Writer, fence_from
 
 #: Txns one chunk may try: the marker's (a page of one txn only) comes extra.
 RETRIES = 3

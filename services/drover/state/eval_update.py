@@ -25,7 +25,7 @@ from drover.state.core.rules import (
     within_cap,
 )
 from drover.state.core.validate import validated_eval_updates
-from drover.state.write_calls import Caller, WriteCalls
+from drover.state.pipeline import Caller, WriteCalls
 
 
 class EvaluationUpdateRpc:

@@ -13,7 +13,7 @@ from drover.state.core import evals as plans
 from drover.state.core.rules import OUTCOMES, within_cap
 from drover.state.core.validate import check_name, namespace_arg, owned_evals
 from drover.state.eval_delete import DeleteByFilter
-from drover.state.write_calls import Caller, WriteCalls
+from drover.state.pipeline import Caller, WriteCalls
 
 _STATUS = attrgetter("status")
 

@@ -42,8 +42,8 @@ from drover.state.core.gc_rules import (
 from drover.state.core.purge import blockers as purge_blockers
 from drover.state.core.reap import PAGE, Doomed, Tally, job_owned, pack
 from drover.state.core.tables import Entry, Table
+from drover.state.pipeline import Caller, WriteCalls
 from drover.state.reaper import delete_page
-from drover.state.write_calls import Caller, WriteCalls
 
 DEFAULT_EXAMINED = 1000
 MAX_EXAMINED = 10_000

@@ -19,8 +19,8 @@ from drover.state.core.alloc_stop import plan_stop_alloc
 from drover.state.core.cache_view import CacheView
 from drover.state.core.job_plan import plan_job
 from drover.state.core.validate import check_name, namespace_arg, validate_job
+from drover.state.pipeline import Caller, WriteCalls
 from drover.state.reaper import purge_job
-from drover.state.write_calls import Caller, WriteCalls
 
 
 class JobsRpc:

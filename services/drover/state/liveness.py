@@ -35,7 +35,7 @@ from drover.state.core.liveness import (
 from drover.state.core.node_secret import UNCHECKED, NodeProof, check_node
 from drover.state.core.plan import WritePlan
 from drover.state.core.view import View
-from drover.state.write_calls import WriteCalls
+from drover.state.pipeline import WriteCalls
 
 log = logging.getLogger(__name__)
 

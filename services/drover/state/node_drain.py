@@ -15,7 +15,7 @@ from drover.errors import InvalidArgument
 from drover.state.core.drain import plan_alloc_transitions, plan_update_node_drain
 from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, validate_eval
-from drover.state.write_calls import Caller, WriteCalls
+from drover.state.pipeline import Caller, WriteCalls
 
 
 class NodeDrainRpc:

@@ -14,7 +14,7 @@ from drover.state.core.node_secret import NodeProof
 from drover.state.core.nodes import plan_node_status
 from drover.state.core.validate import check_name
 from drover.state.liveness import NodeLiveness
-from drover.state.write_calls import Caller, WriteCalls
+from drover.state.pipeline import Caller, WriteCalls
 
 #: Nodes one HeartbeatNodes call may carry.
 MAX_HEARTBEATS = 1000

@@ -19,7 +19,7 @@ from drover.state.core.node_secret import NodeProof
 from drover.state.core.nodes import plan_upsert_node
 from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, validated_allocs
-from drover.state.write_calls import Caller, WriteCalls
+from drover.state.pipeline import Caller, WriteCalls
 
 
 class ObjectsRpc:

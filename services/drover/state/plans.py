@@ -47,7 +47,7 @@ from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, namespace_arg, validated_plan
 from drover.state.deliveries import Deliveries, Unchecked, Vouched
 from drover.state.errors import PlanDeliveryEnded
-from drover.state.write_calls import Caller, WriteCalls
+from drover.state.pipeline import Caller, WriteCalls
 
 #: Commits one plan may try before its nodes are all answered "node changed".
 PLAN_ATTEMPTS = 5

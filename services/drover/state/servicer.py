@@ -33,10 +33,10 @@ from drover.state.jobs import JobsRpc
 from drover.state.node_drain import NodeDrainRpc
 from drover.state.node_status import NodeStatusRpc
 from drover.state.objects import ObjectsRpc
+from drover.state.pipeline import Caller
 from drover.state.plans import PlansRpc
 from drover.state.queries import Queries
 from drover.state.subscribe import Hub
-from drover.state.write_calls import Caller
 
 #: Adds the servicer to a server; Subscribe's responses arrive serialized
 #: (each event is encoded once per change for every subscriber, see

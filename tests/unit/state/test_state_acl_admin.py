@@ -20,7 +20,7 @@ from drover.state.core import acl
 from drover.state.core.acl import AclSnapshot
 from drover.state.core.plan import WritePlan
 from drover.state.errors import AclDisabled
-from drover.state.transact import transact_on
+from drover.state.pipeline import transact_on
 
 
 def admin(service: StateService) -> AclAdmin:

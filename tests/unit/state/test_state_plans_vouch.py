@@ -13,8 +13,8 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2
 from drover.state import plans
 from drover.state.errors import PlanDeliveryEnded
+from drover.state.pipeline import Caller
 from drover.state.plans import PlansRpc
-from drover.state.write_calls import Caller
 
 
 class _Writes:

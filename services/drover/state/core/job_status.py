@@ -4,7 +4,7 @@ that change them.
 Nomad's state store recomputes a job's status whenever its allocations,
 deployments or the job itself change (``setJobStatus``); readers never
 recount. drover does the same in one place: :func:`follow` runs after
-every planner (:meth:`drover.state.write_calls.WriteCalls.transact`) and,
+every planner (:meth:`drover.state.pipeline.WriteCalls.transact`) and,
 for each job whose allocations, deployments or job record the plan puts,
 adds the job's new status to the same txn when it changed. Eval-only plans
 (the broker's hot path) are passed through after one scan of the events.

@@ -1,4 +1,4 @@
-"""What every write RPC uses around its plan (:mod:`drover.state.write_calls`).
+"""What every write RPC uses around its plan (:mod:`drover.state.pipeline`).
 
 A write request's cap is the txn size the replica is told.
 

@@ -20,7 +20,7 @@ from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.validate import validate_job
 from drover.state.core.view import View
 from drover.state.errors import EvaluationChanged, PlanStale
-from drover.state.transact import ATTEMPTS, transact
+from drover.state.pipeline import ATTEMPTS, transact
 
 
 def recording(planner: Callable[[View], WritePlan]) -> tuple[Callable[[View], WritePlan],
