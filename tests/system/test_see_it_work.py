@@ -18,7 +18,7 @@ import pytest
 from dev_suite import dev_suite
 
 from drover.state.config import LivenessConfig
-from drover.state.core.liveness import heartbeat_ttl, lease_seconds
+from drover.state.nodes.core.liveness import heartbeat_ttl, lease_seconds
 
 pytestmark = pytest.mark.slow
 

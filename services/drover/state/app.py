@@ -35,7 +35,10 @@ from drover.rpc.channels import channel
 from drover.rpc.propagation import TokenSource
 from drover.rpc.server import App, AppContext, ServiceBinding
 from drover.state import metrics
-from drover.state.acl_admin import AclAdmin
+from drover.state.acl.admin import AclAdmin
+from drover.state.allocations.eval_token import BrokerDeliveries, Deliveries
+from drover.state.allocations.plans import PlansRpc
+from drover.state.allocations.rpcs import ObjectsRpc
 from drover.state.cache import Cache
 from drover.state.config import (
     CacheConfig,
@@ -46,19 +49,16 @@ from drover.state.config import (
     WriterConfig,
 )
 from drover.state.core import codec
-from drover.state.deliveries import BrokerDeliveries, Deliveries
-from drover.state.deployment_update import DeploymentUpdateRpc
-from drover.state.eval_delete import DeleteByFilter
-from drover.state.eval_update import EvaluationUpdateRpc
-from drover.state.evaluations import EvaluationsRpc
+from drover.state.deployments.rpcs import DeploymentUpdateRpc
+from drover.state.evaluations.delete_by_filter import DeleteByFilter
+from drover.state.evaluations.rpcs import EvaluationsRpc
+from drover.state.evaluations.update import EvaluationUpdateRpc
 from drover.state.gc import GarbageCollectRpc
-from drover.state.jobs import JobsRpc
-from drover.state.liveness import NodeLiveness
-from drover.state.node_drain import NodeDrainRpc
-from drover.state.node_status import NodeStatusRpc
-from drover.state.objects import ObjectsRpc
+from drover.state.jobs.rpcs import JobsRpc
+from drover.state.nodes.drain import NodeDrainRpc
+from drover.state.nodes.liveness import NodeLiveness
+from drover.state.nodes.status import NodeStatusRpc
 from drover.state.pipeline import WriteCalls, Writer
-from drover.state.plans import PlansRpc
 from drover.state.queries import Queries
 from drover.state.reads import Reader
 from drover.state.servicer import AclServicer, StateServicer, add_state_servicer

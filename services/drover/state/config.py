@@ -78,13 +78,13 @@ class WriterConfig:
     #: that walk many objects (DeleteEvaluations by filter) grow with it.
     max_txn_ops: int = tunable_default("state_max_txn_ops")
     #: DeleteEvaluations by filter: txns one call keeps in flight (its page
-    #: spread over them; see :mod:`drover.state.eval_delete`). 4 met the
+    #: spread over them; see :mod:`drover.state.evaluations.delete_by_filter`). 4 met the
     #: issue-15 targets at 1M on a quiet 2-core machine with etcd beside
     #: state (51 % of raw etcd, p99 call 47-49 ms; 2 gave 44 %, p99 32 ms);
     #: where etcd and state share a loaded box, 2 keeps the p99 lower.
     delete_txns_in_flight: int = tunable_default("state_delete_txns_in_flight")
     #: Versions of a job kept (Nomad's ``job_tracked_versions``), plus its
-    #: newest stable one (:mod:`drover.state.core.job_versions`).
+    #: newest stable one (:mod:`drover.state.jobs.core.job_versions`).
     job_tracked_versions: int = tunable_default("state_job_tracked_versions")
     #: Longest one etcd txn may go unanswered (the ``--state-etcd-write-timeout``
     #: tunable): then OUTCOME_UNKNOWN and the etcd client leaves the member

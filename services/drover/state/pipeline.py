@@ -68,13 +68,14 @@ from drover.errors import Conflict, FenceLost, InvalidArgument, Unavailable
 from drover.rpc.acl import current_identity
 from drover.state.cache import Cache, marker_put
 from drover.state.config import WriterConfig
-from drover.state.core import codec, job_status, job_versions
+from drover.state.core import codec
 from drover.state.core.cache_view import CacheView
-from drover.state.core.node_secret import NodeProof
 from drover.state.core.plan import WriteContext, WritePlan
 from drover.state.core.rules import leader_fence
 from drover.state.core.view import View
 from drover.state.errors import Replan
+from drover.state.jobs.core import job_status, job_versions
+from drover.state.nodes.core.node_secret import NodeProof
 
 
 def fence_from(metadata: Iterable[tuple[str, Any]]) -> Fence | None:
@@ -158,7 +159,7 @@ async def transact_on(views: Callable[[bool], Awaitable[V]], writer: Writer,
                       *, sync_first: bool = False, attempts: int = ATTEMPTS) -> Any:
     """The policy on any view source: ``views(fresh)`` is the view of one
     attempt (fresh: synced with etcd). Data outside the cache (the ACL
-    keyspace, :mod:`drover.state.core.acl`) brings its own source."""
+    keyspace, :mod:`drover.state.acl.core.acl`) brings its own source."""
     fresh = sync_first
     commits = 0
     while True:
@@ -223,8 +224,8 @@ class WriteCalls:
     async def transact(self, planner: Planner, fence: Fence | None, *,
                        sync_first: bool = False, attempts: int = ATTEMPTS) -> Any:
         """Every write, each plan followed by the job versions it retires
-        (:func:`drover.state.core.job_versions.prune`) and the job statuses
-        and summaries it changes (:func:`drover.state.core.job_status.follow`)."""
+        (:func:`drover.state.jobs.core.job_versions.prune`) and the job statuses
+        and summaries it changes (:func:`drover.state.jobs.core.job_status.follow`)."""
         on_put, max_objects = self.cache.tables.expect_put, self.max_objects
         tracked = self.writer.config.job_tracked_versions
 
@@ -240,7 +241,7 @@ class WriteCalls:
     def node_proof(self, caller: Caller) -> NodeProof:
         """What the call proves about the node it speaks for: the node secret
         it presents, which it must with ACLs on unless it is a drover server
-        (:mod:`drover.state.core.node_secret`)."""
+        (:mod:`drover.state.nodes.core.node_secret`)."""
         presented = presented_node_secret(caller.metadata)
         identity = current_identity()  # None: ACLs off
         return NodeProof(presented, identity is not None

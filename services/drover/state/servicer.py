@@ -23,18 +23,18 @@ from drover.api.acl.v1 import acl_pb2_grpc
 from drover.api.state.v1 import state_pb2_grpc
 from drover.rpc.acl import current_identity
 from drover.rpc.encoded import with_encoded
-from drover.state.acl_admin import AclAdmin
+from drover.state.acl.admin import AclAdmin
+from drover.state.allocations.plans import PlansRpc
+from drover.state.allocations.rpcs import ObjectsRpc
 from drover.state.core.query_specs import BY_RPC
-from drover.state.deployment_update import DeploymentUpdateRpc
-from drover.state.eval_update import EvaluationUpdateRpc
-from drover.state.evaluations import EvaluationsRpc
+from drover.state.deployments.rpcs import DeploymentUpdateRpc
+from drover.state.evaluations.rpcs import EvaluationsRpc
+from drover.state.evaluations.update import EvaluationUpdateRpc
 from drover.state.gc import GarbageCollectRpc
-from drover.state.jobs import JobsRpc
-from drover.state.node_drain import NodeDrainRpc
-from drover.state.node_status import NodeStatusRpc
-from drover.state.objects import ObjectsRpc
+from drover.state.jobs.rpcs import JobsRpc
+from drover.state.nodes.drain import NodeDrainRpc
+from drover.state.nodes.status import NodeStatusRpc
 from drover.state.pipeline import Caller
-from drover.state.plans import PlansRpc
 from drover.state.queries import Queries
 from drover.state.subscribe import Hub
 
@@ -189,7 +189,7 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
 
 class AclServicer(acl_pb2_grpc.AclServiceServicer):
     """The AclService every state replica hosts: one line per RPC, each
-    handed to :class:`~drover.state.acl_admin.AclAdmin`."""
+    handed to :class:`~drover.state.acl.admin.AclAdmin`."""
 
     def __init__(self, admin: AclAdmin) -> None:
         self.admin = admin

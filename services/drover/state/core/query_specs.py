@@ -38,9 +38,9 @@ from typing import Any
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import scheduler_pb2
 from drover.state.core import codec
-from drover.state.core.job_snapshot import job_snapshot
 from drover.state.core.table_views import TablesView
 from drover.state.core.validate import ALL_NAMESPACES, check_name, namespace_arg
+from drover.state.jobs.core.job_snapshot import job_snapshot
 
 
 class Verb(enum.Enum):

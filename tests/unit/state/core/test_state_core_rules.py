@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from core_data import KEYS, context, key, view
+from state_core_data import KEYS, context, key, view
 
 from drover.api.types.v1 import (
     allocation_pb2,
