@@ -38,7 +38,7 @@ from drover.state import metrics
 from drover.state.acl.admin import AclAdmin
 from drover.state.allocations.eval_token import BrokerDeliveries, Deliveries
 from drover.state.allocations.plans import PlansRpc
-from drover.state.allocations.rpcs import ObjectsRpc
+from drover.state.allocations.rpcs import AllocationsRpc
 from drover.state.cache import Cache
 from drover.state.config import (
     CacheConfig,
@@ -57,10 +57,12 @@ from drover.state.gc import GarbageCollectRpc
 from drover.state.jobs.rpcs import JobsRpc
 from drover.state.nodes.drain import NodeDrainRpc
 from drover.state.nodes.liveness import NodeLiveness
+from drover.state.nodes.rpcs import NodesRpc
 from drover.state.nodes.status import NodeStatusRpc
 from drover.state.pipeline import WriteCalls, Writer
 from drover.state.queries import Queries
 from drover.state.reads import Reader
+from drover.state.scheduler_config.rpcs import SchedulerConfigRpc
 from drover.state.servicer import AclServicer, StateServicer, add_state_servicer
 from drover.state.subscribe import Hub
 
@@ -141,7 +143,8 @@ async def build_on_store(
         jobs=JobsRpc(cache, keys, writes),
         evaluations=EvaluationsRpc(writes, DeleteByFilter(cache, reader, writer, keys)),
         evaluation_updates=EvaluationUpdateRpc(writes),
-        objects=ObjectsRpc(writes),
+        allocations=AllocationsRpc(writes), nodes=NodesRpc(writes),
+        scheduler_config=SchedulerConfigRpc(writes),
         deployment_updates=DeploymentUpdateRpc(writes),
         gc=GarbageCollectRpc(cache, keys, writes),
         node_status=NodeStatusRpc(writes, NodeLiveness(writes, store,

@@ -25,7 +25,7 @@ from drover.rpc.acl import current_identity
 from drover.rpc.encoded import with_encoded
 from drover.state.acl.admin import AclAdmin
 from drover.state.allocations.plans import PlansRpc
-from drover.state.allocations.rpcs import ObjectsRpc
+from drover.state.allocations.rpcs import AllocationsRpc
 from drover.state.core.query_specs import BY_RPC
 from drover.state.deployments.rpcs import DeploymentUpdateRpc
 from drover.state.evaluations.rpcs import EvaluationsRpc
@@ -33,9 +33,11 @@ from drover.state.evaluations.update import EvaluationUpdateRpc
 from drover.state.gc import GarbageCollectRpc
 from drover.state.jobs.rpcs import JobsRpc
 from drover.state.nodes.drain import NodeDrainRpc
+from drover.state.nodes.rpcs import NodesRpc
 from drover.state.nodes.status import NodeStatusRpc
 from drover.state.pipeline import Caller
 from drover.state.queries import Queries
+from drover.state.scheduler_config.rpcs import SchedulerConfigRpc
 from drover.state.subscribe import Hub
 
 #: Adds the servicer to a server; Subscribe's responses arrive serialized
@@ -53,14 +55,16 @@ def caller(context: Any) -> Caller:
 class StateServicer(state_pb2_grpc.StateServiceServicer):
     def __init__(
         self, *, queries: Queries, jobs: JobsRpc, evaluations: EvaluationsRpc,
-        evaluation_updates: EvaluationUpdateRpc, objects: ObjectsRpc,
+        evaluation_updates: EvaluationUpdateRpc, allocations: AllocationsRpc,
+        nodes: NodesRpc, scheduler_config: SchedulerConfigRpc,
         deployment_updates: DeploymentUpdateRpc, gc: GarbageCollectRpc,
         node_status: NodeStatusRpc, plans: PlansRpc, hub: Hub,
         node_drain: NodeDrainRpc,
     ) -> None:
         self._queries = queries
         self._jobs, self._evaluations = jobs, evaluations
-        self._evaluation_updates, self._objects = evaluation_updates, objects
+        self._evaluation_updates, self._allocations = evaluation_updates, allocations
+        self._nodes, self._scheduler_config = nodes, scheduler_config
         self._deployment_updates, self._gc = deployment_updates, gc
         self._node_status, self._plans = node_status, plans
         self.hub = hub
@@ -143,16 +147,16 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
         return await self._evaluation_updates.update(request, caller(context))
 
     async def UpsertAllocations(self, request: Any, context: Any) -> Any:
-        return await self._objects.upsert_allocations(request, caller(context))
+        return await self._allocations.upsert_allocations(request, caller(context))
 
     async def UpdateAllocations(self, request: Any, context: Any) -> Any:
-        return await self._objects.update_allocations(request, caller(context))
+        return await self._allocations.update_allocations(request, caller(context))
 
     async def UpsertNode(self, request: Any, context: Any) -> Any:
-        return await self._objects.upsert_node(request, caller(context))
+        return await self._nodes.upsert_node(request, caller(context))
 
     async def SetSchedulerConfig(self, request: Any, context: Any) -> Any:
-        return await self._objects.set_scheduler_config(request, caller(context))
+        return await self._scheduler_config.set(request, caller(context))
 
     async def UpdateDeployment(self, request: Any, context: Any) -> Any:
         return await self._deployment_updates.update(request, caller(context))

@@ -1,7 +1,8 @@
-"""Allocation, node and scheduler-config writes (reads: :mod:`drover.state.queries`).
+"""Allocation writes: UpsertAllocations and UpdateAllocations (clients'
+reports, one node or many per call). Reads: GetAllocation, ListAllocations
+(:mod:`drover.state.queries`).
 
-Writes are planned by :mod:`drover.state.allocations.core.allocs` and
-:mod:`drover.state.nodes.core.nodes` and run by :meth:`WriteCalls.transact` on a synced
+Writes are planned by :mod:`drover.state.allocations.core.allocs` and run by :meth:`WriteCalls.transact` on a synced
 view (their callers, workers and clients, send whole new states, not deltas
 against something they read, so they judge on current data), re-planned
 on a conflict.
@@ -12,17 +13,15 @@ from __future__ import annotations
 from typing import Any
 
 from drover.acl.tokens import hash_secret
-from drover.api.types.v1 import node_pb2
 from drover.errors import InvalidArgument
 from drover.state.allocations.core import allocs as plans
 from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, validated_allocs
 from drover.state.nodes.core.node_secret import NodeProof
-from drover.state.nodes.core.nodes import plan_upsert_node
 from drover.state.pipeline import Caller, WriteCalls
 
 
-class ObjectsRpc:
+class AllocationsRpc:
     def __init__(self, writes: WriteCalls) -> None:
         self.writes = writes
 
@@ -75,28 +74,4 @@ class ObjectsRpc:
         ctx = self.writes.write_context()
         return await self.writes.transact(
             lambda view: plans.plan_node_updates(view, ctx, groups),
-            self.writes.fence(caller), sync_first=True)
-
-    # -- nodes ------------------------------------------------------------
-
-    async def upsert_node(self, request: Any, caller: Caller) -> Any:
-        node = node_pb2.Node()
-        node.CopyFrom(request.node)
-        check_name(node.id, "node.id")
-        ctx = self.writes.write_context()
-        if not node.status_updated_at.ByteSize():
-            node.status_updated_at.CopyFrom(ctx.now)
-        if not node.last_heartbeat.ByteSize():
-            node.last_heartbeat.CopyFrom(ctx.now)  # registering proves it is alive
-        proof = self.writes.node_proof(caller)
-        return await self.writes.transact(lambda view: plan_upsert_node(view, ctx, node, proof),
-                                          self.writes.fence(caller), sync_first=True)
-
-    # -- scheduler config -------------------------------------------------
-
-    async def set_scheduler_config(self, request: Any, caller: Caller) -> Any:
-        cas = request.cas_index if request.HasField("cas_index") else None
-        ctx = self.writes.write_context()
-        return await self.writes.transact(
-            lambda view: plans.plan_scheduler_config(view, ctx, request.config, cas),
             self.writes.fence(caller), sync_first=True)

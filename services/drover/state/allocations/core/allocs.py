@@ -28,10 +28,10 @@ from drover.errors import InvalidArgument
 from drover.state.allocations.core import alloc_failure, usage
 from drover.state.allocations.core.client_reports import refuse_unresponsive_node
 from drover.state.core import codec
-from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
+from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.recreate import identical_existing
-from drover.state.core.rules import allocation_owners, cas_holds, existing
-from drover.state.core.view import View, scheduler_config
+from drover.state.core.rules import allocation_owners, existing
+from drover.state.core.view import View
 from drover.state.evaluations.core.unblock import changed_rooms, unblock_where
 from drover.state.nodes.core.node_secret import UNCHECKED, NodeProof, check_node
 from drover.worker.resources import Vec, is_live
@@ -138,14 +138,3 @@ def _plan_reports(view: View, ctx: WriteContext,
         budget = min(ctx.max_objects - len(plan.ops), ctx.max_compares - 1 - len(plan.compares))
         unblock_where(view, ctx, plan, changed_rooms(view, freed), budget)
     return plan.build(lambda rev: state_pb2.UpdateAllocationsResponse(index=rev))
-
-
-def plan_scheduler_config(view: View, ctx: WriteContext, config: Any,
-                          cas_index: int | None) -> WritePlan:
-    _, mod = scheduler_config(view)
-    if not cas_holds(cas_index, mod):
-        return no_write(lambda rev: state_pb2.SetSchedulerConfigResponse(updated=False,
-                                                                          index=rev))
-    plan = PlanBuilder(ctx.keys, ctx.on_put)
-    plan.put(codec.SCHEDULER_CONFIG, codec.GLOBAL_NS, codec.SCHEDULER_CONFIG_ID, config, mod)
-    return plan.build(lambda rev: state_pb2.SetSchedulerConfigResponse(updated=True, index=rev))

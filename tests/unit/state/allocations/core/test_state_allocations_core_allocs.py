@@ -15,21 +15,11 @@ from drover.api.types.v1 import (
     evaluation_pb2,
     job_pb2,
     node_pb2,
-    scheduler_pb2,
 )
 from drover.coord.kv import Compare
 from drover.errors import NotFound
 from drover.state.allocations.core import allocs
 from drover.state.core import codec
-
-
-def test_scheduler_config_cas_writes_nothing_when_it_does_not_hold() -> None:
-    cfg = scheduler_pb2.SchedulerConfig(pause_eval_broker=True)
-    v = view([(codec.SCHEDULER_CONFIG, scheduler_pb2.SchedulerConfig(), 2, 3)])
-    assert not allocs.plan_scheduler_config(v, context(), cfg, 2).writes
-    assert allocs.plan_scheduler_config(v, context(), cfg, 2).respond(3).updated is False
-    plan = allocs.plan_scheduler_config(v, context(), cfg, 3)
-    assert plan.compares[0].value == 3 and plan.respond(4).updated
 
 
 def test_update_allocations_never_create() -> None:

@@ -1,0 +1,1 @@
+"""The scheduler config's pure planner."""
