@@ -52,7 +52,6 @@ from drover.state.core import codec
 from drover.state.deployments.rpcs import DeploymentUpdateRpc
 from drover.state.evaluations.delete_by_filter import DeleteByFilter
 from drover.state.evaluations.rpcs import EvaluationsRpc
-from drover.state.evaluations.update import EvaluationUpdateRpc
 from drover.state.gc import GarbageCollectRpc
 from drover.state.jobs.rpcs import JobsRpc
 from drover.state.nodes.drain import NodeDrainRpc
@@ -142,7 +141,6 @@ async def build_on_store(
         queries=Queries(cache, reader),
         jobs=JobsRpc(cache, keys, writes),
         evaluations=EvaluationsRpc(writes, DeleteByFilter(cache, reader, writer, keys)),
-        evaluation_updates=EvaluationUpdateRpc(writes),
         allocations=AllocationsRpc(writes), nodes=NodesRpc(writes),
         scheduler_config=SchedulerConfigRpc(writes),
         deployment_updates=DeploymentUpdateRpc(writes),

@@ -29,7 +29,6 @@ from drover.state.allocations.rpcs import AllocationsRpc
 from drover.state.core.query_specs import BY_RPC
 from drover.state.deployments.rpcs import DeploymentUpdateRpc
 from drover.state.evaluations.rpcs import EvaluationsRpc
-from drover.state.evaluations.update import EvaluationUpdateRpc
 from drover.state.gc import GarbageCollectRpc
 from drover.state.jobs.rpcs import JobsRpc
 from drover.state.nodes.drain import NodeDrainRpc
@@ -55,7 +54,7 @@ def caller(context: Any) -> Caller:
 class StateServicer(state_pb2_grpc.StateServiceServicer):
     def __init__(
         self, *, queries: Queries, jobs: JobsRpc, evaluations: EvaluationsRpc,
-        evaluation_updates: EvaluationUpdateRpc, allocations: AllocationsRpc,
+        allocations: AllocationsRpc,
         nodes: NodesRpc, scheduler_config: SchedulerConfigRpc,
         deployment_updates: DeploymentUpdateRpc, gc: GarbageCollectRpc,
         node_status: NodeStatusRpc, plans: PlansRpc, hub: Hub,
@@ -63,7 +62,7 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
     ) -> None:
         self._queries = queries
         self._jobs, self._evaluations = jobs, evaluations
-        self._evaluation_updates, self._allocations = evaluation_updates, allocations
+        self._allocations = allocations
         self._nodes, self._scheduler_config = nodes, scheduler_config
         self._deployment_updates, self._gc = deployment_updates, gc
         self._node_status, self._plans = node_status, plans
@@ -144,7 +143,7 @@ class StateServicer(state_pb2_grpc.StateServiceServicer):
         return await self._evaluations.delete(request, caller(context))
 
     async def UpdateEvaluations(self, request: Any, context: Any) -> Any:
-        return await self._evaluation_updates.update(request, caller(context))
+        return await self._evaluations.update(request, caller(context))
 
     async def UpsertAllocations(self, request: Any, context: Any) -> Any:
         return await self._allocations.upsert_allocations(request, caller(context))

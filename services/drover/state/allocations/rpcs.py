@@ -2,10 +2,11 @@
 reports, one node or many per call). Reads: GetAllocation, ListAllocations
 (:mod:`drover.state.queries`).
 
-Writes are planned by :mod:`drover.state.allocations.core.allocs` and run by :meth:`WriteCalls.transact` on a synced
-view (their callers, workers and clients, send whole new states, not deltas
-against something they read, so they judge on current data), re-planned
-on a conflict.
+Writes are planned by :mod:`drover.state.allocations.core.allocs` and run
+by :meth:`~drover.state.pipeline.WriteCalls.transact` on a synced view
+(their callers, workers and clients, send whole new states, not deltas
+against something they read, so they judge on current data), re-planned on
+a conflict.
 """
 
 from __future__ import annotations

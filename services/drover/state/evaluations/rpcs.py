@@ -1,6 +1,23 @@
-"""Evaluation writes: upsert, and delete (reads: :mod:`drover.state.queries`)
-(by ids here: all or nothing in one txn; by filter, the paged delete a
-million-evaluation backlog needs, in :mod:`drover.state.evaluations.delete_by_filter`).
+"""Evaluation writes: UpsertEvaluations, UpdateEvaluations and
+DeleteEvaluations (reads: GetEvaluation, ListEvaluations, CountEvaluations,
+:mod:`drover.state.queries`). Delete by ids is here, all or nothing in one
+txn; by filter, the paged delete a million-evaluation backlog needs, is
+:mod:`drover.state.evaluations.delete_by_filter`.
+
+UpdateEvaluations: updates that never create, creates that never update.
+
+The eval broker's outcomes (Ack, Nack, cancel, failure) change the
+evaluation it handed out, so they are written as *updates*, each compared
+inside the etcd txn on the mod_revision the writer held (``modify_index``);
+follow-up evaluations are *creates* of new ids, compared absent. The plan
+and its rules are :func:`drover.state.evaluations.core.evals.plan_update`: a conflict
+re-plans on a fresh view, where the rules name the evaluation at fault
+(:class:`EvaluationGone` NOT_FOUND, :class:`EvaluationChanged`
+FAILED_PRECONDITION, :class:`EvaluationExists` ALREADY_EXISTS, each with
+``eval_id`` in the ErrorInfo metadata).
+
+All or nothing, one txn. Updates and terminal statuses are broker
+outcomes: leader only (the call must carry the broker leader's fence).
 """
 
 from __future__ import annotations
@@ -8,9 +25,15 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import Any
 
+from drover.coord.fence import Fence
 from drover.errors import InvalidArgument
 from drover.state.core.rules import OUTCOMES, within_cap
-from drover.state.core.validate import check_name, namespace_arg, owned_evals
+from drover.state.core.validate import (
+    check_name,
+    namespace_arg,
+    owned_evals,
+    validated_eval_updates,
+)
 from drover.state.evaluations.core import evals as plans
 from drover.state.evaluations.delete_by_filter import DeleteByFilter
 from drover.state.pipeline import Caller, WriteCalls
@@ -76,3 +99,20 @@ class EvaluationsRpc:
         return await self.writes.transact(
             lambda view: plans.plan_delete_ids(view, ctx, ns, ids, request.dry_run),
             self.writes.fence(caller), sync_first=True)
+
+    # -- update (broker outcomes) -----------------------------------------
+
+    async def update(self, request: Any, caller: Caller) -> Any:
+        """UpdateEvaluations (module doc)."""
+        updates, creates = validated_eval_updates(request)
+        within_cap(len(updates) + len(creates), "evaluations", self.writes.max_objects)
+        # Updates are broker outcomes, as are terminal statuses: leader only.
+        if updates or any(ev.status in OUTCOMES for ev in creates):
+            fence: Fence | None = self.writes.require_fence(caller, "UpdateEvaluations")
+        else:
+            fence = self.writes.fence(caller)
+            if fence is not None:
+                self.writes.require_fence(caller, "UpdateEvaluations")
+        ctx = self.writes.write_context()
+        return await self.writes.transact(
+            lambda view: plans.plan_update(view, ctx, updates, creates), fence)
