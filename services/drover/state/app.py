@@ -36,7 +36,7 @@ from drover.rpc.propagation import TokenSource
 from drover.rpc.server import App, AppContext, ServiceBinding
 from drover.state import metrics
 from drover.state.acl.admin import AclAdmin
-from drover.state.allocations.eval_token import BrokerDeliveries, Deliveries
+from drover.state.allocations.eval_token import BrokerTokenCheck, TokenCheck
 from drover.state.allocations.plans import PlansRpc
 from drover.state.allocations.rpcs import AllocationsRpc
 from drover.state.cache import Cache
@@ -123,11 +123,11 @@ async def build_on_store(
     store: LeaseKV, keyspace: Keyspace, *, cache_config: CacheConfig | None = None,
     subscribe_config: SubscribeConfig | None = None, writer_config: WriterConfig | None = None,
     liveness_config: LivenessConfig | None = None,
-    deliveries: Deliveries | None = None,
+    token_check: TokenCheck | None = None,
     read_config: ReadConfig | None = None,
 ) -> StateService:
     """The state service on any :class:`KVStore` (tests, benchmarks).
-    ``deliveries``: how SubmitPlan checks a plan's delivery (None: it does
+    ``token_check``: how SubmitPlan checks a plan's delivery (None: it does
     not -- no broker runs; the served service always passes one)."""
     keys = codec.KeyCodec(keyspace)
     writer_config = writer_config or WriterConfig()
@@ -147,15 +147,15 @@ async def build_on_store(
         gc=GarbageCollectRpc(cache, keys, writes),
         node_status=NodeStatusRpc(writes, NodeLiveness(writes, store,
                                                        liveness_config or LivenessConfig())),
-        plans=PlansRpc(writes, deliveries),
+        plans=PlansRpc(writes, token_check),
         hub=Hub(cache, subscribe_config or SubscribeConfig()),
         node_drain=NodeDrainRpc(writes),
     )
     tasks = [cache._task] if cache._task is not None else []
     admin = AclAdmin(writer, AclKeys(keyspace.base), writes.now)
     service = StateService(servicer, admin, cache, writer, writes, cache.ready, tasks)
-    if deliveries is not None:
-        service._closers.append(deliveries.close)
+    if token_check is not None:
+        service._closers.append(token_check.close)
     return service
 
 
@@ -181,11 +181,11 @@ async def build_state_service(settings: ServeSettings,
     store = EtcdStore(client, max_txn_ops=config.writer.max_txn_ops,
                       write_timeout=config.writer.etcd_write_timeout)
     keyspace = Keyspace(settings.etcd.prefix)
-    deliveries = BrokerDeliveries(
+    token_check = BrokerTokenCheck(
         store, keyspace, lambda address: channel(address, tls=settings.tls, token=token))
     service = await build_on_store(store, keyspace,
                                    cache_config=config.cache, subscribe_config=config.subscribe,
-                                   writer_config=config.writer, deliveries=deliveries,
+                                   writer_config=config.writer, token_check=token_check,
                                    liveness_config=config.liveness)
     service._closers += [store.close, client.close]  # the shared keepalive stream first
     return service

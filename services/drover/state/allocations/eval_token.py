@@ -1,5 +1,8 @@
-"""SubmitPlan's delivery check: is the plan's (evaluation, token) still
-outstanding at the broker? (the rules are :mod:`drover.state.allocations.core.eval_token`).
+"""SubmitPlan's eval token check: is the plan's (evaluation, token) still
+outstanding at the broker? (the pure rules are
+:mod:`drover.state.allocations.core.eval_token`). The broker owns the
+evaluation's delivery; the state only checks the token a plan carries
+(refusals keep the wire reason PLAN_DELIVERY_ENDED).
 
 Nomad's ``Plan.Submit`` asks its own broker (same process, the leader) and
 pauses the evaluation's nack timer while the plan is applied. Here the
@@ -57,7 +60,7 @@ BROKER_SERVICE = "broker"
 Vouched = tuple[bytes, int]
 
 
-class Deliveries(Protocol):
+class TokenCheck(Protocol):
     async def vouch(self, eval_id: str, token: str) -> Vouched | None:
         """Raise unless the delivery is outstanding; what the txn compares."""
         ...
@@ -82,7 +85,7 @@ class Unchecked:
         return True
 
 
-class BrokerDeliveries:
+class BrokerTokenCheck:
     def __init__(self, kv: Ranges, keyspace: Keyspace,
                  dial: Callable[[str], grpc.aio.Channel], *, timeout: float = 5.0) -> None:
         self._kv, self._keyspace, self._dial, self._timeout = kv, keyspace, dial, timeout

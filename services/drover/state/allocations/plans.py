@@ -42,7 +42,7 @@ from typing import Any
 from drover.errors import Conflict
 from drover.state.allocations.core.eval_token import TOKEN_MISMATCH
 from drover.state.allocations.core.placement import nothing_committed, plan_submit
-from drover.state.allocations.eval_token import Deliveries, Unchecked, Vouched
+from drover.state.allocations.eval_token import TokenCheck, Unchecked, Vouched
 from drover.state.core.plan import WriteContext
 from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, namespace_arg, validated_plan
@@ -57,9 +57,9 @@ VOUCH_FRESH = 5.0
 
 
 class PlansRpc:
-    def __init__(self, writes: WriteCalls, deliveries: Deliveries | None = None) -> None:
+    def __init__(self, writes: WriteCalls, token_check: TokenCheck | None = None) -> None:
         self.writes = writes
-        self.deliveries = deliveries or Unchecked()
+        self.token_check = token_check or Unchecked()
         self._plan_lock: asyncio.Lock | None = None
 
     def _lock(self) -> asyncio.Lock:
@@ -88,7 +88,7 @@ class PlansRpc:
 
     async def _vouch(self, request: Any) -> tuple[Vouched | None, float]:
         """The plan's delivery vouched for, and when."""
-        vouched = await self.deliveries.vouch(request.eval_id, request.eval_token)
+        vouched = await self.token_check.vouch(request.eval_id, request.eval_token)
         return vouched, asyncio.get_running_loop().time()
 
     async def _apply(self, request: Any, caller: Caller, ns: str, ctx: WriteContext,
@@ -101,7 +101,7 @@ class PlansRpc:
                                          delivery=vouched),
                 self.writes.fence(caller), attempts=PLAN_ATTEMPTS)
         except Conflict:
-            if vouched is not None and not await self.deliveries.still_leads(vouched):
+            if vouched is not None and not await self.token_check.still_leads(vouched):
                 raise PlanDeliveryEnded(
                     f"{TOKEN_MISMATCH}: the broker leader that vouched for evaluation "
                     f"{request.eval_id!r} lost its term while the plan was applied; "

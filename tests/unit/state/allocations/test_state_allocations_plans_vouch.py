@@ -39,7 +39,7 @@ class _Writes:
         return "committed"
 
 
-class _Deliveries:
+class _TokenCheck:
     def __init__(self, refuse: str = "") -> None:
         self.vouched: list[str] = []
         self.refuse = refuse
@@ -72,34 +72,34 @@ async def _settle() -> None:
 
 
 async def test_the_delivery_is_checked_while_the_plan_waits_for_the_lock() -> None:
-    writes, deliveries = _Writes(), _Deliveries()
-    rpc = PlansRpc(writes, deliveries)  # type: ignore[arg-type]
+    writes, token_check = _Writes(), _TokenCheck()
+    rpc = PlansRpc(writes, token_check)  # type: ignore[arg-type]
     first = asyncio.create_task(rpc.submit(_plan("e1"), Caller()))
     await _settle()
     second = asyncio.create_task(rpc.submit(_plan("e2"), Caller()))
     await _settle()
-    assert deliveries.vouched == ["e1", "e2"] and len(writes.applied) == 1  # e2 waits
+    assert token_check.vouched == ["e1", "e2"] and len(writes.applied) == 1  # e2 waits
     writes.release.set()
     assert await first == await second == "committed"
-    assert deliveries.vouched == ["e1", "e2"]  # fresh: not checked again
+    assert token_check.vouched == ["e1", "e2"]  # fresh: not checked again
 
 
 async def test_a_plan_that_waited_too_long_is_checked_again(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plans, "VOUCH_FRESH", 0.01)
-    writes, deliveries = _Writes(), _Deliveries()
-    rpc = PlansRpc(writes, deliveries)  # type: ignore[arg-type]
+    writes, token_check = _Writes(), _TokenCheck()
+    rpc = PlansRpc(writes, token_check)  # type: ignore[arg-type]
     first = asyncio.create_task(rpc.submit(_plan("e1"), Caller()))
     second = asyncio.create_task(rpc.submit(_plan("e2"), Caller()))
     await asyncio.sleep(0.05)
     writes.release.set()
     await asyncio.gather(first, second)
-    assert deliveries.vouched == ["e1", "e2", "e2"]
+    assert token_check.vouched == ["e1", "e2", "e2"]
 
 
 async def test_a_delivery_refused_while_waiting_writes_nothing() -> None:
-    writes, deliveries = _Writes(), _Deliveries(refuse="e2")
-    rpc = PlansRpc(writes, deliveries)  # type: ignore[arg-type]
+    writes, token_check = _Writes(), _TokenCheck(refuse="e2")
+    rpc = PlansRpc(writes, token_check)  # type: ignore[arg-type]
     first = asyncio.create_task(rpc.submit(_plan("e1"), Caller()))
     await _settle()
     second = asyncio.create_task(rpc.submit(_plan("e2"), Caller()))

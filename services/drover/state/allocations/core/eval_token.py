@@ -1,5 +1,5 @@
-"""Whether a plan's evaluation delivery still holds: the pure rules (the
-broker call is :mod:`drover.state.allocations.eval_token`).
+"""Whether a plan's eval token still holds: the pure rules (the broker
+call is :mod:`drover.state.allocations.eval_token`).
 
 A delivery token is ``<term>.<nonce>``: the term (create revision of the
 election key) of the broker leader that handed it out (the broker's

@@ -1,1 +1,5 @@
-"""core."""
+"""Pure planners and rules of the nodes family (no asyncio, grpc or etcd).
+
+The clock, ids and randomness come in (the
+:class:`~drover.state.core.plan.WriteContext`), as for every core.
+"""

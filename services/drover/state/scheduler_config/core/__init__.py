@@ -1,1 +1,5 @@
-"""The scheduler config's pure planner."""
+"""Pure planner of the scheduler config (no asyncio, grpc or etcd).
+
+The clock, ids and randomness come in (the
+:class:`~drover.state.core.plan.WriteContext`), as for every core.
+"""
