@@ -235,6 +235,15 @@ class WriteCalls:
         return await transact(self.cache, self.writer, planned, fence, sync_first=sync_first,
                               attempts=attempts)
 
+    async def write(self, planner: Callable[[View, WriteContext], WritePlan], caller: Caller,
+                    *, sync_first: bool = False) -> Any:
+        """The usual write: one clock reading (:meth:`write_context`) for
+        the call, ``planner`` run through :meth:`transact` with the call's
+        own fence (if it carries one)."""
+        ctx = self.write_context()
+        return await self.transact(lambda view: planner(view, ctx), self.fence(caller),
+                                   sync_first=sync_first)
+
     def fence(self, caller: Caller) -> Fence | None:
         return fence_from(caller.metadata)
 

@@ -72,7 +72,6 @@ class AllocationsRpc:
                 check_name(u.namespace or "default", f"nodes[{i}].updates[{j}].namespace")
             proof = NodeProof(hash_secret(n.secret_id) if n.secret_id else None, required)
             groups.append((n.node_id, list(n.updates), proof))
-        ctx = self.writes.write_context()
-        return await self.writes.transact(
-            lambda view: plans.plan_node_updates(view, ctx, groups),
-            self.writes.fence(caller), sync_first=True)
+        return await self.writes.write(
+            lambda view, ctx: plans.plan_node_updates(view, ctx, groups),
+            caller, sync_first=True)

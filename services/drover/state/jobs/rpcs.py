@@ -55,51 +55,45 @@ class JobsRpc:
             if next(purge.blockers(view, ns, request.id), None) is None:
                 return await self._purge(ns, request.id, caller)
             # Allocations still run: stop first, remove once they stopped.
-            ctx = self.writes.write_context()
-            return await self.writes.transact(
-                lambda view: purge.plan_stop_for_purge(view, ctx, ns, request.id),
-                self.writes.fence(caller), sync_first=True)
-        ctx = self.writes.write_context()
-        return await self.writes.transact(
-            lambda view: plans.plan_deregister(view, ctx, ns, request.id),
-            self.writes.fence(caller), sync_first=True)
+            return await self.writes.write(
+                lambda view, ctx: purge.plan_stop_for_purge(view, ctx, ns, request.id),
+                caller, sync_first=True)
+        return await self.writes.write(
+            lambda view, ctx: plans.plan_deregister(view, ctx, ns, request.id),
+            caller, sync_first=True)
 
     async def start(self, request: Any, caller: Caller) -> Any:
         ns = namespace_arg(request.namespace, allow_all=False)
         check_name(request.id, "id")
-        ctx = self.writes.write_context()
-        return await self.writes.transact(
-            lambda view: plans.plan_start(view, ctx, ns, request.id),
-            self.writes.fence(caller), sync_first=True)
+        return await self.writes.write(
+            lambda view, ctx: plans.plan_start(view, ctx, ns, request.id),
+            caller, sync_first=True)
 
     async def revert(self, request: Any, caller: Caller) -> Any:
         ns = namespace_arg(request.namespace, allow_all=False)
         check_name(request.id, "id")
         prior = (request.enforce_prior_version if request.HasField("enforce_prior_version")
                  else None)
-        ctx = self.writes.write_context()
-        return await self.writes.transact(
-            lambda view: plans.plan_revert(view, ctx, ns, request.id, request.version, prior),
-            self.writes.fence(caller))
+        return await self.writes.write(
+            lambda view, ctx: plans.plan_revert(view, ctx, ns, request.id, request.version, prior),
+            caller)
 
     async def scale(self, request: Any, caller: Caller) -> Any:
         ns = namespace_arg(request.namespace, allow_all=False)
         check_name(request.id, "id")
         check_name(request.group, "group")
         index = request.enforce_index if request.HasField("enforce_index") else None
-        ctx = self.writes.write_context()
-        return await self.writes.transact(
-            lambda view: plans.plan_scale(view, ctx, ns, request.id, request.group,
-                                          request.count, index, request.message),
-            self.writes.fence(caller))
+        return await self.writes.write(
+            lambda view, ctx: plans.plan_scale(view, ctx, ns, request.id, request.group,
+                                               request.count, index, request.message),
+            caller)
 
     async def stop_allocation(self, request: Any, caller: Caller) -> Any:
         ns = namespace_arg(request.namespace, allow_all=False)
         check_name(request.id, "id")
-        ctx = self.writes.write_context()
-        return await self.writes.transact(
-            lambda view: plan_stop_alloc(view, ctx, ns, request.id),
-            self.writes.fence(caller), sync_first=True)
+        return await self.writes.write(
+            lambda view, ctx: plan_stop_alloc(view, ctx, ns, request.id),
+            caller, sync_first=True)
 
     async def plan(self, request: Any, caller: Caller) -> Any:
         """A dry run on a synced view (:mod:`drover.state.jobs.core.job_plan`)."""

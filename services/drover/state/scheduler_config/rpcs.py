@@ -16,7 +16,6 @@ class SchedulerConfigRpc:
 
     async def set(self, request: Any, caller: Caller) -> Any:
         cas = request.cas_index if request.HasField("cas_index") else None
-        ctx = self.writes.write_context()
-        return await self.writes.transact(
-            lambda view: plan_scheduler_config(view, ctx, request.config, cas),
-            self.writes.fence(caller), sync_first=True)
+        return await self.writes.write(
+            lambda view, ctx: plan_scheduler_config(view, ctx, request.config, cas),
+            caller, sync_first=True)
