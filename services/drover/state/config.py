@@ -22,6 +22,8 @@ PAGING = PagingDefaults(default=100, maximum=1000, scan_budget=50_000)
 
 @dataclass(frozen=True)
 class CacheConfig:
+    """The watch-fed cache (:mod:`drover.state.cache`): its list, sync and GC tuning."""
+
     page_size: int = tunable_default("state_cache_page_size")
     sync_timeout: float = tunable_default("state_sync_timeout")
     #: Longest the marker read of a consistent read (:meth:`Cache.sync`) may
@@ -47,6 +49,8 @@ class CacheConfig:
 
 @dataclass(frozen=True)
 class SubscribeConfig:
+    """Subscribe's streams (:mod:`drover.state.subscribe`): buffer, replay, heartbeats."""
+
     buffer_revisions: int = tunable_default("state_subscribe_buffer")
     replay_events: int = tunable_default("state_subscribe_replay_events")
     #: Default seconds between heartbeats of a quiet stream, and the most a
@@ -72,6 +76,8 @@ class SubscribeConfig:
 
 @dataclass(frozen=True)
 class WriterConfig:
+    """The write pipeline (:mod:`drover.state.pipeline`) and the jobs' kept versions."""
+
     #: etcd's ``--max-txn-ops`` as the cluster runs it (the
     #: ``--state-max-txn-ops`` tunable; etcd does not report it, so it is
     #: told, never discovered): no txn of this writer exceeds it. Only calls
@@ -108,12 +114,16 @@ class WriterConfig:
 
 @dataclass(frozen=True)
 class ReadConfig:
+    """Every read (:mod:`drover.state.reads`): page sizes and QueryMeta's leader bound."""
+
     paging: PagingDefaults = PAGING
     leader_timeout: float = 10.0
 
 
 @dataclass(frozen=True)
 class BlockingConfig:
+    """Blocking queries' waits (:mod:`drover.state.blocking`), Nomad's defaults."""
+
     default_wait: float = 300.0
     max_wait: float = 600.0
     jitter_fraction: float = 1 / 16

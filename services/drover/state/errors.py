@@ -19,49 +19,72 @@ from drover.errors import (
     Unavailable,
 )
 
+# -- reads and Subscribe -----------------------------------------------------
 
-class AclDisabled(FailedPrecondition):
-    reason = "ACL_DISABLED"
+class StaleReadBound(Unavailable):
+    """A bounded stale read reached a replica out of touch with etcd for
+    longer than the bound (``metadata``: ``last_contact``, ``max_stale``)."""
+
+    reason = "STALE_READ_BOUND"
 
 
 class IndexCompacted(DroverError):
+    """A Subscribe from an index etcd has compacted away: list, then subscribe again."""
+
     kind = Kind.OUT_OF_RANGE
     reason = "INDEX_COMPACTED"
 
 
 class SubscriberTooSlow(DroverError):
+    """A Subscribe stream that fell further behind than the replica buffers: ended."""
+
     kind = Kind.RESOURCE_EXHAUSTED
     reason = "SUBSCRIBER_TOO_SLOW"
 
 
-class NodeNotReady(FailedPrecondition):
-    """A client report for an allocation whose node is down or disconnected."""
+# -- the write pipeline ------------------------------------------------------
 
-    reason = "NODE_NOT_READY"
+class Replan(Exception):
+    """A rule refused on a view that was not fresh: sync, then plan again.
+    ``cause`` is what the refusal will be if a fresh view agrees."""
 
+    def __init__(self, cause: DroverError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+# -- jobs --------------------------------------------------------------------
 
 class JobNotStopped(FailedPrecondition):
+    """StartJob on a job that is not stopped."""
+
     reason = "JOB_NOT_STOPPED"
 
 
 class JobVersionMismatch(FailedPrecondition):
+    """RevertJob whose ``enforce_prior_version`` is not the job's current version."""
+
     reason = "JOB_VERSION_MISMATCH"
 
 
 class JobStopped(FailedPrecondition):
+    """ScaleJob on a stopped job: start it first."""
+
     reason = "JOB_STOPPED"
 
 
-class AllocTerminal(FailedPrecondition):
-    reason = "ALLOC_TERMINAL"
+class JobModifyIndexMismatch(FailedPrecondition):
+    """RegisterJob whose ``enforce_index`` is not the job's modify index."""
 
+    reason = "JOB_MODIFY_INDEX_MISMATCH"
+
+
+# -- evaluations -------------------------------------------------------------
 
 class BrokerNotPaused(FailedPrecondition):
+    """DeleteEvaluations while the eval broker runs (pause it in the scheduler config)."""
+
     reason = "BROKER_NOT_PAUSED"
-
-
-class JobModifyIndexMismatch(FailedPrecondition):
-    reason = "JOB_MODIFY_INDEX_MISMATCH"
 
 
 class EvaluationGone(NotFound):
@@ -82,23 +105,24 @@ class EvaluationExists(AlreadyExists):
     reason = "EVALUATION_EXISTS"
 
 
-class DeploymentChanged(Conflict):
-    """The deployment's modify_index is not the one the caller based its update on."""
+# -- allocations and plans ---------------------------------------------------
 
-    reason = "DEPLOYMENT_CHANGED"
+class AllocTerminal(FailedPrecondition):
+    """StopAllocation of an allocation that is already terminal."""
+
+    reason = "ALLOC_TERMINAL"
+
+
+class NodeNotReady(FailedPrecondition):
+    """A client report for an allocation whose node is down or disconnected."""
+
+    reason = "NODE_NOT_READY"
 
 
 class PlanStale(FailedPrecondition):
     """The state a plan was computed from has moved: re-read and plan again."""
 
     reason = "PLAN_STALE"
-
-
-class StaleReadBound(Unavailable):
-    """A bounded stale read reached a replica out of touch with etcd for
-    longer than the bound (``metadata``: ``last_contact``, ``max_stale``)."""
-
-    reason = "STALE_READ_BOUND"
 
 
 class PlanDeliveryEnded(FailedPrecondition):
@@ -113,15 +137,26 @@ class BrokerUnreachable(Unavailable):
     reason = "BROKER_UNREACHABLE"
 
 
+# -- nodes -------------------------------------------------------------------
+
 class NodeSecretMismatch(DroverError):
+    """A client update presenting another secret than its node's (Nomad's SecretID)."""
+
     kind = Kind.PERMISSION_DENIED
     reason = "NODE_SECRET_MISMATCH"
 
 
-class Replan(Exception):
-    """A rule refused on a view that was not fresh: sync, then plan again.
-    ``cause`` is what the refusal will be if a fresh view agrees."""
+# -- deployments -------------------------------------------------------------
 
-    def __init__(self, cause: DroverError) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
+class DeploymentChanged(Conflict):
+    """The deployment's modify_index is not the one the caller based its update on."""
+
+    reason = "DEPLOYMENT_CHANGED"
+
+
+# -- acl ---------------------------------------------------------------------
+
+class AclDisabled(FailedPrecondition):
+    """An AclService call on a cluster that runs without ACLs."""
+
+    reason = "ACL_DISABLED"

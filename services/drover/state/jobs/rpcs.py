@@ -24,6 +24,14 @@ from drover.state.pipeline import Caller, WriteCalls
 from drover.state.reaper import purge_job
 
 
+def namespace_of(request: Any) -> str:
+    """The namespace of a request that names one object by ``id`` (both
+    checked: one namespace, never all)."""
+    ns = namespace_arg(request.namespace, allow_all=False)
+    check_name(request.id, "id")
+    return ns
+
+
 class JobsRpc:
     def __init__(self, cache: Cache, keys: codec.KeyCodec, writes: WriteCalls) -> None:
         self.cache, self.keys, self.writes = cache, keys, writes
@@ -45,8 +53,7 @@ class JobsRpc:
             self.writes.fence(caller))
 
     async def deregister(self, request: Any, caller: Caller) -> Any:
-        ns = namespace_arg(request.namespace, allow_all=False)
-        check_name(request.id, "id")
+        ns = namespace_of(request)
         if request.purge:
             await self.cache.sync()
             if self._job(ns, request.id) is None:
@@ -63,15 +70,13 @@ class JobsRpc:
             caller, sync_first=True)
 
     async def start(self, request: Any, caller: Caller) -> Any:
-        ns = namespace_arg(request.namespace, allow_all=False)
-        check_name(request.id, "id")
+        ns = namespace_of(request)
         return await self.writes.write(
             lambda view, ctx: plans.plan_start(view, ctx, ns, request.id),
             caller, sync_first=True)
 
     async def revert(self, request: Any, caller: Caller) -> Any:
-        ns = namespace_arg(request.namespace, allow_all=False)
-        check_name(request.id, "id")
+        ns = namespace_of(request)
         prior = (request.enforce_prior_version if request.HasField("enforce_prior_version")
                  else None)
         return await self.writes.write(
@@ -79,8 +84,7 @@ class JobsRpc:
             caller)
 
     async def scale(self, request: Any, caller: Caller) -> Any:
-        ns = namespace_arg(request.namespace, allow_all=False)
-        check_name(request.id, "id")
+        ns = namespace_of(request)
         check_name(request.group, "group")
         index = request.enforce_index if request.HasField("enforce_index") else None
         return await self.writes.write(
@@ -89,8 +93,7 @@ class JobsRpc:
             caller)
 
     async def stop_allocation(self, request: Any, caller: Caller) -> Any:
-        ns = namespace_arg(request.namespace, allow_all=False)
-        check_name(request.id, "id")
+        ns = namespace_of(request)
         return await self.writes.write(
             lambda view, ctx: plan_stop_alloc(view, ctx, ns, request.id),
             caller, sync_first=True)
