@@ -25,7 +25,7 @@ import grpc
 from drover.acl import AclKeys
 from drover.api.acl.v1 import acl_pb2_grpc
 from drover.config import ServeSettings, tuned_config
-from drover.coord.connect import EtcdClient
+from drover.coord.connect import EtcdClient, connect
 from drover.coord.etcd_kv import EtcdKV
 from drover.coord.keys import Keyspace
 from drover.coord.kv import MAX_TXN_OPS, Compare, KVStore, LeaseKV, Put
@@ -174,8 +174,6 @@ async def build_state_service(settings: ServeSettings,
     keyspace), list the cache, and return the service ready to register.
     SubmitPlan asks the broker leader about each plan's delivery, over the
     server's TLS with ``token`` (the server identity, with ACLs on)."""
-    from drover.coord.connect import connect
-
     config = state_config(settings)
     client = await connect(settings.etcd, purpose="bulk")
     store = EtcdStore(client, max_txn_ops=config.writer.max_txn_ops,

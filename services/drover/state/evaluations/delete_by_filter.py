@@ -56,6 +56,7 @@ from drover.api.state.v1 import state_pb2
 from drover.coord.fence import Fence
 from drover.coord.kv import Compare, Delete
 from drover.errors import Conflict, FailedPrecondition
+from drover.filter import Filter
 from drover.paging import Key, PageRequest, resolve_page_size
 from drover.state.cache import Cache
 from drover.state.core import codec
@@ -181,6 +182,13 @@ class DeleteByFilter:
                 return await self._delete_chunk(chunk, marker_seen, paused, still, fence)
 
         results = await asyncio.gather(*(run(c) for c in chunks))
+        return self._answer(results, hits, token, request.page_token, req, flt)
+
+    def _answer(self, results: Sequence[ChunkResult], hits: list[Entry], token: str,
+                asked: str, req: PageRequest, flt: Filter) -> Any:
+        """The call's answer from its txns' results: what they deleted, or
+        the error that stopped them all; a page left partly undeleted is
+        walked again from its first left object (``asked``: the call's token)."""
         deleted = sum(r.deleted for r in results)
         index = max([r.revision for r in results if r.deleted] or [self.cache.revision])
         left = {nsid for r in results for nsid in r.left}
@@ -193,7 +201,7 @@ class DeleteByFilter:
             raise next((e for e in errors if isinstance(e, FailedPrecondition)), errors[0])
         if left:
             cursor = resume_after(hits, left)
-            token = (request.page_token if cursor is None and request.page_token else
+            token = (asked if cursor is None and asked else
                      self.reader.paginator.codec.encode(
                          self.reader.paginator.binding(req, flt), cursor or START))
         return state_pb2.DeleteEvaluationsResponse(
