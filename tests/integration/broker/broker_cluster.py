@@ -17,8 +17,7 @@ from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.broker.app import BrokerApp
-from drover.broker.config import BrokerConfig
-from drover.broker.runtime import ShellConfig
+from drover.broker.config import BrokerConfig, ShellConfig
 from drover.config import EtcdSettings, ServeSettings
 from drover.coord import LeadershipConfig
 from drover.rpc.server import DroverServer

@@ -20,8 +20,8 @@ from broker_cluster import BrokerNode, Cluster, dequeue, make_eval, wait_for
 
 from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2
+from drover.broker.config import ShellConfig
 from drover.broker.core.record import EvalState
-from drover.broker.runtime import ShellConfig
 from drover.coord import Keyspace, observe
 from drover.rpc.errors import error_info, leader_hint
 

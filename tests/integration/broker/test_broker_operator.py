@@ -174,7 +174,8 @@ async def test_list_queue_tokens_are_signed_with_the_cluster_secret(cluster: Clu
 
     def token_under(codec: PageTokenCodec) -> str:
         # The same page over the same evaluations, signed locally.
-        core = EvalBroker(clock=time.monotonic, rng=random.Random(0))
+        core = EvalBroker(BrokerConfig(), clock=time.monotonic, rng=random.Random(0),
+                          wall_clock=time.time)
         core.standby()
         core.restore(held)
         return QueueView(core, codec).page(request).next_page_token

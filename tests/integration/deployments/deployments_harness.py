@@ -18,8 +18,7 @@ from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
 from drover.config import EtcdSettings, ServeSettings
 from drover.coord import Keyspace, LeadershipConfig
 from drover.deployments.app import DeploymentsApp
-from drover.deployments.core.batcher import BatcherConfig
-from drover.deployments.leader import LeaderConfig
+from drover.deployments.config import BatcherConfig, LeaderConfig
 from drover.rpc.errors import error_info
 from drover.rpc.server import DroverServer
 

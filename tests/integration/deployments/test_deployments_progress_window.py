@@ -22,8 +22,7 @@ from deployments_harness import (
 
 from drover.api.deployments.v1 import deployments_pb2
 from drover.api.types.v1 import deployment_pb2
-from drover.deployments.core.batcher import BatcherConfig
-from drover.deployments.leader import LeaderConfig
+from drover.deployments.config import BatcherConfig, LeaderConfig
 
 SUCCESSFUL = deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL
 WINDOW = 2.0
