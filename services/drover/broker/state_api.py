@@ -32,7 +32,8 @@ from drover.errors import (
     InvalidArgument,
     NotFound,
 )
-from drover.rpc.remote import from_rpc_error, narrow
+from drover.remote_errors import narrow
+from drover.rpc.remote import from_rpc_error
 from drover.rpc.replicas import FAILOVER_CODES, ReplicaPool
 
 __all__ = ["BrokerStateApi", "EvalPage", "GrpcStateApi", "translate"]

@@ -23,7 +23,7 @@ from drover.api.state.v1 import state_pb2
 from drover.broker.config import ShellConfig
 from drover.broker.core.record import EvalState
 from drover.coord import Keyspace, observe
-from drover.rpc.errors import error_info, leader_hint
+from drover.rpc.remote import error_info, leader_hint
 
 
 @dataclass

@@ -15,7 +15,7 @@ import pytest
 from broker_cluster import Cluster, dequeue, make_eval, wait_for
 
 from drover.api.broker.v1 import broker_pb2
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 
 def _leader_hint(err: grpc.aio.AioRpcError) -> str | None:

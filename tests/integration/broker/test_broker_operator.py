@@ -21,7 +21,7 @@ from drover.config import EtcdSettings
 from drover.coord import Keyspace, cluster_secret, connect
 from drover.coord.etcd_kv import EtcdKV
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 _S = EvaluationStatus
 

@@ -13,7 +13,7 @@ from drover.api.broker.v1 import broker_pb2
 from drover.api.types.v1.evaluation_pb2 import EvaluationStatus
 from drover.broker.config import BrokerConfig
 from drover.broker.core.tokens import token_term
-from drover.rpc.errors import error_info, leader_hint
+from drover.rpc.remote import error_info, leader_hint
 
 FAST_NACK = BrokerConfig(nack_timeout=0.3, initial_nack_delay=0.0)
 

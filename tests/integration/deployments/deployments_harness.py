@@ -19,7 +19,7 @@ from drover.config import EtcdSettings, ServeSettings
 from drover.coord import Keyspace, LeadershipConfig
 from drover.deployments.app import DeploymentsApp
 from drover.deployments.config import BatcherConfig, LeaderConfig
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 from drover.rpc.server import DroverServer
 
 

@@ -22,7 +22,7 @@ from deployments_harness import (
 
 from drover.api.deployments.v1 import deployments_pb2
 from drover.api.types.v1 import deployment_pb2
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 
 def _hint(err: grpc.aio.AioRpcError) -> str | None:
