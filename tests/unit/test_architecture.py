@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import builtins
 import textwrap
+from ast import ImportFrom
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -139,21 +140,23 @@ class Tree:
             return parts[1]
         return None
 
+    def from_module(self, name: str, node: ImportFrom) -> str:
+        """The absolute module a ``from ... import`` in ``name`` reads."""
+        if not node.level:
+            return node.module or ""
+        package = name if self.paths[name].name == "__init__.py" else name.rpartition(".")[0]
+        base = package.split(".")
+        base = base[: len(base) - (node.level - 1)]
+        return ".".join([*base, node.module] if node.module else base)
+
     def imports(self, name: str) -> frozenset[str]:
         """Absolute names of every module ``name`` imports (at any depth of its AST)."""
-        path = self.paths[name]
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         found: set[str] = set()
         for node in ast.walk(self.ast(name)):
             if isinstance(node, ast.Import):
                 found.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")
-                    base = base[: len(base) - (node.level - 1)]
-                    mod = ".".join([*base, node.module] if node.module else base)
-                else:
-                    mod = node.module or ""
+                mod = self.from_module(name, node)
                 found.add(mod)
                 # ``from pkg import module`` imports the module too.
                 found.update(f"{mod}.{alias.name}" for alias in node.names
@@ -397,20 +400,13 @@ def _resolver(tree: Tree, name: str) -> dict[str, str]:
 
 
 def _resolve(tree: Tree, name: str) -> dict[str, str]:
-    path = tree.paths[name]
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: dict[str, str] = {}
     for node in ast.walk(tree.ast(name)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 out[alias.asname or alias.name] = alias.name
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                mod = ".".join([*base, node.module] if node.module else base)
-            else:
-                mod = node.module or ""
+            mod = tree.from_module(name, node)
             for alias in node.names:
                 out[alias.asname or alias.name] = f"{mod}.{alias.name}"
     return out
@@ -593,19 +589,12 @@ def import_edges(tree: Tree, name: str) -> set[str]:
     """The drover modules ``name`` imports anywhere (top level, functions,
     ``if TYPE_CHECKING:``). ``from pkg import module`` is an edge to the
     module, not to the package."""
-    path = tree.paths[name]
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(tree.ast(name)):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name in tree.paths)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                mod = ".".join([*base, node.module] if node.module else base)
-            else:
-                mod = node.module or ""
+            mod = tree.from_module(name, node)
             for alias in node.names:
                 sub = f"{mod}.{alias.name}"
                 if sub in tree.paths:
