@@ -9,12 +9,12 @@ from typing import Any
 import grpc
 import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from polling import eventually
 from proxy_harness import (
     STATE,
     FakeState,
     Hang,
     channel_to,
-    eventually,
     start_proxy,
     start_state,
 )
