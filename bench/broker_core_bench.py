@@ -15,6 +15,7 @@ import random
 import time
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
+from drover.broker.config import BrokerConfig
 from drover.broker.core.broker import EvalBroker
 from drover.broker.core.delivery import Delivery
 
@@ -40,7 +41,8 @@ def make_evals(n: int, jobs: int) -> list[Evaluation]:
 
 
 def new_broker() -> EvalBroker:
-    broker = EvalBroker(clock=time.monotonic, rng=random.Random(2))
+    broker = EvalBroker(BrokerConfig(), clock=time.monotonic, rng=random.Random(2),
+                        wall_clock=time.time)
     broker.enable()
     return broker
 

@@ -42,7 +42,8 @@ from drover.api.types.v1 import allocation_pb2, evaluation_pb2, scheduler_pb2
 from drover.coord.fence import Fence
 from drover.coord.keys import Keyspace
 from drover.coord.kv import Delete, Put
-from drover.deployments.gc import GarbageCollector, GcConfig
+from drover.deployments.config import GcConfig
+from drover.deployments.gc import GarbageCollector
 from drover.deployments.state_api import GrpcStateApi
 from drover.dev.etcd import EtcdServer
 from drover.rpc.errors import ErrorInterceptor

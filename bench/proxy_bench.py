@@ -38,9 +38,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration" / "proxy"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "system"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from polling import eventually
 from proxy_faults import Outcome, cluster, freeze_the_used_replica
-from proxy_harness import channel_to, eventually, start_proxy, start_state
+from proxy_harness import channel_to, start_proxy, start_state
 
 from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc

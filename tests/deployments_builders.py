@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from google.protobuf.duration_pb2 import Duration
@@ -125,3 +127,9 @@ def alloc(
     if healthy is not None:
         out.deployment_status.healthy = healthy
     return out
+
+
+def eval_ids() -> Callable[[], str]:
+    """An id source for the evaluations a test's watchers ask for."""
+    counter = itertools.count(1)
+    return lambda: f"eval-{next(counter)}"

@@ -19,7 +19,7 @@ from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb
 from drover.coord.fence import Fence
 from drover.coord.keys import Keyspace
 from drover.coord.kv import Put
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE
 PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING

@@ -18,7 +18,7 @@ import pytest
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
 from drover.coord.kv import Put
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 NAMESPACES = ("default", "other")
 SEEDED = 20

@@ -30,7 +30,8 @@ from drover.api.types.v1 import (
     query_pb2,
     scheduler_pb2,
 )
-from drover.rpc.errors import MESSAGE_BYTES, error_info
+from drover.rpc.errors import MESSAGE_BYTES
+from drover.rpc.remote import error_info
 from drover.state.core import codec
 from drover.state.core.query_specs import QUERIES, Query, Scope, Verb
 

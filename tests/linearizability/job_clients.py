@@ -24,7 +24,7 @@ import grpc
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import job_pb2
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 from linearizability.history import History
 
 NAMESPACE = "default"

@@ -27,7 +27,7 @@ from google.protobuf.duration_pb2 import Duration
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2, job_pb2
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 #: Broker methods whose calls are long polls (may wait their own timeout).
 LONG_POLLS = {"Dequeue": 2.0}

@@ -39,7 +39,7 @@ from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import job_pb2
 from drover.dev.ports import free_port, wait_for_port
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 from drover.tasks import cancel_and_wait
 
 #: Events compared: (index, type, key).

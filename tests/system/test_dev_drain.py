@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from dev_suite import dev_suite
+from polling import until
 
 pytestmark = pytest.mark.slow
 
@@ -41,16 +42,6 @@ def drover(env: dict[str, str], *args: str, timeout: float = 60) -> Any:
                          capture_output=True, text=True, timeout=timeout)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
-
-
-def until(check: Any, within: float, what: str) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"not within {within}s: {what}")
 
 
 @pytest.fixture(scope="module")

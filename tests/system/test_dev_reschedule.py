@@ -12,18 +12,22 @@ driven through the `drover` CLI.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from dev_suite import dev_suite
+from polling import until
+
+_until = functools.partial(until, tolerate=(AssertionError, json.JSONDecodeError))
 
 pytestmark = pytest.mark.slow
 
@@ -42,19 +46,6 @@ def _json(env: dict[str, str], *args: str) -> Any:
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
-
-
-def _until(check: Callable[[], Any], within: float, what: str) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            got = check()
-        except (AssertionError, json.JSONDecodeError):
-            got = None
-        if got:
-            return got
-        time.sleep(0.3)
-    raise AssertionError(f"not within {within}s: {what}")
 
 
 def _ts(value: str) -> float:

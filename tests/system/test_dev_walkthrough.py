@@ -15,12 +15,11 @@ import re
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from polling import until
 
 from drover.dev.supervisor import free_layout
 
@@ -38,16 +37,6 @@ TABLES = (
 )
 
 
-def _until(check: Callable[[], Any], within: float, what: str) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.3)
-    raise AssertionError(f"not within {within}s: {what}")
-
-
 class Dev:
     """One `drover dev` run, its output in a file."""
 
@@ -62,7 +51,7 @@ class Dev:
         return self.log.read_text()
 
     def wait_up(self) -> None:
-        _until(lambda: "drover is up" in self.text() or self.proc.poll() is not None, 120,
+        until(lambda: "drover is up" in self.text() or self.proc.poll() is not None, 120,
                "drover dev up")
         assert "drover is up" in self.text(), self.text()[-3000:]
 
@@ -97,13 +86,13 @@ def test_the_walkthrough_survives_its_drills(tmp_path: Path) -> None:
     dev = Dev(offset, tmp_path / "dev-1.log", data)
     try:
         dev.wait_up()
-        _until(lambda: len(json.loads(drover("node", "list", "--json").stdout or "[]")) == 3,
+        until(lambda: len(json.loads(drover("node", "list", "--json").stdout or "[]")) == 3,
                60, "three simulated nodes")
         # the walk-through: a canary, auto-promoted
         first = drover("job", "run", "examples/canary.yaml")
         assert first.returncode == 0, first.stderr
         dep1 = re.search(r"^deployment (\S+)$", first.stdout, re.M).group(1)  # type: ignore[union-attr]
-        _until(lambda: deployment(dep1).get("status") == "successful", 90, "v0 rolled out")
+        until(lambda: deployment(dep1).get("status") == "successful", 90, "v0 rolled out")
         second = drover("job", "run", "examples/canary-v2.yaml")
         assert second.returncode == 0, second.stderr
         dep2 = re.search(r"^deployment (\S+)$", second.stdout, re.M).group(1)  # type: ignore[union-attr]
@@ -115,10 +104,10 @@ def test_the_walkthrough_survives_its_drills(tmp_path: Path) -> None:
         name = re.search(rf"^(broker-\d+) +{re.escape(leader)} ", dev.text(), re.M).group(1)  # type: ignore[union-attr]
         os.kill(dev.pid(name), signal.SIGKILL)
         os.kill(dev.pid("sim"), signal.SIGKILL)
-        _until(lambda: f"{name} exited (killed by SIGKILL); restarting" in dev.text()
+        until(lambda: f"{name} exited (killed by SIGKILL); restarting" in dev.text()
                and "sim exited (killed by SIGKILL); restarting" in dev.text(), 30,
                "the supervisor logs both deaths")
-        _until(lambda: re.search(rf"^{name} restarted \(pid \d+", dev.text(), re.M), 30,
+        until(lambda: re.search(rf"^{name} restarted \(pid \d+", dev.text(), re.M), 30,
                f"{name} restarted")
 
         def new_leader() -> bool:
@@ -126,9 +115,9 @@ def test_the_walkthrough_survives_its_drills(tmp_path: Path) -> None:
             return any(s["leader"] and s["address"] != leader for lst in got.get("lists", [])
                        if lst["service"] == "broker" for s in lst["servers"])
 
-        _until(new_leader, 30, "the other broker leads")
+        until(new_leader, 30, "the other broker leads")
         # the rollout started before the drill finishes after it
-        _until(lambda: deployment(dep2).get("status") == "successful", 120,
+        until(lambda: deployment(dep2).get("status") == "successful", 120,
                "v1 rolled out after the drill")
         assert drover("broker", "stats").returncode == 0  # reads answer again
 

@@ -5,17 +5,20 @@ per-group summary is kept by the state service as the allocation moves."""
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from dev_suite import dev_suite
+from polling import until
+
+_until = functools.partial(until, tolerate=(AssertionError, json.JSONDecodeError))
 
 pytestmark = pytest.mark.slow
 
@@ -43,19 +46,6 @@ def _json(env: dict[str, str], *args: str) -> Any:
     out = drover(env, *args, "--json")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
-
-
-def _until(check: Callable[[], Any], within: float, what: str) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            got = check()
-        except (AssertionError, json.JSONDecodeError):
-            got = None
-        if got:
-            return got
-        time.sleep(0.3)
-    raise AssertionError(f"not within {within}s: {what}")
 
 
 def _job(env: dict[str, str]) -> dict[str, Any]:

@@ -18,19 +18,23 @@ No worker runs: the control plane itself marks nodes down.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import grpc
 import pytest
+from polling import until
 from service_procs import serve, serve_process
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2, job_pb2, node_pb2
+
+_until = functools.partial(until, step=0.05)
 
 pytestmark = pytest.mark.slow
 
@@ -77,14 +81,6 @@ def _sim(state: str, prefix: str, count: int) -> Iterator[subprocess.Popen[bytes
 
 def _nodes(stub: state_pb2_grpc.StateServiceStub) -> dict[str, node_pb2.Node]:
     return {n.id: n for n in stub.ListNodes(state_pb2.ListNodesRequest(), timeout=5).nodes}
-
-
-def _until(check: Callable[[], bool], within: float, what: str, step: float = 0.05) -> float:
-    start = time.monotonic()
-    while not check():
-        assert time.monotonic() - start < within, f"timed out waiting for {what}"
-        time.sleep(step)
-    return time.monotonic() - start
 
 
 def _alive(stub: state_pb2_grpc.StateServiceStub, ids: list[str]) -> bool:

@@ -54,7 +54,7 @@ from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import deployment_pb2
 from drover.dev.netns import Net
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 pytestmark = [pytest.mark.netfault, pytest.mark.slow,
               needs_netns,

@@ -4,21 +4,24 @@ real processes) driven only through the `drover` CLI and the examples."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from dev_suite import dev_suite
+from polling import until
 
 from drover.state.config import LivenessConfig
 from drover.state.nodes.core.liveness import heartbeat_ttl, lease_seconds
+
+_until = functools.partial(until, tolerate=(AssertionError, json.JSONDecodeError))
 
 pytestmark = pytest.mark.slow
 
@@ -29,10 +32,6 @@ ROOT = Path(__file__).resolve().parents[2]
 #: polling through the CLI on a loaded machine.
 DOWN_WITHIN = lease_seconds(heartbeat_ttl(1, LivenessConfig(), 1.0), LivenessConfig()) + 10.0
 EX = ROOT / "examples"
-
-
-
-
 
 
 @pytest.fixture(scope="module")
@@ -51,19 +50,6 @@ def _json(env: dict[str, str], *args: str) -> Any:
     out = drover(env, *args, "--json")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
-
-
-def _until(check: Callable[[], Any], within: float, what: str) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            got = check()
-        except (AssertionError, json.JSONDecodeError):
-            got = None
-        if got:
-            return got
-        time.sleep(0.3)
-    raise AssertionError(f"not within {within}s: {what}")
 
 
 def _run(env: dict[str, str], spec: Path) -> dict[str, Any]:

@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from collections import defaultdict
 from concurrent import futures
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import grpc
 import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from polling import until
 from service_procs import serve
 
 from drover.dev.ports import free_port
@@ -49,17 +49,6 @@ class _Collector(trace_service_pb2_grpc.TraceServiceServicer):
 def _cli(*args: str, proxy: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "drover.cli.main", *args, "--address", proxy],
                           capture_output=True, text=True, timeout=60, check=False)
-
-
-def _until(fn: Any, what: str, timeout: float = 30, seen: Any = None) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = fn()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}" + (f": {seen()}" if seen else ""))
-        time.sleep(0.2)
 
 
 @pytest.mark.slow
@@ -93,11 +82,11 @@ def test_one_trace_follows_a_cli_call_through_proxy_state_and_broker(
                 last[:] = [_cli("job", "run", str(spec), proxy=proxy)]
                 return last[0] if last[0].returncode == 0 else None
 
-            ran = _until(job_run, "the proxy to reach state", seen=lambda: last[0].stderr)
+            ran = until(job_run, 30, "the proxy to reach state", detail=lambda: last[0].stderr)
             eval_id = re.search(r"evaluation (\S+)", ran.stdout)
             assert eval_id, ran.stdout
-            _until(lambda: _cli("broker", "cancel", eval_id.group(1), proxy=proxy).returncode == 0,
-                   "the broker to lead and queue the evaluation")
+            until(lambda: _cli("broker", "cancel", eval_id.group(1), proxy=proxy).returncode == 0,
+                  30, "the broker to lead and queue the evaluation")
             env_free = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
             assert env_free  # the services run with OTEL_* set, not this test's process
 
@@ -105,20 +94,20 @@ def test_one_trace_follows_a_cli_call_through_proxy_state_and_broker(
                 return {t: spans for t, spans in collector.trace_of(root).items()
                         if services <= {s for s, _, _ in spans}}
 
-            run_traces = _until(
+            run_traces = until(
                 lambda: joined("drover job run", {"drover-cli", "drover-proxy", "drover-state"}),
-                "one trace of `job run` across cli, proxy and state",
-                seen=lambda: dict(collector.traces))
+                30, "one trace of `job run` across cli, proxy and state",
+                detail=lambda: dict(collector.traces))
             spans = next(iter(run_traces.values()))
             names = {(s, n) for s, n, _ in spans}
             assert ("drover-state", "/drover.state.v1.StateService/RegisterJob") in names
             assert ("drover-state", "etcd Txn") in names
             assert ("drover-proxy", "/drover.state.v1.StateService/RegisterJob") in names
-            cancel = _until(
+            cancel = until(
                 lambda: joined("drover broker cancel",
                                {"drover-cli", "drover-proxy", "drover-broker", "drover-state"}),
-                "one trace of `broker cancel` across cli, proxy, broker and state",
-                seen=lambda: collector.trace_of("drover broker cancel"))
+                30, "one trace of `broker cancel` across cli, proxy, broker and state",
+                detail=lambda: collector.trace_of("drover broker cancel"))
             spans = next(iter(cancel.values()))
             broker_calls = {n for s, n, k in spans if s == "drover-broker"}
             assert any(n.startswith("drover.state.v1.StateService/") for n in broker_calls), \

@@ -40,7 +40,7 @@ from drover.config import EtcdSettings
 from drover.coord import EtcdClient, EtcdKV, Keyspace, connect, observe_changes
 from drover.dev.etcd import EtcdCluster
 from drover.dev.ports import free_port, wait_for_port
-from drover.rpc.errors import error_info, leader_hint
+from drover.rpc.remote import error_info, leader_hint
 from drover.tasks import cancel_and_wait
 
 __all__ = ["FAULTS", "Drill", "DrillConfig", "FaultResult"]

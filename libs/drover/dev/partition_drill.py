@@ -38,7 +38,7 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import job_pb2
 from drover.dev import netns
 from drover.dev.netcluster import HOLD, NACK, Measured, NetCluster, Svc, measure, until
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 from drover.sim.nodes import SimConfig, SimNodes
 from drover.tasks import cancel_and_wait
 from drover.worker.loop import Worker, WorkerConfig

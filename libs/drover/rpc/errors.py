@@ -5,8 +5,7 @@ Servers raise :class:`drover.errors.DroverError` subclasses; the
 into a status with a google.rpc.ErrorInfo detail (reason, domain ``drover``,
 metadata) and, for :class:`~drover.errors.NotLeader`, the ``drover-leader``
 trailing metadata the proxy follows. Clients read them back with
-:mod:`drover.rpc.remote` (the inbound half; ``error_info`` and
-``leader_hint`` are re-exported here for existing callers).
+:mod:`drover.rpc.remote` (the inbound half).
 """
 
 from __future__ import annotations
@@ -23,20 +22,11 @@ from grpc_status import rpc_status
 
 from drover.coord.deadline import caller_deadline
 from drover.errors import DOMAIN, DroverError, Internal, InvalidArgument, Kind, NotLeader
-from drover.rpc.remote import (
-    LEADER_METADATA,
-    LEADER_TERM_METADATA,
-    error_info,
-    leader_hint,
-    remote_status,
-)
+from drover.remote_errors import LEADER_METADATA, LEADER_TERM_METADATA
 from drover.rpc.wrapping import WrappingInterceptor
 from drover.validation import check_request
 
-__all__ = [
-    "LEADER_METADATA", "LEADER_TERM_METADATA", "ErrorInterceptor", "abort", "error_info",
-    "leader_hint", "relay", "remote_status", "rpc_code", "status_code", "to_status",
-]
+__all__ = ["ErrorInterceptor", "abort", "relay", "rpc_code", "status_code", "to_status"]
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 The one place a remote status is read back (the outbound half, a drover
 error becoming a status, is :mod:`drover.rpc.errors`); this module decodes
-the call, :mod:`drover.remote_errors` (pure, re-exported here) maps it. Every client in the
+the call, :mod:`drover.remote_errors` (pure) maps it. Every client in the
 tree uses it: the broker's and the watcher's state clients, the proxy's
 failure classification and the ``drover`` CLI.
 
@@ -30,24 +30,16 @@ from drover.errors import DroverError
 from drover.remote_errors import (
     LEADER_METADATA,
     LEADER_TERM_METADATA,
-    RemoteError,
     RemoteStatus,
-    narrow,
     to_error,
 )
 
 __all__ = [
-    "LEADER_METADATA",
-    "LEADER_TERM_METADATA",
-    "RemoteError",
-    "RemoteStatus",
     "error_info",
     "from_rpc_error",
     "leader_hint",
     "leader_term",
-    "narrow",
     "remote_status",
-    "to_error",
 ]
 
 # -- the gRPC half ------------------------------------------------------------

@@ -7,6 +7,7 @@ oversized string or a malformed id. Handlers still check what only they
 know (required fields, "exactly one of", cross-field rules).
 """
 
-from drover.validation.fields import DEFAULT_LIMITS, Limits, check_request, is_id_field
+from drover.validation.fields import check_request
+from drover.validation.limits import DEFAULT_LIMITS, Limits, is_id_field
 
 __all__ = ["DEFAULT_LIMITS", "Limits", "check_request", "is_id_field"]

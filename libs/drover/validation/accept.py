@@ -35,12 +35,12 @@ import math
 import re
 from collections.abc import Callable
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-if TYPE_CHECKING:
-    from drover.validation.fields import Limits
+from drover.validation import limits as f
+from drover.validation.limits import Limits
 
 __all__ = ["acceptor"]
 
@@ -63,9 +63,6 @@ def acceptor(descriptor: Descriptor, limits: Limits) -> Accept:
 
 
 def _compile(descriptor: Descriptor, limits: Limits) -> Accept:
-    # Imported here: fields imports this module.
-    from drover.validation import fields as f
-
     key = (descriptor, limits)
     env: dict[str, Any] = {"__builtins__": {"len": len}, "MAXD": limits.max_depth}
     lines = ["def accept(m, depth):", "    if depth > MAXD:", "        return False"]
@@ -155,7 +152,7 @@ def _scalar_bad(fd: FieldDescriptor, x: str, limits: Limits, env: dict[str, Any]
         if name == "prefix" or f.is_id_field(name):
             env["match"] = re.compile(rf"[A-Za-z0-9_.\-]{{1,{limits.max_id}}}").fullmatch
             return f"{x} and match({x}) is None"
-        return f"len({x}) > {f._string_cap(name, limits)}"
+        return f"len({x}) > {f.string_cap(name, limits)}"
     if t == _T.TYPE_BYTES:
         return f"len({x}) > {limits.max_bytes}"
     if t == _T.TYPE_ENUM:
@@ -168,7 +165,7 @@ def _scalar_bad(fd: FieldDescriptor, x: str, limits: Limits, env: dict[str, Any]
     if t in (_T.TYPE_INT32, _T.TYPE_SINT32, _T.TYPE_SFIXED32):
         if name == "priority":
             return f"not 0 <= {x} <= 100"
-        if name in f._NON_NEGATIVE:
+        if name in f.NON_NEGATIVE:
             return f"{x} < 0"
         return None
     if t in (_T.TYPE_DOUBLE, _T.TYPE_FLOAT):

@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -43,70 +42,26 @@ from google.protobuf.message import Message
 
 from drover.errors import InvalidArgument, clip
 from drover.validation.accept import acceptor
+from drover.validation.limits import (
+    DEFAULT_LIMITS,
+    DURATION_MAX_SECONDS,
+    ID_CHARS,
+    INT64_MAX,
+    NON_NEGATIVE,
+    TIMESTAMP_MAX_SECONDS,
+    TIMESTAMP_MIN_SECONDS,
+    Limits,
+    is_id_field,
+    string_cap,
+)
 
-__all__ = ["Limits", "check_request", "is_id_field"]
-
-# protobuf's own bounds (google/protobuf/duration.proto, timestamp.proto).
-DURATION_MAX_SECONDS = 315_576_000_000
-TIMESTAMP_MIN_SECONDS = -62_135_596_800  # 0001-01-01T00:00:00Z
-TIMESTAMP_MAX_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
-INT64_MAX = 2**63 - 1
-
-ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+__all__ = ["check_request"]
 
 _T = FieldDescriptor
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Caps on request values. Far below the 16 MiB message limit, and
-    such that any value echoed in an error stays small."""
-
-    max_id: int = 128
-    max_string: int = 8 * 1024
-    max_filter: int = 4 * 1024
-    max_page_token: int = 4 * 1024
-    max_document: int = 64 * 1024
-    max_map_key: int = 256
-    max_map_value: int = 16 * 1024
-    max_bytes: int = 64 * 1024
-    max_repeated: int = 1024
-    max_map_entries: int = 256
-    max_depth: int = 16
-
-
-DEFAULT_LIMITS = Limits()
-
-#: Fields named like this hold object ids (and so do ``*_id``/``*_ids``).
-_ID_NAMES = frozenset({
-    "id", "ids", "keys", "previous_eval", "next_eval", "blocked_eval",
-    "previous_allocation", "placed_canaries", "replica",
-})
-#: Strings that hold whole documents (an ACL policy's rules).
-_DOCUMENTS = frozenset({"rules"})
-#: int32 fields that count things: never negative.
-_NON_NEGATIVE = frozenset({
-    "page_size", "count", "max_parallel", "canary", "desired_canaries", "desired_total",
-    "placed_allocs", "healthy_allocs", "unhealthy_allocs",
-})
-
-
-def is_id_field(name: str) -> bool:
-    return name in _ID_NAMES or name.endswith(("_id", "_ids"))
-
-
 def _invalid(path: str, what: str) -> InvalidArgument:
     return InvalidArgument(f"{clip(path, 200)}: {what}", metadata={"field": clip(path, 200)})
-
-
-def _string_cap(name: str, limits: Limits) -> int:
-    if name == "filter":
-        return limits.max_filter
-    if name == "page_token":
-        return limits.max_page_token
-    if name in _DOCUMENTS:
-        return limits.max_document
-    return limits.max_string
 
 
 def _check_id(path: str, value: str, limits: Limits, *, namespace: bool = False) -> None:
@@ -124,7 +79,7 @@ def _check_string(path: str, name: str, value: str, limits: Limits) -> None:
     elif is_id_field(name) or name == "prefix":
         _check_id(path, value, limits)
     else:
-        cap = _string_cap(name, limits)
+        cap = string_cap(name, limits)
         if len(value) > cap:
             raise _invalid(path, f"is {len(value)} characters long; at most {cap}")
 
@@ -146,7 +101,7 @@ def _check_scalar(path: str, fd: FieldDescriptor, value: Any, limits: Limits) ->
         if value > INT64_MAX:
             raise _invalid(path, f"{value} is out of range (at most {INT64_MAX})")
     elif t in (_T.TYPE_INT32, _T.TYPE_SINT32, _T.TYPE_SFIXED32):
-        if fd.name in _NON_NEGATIVE and value < 0:
+        if fd.name in NON_NEGATIVE and value < 0:
             raise _invalid(path, f"must not be negative, got {value}")
         if fd.name == "priority" and not 0 <= value <= 100:
             raise _invalid(path, f"must be 1..100 (0: the default), got {value}")
@@ -200,7 +155,7 @@ def _leaf(fd: FieldDescriptor, limits: Limits) -> Check:
     t = fd.type
     if t == _T.TYPE_STRING and fd.name not in ("namespace", "prefix") and not is_id_field(
             fd.name):
-        cap = _string_cap(fd.name, limits)
+        cap = string_cap(fd.name, limits)
 
         def capped(value: Any, depth: int) -> None:
             if len(value) > cap:
@@ -235,7 +190,7 @@ def _leaf(fd: FieldDescriptor, limits: Limits) -> Check:
         return in_range
     if t in (_T.TYPE_INT32, _T.TYPE_SINT32, _T.TYPE_SFIXED32):
         low, high = (0, 100) if fd.name == "priority" else (
-            (0, None) if fd.name in _NON_NEGATIVE else (None, None))
+            (0, None) if fd.name in NON_NEGATIVE else (None, None))
         if low is None:
             return _nothing
 

@@ -24,14 +24,14 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from drover.api.broker.v1 import broker_pb2_grpc
 from drover.broker import metrics
-from drover.broker.config import BrokerConfig
+from drover.broker.config import BrokerConfig, ShellConfig
 from drover.broker.core.broker import EvalBroker
-from drover.broker.runtime import BrokerRuntime, ShellConfig
+from drover.broker.runtime import BrokerRuntime
 from drover.broker.servicer import BrokerServicer
 from drover.broker.state_api import GrpcStateApi
 from drover.config import ServeSettings, tuned_config
@@ -58,6 +58,13 @@ log = logging.getLogger(__name__)
 SERVICE = "drover.broker.v1.EvalBrokerService"
 
 
+
+def shifted_to_wall(clock: Callable[[], float]) -> Callable[[], float]:
+    """``clock`` shifted to the wall time now, so one clock drives both."""
+    offset = time.time() - clock()
+    return lambda: clock() + offset
+
+
 class BrokerApp:
     def __init__(
         self,
@@ -71,9 +78,11 @@ class BrokerApp:
         self.server_token = ServerToken()  # the server identity, with ACLs on
         self.state = state_replicas(settings, self.server_token)
         self.api = GrpcStateApi(self.state)
-        self.core = EvalBroker(broker_config, clock=time.monotonic, rng=random.Random())
+        self.core = EvalBroker(broker_config or BrokerConfig(), clock=time.monotonic,
+                               rng=random.Random(), wall_clock=shifted_to_wall(time.monotonic))
         self.gc_policy = GcPolicy()
-        self.runtime = BrokerRuntime(self.api, self.core, address="", config=shell_config,
+        self.runtime = BrokerRuntime(self.api, self.core, address="",
+                                     config=shell_config or ShellConfig(),
                                      gc_policy=self.gc_policy)
         self.servicer = BrokerServicer(self.runtime)
         self.leadership: Leadership | None = None
@@ -158,11 +167,7 @@ class BrokerApp:
         await self.state.close()
 
 
-def configs(settings: ServeSettings) -> tuple[BrokerConfig, ShellConfig]:
-    """The broker's configs with the tunables ``settings`` carries (flags/env)."""
-    return tuned_config(BrokerConfig, settings), tuned_config(ShellConfig, settings)
-
-
 def create_app(settings: ServeSettings) -> App:
-    broker_config, shell_config = configs(settings)
-    return BrokerApp(settings, broker_config=broker_config, shell_config=shell_config)
+    """The broker, its configs built with the tunables ``settings`` carries."""
+    return BrokerApp(settings, broker_config=tuned_config(BrokerConfig, settings),
+                     shell_config=tuned_config(ShellConfig, settings))

@@ -61,3 +61,29 @@ class BrokerConfig:
         if deliveries == 1:
             return self.initial_nack_delay
         return self.subsequent_nack_delay * (deliveries - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class ShellConfig:
+    # Dequeue long-poll bounds (seconds): unset timeout, and the cap.
+    default_poll: float = 5.0
+    max_poll: float = tunable_default("broker_max_poll")
+    # How long a Dequeue on the freshly elected (not yet established)
+    # replica waits for it to serve before pointing elsewhere.
+    establish_wait: float = 2.0
+    # On resign, how long open polls wait to learn the next leader's address.
+    hint_wait: float = 1.0
+    # The most evaluations one Dequeue hands out, and acks one AckBatch takes.
+    max_batch: int = tunable_default("broker_max_batch")
+    # etcd's --max-txn-ops as the state service is told it (raise the two
+    # together): the writer's txns carry at most this less one evaluations
+    # (the state's revision marker). A state replica told less refuses a
+    # bigger write naming its cap, and the writer shrinks to that.
+    max_txn_ops: int = tunable_default("broker_max_txn_ops")
+    # The leader has nodes whose heartbeat lease expired marked down this
+    # often (drover.broker.heartbeats).
+    heartbeat_check_interval: float = tunable_default("broker_heartbeat_check_interval")
+
+    def __post_init__(self) -> None:
+        if self.max_txn_ops < 4:
+            raise ValueError(f"max_txn_ops must be at least 4, got {self.max_txn_ops}")

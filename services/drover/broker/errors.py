@@ -9,7 +9,14 @@ slow, somebody else may already have the evaluation" (drop the work),
 
 from __future__ import annotations
 
-from drover.errors import AlreadyExists, FailedPrecondition, NotFound, Unavailable
+from drover.errors import (
+    AlreadyExists,
+    DroverError,
+    FailedPrecondition,
+    Kind,
+    NotFound,
+    Unavailable,
+)
 
 __all__ = [
     "BrokerDisabled",
@@ -19,6 +26,7 @@ __all__ = [
     "FollowUpExists",
     "NotFailed",
     "NotOutstanding",
+    "ResyncNeeded",
     "TokenExpired",
     "TokenMismatch",
     "UnknownEvaluation",
@@ -131,3 +139,10 @@ class FollowUpExists(AlreadyExists):
     """A follow-up evaluation of an Ack names an id that exists already."""
 
     reason = "EVALUATION_EXISTS"
+
+
+class ResyncNeeded(DroverError):
+    """The event stream ended in a way only a fresh read can repair."""
+
+    kind = Kind.UNAVAILABLE
+    reason = "RESYNC_NEEDED"

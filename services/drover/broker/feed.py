@@ -32,7 +32,8 @@ from typing import Protocol
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.api.types.v1.scheduler_pb2 import SchedulerConfig
-from drover.broker.state_api import BrokerStateApi, ResyncNeeded
+from drover.broker.errors import ResyncNeeded
+from drover.broker.state_api import BrokerStateApi
 from drover.errors import DroverError
 
 __all__ = ["EventFeed", "FeedSink"]

@@ -47,12 +47,12 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.api.types.v1.scheduler_pb2 import SchedulerConfig
 from drover.broker.ack_calls import AckCalls
+from drover.broker.config import ShellConfig
 from drover.broker.core.broker import BrokerMode, EvalBroker
 from drover.broker.core.delivery import Delivery
 from drover.broker.core.effects import Effect, WriteGroup, to_writes
@@ -66,7 +66,6 @@ from drover.broker.state_api import BrokerStateApi
 from drover.broker.timers import CoreTimer
 from drover.broker.worker_calls import WorkerCalls
 from drover.broker.writer import FencedWriter
-from drover.config import tunable_default
 from drover.coord.fence import Fence
 from drover.coord.guard import LeaderGuard
 from drover.coord.kv import objects_per_txn
@@ -74,7 +73,7 @@ from drover.coord.term import Term
 from drover.errors import DroverError, NotLeader
 from drover.gc_policy import GcPolicy
 
-__all__ = ["BrokerRuntime", "ShellConfig"]
+__all__ = ["BrokerRuntime"]
 
 log = logging.getLogger(__name__)
 
@@ -100,32 +99,6 @@ def _hinted(
     return call
 
 
-@dataclass(frozen=True, slots=True)
-class ShellConfig:
-    # Dequeue long-poll bounds (seconds): unset timeout, and the cap.
-    default_poll: float = 5.0
-    max_poll: float = tunable_default("broker_max_poll")
-    # How long a Dequeue on the freshly elected (not yet established)
-    # replica waits for it to serve before pointing elsewhere.
-    establish_wait: float = 2.0
-    # On resign, how long open polls wait to learn the next leader's address.
-    hint_wait: float = 1.0
-    # The most evaluations one Dequeue hands out, and acks one AckBatch takes.
-    max_batch: int = tunable_default("broker_max_batch")
-    # etcd's --max-txn-ops as the state service is told it (raise the two
-    # together): the writer's txns carry at most this less one evaluations
-    # (the state's revision marker). A state replica told less refuses a
-    # bigger write naming its cap, and the writer shrinks to that.
-    max_txn_ops: int = tunable_default("broker_max_txn_ops")
-    # The leader has nodes whose heartbeat lease expired marked down this
-    # often (drover.broker.heartbeats).
-    heartbeat_check_interval: float = tunable_default("broker_heartbeat_check_interval")
-
-    def __post_init__(self) -> None:
-        if self.max_txn_ops < 4:
-            raise ValueError(f"max_txn_ops must be at least 4, got {self.max_txn_ops}")
-
-
 class BrokerRuntime:
     def __init__(
         self,
@@ -133,7 +106,7 @@ class BrokerRuntime:
         core: EvalBroker,
         *,
         address: str,
-        config: ShellConfig | None = None,
+        config: ShellConfig,
         clock: Callable[[], float] = time.monotonic,
         gc_policy: GcPolicy | None = None,
     ) -> None:
@@ -141,7 +114,7 @@ class BrokerRuntime:
         # The process's collector policy (the app's; None leaves it alone).
         self._gc = gc_policy
         self.core = core
-        self.config = config or ShellConfig()
+        self.config = config
         self._clock = clock
         self.guard = LeaderGuard(SERVICE, clock=clock, hint=lambda: self.hints.leader_address,
                                  hint_term=lambda: self.hints.leader_term)

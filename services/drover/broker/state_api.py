@@ -23,20 +23,20 @@ import grpc
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, scheduler_pb2
-from drover.broker.errors import EvaluationChanged, EvaluationGone, FollowUpExists
+from drover.broker.errors import EvaluationChanged, EvaluationGone, FollowUpExists, ResyncNeeded
 from drover.coord.fence import Fence
 from drover.errors import (
     Conflict,
     DroverError,
     FenceLost,
     InvalidArgument,
-    Kind,
     NotFound,
 )
-from drover.rpc.remote import from_rpc_error, narrow
+from drover.remote_errors import narrow
+from drover.rpc.remote import from_rpc_error
 from drover.rpc.replicas import FAILOVER_CODES, ReplicaPool
 
-__all__ = ["BrokerStateApi", "EvalPage", "GrpcStateApi", "ResyncNeeded", "translate"]
+__all__ = ["BrokerStateApi", "EvalPage", "GrpcStateApi", "translate"]
 
 # What the broker holds: everything not terminal.
 HELD_FILTER = 'status == "pending" || status == "blocked"'
@@ -51,13 +51,6 @@ _OUTCOME_REFUSED: dict[str, type[DroverError]] = {
 }
 
 EvalPage = tuple[list[evaluation_pb2.Evaluation], str, int]
-
-
-class ResyncNeeded(DroverError):
-    """The event stream ended in a way only a fresh read can repair."""
-
-    kind = Kind.UNAVAILABLE
-    reason = "RESYNC_NEEDED"
 
 
 class BrokerStateApi(Protocol):

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from drover.api.deployments.v1 import deployments_pb2_grpc
 from drover.config import ServeSettings, tuned_config
 from drover.coord import Keyspace, Leadership, LeadershipConfig, observe
+from drover.deployments.config import GcConfig, LeaderConfig
 from drover.errors import DroverError
 from drover.rpc.propagation import ServerToken
 from drover.rpc.readiness import leader_known
@@ -30,10 +32,10 @@ from drover.rpc.replicas import ReplicaPool, state_replicas
 from drover.rpc.server import App, AppContext, ServiceBinding
 
 from . import metrics
-from .core.batcher import BatcherConfig
+from .config import BatcherConfig, DrainerConfig
 from .drainer import NodeDrainer
-from .gc import GarbageCollector, GcConfig
-from .leader import LeaderConfig, WatcherLeader
+from .gc import GarbageCollector
+from .leader import WatcherLeader
 from .servicer import DeploymentWatcherServicer
 from .state_api import GrpcStateApi
 
@@ -47,7 +49,7 @@ class DeploymentsApp:
         self.server_token = ServerToken()  # the server identity, with ACLs on
         self._leadership_config = leadership_config or LeadershipConfig(
             ttl=settings.etcd.session_ttl)
-        self._leader_config = leader_config
+        self._leader_config = leader_config or LeaderConfig()
         self.state: ReplicaPool | None = None
         self._etcd: Any = None
         self.leadership: Leadership | None = None
@@ -71,9 +73,10 @@ class DeploymentsApp:
         api = GrpcStateApi(self.state)
         gc = GarbageCollector(api, GcConfig.from_settings(self.settings.gc))
         self.leader = WatcherLeader(api, self.settings.service, config=self._leader_config,
-                                    gc=gc)
+                                    new_id=new_eval_id, gc=gc)
         # The node drainer is leader work too: it leads with the watcher.
-        self.drainer = NodeDrainer(api, self.settings.service)
+        self.drainer = NodeDrainer(api, self.settings.service, config=DrainerConfig(),
+                                   new_id=new_eval_id)
         self.servicer = DeploymentWatcherServicer(self.leader, self._leader_hint)
 
     async def start(self, ctx: AppContext) -> None:
@@ -116,6 +119,11 @@ class DeploymentsApp:
                     self.leadership is None or info.address != self.leadership.address):
                 return info.address, info.term
         return None
+
+
+def new_eval_id() -> str:
+    """The id of an evaluation the watcher or the drainer creates."""
+    return str(uuid.uuid4())
 
 
 def leader_config(settings: ServeSettings) -> LeaderConfig:

@@ -31,8 +31,7 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -41,6 +40,7 @@ from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb
 from drover.coord.fence import Fence
 from drover.coord.guard import LeaderGuard
 from drover.coord.term import Term
+from drover.deployments.config import DrainerConfig
 from drover.errors import Conflict, FenceLost, NotFound, Unavailable
 from drover.tasks import cancel_and_wait
 
@@ -74,15 +74,6 @@ class DrainStateApi(Protocol):
                                 fence: Fence) -> int: ...
 
 
-@dataclass(frozen=True)
-class DrainerConfig:
-    #: At most one pass per this many seconds (Nomad's BatchUpdateInterval).
-    batch_interval: float = 1.0
-    max_sleep: float = 5.0
-    resync_backoff: float = 0.5
-    stop_timeout: float = 2.0
-
-
 @dataclass
 class DrainerStats:
     passes: int = 0
@@ -93,13 +84,13 @@ class DrainerStats:
 
 class NodeDrainer:
     def __init__(self, state: DrainStateApi, service: str = "deployments", *,
-                 clock: WallClock = time.time, config: DrainerConfig | None = None,
-                 new_id: Any = None) -> None:
+                 clock: WallClock = time.time, config: DrainerConfig,
+                 new_id: Callable[[], str]) -> None:
         self.state = state
         self.service = service
-        self.config = config or DrainerConfig()
+        self.config = config
         self._clock = clock
-        self._new_id = new_id or (lambda: str(uuid.uuid4()))
+        self._new_id = new_id
         self.guard = LeaderGuard(service)
         self.stats = DrainerStats()
         self._task: Any = None

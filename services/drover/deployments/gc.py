@@ -34,8 +34,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from opentelemetry.metrics import Meter
 
 from drover.api.state.v1 import state_pb2
-from drover.config import GcSettings
 from drover.coord.fence import Fence
+from drover.deployments.config import GcConfig
 from drover.errors import NotLeader
 from drover.telemetry import meter
 
@@ -49,30 +49,6 @@ KINDS = (
     ("deployments", state_pb2.GC_KIND_DEPLOYMENTS),
     ("nodes", state_pb2.GC_KIND_NODES),
 )
-
-
-@dataclass(frozen=True)
-class GcConfig:
-    """Thresholds in seconds (an object must be at least this old to go)."""
-
-    interval: float = GcSettings.interval
-    eval_threshold: float = GcSettings.eval_threshold
-    deployment_threshold: float = GcSettings.deployment_threshold
-    job_threshold: float = GcSettings.job_threshold
-    node_threshold: float = GcSettings.node_threshold
-    max_examined: int = 1000
-    pace: float = 0.0
-
-    @classmethod
-    def from_settings(cls, s: GcSettings) -> GcConfig:
-        return cls(interval=s.interval, eval_threshold=s.eval_threshold,
-                   deployment_threshold=s.deployment_threshold,
-                   job_threshold=s.job_threshold, node_threshold=s.node_threshold)
-
-    def threshold(self, kind: str) -> float:
-        return {"jobs": self.job_threshold, "evaluations": self.eval_threshold,
-                "deployments": self.deployment_threshold,
-                "nodes": self.node_threshold}[kind]
 
 
 @dataclass(frozen=True)
@@ -135,12 +111,12 @@ class _Metrics:
 class GarbageCollector:
     """The async shell: runs passes for the current leader (see module doc)."""
 
-    def __init__(self, state: GcStateApi, config: GcConfig | None = None, *,
+    def __init__(self, state: GcStateApi, config: GcConfig, *,
                  clock: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic,
                  metrics: Meter | None = None) -> None:
         self.state = state
-        self.planner = GcPlanner(config or GcConfig())
+        self.planner = GcPlanner(config)
         self._clock, self._monotonic = clock, monotonic
         self._lock = asyncio.Lock()
         self._metrics = _Metrics(metrics or meter("drover.deployments.gc"))

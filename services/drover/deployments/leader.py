@@ -55,17 +55,17 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2
 from drover.coord.guard import LeaderGuard
 from drover.coord.term import Term
+from drover.deployments.config import LeaderConfig
 from drover.errors import NotLeader, Unavailable
 from drover.tasks import cancel_and_wait
 
-from .core.batcher import BatcherConfig
 from .core.effects import Decision
 from .core.manager import AllocationChange, WatcherManager, WatcherStats
 from .core.requests import echo_key
@@ -83,22 +83,6 @@ UPSERT = state_pb2.EVENT_TYPE_UPSERT
 
 
 @dataclass(frozen=True)
-class LeaderConfig:
-    batcher: BatcherConfig = field(default_factory=BatcherConfig)
-    restore_timeout: float = 8.0
-    track_concurrency: int = 16
-    resync_backoff: float = 0.5
-    call_timeout: float = 10.0
-    # The timer recomputes the earliest deadline over all watchers, and the
-    # watchers woken by allocation changes step: each at most once per tick,
-    # so a burst of events costs one pass, not one per event.
-    min_tick: float = 0.05
-    max_sleep: float = 5.0
-    #: Revoking waits this long for the cancelled leader loop (``drover.tasks``).
-    stop_timeout: float = 2.0
-
-
-@dataclass(frozen=True)
 class LeaderStats:
     leader: bool
     watchers: WatcherStats | None
@@ -107,13 +91,15 @@ class LeaderStats:
 
 class WatcherLeader:
     def __init__(self, state: StateApi, service: str = "deployments", *,
-                 clock: WallClock = time.time, config: LeaderConfig | None = None,
-                 gc: GarbageCollector | None = None) -> None:
+                 clock: WallClock = time.time, config: LeaderConfig,
+                 new_id: Callable[[], str], gc: GarbageCollector | None = None) -> None:
+        """``new_id`` names the evaluations the watchers ask for."""
         self.state = state
         self.gc = gc  # garbage collection runs with the leader, when given
         self.service = service
         self._clock = clock
-        self.config = config or LeaderConfig()
+        self._new_id = new_id
+        self.config = config
         self._run: Session | None = None
         self._writes_before = 0
         self.guard = LeaderGuard(service)
@@ -123,7 +109,8 @@ class WatcherLeader:
     # -- LeaderComponent ------------------------------------------------------
 
     async def establish(self, term: Term) -> None:
-        run = Session(term, WatcherManager(self._clock, self.config.batcher))
+        run = Session(term, WatcherManager(self._clock, self.config.batcher,
+                                                 new_id=self._new_id))
         self._run = run
         self.guard.enable(term)
         run.task = term.spawn(self._main(run), name="deployment-watcher")

@@ -34,7 +34,7 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2
 from drover.errors import Conflict, FenceLost, NotLeader
 
-from .core.batcher import BatcherConfig
+from .config import BatcherConfig
 from .core.coalesce import hold_for, merge
 from .core.effects import CreateEvaluation, Decision, RescheduleAllocs
 from .core.requests import build_request, echo_key, result, written
@@ -69,12 +69,11 @@ class ResultWriter:
     def __init__(self, state: StateApi, service: str, clock: WallClock,
                  check: Callable[[Session], None],
                  retrack: Callable[[Session, str], Any],
-                 batching: BatcherConfig | None = None) -> None:
+                 batching: BatcherConfig) -> None:
         self.state = state
         self.service = service
         self._clock = clock
-        # Unset: every decision is written as soon as the one before it.
-        self._batching = batching or BatcherConfig(window=0.0, progress_window=0.0)
+        self._batching = batching
         self._check = check  # raises NotLeader unless leading, synchronously
         self._retrack = retrack  # track a deployment again from state
 

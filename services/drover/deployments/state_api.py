@@ -27,7 +27,8 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2, node_pb2
 from drover.coord.fence import Fence
 from drover.errors import Conflict, DroverError, FenceLost, NotFound, Unavailable
-from drover.rpc.remote import from_rpc_error, narrow
+from drover.remote_errors import narrow
+from drover.rpc.remote import from_rpc_error
 from drover.rpc.replicas import FAILOVER_CODES, ReplicaPool
 
 ACTIVE_FILTER = 'status == "running" || status == "paused"'

@@ -48,7 +48,7 @@ from drover.proxy.core.server_lists import ServerLists
 from drover.proxy.discovery import Discovery
 from drover.proxy.forward import BACKEND_MODULES, Forwarder
 from drover.proxy.rebalancer import Rebalancer
-from drover.proxy.servicer import ClientProxyServicer
+from drover.proxy.servicer import ClientProxyServicer, forwarding_handler
 from drover.rpc.hold import Holds
 from drover.rpc.server import App, AppContext, ServiceBinding
 from drover.tasks import cancel_and_wait
@@ -104,7 +104,7 @@ class ProxyApp:
         ]
         for group in BACKEND_MODULES.values():
             for svc in (s for m in group for s in m.DESCRIPTOR.services_by_name.values()):
-                handler = self.forwarder.generic_handler(svc.full_name)
+                handler = forwarding_handler(self.forwarder, svc.full_name)
                 # Forwarded bytes: the backend checks the caller's forwarded token.
                 bindings.append(ServiceBinding(svc.full_name, handler, _add_generic,
                                                enforce_acl=False))

@@ -88,3 +88,20 @@ class ServerStalled(Unavailable):
     and no other server answered within the caller's deadline."""
 
     reason = "SERVER_STALLED"
+
+
+class Retry(Exception):
+    """An attempt failed in a way the next server (or the leader it named) may not."""
+
+    def __init__(self, error: Exception, follow: bool = False) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.follow = follow
+
+
+class Final(Exception):
+    """An attempt failed in a way no other server changes: relay ``error``."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error

@@ -56,12 +56,11 @@ from drover.proxy.core.methods import (
 from drover.proxy.core.resume import RESUMABLE, StreamCursor
 from drover.proxy.core.server import Server
 from drover.proxy.core.server_list import ServerList
+from drover.proxy.errors import Final as _Final
 from drover.proxy.errors import NoServer, StreamEnded
+from drover.proxy.errors import Retry as _Retry
 from drover.proxy.outcome import RETRY_BACKOFF_BASE, RETRY_BACKOFF_MAX, next_step, report
-from drover.proxy.outcome import Final as _Final
-from drover.proxy.outcome import Retry as _Retry
 from drover.proxy.outcome import backoff as _wait
-from drover.rpc.errors import relay
 from drover.rpc.hold import AttemptEnded, Holds
 
 log = logging.getLogger(__name__)
@@ -81,6 +80,22 @@ class Channels(Protocol):
 
 def _no_server(lst: ServerList) -> NoServer:
     return NoServer(f"no server known for {lst.service}", metadata={"service": lst.service})
+
+
+class Caller(Protocol):
+    """The client's side of a forwarded call, as the forwarder uses it (the
+    servicer adapts the gRPC context to it: :mod:`drover.proxy.servicer`)."""
+
+    def time_remaining(self) -> float | None: ...
+
+    def invocation_metadata(self) -> Any: ...
+
+    async def send_initial_metadata(self, metadata: Any) -> None: ...
+
+    def set_trailing_metadata(self, metadata: Any) -> None: ...
+
+    async def relay(self, error: grpc.aio.AioRpcError) -> None:
+        """End the call with ``error``'s status as it came (never returns)."""
 
 
 class Forwarder:
@@ -105,52 +120,11 @@ class Forwarder:
         self.retries: dict[tuple[str, str], int] = {}
         #: Streams resumed on another server after delivering, by service (metrics).
         self.resumes: dict[str, int] = {}
-        self._handlers = {path: self._handler(m) for path, m in self.methods.items()}
-
-    # -- the generic handler ------------------------------------------------
-
-    def generic_handler(self, service: str = "") -> grpc.GenericRpcHandler:
-        """The handler for the methods of ``service`` (full name; empty: all)."""
-        handlers = {
-            path: h for path, h in self._handlers.items()
-            if not service or path.startswith(f"/{service}/")
-        }
-
-        class _Handler(grpc.GenericRpcHandler):
-            def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
-                return handlers.get(details.method)  # type: ignore[attr-defined]
-
-        return _Handler()
-
-    def _handler(self, m: ForwardedMethod) -> grpc.RpcMethodHandler:
-        if not m.client_streaming and not m.server_streaming:
-
-            async def uu(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
-                return await self._unary_unary(m, request, context)
-
-            return grpc.unary_unary_rpc_method_handler(uu)
-        if not m.client_streaming:
-
-            def us(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-                return self._unary_stream(m, request, context)
-
-            return grpc.unary_stream_rpc_method_handler(us)
-        if not m.server_streaming:
-
-            async def su(requests: Any, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
-                return await self._stream_unary(m, requests, context)
-
-            return grpc.stream_unary_rpc_method_handler(su)
-
-        def ss(requests: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            return self._stream_stream(m, requests, context)
-
-        return grpc.stream_stream_rpc_method_handler(ss)
 
     # -- attempts -----------------------------------------------------------
 
-    def _deadline(self, context: grpc.aio.ServicerContext[Any, Any]) -> float | None:
-        remaining = context.time_remaining()
+    def _deadline(self, caller: Caller) -> float | None:
+        remaining = caller.time_remaining()
         return None if remaining is None else self._clock() + remaining
 
     def _timeout(self, deadline: float | None) -> float | None:
@@ -177,7 +151,7 @@ class Forwarder:
         return server
 
     def _call_once(
-        self, m: ForwardedMethod, requests: Any, context: grpc.aio.ServicerContext[Any, Any],
+        self, m: ForwardedMethod, requests: Any, caller: Caller,
         shape: Callable[[grpc.aio.Channel], Any],
     ) -> tuple[ServerList, Server, Any]:
         """Open a client-streaming call on the server in use, for one attempt only.
@@ -192,8 +166,8 @@ class Forwarder:
             raise _no_server(lst)
         call = shape(self._channels.get(server.address))(
             requests,
-            metadata=forwardable(context.invocation_metadata()),
-            timeout=self._timeout(self._deadline(context)),
+            metadata=forwardable(caller.invocation_metadata()),
+            timeout=self._timeout(self._deadline(caller)),
         )
         return lst, server, call
 
@@ -210,32 +184,32 @@ class Forwarder:
         next_step(m.path, lst, server, err, relayed=relayed, ended=ended, count=self._count)
 
     async def _relay_error(
-        self, context: grpc.aio.ServicerContext[Any, Any], error: grpc.aio.AioRpcError | DroverError
+        self, caller: Caller, error: grpc.aio.AioRpcError | DroverError
     ) -> NoReturn:
         if isinstance(error, DroverError):
             raise error
-        await relay(context, error)
-        raise AssertionError("abort returned")  # pragma: no cover
+        await caller.relay(error)
+        raise AssertionError("relay returned")  # pragma: no cover
 
     @staticmethod
-    async def _relay_initial(context: grpc.aio.ServicerContext[Any, Any], call: Any) -> None:
+    async def _relay_initial(caller: Caller, call: Any) -> None:
         initial = await call.initial_metadata()
         if initial:
-            await context.send_initial_metadata(tuple(initial))
+            await caller.send_initial_metadata(tuple(initial))
 
     @staticmethod
-    async def _relay_trailing(context: grpc.aio.ServicerContext[Any, Any], call: Any) -> None:
+    async def _relay_trailing(caller: Caller, call: Any) -> None:
         trailing = await call.trailing_metadata()
         if trailing:
-            context.set_trailing_metadata(tuple(trailing))
+            caller.set_trailing_metadata(tuple(trailing))
 
     # -- the four shapes ------------------------------------------------------
 
-    async def _unary_unary(
-        self, m: ForwardedMethod, request: bytes, context: grpc.aio.ServicerContext[Any, Any]
+    async def unary_unary(
+        self, m: ForwardedMethod, request: bytes, caller: Caller
     ) -> bytes:
-        metadata = forwardable(context.invocation_metadata())
-        deadline = self._deadline(context)
+        metadata = forwardable(caller.invocation_metadata())
+        deadline = self._deadline(caller)
         lst = self._lists.get(m.backend)
         try:
             async for attempt in self._retrying(lst, deadline):
@@ -253,15 +227,15 @@ class Forwarder:
                             call.cancel()
                             self._failed(m, lst, server, None, relayed=False, ended=ended)
                     lst.notify_ok(server)
-                    await self._relay_initial(context, call)
-                    await self._relay_trailing(context, call)
+                    await self._relay_initial(caller, call)
+                    await self._relay_trailing(caller, call)
                     return response
         except (_Retry, _Final) as e:
-            await self._relay_error(context, e.error)
+            await self._relay_error(caller, e.error)
         raise AssertionError("retry loop ended without an outcome")  # pragma: no cover
 
-    async def _unary_stream(
-        self, m: ForwardedMethod, request: bytes, context: grpc.aio.ServicerContext[Any, Any]
+    async def unary_stream(
+        self, m: ForwardedMethod, request: bytes, caller: Caller
     ) -> AsyncIterator[bytes]:
         """Relay a server stream; a resumable one survives its server.
 
@@ -269,8 +243,8 @@ class Forwarder:
         delivered message, and the caller's deadline); delivering a message
         renews the budget, since the stream made progress.
         """
-        metadata = forwardable(context.invocation_metadata())
-        deadline = self._deadline(context)
+        metadata = forwardable(caller.invocation_metadata())
+        deadline = self._deadline(caller)
         lst = self._lists.get(m.backend)
         cursor = (StreamCursor(request, heartbeat=self.holds.hold / 2)
                   if m.path in RESUMABLE else None)
@@ -289,7 +263,7 @@ class Forwarder:
                         f"{clip(cause)}; subscribe again from index {cursor.delivered}",
                         metadata={"index": str(cursor.delivered)},
                     )
-                await self._relay_error(context, error)
+                await self._relay_error(caller, error)
             if failures:
                 await asyncio.sleep(min(RETRY_BACKOFF_MAX, RETRY_BACKOFF_BASE * 2 ** failures))
             budget -= 1
@@ -333,57 +307,57 @@ class Forwarder:
                                              cursor.delivered, server.address)
                                 break
                             except _Final as f:
-                                await self._relay_error(context, f.error)
+                                await self._relay_error(caller, f.error)
                         if first:
                             lst.notify_ok(server)
                             first = False
                         if message is grpc.aio.EOF:
                             if not relayed:
-                                await self._relay_initial(context, call)
-                            await self._relay_trailing(context, call)
+                                await self._relay_initial(caller, call)
+                            await self._relay_trailing(caller, call)
                             return
                         if cursor is not None and not cursor.admit(message):
                             continue
                         if not relayed:
-                            await self._relay_initial(context, call)
+                            await self._relay_initial(caller, call)
                             relayed = True
                         budget, failures = len(lst.servers) + 2, 0
                         yield message
             finally:
                 call.cancel()  # ended, failed over, or the client went away
 
-    async def _stream_unary(
-        self, m: ForwardedMethod, requests: Any, context: grpc.aio.ServicerContext[Any, Any]
+    async def stream_unary(
+        self, m: ForwardedMethod, requests: Any, caller: Caller
     ) -> bytes:
         lst, server, call = self._call_once(
-            m, requests, context, lambda channel: channel.stream_unary(m.path))
+            m, requests, caller, lambda channel: channel.stream_unary(m.path))
         try:
             response: bytes = await call
         except grpc.aio.AioRpcError as err:
             # The request stream is consumed: nothing to retry with.
             report(m.path, lst, server, err, relayed=True)
-            await self._relay_error(context, err)
+            await self._relay_error(caller, err)
         lst.notify_ok(server)
-        await self._relay_initial(context, call)
-        await self._relay_trailing(context, call)
+        await self._relay_initial(caller, call)
+        await self._relay_trailing(caller, call)
         return response
 
-    async def _stream_stream(
-        self, m: ForwardedMethod, requests: Any, context: grpc.aio.ServicerContext[Any, Any]
+    async def stream_stream(
+        self, m: ForwardedMethod, requests: Any, caller: Caller
     ) -> AsyncIterator[bytes]:
         lst, server, call = self._call_once(
-            m, requests, context, lambda channel: channel.stream_stream(m.path))
+            m, requests, caller, lambda channel: channel.stream_stream(m.path))
         try:
-            await self._relay_initial(context, call)
+            await self._relay_initial(caller, call)
             while True:
                 try:
                     message = await call.read()
                 except grpc.aio.AioRpcError as err:
                     report(m.path, lst, server, err, relayed=True)
-                    await self._relay_error(context, err)
+                    await self._relay_error(caller, err)
                 if message is grpc.aio.EOF:
                     break
                 yield message
-            await self._relay_trailing(context, call)
+            await self._relay_trailing(caller, call)
         finally:
             call.cancel()

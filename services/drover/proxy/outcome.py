@@ -31,31 +31,19 @@ from drover.proxy.core.retry import (
 )
 from drover.proxy.core.server import Server
 from drover.proxy.core.server_list import ServerList
-from drover.proxy.errors import OutcomeUnknown, ServerStalled
+from drover.proxy.errors import Final, OutcomeUnknown, Retry, ServerStalled
 from drover.rpc.hold import AttemptEnded
 from drover.rpc.reads import is_read
 from drover.rpc.remote import remote_status
 
 log = logging.getLogger(__name__)
 
+#: What an attempt at a server can end in.
+Error: TypeAlias = grpc.aio.AioRpcError | DroverError
+
 #: Backoff before trying the next server; a followed leader hint is tried at once.
 RETRY_BACKOFF_BASE = 0.01
 RETRY_BACKOFF_MAX = 0.2
-
-Error: TypeAlias = grpc.aio.AioRpcError | DroverError
-
-
-class Retry(Exception):
-    def __init__(self, error: Error, follow: bool = False) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.follow = follow
-
-
-class Final(Exception):
-    def __init__(self, error: Error) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 def backoff(state: RetryCallState) -> float:

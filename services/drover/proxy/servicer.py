@@ -11,6 +11,10 @@
   (INVALID_ARGUMENT); the wait also ends a little before the caller's own
   deadline so that the caller gets the list of replicas behind, not a
   DEADLINE_EXCEEDED.
+
+Every other service's methods are forwarded: :func:`forwarding_handler` is
+their servicer (one handler per call shape, each handing the call to
+:class:`~drover.proxy.forward.Forwarder` through :class:`ForwardedCall`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import grpc
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
@@ -28,7 +33,9 @@ from drover.proxy.barrier import Barrier
 from drover.proxy.core.convergence import Convergence, ReplicaRevision
 from drover.proxy.core.server_lists import ServerLists
 from drover.proxy.core.snapshot import ListsSnapshot
+from drover.proxy.forward import ForwardedMethod, Forwarder
 from drover.proxy.rebalancer import Rebalancer
+from drover.rpc.errors import relay
 
 #: Answer this long before the caller's deadline.
 DEADLINE_MARGIN = 0.05
@@ -134,3 +141,65 @@ class ClientProxyServicer(proxy_pb2_grpc.ClientProxyServiceServicer):
             raise Unavailable("the proxy has not started discovery yet")
         result = await self.barrier.wait(request.revision, timeout)
         return convergence_to_proto(result)
+
+
+class ForwardedCall:
+    """The gRPC context of a forwarded call, as the forwarder's ``Caller``."""
+
+    __slots__ = ("_context",)
+
+    def __init__(self, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        self._context = context
+
+    def time_remaining(self) -> float | None:
+        return self._context.time_remaining()
+
+    def invocation_metadata(self) -> Any:
+        return self._context.invocation_metadata()
+
+    async def send_initial_metadata(self, metadata: Any) -> None:
+        await self._context.send_initial_metadata(metadata)
+
+    def set_trailing_metadata(self, metadata: Any) -> None:
+        self._context.set_trailing_metadata(metadata)
+
+    async def relay(self, error: grpc.aio.AioRpcError) -> None:
+        await relay(self._context, error)
+
+
+def forwarding_handler(forwarder: Forwarder, service: str = "") -> grpc.GenericRpcHandler:
+    """The handler for the forwarded methods of ``service`` (full name; empty: all)."""
+    handlers = {path: _method_handler(forwarder, m) for path, m in forwarder.methods.items()
+                if not service or path.startswith(f"/{service}/")}
+
+    class _Handler(grpc.GenericRpcHandler):
+        def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+            return handlers.get(details.method)  # type: ignore[attr-defined]
+
+    return _Handler()
+
+
+def _method_handler(f: Forwarder, m: ForwardedMethod) -> grpc.RpcMethodHandler:
+    if not m.client_streaming and not m.server_streaming:
+
+        async def uu(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+            return await f.unary_unary(m, request, ForwardedCall(context))
+
+        return grpc.unary_unary_rpc_method_handler(uu)
+    if not m.client_streaming:
+
+        def us(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            return f.unary_stream(m, request, ForwardedCall(context))
+
+        return grpc.unary_stream_rpc_method_handler(us)
+    if not m.server_streaming:
+
+        async def su(requests: Any, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+            return await f.stream_unary(m, requests, ForwardedCall(context))
+
+        return grpc.stream_unary_rpc_method_handler(su)
+
+    def ss(requests: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        return f.stream_stream(m, requests, ForwardedCall(context))
+
+    return grpc.stream_stream_rpc_method_handler(ss)

@@ -18,7 +18,7 @@ from drover.api.types.v1 import query_pb2
 from drover.config import AclSettings, EtcdSettings, ServeSettings, TlsFiles
 from drover.rpc.app import load_app_factory
 from drover.rpc.channels import channel
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 from drover.rpc.server import DroverServer
 
 

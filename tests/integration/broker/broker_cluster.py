@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import grpc
@@ -17,8 +16,7 @@ from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
 from drover.broker.app import BrokerApp
-from drover.broker.config import BrokerConfig
-from drover.broker.runtime import ShellConfig
+from drover.broker.config import BrokerConfig, ShellConfig
 from drover.config import EtcdSettings, ServeSettings
 from drover.coord import LeadershipConfig
 from drover.rpc.server import DroverServer
@@ -118,16 +116,6 @@ def make_eval(eval_id: str, *, job: str | None = None, scheduler: str = "service
     return Evaluation(id=eval_id, namespace="default", priority=priority, type=scheduler,
                       job_id=job or f"job-{eval_id}", triggered_by="job-register",
                       status=EvaluationStatus.EVALUATION_STATUS_PENDING)
-
-
-async def wait_for(predicate: Callable[[], Awaitable[bool]], within: float = 5.0,
-                   what: str = "condition") -> None:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if await predicate():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def dequeue(node: BrokerNode, *schedulers: str, poll: float = 2.0

@@ -7,8 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 from broker_cluster import Cluster, start_cluster, stop_cluster
 
-from drover.broker.config import BrokerConfig
-from drover.broker.runtime import ShellConfig
+from drover.broker.config import BrokerConfig, ShellConfig
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from google.rpc import code_pb2
 
 from drover.api.broker.v1 import broker_pb2
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
-from drover.broker.runtime import ShellConfig
-from drover.rpc.errors import error_info
+from drover.broker.config import ShellConfig
+from drover.rpc.remote import error_info
 
 S = EvaluationStatus
 

@@ -16,14 +16,15 @@ from dataclasses import dataclass, field
 
 import grpc
 import pytest
-from broker_cluster import BrokerNode, Cluster, dequeue, make_eval, wait_for
+from broker_cluster import BrokerNode, Cluster, dequeue, make_eval
+from polling import eventually
 
 from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2
+from drover.broker.config import ShellConfig
 from drover.broker.core.record import EvalState
-from drover.broker.runtime import ShellConfig
 from drover.coord import Keyspace, observe
-from drover.rpc.errors import error_info, leader_hint
+from drover.rpc.remote import error_info, leader_hint
 
 
 @dataclass
@@ -104,13 +105,13 @@ async def run_failover(cluster: Cluster, kill: str) -> None:
     async def standby_knows_leader() -> bool:
         return standby.app.runtime.leader_address == old.address
 
-    await wait_for(standby_knows_leader, what="the standby to observe the leader")
+    await eventually(standby_knows_leader, what="the standby to observe the leader")
     workers = Workers(cluster)
     done = asyncio.Event()
     ids: list[str] = []
     producer = asyncio.create_task(produce(cluster, done, ids))
     pool = asyncio.create_task(workers.run(4))
-    await wait_for(lambda: _acked_some(workers, 40), within=8, what="steady state")
+    await eventually(lambda: _acked_some(workers, 40), within=8, what="steady state")
     before = await unacked_on(old)
     t0 = time.monotonic()
     if kill == "resign":
@@ -125,7 +126,7 @@ async def run_failover(cluster: Cluster, kill: str) -> None:
     assert all(r is None or r.state in (EvalState.READY, EvalState.UNACKED, EvalState.PENDING)
                for r in states.values()), states
     acked_at_failover = len(workers.acked)
-    await wait_for(lambda: _acked_some(workers, acked_at_failover + 20), within=5,
+    await eventually(lambda: _acked_some(workers, acked_at_failover + 20), within=5,
                    what="deliveries from the new leader")
     done.set()
     await producer
@@ -133,7 +134,7 @@ async def run_failover(cluster: Cluster, kill: str) -> None:
     async def drained() -> bool:
         return await pending_count(cluster) == 0
 
-    await wait_for(drained, within=10, what="every evaluation terminal")
+    await eventually(drained, within=10, what="every evaluation terminal")
     workers.stop = True
     await pool
     assert workers.violations == []
@@ -197,7 +198,7 @@ async def test_open_long_poll_ends_with_the_next_leaders_address(cluster: Cluste
     async def parked() -> bool:
         return len(old.app.runtime.polls) == 1
 
-    await wait_for(parked, what="the long poll to park on the leader")
+    await eventually(parked, what="the long poll to park on the leader")
     # The grace covers resigning (bounded by the revoke timeouts) and the hint wait.
     stopping = asyncio.create_task(old.stop(grace=NEXT_LEADER_WITHIN + 5))
     with pytest.raises(grpc.aio.AioRpcError) as ended:
@@ -220,7 +221,7 @@ async def test_a_stop_cut_short_still_ends_open_polls_with_not_leader(cluster: C
     async def parked() -> bool:
         return len(old.app.runtime.polls) == 1
 
-    await wait_for(parked, what="the long poll to park on the leader")
+    await eventually(parked, what="the long poll to park on the leader")
     stopping = asyncio.create_task(old.stop(grace=0.5))
     with pytest.raises(grpc.aio.AioRpcError) as ended:
         await poll

@@ -26,7 +26,7 @@ from broker_procs import BrokerProc, leader_among, start_state
 from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1.evaluation_pb2 import Evaluation, EvaluationStatus
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 PENDING = EvaluationStatus.EVALUATION_STATUS_PENDING
 COMPLETE = EvaluationStatus.EVALUATION_STATUS_COMPLETE

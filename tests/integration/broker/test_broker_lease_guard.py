@@ -12,10 +12,11 @@ import asyncio
 
 import grpc
 import pytest
-from broker_cluster import Cluster, dequeue, make_eval, wait_for
+from broker_cluster import Cluster, dequeue, make_eval
+from polling import eventually
 
 from drover.api.broker.v1 import broker_pb2
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 
 def _leader_hint(err: grpc.aio.AioRpcError) -> str | None:
@@ -35,7 +36,7 @@ async def test_a_long_poll_is_not_served_past_the_lease_clock(cluster: Cluster) 
     async def parked() -> bool:
         return len(runtime.polls) == 1
 
-    await wait_for(parked, what="the long poll to park")
+    await eventually(parked, what="the long poll to park")
     real = runtime.guard._clock
     runtime.guard._clock = lambda: real() + 3600.0  # woken from a long freeze
     try:

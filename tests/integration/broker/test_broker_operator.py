@@ -8,7 +8,8 @@ import time
 
 import grpc
 import pytest
-from broker_cluster import Cluster, dequeue, make_eval, wait_for
+from broker_cluster import Cluster, dequeue, make_eval
+from polling import eventually
 
 from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2
@@ -21,7 +22,7 @@ from drover.config import EtcdSettings
 from drover.coord import Keyspace, cluster_secret, connect
 from drover.coord.etcd_kv import EtcdKV
 from drover.paging import CLUSTER_SECRET, PageTokenCodec
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 _S = EvaluationStatus
 
@@ -32,7 +33,7 @@ async def test_list_queue_pages_and_filters(cluster: Cluster) -> None:
     # held wins the pending place, q11 is cancelled as superseded; 11 held.
     await cluster.upsert(*[make_eval(f"q{i:02d}", job=f"job{i if i < 10 else 0}")
                            for i in range(12)])
-    await wait_for(lambda: _ready(leader, 10), what="10 ready")
+    await eventually(lambda: _ready(leader, 10), what="10 ready")
     first = await dequeue(leader)  # one unacked
     stub = leader.stub
     seen: list[str] = []
@@ -72,7 +73,7 @@ async def test_list_queue_pages_and_filters(cluster: Cluster) -> None:
 async def test_stats_by_scheduler(cluster: Cluster) -> None:
     leader = await cluster.leader()
     await cluster.upsert(make_eval("s1"), make_eval("s2"), make_eval("b1", scheduler="batch"))
-    await wait_for(lambda: _ready(leader, 3), what="3 ready")
+    await eventually(lambda: _ready(leader, 3), what="3 ready")
     got = await dequeue(leader, "batch")
     await leader.stub.Ack(broker_pb2.AckRequest(eval_id=got.evaluation.id, token=got.token))
     await dequeue(leader, "service")
@@ -93,7 +94,7 @@ async def test_pause_stops_deliveries_and_resume_restores(cluster: Cluster) -> N
     leader = await cluster.leader()
     await cluster.state_stub.SetSchedulerConfig(state_pb2.SetSchedulerConfigRequest(
         config=SchedulerConfig(pause_eval_broker=True)))
-    await wait_for(lambda: _paused(leader, True), what="the broker to pause")
+    await eventually(lambda: _paused(leader, True), what="the broker to pause")
     await cluster.upsert(make_eval("p1"), make_eval("p2"))
     start = time.monotonic()
     empty = await dequeue(leader, poll=0.4)
@@ -123,7 +124,7 @@ async def test_superseded_pending_evaluations_are_cancelled_at_once(cluster: Clu
     async def b_cancelled() -> bool:
         return (await cluster.get_eval("b")).status == _S.EVALUATION_STATUS_CANCELED
 
-    await wait_for(b_cancelled, what="b cancelled in the store")
+    await eventually(b_cancelled, what="b cancelled in the store")
     assert "superseded by evaluation c" in (await cluster.get_eval("b")).status_description
     await leader.stub.Ack(broker_pb2.AckRequest(eval_id="a", token=busy.token))
     nxt = await dequeue(leader)
@@ -145,7 +146,7 @@ async def test_delivery_limit_fails_with_a_delayed_follow_up(cluster: Cluster) -
     async def failed() -> bool:
         return (await cluster.get_eval("poison")).status == _S.EVALUATION_STATUS_FAILED
 
-    await wait_for(failed, what="poison failed in the store")
+    await eventually(failed, what="poison failed in the store")
     poison = await cluster.get_eval("poison")
     follow_up = await cluster.get_eval(poison.next_eval)
     assert follow_up.status == _S.EVALUATION_STATUS_PENDING
@@ -161,7 +162,7 @@ async def test_delivery_limit_fails_with_a_delayed_follow_up(cluster: Cluster) -
 async def test_list_queue_tokens_are_signed_with_the_cluster_secret(cluster: Cluster) -> None:
     leader = await cluster.leader()
     await cluster.upsert(*[make_eval(f"s{i}") for i in range(3)])
-    await wait_for(lambda: _ready(leader, 3), what="3 ready")
+    await eventually(lambda: _ready(leader, 3), what="3 ready")
     request = broker_pb2.ListQueueRequest(page_size=1)
     issued = (await leader.stub.ListQueue(request)).next_page_token
     assert issued
@@ -174,7 +175,8 @@ async def test_list_queue_tokens_are_signed_with_the_cluster_secret(cluster: Clu
 
     def token_under(codec: PageTokenCodec) -> str:
         # The same page over the same evaluations, signed locally.
-        core = EvalBroker(clock=time.monotonic, rng=random.Random(0))
+        core = EvalBroker(BrokerConfig(), clock=time.monotonic, rng=random.Random(0),
+                          wall_clock=time.time)
         core.standby()
         core.restore(held)
         return QueueView(core, codec).page(request).next_page_token

@@ -20,7 +20,7 @@ from google.rpc import code_pb2
 from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1.scheduler_pb2 import SchedulerConfig
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 ROUNDS = 12
 # Why a refused Ack may say NOT_FOUND: state refused the update (the broker

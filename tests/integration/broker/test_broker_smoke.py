@@ -3,7 +3,8 @@ delivered by the leader and acked; the ack lands in the store."""
 
 from __future__ import annotations
 
-from broker_cluster import Cluster, dequeue, make_eval, wait_for
+from broker_cluster import Cluster, dequeue, make_eval
+from polling import eventually
 
 from drover.api.broker.v1 import broker_pb2
 from drover.api.types.v1.evaluation_pb2 import EvaluationStatus
@@ -25,4 +26,4 @@ async def test_enqueue_dequeue_ack_roundtrip(cluster: Cluster) -> None:
     async def standby_forgot() -> bool:
         return follower.app.core.get("e1") is None
 
-    await wait_for(standby_forgot, what="the standby to see the ack")
+    await eventually(standby_forgot, what="the standby to see the ack")

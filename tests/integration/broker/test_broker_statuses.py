@@ -6,14 +6,15 @@ import asyncio
 
 import grpc
 import pytest
-from broker_cluster import Cluster, dequeue, make_eval, wait_for
+from broker_cluster import Cluster, dequeue, make_eval
 from google.rpc import code_pb2
+from polling import eventually
 
 from drover.api.broker.v1 import broker_pb2
 from drover.api.types.v1.evaluation_pb2 import EvaluationStatus
 from drover.broker.config import BrokerConfig
 from drover.broker.core.tokens import token_term
-from drover.rpc.errors import error_info, leader_hint
+from drover.rpc.remote import error_info, leader_hint
 
 FAST_NACK = BrokerConfig(nack_timeout=0.3, initial_nack_delay=0.0)
 
@@ -35,7 +36,7 @@ async def test_follower_answers_unavailable_with_the_leader_address(cluster: Clu
     async def follower_knows() -> bool:
         return follower.app.runtime.leader_address == leader.address
 
-    await wait_for(follower_knows, what="the follower to observe the leader")
+    await eventually(follower_knows, what="the follower to observe the leader")
     stub = follower.stub
     for call in (
         dequeue(follower, poll=0.5),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
+from polling import eventually
 
 from drover.config import EtcdSettings
 from drover.coord import (
@@ -26,12 +27,6 @@ from drover.coord import (
 )
 from drover.coord.etcd_kv import EtcdKV
 from drover.coord.kv import Put
-
-
-async def wait_until(cond: Callable[[], bool], within: float = 5.0) -> None:
-    async with asyncio.timeout(within):
-        for _ in iter(cond, True):
-            await asyncio.sleep(0.005)
 
 
 @pytest.fixture
@@ -76,13 +71,13 @@ async def test_graceful_failover_in_process(client: EtcdClient, keyspace: Keyspa
     a = Leadership(EtcdKV(client), keyspace, "svc", "a:1", config=cfg)
     b = Leadership(EtcdKV(client), keyspace, "svc", "b:1", config=cfg)
     a.start()
-    await wait_until(lambda: a.is_leader)
+    await eventually(lambda: a.is_leader)
     b.start()
     info = await observe(EtcdKV(client), keyspace, "svc")
     assert info is not None and info.address == "a:1"
     t0 = time.monotonic()
     await a.resign()
-    await wait_until(lambda: b.is_leader, within=1.0)
+    await eventually(lambda: b.is_leader, within=1.0)
     assert time.monotonic() - t0 < 1.0
     info = await observe(EtcdKV(client), keyspace, "svc")
     assert info is not None and info.address == "b:1"
@@ -131,7 +126,7 @@ async def test_fenced_write_after_losing_the_key_ends_leadership(
     lead = Leadership(EtcdKV(client), keyspace, "fx", "a:1",
                       config=LeadershipConfig(ttl=2, retry_backoff=5))
     lead.start()
-    await wait_until(lambda: lead.is_leader)
+    await eventually(lambda: lead.is_leader)
     term = lead.term
     assert isinstance(term, Term)
     kv = EtcdKV(client)

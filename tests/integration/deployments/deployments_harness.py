@@ -3,12 +3,12 @@ replicas as DroverServer instances; the test plays the scheduler and clients."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import grpc
 import pytest
+from polling import eventually
 from state_harness import StateReplica, start_state
 from state_harness import leader_fence as _leader_fence
 
@@ -18,9 +18,8 @@ from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
 from drover.config import EtcdSettings, ServeSettings
 from drover.coord import Keyspace, LeadershipConfig
 from drover.deployments.app import DeploymentsApp
-from drover.deployments.core.batcher import BatcherConfig
-from drover.deployments.leader import LeaderConfig
-from drover.rpc.errors import error_info
+from drover.deployments.config import BatcherConfig, LeaderConfig
+from drover.rpc.remote import error_info
 from drover.rpc.server import DroverServer
 
 
@@ -90,23 +89,8 @@ async def watcher(etcd_endpoint: str, etcd_prefix: str, state: StateReplica,
                   watchers: list[Watcher]) -> Watcher:
     w = await start_watcher(etcd_endpoint, etcd_prefix, state.address)
     watchers.append(w)
-    await wait_for(lambda: w.app.leader is not None and w.app.leader.leading)
+    await eventually(lambda: w.app.leader is not None and w.app.leader.leading)
     return w
-
-
-async def wait_for(cond: Callable[[], bool | Awaitable[bool]], within: float = 5.0,
-                   what: str = "condition") -> None:
-    try:
-        async with asyncio.timeout(within):
-            while True:
-                got = cond()
-                if not isinstance(got, bool):
-                    got = await got
-                if got:
-                    return
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out after {within}s waiting for {what}") from None
 
 
 # -- the test plays the scheduler and the clients -------------------------------
@@ -182,7 +166,7 @@ class Scheduler:
             return pred(d)
 
         try:
-            await wait_for(check, within, what)
+            await eventually(check, within, what)
         except AssertionError as err:
             raise AssertionError(f"{err}; last seen: {seen[0] if seen else None}") from None
         return seen[0]

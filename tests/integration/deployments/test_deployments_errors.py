@@ -19,7 +19,7 @@ from drover.api.deployments.v1 import deployments_pb2
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2
 from drover.coord import Fence
-from drover.rpc.errors import leader_hint
+from drover.rpc.remote import leader_hint
 
 SUCCESSFUL = deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL
 

@@ -15,8 +15,8 @@ from deployments_harness import (
     Watcher,
     service_job,
     start_watcher,
-    wait_for,
 )
+from polling import eventually
 
 from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
 from drover.api.state.v1 import state_pb2
@@ -89,11 +89,11 @@ async def test_the_leader_collects_periodically(
     channel = grpc.aio.insecure_channel(ctx.address)
     try:
         await terminal_evals(state, 50, etcd_prefix)
-        await wait_for(lambda: eval_count_is_zero(state), within=10.0,
+        await eventually(lambda: eval_count_is_zero(state), within=10.0,
                        what="the periodic pass to collect")
         gc = app.leader.gc if app.leader is not None else None
         assert gc is not None
-        await wait_for(lambda: gc.last is not None, what="the pass to end")
+        await eventually(lambda: gc.last is not None, what="the pass to end")
         stub = deployments_pb2_grpc.DeploymentWatcherServiceStub(channel)
         assert (await stub.GetWatcherStats(deployments_pb2.GetWatcherStatsRequest())).leader
     finally:

@@ -11,18 +11,12 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from deployments_harness import (
-    Scheduler,
-    StateReplica,
-    Watcher,
-    service_job,
-    start_watcher,
-    wait_for,
-)
+from deployments_harness import Scheduler, StateReplica, Watcher, service_job, start_watcher
+from polling import eventually
 
 from drover.api.deployments.v1 import deployments_pb2
 from drover.api.types.v1 import deployment_pb2
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 
 def _hint(err: grpc.aio.AioRpcError) -> str | None:
@@ -60,7 +54,7 @@ async def test_a_watcher_past_its_lease_clock_refuses_to_steer(
     assert after.status == deployment_pb2.DEPLOYMENT_STATUS_RUNNING
     assert after.modify_index == before.modify_index  # nothing was written
     # The term was ended by the failed check; the other replica takes over.
-    await wait_for(lambda: second.app.leader is not None and second.app.leader.leading,
+    await eventually(lambda: second.app.leader is not None and second.app.leader.leading,
                    within=6.0, what="the second replica to lead")
 
     async def hints_the_second() -> bool:
@@ -73,7 +67,7 @@ async def test_a_watcher_past_its_lease_clock_refuses_to_steer(
         assert hint in (None, second.address), hint
         return hint == second.address
 
-    await wait_for(hints_the_second, within=6.0, what="the deposed replica to hint the leader")
+    await eventually(hints_the_second, within=6.0, what="the deposed replica to hint the leader")
     resp = await second.stub.PauseDeployment(deployments_pb2.PauseDeploymentRequest(
         deployment_id=reg.deployment_id, pause=True), timeout=10)
     assert resp.result.deployment.status == deployment_pb2.DEPLOYMENT_STATUS_PAUSED

@@ -14,8 +14,8 @@ from deployments_harness import (
     reason_of,
     service_job,
     start_watcher,
-    wait_for,
 )
+from polling import eventually
 
 from drover.api.deployments.v1 import deployments_pb2
 from drover.api.state.v1 import state_pb2
@@ -164,7 +164,7 @@ async def test_failover_mid_deployment_continues(
 
     await watcher.close()  # resigns: the follower takes over at once
     watchers.remove(watcher)
-    await wait_for(lambda: second.app.leader is not None and second.app.leader.leading,
+    await eventually(lambda: second.app.leader is not None and second.app.leader.leading,
                    within=4.0, what="the second replica to lead")
     await scheduler.health(await scheduler.place(d, 1))
     done = await scheduler.wait_deployment(d.id, lambda x: x.status == SUCCESSFUL)

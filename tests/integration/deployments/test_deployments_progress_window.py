@@ -11,19 +11,12 @@ from __future__ import annotations
 import asyncio
 import time
 
-from deployments_harness import (
-    LEADER_CONFIG,
-    Scheduler,
-    StateReplica,
-    service_job,
-    start_watcher,
-    wait_for,
-)
+from deployments_harness import LEADER_CONFIG, Scheduler, StateReplica, service_job, start_watcher
+from polling import eventually
 
 from drover.api.deployments.v1 import deployments_pb2
 from drover.api.types.v1 import deployment_pb2
-from drover.deployments.core.batcher import BatcherConfig
-from drover.deployments.leader import LeaderConfig
+from drover.deployments.config import BatcherConfig, LeaderConfig
 
 SUCCESSFUL = deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL
 WINDOW = 2.0
@@ -43,7 +36,7 @@ async def test_a_health_wave_is_written_once_per_window_and_success_at_once(
                           max_sleep=LEADER_CONFIG.max_sleep)
     w = await start_watcher(etcd_endpoint, etcd_prefix, state.address, config)
     try:
-        await wait_for(lambda: w.app.leader is not None and w.app.leader.leading)
+        await eventually(lambda: w.app.leader is not None and w.app.leader.leading)
         reg = await scheduler.register(service_job("wave", count=6, max_parallel=6))
         d = await scheduler.deployment(reg.deployment_id)
         allocs = await scheduler.place(d, 6)

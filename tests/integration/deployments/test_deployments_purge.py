@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from deployments_harness import Scheduler, StateReplica, Watcher, service_job, wait_for
+from deployments_harness import Scheduler, StateReplica, Watcher, service_job
+from polling import eventually
 
 from drover.api.deployments.v1 import deployments_pb2
 from drover.api.state.v1 import state_pb2
@@ -41,7 +42,7 @@ async def test_purge_with_an_active_deployment_stops_its_watcher(
     await scheduler.place(d, 2)
     await scheduler.wait_deployment(d.id, lambda x: x.task_groups["web"].placed_allocs == 2)
     other = await scheduler.register(service_job("other", count=1))  # must survive
-    await wait_for(lambda: watchers_active(watcher, 2), what="two watchers")
+    await eventually(lambda: watchers_active(watcher, 2), what="two watchers")
 
     resp = await state.stub.DeregisterJob(
         state_pb2.DeregisterJobRequest(namespace="default", id="shop", purge=True))
@@ -58,7 +59,7 @@ async def test_purge_with_an_active_deployment_stops_its_watcher(
             state_pb2.ListJobVersionsRequest(namespace="default", id="shop"))
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
 
-    await wait_for(lambda: watchers_active(watcher, 1),
+    await eventually(lambda: watchers_active(watcher, 1),
                    what="the purged deployment's watcher to stop")
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await watcher.stub.PauseDeployment(

@@ -4,7 +4,8 @@ UpdateAllocDesiredTransition (real etcd and state service)."""
 
 from __future__ import annotations
 
-from deployments_harness import Scheduler, StateReplica, Watcher, service_job, wait_for
+from deployments_harness import Scheduler, StateReplica, Watcher, service_job
+from polling import eventually
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2
@@ -27,7 +28,7 @@ async def test_unhealthy_alloc_is_marked_with_an_evaluation(
     ok, bad = await scheduler.place(d, 2)
     await scheduler.health([ok])
     await scheduler.health([bad], healthy=False)
-    await wait_for(lambda: marked(state, bad), what="reschedule mark")
+    await eventually(lambda: marked(state, bad), what="reschedule mark")
     assert not await marked(state, ok)
     evals = await state.stub.ListEvaluations(state_pb2.ListEvaluationsRequest(
         namespace="default", filter='triggered_by == "deployment-watcher"'))

@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 pytestmark = pytest.mark.slow
 

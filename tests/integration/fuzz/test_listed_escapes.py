@@ -17,7 +17,7 @@ from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import query_pb2
 from drover.api.types.v1.evaluation_pb2 import EvaluationStatus
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -154,16 +154,3 @@ def channel_to(server: DroverServer) -> grpc.aio.Channel:
     return grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
 
 
-async def eventually(check: Callable[[], bool | Awaitable[bool]], within: float = 5.0,
-                     interval: float = 0.02) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + within
-    while True:
-        result = check()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        if loop.time() > end:
-            raise AssertionError(f"condition not met within {within}s")
-        await asyncio.sleep(interval)

@@ -9,12 +9,12 @@ from typing import Any
 import grpc
 import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from polling import eventually
 from proxy_harness import (
     STATE,
     FakeState,
     Hang,
     channel_to,
-    eventually,
     start_proxy,
     start_state,
 )
@@ -23,7 +23,7 @@ from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import job_pb2
 from drover.proxy.app import ProxyApp
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 from drover.rpc.server import DroverServer
 
 

@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
-from proxy_harness import channel_to, eventually, start_broker, start_proxy, start_state
+from polling import eventually
+from proxy_harness import channel_to, start_broker, start_proxy, start_state
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc

@@ -125,7 +125,7 @@ async def test_a_silent_server_is_left_within_the_hold() -> None:
     import asyncio
     import time
 
-    from drover.rpc.errors import error_info
+    from drover.rpc.remote import error_info
 
     async def hang(req: bytes, ctx: grpc.aio.ServicerContext) -> bytes:
         await asyncio.sleep(60)

@@ -15,7 +15,7 @@ from drover.api.broker.v1 import broker_pb2
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2
 from drover.config import ServeSettings
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 from drover.rpc.server import AppContext, DroverServer, ServiceBinding
 
 STATE = "drover.state.v1.StateService"

@@ -18,8 +18,8 @@ from drover.config import ServeSettings
 from drover.coord.etcd_kv import EtcdKV
 from drover.dev.ports import free_port
 from drover.rpc.app import load_app_factory, service_names
-from drover.rpc.errors import error_info, leader_hint
 from drover.rpc.health import LIVENESS
+from drover.rpc.remote import error_info, leader_hint
 from drover.rpc.server import AppContext, DroverServer, ServiceBinding
 from drover.telemetry import setup
 

@@ -7,7 +7,7 @@ import grpc
 import pytest
 
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 
 async def test_acl_calls_are_refused_when_acls_are_off(replica) -> None:

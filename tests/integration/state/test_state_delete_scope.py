@@ -10,7 +10,7 @@ import pytest
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, scheduler_pb2
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 
 async def _seed(stub: Any, job: str, n: int) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import job_pb2, node_pb2
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 
 async def _node(stub) -> None:

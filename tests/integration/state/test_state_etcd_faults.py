@@ -14,7 +14,8 @@ from drover.api.types.v1 import scheduler_pb2
 from drover.config import EtcdSettings
 from drover.coord import EtcdClient, Keyspace, connect
 from drover.dev.etcd import EtcdCluster
-from drover.rpc.errors import ErrorInterceptor, error_info
+from drover.rpc.errors import ErrorInterceptor
+from drover.rpc.remote import error_info
 from drover.state.app import EtcdStore, build_on_store
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ import pytest
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, scheduler_pb2
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING
 COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE

@@ -14,7 +14,7 @@ from virtual_clock import VirtualClock
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, query_pb2, scheduler_pb2
 from drover.coord.kv import prefix_end
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 PENDING = evaluation_pb2.EVALUATION_STATUS_PENDING
 COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE

@@ -8,7 +8,7 @@ import pytest
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2, node_pb2
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
 STOP = allocation_pb2.ALLOC_DESIRED_STATUS_STOP

@@ -12,7 +12,7 @@ import pytest
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, job_pb2
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 
 
 async def _refused(call: Any, code: grpc.StatusCode) -> Any:

@@ -9,11 +9,11 @@ every wait is bounded by :data:`BOUND`."""
 from __future__ import annotations
 
 import asyncio
-import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from polling import eventually
 from virtual_clock import VirtualClock
 
 from drover.acl import AclKeys, Unauthenticated, hash_secret
@@ -80,14 +80,6 @@ def _token(accessor: str) -> Put:
         secret_sha256=hash_secret(f"secret-{accessor}")).SerializeToString())
 
 
-async def until(cond: Callable[[], bool]) -> None:
-    async with asyncio.timeout(BOUND):
-        for _ in itertools.count():
-            if cond():
-                return
-            await asyncio.sleep(0.01)
-
-
 @pytest.fixture
 async def cache(clock: VirtualClock) -> AsyncIterator[tuple[AclCache, _FaultyKV]]:
     kv = _FaultyKV()
@@ -135,7 +127,7 @@ async def test_a_stalled_watch_behind_a_revocation_is_never_dated_current(
     await kv.mem.txn([], [_token("c")])
     assert not await c.confirm()
     kv.flowing.set()  # the watch catches up: recovery needs no operator
-    await until(lambda: c.freshness.refusal() is None)  # the confirm task proves it
+    await eventually(lambda: c.freshness.refusal() is None, BOUND)  # the confirm task proves it
     with pytest.raises(Unauthenticated):
         c.state.resolve("secret-a")
     assert c.state.resolve("secret-c").accessor_id == "c"

@@ -11,13 +11,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from drover.broker.app import configs as broker_configs
-from drover.broker.config import BrokerConfig
-from drover.broker.runtime import ShellConfig
+from drover.broker.app import BrokerApp
+from drover.broker.app import create_app as broker_app
+from drover.broker.config import BrokerConfig, ShellConfig
 from drover.cli.serve import serve, settings_from_options
 from drover.config import TUNABLES, AclSettings, ServeSettings, tunables
 from drover.deployments.app import leader_config
-from drover.deployments.core.batcher import BatcherConfig
+from drover.deployments.config import BatcherConfig
 from drover.state.app import state_config
 from drover.state.config import CacheConfig, LivenessConfig, SubscribeConfig, WriterConfig
 
@@ -54,7 +54,9 @@ WHERE = {
 
 
 def _configs(settings: ServeSettings) -> dict[type, Any]:
-    b, sh = broker_configs(settings)
+    broker = broker_app(settings)
+    assert isinstance(broker, BrokerApp)
+    b, sh = broker.core.config, broker.runtime.config
     s = state_config(settings)
     return {BrokerConfig: b, ShellConfig: sh, BatcherConfig: leader_config(settings).batcher,
             CacheConfig: s.cache, SubscribeConfig: s.subscribe, WriterConfig: s.writer,

@@ -9,11 +9,9 @@ TTLs here are 1-2 s), so every wait below is bounded by :data:`BOUND`."""
 from __future__ import annotations
 
 import asyncio
-import inspect
-import itertools
-from collections.abc import Awaitable, Callable
 
 import pytest
+from polling import eventually
 from virtual_clock import VirtualClock
 
 from drover.coord.election import Election, observe
@@ -33,16 +31,6 @@ from drover.errors import NotLeader
 
 KS = Keyspace("/mem/drover")
 BOUND = 10.0  # seconds any one wait may take on a loaded machine
-
-
-async def until(cond: Callable[[], bool | Awaitable[bool]]) -> None:
-    """Poll ``cond`` (sync or async) until true, within :data:`BOUND`."""
-    async with asyncio.timeout(BOUND):
-        for _ in itertools.count():
-            got = cond()
-            if await got if inspect.isawaitable(got) else got:
-                return
-            await asyncio.sleep(0.005)
 
 
 class Recorder:
@@ -71,7 +59,7 @@ async def test_a_session_renews_its_lease_on_the_virtual_clock(clock: VirtualClo
         await kv.txn([], [Put(b"/k", b"v", lease=session.lease_id)])
         assert session.expires_at == 1.0
         clock.advance(0.5)  # past a renew interval (TTL/6): the next round renews
-        await until(lambda: session.expires_at == 1.5)
+        await eventually(lambda: session.expires_at == 1.5, BOUND)
         clock.advance(0.6)  # 1.1: past the granted TTL, within the renewal's
         assert kv.expire_leases() == []
         # act_until = renewal sent at 0.5 + 2/3 of the TTL
@@ -92,7 +80,7 @@ async def test_an_unrenewed_lease_expires_and_the_session_is_lost(clock: Virtual
         # the synchronous check knows before the keepalive task has run
         assert not session.safe(clock())
         assert kv.expire_leases() == [session.lease_id]
-        await until(session.lost.is_set)
+        await eventually(session.lost.is_set, BOUND)
         assert session.lost_reason.startswith("no renewal within TTL")
         with pytest.raises(SessionLost):
             session.check()
@@ -106,7 +94,7 @@ async def test_a_lease_revoked_elsewhere_ends_the_session(clock: VirtualClock) -
     try:
         await kv.lease_revoke(session.lease_id)
         clock.advance(0.2)  # the next keepalive is answered "gone"
-        await until(session.lost.is_set)
+        await eventually(session.lost.is_set, BOUND)
         assert session.lost_reason == "lease is gone (keepalive TTL <= 0)"
     finally:
         await session.close()
@@ -123,7 +111,7 @@ async def test_the_next_candidate_wins_when_the_leader_resigns(clock: VirtualClo
         b = Election(kv, KS, "svc", sb, address="b:1")
         term_a = await a.campaign()
         waiting = asyncio.ensure_future(b.campaign())
-        await until(lambda: b.create_revision > 0)
+        await eventually(lambda: b.create_revision > 0, BOUND)
         assert not waiting.done()
         info = await observe(kv, KS, "svc")
         assert info is not None and (info.address, info.term) == ("a:1", term_a.revision)
@@ -148,7 +136,7 @@ async def test_a_waiting_candidate_whose_key_vanishes_never_wins(clock: VirtualC
         b = Election(kv, KS, "svc", sb, address="b:1")
         await a.campaign()
         waiting = asyncio.ensure_future(b.campaign())
-        await until(lambda: b.create_revision > 0)
+        await eventually(lambda: b.create_revision > 0, BOUND)
         await kv.txn([], [Delete(b.key.encode())])
         with pytest.raises(NotCandidate):
             await asyncio.wait_for(waiting, BOUND)
@@ -184,7 +172,7 @@ async def test_a_second_candidate_wins_after_the_first_leases_expiry(
                    config=LeadershipConfig(ttl=60, retry_backoff=0.05))
     a.start()
     try:
-        await until(lambda: a.is_leader)
+        await eventually(lambda: a.is_leader, BOUND)
         term_a = a.term
         assert term_a is not None and comp_a.guard.check() is term_a
         b.start()
@@ -193,7 +181,7 @@ async def test_a_second_candidate_wins_after_the_first_leases_expiry(
         async def both_candidates() -> bool:
             return len((await kv.range(prefix, prefix_end(prefix))).kvs) == 2
 
-        await until(both_candidates)
+        await eventually(both_candidates, BOUND)
         assert not b.is_leader
 
         clock.advance(2.5)  # A is frozen past its TTL: no keepalive ran
@@ -202,12 +190,12 @@ async def test_a_second_candidate_wins_after_the_first_leases_expiry(
             comp_a.guard.check()
         assert kv.expire_leases() != []  # etcd deletes A's key with its lease
 
-        await until(lambda: b.is_leader)
+        await eventually(lambda: b.is_leader, BOUND)
         term_b = b.term
         assert term_b is not None and term_b.revision > term_a.revision
         assert comp_b.calls == [f"establish {term_b.revision}"]
         assert comp_b.guard.check() is term_b
-        await until(lambda: a.term is None)
+        await eventually(lambda: a.term is None, BOUND)
         assert comp_a.calls == [f"establish {term_a.revision}", "revoke"]
         # A write fenced with A's term fails, whatever A believes
         with pytest.raises(FenceLost):
@@ -263,7 +251,7 @@ async def test_membership_registers_under_a_lease_and_leaves_on_close(
         async def applied() -> bool:
             return (await list_members(kv, KS, "svc")).members[0].applied_revision == 42
 
-        await until(applied)
+        await eventually(applied, BOUND)
     finally:
         await reg.close()
     assert (await list_members(kv, KS, "svc")).members == ()

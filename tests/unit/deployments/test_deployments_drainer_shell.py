@@ -13,6 +13,7 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2
 from drover.coord.fence import Fence
 from drover.coord.term import Term
+from drover.deployments.config import DrainerConfig
 from drover.deployments.drainer import NodeDrainer
 from drover.errors import FenceLost
 
@@ -82,7 +83,7 @@ def _setup() -> tuple[FakeState, NodeDrainer, Term]:
     job = job_pb2.Job(id="web", namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
                       priority=70, task_groups=[job_pb2.TaskGroup(name="g", count=3)])
     state = FakeState([n0, empty], allocs, {"web": job})
-    drainer = NodeDrainer(state, clock=lambda: NOW, new_id=lambda: "ev-1")
+    drainer = NodeDrainer(state, clock=lambda: NOW, config=DrainerConfig(), new_id=lambda: "ev-1")
     term = Term("deployments", "/drover/v1/election/deployments/x", 7, 7, "a:1",
                 scope=LostScope())  # type: ignore[arg-type]
     drainer.guard.enable(term)

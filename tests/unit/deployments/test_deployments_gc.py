@@ -21,7 +21,8 @@ from virtual_clock import VirtualClock
 from drover.api.state.v1 import state_pb2
 from drover.config import GcSettings, parse_duration
 from drover.coord.fence import Fence
-from drover.deployments.gc import GarbageCollector, GcConfig, GcPlanner
+from drover.deployments.config import GcConfig
+from drover.deployments.gc import GarbageCollector, GcPlanner
 from drover.errors import NotLeader
 
 FENCE = Fence("/drover/v1/election/deployments/x", 7)
@@ -109,7 +110,7 @@ async def test_a_pass_follows_every_cursor_and_sums_the_answers() -> None:
 async def test_a_forced_pass_cuts_off_at_now() -> None:
     clock = VirtualClock(T0)
     state = FakeState(pages_per_kind=1)
-    await GarbageCollector(state, clock=clock).run_pass(FENCE, force=True)
+    await GarbageCollector(state, GcConfig(), clock=clock).run_pass(FENCE, force=True)
     assert {r.cutoff.ToNanoseconds() for r in state.requests} == {int(T0 * 1e9)}
 
 
@@ -117,7 +118,8 @@ async def test_a_pass_stops_when_leadership_ends() -> None:
     state = FakeState(pages_per_kind=5)
     leading = iter([True, True, False])
     with pytest.raises(NotLeader):
-        await GarbageCollector(state).run_pass(FENCE, still_leading=lambda: next(leading))
+        gc = GarbageCollector(state, GcConfig())
+        await gc.run_pass(FENCE, still_leading=lambda: next(leading))
     assert len(state.requests) == 2
 
 
@@ -139,7 +141,7 @@ async def test_each_pass_is_exported_as_metrics() -> None:
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
     state = FakeState(pages_per_kind=2)
-    gc = GarbageCollector(state, metrics=provider.get_meter("test"))
+    gc = GarbageCollector(state, GcConfig(), metrics=provider.get_meter("test"))
     await gc.run_pass(FENCE)
     await gc.run_pass(FENCE, force=True)
     data = reader.get_metrics_data()

@@ -8,7 +8,8 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from drover import errors
-from drover.rpc.errors import LEADER_METADATA, status_code, to_status
+from drover.remote_errors import LEADER_METADATA
+from drover.rpc.errors import status_code, to_status
 
 
 @pytest.mark.parametrize("kind", list(errors.Kind))
@@ -70,7 +71,7 @@ def test_inner_deadline_leaves_the_client_time_to_hear_why() -> None:
 
 
 def test_not_leader_hint_carries_the_term() -> None:
-    from drover.rpc.errors import LEADER_TERM_METADATA
+    from drover.remote_errors import LEADER_TERM_METADATA
 
     _, extra = to_status(errors.NotLeader("broker", "10.0.0.7:7102", 41))
     assert extra == ((LEADER_METADATA, "10.0.0.7:7102"), (LEADER_TERM_METADATA, "41"))

@@ -7,8 +7,8 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 
 from drover import errors
+from drover.remote_errors import RemoteError, RemoteStatus, narrow, to_error
 from drover.rpc.errors import to_status
-from drover.rpc.remote import RemoteError, RemoteStatus, narrow, to_error
 
 
 def _round_trip(err: errors.DroverError) -> errors.DroverError:

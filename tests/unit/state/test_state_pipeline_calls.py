@@ -30,7 +30,7 @@ from drover.coord import Fence
 from drover.coord.keys import Keyspace
 from drover.coord.kv import Put, prefix_end
 from drover.coord.memkv import MemoryKV
-from drover.rpc.errors import error_info
+from drover.rpc.remote import error_info
 from drover.state.app import StateService
 from drover.state.config import WriterConfig
 from drover.state.core import codec

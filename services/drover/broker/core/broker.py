@@ -55,7 +55,6 @@ from __future__ import annotations
 import enum
 import functools
 import random
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
@@ -83,22 +82,18 @@ class BrokerMode(enum.Enum):
 class EvalBroker:
     def __init__(
         self,
-        config: BrokerConfig | None = None,
+        config: BrokerConfig,
         *,
         clock: Callable[[], float],
         rng: random.Random,
-        wall_clock: Callable[[], float] | None = None,
+        wall_clock: Callable[[], float],
         token_factory: Callable[[], str] | None = None,
     ) -> None:
-        """``clock`` is monotonic seconds; ``wall_clock`` (Unix seconds, for
-        ``wait_until``) defaults to ``clock`` shifted to the wall time at
-        construction, so a virtual clock drives both."""
-        self._config = config or BrokerConfig()
+        """``clock`` is monotonic seconds; ``wall_clock`` Unix seconds (for
+        ``wait_until``)."""
+        self._config = config
         self._clock = clock
         self._rng = rng
-        if wall_clock is None:
-            offset = time.time() - clock()
-            wall_clock = lambda: clock() + offset  # noqa: E731
         self._wall = wall_clock
         # The default id factory: one call per delivery (its token), so a
         # partial, not a method calling the function.
@@ -109,6 +104,10 @@ class EvalBroker:
         # The leader term delivery tokens carry (0: none, see .tokens).
         self._term = 0
         self._reset()
+
+    @property
+    def config(self) -> BrokerConfig:
+        return self._config
 
     def _reset(self) -> None:
         self._held = held = HeldEvaluations()

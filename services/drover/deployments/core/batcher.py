@@ -21,26 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drover.config import tunable_default
-
+from ..config import BatcherConfig
 from .effects import CreateEvaluation
-
-
-@dataclass(frozen=True)
-class BatcherConfig:
-    window: float = tunable_default("deployments_batch_window")
-    max_batch: int = tunable_default("deployments_batch_max")
-    #: A deployment write that only moves counts waits up to this long for
-    #: the ones behind it (:func:`.coalesce.hold_for`); 0 writes each at once.
-    progress_window: float = tunable_default("deployments_progress_window")
-
-    def __post_init__(self) -> None:
-        if self.window < 0:
-            raise ValueError(f"batch window must be >= 0, got {self.window}")
-        if self.progress_window < 0:
-            raise ValueError(f"progress window must be >= 0, got {self.progress_window}")
-        if self.max_batch < 1:
-            raise ValueError(f"max_batch must be >= 1, got {self.max_batch}")
 
 
 @dataclass(frozen=True)
@@ -53,8 +35,8 @@ class BatcherStats:
 
 
 class EvalBatcher:
-    def __init__(self, config: BatcherConfig | None = None) -> None:
-        self._config = config or BatcherConfig()
+    def __init__(self, config: BatcherConfig) -> None:
+        self._config = config
         # Insertion-ordered, so batches go out oldest request first.
         self._pending: dict[str, CreateEvaluation] = {}
         self._opened_at: float | None = None

@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .batcher import BatcherConfig
+from drover.deployments.config import BatcherConfig
+
 from .effects import Decision, DeploymentUpdate, UpdateAllocHealth
 
 __all__ = ["hold_for", "merge"]

@@ -15,7 +15,6 @@ many deployments' evaluations together.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
@@ -23,10 +22,6 @@ from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from .walltime import to_timestamp
 
 TRIGGERED_BY = "deployment-watcher"
-
-
-def new_id() -> str:
-    return str(uuid.uuid4())
 
 
 @dataclass(frozen=True)
@@ -74,7 +69,8 @@ class CreateEvaluation:
     type: str
     job_modify_index: int
     triggered_by: str = TRIGGERED_BY
-    id: str = field(default_factory=new_id)
+    # Empty until the manager names it with the id source it is handed.
+    id: str = ""
 
     def to_proto(self, now: float) -> evaluation_pb2.Evaluation:
         return evaluation_pb2.Evaluation(

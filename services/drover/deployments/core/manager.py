@@ -40,14 +40,15 @@ docstring), so tests run the whole thing on a virtual clock.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
+from drover.deployments.config import BatcherConfig
 
 from ..errors import DeploymentNotFound
-from .batcher import BatcherConfig, EvalBatcher
+from .batcher import EvalBatcher
 from .effects import CreateEvaluation, Decision
 from .router import AllocRouter
 from .walltime import WallClock
@@ -77,8 +78,11 @@ class WatcherStats:
 
 
 class WatcherManager:
-    def __init__(self, clock: WallClock, batcher: BatcherConfig | None = None) -> None:
+    def __init__(self, clock: WallClock, batcher: BatcherConfig, *,
+                 new_id: Callable[[], str]) -> None:
+        """``new_id`` names every evaluation a watcher asks for."""
         self._clock = clock
+        self._new_id = new_id
         self._watchers: dict[str, DeploymentWatcher] = {}
         self._router = AllocRouter()
         # Watchers that took allocation changes and have not stepped since.
@@ -264,8 +268,24 @@ class WatcherManager:
 
     # -- internals ---------------------------------------------------------
 
+    def _names_given(self, decision: Decision) -> Decision:
+        """``decision`` with every evaluation it asks for named."""
+        reschedule = decision.reschedule
+        if reschedule is not None and not reschedule.evaluation.id:
+            reschedule = dataclasses.replace(reschedule, evaluation=dataclasses.replace(
+                reschedule.evaluation, id=self._new_id()))
+        return dataclasses.replace(decision, evaluation=self._named(decision.evaluation),
+                                   follow_up=self._named(decision.follow_up),
+                                   reschedule=reschedule)
+
+    def _named(self, evaluation: CreateEvaluation | None) -> CreateEvaluation | None:
+        if evaluation is None or evaluation.id:
+            return evaluation
+        return dataclasses.replace(evaluation, id=self._new_id())
+
     def _after(self, watcher: DeploymentWatcher, decision: Decision) -> Decision:
         """Attach the follow-up to its write, count evaluations, drop finished watchers."""
+        decision = self._names_given(decision)
         if (decision.follow_up is not None and decision.update is not None
                 and decision.evaluation is None):
             # Written with the deployment change that needs it (one txn).

@@ -24,7 +24,8 @@ def make_broker(
     config: BrokerConfig | None = None, *, seed: int = 7, enable: bool = True
 ) -> tuple[EvalBroker, VirtualClock]:
     clock = VirtualClock(100.0)
-    broker = EvalBroker(config, clock=clock, rng=random.Random(seed), wall_clock=clock.wall)
+    broker = EvalBroker(config or BrokerConfig(), clock=clock, rng=random.Random(seed),
+                        wall_clock=clock.wall)
     if enable:
         broker.enable()
     return broker, clock

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from deployments_builders import T0
 
-from drover.deployments.core.batcher import BatcherConfig, BatcherStats, EvalBatcher
+from drover.deployments.config import BatcherConfig
+from drover.deployments.core.batcher import BatcherStats, EvalBatcher
 from drover.deployments.core.effects import CreateEvaluation
 
 
@@ -21,7 +22,7 @@ def request(deployment_id: str) -> CreateEvaluation:
 
 
 def test_requests_for_one_deployment_coalesce() -> None:
-    b = EvalBatcher()
+    b = EvalBatcher(BatcherConfig())
     first = request("d1")
     assert b.add(first, T0) is True
     assert b.add(request("d1"), T0 + 0.1) is False
@@ -43,7 +44,7 @@ def test_deployments_share_one_batch_after_the_window() -> None:
 
 
 def test_a_new_window_opens_after_a_flush() -> None:
-    b = EvalBatcher()
+    b = EvalBatcher(BatcherConfig())
     b.add(request("d1"), T0)
     b.flush_due(T0 + 1)
     r = request("d1")
@@ -65,7 +66,7 @@ def test_batches_are_bounded_and_the_rest_is_due_at_once() -> None:
 
 
 def test_discard_drops_a_pending_request() -> None:
-    b = EvalBatcher()
+    b = EvalBatcher(BatcherConfig())
     b.add(request("d1"), T0)
     assert b.discard("d1") is True
     assert b.discard("d1") is False

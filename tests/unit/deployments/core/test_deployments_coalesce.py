@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from drover.api.types.v1 import deployment_pb2, job_pb2
-from drover.deployments.core.batcher import BatcherConfig
+from drover.deployments.config import BatcherConfig
 from drover.deployments.core.coalesce import hold_for, merge
 from drover.deployments.core.effects import (
     CreateEvaluation,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from deployments_builders import FAILED, PAUSED, SUCCESSFUL, T0, G, alloc, deployment, job
+from deployments_builders import FAILED, PAUSED, SUCCESSFUL, T0, G, alloc, deployment, eval_ids, job
 from virtual_clock import VirtualClock
 
-from drover.deployments.core.batcher import BatcherConfig
+from drover.deployments.config import BatcherConfig
 from drover.deployments.core.effects import DeploymentUpdate
 from drover.deployments.core.manager import AllocationChange, WatcherManager, WatcherStats
 from drover.deployments.errors import DeploymentNotFound
@@ -16,7 +16,7 @@ from drover.errors import NotFound
 
 
 def manager(clock: VirtualClock, *ids: str, groups: dict[str, G] | None = None) -> WatcherManager:
-    m = WatcherManager(clock, BatcherConfig(window=0.25))
+    m = WatcherManager(clock, BatcherConfig(window=0.25), new_id=eval_ids())
     for deployment_id in ids:
         m.track(deployment(deployment_id, groups=groups), [job(2, groups=groups)])
     return m
@@ -169,7 +169,7 @@ def test_clear_forgets_every_watcher_on_leadership_loss_but_keeps_counters() -> 
 def test_promotions_and_outcomes_are_counted_once_each() -> None:
     clock = VirtualClock(T0)
     groups = {"web": G(total=2, canaries=1)}
-    m = WatcherManager(clock, BatcherConfig(window=0.25))
+    m = WatcherManager(clock, BatcherConfig(window=0.25), new_id=eval_ids())
     m.track(deployment("d1", groups=groups), [job(2, groups=groups)])
     m.on_allocation(alloc("c1", deployment_id="d1", canary=True, healthy=True))
     m.promote("d1")

@@ -8,10 +8,11 @@ flight, canaries first, the rest only after promotion. Nothing here sleeps.
 
 from __future__ import annotations
 
-from deployments_builders import RUNNING, SUCCESSFUL, T0, G, alloc, deployment, job
+from deployments_builders import RUNNING, SUCCESSFUL, T0, G, alloc, deployment, eval_ids, job
 from virtual_clock import VirtualClock
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2
+from drover.deployments.config import BatcherConfig
 from drover.deployments.core.effects import CreateEvaluation, Decision, MarkJobStable, apply_update
 from drover.deployments.core.manager import WatcherManager
 
@@ -77,7 +78,7 @@ class World:
 
 def test_canary_deployment_from_first_canary_to_stable_job() -> None:
     clock = VirtualClock(T0)
-    manager = WatcherManager(clock)
+    manager = WatcherManager(clock, BatcherConfig(), new_id=eval_ids())
     group = G(total=5, canaries=1, auto_promote=True, max_parallel=2, progress_deadline=600)
     world = World(clock, manager, group)
     world.apply(manager.track(world.stored, [job(2, groups={"web": group})]))
@@ -126,7 +127,7 @@ def test_canary_deployment_from_first_canary_to_stable_job() -> None:
 
 def test_a_canary_that_goes_unhealthy_reverts_the_job() -> None:
     clock = VirtualClock(T0)
-    manager = WatcherManager(clock)
+    manager = WatcherManager(clock, BatcherConfig(), new_id=eval_ids())
     group = G(total=3, canaries=1, auto_promote=True, auto_revert=True)
     versions = [job(2, groups={"web": group}),
                 job(1, stable=True, image="web:1", groups={"web": group})]

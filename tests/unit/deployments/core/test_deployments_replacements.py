@@ -8,9 +8,10 @@ from __future__ import annotations
 import itertools
 import random
 
-from deployments_builders import FAILED, RUNNING, T0, G, alloc, deployment, job
+from deployments_builders import FAILED, RUNNING, T0, G, alloc, deployment, eval_ids, job
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2, node_pb2
+from drover.deployments.config import BatcherConfig
 from drover.deployments.core.effects import Decision
 from drover.deployments.core.manager import WatcherManager
 from drover.deployments.core.requests import build_request
@@ -79,7 +80,7 @@ def test_paused_deployment_marks_too() -> None:
 
 def test_manager_keeps_the_marks_with_their_decision() -> None:
     g = G(total=1, reschedule=None)
-    m = WatcherManager(lambda: T0)
+    m = WatcherManager(lambda: T0, BatcherConfig(), new_id=eval_ids())
     d = m.track(deployment(groups={"web": g}), [limited_job(g)], [alloc("a", healthy=False)])
     assert d.reschedule is not None and not d.empty
     assert m.stats().evaluations_created >= 1

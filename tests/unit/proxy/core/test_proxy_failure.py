@@ -6,7 +6,7 @@ import pytest
 
 from drover.proxy.core.failure import classify
 from drover.proxy.core.retry import FailureKind
-from drover.rpc.remote import RemoteStatus
+from drover.remote_errors import RemoteStatus
 
 REFUSED = (
     "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: "
