@@ -55,7 +55,14 @@ from drover.rpc.remote import from_rpc_error, remote_status
 
 from .attempts import DESCRIPTION, TRIGGER, Attempts, attempt_limit
 from .blocked import blocked_need
-from .plan_size import plan_objects, refused_cap
+from .plan_size import (
+    DEFAULT_PLAN_ENTRIES,
+    entries_cap,
+    job_alloc_set,
+    plan_cap,
+    plan_objects,
+    refused_cap,
+)
 from .planner import Plan, Snapshot, compute_plan
 from .view import ClusterView
 
@@ -118,6 +125,8 @@ class Worker:
         self._rng = random.Random(config.seed)
         #: What one plan may write; lowered when a state replica says less.
         self.max_plan_objects = plan_objects(config.max_txn_ops)
+        #: Entries of one field of a request (a refusal may lower it).
+        self.max_plan_entries = DEFAULT_PLAN_ENTRIES
 
     async def run(self) -> None:
         """The view, and ``num_schedulers`` scheduling loops over it."""
@@ -211,7 +220,7 @@ class Worker:
             else:
                 snap = await self.snapshot(ev)
             plan = compute_plan(snap, rng=self._rng, new_id=lambda: str(uuid.uuid4()),
-                                max_ops=self.max_plan_objects)
+                                max_ops=plan_cap(self.max_plan_objects, self.max_plan_entries))
             if plan.empty:
                 return self._follow_ups_with_needs(ev, snap, plan, index)
             try:
@@ -225,6 +234,13 @@ class Worker:
                     log.warning("the state service takes plans of at most %d objects (%d "
                                 "asked); planning to that", cap, self.max_plan_objects)
                     self.max_plan_objects = cap
+                    continue
+                entries = entries_cap(refused)
+                if entries is not None and entries < self.max_plan_entries:
+                    log.warning("the state service takes at most %d entries per field of a "
+                                "request (%s refused); planning to that", entries,
+                                refused.metadata.get("field", "?"))
+                    self.max_plan_entries = entries
                     continue
                 # BROKER_UNREACHABLE: nothing was written; the broker may be
                 # failing over, so try again shortly, as for a stale plan.
@@ -307,7 +323,8 @@ class Worker:
             resp = await self.state.SubmitPlan(state_pb2.SubmitPlanRequest(
                 eval_id=ev.id, namespace=snap.namespace, job_id=snap.job_id,
                 job_index=snap.job.modify_index if snap.job is not None else 0,
-                alloc_indexes={a.id: a.modify_index for a in snap.allocs},
+                alloc_indexes={a.id: a.modify_index for a in plan.updates},
+                job_allocs=job_alloc_set(snap.allocs),
                 node_indexes={n: nodes[n] for n in plan.node_ids()},
                 placements=plan.placements, updates=plan.updates,
                 evaluations=plan.evaluations, eval_token=token), timeout=30)
