@@ -6,7 +6,8 @@ and running (their summaries, as the phases read them), the resident set
 of every process of the suite (from /proc), etcd's database size (its own
 ``etcd_mvcc_db_total_size_in_bytes``) and what a user waits for the first
 page of ``drover job list`` and ``drover alloc list`` (ListJobs and
-ListAllocations of one page through the proxy, timed). The phase a sample
+ListAllocations of one page through the proxy, timed), and during the
+rolling update the new version's healthy allocations. The phase a sample
 belongs to is whatever the run last :meth:`mark`-ed.
 
 :func:`plot` draws placed and running over time (matplotlib, when
@@ -52,7 +53,7 @@ class Timeline:
     :meth:`stop`."""
 
     def __init__(self, stub: Any, pids: Callable[[], dict[str, int]],
-                 counts: Callable[[], tuple[int, int]], etcd_metrics: str,
+                 counts: Callable[[], dict[str, int]], etcd_metrics: str,
                  period: float = 2.0) -> None:
         self._stub, self._pids, self._counts = stub, pids, counts
         self._etcd_metrics, self._period = etcd_metrics, period
@@ -85,7 +86,7 @@ class Timeline:
 
     def sample(self) -> dict[str, Any]:
         t = round(time.monotonic() - self._t0, 1)
-        placed, running = self._counts()
+        counts = self._counts()
         t_jobs = time.perf_counter()
         self._stub.ListJobs(state_pb2.ListJobsRequest(namespace="*", page_size=FIRST_PAGE),
                             timeout=60)
@@ -94,7 +95,7 @@ class Timeline:
             namespace="*", page_size=FIRST_PAGE), timeout=60)
         done = time.perf_counter()
         return {
-            "t": t, "phase": self._phase, "placed": placed, "running": running,
+            "t": t, "phase": self._phase, **counts,
             "rss": {name: rss_bytes(pid) for name, pid in self._pids().items()},
             "etcd_db_bytes": int(metric(self._etcd_metrics,
                                         "etcd_mvcc_db_total_size_in_bytes")),
@@ -131,7 +132,7 @@ class Timeline:
 
 
 def plot(runs: dict[str, list[dict[str, Any]]], out: Path) -> bool:
-    """Placed and running over time, one panel per run shape; False when
+    """Placed, running and updated over time, one panel per run shape; False when
     matplotlib is not installed (the JSON holds the same samples)."""
     try:
         import matplotlib
@@ -145,6 +146,8 @@ def plot(runs: dict[str, list[dict[str, Any]]], out: Path) -> bool:
         ok = [s for s in samples if "error" not in s]
         ax.plot([s["t"] for s in ok], [s["placed"] for s in ok], label="placed")
         ax.plot([s["t"] for s in ok], [s["running"] for s in ok], label="running")
+        ax.plot([s["t"] for s in ok], [s.get("updated", 0) for s in ok],
+                label="new version healthy")
         ax.set_title(label)
         ax.set_xlabel("seconds from the first RegisterJob")
         ax.set_ylabel("allocations")

@@ -277,6 +277,23 @@ def _placed_and_running(stub: Any, count: int) -> tuple[int, int]:
             return placed, running
 
 
+def _progress(stub: Any, count: int) -> dict[str, int]:
+    """The timeline's counts: placed and running (:func:`_placed_and_running`)
+    and the new version's healthy allocations (its deployments' counts)."""
+    placed, running = _placed_and_running(stub, count)
+    updated = 0
+    token = ""
+    while True:
+        resp = stub.ListDeployments(state_pb2.ListDeploymentsRequest(
+            namespace="*", page_size=1000, page_token=token), timeout=60)
+        for d in resp.deployments:
+            if d.job_id.startswith("bench-") and d.job_version >= 1:
+                updated += sum(tg.healthy_allocs for tg in d.task_groups.values())
+        token = resp.next_page_token
+        if not token:
+            return {"placed": placed, "running": running, "updated": updated}
+
+
 def _wait_placed_and_running(stub: Any, args: argparse.Namespace,
                              since: float) -> tuple[float, float]:
     """Seconds from ``since`` (monotonic) until every allocation of the
@@ -489,7 +506,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warm_up_s = None if args.no_warm_up else round(_warm_up(stub, args), 2)
         procs = {**pids, "sim": children[0].pid,
                  **{f"worker-{i}": w.pid for i, w in enumerate(workers)}}
-        timeline = Timeline(stub, lambda: procs, lambda: _placed_and_running(stub, args.count),
+        timeline = Timeline(stub, lambda: procs, lambda: _progress(stub, args.count),
                             etcd_metrics, period=args.sample_every).start()
         first_cpu = _CpuMeter(pids, workers, children[0])
         first_methods = _by_method(state_metrics)
