@@ -55,6 +55,7 @@ from drover.rpc.remote import from_rpc_error, remote_status
 
 from .attempts import DESCRIPTION, TRIGGER, Attempts, attempt_limit
 from .blocked import blocked_need
+from .job_allocs import JobAllocCache, JobReads
 from .plan_size import (
     DEFAULT_PLAN_ENTRIES,
     entries_cap,
@@ -127,6 +128,8 @@ class Worker:
         self.max_plan_objects = plan_objects(config.max_txn_ops)
         #: Entries of one field of a request (a refusal may lower it).
         self.max_plan_entries = DEFAULT_PLAN_ENTRIES
+        #: The allocations of the jobs planned lately, for delta reads.
+        self.job_allocs = JobAllocCache()
 
     async def run(self) -> None:
         """The view, and ``num_schedulers`` scheduling loops over it."""
@@ -159,7 +162,7 @@ class Worker:
         deliveries = [(resp.evaluation, resp.token, resp.wait_index)]
         deliveries += [(d.evaluation, d.token, d.wait_index) for d in resp.additional]
         acks = []
-        ahead: asyncio.Future[state_pb2.JobSnapshot] | None = None
+        ahead: asyncio.Future[JobReads] | None = None
         try:
             for i, (ev, token, wait_index) in enumerate(deliveries):
                 reads = ahead or asyncio.ensure_future(self.read_job(ev))
@@ -180,7 +183,7 @@ class Worker:
         return len(deliveries)
 
     async def _process_one(self, ev: evaluation_pb2.Evaluation, wait_index: int, token: str,
-                           reads: asyncio.Future[state_pb2.JobSnapshot],
+                           reads: asyncio.Future[JobReads],
                            ) -> list[broker_pb2.AckRequest]:
         """One delivery processed: its ack, or none (nacked, or no longer ours)."""
         self.stats.evaluations += 1
@@ -205,7 +208,7 @@ class Worker:
                                       follow_ups=follow_ups)]
 
     async def process(self, ev: evaluation_pb2.Evaluation, wait_index: int,
-                      token: str = "", reads: asyncio.Future[state_pb2.JobSnapshot] | None = None,
+                      token: str = "", reads: asyncio.Future[JobReads] | None = None,
                       ) -> list[evaluation_pb2.Evaluation]:
         """Plan and submit until accepted; the follow-up evaluations to ack with.
         ``reads``: the job's reads, already under way; later rounds read again."""
@@ -279,24 +282,38 @@ class Worker:
         """The evaluation's job reads (:meth:`read_job`) and the view's nodes."""
         return self._snapshot(ev, await self.read_job(ev))
 
-    async def read_job(self, ev: evaluation_pb2.Evaluation) -> state_pb2.JobSnapshot:
+    async def read_job(self, ev: evaluation_pb2.Evaluation) -> JobReads:
         """The evaluation's job, its versions, deployment and allocations: one
-        GetJobSnapshot (all at one revision), its allocations listed page by
-        page only for a job with more than one answer holds."""
-        got = (await self.state.GetJobSnapshot(state_pb2.GetJobSnapshotRequest(
-            namespace=ev.namespace or "default", id=ev.job_id), timeout=30)).snapshot
+        GetJobSnapshot (all at one revision). A job planned lately is read
+        as a delta over the allocations kept from then (:mod:`.job_allocs`);
+        a job with more allocations than one answer holds is listed page by
+        page."""
+        ns = ev.namespace or "default"
+        since = self.job_allocs.since(ns, ev.job_id)
+        resp = await self.state.GetJobSnapshot(state_pb2.GetJobSnapshotRequest(
+            namespace=ns, id=ev.job_id, allocations_modified_after=since), timeout=30)
+        if since:
+            merged = self.job_allocs.merge(ns, ev.job_id, resp.snapshot)
+            if merged is not None:
+                self.job_allocs.keep(ns, ev.job_id, resp.meta.index, merged)
+                return JobReads(resp.snapshot, merged)
+            resp = await self.state.GetJobSnapshot(state_pb2.GetJobSnapshotRequest(
+                namespace=ns, id=ev.job_id), timeout=30)
+        got = resp.snapshot
+        allocs = list(got.allocations)
         if not got.allocations_complete:
-            got.allocations.extend(await self._allocs(ev.namespace or "default", ev.job_id))
-            got.allocations_complete = True
-        return got
+            allocs += await self._allocs(ns, ev.job_id)
+        self.job_allocs.keep(ns, ev.job_id, resp.meta.index, allocs)
+        return JobReads(got, allocs)
 
-    def _snapshot(self, ev: evaluation_pb2.Evaluation, got: state_pb2.JobSnapshot) -> Snapshot:
+    def _snapshot(self, ev: evaluation_pb2.Evaluation, reads: JobReads) -> Snapshot:
         """The job's reads and the view's nodes and usage as they are now."""
+        got = reads.snapshot
         return Snapshot(ev.namespace or "default", ev.job_id,
                         got.job if got.HasField("job") else None,
                         {v.version: v for v in got.versions},
                         got.deployment if got.HasField("deployment") else None,
-                        list(got.allocations), list(self.view.nodes.values()),
+                        reads.allocs, list(self.view.nodes.values()),
                         dict(self.view.used), eval_id=ev.id, now=time.time())
 
     async def _allocs(self, ns: str, job_id: str) -> list[allocation_pb2.Allocation]:

@@ -113,7 +113,7 @@ async def test_reads_taken_ahead_that_went_stale_are_read_again(
     worker = Worker(state, WorkerConfig(seed=1))
     async with _viewing(worker):
         ahead = asyncio.ensure_future(worker.read_job(ev))
-        assert not (await ahead).allocations
+        assert not (await ahead).allocs
         await stub.UpsertAllocations(
             state_pb2.UpsertAllocationsRequest(allocations=[_intruder()]))
         follow_ups = await asyncio.wait_for(worker.process(ev, ev.modify_index, reads=ahead), 20)
@@ -248,6 +248,8 @@ async def test_a_job_larger_than_every_cap_places_and_updates_whole(
     async with _viewing(worker):
         follow_ups = await asyncio.wait_for(worker.process(ev, ev.modify_index), 120)
     assert not follow_ups
+    # each round after the first read only what changed (a delta read)
+    assert worker.job_allocs.hits >= 1
     allocs = await _all_allocs(stub)
     live = [a for a in allocs if a.desired_status == allocation_pb2.ALLOC_DESIRED_STATUS_RUN]
     versions = sorted(a.job_version for a in live)

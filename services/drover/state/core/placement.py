@@ -99,17 +99,17 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
         refuse(view, InvalidArgument(f"job {request.job_id!r} is gone: a plan for it may "
                                      "only stop", metadata={"field": "placements"}))
     current: dict[str, int] = {}
-    last = ""
+    newest = ""
     for nsid in view.ids(codec.ALLOCATIONS, "job_id", request.job_id):
         a_ns, _, a_id = nsid.partition("/")
         mod = view.mod(codec.ALLOCATIONS, a_ns, a_id) if a_ns == ns else 0
         if mod:
             current[a_id] = mod
-            last = a_id
+            newest = a_id
     # The set must be the one read (an allocation added or removed by someone
     # else changes what the plan should be); a client's report on an
     # allocation the plan leaves alone does not (Nomad's applier ignores it).
-    if not same_set(view, ns, current, last, request):
+    if not same_set(view, ns, current, newest, request):
         refuse(view, stale(f"the allocations of job {request.job_id!r} changed", "allocations"))
     olds: dict[str, Found] = {}
     for a in updates:

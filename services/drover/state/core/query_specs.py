@@ -44,6 +44,9 @@ from drover.state.core.validate import ALL_NAMESPACES, check_name, namespace_arg
 
 class KeyView(Protocol):
     @property
+    def create_index(self) -> int: ...
+
+    @property
     def id(self) -> str: ...
 
 
@@ -55,6 +58,8 @@ class TableView(Protocol):
     """What the hooks read of one kind's cache table."""
 
     def decode(self, nsid: str) -> Any | None: ...
+
+    def mod(self, nsid: str) -> int: ...
 
     def candidates(self, field: str | None, value: Any) -> BucketView: ...
 
@@ -147,7 +152,8 @@ def find_snapshot(tables: TablesView, query: Query, lookup: Lookup) -> Any:
     job is an answer too."""
     assert lookup.namespace is not None
     return job_snapshot(tables, lookup.namespace, lookup.id,
-                        versions_of(tables, lookup.namespace, lookup.id))
+                        versions_of(tables, lookup.namespace, lookup.id),
+                        modified_after=lookup.request.allocations_modified_after)
 
 
 def scheduler_config(tables: TablesView, query: Query, lookup: Lookup) -> Any:

@@ -150,28 +150,32 @@ class ListJobVersionsResponse(_message.Message):
     def __init__(self, versions: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
 
 class GetJobSnapshotRequest(_message.Message):
-    __slots__ = ("namespace", "id", "query")
+    __slots__ = ("namespace", "id", "query", "allocations_modified_after")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATIONS_MODIFIED_AFTER_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     id: str
     query: _query_pb2.QueryOptions
-    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+    allocations_modified_after: int
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ..., allocations_modified_after: _Optional[int] = ...) -> None: ...
 
 class JobSnapshot(_message.Message):
-    __slots__ = ("job", "versions", "deployment", "allocations", "allocations_complete")
+    __slots__ = ("job", "versions", "deployment", "allocations", "allocations_complete", "alloc_set")
     JOB_FIELD_NUMBER: _ClassVar[int]
     VERSIONS_FIELD_NUMBER: _ClassVar[int]
     DEPLOYMENT_FIELD_NUMBER: _ClassVar[int]
     ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
     ALLOCATIONS_COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    ALLOC_SET_FIELD_NUMBER: _ClassVar[int]
     job: _job_pb2.Job
     versions: _containers.RepeatedCompositeFieldContainer[_job_pb2.Job]
     deployment: _deployment_pb2.Deployment
     allocations: _containers.RepeatedCompositeFieldContainer[_allocation_pb2.Allocation]
     allocations_complete: bool
-    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., versions: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., deployment: _Optional[_Union[_deployment_pb2.Deployment, _Mapping]] = ..., allocations: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., allocations_complete: _Optional[bool] = ...) -> None: ...
+    alloc_set: JobAllocSet
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., versions: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., deployment: _Optional[_Union[_deployment_pb2.Deployment, _Mapping]] = ..., allocations: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., allocations_complete: _Optional[bool] = ..., alloc_set: _Optional[_Union[JobAllocSet, _Mapping]] = ...) -> None: ...
 
 class GetJobSnapshotResponse(_message.Message):
     __slots__ = ("snapshot", "meta")
