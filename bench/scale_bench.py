@@ -126,8 +126,9 @@ from drover.coord import EtcdKV, Keyspace, connect
 from drover.coord.kv import Delete, Put, objects_per_txn, prefix_end
 from drover.dev.ports import wait_for_port
 from drover.dev.supervisor import DEFAULT_REPLICAS, DEV_MAX_TXN_OPS, free_layout
+from drover.state.config import LivenessConfig
 from drover.state.core import codec
-from drover.state.core.liveness import LivenessConfig, lease_seconds, rate_scaled_ttl
+from drover.state.nodes.core.liveness import lease_seconds, rate_scaled_ttl
 
 CLI = [sys.executable, "-m", "drover.cli.main"]
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -40,8 +40,8 @@ from drover.dev.etcd import EtcdServer
 from drover.dev.ports import free_port
 from drover.state.app import EtcdStore
 from drover.state.cache import Cache, marker_put
+from drover.state.config import WriterConfig
 from drover.state.core import codec
-from drover.state.writes import WriterConfig
 
 BATCH = MAX_TXN_OPS - 1
 STATUSES = [evaluation_pb2.EVALUATION_STATUS_PENDING, evaluation_pb2.EVALUATION_STATUS_COMPLETE,

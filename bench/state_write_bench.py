@@ -39,9 +39,9 @@ from drover.coord.kv import Put
 from drover.coord.memkv import MemoryKV
 from drover.state.app import build_on_store
 from drover.state.core import codec
-from drover.state.core import evals as plans
 from drover.state.core.plan import WriteContext
 from drover.state.core.validate import owned_evals, validated_eval_updates
+from drover.state.evaluations.core import evals as plans
 from drover.validation import check_request
 
 try:

@@ -18,21 +18,25 @@ from drover.dev.ports import free_port, wait_for_port
 
 @contextlib.contextmanager
 def serve(service: str, etcd: str, prefix: str, *extra: str,
-          env: dict[str, str] | None = None) -> Iterator[str]:
+          env: dict[str, str] | None = None,
+          launcher: tuple[str, ...] = ("drover.cli.main",)) -> Iterator[str]:
     """`drover serve <service>` on a free port; its address. ``env``: added
-    to this process's environment for it."""
-    with serve_process(service, etcd, prefix, *extra, env=env) as (address, _):
+    to this process's environment for it; ``launcher``: the module (and its
+    arguments) run with ``python -m`` in place of drover's CLI."""
+    with serve_process(service, etcd, prefix, *extra, env=env,
+                       launcher=launcher) as (address, _):
         yield address
 
 
 @contextlib.contextmanager
 def serve_process(service: str, etcd: str, prefix: str, *extra: str,
-                  env: dict[str, str] | None = None
+                  env: dict[str, str] | None = None,
+                  launcher: tuple[str, ...] = ("drover.cli.main",),
                   ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`drover serve <service>` on a free port; its address and process."""
     port = free_port()
     proc = subprocess.Popen([
-        sys.executable, "-m", "drover.cli.main", "serve", service, "--etcd", etcd,
+        sys.executable, "-m", *launcher, "serve", service, "--etcd", etcd,
         "--etcd-prefix", prefix, "--listen", f"127.0.0.1:{port}", "--session-ttl", "3",
         "--log-level", "WARNING", *extra,
     ], env={**os.environ, **env} if env else None)

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from dev_suite import dev_suite
 
-from drover.state.core.liveness import LivenessConfig, heartbeat_ttl, lease_seconds
+from drover.state.config import LivenessConfig
+from drover.state.nodes.core.liveness import heartbeat_ttl, lease_seconds
 
 pytestmark = pytest.mark.slow
 

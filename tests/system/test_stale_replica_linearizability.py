@@ -1,8 +1,8 @@
 """Recorded histories of real processes, checked for linearizability.
 
 Two `drover serve state` replicas on one etcd; one is deliberately broken
-(``DROVER_TEST_STALE_READS``: no consistent-read wait, its watch applied
-0.5 s late, :mod:`drover.state.stale_for_tests`). Clients write jobs
+(:mod:`state_stale_replica`: no consistent-read wait, its watch applied
+0.5 s late). Clients write jobs
 (blind writes and compare-and-sets) through the good replica and read
 them through one replica or the other, at the same time, on separate
 jobs: the history read through the good replica is linearizable, the one
@@ -12,6 +12,8 @@ had completed before it began)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import pathlib
 import random
 
 import grpc
@@ -22,7 +24,8 @@ from linearizability.models import JOBS
 from service_procs import serve
 
 from drover.api.state.v1 import state_pb2_grpc
-from drover.state.stale_for_tests import STALE_READS_ENV
+
+TESTS = str(pathlib.Path(__file__).resolve().parents[1])
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +35,9 @@ SECONDS = 3.0
 async def test_a_replica_serving_stale_reads_fails_the_checker(
         etcd_endpoint: str, etcd_prefix: str) -> None:
     with serve("state", etcd_endpoint, etcd_prefix) as good, \
-            serve("state", etcd_endpoint, etcd_prefix, env={STALE_READS_ENV: "0.5"}) as bad:
+            serve("state", etcd_endpoint, etcd_prefix,
+                  env={"PYTHONPATH": os.pathsep.join([TESTS, os.environ.get("PYTHONPATH", "")])},
+                  launcher=("state_stale_replica", "0.5")) as bad:
         async with grpc.aio.insecure_channel(good) as g, grpc.aio.insecure_channel(bad) as b:
             via_good = state_pb2_grpc.StateServiceStub(g)
             via_bad = state_pb2_grpc.StateServiceStub(b)

@@ -5,7 +5,7 @@ The state service issues a node its secret once, at registration
 secrets: :func:`drover.acl.tokens.hash_secret`). The node presents it as
 metadata ``drover-node-secret`` on its own client calls (heartbeats,
 allocation status updates, re-registration); the state service checks it
-against the node the call is about (:mod:`drover.state.core.node_secret`).
+against the node the call is about (:mod:`drover.state.nodes.core.node_secret`).
 """
 
 from __future__ import annotations

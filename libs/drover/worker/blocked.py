@@ -1,6 +1,6 @@
 """What a blocked evaluation waits for (pure): the worker writes it on the
 evaluation so the state service unblocks it by its need and catches a
-missed unblock (:mod:`drover.state.core.unblock`)."""
+missed unblock (:mod:`drover.state.evaluations.core.unblock`)."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ import random
 from typing import TYPE_CHECKING
 
 from drover.api.types.v1 import allocation_pb2, node_pb2
+from drover.scheduling.eligibility import schedulable
 
 from . import penalty as node_penalty
 from .resources import Vec, is_live
@@ -26,11 +27,6 @@ if TYPE_CHECKING:
 
 
 _NONE = Vec()
-
-
-def schedulable(node: node_pb2.Node) -> bool:
-    return (node.status == node_pb2.NODE_STATUS_READY and not node.drain
-            and node.scheduling_eligibility != node_pb2.NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE)
 
 
 class Packer:

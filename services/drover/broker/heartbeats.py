@@ -3,7 +3,7 @@ state service mark down every ready node whose heartbeat lease expired
 (``ReapMissedHeartbeats``, fenced with the term), every
 ``heartbeat_check_interval``. Detection is etcd's lease expiry, so the loop
 holds nothing: a new leader starts it afresh and marks down only nodes
-that are really silent (design: :mod:`drover.state.core.liveness`).
+that are really silent (design: :mod:`drover.state.nodes.core.liveness`).
 """
 
 from __future__ import annotations

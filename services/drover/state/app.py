@@ -9,13 +9,12 @@ cache watching. Afterwards readiness follows a periodic consistent read
 (the "cache" check: etcd reachable and the cache caught up). The
 page-token HMAC key is shared by all replicas through etcd (created once
 with a put-if-absent txn), so any replica continues another's pages.
-:func:`configs` is the one way the service's configs are built from settings.
+:func:`state_config` is the one place the service's configs are built from settings.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ import grpc
 from drover.acl import AclKeys
 from drover.api.acl.v1 import acl_pb2_grpc
 from drover.config import ServeSettings, tuned_config
-from drover.coord.connect import EtcdClient
+from drover.coord.connect import EtcdClient, connect
 from drover.coord.etcd_kv import EtcdKV
 from drover.coord.keys import Keyspace
 from drover.coord.kv import MAX_TXN_OPS, Compare, KVStore, LeaseKV, Put
@@ -36,29 +35,35 @@ from drover.rpc.channels import channel
 from drover.rpc.propagation import TokenSource
 from drover.rpc.server import App, AppContext, ServiceBinding
 from drover.state import metrics
-from drover.state.acl_admin import AclAdmin
-from drover.state.cache import Cache, CacheConfig
+from drover.state.acl.admin import AclAdmin
+from drover.state.allocations.eval_token import BrokerTokenCheck, TokenCheck
+from drover.state.allocations.plans import PlansRpc
+from drover.state.allocations.rpcs import AllocationsRpc
+from drover.state.cache import Cache
+from drover.state.config import (
+    CacheConfig,
+    LivenessConfig,
+    ReadConfig,
+    StateConfig,
+    SubscribeConfig,
+    WriterConfig,
+)
 from drover.state.core import codec
-from drover.state.core.liveness import LivenessConfig
-from drover.state.deliveries import BrokerDeliveries, Deliveries
-from drover.state.deployment_update import DeploymentUpdateRpc
-from drover.state.eval_delete import DeleteByFilter
-from drover.state.eval_update import EvaluationUpdateRpc
-from drover.state.evaluations import EvaluationsRpc
+from drover.state.deployments.rpcs import DeploymentUpdateRpc
+from drover.state.evaluations.delete_by_filter import DeleteByFilter
+from drover.state.evaluations.rpcs import EvaluationsRpc
 from drover.state.gc import GarbageCollectRpc
-from drover.state.jobs import JobsRpc
-from drover.state.liveness import NodeLiveness
-from drover.state.node_drain import NodeDrainRpc
-from drover.state.node_status import NodeStatusRpc
-from drover.state.objects import ObjectsRpc
-from drover.state.plans import PlansRpc
-from drover.state.queries import QueriesRpc
-from drover.state.reads import ReadConfig, Reader
-from drover.state.servicer import StateServicer, add_state_servicer
-from drover.state.stale_for_tests import stale_reads_lag
-from drover.state.subscribe import Hub, SubscribeConfig
-from drover.state.write_calls import WriteCalls
-from drover.state.writes import Writer, WriterConfig
+from drover.state.jobs.rpcs import JobsRpc
+from drover.state.nodes.drain import NodeDrainRpc
+from drover.state.nodes.liveness import NodeLiveness
+from drover.state.nodes.rpcs import NodesRpc
+from drover.state.nodes.status import NodeStatusRpc
+from drover.state.pipeline import WriteCalls, Writer
+from drover.state.queries import Queries
+from drover.state.reads import Reader
+from drover.state.scheduler_config.rpcs import SchedulerConfigRpc
+from drover.state.servicer import AclServicer, StateServicer, add_state_servicer
+from drover.state.subscribe import Hub
 
 SERVICE = "drover.state.v1.StateService"
 ACL_SERVICE = "drover.acl.v1.AclService"
@@ -93,7 +98,7 @@ class StateService:
         """The gRPC services this replica serves, each with its add function."""
         return [
             ServiceBinding(SERVICE, self.servicer, add_state_servicer),
-            ServiceBinding(ACL_SERVICE, self.acl_admin,
+            ServiceBinding(ACL_SERVICE, AclServicer(self.acl_admin),
                            acl_pb2_grpc.add_AclServiceServicer_to_server),
         ]
 
@@ -118,11 +123,11 @@ async def build_on_store(
     store: LeaseKV, keyspace: Keyspace, *, cache_config: CacheConfig | None = None,
     subscribe_config: SubscribeConfig | None = None, writer_config: WriterConfig | None = None,
     liveness_config: LivenessConfig | None = None,
-    deliveries: Deliveries | None = None,
+    token_check: TokenCheck | None = None,
     read_config: ReadConfig | None = None,
 ) -> StateService:
     """The state service on any :class:`KVStore` (tests, benchmarks).
-    ``deliveries``: how SubmitPlan checks a plan's delivery (None: it does
+    ``token_check``: how SubmitPlan checks a plan's delivery (None: it does
     not -- no broker runs; the served service always passes one)."""
     keys = codec.KeyCodec(keyspace)
     writer_config = writer_config or WriterConfig()
@@ -133,34 +138,34 @@ async def build_on_store(
     writer = Writer(cache.store, keys, cache, writer_config)
     writes = WriteCalls(cache, writer, keys)
     servicer = StateServicer(
-        queries=QueriesRpc(cache, reader),
+        queries=Queries(cache, reader),
         jobs=JobsRpc(cache, keys, writes),
         evaluations=EvaluationsRpc(writes, DeleteByFilter(cache, reader, writer, keys)),
-        evaluation_updates=EvaluationUpdateRpc(writes),
-        objects=ObjectsRpc(writes),
+        allocations=AllocationsRpc(writes), nodes=NodesRpc(writes),
+        scheduler_config=SchedulerConfigRpc(writes),
         deployment_updates=DeploymentUpdateRpc(writes),
         gc=GarbageCollectRpc(cache, keys, writes),
         node_status=NodeStatusRpc(writes, NodeLiveness(writes, store,
                                                        liveness_config or LivenessConfig())),
-        plans=PlansRpc(writes, deliveries),
+        plans=PlansRpc(writes, token_check),
         hub=Hub(cache, subscribe_config or SubscribeConfig()),
         node_drain=NodeDrainRpc(writes),
     )
     tasks = [cache._task] if cache._task is not None else []
     admin = AclAdmin(writer, AclKeys(keyspace.base), writes.now)
     service = StateService(servicer, admin, cache, writer, writes, cache.ready, tasks)
-    if deliveries is not None:
-        service._closers.append(deliveries.close)
+    if token_check is not None:
+        service._closers.append(token_check.close)
     return service
 
 
-def configs(settings: ServeSettings) -> tuple[CacheConfig, SubscribeConfig, WriterConfig,
-                                              LivenessConfig]:
-    """The cache, Subscribe, writer and liveness configs with the tunables
-    ``settings`` carries."""
-    return (tuned_config(CacheConfig, settings, stop_timeout=settings.stop_timeout),
-            tuned_config(SubscribeConfig, settings), tuned_config(WriterConfig, settings),
-            tuned_config(LivenessConfig, settings))
+def state_config(settings: ServeSettings) -> StateConfig:
+    """The service's configs with the tunables ``settings`` carries."""
+    return StateConfig(
+        cache=tuned_config(CacheConfig, settings, stop_timeout=settings.stop_timeout),
+        subscribe=tuned_config(SubscribeConfig, settings),
+        writer=tuned_config(WriterConfig, settings),
+        liveness=tuned_config(LivenessConfig, settings))
 
 
 async def build_state_service(settings: ServeSettings,
@@ -169,24 +174,17 @@ async def build_state_service(settings: ServeSettings,
     keyspace), list the cache, and return the service ready to register.
     SubmitPlan asks the broker leader about each plan's delivery, over the
     server's TLS with ``token`` (the server identity, with ACLs on)."""
-    from drover.coord.connect import connect
-
-    cache_config, subscribe_config, writer_config, liveness_config = configs(settings)
-    read_config = None
-    lag = stale_reads_lag()  # a broken replica, for one test only (its module)
-    if lag > 0:
-        cache_config = dataclasses.replace(cache_config, test_watch_lag=lag)
-        read_config = ReadConfig(test_stale_reads=True)
+    config = state_config(settings)
     client = await connect(settings.etcd, purpose="bulk")
-    store = EtcdStore(client, max_txn_ops=writer_config.max_txn_ops,
-                      write_timeout=writer_config.etcd_write_timeout)
+    store = EtcdStore(client, max_txn_ops=config.writer.max_txn_ops,
+                      write_timeout=config.writer.etcd_write_timeout)
     keyspace = Keyspace(settings.etcd.prefix)
-    deliveries = BrokerDeliveries(
+    token_check = BrokerTokenCheck(
         store, keyspace, lambda address: channel(address, tls=settings.tls, token=token))
     service = await build_on_store(store, keyspace,
-                                   cache_config=cache_config, subscribe_config=subscribe_config,
-                                   writer_config=writer_config, deliveries=deliveries,
-                                   read_config=read_config, liveness_config=liveness_config)
+                                   cache_config=config.cache, subscribe_config=config.subscribe,
+                                   writer_config=config.writer, token_check=token_check,
+                                   liveness_config=config.liveness)
     service._closers += [store.close, client.close]  # the shared keepalive stream first
     return service
 

@@ -21,14 +21,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from drover.errors import InvalidArgument
-
-
-@dataclass(frozen=True)
-class BlockingConfig:
-    default_wait: float = 300.0
-    max_wait: float = 600.0
-    jitter_fraction: float = 1 / 16
-
+from drover.state.config import BlockingConfig
 
 DEFAULT_BLOCKING = BlockingConfig()
 

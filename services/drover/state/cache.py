@@ -37,10 +37,8 @@ import gc
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
-from drover.config import tunable_default
 from drover.coord.errors import EtcdUnavailable
 from drover.coord.kv import (
     KV,
@@ -56,11 +54,11 @@ from drover.coord.kv import (
 from drover.errors import Unavailable
 from drover.gc_policy import GcPolicy, GcPolicyConfig
 from drover.state.blocking import IndexWaiters
+from drover.state.config import CacheConfig
 from drover.state.contact import ContactStore
 from drover.state.core import codec
 from drover.state.core.tables import Tables, marker_key
 from drover.state.core.windows import RangeWindows
-from drover.state.stale_for_tests import lagged
 from drover.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -78,34 +76,6 @@ class Change(NamedTuple):
     create_revision: int
 
 
-@dataclass(frozen=True)
-class CacheConfig:
-    page_size: int = tunable_default("state_cache_page_size")
-    sync_timeout: float = tunable_default("state_sync_timeout")
-    #: Longest the marker read of a consistent read (:meth:`Cache.sync`) may
-    #: take: a replica cut from etcd refuses within this, not the caller's
-    #: whole deadline (DESIGN "Faults we test against"), so the caller goes
-    #: to another replica while it still has time. The read is one key: an
-    #: etcd that answers at all answers it in milliseconds.
-    marker_timeout: float = 3.0
-    retry_delay: float = 0.5
-    #: Freeze the GC's view of a list this large (see the module docstring).
-    freeze_min_objects: int = 50_000
-    #: Freeze again after this many watched events (see the module docstring).
-    freeze_every_events: int = 50_000
-    #: The young generation's GC threshold at least (module docstring; 0: leave it).
-    gc_young_threshold: int = 50_000
-    #: Listed keys decoded per event-loop turn (see ``_read_all``).
-    stage_chunk: int = 1000
-    #: Queued index removals applied per event-loop turn (see ``_drain``).
-    drain_chunk: int = 512
-    #: ``close`` waits this long for its cancelled tasks (``drover.tasks``).
-    stop_timeout: float = 5.0
-    #: Tests only (:mod:`drover.state.stale_for_tests`): apply the watch this
-    #: many seconds late. 0 always, outside the test of a broken replica.
-    test_watch_lag: float = 0.0
-
-
 Listener = Callable[[int, list[Change]], None]
 ResetListener = Callable[[int], None]
 
@@ -120,13 +90,13 @@ class Cache:
         self,
         store: KVStore,
         keys: codec.KeyCodec,
-        config: CacheConfig = CacheConfig(),
+        config: CacheConfig | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         # Every etcd call goes through here, so last_contact sees all of them.
         self.store = ContactStore(store, clock)
         self.keys = keys
-        self.config = config
+        self.config = config or CacheConfig()
         self._clock = clock
         self.tables = Tables(keys)
         self.applied = IndexWaiters()
@@ -256,10 +226,8 @@ class Cache:
                 # What apply_committed applied is not even built by the
                 # watch (_apply would skip it anyway).
                 watch.skip_applied(lambda: self.tables.revision)
-                batches = (lagged(aiter(watch), self.config.test_watch_lag)
-                           if self.config.test_watch_lag > 0 else watch)
                 try:
-                    async for batch in batches:
+                    async for batch in watch:
                         self._touch()
                         self._apply(batch)
                 finally:

@@ -39,11 +39,11 @@ from drover.state.core.gc_rules import (
     job_collectable,
     node_collectable,
 )
-from drover.state.core.purge import blockers as purge_blockers
 from drover.state.core.reap import PAGE, Doomed, Tally, job_owned, pack
 from drover.state.core.tables import Entry, Table
+from drover.state.jobs.core.purge import blockers as purge_blockers
+from drover.state.pipeline import Caller, WriteCalls
 from drover.state.reaper import delete_page
-from drover.state.write_calls import WriteCalls
 
 DEFAULT_EXAMINED = 1000
 MAX_EXAMINED = 10_000
@@ -64,8 +64,8 @@ class GarbageCollectRpc:
     def __init__(self, cache: Cache, keys: codec.KeyCodec, writes: WriteCalls) -> None:
         self.cache, self.keys, self.writes = cache, keys, writes
 
-    async def GarbageCollect(self, request: Any, context: Any) -> Any:
-        fence = self.writes.require_fence(context, "GarbageCollect")
+    async def collect(self, request: Any, caller: Caller) -> Any:
+        fence = self.writes.require_fence(caller, "GarbageCollect")
         kind = _KINDS.get(request.kind)
         if kind is None:
             raise InvalidArgument("kind must be evaluations, deployments, jobs or nodes",
@@ -202,7 +202,7 @@ class GarbageCollectRpc:
         return [*job_owned(cache, ns, job_id), Doomed(codec.JOBS, nsid, e[1])]
 
     def _judge_purge(self, ns: str, job_id: str, nsid: str, e: Entry) -> list[Doomed]:
-        """A purge that waited for its allocations (:mod:`drover.state.core.purge`):
+        """A purge that waited for its allocations (:mod:`drover.state.jobs.core.purge`):
         due as soon as nothing blocks it, whatever the thresholds."""
         cache = CacheView(self.cache.tables, self.cache.revision, False)
         if next(purge_blockers(cache, ns, job_id), None) is not None:

@@ -26,16 +26,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.duration_pb2 import Duration
 
 from drover.api.types.v1 import query_pb2
 from drover.filter import Filter, FilterCompiler
-from drover.paging import Page, PageRequest, PageTokenCodec, Paginator, PagingDefaults
-from drover.state.blocking import BlockingConfig, blocking_wait
+from drover.paging import Page, PageRequest, PageTokenCodec, Paginator
+from drover.state.blocking import blocking_wait
 from drover.state.cache import Cache
+from drover.state.config import BlockingConfig, ReadConfig
 from drover.state.contact_proof import ContactProof
 from drover.state.core import codec, staleness, tables
 from drover.state.core.tables import Entry
@@ -49,18 +49,6 @@ def list_namespace(value: str) -> str | None:
     return None if ns == ALL_NAMESPACES else ns
 
 
-#: Page sizes for every List; a call examines at most ``scan_budget`` objects
-#: (a rare-match filter returns a short page with a token, never a long stall).
-PAGING = PagingDefaults(default=100, maximum=1000, scan_budget=50_000)
-
-
-@dataclass(frozen=True)
-class ReadConfig:
-    paging: PagingDefaults = PAGING
-    leader_timeout: float = 10.0
-    #: Tests only (:mod:`drover.state.stale_for_tests`): skip the
-    #: consistent-read wait. False always, outside the test of a broken replica.
-    test_stale_reads: bool = False
 
 
 class Reader:
@@ -91,8 +79,7 @@ class Reader:
         index the answer reflects."""
         bound = staleness.bound_of(query.stale,
                                    query.max_stale.ToTimedelta().total_seconds())
-        if not self.config.test_stale_reads:
-            await self._fresh_enough(bound)
+        await self._fresh_enough(bound)
         table = self.cache.tables[kind]
         if query.min_index and table.index <= query.min_index:
             requested = query.max_wait.ToTimedelta().total_seconds()

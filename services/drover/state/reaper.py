@@ -21,9 +21,9 @@ from drover.state.core.reap import (
     plan_delete_page,
     plan_purge_page,
 )
-from drover.state.transact import Planner
+from drover.state.pipeline import Planner
 
-#: :meth:`drover.state.write_calls.WriteCalls.transact`'s shape.
+#: :meth:`drover.state.pipeline.WriteCalls.transact`'s shape.
 Transact = Callable[..., Awaitable[Any]]
 
 

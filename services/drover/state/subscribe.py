@@ -41,48 +41,14 @@ from typing import Any
 from drover.acl import Acl
 from drover.acl.topics import NAMESPACED_TOPICS, may_read
 from drover.api.state.v1 import state_pb2
-from drover.config import tunable_default
 from drover.coord.errors import EtcdUnavailable
 from drover.coord.kv import Compacted, prefix_end
-from drover.errors import DroverError, Kind
+from drover.errors import DroverError
 from drover.state.cache import Cache, Change
+from drover.state.config import SubscribeConfig
 from drover.state.contact_proof import ContactProof
 from drover.state.core import codec
-
-
-class IndexCompacted(DroverError):
-    kind = Kind.OUT_OF_RANGE
-    reason = "INDEX_COMPACTED"
-
-
-class SubscriberTooSlow(DroverError):
-    kind = Kind.RESOURCE_EXHAUSTED
-    reason = "SUBSCRIBER_TOO_SLOW"
-
-
-@dataclass(frozen=True)
-class SubscribeConfig:
-    buffer_revisions: int = tunable_default("state_subscribe_buffer")
-    replay_events: int = tunable_default("state_subscribe_replay_events")
-    #: Default seconds between heartbeats of a quiet stream, and the most a
-    #: client may ask for (``heartbeat_interval``); never less than ``min_heartbeat``.
-    heartbeat: float = tunable_default("state_subscribe_heartbeat")
-    min_heartbeat: float = 0.1
-    #: A replica that has not heard from etcd for this long (its readiness
-    #: check reads etcd every 2 s; else one consistent read proves contact)
-    #: ends its streams ETCD_UNAVAILABLE: a
-    #: heartbeat claims "nothing new up to this index", which a replica cut
-    #: from etcd cannot know, and a subscriber (the broker's feed, the
-    #: watcher's) would otherwise wait on it, learning nothing, until healed.
-    max_silence: float = 3.0
-    #: How often a quiet stream checks that silence.
-    silence_check: float = 1.0
-
-    def heartbeat_for(self, asked: float) -> float:
-        """The heartbeat interval of a stream whose client asked ``asked`` s (0: default)."""
-        if asked <= 0:
-            return self.heartbeat
-        return min(self.heartbeat, max(self.min_heartbeat, asked))
+from drover.state.errors import IndexCompacted, SubscriberTooSlow
 
 
 @dataclass(frozen=True)
@@ -220,8 +186,8 @@ class _Sub:
 
 
 class Hub:
-    def __init__(self, cache: Cache, config: SubscribeConfig = SubscribeConfig()) -> None:
-        self.cache, self.config = cache, config
+    def __init__(self, cache: Cache, config: SubscribeConfig | None = None) -> None:
+        self.cache, self.config = cache, config or SubscribeConfig()
         self._subs: set[_Sub] = set()
         self._ring: collections.deque[Change] = collections.deque()
         # Every change after ``_floor`` is in the ring.

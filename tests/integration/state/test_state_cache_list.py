@@ -7,7 +7,8 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
-from drover.state.cache import Cache, CacheConfig
+from drover.state.cache import Cache
+from drover.state.config import CacheConfig
 from drover.state.core import codec
 
 

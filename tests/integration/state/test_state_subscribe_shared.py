@@ -18,7 +18,7 @@ from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2
 from drover.coord.keys import Keyspace
 from drover.rpc.errors import error_info
-from drover.state.subscribe import SubscribeConfig
+from drover.state.config import SubscribeConfig
 
 Seen = list[tuple[int, str, int]]  # (index, key, event type) in arrival order
 

@@ -9,7 +9,7 @@ import pytest
 
 from drover.cli.serve import serve, settings_from_options
 from drover.config import ServeSettings
-from drover.state.app import configs as state_configs
+from drover.state.app import state_config
 
 
 def _settings(args: list[str]) -> ServeSettings:
@@ -20,7 +20,7 @@ def _settings(args: list[str]) -> ServeSettings:
 def test_the_flag_reaches_the_settings_and_the_state_cache() -> None:
     settings = _settings(["state", "--stop-timeout", "2.5"])
     assert settings.stop_timeout == 2.5
-    assert state_configs(settings)[0].stop_timeout == 2.5
+    assert state_config(settings).cache.stop_timeout == 2.5
 
 
 def test_the_env_twin_and_the_default(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,11 +18,8 @@ from drover.cli.serve import serve, settings_from_options
 from drover.config import TUNABLES, AclSettings, ServeSettings, tunables
 from drover.deployments.app import leader_config
 from drover.deployments.core.batcher import BatcherConfig
-from drover.state.app import configs as state_configs
-from drover.state.cache import CacheConfig
-from drover.state.core.liveness import LivenessConfig
-from drover.state.subscribe import SubscribeConfig
-from drover.state.writes import WriterConfig
+from drover.state.app import state_config
+from drover.state.config import CacheConfig, LivenessConfig, SubscribeConfig, WriterConfig
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -58,9 +55,10 @@ WHERE = {
 
 def _configs(settings: ServeSettings) -> dict[type, Any]:
     b, sh = broker_configs(settings)
-    c, sub, w, live = state_configs(settings)
+    s = state_config(settings)
     return {BrokerConfig: b, ShellConfig: sh, BatcherConfig: leader_config(settings).batcher,
-            CacheConfig: c, SubscribeConfig: sub, WriterConfig: w, LivenessConfig: live}
+            CacheConfig: s.cache, SubscribeConfig: s.subscribe, WriterConfig: s.writer,
+            LivenessConfig: s.liveness}
 
 
 def test_the_table_covers_every_wired_tunable() -> None:

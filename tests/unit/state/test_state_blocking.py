@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from drover.errors import InvalidArgument
-from drover.state.blocking import BlockingConfig, blocking_wait
+from drover.state.blocking import blocking_wait
+from drover.state.config import BlockingConfig
 
 
 def test_blocking_wait() -> None:

@@ -37,7 +37,8 @@ from drover.coord.keys import Keyspace
 from drover.coord.kv import Put, RangePage
 from drover.coord.memkv import MemoryKV
 from drover.state.app import StateService
-from drover.state.cache import Cache, CacheConfig, marker_put
+from drover.state.cache import Cache, marker_put
+from drover.state.config import CacheConfig
 from drover.state.core import codec
 
 # -- close ----------------------------------------------------------------------

@@ -13,7 +13,7 @@ from drover.api.types.v1 import query_pb2
 from drover.coord.errors import EtcdUnavailable
 from drover.errors import InvalidArgument
 from drover.paging import PageTokenCodec
-from drover.state.core.staleness import StaleReadBound
+from drover.state.errors import StaleReadBound
 from drover.state.reads import Reader
 
 

@@ -1,15 +1,13 @@
 """The servicer: every StateService RPC is a method of its own, by name (a
 missing one would answer UNIMPLEMENTED from the generated base class); each
-read is handed to the queries group's method generated from its row."""
+read is handed to the queries with its row of the table."""
 
 from __future__ import annotations
 
-import pytest
+import inspect
 
-from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.state import queries
-from drover.state.core import codec
-from drover.state.core.query_specs import QUERIES, Query, Scope, Verb
+from drover.api.state.v1 import state_pb2
+from drover.state.core.query_specs import BY_RPC, QUERIES
 from drover.state.servicer import StateServicer
 
 SERVICE = state_pb2.DESCRIPTOR.services_by_name["StateService"]
@@ -21,22 +19,10 @@ def test_the_servicer_names_every_rpc_of_the_service() -> None:
     assert [n for n in names if n not in vars(StateServicer)] == []
 
 
-@pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.rpc)
-def test_the_servicer_answers_each_row_with_its_generated_handler(query: Query) -> None:
-    method = getattr(queries.QueriesRpc, query.rpc)
-    assert method is not getattr(state_pb2_grpc.StateServiceServicer, query.rpc)
-    assert method.__qualname__ == f"QueriesRpc.{query.rpc}"
-    # The servicer names the RPC and hands it to the queries group.
-    owners = [c.__name__ for c in StateServicer.__mro__ if query.rpc in vars(c)]
-    assert owners == ["StateServicer", "StateServiceServicer"]
-
-
-def test_a_row_naming_no_rpc_is_refused_when_installed() -> None:
-    row = Query("GetUnicorn", Verb.GET, codec.JOBS, state_pb2.GetJobResponse, "job", Scope.ONE)
-
-    class Scratch:
-        pass
-
-    with pytest.raises(AssertionError, match="GetUnicorn"):
-        queries.install(Scratch, (row,))
-    assert not hasattr(Scratch, "GetUnicorn")
+def test_every_row_names_an_rpc_and_the_servicer_reads_it_with_its_row() -> None:
+    names = {m.name for m in SERVICE.methods}
+    assert {q.rpc for q in QUERIES} <= names
+    for query in QUERIES:
+        source = inspect.getsource(vars(StateServicer)[query.rpc])
+        assert f'BY_RPC["{query.rpc}"]' in source, query.rpc
+        assert BY_RPC[query.rpc] is query

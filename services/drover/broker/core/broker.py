@@ -30,7 +30,7 @@ nothing until it is resumed.
 
 Unblocking: the broker cannot see cluster capacity, so it never unblocks by
 itself: the state service stores a blocked evaluation as pending in the
-txn that changes capacity it fits (:mod:`drover.state.core.unblock`), and
+txn that changes capacity it fits (:mod:`drover.state.evaluations.core.unblock`), and
 the broker follows that write on its feed like any other (one path, and
 nothing a failover could lose). It keeps one blocked evaluation per job,
 the newest by ``max(create_index, snapshot_index)`` (Nomad's

@@ -4,8 +4,8 @@ the cache into a :class:`WritePlan` (compares + ops + the events it will
 produce + the response it answers with).
 
 No asyncio, no grpc, no etcd client (tests/unit/test_architecture.py holds
-it to that): the shell (:mod:`drover.state.transact`) reads the view,
-commits the plan through :class:`drover.state.writes.Writer` and, on a
+it to that): the shell (:mod:`drover.state.pipeline`) reads the view,
+commits the plan through :class:`drover.state.pipeline.Writer` and, on a
 conflict, syncs the cache and plans again. Planners are plain functions of
 ``(view, context, request data)``; the clock and id source come in the
 :class:`WriteContext`, so every plan is reproducible in a unit test.

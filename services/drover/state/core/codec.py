@@ -33,7 +33,7 @@ DEPLOYMENTS = "deployments"
 ALLOCATIONS = "allocations"
 NODES = "nodes"
 SCHEDULER_CONFIG = "scheduler_config"
-#: Per-node usage records (:mod:`drover.state.core.usage`): cached, never listed.
+#: Per-node usage records (:mod:`drover.state.allocations.core.usage`): cached, never listed.
 NODE_USAGE = "node_usage"
 #: The key segment of node liveness keys (:mod:`.liveness`): not an object
 #: kind, but the tables keep which nodes hold one (:attr:`.tables.Tables.live`).

@@ -31,43 +31,16 @@ in unit tests.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import scheduler_pb2
 from drover.state.core import codec
-from drover.state.core.job_snapshot import job_snapshot
+from drover.state.core.table_views import TablesView
 from drover.state.core.validate import ALL_NAMESPACES, check_name, namespace_arg
-
-
-class KeyView(Protocol):
-    @property
-    def create_index(self) -> int: ...
-
-    @property
-    def id(self) -> str: ...
-
-
-class BucketView(Protocol):
-    def iterate(self, after: Any, descending: bool) -> Iterator[KeyView]: ...
-
-
-class TableView(Protocol):
-    """What the hooks read of one kind's cache table."""
-
-    def decode(self, nsid: str) -> Any | None: ...
-
-    def mod(self, nsid: str) -> int: ...
-
-    def candidates(self, field: str | None, value: Any) -> BucketView: ...
-
-    def namespaces(self) -> list[str]: ...
-
-
-class TablesView(Protocol):
-    def __getitem__(self, kind: str) -> TableView: ...
+from drover.state.jobs.core.job_snapshot import job_snapshot
 
 
 class Verb(enum.Enum):

@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from drover.errors import Conflict
-from drover.state.core.view import Found, Replan, View
+from drover.state.core.view import Found, View
+from drover.state.errors import Replan
 
 _SERVER_SET = ("create_index", "modify_index", "create_time", "modify_time")
 

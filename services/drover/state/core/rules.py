@@ -33,9 +33,6 @@ from typing import Any
 from drover.api.types.v1 import evaluation_pb2
 from drover.coord.kv import MAX_TXN_OPS, objects_per_txn
 from drover.errors import (
-    AlreadyExists,
-    Conflict,
-    FailedPrecondition,
     FenceRequired,
     InvalidArgument,
     NotFound,
@@ -43,6 +40,14 @@ from drover.errors import (
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder
 from drover.state.core.view import Found, View, refuse, scheduler_config
+from drover.state.errors import (
+    BrokerNotPaused,
+    DeploymentChanged,
+    EvaluationChanged,
+    EvaluationExists,
+    EvaluationGone,
+    JobModifyIndexMismatch,
+)
 
 #: Objects one request may write at etcd's default ``--max-txn-ops`` (less
 #: the revision marker): the API's floor, which every cluster accepts. A
@@ -60,44 +65,6 @@ OUTCOMES = frozenset({
     evaluation_pb2.EVALUATION_STATUS_FAILED,
     evaluation_pb2.EVALUATION_STATUS_CANCELED,
 })
-
-
-class BrokerNotPaused(FailedPrecondition):
-    reason = "BROKER_NOT_PAUSED"
-
-
-class JobModifyIndexMismatch(FailedPrecondition):
-    reason = "JOB_MODIFY_INDEX_MISMATCH"
-
-
-class EvaluationGone(NotFound):
-    """An update names an evaluation that no longer exists (deleted)."""
-
-    reason = "EVALUATION_GONE"
-
-
-class EvaluationChanged(FailedPrecondition):
-    """An update's modify_index is not the evaluation's current one."""
-
-    reason = "EVALUATION_CHANGED"
-
-
-class EvaluationExists(AlreadyExists):
-    """A create names an evaluation id that exists already."""
-
-    reason = "EVALUATION_EXISTS"
-
-
-class DeploymentChanged(Conflict):
-    """The deployment's modify_index is not the one the caller based its update on."""
-
-    reason = "DEPLOYMENT_CHANGED"
-
-
-class PlanStale(FailedPrecondition):
-    """The state a plan was computed from has moved: re-read and plan again."""
-
-    reason = "PLAN_STALE"
 
 
 # -- request-level ------------------------------------------------------------

@@ -24,16 +24,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from drover.errors import InvalidArgument, Unavailable
+from drover.errors import InvalidArgument
+from drover.state.errors import StaleReadBound
 
-__all__ = ["Bound", "StaleReadBound", "Verdict", "bound_of", "decide", "refusal"]
-
-
-class StaleReadBound(Unavailable):
-    """A bounded stale read reached a replica out of touch with etcd for
-    longer than the bound (``metadata``: ``last_contact``, ``max_stale``)."""
-
-    reason = "STALE_READ_BOUND"
+__all__ = ["Bound", "Verdict", "bound_of", "decide", "refusal"]
 
 
 class Verdict(enum.Enum):

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, NoReturn, Protocol
 from drover.api.types.v1 import scheduler_pb2
 from drover.errors import DroverError
 from drover.state.core import codec
+from drover.state.errors import Replan
 from drover.worker.resources import Vec
 
 
@@ -58,15 +59,6 @@ class View(Protocol):
         """What the node's live allocations reserve together, and each of
         them (by ``"<ns>/<id>"``): :class:`~.node_rooms.NodeRooms`."""
         ...
-
-
-class Replan(Exception):
-    """A rule refused on a view that was not fresh: sync, then plan again.
-    ``cause`` is what the refusal will be if a fresh view agrees."""
-
-    def __init__(self, cause: DroverError) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
 
 
 def refuse(view: View, error: DroverError) -> NoReturn:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from types import SimpleNamespace
 
-from core_data import KEYS
+from state_core_data import KEYS
 
 from drover.api.types.v1 import allocation_pb2
 from drover.state.core import codec

@@ -4,7 +4,7 @@ object compared on the revision it was chosen at."""
 from __future__ import annotations
 
 import pytest
-from core_data import KEYS, key, view
+from state_core_data import KEYS, key, view
 
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.coord.kv import Compare, Delete

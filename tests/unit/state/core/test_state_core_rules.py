@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from core_data import KEYS, context, key, view
+from state_core_data import KEYS, context, key, view
 
 from drover.api.types.v1 import (
     allocation_pb2,
@@ -18,11 +18,6 @@ from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder
 from drover.state.core.rules import (
     MAX_OBJECT_OPS,
-    BrokerNotPaused,
-    DeploymentChanged,
-    EvaluationChanged,
-    EvaluationExists,
-    EvaluationGone,
     allocation_owners,
     broker_paused,
     cas_holds,
@@ -31,6 +26,13 @@ from drover.state.core.rules import (
     leader_fence,
     update_of_seen,
     within_cap,
+)
+from drover.state.errors import (
+    BrokerNotPaused,
+    DeploymentChanged,
+    EvaluationChanged,
+    EvaluationExists,
+    EvaluationGone,
 )
 
 EV = evaluation_pb2.Evaluation(id="e1", namespace="default", type="service",

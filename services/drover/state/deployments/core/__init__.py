@@ -1,0 +1,5 @@
+"""Pure planner of the deployments family (no asyncio, grpc or etcd).
+
+The clock, ids and randomness come in (the
+:class:`~drover.state.core.plan.WriteContext`), as for every core.
+"""
