@@ -115,6 +115,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from _timeline import Timeline, plot
 from aetcd import rpc as etcd_rpc
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
@@ -277,6 +278,23 @@ def _placed_and_running(stub: Any, count: int) -> tuple[int, int]:
             return placed, running
 
 
+def _progress(stub: Any, count: int) -> dict[str, int]:
+    """The timeline's counts: placed and running (:func:`_placed_and_running`)
+    and the new version's healthy allocations (its deployments' counts)."""
+    placed, running = _placed_and_running(stub, count)
+    updated = 0
+    token = ""
+    while True:
+        resp = stub.ListDeployments(state_pb2.ListDeploymentsRequest(
+            namespace="*", page_size=1000, page_token=token), timeout=60)
+        for d in resp.deployments:
+            if d.job_id.startswith("bench-") and d.job_version >= 1:
+                updated += sum(tg.healthy_allocs for tg in d.task_groups.values())
+        token = resp.next_page_token
+        if not token:
+            return {"placed": placed, "running": running, "updated": updated}
+
+
 def _wait_placed_and_running(stub: Any, args: argparse.Namespace,
                              since: float) -> tuple[float, float]:
     """Seconds from ``since`` (monotonic) until every allocation of the
@@ -435,6 +453,22 @@ async def _etcd_baseline(endpoint: str, alloc: allocation_pb2.Allocation, record
     }
 
 
+def _idle(pids: dict[str, int], workers: list[subprocess.Popen[bytes]],
+          sim: subprocess.Popen[bytes], etcd_metrics: str, seconds: float) -> dict[str, Any]:
+    """The idle cluster after the run: CPU of every process (% of one core)
+    and etcd writes per second (its revision: every txn is one) over
+    ``seconds`` with no work given."""
+    meter = _CpuMeter(pids, workers, sim)
+    rev0 = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_current_revision")
+    time.sleep(seconds)
+    rev1 = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_current_revision")
+    return {"seconds": seconds,
+            "cpu_pct_of_one_core": {n: round(100 * v / seconds, 1)
+                                    for n, v in meter.used().items()},
+            "etcd_writes_per_s": round((rev1 - rev0) / seconds, 2),
+            "target_cpu_pct": 5, "target_etcd_writes_per_s": 1}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     offset, lay = free_layout()
     log = tempfile.NamedTemporaryFile("w", prefix="scale-bench-", suffix=".log", delete=False)
@@ -453,9 +487,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         channel = grpc.insecure_channel(lay.address("proxy"))
         stub = state_pb2_grpc.StateServiceStub(channel)
         while True:
-            try:
-                if len(stub.ListNodes(state_pb2.ListNodesRequest(page_size=args.nodes),
-                                      timeout=30).nodes) >= args.nodes:
+            try:  # page by page: no page holds every node of a large cluster
+                if len(_list_nodes(stub)) >= args.nodes:
                     break
             except grpc.RpcError:
                 pass  # the suite is still coming up
@@ -472,6 +505,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         etcd_metrics = f"http://{lay.host}:{lay.etcd_metrics}/metrics"
         state_metrics = f"http://{lay.host}:{lay.metrics_port('state')}/metrics"
         warm_up_s = None if args.no_warm_up else round(_warm_up(stub, args), 2)
+        procs = {**pids, "sim": children[0].pid,
+                 **{f"worker-{i}": w.pid for i, w in enumerate(workers)}}
+        timeline = Timeline(stub, lambda: procs, lambda: _progress(stub, args.count),
+                            etcd_metrics, period=args.sample_every).start()
         first_cpu = _CpuMeter(pids, workers, children[0])
         first_methods = _by_method(state_metrics)
         t_register = time.monotonic()
@@ -487,6 +524,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         calls_before = _metric_sum(state_metrics, r"rpc_server_call_duration.*_count")
         methods_before = _by_method(state_metrics)
         second_cpu = _CpuMeter(pids, workers, children[0])
+        timeline.mark("update")
         t0 = time.monotonic()
         deps = _register(stub, args, "v1")
         _wait_deployed(stub, deps, args.timeout, since=t0)
@@ -495,6 +533,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         methods = _methods_since(state_metrics, methods_before)
         watchers_after = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_watcher_total")
         cpu = second_cpu.used()
+        timeline.mark("idle")
+        idle = _idle(pids, workers, children[0], etcd_metrics, args.idle_after)
+        timeline.stop()
         # After the drover phases, so its load disturbs neither of them.
         baseline = asyncio.run(_etcd_baseline(
             f"{lay.host}:{lay.etcd_client}", _real_allocation(stub), placements,
@@ -524,6 +565,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "etcd_watchers_before": watchers_before, "etcd_watchers_after": watchers_after,
             "nomad_c1m_placements_per_s": 3333,
             "etcd_baseline": baseline,
+            "idle_after": idle,
+            "timeline": timeline.summary(),
+            # what each process grew by at its peak, per allocation it may
+            # hold: both versions' (the old ones stopped, kept until GC)
+            "rss_bytes_per_alloc": timeline.rss_per_alloc(2 * placements),
+            "samples": timeline.samples,
         }
     finally:
         for c in children:
@@ -774,7 +821,7 @@ LIVENESS_TARGETS = (
 
 def _print_table(out: dict[str, Any]) -> None:
     for k, v in out.items():
-        if not k.startswith("target_"):
+        if not k.startswith("target_") and k != "samples":  # samples: --json, --plot
             print(f"{k:>28}: {v}")
     if out.get("mode") == "liveness":  # each measure with its target
         rows = [(k, out[k], out[t], "<=" if at_most else "==")
@@ -788,6 +835,21 @@ def _print_table(out: dict[str, Any]) -> None:
         print("targets (issue 31; etcd writes and state CPU: at 10,000 nodes):")
         for k, v, target, op in rows:
             ok = v is not None and (v <= target if op == "<=" else v == target)
+            print(f"{k:>28}: {v}  (target {op} {target}: {'ok' if ok else 'MISSED'})")
+    if out.get("placements"):  # the C1M targets (issue 42), at any shape
+        idle = out["idle_after"]
+        c1m: list[tuple[str, Any, str, float]] = [
+            ("first placed /s", out["first_placed_per_s"], ">=", 3333),
+                ("update placements /s", out["placements_per_s"], ">=",
+                 round(out["placements"] / 900, 1)),
+                ("max RSS B/alloc", max(out["rss_bytes_per_alloc"].values(), default=0),
+                 "<=", 2048),
+                ("idle max CPU %", max(idle["cpu_pct_of_one_core"].values(), default=0),
+                 "<=", 5),
+                ("idle etcd writes/s", idle["etcd_writes_per_s"], "<=", 1)]
+        print("targets (issue 42, C1M's rates at this shape):")
+        for k, v, op, target in c1m:
+            ok = v >= target if op == ">=" else v <= target
             print(f"{k:>28}: {v}  (target {op} {target}: {'ok' if ok else 'MISSED'})")
     base = out.get("etcd_baseline")
     if base:  # what drover places per second against what etcd writes
@@ -817,6 +879,16 @@ def main() -> None:
                    help="start the first phase as the worker starts (as before session 10): "
                         "its start-up then counts as time to place")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--c1m", action="store_true",
+                   help="Nomad's C1M: 5,000 nodes, 1,000 jobs x 1,000 allocations "
+                        "(overrides --nodes, --jobs and --count)")
+    p.add_argument("--sample-every", type=float, default=2.0,
+                   help="seconds between timeline samples (placed, running, RSS, etcd DB "
+                        "size, first-page latencies)")
+    p.add_argument("--idle-after", type=float, default=30.0,
+                   help="seconds the idle cluster is measured after the run")
+    p.add_argument("--plot", type=Path, default=None,
+                   help="write placed/running over time to this PNG (needs matplotlib)")
     p.add_argument("--liveness", action="store_true",
                    help="measure idle nodes' liveness cost instead (no jobs)")
     p.add_argument("--idle", type=float, default=60.0,
@@ -830,7 +902,13 @@ def main() -> None:
                    help="--liveness: seconds watched for nodes marked down after the new "
                         "broker leader serves (default: min TTL + grace + 10, at least 30)")
     args = p.parse_args()
+    if args.c1m:
+        args.nodes, args.jobs, args.count = 5000, 1000, 1000
     out = liveness(args) if args.liveness else run(args)
+    if args.plot is not None and not args.liveness:
+        label = f"{args.jobs} jobs x {args.count} on {args.nodes} nodes"
+        if not plot({label: out["samples"]}, args.plot):
+            print("scale_bench: matplotlib is not installed; no plot", file=sys.stderr)
     if args.json:
         print(json.dumps(out, indent=2))
         return

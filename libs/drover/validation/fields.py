@@ -133,10 +133,13 @@ class _Bad(Exception):
     """A value no handler could use; the path is assembled while unwinding,
     so a request that passes (nearly all) never builds a path string."""
 
-    def __init__(self, what: str, path: str = "") -> None:
+    def __init__(self, what: str, path: str = "", max_entries: int = 0) -> None:
         super().__init__(what)
         self.what = what
         self.segments: list[str] = [path] if path else []
+        #: For a collection over its cap: the cap, told in the refusal's
+        #: metadata (``max_entries``) so a client splits its next request.
+        self.max_entries = max_entries
 
 
 Check = Callable[[Any, int], None]  # (value, depth) -> None, or raises _Bad
@@ -228,7 +231,8 @@ def _field_check(fd: FieldDescriptor, limits: Limits) -> Check:
 
     def each(value: Any, depth: int) -> None:
         if len(value) > cap:
-            raise _Bad(f"has {len(value)} entries; at most {cap}")
+            raise _Bad(f"has {len(value)} entries; at most {cap} (split the request)",
+                       max_entries=cap)
         for i, item in enumerate(value):
             try:
                 one(item, depth)
@@ -257,7 +261,8 @@ def _map_check(entry: Descriptor, limits: Limits) -> Check:
 
     def check(value: Any, depth: int) -> None:
         if len(value) > limits.max_map_entries:
-            raise _Bad(f"has {len(value)} entries; at most {limits.max_map_entries}")
+            raise _Bad(f"has {len(value)} entries; at most {limits.max_map_entries} (split "
+                       "the request)", max_entries=limits.max_map_entries)
         for key, item in value.items():
             if isinstance(key, str) and len(key) > limits.max_map_key:
                 raise _Bad(f"has a key {len(key)} characters long; at most "
@@ -351,7 +356,10 @@ def _walk(request: Message, limits: Limits) -> None:
         _run(_plan(descriptor, limits), request, 0, limits)
     except _Bad as bad:
         path = "".join(reversed(bad.segments)).lstrip(".")
-        raise _invalid(path or "request", bad.what) from None
+        err = _invalid(path or "request", bad.what)
+        if bad.max_entries:
+            err.metadata["max_entries"] = str(bad.max_entries)
+        raise err from None
 
 
 def check_request(request: Any, limits: Limits = DEFAULT_LIMITS) -> None:

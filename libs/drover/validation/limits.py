@@ -34,8 +34,11 @@ class Limits:
     max_map_key: int = 256
     max_map_value: int = 16 * 1024
     max_bytes: int = 64 * 1024
+    # Entries of one repeated or map field: the same cap for both, as a
+    # plan's maps (the nodes and allocations it touches) grow with its
+    # lists. A refusal names it (``max_entries``) for the client to split to.
     max_repeated: int = 1024
-    max_map_entries: int = 256
+    max_map_entries: int = 1024
     max_depth: int = 16
 
 

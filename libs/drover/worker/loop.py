@@ -55,7 +55,15 @@ from drover.rpc.remote import from_rpc_error, remote_status
 
 from .attempts import DESCRIPTION, TRIGGER, Attempts, attempt_limit
 from .blocked import blocked_need
-from .plan_size import plan_objects, refused_cap
+from .job_allocs import JobAllocCache, JobReads
+from .plan_size import (
+    DEFAULT_PLAN_ENTRIES,
+    entries_cap,
+    job_alloc_set,
+    plan_cap,
+    plan_objects,
+    refused_cap,
+)
 from .planner import Plan, Snapshot, compute_plan
 from .view import ClusterView
 
@@ -118,6 +126,10 @@ class Worker:
         self._rng = random.Random(config.seed)
         #: What one plan may write; lowered when a state replica says less.
         self.max_plan_objects = plan_objects(config.max_txn_ops)
+        #: Entries of one field of a request (a refusal may lower it).
+        self.max_plan_entries = DEFAULT_PLAN_ENTRIES
+        #: The allocations of the jobs planned lately, for delta reads.
+        self.job_allocs = JobAllocCache()
 
     async def run(self) -> None:
         """The view, and ``num_schedulers`` scheduling loops over it."""
@@ -150,7 +162,7 @@ class Worker:
         deliveries = [(resp.evaluation, resp.token, resp.wait_index)]
         deliveries += [(d.evaluation, d.token, d.wait_index) for d in resp.additional]
         acks = []
-        ahead: asyncio.Future[state_pb2.JobSnapshot] | None = None
+        ahead: asyncio.Future[JobReads] | None = None
         try:
             for i, (ev, token, wait_index) in enumerate(deliveries):
                 reads = ahead or asyncio.ensure_future(self.read_job(ev))
@@ -171,7 +183,7 @@ class Worker:
         return len(deliveries)
 
     async def _process_one(self, ev: evaluation_pb2.Evaluation, wait_index: int, token: str,
-                           reads: asyncio.Future[state_pb2.JobSnapshot],
+                           reads: asyncio.Future[JobReads],
                            ) -> list[broker_pb2.AckRequest]:
         """One delivery processed: its ack, or none (nacked, or no longer ours)."""
         self.stats.evaluations += 1
@@ -196,7 +208,7 @@ class Worker:
                                       follow_ups=follow_ups)]
 
     async def process(self, ev: evaluation_pb2.Evaluation, wait_index: int,
-                      token: str = "", reads: asyncio.Future[state_pb2.JobSnapshot] | None = None,
+                      token: str = "", reads: asyncio.Future[JobReads] | None = None,
                       ) -> list[evaluation_pb2.Evaluation]:
         """Plan and submit until accepted; the follow-up evaluations to ack with.
         ``reads``: the job's reads, already under way; later rounds read again."""
@@ -211,7 +223,7 @@ class Worker:
             else:
                 snap = await self.snapshot(ev)
             plan = compute_plan(snap, rng=self._rng, new_id=lambda: str(uuid.uuid4()),
-                                max_ops=self.max_plan_objects)
+                                max_ops=plan_cap(self.max_plan_objects, self.max_plan_entries))
             if plan.empty:
                 return self._follow_ups_with_needs(ev, snap, plan, index)
             try:
@@ -225,6 +237,13 @@ class Worker:
                     log.warning("the state service takes plans of at most %d objects (%d "
                                 "asked); planning to that", cap, self.max_plan_objects)
                     self.max_plan_objects = cap
+                    continue
+                entries = entries_cap(refused)
+                if entries is not None and entries < self.max_plan_entries:
+                    log.warning("the state service takes at most %d entries per field of a "
+                                "request (%s refused); planning to that", entries,
+                                refused.metadata.get("field", "?"))
+                    self.max_plan_entries = entries
                     continue
                 # BROKER_UNREACHABLE: nothing was written; the broker may be
                 # failing over, so try again shortly, as for a stale plan.
@@ -263,24 +282,38 @@ class Worker:
         """The evaluation's job reads (:meth:`read_job`) and the view's nodes."""
         return self._snapshot(ev, await self.read_job(ev))
 
-    async def read_job(self, ev: evaluation_pb2.Evaluation) -> state_pb2.JobSnapshot:
+    async def read_job(self, ev: evaluation_pb2.Evaluation) -> JobReads:
         """The evaluation's job, its versions, deployment and allocations: one
-        GetJobSnapshot (all at one revision), its allocations listed page by
-        page only for a job with more than one answer holds."""
-        got = (await self.state.GetJobSnapshot(state_pb2.GetJobSnapshotRequest(
-            namespace=ev.namespace or "default", id=ev.job_id), timeout=30)).snapshot
+        GetJobSnapshot (all at one revision). A job planned lately is read
+        as a delta over the allocations kept from then (:mod:`.job_allocs`);
+        a job with more allocations than one answer holds is listed page by
+        page."""
+        ns = ev.namespace or "default"
+        since = self.job_allocs.since(ns, ev.job_id)
+        resp = await self.state.GetJobSnapshot(state_pb2.GetJobSnapshotRequest(
+            namespace=ns, id=ev.job_id, allocations_modified_after=since), timeout=30)
+        if since:
+            merged = self.job_allocs.merge(ns, ev.job_id, resp.snapshot)
+            if merged is not None:
+                self.job_allocs.keep(ns, ev.job_id, resp.meta.index, merged)
+                return JobReads(resp.snapshot, merged)
+            resp = await self.state.GetJobSnapshot(state_pb2.GetJobSnapshotRequest(
+                namespace=ns, id=ev.job_id), timeout=30)
+        got = resp.snapshot
+        allocs = list(got.allocations)
         if not got.allocations_complete:
-            got.allocations.extend(await self._allocs(ev.namespace or "default", ev.job_id))
-            got.allocations_complete = True
-        return got
+            allocs += await self._allocs(ns, ev.job_id)
+        self.job_allocs.keep(ns, ev.job_id, resp.meta.index, allocs)
+        return JobReads(got, allocs)
 
-    def _snapshot(self, ev: evaluation_pb2.Evaluation, got: state_pb2.JobSnapshot) -> Snapshot:
+    def _snapshot(self, ev: evaluation_pb2.Evaluation, reads: JobReads) -> Snapshot:
         """The job's reads and the view's nodes and usage as they are now."""
+        got = reads.snapshot
         return Snapshot(ev.namespace or "default", ev.job_id,
                         got.job if got.HasField("job") else None,
                         {v.version: v for v in got.versions},
                         got.deployment if got.HasField("deployment") else None,
-                        list(got.allocations), list(self.view.nodes.values()),
+                        reads.allocs, list(self.view.nodes.values()),
                         dict(self.view.used), eval_id=ev.id, now=time.time())
 
     async def _allocs(self, ns: str, job_id: str) -> list[allocation_pb2.Allocation]:
@@ -307,7 +340,8 @@ class Worker:
             resp = await self.state.SubmitPlan(state_pb2.SubmitPlanRequest(
                 eval_id=ev.id, namespace=snap.namespace, job_id=snap.job_id,
                 job_index=snap.job.modify_index if snap.job is not None else 0,
-                alloc_indexes={a.id: a.modify_index for a in snap.allocs},
+                alloc_indexes={a.id: a.modify_index for a in plan.updates},
+                job_allocs=job_alloc_set(snap.allocs),
                 node_indexes={n: nodes[n] for n in plan.node_ids()},
                 placements=plan.placements, updates=plan.updates,
                 evaluations=plan.evaluations, eval_token=token), timeout=30)

@@ -7,6 +7,16 @@ status and summary (:data:`FOLLOWING_WRITES`). A plan over the state
 replica's cap is refused before anything is written (INVALID_ARGUMENT,
 ErrorInfo metadata ``max_objects``).
 
+A plan is also one request, and every map or repeated field of a request
+holds at most :data:`~drover.validation.limits.Limits.max_repeated` entries
+(the validation's one home of the cap; INVALID_ARGUMENT with ErrorInfo
+``max_entries`` above it). A plan's entries -- its placements, its updates,
+the nodes it places on (``node_indexes``) and the allocations it updates
+(``alloc_indexes``; the rest of the job's set travels as ``job_allocs``,
+two numbers) -- are each at most its writes, so a plan capped at
+``min(writes, entries)`` fits both, whatever the job's or the cluster's
+size (:func:`plan_cap`).
+
 The worker is told the cluster's ``--max-txn-ops`` as the services are
 (``drover worker --max-txn-ops``; `drover dev` passes the 1,024 its etcd
 runs with, etcd's default is 128): larger plans mean fewer plans, and each
@@ -17,11 +27,20 @@ plans to that from then on (:func:`refused_cap`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import allocation_pb2
 from drover.coord.kv import MAX_TXN_OPS, objects_per_txn
 from drover.errors import DroverError, Kind
+from drover.validation.limits import DEFAULT_LIMITS
 
-__all__ = ["DEFAULT_PLAN_OBJECTS", "FOLLOWING_WRITES", "plan_objects", "refused_cap",
-           "written_cap"]
+__all__ = ["DEFAULT_PLAN_ENTRIES", "DEFAULT_PLAN_OBJECTS", "FOLLOWING_WRITES", "entries_cap",
+           "job_alloc_set", "plan_cap", "plan_objects", "refused_cap", "written_cap"]
+
+#: Entries of one map or repeated field of a request, until a refusal
+#: names a smaller cap.
+DEFAULT_PLAN_ENTRIES = min(DEFAULT_LIMITS.max_repeated, DEFAULT_LIMITS.max_map_entries)
 
 #: Written by the state service with every plan besides the plan's own
 #: objects: the job's status and its summary.
@@ -54,3 +73,31 @@ def refused_cap(err: DroverError) -> int | None:
     less :data:`FOLLOWING_WRITES`), or None when ``err`` is another refusal."""
     cap = written_cap(err)
     return None if cap is None else max(1, cap - FOLLOWING_WRITES)
+
+
+def entries_cap(err: DroverError) -> int | None:
+    """The entries one field of a request may hold, as a refusal for a
+    collection's size names them (``max_entries``), or None."""
+    if err.kind is not Kind.INVALID_ARGUMENT:
+        return None
+    try:
+        return max(1, int(err.metadata.get("max_entries", "")))
+    except ValueError:
+        return None
+
+
+def plan_cap(objects: int, entries: int) -> int:
+    """The most writes a plan may hold: within the txn (``objects``, usage
+    records counted) and, as each of its collections is at most its
+    writes, within a request's ``entries``."""
+    return max(1, min(objects, entries))
+
+
+def job_alloc_set(allocs: Iterable[allocation_pb2.Allocation]) -> state_pb2.JobAllocSet:
+    """The job's allocations as read, for SubmitPlan's ``job_allocs``: how
+    many, and the highest create index (module doc)."""
+    count, newest = 0, 0
+    for a in allocs:
+        count += 1
+        newest = max(newest, a.create_index)
+    return state_pb2.JobAllocSet(count=count, max_create_index=newest)

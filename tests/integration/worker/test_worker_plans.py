@@ -113,7 +113,7 @@ async def test_reads_taken_ahead_that_went_stale_are_read_again(
     worker = Worker(state, WorkerConfig(seed=1))
     async with _viewing(worker):
         ahead = asyncio.ensure_future(worker.read_job(ev))
-        assert not (await ahead).allocations
+        assert not (await ahead).allocs
         await stub.UpsertAllocations(
             state_pb2.UpsertAllocationsRequest(allocations=[_intruder()]))
         follow_ups = await asyncio.wait_for(worker.process(ev, ev.modify_index, reads=ahead), 20)
@@ -140,15 +140,16 @@ async def test_nothing_fits_acks_with_a_blocked_evaluation(state: grpc.aio.Chann
     assert worker.stats.plans == 0  # nothing to write
 
 
-async def _place_big_job(stub: Any, state: grpc.aio.Channel,
-                         config: WorkerConfig) -> tuple[Worker, list[Any]]:
-    """A job of 150 allocations over 100 nodes (more than one plan's txn
-    holds) planned by ``worker.process`` for one delivery."""
-    for i in range(100):
+async def _place_big_job(stub: Any, state: grpc.aio.Channel, config: WorkerConfig,
+                         nodes: int = 100, count: int = 150,
+                         cpu: int = 10) -> tuple[Worker, list[Any]]:
+    """A job of ``count`` allocations over ``nodes`` nodes (more than one
+    plan's txn holds) planned by ``worker.process`` for one delivery."""
+    for i in range(nodes):
         await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node(f"n{i}")))
     job = job_pb2.Job(id="big", datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(
-        name="g", count=150, tasks=[job_pb2.Task(
-            name="t", driver="sim", resources=job_pb2.Resources(cpu=10, memory_mb=10))])])
+        name="g", count=count, tasks=[job_pb2.Task(
+            name="t", driver="sim", resources=job_pb2.Resources(cpu=cpu, memory_mb=10))])])
     reg = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
     ev = (await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id=reg.eval_id))).evaluation
     worker = Worker(state, config)
@@ -209,3 +210,47 @@ async def test_a_submitted_plan_holds_its_room_in_the_view_until_refused(
     assert [r.reason for r in resp.refused] == ["node is not ready for placements"]
     assert held[0] is not None and held[0].cpu == 2 * plan.placements[0].resources.cpu
     assert worker.view.used["n1"].cpu == 0  # taken back: nothing was committed
+
+
+async def _all_allocs(stub: Any) -> list[allocation_pb2.Allocation]:
+    out: list[allocation_pb2.Allocation] = []
+    token = ""
+    while True:
+        got = await stub.ListAllocations(state_pb2.ListAllocationsRequest(
+            namespace="default", page_size=500, page_token=token))
+        out.extend(got.allocations)
+        token = got.next_page_token
+        if not token:
+            return out
+
+
+async def test_a_job_larger_than_every_cap_places_and_updates_whole(
+        state: grpc.aio.Channel) -> None:
+    """1,000 allocations over 600 nodes: each plan is held to the txn (125
+    objects here) and the job's allocation set, far past a request's entries,
+    travels as ``job_allocs``; no plan is refused for its size, and the new
+    version's destructive update (a stop and a placement each) goes the
+    same way."""
+    stub = state_pb2_grpc.StateServiceStub(state)
+    config = WorkerConfig(seed=1, plan_rounds=1000)
+    # two to a node at most: the job spreads over more than 256 nodes
+    worker, follow_ups = await _place_big_job(stub, state, config, nodes=600, count=1000,
+                                              cpu=400)
+    assert not follow_ups and worker.stats.placed == 1000 and worker.stats.nacked == 0
+    assert worker.stats.plans >= 1000 // worker.max_plan_objects
+    allocs = await _all_allocs(stub)
+    assert len({a.name for a in allocs}) == 1000 and len({a.node_id for a in allocs}) > 256
+    job = (await stub.GetJob(state_pb2.GetJobRequest(namespace="default", id="big"))).job
+    job.task_groups[0].tasks[0].config["v"] = "2"
+    job.task_groups[0].update.max_parallel = 1000  # all at once
+    reg = await stub.RegisterJob(state_pb2.RegisterJobRequest(job=job))
+    ev = (await stub.GetEvaluation(state_pb2.GetEvaluationRequest(id=reg.eval_id))).evaluation
+    async with _viewing(worker):
+        follow_ups = await asyncio.wait_for(worker.process(ev, ev.modify_index), 120)
+    assert not follow_ups
+    # each round after the first read only what changed (a delta read)
+    assert worker.job_allocs.hits >= 1
+    allocs = await _all_allocs(stub)
+    live = [a for a in allocs if a.desired_status == allocation_pb2.ALLOC_DESIRED_STATUS_RUN]
+    versions = sorted(a.job_version for a in live)
+    assert (len(live), versions[0], versions[-1]) == (1000, job.version + 1, job.version + 1)

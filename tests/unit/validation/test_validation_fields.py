@@ -79,9 +79,15 @@ def test_ids_and_strings_are_capped_and_never_echoed_whole() -> None:
 
 
 def test_repeated_and_map_caps() -> None:
-    assert refused(state_pb2.SubscribeRequest(keys=["k"] * 2000)).metadata["field"] == "keys"
-    job = job_pb2.Job(id="j", meta={str(i): "v" for i in range(300)})
-    assert refused(state_pb2.RegisterJobRequest(job=job)).metadata["field"] == "job.meta"
+    err = refused(state_pb2.SubscribeRequest(keys=["k"] * 2000))
+    assert (err.metadata["field"], err.metadata["max_entries"]) == ("keys", "1024")
+    job = job_pb2.Job(id="j", meta={str(i): "v" for i in range(1100)})
+    err = refused(state_pb2.RegisterJobRequest(job=job))
+    assert (err.metadata["field"], err.metadata["max_entries"]) == ("job.meta", "1024")
+    # A plan's maps take as many entries as its lists (a worker splits to it).
+    check_request(state_pb2.SubmitPlanRequest(node_indexes={f"n{i}": 1 for i in range(1024)}))
+    err = refused(state_pb2.SubmitPlanRequest(node_indexes={f"n{i}": 1 for i in range(1025)}))
+    assert (err.metadata["field"], err.metadata["max_entries"]) == ("node_indexes", "1024")
     job = job_pb2.Job(id="j", meta={"k": "v" * 20_000})
     assert refused(state_pb2.RegisterJobRequest(job=job)).metadata["field"] == "job.meta['k']"
 

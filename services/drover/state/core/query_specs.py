@@ -125,7 +125,8 @@ def find_snapshot(tables: TablesView, query: Query, lookup: Lookup) -> Any:
     job is an answer too."""
     assert lookup.namespace is not None
     return job_snapshot(tables, lookup.namespace, lookup.id,
-                        versions_of(tables, lookup.namespace, lookup.id))
+                        versions_of(tables, lookup.namespace, lookup.id),
+                        modified_after=lookup.request.allocations_modified_after)
 
 
 def scheduler_config(tables: TablesView, query: Query, lookup: Lookup) -> Any:

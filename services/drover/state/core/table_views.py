@@ -10,6 +10,9 @@ from typing import Any, Protocol
 
 class KeyView(Protocol):
     @property
+    def create_index(self) -> int: ...
+
+    @property
     def id(self) -> str: ...
 
 
@@ -21,6 +24,8 @@ class TableView(Protocol):
     """What the hooks read of one kind's cache table."""
 
     def decode(self, nsid: str) -> Any | None: ...
+
+    def mod(self, nsid: str) -> int: ...
 
     def candidates(self, field: str | None, value: Any) -> BucketView: ...
 

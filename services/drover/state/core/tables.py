@@ -207,6 +207,11 @@ class Table:
         e = self.rows.by_id(nsid)
         return None if e is None else self._decode(e)
 
+    def mod(self, nsid: str) -> int:
+        """The object's mod revision, 0 when absent (no decode)."""
+        e = self.rows.by_id(nsid)
+        return 0 if e is None else int(e[1])
+
     def decode_entry(self, e: Entry) -> Any:
         return self._decode(e)
 

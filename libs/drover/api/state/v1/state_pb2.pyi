@@ -150,28 +150,32 @@ class ListJobVersionsResponse(_message.Message):
     def __init__(self, versions: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., meta: _Optional[_Union[_query_pb2.QueryMeta, _Mapping]] = ...) -> None: ...
 
 class GetJobSnapshotRequest(_message.Message):
-    __slots__ = ("namespace", "id", "query")
+    __slots__ = ("namespace", "id", "query", "allocations_modified_after")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATIONS_MODIFIED_AFTER_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     id: str
     query: _query_pb2.QueryOptions
-    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ...) -> None: ...
+    allocations_modified_after: int
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., query: _Optional[_Union[_query_pb2.QueryOptions, _Mapping]] = ..., allocations_modified_after: _Optional[int] = ...) -> None: ...
 
 class JobSnapshot(_message.Message):
-    __slots__ = ("job", "versions", "deployment", "allocations", "allocations_complete")
+    __slots__ = ("job", "versions", "deployment", "allocations", "allocations_complete", "alloc_set")
     JOB_FIELD_NUMBER: _ClassVar[int]
     VERSIONS_FIELD_NUMBER: _ClassVar[int]
     DEPLOYMENT_FIELD_NUMBER: _ClassVar[int]
     ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
     ALLOCATIONS_COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    ALLOC_SET_FIELD_NUMBER: _ClassVar[int]
     job: _job_pb2.Job
     versions: _containers.RepeatedCompositeFieldContainer[_job_pb2.Job]
     deployment: _deployment_pb2.Deployment
     allocations: _containers.RepeatedCompositeFieldContainer[_allocation_pb2.Allocation]
     allocations_complete: bool
-    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., versions: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., deployment: _Optional[_Union[_deployment_pb2.Deployment, _Mapping]] = ..., allocations: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., allocations_complete: _Optional[bool] = ...) -> None: ...
+    alloc_set: JobAllocSet
+    def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., versions: _Optional[_Iterable[_Union[_job_pb2.Job, _Mapping]]] = ..., deployment: _Optional[_Union[_deployment_pb2.Deployment, _Mapping]] = ..., allocations: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., allocations_complete: _Optional[bool] = ..., alloc_set: _Optional[_Union[JobAllocSet, _Mapping]] = ...) -> None: ...
 
 class GetJobSnapshotResponse(_message.Message):
     __slots__ = ("snapshot", "meta")
@@ -688,7 +692,7 @@ class GarbageCollectResponse(_message.Message):
     def __init__(self, examined: _Optional[int] = ..., evaluations: _Optional[int] = ..., allocations: _Optional[int] = ..., deployments: _Optional[int] = ..., jobs: _Optional[int] = ..., job_versions: _Optional[int] = ..., nodes: _Optional[int] = ..., done: _Optional[bool] = ..., after_index: _Optional[int] = ..., after_key: _Optional[str] = ..., txns: _Optional[int] = ..., largest_txn: _Optional[int] = ..., index: _Optional[int] = ...) -> None: ...
 
 class SubmitPlanRequest(_message.Message):
-    __slots__ = ("eval_id", "namespace", "job_id", "job_index", "alloc_indexes", "node_indexes", "placements", "updates", "evaluations", "eval_token")
+    __slots__ = ("eval_id", "namespace", "job_id", "job_index", "alloc_indexes", "job_allocs", "node_indexes", "placements", "updates", "evaluations", "eval_token")
     class AllocIndexesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -708,6 +712,7 @@ class SubmitPlanRequest(_message.Message):
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_INDEX_FIELD_NUMBER: _ClassVar[int]
     ALLOC_INDEXES_FIELD_NUMBER: _ClassVar[int]
+    JOB_ALLOCS_FIELD_NUMBER: _ClassVar[int]
     NODE_INDEXES_FIELD_NUMBER: _ClassVar[int]
     PLACEMENTS_FIELD_NUMBER: _ClassVar[int]
     UPDATES_FIELD_NUMBER: _ClassVar[int]
@@ -718,12 +723,21 @@ class SubmitPlanRequest(_message.Message):
     job_id: str
     job_index: int
     alloc_indexes: _containers.ScalarMap[str, int]
+    job_allocs: JobAllocSet
     node_indexes: _containers.ScalarMap[str, int]
     placements: _containers.RepeatedCompositeFieldContainer[_allocation_pb2.Allocation]
     updates: _containers.RepeatedCompositeFieldContainer[_allocation_pb2.Allocation]
     evaluations: _containers.RepeatedCompositeFieldContainer[_evaluation_pb2.Evaluation]
     eval_token: str
-    def __init__(self, eval_id: _Optional[str] = ..., namespace: _Optional[str] = ..., job_id: _Optional[str] = ..., job_index: _Optional[int] = ..., alloc_indexes: _Optional[_Mapping[str, int]] = ..., node_indexes: _Optional[_Mapping[str, int]] = ..., placements: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., updates: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., evaluations: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ..., eval_token: _Optional[str] = ...) -> None: ...
+    def __init__(self, eval_id: _Optional[str] = ..., namespace: _Optional[str] = ..., job_id: _Optional[str] = ..., job_index: _Optional[int] = ..., alloc_indexes: _Optional[_Mapping[str, int]] = ..., job_allocs: _Optional[_Union[JobAllocSet, _Mapping]] = ..., node_indexes: _Optional[_Mapping[str, int]] = ..., placements: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., updates: _Optional[_Iterable[_Union[_allocation_pb2.Allocation, _Mapping]]] = ..., evaluations: _Optional[_Iterable[_Union[_evaluation_pb2.Evaluation, _Mapping]]] = ..., eval_token: _Optional[str] = ...) -> None: ...
+
+class JobAllocSet(_message.Message):
+    __slots__ = ("count", "max_create_index")
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    MAX_CREATE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    max_create_index: int
+    def __init__(self, count: _Optional[int] = ..., max_create_index: _Optional[int] = ...) -> None: ...
 
 class SubmitPlanResponse(_message.Message):
     __slots__ = ("index", "placed", "updated", "unblocked", "refused", "refresh_index")

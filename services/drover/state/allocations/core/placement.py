@@ -54,6 +54,21 @@ from drover.worker.resources import Vec, is_live
 _BLOCKED = evaluation_pb2.EVALUATION_STATUS_BLOCKED
 
 
+def same_set(view: View, ns: str, current: dict[str, int], last: str, request: Any) -> bool:
+    """The job's allocations (``current``; ``last`` the newest) are the set
+    the plan was read on. With ``job_allocs`` the set is named by its count
+    and highest create index (an allocation created since is newer than
+    everything read; one deleted since lowers the count), and
+    ``alloc_indexes`` need only hold the allocations the plan updates;
+    without it, ``alloc_indexes`` is the whole set."""
+    if not request.HasField("job_allocs"):
+        return set(current) == set(request.alloc_indexes)
+    newest = view.get(codec.ALLOCATIONS, ns, last) if last else None
+    return (len(current) == request.job_allocs.count
+            and (newest.create if newest is not None else 0)
+            == request.job_allocs.max_create_index)
+
+
 def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
                 placements: Sequence[Any], updates: Sequence[Any],
                 evs: Sequence[Any], delivery: tuple[bytes, int] | None = None) -> WritePlan:
@@ -78,15 +93,17 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
         refuse(view, InvalidArgument(f"job {request.job_id!r} is gone: a plan for it may "
                                      "only stop", metadata={"field": "placements"}))
     current: dict[str, int] = {}
+    newest = ""
     for nsid in view.ids(codec.ALLOCATIONS, "job_id", request.job_id):
         a_ns, _, a_id = nsid.partition("/")
         mod = view.mod(codec.ALLOCATIONS, a_ns, a_id) if a_ns == ns else 0
         if mod:
             current[a_id] = mod
+            newest = a_id
     # The set must be the one read (an allocation added or removed by someone
     # else changes what the plan should be); a client's report on an
     # allocation the plan leaves alone does not (Nomad's applier ignores it).
-    if set(current) != set(request.alloc_indexes):
+    if not same_set(view, ns, current, newest, request):
         refuse(view, stale(f"the allocations of job {request.job_id!r} changed", "allocations"))
     olds: dict[str, Found] = {}
     for a in updates:
@@ -96,7 +113,7 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
             refuse(view, InvalidArgument(f"update of allocation {a.id!r}, which is not an "
                                          f"allocation of job {request.job_id!r}",
                                          metadata={"field": "updates"}))
-        if mod != request.alloc_indexes[a.id]:
+        if mod != request.alloc_indexes.get(a.id, 0):
             refuse(view, stale(f"allocation {a.id!r} changed since it was read", "allocations"))
         olds[a.id] = old
     for a in placements:

@@ -17,7 +17,14 @@ call's catch-up reached:
   answers it;
 - ``allocations``: the job's allocations in create order, with
   ``allocations_complete``; none, and not complete, when it has more than
-  ``limit`` (the caller lists them, page by page).
+  ``limit`` (the caller lists them, page by page). With ``modified_after``
+  (a delta read), only those modified after that index: a scheduler that
+  kept the job's allocations from an earlier answer reads what changed, not
+  the whole job again (a job of 1,000 allocations rolled out 25 at a time
+  was read whole forty times);
+- ``alloc_set``: the whole set's count and newest create index, whatever
+  was carried, for the delta reader to check its merge against (an
+  allocation deleted since shows only here).
 """
 
 from __future__ import annotations
@@ -34,7 +41,8 @@ ALLOCATIONS_LIMIT = 1000
 
 
 def job_snapshot(tables: TablesView, ns: str, job_id: str, versions: Sequence[job_pb2.Job],
-                 limit: int = ALLOCATIONS_LIMIT) -> state_pb2.JobSnapshot:
+                 limit: int = ALLOCATIONS_LIMIT,
+                 modified_after: int = 0) -> state_pb2.JobSnapshot:
     """The snapshot of ``ns/job_id`` (module doc), with its ``versions``."""
     out = state_pb2.JobSnapshot(versions=versions)
     job = tables[codec.JOBS].decode(f"{ns}/{job_id}")
@@ -51,15 +59,24 @@ def job_snapshot(tables: TablesView, ns: str, job_id: str, versions: Sequence[jo
                 break
     allocs_table = tables[codec.ALLOCATIONS]
     allocations: list[allocation_pb2.Allocation] = []
+    complete = True
+    count = newest = 0
     for order in allocs_table.candidates("job_id", job_id).iterate(None, False):
         if not order.id.startswith(f"{ns}/"):
             continue
+        count += 1
+        newest = max(newest, order.create_index)
+        if not complete or (modified_after and allocs_table.mod(order.id) <= modified_after):
+            continue
         if len(allocations) >= limit:
-            return out  # allocations_complete stays false: the caller lists them
+            complete = False  # none carried: the caller lists them
+            allocations.clear()
+            continue
         a = allocs_table.decode(order.id)
         if a is not None:
             allocations.append(a)
     out.allocations.extend(allocations)
-    out.allocations_complete = True
+    out.allocations_complete = complete
+    out.alloc_set.count, out.alloc_set.max_create_index = count, newest
     return out
 

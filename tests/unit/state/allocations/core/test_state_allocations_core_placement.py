@@ -157,3 +157,26 @@ def test_nothing_committed_names_every_node() -> None:
     assert [(r.node_id, r.reason, list(r.placement_ids), list(r.update_ids))
             for r in resp.refused] == [("n1", "node changed", ["p1"], ["a1"]),
                                        ("n2", "node changed", ["p2"], [])]
+
+
+def test_the_jobs_allocation_set_is_named_by_its_count_and_newest_create_index() -> None:
+    """``job_allocs``: a plan read on 2 allocations (newest created at 7)
+    names only the one it updates in ``alloc_indexes``; an allocation
+    created or deleted since makes it stale, a client report does not."""
+    a1, a2 = _alloc("a1", "n1", 100), _alloc("a2", "n1", 100)
+    rows = [(codec.JOBS, stored(service_job(), 1), 1, 4), (codec.NODES, ready_node(), 2, 3),
+            (codec.ALLOCATIONS, a1, 6, 6), (codec.ALLOCATIONS, a2, 7, 9)]
+    stop = _alloc("a1", "n1", 100, run=False)
+
+    def submit(count: int, newest: int, extra: list[tuple] = []) -> None:  # noqa: B006
+        req = state_pb2.SubmitPlanRequest(
+            namespace="default", job_id="web", job_index=4, alloc_indexes={"a1": 6},
+            job_allocs=state_pb2.JobAllocSet(count=count, max_create_index=newest))
+        plan_submit(view(rows + extra), context(), req, "default", [], [stop], [])
+
+    submit(2, 7)  # a2's report since (mod 9) is no reason
+    for count, newest, extra in [(1, 7, []), (2, 6, []),
+                                 (2, 7, [(codec.ALLOCATIONS, _alloc("a3", "n1", 1), 10, 10)])]:
+        with pytest.raises(PlanStale) as err:
+            submit(count, newest, extra)
+        assert err.value.metadata["what"] == "allocations"

@@ -55,3 +55,21 @@ def test_no_job_still_answers_its_allocations_and_a_big_one_none() -> None:
     assert job_snapshot(held, "default", "web", [], limit=5).allocations_complete
     big = job_snapshot(held, "default", "web", [], limit=4)
     assert not big.allocations_complete and not big.allocations
+
+
+def test_a_delta_read_carries_what_changed_and_the_whole_sets_numbers() -> None:
+    """``modified_after``: only the allocations modified since (a1 created
+    at 1, modified at 7; a2 at 2; a3 created at 5), whatever is carried the
+    whole set's count and newest create index; past the limit, none."""
+    held = tables([(codec.ALLOCATIONS, _alloc("a1"), 1, 7), (codec.ALLOCATIONS, _alloc("a2"), 2, 2),
+                   (codec.ALLOCATIONS, _alloc("a3"), 5, 5),
+                   (codec.ALLOCATIONS, _alloc("x", "other"), 6, 6)])
+    delta = job_snapshot(held, "default", "web", [], modified_after=4)
+    assert [a.id for a in delta.allocations] == ["a1", "a3"] and delta.allocations_complete
+    assert (delta.alloc_set.count, delta.alloc_set.max_create_index) == (3, 5)
+    whole = job_snapshot(held, "default", "web", [])
+    assert [a.id for a in whole.allocations] == ["a1", "a2", "a3"]
+    assert (whole.alloc_set.count, whole.alloc_set.max_create_index) == (3, 5)
+    over = job_snapshot(held, "default", "web", [], limit=1, modified_after=4)
+    assert not over.allocations_complete and not over.allocations
+    assert over.alloc_set.count == 3
