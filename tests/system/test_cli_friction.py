@@ -32,7 +32,7 @@ def test_client_options_before_or_after_the_subcommand(state_address: str,
                                                        tmp_path: Path) -> None:
     run = uuid.uuid4().hex[:6]
     spec = _job(tmp_path, f"glob-{run}", "default")
-    before = drover("--address", state_address, "job", "run", str(spec))
+    before = drover("--address", state_address, "job", "run", "--detach", str(spec))
     assert before.returncode == 0, before.stderr
     after = drover("job", "status", f"glob-{run}", "--address", state_address, "--json")
     assert after.returncode == 0, after.stderr
@@ -53,7 +53,7 @@ def test_lists_are_the_default_namespace_unless_star(state_address: str,
                                                      tmp_path: Path) -> None:
     run = uuid.uuid4().hex[:6]
     for ns, name in (("default", f"a-{run}"), ("other", f"b-{run}"), ("default", f"c-{run}")):
-        ran = drover("job", "run", str(_job(tmp_path, name, ns)), "--address", state_address)
+        ran = drover("job", "run", "--detach", str(_job(tmp_path, name, ns)), "--address", state_address)
         assert ran.returncode == 0, ran.stderr
 
     def jobs_of(*args: str) -> list[str]:

@@ -136,3 +136,43 @@ def test_dev_acl_bootstraps_and_keeps_its_tokens_in_the_data_dir(tmp_path: Path)
         assert me.returncode == 0 and json.loads(me.stdout)["type"] == "management", me.stderr
     finally:
         _down(proc)
+
+
+def test_dev_acl_restart_keeps_the_simulated_nodes(tmp_path: Path) -> None:
+    """Restarted on its data dir, `drover dev --acl` hands the simulated
+    nodes the secrets their first registration returned (kept in the data
+    dir): they register and heartbeat again, stay ready, and the sim neither
+    crash-loops nor prints a traceback."""
+    offset, lay = free_layout()
+    args = ["--acl", "--nodes", "2", "--port-offset", str(offset), "--data-dir", str(tmp_path)]
+    proc, text = _up(args)
+    try:
+        assert "drover is up" in text, text
+        secret = text.split("DROVER_TOKEN=", 1)[1].split()[0]
+        _ready_nodes(lay.address("proxy"), secret, 2)
+    finally:
+        _down(proc)
+    assert (tmp_path / "sim-node-secrets.json").stat().st_mode & 0o777 == 0o600
+    proc, text = _up(args)
+    try:
+        assert f"DROVER_TOKEN={secret}" in text, text
+        _ready_nodes(lay.address("proxy"), secret, 2)
+        time.sleep(5)  # several heartbeats: a refused one would restart the sim
+        assert proc.poll() is None
+    finally:
+        _down(proc)
+        assert proc.stdout is not None
+        rest = text + proc.stdout.read()
+    assert "Traceback" not in rest and "sim exited" not in rest, rest
+
+
+def _ready_nodes(proxy: str, token: str, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        listed = _drover("node", "list", "--json", address=proxy, token=token)
+        ready = [n for n in (json.loads(listed.stdout) if listed.returncode == 0 else [])
+                 if n["status"] == "ready"]
+        if len(ready) >= count:
+            return
+        assert time.monotonic() < deadline, listed.stdout + listed.stderr
+        time.sleep(0.5)

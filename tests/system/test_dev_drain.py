@@ -74,7 +74,7 @@ def test_a_drain_never_has_more_than_max_parallel_down(suite: dict[str, str],
         drover(env, "node", "eligibility", n, "--disable")
     spec = tmp_path / "drainme.yaml"
     spec.write_text(SPEC)
-    drover(env, "job", "run", str(spec))
+    drover(env, "job", "run", "--detach", str(spec))
     allocs_of = lambda: drover(env, "alloc", "list", "--filter",  # noqa: E731
                                'job_id == "drainme"')
     until(lambda: _up(allocs_of()) == 3, 60, "three healthy allocations")

@@ -66,7 +66,7 @@ def _until(check: Callable[[], Any], within: float, what: str) -> Any:
 
 
 def _run(env: dict[str, str], spec: Path) -> dict[str, Any]:
-    out: dict[str, Any] = _json(env, "job", "run", str(spec))
+    out: dict[str, Any] = _json(env, "job", "run", "--detach", str(spec))
     return out
 
 

@@ -90,7 +90,7 @@ def test_one_trace_follows_a_cli_call_through_proxy_state_and_broker(
             last: list[subprocess.CompletedProcess[str]] = []
 
             def job_run() -> subprocess.CompletedProcess[str] | None:
-                last[:] = [_cli("job", "run", str(spec), proxy=proxy)]
+                last[:] = [_cli("job", "run", "--detach", str(spec), proxy=proxy)]
                 return last[0] if last[0].returncode == 0 else None
 
             ran = _until(job_run, "the proxy to reach state", seen=lambda: last[0].stderr)

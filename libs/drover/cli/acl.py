@@ -15,16 +15,8 @@ import grpc
 
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
 from drover.cli import prefix
-from drover.cli._client import (
-    CommandFailed,
-    client_options,
-    enum_name,
-    options,
-    print_json,
-    print_list,
-    run,
-    to_dict,
-)
+from drover.cli._client import CommandFailed, client_options, options, run
+from drover.cli.output import enum_name, print_json, print_list, to_dict
 
 
 def _stub(ch: grpc.aio.Channel) -> acl_pb2_grpc.AclServiceStub:

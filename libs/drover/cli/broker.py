@@ -15,18 +15,8 @@ import grpc
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.cli import prefix
-from drover.cli._client import (
-    ListOptions,
-    client_options,
-    enum_name,
-    list_options,
-    options,
-    print_json,
-    print_list,
-    print_table,
-    run,
-    run_list,
-)
+from drover.cli._client import ListOptions, client_options, list_options, options, run, run_list
+from drover.cli.output import enum_name, print_json, print_list, print_table
 
 QUEUE_COLUMNS = ["ID", "Namespace", "Job", "Type", "Priority", "State", "Deliveries",
                  "Create index"]

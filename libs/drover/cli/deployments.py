@@ -11,18 +11,8 @@ from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import deployment_pb2
 from drover.cli import prefix
-from drover.cli._client import (
-    ListOptions,
-    client_options,
-    enum_name,
-    list_options,
-    options,
-    print_json,
-    print_list,
-    print_table,
-    run,
-    run_list,
-)
+from drover.cli._client import ListOptions, client_options, list_options, options, run, run_list
+from drover.cli.output import enum_name, print_json, print_list, print_table
 from drover.cli.stale import stale_options
 
 

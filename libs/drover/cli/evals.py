@@ -20,16 +20,12 @@ from drover.cli._client import (
     CommandFailed,
     ListOptions,
     client_options,
-    enum_name,
-    err_console,
     list_options,
     options,
-    print_json,
-    print_list,
-    print_table,
     run,
     run_list,
 )
+from drover.cli.output import enum_name, err_console, print_json, print_list, print_table
 from drover.cli.stale import stale_options
 from drover.paging.request import DEFAULTS
 from drover.rpc.remote import from_rpc_error

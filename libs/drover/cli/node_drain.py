@@ -23,8 +23,9 @@ import grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import node_pb2
 from drover.cli import prefix
-from drover.cli._client import CommandFailed, client_options, options, print_json, run
+from drover.cli._client import CommandFailed, client_options, options, run
 from drover.cli.nodes import _all_allocs, _client, _desired, node_group
+from drover.cli.output import print_json
 from drover.config import parse_duration
 from drover.drain.strategy import DEFAULT_DEADLINE
 

@@ -14,17 +14,13 @@ from drover.cli import prefix
 from drover.cli._client import (
     ListOptions,
     client_options,
-    enum_name,
     list_all,
     list_options,
     options,
-    print_json,
-    print_list,
-    print_table,
     run,
     run_list,
-    to_dict,
 )
+from drover.cli.output import enum_name, print_json, print_list, print_table, to_dict
 from drover.cli.stale import stale_options
 from drover.worker.resources import Vec, is_live, used
 

@@ -10,7 +10,8 @@ from google.protobuf import duration_pb2
 
 from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.cli._client import CommandFailed, client_options, options, print_json, print_table, run
+from drover.cli._client import CommandFailed, client_options, options, run
+from drover.cli.output import print_json, print_table
 
 
 @click.group(name="operator")

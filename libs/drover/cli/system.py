@@ -8,7 +8,8 @@ import click
 import grpc
 
 from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
-from drover.cli._client import client_options, options, print_json, run
+from drover.cli._client import client_options, options, run
+from drover.cli.output import print_json
 
 
 @click.group(name="system")

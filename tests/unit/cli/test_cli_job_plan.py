@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drover.api.state.v1 import state_pb2
-from drover.cli.jobs import plan_exit_code, plan_text
+from drover.cli.job_versions import plan_exit_code, plan_text
 
 
 def _resp(**kw: object) -> state_pb2.PlanJobResponse:
@@ -33,7 +33,7 @@ def test_the_text_has_the_diff_the_groups_the_dry_run_and_the_check_index_hint()
     resp.failed_placements["g"].reasons.append('Dimension "cpu" exhausted on 3 nodes')
     text = plan_text(resp, "web", "web.yaml")
     assert text.splitlines()[0] == '+/- Job: "web"'
-    assert '+/- task_groups[g].count: "2" => "3"' in text
+    assert "+/- task_groups[g].count: 2 => 3" in text  # numbers as the tables show them
     assert 'Task Group: "g" (1 create, 2 ignore)' in text
     assert "- WARNING: Failed to place all allocations." in text
     assert 'Task Group "g" (failed to place 1 allocation(s)):' in text
