@@ -53,7 +53,8 @@ def test_lists_are_the_default_namespace_unless_star(state_address: str,
                                                      tmp_path: Path) -> None:
     run = uuid.uuid4().hex[:6]
     for ns, name in (("default", f"a-{run}"), ("other", f"b-{run}"), ("default", f"c-{run}")):
-        ran = drover("job", "run", "--detach", str(_job(tmp_path, name, ns)), "--address", state_address)
+        ran = drover("job", "run", "--detach", str(_job(tmp_path, name, ns)),
+                     "--address", state_address)
         assert ran.returncode == 0, ran.stderr
 
     def jobs_of(*args: str) -> list[str]:

@@ -221,7 +221,8 @@ def test_plan_shows_what_run_then_does(suite: dict[str, str], tmp_path: Path) ->
     assert plan["desired_updates"]["g"]["place"] == 2
     assert 'Task Group: "g" (2 create)' in text and "All tasks successfully allocated" in text
     assert "drover job run --check-index 0" in text
-    ran = _json(suite, "job", "run", "--detach", "--check-index", plan["job_modify_index"], str(spec))
+    ran = _json(suite, "job", "run", "--detach", "--check-index", plan["job_modify_index"],
+                str(spec))
     live = 'job_id == "planned" && desired_status == "run"'
     _until(lambda: len(_json(suite, "alloc", "list", "--filter", live)) == 2, 30, "2 placed")
     assert drover(suite, "deployment", "status", ran["deployment_id"], "--watch").returncode == 0

@@ -21,10 +21,10 @@ from drover.api.proxy.v1 import proxy_pb2
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2, node_pb2
 from drover.cli import output
-from drover.cli.output import fit_widths, print_table, table_width, to_dict
 from drover.cli.environment import known_variables, unknown_warnings
 from drover.cli.jobs import job_row
 from drover.cli.main import cli
+from drover.cli.output import fit_widths, print_table, table_width, to_dict
 
 UUID = "7f99ea7b-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
 LONG = "Deployment completed successfully after every canary was promoted and healthy"
