@@ -62,8 +62,8 @@ def test_lists_are_the_default_namespace_unless_star(state_address: str,
         assert out.returncode == 0, out.stderr
         return [d["job_id"] for d in json.loads(out.stdout) if d["job_id"].endswith(run)]
 
-    assert jobs_of() == [f"a-{run}", f"c-{run}"]
-    assert jobs_of("--order", "desc") == [f"c-{run}", f"a-{run}"]
+    assert jobs_of() == [f"c-{run}", f"a-{run}"]  # newest first, as Nomad's
+    assert jobs_of("--order", "asc") == [f"a-{run}", f"c-{run}"]
     assert sorted(jobs_of("-n", "*")) == [f"a-{run}", f"b-{run}", f"c-{run}"]
     assert jobs_of("-n", "other") == [f"b-{run}"]
 

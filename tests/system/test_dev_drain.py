@@ -40,6 +40,8 @@ def drover(env: dict[str, str], *args: str, timeout: float = 60) -> Any:
     out = subprocess.run([sys.executable, "-m", "drover.cli.main", *args, "--json"], env=env,
                          capture_output=True, text=True, timeout=timeout)
     assert out.returncode == 0, out.stderr
+    if "--monitor" in args:  # a watch: one JSON object per line
+        return {"events": [json.loads(line) for line in out.stdout.splitlines()]}
     return json.loads(out.stdout)
 
 

@@ -8,6 +8,7 @@ never a traceback.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 from collections.abc import Awaitable, Callable
@@ -102,6 +103,11 @@ class ListOptions:
     prefix: str
     limit: int
 
+    def narrowed(self, clause: str) -> ListOptions:
+        """The same listing, its filter ANDed with ``clause`` (CEL)."""
+        both = f"({self.filter}) && {clause}" if self.filter else clause
+        return dataclasses.replace(self, filter=both)
+
     def request(self, page_token: str) -> dict[str, Any]:
         """The AIP-158 fields every List request shares, for one page."""
         return {"namespace": self.namespace, "filter": self.filter,
@@ -109,8 +115,10 @@ class ListOptions:
                 "prefix": self.prefix, "order_by": self.order_by}
 
 
-def list_options(filter_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """--namespace/--filter/--order/--page-size/--prefix/--limit, passed as ``listing``."""
+def list_options(filter_help: str, *, newest_first: bool = False,
+                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--namespace/--filter/--order/--page-size/--prefix/--limit, passed as
+    ``listing``; ``newest_first`` for lists Nomad shows newest first."""
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
@@ -124,7 +132,8 @@ def list_options(filter_help: str) -> Callable[[Callable[..., Any]], Callable[..
             click.option("--namespace", "-n", default="default", show_default=True,
                          help='"*" for every namespace (as Nomad: default unless asked)'),
             click.option("--filter", "filter_", default="", help=filter_help),
-            click.option("--order", type=click.Choice(["asc", "desc"]), default="asc",
+            click.option("--order", type=click.Choice(["asc", "desc"]),
+                         default="desc" if newest_first else "asc",
                          show_default=True, help="by create index"),
             click.option("--page-size", default=100, show_default=True,
                          type=click.IntRange(min=1)),

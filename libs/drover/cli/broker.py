@@ -16,7 +16,7 @@ import grpc
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.cli import prefix
 from drover.cli._client import ListOptions, client_options, list_options, options, run, run_list
-from drover.cli.output import enum_name, print_json, print_list, print_table
+from drover.cli.output import enum_name, print_detail, print_json, print_list, print_table
 
 QUEUE_COLUMNS = ["ID", "Namespace", "Job", "Type", "Priority", "State", "Deliveries",
                  "Create index"]
@@ -52,14 +52,20 @@ def broker_stats(address: str, as_json: bool, timeout: float) -> None:
     if opts.json:
         print_json(s)
         return
-    role = f"leader (term {s.leader_term})" if s.enabled else "standby (not serving)"
-    print_table(None, ["Field", "Value"], [
-        ["Role", role], ["Ready", s.total_ready], ["Unacked", s.total_unacked],
-        ["Pending", s.total_pending], ["Waiting", s.total_waiting],
-        ["Blocked", s.total_blocked], ["Failed", s.total_failed],
-        ["Cancelled", s.total_cancelled],
-        ["Ready wait", _timing(s.ready_wait)], ["Processing", _timing(s.processing)],
-    ])
+    if not s.enabled:
+        # A standby's counts are its hot copy, not the queue: zeros there
+        # would read as an empty queue.
+        click.echo(f"The broker at {opts.address} is a standby, not the leader:\n"
+                   "it serves no queue, so it has no counts to show. Ask the leader:\n"
+                   "through the proxy (`drover broker stats`); `drover operator members\n"
+                   "--service broker` shows which replica leads.")
+        return
+    print_detail(opts, s, [
+        ("Role", f"leader (term {s.leader_term})"), ("Ready", s.total_ready),
+        ("Unacked", s.total_unacked), ("Pending", s.total_pending),
+        ("Waiting", s.total_waiting), ("Blocked", s.total_blocked),
+        ("Failed", s.total_failed), ("Cancelled", s.total_cancelled),
+        ("Ready wait", _timing(s.ready_wait)), ("Processing", _timing(s.processing))])
     if s.by_scheduler:
         print_table("By scheduler", ["Scheduler", "Ready", "Unacked"], (
             [name, per.ready, per.unacked] for name, per in sorted(s.by_scheduler.items())))

@@ -9,9 +9,9 @@ import grpc
 from google.protobuf import duration_pb2
 
 from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
-from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.cli._client import CommandFailed, client_options, options, run
-from drover.cli.output import print_json, print_table
+from drover.api.state.v1 import state_pb2
+from drover.cli._client import CommandFailed, client_options, options, run, state
+from drover.cli.output import print_detail, print_json, print_table
 
 
 @click.group(name="operator")
@@ -21,12 +21,13 @@ def operator_group() -> None:
 
 @operator_group.group(name="scheduler")
 def scheduler_group() -> None:
-    """Scheduler configuration (pause/resume the eval broker)."""
+    """Scheduler configuration: get-config, pause/resume the eval broker."""
 
 
-def _set_paused(paused: bool, opts: Any) -> bool:
+def _set_paused(paused: bool, opts: Any) -> None:
+    """Pause or resume the eval broker, and say whether that changed anything."""
     async def body(ch: grpc.aio.Channel) -> bool:
-        stub = state_pb2_grpc.StateServiceStub(ch)
+        stub = state(ch)
         current = (await stub.GetSchedulerConfig(state_pb2.GetSchedulerConfigRequest(),
                                                   timeout=opts.timeout)).config
         if current.pause_eval_broker == paused:
@@ -40,27 +41,42 @@ def _set_paused(paused: bool, opts: Any) -> bool:
             raise CommandFailed("the scheduler config changed concurrently; try again")
         return True
 
-    return run(opts, body)
+    changed = run(opts, body)
+    if opts.json:
+        print_json({"paused": paused, "changed": changed})
+    elif paused:
+        click.echo("eval broker paused" if changed else "eval broker was already paused")
+    else:
+        click.echo("eval broker resumed" if changed else "eval broker was not paused")
+
+
+@scheduler_group.command(name="get-config")
+@client_options
+def get_config(address: str, as_json: bool, timeout: float) -> None:
+    """The scheduler configuration (as `nomad operator scheduler get-config`)."""
+    opts = options(address, as_json, timeout)
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return (await state(ch).GetSchedulerConfig(state_pb2.GetSchedulerConfigRequest(),
+                                                   timeout=opts.timeout)).config
+
+    c = run(opts, body)
+    print_detail(opts, c, [("Eval Broker Paused", c.pause_eval_broker),
+                           ("Create Index", c.create_index), ("Modify Index", c.modify_index)])
 
 
 @scheduler_group.command(name="pause")
 @client_options
 def pause(address: str, as_json: bool, timeout: float) -> None:
     """Pause the eval broker (no deliveries; evaluations may be deleted)."""
-    opts = options(address, as_json, timeout)
-    changed = _set_paused(True, opts)
-    print_json({"paused": True, "changed": changed}) if opts.json else click.echo(
-        "eval broker paused" if changed else "eval broker was already paused")
+    _set_paused(True, options(address, as_json, timeout))
 
 
 @scheduler_group.command(name="resume")
 @client_options
 def resume(address: str, as_json: bool, timeout: float) -> None:
     """Resume the eval broker."""
-    opts = options(address, as_json, timeout)
-    changed = _set_paused(False, opts)
-    print_json({"paused": False, "changed": changed}) if opts.json else click.echo(
-        "eval broker resumed" if changed else "eval broker was not paused")
+    _set_paused(False, options(address, as_json, timeout))
 
 
 @operator_group.command(name="members")
@@ -92,7 +108,8 @@ def members(service: str, address: str, as_json: bool, timeout: float) -> None:
     columns = ["Service", "Replica", "Address", "RPC", "Healthy", "Role", "Backup"]
     if not any(r[-1] for r in rows):  # no backup server: the column would be empty
         columns, rows = columns[:-1], [r[:-1] for r in rows]
-    print_table(f"membership revision {resp.revision}", columns, rows)
+    click.echo(f"Membership revision {resp.revision}")
+    print_table(None, columns, rows)
 
 
 @operator_group.command(name="convergence")
