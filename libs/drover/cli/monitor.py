@@ -1,7 +1,8 @@
 """`drover job run`'s monitor (Nomad's ``monitor``): the evaluation until it
 is terminal, the allocations it placed, then the deployment until it is.
 
-Each step is one line, ``==> TIME: what happened`` (Nomad's shape); with
+Each step is one line, ``==> TIME: what happened`` (Nomad's shape), its
+details indented below it; with
 ``--json`` each step is one JSON object on one line (``event`` names it).
 The exit code is Nomad's: 0 when all went well, 2 when the evaluation could
 not place every allocation, 1 when the deployment failed.
@@ -39,7 +40,8 @@ class Events:
         if self.as_json:
             print_json_line({"event": event, "time": when(now), **fields})
         else:
-            click.echo(f"{'==>' if head else '   '} {when(now)}: {text}")
+            # A step's details under it, indented, without the time (80 columns).
+            click.echo(f"==> {when(now)}: {text}" if head else f"    {text}")
 
 
 def _status(ev: evaluation_pb2.Evaluation) -> str:
