@@ -300,3 +300,13 @@ async def list_allocations(ch: grpc.aio.Channel, filter_: str, per_call: float,
         state(ch).ListAllocations, lambda t: state_pb2.ListAllocationsRequest(
             namespace=namespace, filter=filter_, page_size=1000, page_token=t),
         "allocations", per_call=per_call)
+
+
+def unary(opts: ClientOptions, stub: Callable[[grpc.aio.Channel], Any], method: str,
+          request: Message) -> Any:
+    """One call, ``stub(channel).method(request)``, run as the command's calls."""
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await getattr(stub(ch), method)(request, timeout=opts.timeout)
+
+    return run(opts, body)

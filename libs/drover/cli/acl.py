@@ -15,7 +15,7 @@ import grpc
 
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
 from drover.cli import prefix
-from drover.cli._client import CommandFailed, client_options, options, run
+from drover.cli._client import CommandFailed, client_options, options, run, unary
 from drover.cli.output import enum_name, print_json, print_list, to_dict
 
 
@@ -50,10 +50,7 @@ def bootstrap(address: str, as_json: bool, timeout: float) -> None:
     """Create the first management token (once per cluster) and print its secret."""
     opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).Bootstrap(acl_pb2.BootstrapRequest(), timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = unary(opts, _stub, "Bootstrap", acl_pb2.BootstrapRequest())
     if opts.json:
         print_json({"accessor_id": resp.token.accessor_id, "secret_id": resp.secret_id})
     else:
@@ -79,11 +76,8 @@ def policy_apply(name: str, file: str, description: str, address: str, as_json: 
     except OSError as e:
         raise CommandFailed(f"cannot read {file}: {e.strerror}") from None
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).ApplyPolicy(acl_pb2.ApplyPolicyRequest(
-            name=name, description=description, rules=rules), timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = unary(opts, _stub, "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+        name=name, description=description, rules=rules))
     for warning in resp.warnings:  # deprecated names: applied, but say what to write
         click.echo(f"warning: {warning}", err=True)
     if opts.json:
@@ -97,11 +91,9 @@ def policy_apply(name: str, file: str, description: str, address: str, as_json: 
 def policy_list(address: str, as_json: bool, timeout: float) -> None:
     """List policies."""
     opts = options(address, as_json, timeout)
-
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).ListPolicies(acl_pb2.ListPoliciesRequest(), timeout=opts.timeout)
-
-    print_list(opts, run(opts, body).policies, ["Name", "Description", "Modify Index"],
+    policies = unary(opts, _stub, "ListPolicies", acl_pb2.ListPoliciesRequest()).policies
+    print_list(opts, sorted(policies, key=lambda p: p.name),
+               ["Name", "Description", "Modify Index"],
                lambda p: (p.name, p.description, p.modify_index))
 
 
@@ -112,11 +104,7 @@ def policy_delete(name: str, address: str, as_json: bool, timeout: float) -> Non
     """Delete policy NAME (tokens naming it lose what it granted)."""
     opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).DeletePolicy(acl_pb2.DeletePolicyRequest(name=name),
-                                            timeout=opts.timeout)
-
-    run(opts, body)
+    unary(opts, _stub, "DeletePolicy", acl_pb2.DeletePolicyRequest(name=name))
     print_json({"deleted": name}) if opts.json else click.echo(f"deleted policy {name!r}")
 
 
@@ -138,11 +126,8 @@ def token_create(name: str, policies: tuple[str, ...], kind: str, address: str,
     type_ = (acl_pb2.TOKEN_TYPE_MANAGEMENT if kind == "management"
              else acl_pb2.TOKEN_TYPE_CLIENT)
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).CreateToken(acl_pb2.CreateTokenRequest(
-            name=name, type=type_, policies=list(policies)), timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = unary(opts, _stub, "CreateToken", acl_pb2.CreateTokenRequest(
+        name=name, type=type_, policies=list(policies)))
     if opts.json:
         print_json({**to_dict(resp.token), "secret_id": resp.secret_id})
     else:
@@ -154,11 +139,9 @@ def token_create(name: str, policies: tuple[str, ...], kind: str, address: str,
 def token_list(address: str, as_json: bool, timeout: float) -> None:
     """List tokens (accessor ids; secrets are never shown)."""
     opts = options(address, as_json, timeout)
-
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).ListTokens(acl_pb2.ListTokensRequest(), timeout=opts.timeout)
-
-    print_list(opts, run(opts, body).tokens, ["Accessor ID", "Name", "Type", "Policies"],
+    tokens = unary(opts, _stub, "ListTokens", acl_pb2.ListTokensRequest()).tokens
+    print_list(opts, sorted(tokens, key=lambda t: t.name),
+               ["Accessor ID", "Name", "Type", "Policies"],
                lambda t: (t.accessor_id, t.name, _type(t.type), ",".join(t.policies)))
 
 
@@ -185,11 +168,7 @@ def token_self(address: str, as_json: bool, timeout: float) -> None:
     """Describe the token given with --token / DROVER_TOKEN."""
     opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).GetSelfToken(acl_pb2.GetSelfTokenRequest(),
-                                            timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = unary(opts, _stub, "GetSelfToken", acl_pb2.GetSelfTokenRequest())
     if opts.json:
         print_json(resp.token)
     else:

@@ -78,13 +78,9 @@ def deployment_status(deployment_id: str, namespace: str, watch: bool, address: 
 
         raise SystemExit(run(opts, follow))
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        full = await prefix.deployment_id(ch, namespace, deployment_id, opts.timeout)
-        return await state(ch).GetDeployment(
-            state_pb2.GetDeploymentRequest(namespace=namespace, id=full),
-            timeout=opts.timeout)
-
-    d = run(opts, body).deployment
+    d = prefix.call(opts, "deployment", namespace, deployment_id, lambda ch, full: state(
+        ch).GetDeployment(state_pb2.GetDeploymentRequest(namespace=namespace, id=full),
+                          timeout=opts.timeout)).deployment
     if print_detail(opts, d, [
             ("ID", d.id), ("Job ID", d.job_id), ("Job Version", d.job_version),
             ("Status", _status(d.status)), ("Description", d.status_description),
@@ -100,12 +96,9 @@ def _steer(opts: ClientOptions, namespace: str, deployment_id: str, method: str,
     """One call to the deployment watcher about a deployment (its id
     resolved from a prefix), and what it did: ``deployment ID verb``."""
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        full = await prefix.deployment_id(ch, namespace, deployment_id, opts.timeout)
-        stub = deployments_pb2_grpc.DeploymentWatcherServiceStub(ch)
-        return await getattr(stub, method)(request(full), timeout=opts.timeout)
-
-    result = run(opts, body).result
+    result = prefix.call(opts, "deployment", namespace, deployment_id, lambda ch, full: getattr(
+        deployments_pb2_grpc.DeploymentWatcherServiceStub(ch), method)(
+            request(full), timeout=opts.timeout)).result
     if opts.json:
         print_json(result)
         return

@@ -13,7 +13,7 @@ import click
 import grpc
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
 from drover.cli import prefix
 from drover.cli._client import (
@@ -24,8 +24,16 @@ from drover.cli._client import (
     options,
     run,
     run_list,
+    state,
 )
-from drover.cli.output import enum_name, err_console, print_json, print_list, print_table
+from drover.cli.output import (
+    enum_name,
+    err_console,
+    print_detail,
+    print_json,
+    print_list,
+    print_table,
+)
 from drover.cli.stale import stale_options
 from drover.paging.request import DEFAULTS
 from drover.rpc.remote import from_rpc_error
@@ -62,7 +70,7 @@ def eval_group() -> None:
 def list_evals(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
     """List evaluations, following every page."""
     opts = options(address, as_json, timeout)
-    evals = run_list(opts, listing, state_pb2_grpc.StateServiceStub, "ListEvaluations",
+    evals = run_list(opts, listing, state, "ListEvaluations",
                      state_pb2.ListEvaluationsRequest, "evaluations")
     print_list(opts, evals, COLUMNS, _row, namespace=listing.namespace)
 
@@ -79,7 +87,7 @@ def count_evals(namespace: str, filter_: str, job: str, address: str, as_json: b
     opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> int:
-        resp = await state_pb2_grpc.StateServiceStub(ch).CountEvaluations(
+        resp = await state(ch).CountEvaluations(
             state_pb2.CountEvaluationsRequest(namespace=namespace, filter=filter_, job_id=job),
             timeout=opts.timeout)
         return int(resp.count)
@@ -97,25 +105,18 @@ def eval_status(eval_id: str, related: bool, address: str, as_json: bool,
     """Show one evaluation."""
     opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> state_pb2.GetEvaluationResponse:
-        full = await prefix.evaluation_id(ch, "*", eval_id, opts.timeout)
-        return await state_pb2_grpc.StateServiceStub(ch).GetEvaluation(
-            state_pb2.GetEvaluationRequest(id=full, include_related=related),
-            timeout=opts.timeout)
-
-    resp = run(opts, body)
-    if opts.json:
-        print_json(resp)
-        return
+    resp = prefix.call(opts, "evaluation", "*", eval_id, lambda ch, full: state(
+        ch).GetEvaluation(state_pb2.GetEvaluationRequest(id=full, include_related=related),
+                          timeout=opts.timeout))
     ev = resp.evaluation
-    print_table(None, ["Field", "Value"], [
-        ["ID", ev.id], ["Namespace", ev.namespace], ["Job", ev.job_id], ["Type", ev.type],
-        ["Priority", ev.priority], ["Triggered by", ev.triggered_by],
-        ["Status", _status(ev.status)], ["Description", ev.status_description],
-        ["Deployment", ev.deployment_id], ["Previous", ev.previous_eval],
-        ["Next", ev.next_eval], ["Blocked", ev.blocked_eval],
-        ["Create index", ev.create_index], ["Modify index", ev.modify_index],
-    ])
+    if print_detail(opts, resp, [
+            ("ID", ev.id), ("Namespace", ev.namespace), ("Job ID", ev.job_id),
+            ("Type", ev.type), ("Priority", ev.priority), ("Triggered By", ev.triggered_by),
+            ("Status", _status(ev.status)), ("Status Description", ev.status_description),
+            ("Deployment ID", ev.deployment_id), ("Previous Eval", ev.previous_eval),
+            ("Next Eval", ev.next_eval), ("Blocked Eval", ev.blocked_eval),
+            ("Create Index", ev.create_index), ("Modify Index", ev.modify_index)]):
+        return
     if resp.related:
         print_table("Related", COLUMNS, (_row(e) for e in resp.related))
 
@@ -148,7 +149,7 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
     opts = options(address, as_json, timeout)
 
     async def by_ids(ch: grpc.aio.Channel) -> int:
-        stub = state_pb2_grpc.StateServiceStub(ch)
+        stub = state(ch)
         ids = [await prefix.evaluation_id(ch, "*", e, opts.timeout) for e in eval_ids]
         try:
             resp = await stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
@@ -161,13 +162,13 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
     async def count(ch: grpc.aio.Channel) -> int:
         # The very fields the delete sends (nothing spliced into the filter),
         # so the number confirmed is the set the server deletes.
-        resp = await state_pb2_grpc.StateServiceStub(ch).CountEvaluations(
+        resp = await state(ch).CountEvaluations(
             state_pb2.CountEvaluationsRequest(namespace=namespace, filter=filter_, job_id=job),
             timeout=opts.timeout)
         return int(resp.count)
 
     async def by_filter(ch: grpc.aio.Channel, total: int) -> int:
-        stub = state_pb2_grpc.StateServiceStub(ch)
+        stub = state(ch)
         deleted = 0
         token = ""
         # Calls follow each other (each needs the last one's token); the

@@ -43,11 +43,11 @@ def _call(opts: ClientOptions, namespace: str, job_id: str, method: str,
           request: Any) -> Any:
     """``StateService.method(request)`` with the job id resolved from a prefix."""
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        request.id = await prefix.resolve(ch, "job", namespace, job_id, opts.timeout)
+    async def then(ch: grpc.aio.Channel, full: str) -> Any:
+        request.id = full
         return await getattr(state(ch), method)(request, timeout=opts.timeout)
 
-    return run(opts, body)
+    return prefix.call(opts, "job", namespace, job_id, then)
 
 
 @job_group.command(name="start")

@@ -29,6 +29,7 @@ from drover.cli._client import (
     run,
     run_list,
     state,
+    unary,
 )
 from drover.cli.monitor import Events, monitor
 from drover.cli.output import (
@@ -117,10 +118,7 @@ def validate_job(spec: str, address: str, as_json: bool, timeout: float) -> None
     job = load_job(spec)
     opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await state(ch).PlanJob(state_pb2.PlanJobRequest(job=job), timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = unary(opts, state, "PlanJob", state_pb2.PlanJobRequest(job=job))
     if opts.json:
         print_json({"valid": True, "warnings": list(resp.warnings)})
         return
@@ -227,11 +225,8 @@ def job_allocs(job_id: str, namespace: str, address: str, as_json: bool,
     """The job's allocations, newest first (as `nomad job allocs`)."""
     opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> list[Any]:
-        full = await prefix.resolve(ch, "job", namespace, job_id, opts.timeout)
-        return await list_allocations(ch, f'job_id == "{full}"', opts.timeout, namespace)
-
-    allocs = sorted(run(opts, body), key=lambda a: -a.create_index)
+    allocs = sorted(prefix.call(opts, "job", namespace, job_id, lambda ch, full: list_allocations(
+        ch, f'job_id == "{full}"', opts.timeout, namespace)), key=lambda a: -a.create_index)
     print_list(opts, allocs, ALLOC_COLUMNS, alloc_row, empty="No allocations placed")
 
 
@@ -273,13 +268,9 @@ def stop_job(job_id: str, namespace: str, purge: bool, address: str, as_json: bo
     """Stop (or purge) a job."""
     opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> state_pb2.DeregisterJobResponse:
-        full = await prefix.resolve(ch, "job", namespace, job_id, opts.timeout)
-        return await state(ch).DeregisterJob(
-            state_pb2.DeregisterJobRequest(namespace=namespace, id=full, purge=purge),
-            timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = prefix.call(opts, "job", namespace, job_id, lambda ch, full: state(ch).DeregisterJob(
+        state_pb2.DeregisterJobRequest(namespace=namespace, id=full, purge=purge),
+        timeout=opts.timeout))
     if opts.json:
         print_json(resp)
     elif purge and resp.purge_pending:

@@ -140,12 +140,9 @@ def node_status(node_id: str, address: str, as_json: bool, timeout: float) -> No
 
 
 def _set_status(node_id: str, opts: Any, verb: str, **fields: Any) -> None:
-    async def body(ch: grpc.aio.Channel) -> Any:
-        full = await prefix.resolve(ch, "node", None, node_id, opts.timeout)
-        return await state(ch).UpdateNodeStatus(
-            state_pb2.UpdateNodeStatusRequest(id=full, **fields), timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = prefix.call(opts, "node", None, node_id, lambda ch, full: state(
+        ch).UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id=full, **fields),
+                             timeout=opts.timeout))
     if opts.json:
         print_json(resp)
         return
@@ -207,14 +204,9 @@ def alloc_status(alloc_id: str, namespace: str, address: str, as_json: bool,
                  timeout: float) -> None:
     """Show one allocation."""
     opts = options(address, as_json, timeout)
-
-    async def body(ch: grpc.aio.Channel) -> Any:
-        full = await prefix.resolve(ch, "allocation", namespace, alloc_id, opts.timeout)
-        return (await state(ch).GetAllocation(
-            state_pb2.GetAllocationRequest(namespace=namespace, id=full),
-            timeout=opts.timeout)).allocation
-
-    a = run(opts, body)
+    a = prefix.call(opts, "allocation", namespace, alloc_id, lambda ch, full: state(
+        ch).GetAllocation(state_pb2.GetAllocationRequest(namespace=namespace, id=full),
+                          timeout=opts.timeout)).allocation
     print_detail(opts, a, [
         ("ID", a.id), ("Name", a.name), ("Job ID", a.job_id), ("Job Version", a.job_version),
         ("Node ID", a.node_id), ("Deployment ID", a.deployment_id),
@@ -234,14 +226,9 @@ def alloc_stop(alloc_id: str, namespace: str, address: str, as_json: bool,
                timeout: float) -> None:
     """Stop one allocation; the scheduler places a replacement."""
     opts = options(address, as_json, timeout)
-
-    async def body(ch: grpc.aio.Channel) -> Any:
-        full = await prefix.resolve(ch, "allocation", namespace, alloc_id, opts.timeout)
-        return await state(ch).StopAllocation(
-            state_pb2.StopAllocationRequest(namespace=namespace, id=full),
-            timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = prefix.call(opts, "allocation", namespace, alloc_id, lambda ch, full: state(
+        ch).StopAllocation(state_pb2.StopAllocationRequest(namespace=namespace, id=full),
+                           timeout=opts.timeout))
     if opts.json:
         print_json(resp)
         return

@@ -10,7 +10,7 @@ from google.protobuf import duration_pb2
 
 from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
 from drover.api.state.v1 import state_pb2
-from drover.cli._client import CommandFailed, client_options, options, run, state
+from drover.cli._client import CommandFailed, client_options, options, run, state, unary
 from drover.cli.output import print_detail, print_json, print_table
 
 
@@ -56,11 +56,7 @@ def get_config(address: str, as_json: bool, timeout: float) -> None:
     """The scheduler configuration (as `nomad operator scheduler get-config`)."""
     opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return (await state(ch).GetSchedulerConfig(state_pb2.GetSchedulerConfigRequest(),
-                                                   timeout=opts.timeout)).config
-
-    c = run(opts, body)
+    c = unary(opts, state, "GetSchedulerConfig", state_pb2.GetSchedulerConfigRequest()).config
     print_detail(opts, c, [("Eval Broker Paused", c.pause_eval_broker),
                            ("Create Index", c.create_index), ("Modify Index", c.modify_index)])
 
@@ -87,12 +83,8 @@ def members(service: str, address: str, as_json: bool, timeout: float) -> None:
     the proxy replicas themselves."""
     opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> proxy_pb2.ListServersResponse:
-        return await proxy_pb2_grpc.ClientProxyServiceStub(ch).ListServers(
-            proxy_pb2.ListServersRequest(service="" if service == "proxy" else service),
-            timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = unary(opts, proxy_pb2_grpc.ClientProxyServiceStub, "ListServers",
+                 proxy_pb2.ListServersRequest(service="" if service == "proxy" else service))
     if opts.json:
         print_json(resp)
         return
