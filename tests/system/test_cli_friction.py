@@ -98,7 +98,7 @@ def test_unique_id_prefixes_short_ids_and_whole_ones_with_verbose(state_address:
 
 
 def test_an_ambiguous_prefix_lists_the_matches() -> None:
-    from drover.cli._client import CommandFailed
+    from drover.cli.client import CommandFailed
     from drover.cli.prefix import unique
 
     assert unique("ab", ["abc"], "deployment") == "abc"

@@ -15,7 +15,7 @@ import grpc
 
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
 from drover.cli import prefix
-from drover.cli._client import CommandFailed, client_options, options, run, unary
+from drover.cli.client import ClientOptions, CommandFailed, about, client_options, run, unary
 from drover.cli.output import enum_name, print_json, print_list, to_dict
 
 
@@ -46,9 +46,8 @@ def acl_group() -> None:
 
 @acl_group.command(name="bootstrap")
 @client_options
-def bootstrap(address: str, as_json: bool, timeout: float) -> None:
+def bootstrap(opts: ClientOptions) -> None:
     """Create the first management token (once per cluster) and print its secret."""
-    opts = options(address, as_json, timeout)
 
     resp = unary(opts, _stub, "Bootstrap", acl_pb2.BootstrapRequest())
     if opts.json:
@@ -67,10 +66,8 @@ def policy_group() -> None:
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--description", default="", help="what the policy is for")
 @client_options
-def policy_apply(name: str, file: str, description: str, address: str, as_json: bool,
-                 timeout: float) -> None:
+def policy_apply(name: str, file: str, description: str, opts: ClientOptions) -> None:
     """Create or replace policy NAME from FILE ("-": stdin)."""
-    opts = options(address, as_json, timeout)
     try:
         rules = sys.stdin.read() if file == "-" else Path(file).read_text()
     except OSError as e:
@@ -88,21 +85,17 @@ def policy_apply(name: str, file: str, description: str, address: str, as_json: 
 
 @policy_group.command(name="list")
 @client_options
-def policy_list(address: str, as_json: bool, timeout: float) -> None:
+def policy_list(opts: ClientOptions) -> None:
     """List policies."""
-    opts = options(address, as_json, timeout)
     policies = unary(opts, _stub, "ListPolicies", acl_pb2.ListPoliciesRequest()).policies
     print_list(opts, sorted(policies, key=lambda p: p.name),
                ["Name", "Description", "Modify Index"],
                lambda p: (p.name, p.description, p.modify_index))
 
 
-@policy_group.command(name="delete")
-@click.argument("name")
-@client_options
-def policy_delete(name: str, address: str, as_json: bool, timeout: float) -> None:
+@about(policy_group, "delete", "name", namespaced=False)
+def policy_delete(name: str, opts: ClientOptions) -> None:
     """Delete policy NAME (tokens naming it lose what it granted)."""
-    opts = options(address, as_json, timeout)
 
     unary(opts, _stub, "DeletePolicy", acl_pb2.DeletePolicyRequest(name=name))
     print_json({"deleted": name}) if opts.json else click.echo(f"deleted policy {name!r}")
@@ -119,10 +112,8 @@ def token_group() -> None:
 @click.option("--type", "kind", type=click.Choice(["client", "management"]), default="client",
               show_default=True)
 @client_options
-def token_create(name: str, policies: tuple[str, ...], kind: str, address: str,
-                 as_json: bool, timeout: float) -> None:
+def token_create(name: str, policies: tuple[str, ...], kind: str, opts: ClientOptions) -> None:
     """Create a token and print its secret (shown only now)."""
-    opts = options(address, as_json, timeout)
     type_ = (acl_pb2.TOKEN_TYPE_MANAGEMENT if kind == "management"
              else acl_pb2.TOKEN_TYPE_CLIENT)
 
@@ -136,21 +127,17 @@ def token_create(name: str, policies: tuple[str, ...], kind: str, address: str,
 
 @token_group.command(name="list")
 @client_options
-def token_list(address: str, as_json: bool, timeout: float) -> None:
+def token_list(opts: ClientOptions) -> None:
     """List tokens (accessor ids; secrets are never shown)."""
-    opts = options(address, as_json, timeout)
     tokens = unary(opts, _stub, "ListTokens", acl_pb2.ListTokensRequest()).tokens
     print_list(opts, sorted(tokens, key=lambda t: t.name),
                ["Accessor ID", "Name", "Type", "Policies"],
                lambda t: (t.accessor_id, t.name, _type(t.type), ",".join(t.policies)))
 
 
-@token_group.command(name="revoke")
-@click.argument("accessor_id")
-@client_options
-def token_revoke(accessor_id: str, address: str, as_json: bool, timeout: float) -> None:
+@about(token_group, "revoke", "accessor_id", namespaced=False)
+def token_revoke(accessor_id: str, opts: ClientOptions) -> None:
     """Revoke the token with ACCESSOR_ID."""
-    opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> str:
         full = await prefix.token_accessor(ch, accessor_id, opts.timeout)
@@ -164,9 +151,8 @@ def token_revoke(accessor_id: str, address: str, as_json: bool, timeout: float) 
 
 @token_group.command(name="self")
 @client_options
-def token_self(address: str, as_json: bool, timeout: float) -> None:
+def token_self(opts: ClientOptions) -> None:
     """Describe the token given with --token / DROVER_TOKEN."""
-    opts = options(address, as_json, timeout)
 
     resp = unary(opts, _stub, "GetSelfToken", acl_pb2.GetSelfTokenRequest())
     if opts.json:

@@ -15,7 +15,15 @@ import grpc
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.cli import prefix
-from drover.cli._client import ListOptions, client_options, list_options, options, run, run_list
+from drover.cli.client import (
+    ClientOptions,
+    ListOptions,
+    about,
+    client_options,
+    list_options,
+    run,
+    run_list,
+)
 from drover.cli.output import enum_name, print_detail, print_json, print_list, print_table
 
 QUEUE_COLUMNS = ["ID", "Namespace", "Job", "Type", "Priority", "State", "Deliveries",
@@ -39,9 +47,8 @@ def broker_group() -> None:
 
 @broker_group.command(name="stats")
 @client_options
-def broker_stats(address: str, as_json: bool, timeout: float) -> None:
+def broker_stats(opts: ClientOptions) -> None:
     """What the broker holds, per state and per scheduler type."""
-    opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> broker_pb2.BrokerStats:
         resp = await broker_pb2_grpc.EvalBrokerServiceStub(ch).GetBrokerStats(
@@ -74,9 +81,8 @@ def broker_stats(address: str, as_json: bool, timeout: float) -> None:
 @broker_group.command(name="queue")
 @list_options('CEL over evaluation fields and state, e.g. state == "pending"')
 @client_options
-def broker_queue(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
+def broker_queue(listing: ListOptions, opts: ClientOptions) -> None:
     """List the evaluations the broker holds, following every page."""
-    opts = options(address, as_json, timeout)
     held = run_list(opts, listing, broker_pb2_grpc.EvalBrokerServiceStub, "ListQueue",
                     broker_pb2.ListQueueRequest, "evaluations")
 
@@ -88,14 +94,10 @@ def broker_queue(listing: ListOptions, address: str, as_json: bool, timeout: flo
     print_list(opts, held, QUEUE_COLUMNS, row, namespace=listing.namespace)
 
 
-@broker_group.command(name="cancel")
-@click.argument("eval_id")
+@about(broker_group, "cancel", "eval_id", namespaced=False)
 @click.option("--reason", default="", help="recorded in the evaluation's description")
-@client_options
-def broker_cancel(eval_id: str, reason: str, address: str, as_json: bool,
-                  timeout: float) -> None:
+def broker_cancel(eval_id: str, reason: str, opts: ClientOptions) -> None:
     """Cancel one queued evaluation (not one a worker holds)."""
-    opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> int:
         full = await prefix.evaluation_id(ch, "*", eval_id, opts.timeout)

@@ -12,13 +12,12 @@ from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2
 from drover.cli import prefix
-from drover.cli._client import (
+from drover.cli.client import (
     ClientOptions,
     ListOptions,
+    about,
     client_options,
     list_options,
-    namespace_option,
-    options,
     run,
     run_list,
     state,
@@ -48,9 +47,8 @@ def deployment_group() -> None:
 @list_options('CEL, e.g. status == "running"', newest_first=True)
 @stale_options
 @client_options
-def list_deployments(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
+def list_deployments(listing: ListOptions, opts: ClientOptions) -> None:
     """List deployments (namespace, filter, order, id prefix), following every page."""
-    opts = options(address, as_json, timeout)
     deps = run_list(opts, listing, state, "ListDeployments",
                     state_pb2.ListDeploymentsRequest, "deployments")
     print_list(opts, deps, ["ID", "Job ID", "Namespace", "Job Version", "Status", "Description"],
@@ -58,17 +56,12 @@ def list_deployments(listing: ListOptions, address: str, as_json: bool, timeout:
                           d.status_description], namespace=listing.namespace)
 
 
-@deployment_group.command(name="status")
-@click.argument("deployment_id")
-@namespace_option
+@about(deployment_group, "status", "deployment_id")
 @click.option("--watch", "-w", "--monitor", "watch", is_flag=True,
               help="follow it live until it is terminal (exit 1 unless successful; "
                    "--json: one object per change)")
-@client_options
-def deployment_status(deployment_id: str, namespace: str, watch: bool, address: str,
-                      as_json: bool, timeout: float) -> None:
+def deployment_status(deployment_id: str, namespace: str, watch: bool, opts: ClientOptions) -> None:
     """Show one deployment with per-group progress."""
-    opts = options(address, as_json, timeout)
     if watch:
         from drover.cli.watch import watch_deployment
 
@@ -110,51 +103,36 @@ def _steer(opts: ClientOptions, namespace: str, deployment_id: str, method: str,
     click.echo(msg)
 
 
-@deployment_group.command(name="promote")
-@click.argument("deployment_id")
-@namespace_option
+@about(deployment_group, "promote", "deployment_id")
 @click.option("--group", "groups", multiple=True, help="promote only these groups")
-@client_options
-def promote(deployment_id: str, namespace: str, groups: tuple[str, ...], address: str,
-            as_json: bool, timeout: float) -> None:
+def promote(deployment_id: str, namespace: str, groups: tuple[str, ...],
+            opts: ClientOptions) -> None:
     """Promote canaries (all groups unless --group)."""
-    _steer(options(address, as_json, timeout), namespace, deployment_id, "PromoteDeployment",
+    _steer(opts, namespace, deployment_id, "PromoteDeployment",
            lambda full: deployments_pb2.PromoteDeploymentRequest(
                namespace=namespace, deployment_id=full, all=not groups, groups=list(groups)),
            "promoted")
 
 
-@deployment_group.command(name="pause")
-@click.argument("deployment_id")
-@namespace_option
-@client_options
-def pause(deployment_id: str, namespace: str, address: str, as_json: bool,
-          timeout: float) -> None:
+@about(deployment_group, "pause", "deployment_id")
+def pause(deployment_id: str, namespace: str, opts: ClientOptions) -> None:
     """Pause a running deployment."""
-    _steer(options(address, as_json, timeout), namespace, deployment_id, "PauseDeployment",
+    _steer(opts, namespace, deployment_id, "PauseDeployment",
            lambda full: deployments_pb2.PauseDeploymentRequest(
                namespace=namespace, deployment_id=full, pause=True), "paused")
 
 
-@deployment_group.command(name="resume")
-@click.argument("deployment_id")
-@namespace_option
-@client_options
-def resume(deployment_id: str, namespace: str, address: str, as_json: bool,
-           timeout: float) -> None:
+@about(deployment_group, "resume", "deployment_id")
+def resume(deployment_id: str, namespace: str, opts: ClientOptions) -> None:
     """Resume a paused deployment."""
-    _steer(options(address, as_json, timeout), namespace, deployment_id, "PauseDeployment",
+    _steer(opts, namespace, deployment_id, "PauseDeployment",
            lambda full: deployments_pb2.PauseDeploymentRequest(
                namespace=namespace, deployment_id=full, pause=False), "resumed")
 
 
-@deployment_group.command(name="fail")
-@click.argument("deployment_id")
-@namespace_option
-@client_options
-def fail(deployment_id: str, namespace: str, address: str, as_json: bool,
-         timeout: float) -> None:
+@about(deployment_group, "fail", "deployment_id")
+def fail(deployment_id: str, namespace: str, opts: ClientOptions) -> None:
     """Fail a deployment (rolls back where auto-revert is set)."""
-    _steer(options(address, as_json, timeout), namespace, deployment_id, "FailDeployment",
+    _steer(opts, namespace, deployment_id, "FailDeployment",
            lambda full: deployments_pb2.FailDeploymentRequest(
                namespace=namespace, deployment_id=full), "failed")

@@ -16,12 +16,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
 from drover.cli import prefix
-from drover.cli._client import (
+from drover.cli.client import (
+    ClientOptions,
     CommandFailed,
     ListOptions,
+    about,
     client_options,
     list_options,
-    options,
     run,
     run_list,
     state,
@@ -67,9 +68,8 @@ def eval_group() -> None:
 @list_options('CEL, e.g. status == "pending"')
 @stale_options
 @client_options
-def list_evals(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
+def list_evals(listing: ListOptions, opts: ClientOptions) -> None:
     """List evaluations, following every page."""
-    opts = options(address, as_json, timeout)
     evals = run_list(opts, listing, state, "ListEvaluations",
                      state_pb2.ListEvaluationsRequest, "evaluations")
     print_list(opts, evals, COLUMNS, _row, namespace=listing.namespace)
@@ -81,10 +81,8 @@ def list_evals(listing: ListOptions, address: str, as_json: bool, timeout: float
 @click.option("--filter", "filter_", default="")
 @click.option("--job", default="", help="only this job's evaluations")
 @client_options
-def count_evals(namespace: str, filter_: str, job: str, address: str, as_json: bool,
-                timeout: float) -> None:
+def count_evals(namespace: str, filter_: str, job: str, opts: ClientOptions) -> None:
     """Count evaluations matching a filter."""
-    opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> int:
         resp = await state(ch).CountEvaluations(
@@ -96,14 +94,10 @@ def count_evals(namespace: str, filter_: str, job: str, address: str, as_json: b
     print_json({"count": n}) if opts.json else click.echo(n)
 
 
-@eval_group.command(name="status")
-@click.argument("eval_id")
+@about(eval_group, "status", "eval_id", namespaced=False)
 @click.option("--related", is_flag=True, help="also show previous/next/blocked evaluations")
-@client_options
-def eval_status(eval_id: str, related: bool, address: str, as_json: bool,
-                timeout: float) -> None:
+def eval_status(eval_id: str, related: bool, opts: ClientOptions) -> None:
     """Show one evaluation."""
-    opts = options(address, as_json, timeout)
 
     resp = prefix.call(opts, "evaluation", "*", eval_id, lambda ch, full: state(
         ch).GetEvaluation(state_pb2.GetEvaluationRequest(id=full, include_related=related),
@@ -137,8 +131,7 @@ def _refused(err: grpc.RpcError) -> None:
 @click.option("--dry-run", is_flag=True, help="count what would be deleted, delete nothing")
 @client_options
 def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: str,
-                 page_size: int, yes: bool, dry_run: bool, address: str, as_json: bool,
-                 timeout: float) -> None:
+                 page_size: int, yes: bool, dry_run: bool, opts: ClientOptions) -> None:
     """Delete evaluations by ID (all or nothing) or by --filter (paged).
 
     The eval broker must be paused (`drover operator scheduler pause`),
@@ -146,7 +139,6 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
     """
     if bool(eval_ids) == bool(filter_):
         raise click.UsageError("give evaluation IDs or --filter, not both and not neither")
-    opts = options(address, as_json, timeout)
 
     async def by_ids(ch: grpc.aio.Channel) -> int:
         stub = state(ch)

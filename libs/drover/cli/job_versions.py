@@ -10,12 +10,12 @@ import grpc
 
 from drover.api.state.v1 import state_pb2
 from drover.cli import prefix
-from drover.cli._client import (
+from drover.cli.client import (
     ClientOptions,
     CommandFailed,
+    about,
     client_options,
     namespace_option,
-    options,
     run,
     state,
 )
@@ -50,29 +50,20 @@ def _call(opts: ClientOptions, namespace: str, job_id: str, method: str,
     return prefix.call(opts, "job", namespace, job_id, then)
 
 
-@job_group.command(name="start")
-@click.argument("job_id")
-@namespace_option
-@client_options
-def start_job(job_id: str, namespace: str, address: str, as_json: bool, timeout: float) -> None:
+@about(job_group, "start", "job_id")
+def start_job(job_id: str, namespace: str, opts: ClientOptions) -> None:
     """Run a stopped job again: its latest version before the stop, as a new version."""
-    opts = options(address, as_json, timeout)
     resp = _call(opts, namespace, job_id, "StartJob",
                  state_pb2.StartJobRequest(namespace=namespace))
     _new_version(opts, resp, f"job {job_id!r} started as version {resp.version} (the spec"
                              f" of version {resp.from_version})")
 
 
-@job_group.command(name="history")
-@click.argument("job_id")
-@namespace_option
+@about(job_group, "history", "job_id")
 @click.option("--diff", "-p", "show_diff", is_flag=True,
               help="each version's changes from the one before it")
-@client_options
-def job_history(job_id: str, namespace: str, show_diff: bool, address: str, as_json: bool,
-                timeout: float) -> None:
+def job_history(job_id: str, namespace: str, show_diff: bool, opts: ClientOptions) -> None:
     """The job's kept versions, newest first (as `nomad job history`)."""
-    opts = options(address, as_json, timeout)
     resp = _call(opts, namespace, job_id, "ListJobVersions",
                  state_pb2.ListJobVersionsRequest(namespace=namespace))
     versions = sorted(resp.versions, key=lambda v: -v.version)
@@ -105,9 +96,8 @@ def job_history(job_id: str, namespace: str, show_diff: bool, address: str, as_j
               help="revert only if the job is still at this version")
 @client_options
 def revert_job(job_id: str, version: int, namespace: str, enforce_prior_version: int | None,
-               address: str, as_json: bool, timeout: float) -> None:
+               opts: ClientOptions) -> None:
     """Register kept VERSION's spec as the job's next version."""
-    opts = options(address, as_json, timeout)
     req = state_pb2.RevertJobRequest(namespace=namespace, version=version)
     if enforce_prior_version is not None:
         req.enforce_prior_version = enforce_prior_version
@@ -126,9 +116,8 @@ def revert_job(job_id: str, version: int, namespace: str, enforce_prior_version:
 @click.option("--message", "-m", default="", help="why (kept in the answer)")
 @client_options
 def scale_job(job_id: str, group: str, count: int, namespace: str, check_index: int | None,
-              message: str, address: str, as_json: bool, timeout: float) -> None:
+              message: str, opts: ClientOptions) -> None:
     """Set GROUP's count to COUNT (a new version; the scheduler places or stops)."""
-    opts = options(address, as_json, timeout)
     req = state_pb2.ScaleJobRequest(namespace=namespace, group=group, count=count,
                                     message=message)
     if check_index is not None:
@@ -182,15 +171,13 @@ def plan_text(resp: state_pb2.PlanJobResponse, job_id: str, spec: str) -> str:
     return "\n".join(lines)
 
 
-@job_group.command(name="plan")
-@click.argument("spec")
-@client_options
-def plan_job(spec: str, address: str, as_json: bool, timeout: float) -> None:
+@about(job_group, "plan", "spec", namespaced=False)
+def plan_job(spec: str, opts: ClientOptions) -> None:
     """Dry-run SPEC: the diff and what the scheduler would do (exit 0: no
     allocation created or destroyed, 1: some would be, 255: error)."""
     try:
         job = load_job(spec)
-        opts = options(address, as_json, timeout)
+        opts = opts
 
         async def body(ch: grpc.aio.Channel) -> state_pb2.PlanJobResponse:
             return await state(ch).PlanJob(state_pb2.PlanJobRequest(job=job),

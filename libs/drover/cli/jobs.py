@@ -17,15 +17,15 @@ import grpc
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
 from drover.cli import prefix
-from drover.cli._client import (
+from drover.cli.client import (
     ClientOptions,
     CommandFailed,
     ListOptions,
+    about,
     client_options,
     list_allocations,
     list_options,
     namespace_option,
-    options,
     run,
     run_list,
     state,
@@ -63,20 +63,16 @@ def job_group() -> None:
     history, revert, scale."""
 
 
-@job_group.command(name="run")
-@click.argument("spec")
+@about(job_group, "run", "spec", namespaced=False)
 @click.option("--check-index", type=int, default=None,
               help="register only if the job's modify index is this (0: must be new)")
 @click.option("--detach", "-d", is_flag=True,
               help="return once registered; do not monitor the evaluation and deployment")
-@client_options
-def run_job(spec: str, check_index: int | None, detach: bool, address: str, as_json: bool,
-            timeout: float) -> None:
+def run_job(spec: str, check_index: int | None, detach: bool, opts: ClientOptions) -> None:
     """Register the job in SPEC (YAML or JSON) and monitor its evaluation and
     deployment until done (as Nomad's; exit 2: placements failed, 1: the
     deployment failed)."""
     job = load_job(spec)
-    opts = options(address, as_json, timeout)
     events = Events(opts.json)
 
     async def body(ch: grpc.aio.Channel) -> int:
@@ -110,13 +106,10 @@ def _registered(opts: ClientOptions, job: job_pb2.Job, resp: Any, detach: bool) 
         click.echo(f"warning: {w}", err=True)
 
 
-@job_group.command(name="validate")
-@click.argument("spec")
-@client_options
-def validate_job(spec: str, address: str, as_json: bool, timeout: float) -> None:
+@about(job_group, "validate", "spec", namespaced=False)
+def validate_job(spec: str, opts: ClientOptions) -> None:
     """Check SPEC as the servers would register it, registering nothing."""
     job = load_job(spec)
-    opts = options(address, as_json, timeout)
 
     resp = unary(opts, state, "PlanJob", state_pb2.PlanJobRequest(job=job))
     if opts.json:
@@ -151,11 +144,9 @@ async def _job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call: floa
               help="follow its task groups live until the rollout is terminal")
 @stale_options
 @client_options
-def job_status(job_id: str | None, namespace: str, watch: bool, address: str, as_json: bool,
-               timeout: float) -> None:
+def job_status(job_id: str | None, namespace: str, watch: bool, opts: ClientOptions) -> None:
     """Show a job: its summary, latest deployment and allocations (as
     Nomad's); with no JOB_ID, list jobs (as `job list`)."""
-    opts = options(address, as_json, timeout)
     if job_id is None:
         if watch:
             raise click.UsageError("--watch needs a JOB_ID")
@@ -216,31 +207,21 @@ def alloc_row(a: allocation_pb2.Allocation) -> list[Any]:
             ago(a.create_time), ago(a.modify_time)]
 
 
-@job_group.command(name="allocs")
-@click.argument("job_id")
-@namespace_option
-@client_options
-def job_allocs(job_id: str, namespace: str, address: str, as_json: bool,
-               timeout: float) -> None:
+@about(job_group, "allocs", "job_id")
+def job_allocs(job_id: str, namespace: str, opts: ClientOptions) -> None:
     """The job's allocations, newest first (as `nomad job allocs`)."""
-    opts = options(address, as_json, timeout)
 
     allocs = sorted(prefix.call(opts, "job", namespace, job_id, lambda ch, full: list_allocations(
         ch, f'job_id == "{full}"', opts.timeout, namespace)), key=lambda a: -a.create_index)
     print_list(opts, allocs, ALLOC_COLUMNS, alloc_row, empty="No allocations placed")
 
 
-@job_group.command(name="inspect")
-@click.argument("job_id")
-@namespace_option
+@about(job_group, "inspect", "job_id")
 @click.option("--version", type=click.IntRange(min=0), default=None,
               help="a kept version (default: the latest)")
 @stale_options
-@client_options
-def inspect_job(job_id: str, namespace: str, version: int | None, address: str,
-                as_json: bool, timeout: float) -> None:
+def inspect_job(job_id: str, namespace: str, version: int | None, opts: ClientOptions) -> None:
     """The job as the servers keep it, as JSON (as `nomad job inspect`)."""
-    opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> Any:
         job = (await _job(ch, namespace, job_id, opts.timeout)).job
@@ -257,16 +238,11 @@ def inspect_job(job_id: str, namespace: str, version: int | None, address: str,
     print_json({"job": run(opts, body)})
 
 
-@job_group.command(name="stop")
-@click.argument("job_id")
-@namespace_option
+@about(job_group, "stop", "job_id")
 @click.option("--purge", is_flag=True,
               help="remove the job and its history (running allocations are stopped first)")
-@client_options
-def stop_job(job_id: str, namespace: str, purge: bool, address: str, as_json: bool,
-             timeout: float) -> None:
+def stop_job(job_id: str, namespace: str, purge: bool, opts: ClientOptions) -> None:
     """Stop (or purge) a job."""
-    opts = options(address, as_json, timeout)
 
     resp = prefix.call(opts, "job", namespace, job_id, lambda ch, full: state(ch).DeregisterJob(
         state_pb2.DeregisterJobRequest(namespace=namespace, id=full, purge=purge),
@@ -313,6 +289,6 @@ def show_jobs(opts: ClientOptions, listing: ListOptions) -> None:
 @list_options('CEL over job fields, e.g. type == "service"')
 @stale_options
 @client_options
-def list_jobs(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
+def list_jobs(listing: ListOptions, opts: ClientOptions) -> None:
     """List jobs (what `drover job status` with no JOB_ID shows)."""
-    show_jobs(options(address, as_json, timeout), listing)
+    show_jobs(opts, listing)

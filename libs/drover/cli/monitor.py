@@ -19,7 +19,7 @@ import grpc
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
-from drover.cli._client import list_allocations, state
+from drover.cli.client import list_allocations, state
 from drover.cli.output import enum_name, print_json_line, short_id, when
 from drover.cli.watch import watch_deployment
 

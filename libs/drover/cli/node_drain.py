@@ -24,11 +24,11 @@ import grpc
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import node_pb2
 from drover.cli import prefix
-from drover.cli._client import (
+from drover.cli.client import (
+    ClientOptions,
     CommandFailed,
-    client_options,
+    about,
     list_allocations,
-    options,
     run,
     state,
 )
@@ -60,8 +60,7 @@ def _deadline(deadline: str | None, force: bool, no_deadline: bool) -> float:
     return secs
 
 
-@node_group.command(name="drain")
-@click.argument("node_id")
+@about(node_group, "drain", "node_id", namespaced=False)
 @click.option("--enable", is_flag=True, help="start a drain (the default; Nomad's -enable)")
 @click.option("--disable", is_flag=True, help="cancel the drain")
 @click.option("--deadline", default=None,
@@ -72,15 +71,13 @@ def _deadline(deadline: str | None, force: bool, no_deadline: bool) -> float:
 @click.option("--keep-ineligible", is_flag=True, help="with --disable: stay ineligible")
 @click.option("--monitor", "--watch", "-w", "monitor", is_flag=True,
               help="follow the drain until it completes (--json: one object per line)")
-@client_options
 def drain(node_id: str, enable: bool, disable: bool, deadline: str | None, force: bool,
           no_deadline: bool, ignore_system: bool, keep_ineligible: bool, monitor: bool,
-          address: str, as_json: bool, timeout: float) -> None:
+          opts: ClientOptions) -> None:
     """Drain a node: its allocations migrate, at most each group's
     migrate.max_parallel at a time; the node becomes ineligible."""
     if enable and disable:
         raise click.UsageError("--enable and --disable exclude each other")
-    opts = options(address, as_json, timeout)
     req = state_pb2.UpdateNodeDrainRequest(mark_eligible=disable and not keep_ineligible)
     if not disable:
         req.drain_strategy.deadline.FromNanoseconds(
@@ -150,18 +147,14 @@ async def _monitor(ch: grpc.aio.Channel, node_id: str, per_call: float, as_json:
         await asyncio.sleep(MONITOR_EVERY)
 
 
-@node_group.command(name="eligibility")
-@click.argument("node_id")
+@about(node_group, "eligibility", "node_id", namespaced=False)
 @click.option("--enable", is_flag=True, help="eligible for new allocations")
 @click.option("--disable", is_flag=True, help="ineligible for new allocations")
-@client_options
-def eligibility(node_id: str, enable: bool, disable: bool, address: str, as_json: bool,
-                timeout: float) -> None:
+def eligibility(node_id: str, enable: bool, disable: bool, opts: ClientOptions) -> None:
     """Set a node's scheduling eligibility (a drained node stays ineligible
     until enabled)."""
     if enable == disable:
         raise click.UsageError("give exactly one of --enable or --disable")
-    opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> tuple[str, Any]:
         full = await prefix.resolve(ch, "node", None, node_id, opts.timeout)

@@ -11,14 +11,14 @@ import grpc
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, node_pb2
 from drover.cli import prefix
-from drover.cli._client import (
+from drover.cli.client import (
+    ClientOptions,
     ListOptions,
+    about,
     client_options,
     list_all,
     list_allocations,
     list_options,
-    namespace_option,
-    options,
     run,
     run_list,
     state,
@@ -69,9 +69,8 @@ def node_group() -> None:
 @list_options('CEL over node fields, e.g. status == "ready"')
 @stale_options
 @client_options
-def list_nodes(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
+def list_nodes(listing: ListOptions, opts: ClientOptions) -> None:
     """List nodes with their capacity and what their allocations reserve."""
-    opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> tuple[list[Any], list[Any]]:
         stub = state(ch)
@@ -106,12 +105,9 @@ def list_nodes(listing: ListOptions, address: str, as_json: bool, timeout: float
                        "Allocs"], rows)
 
 
-@node_group.command(name="status")
-@click.argument("node_id")
-@client_options
-def node_status(node_id: str, address: str, as_json: bool, timeout: float) -> None:
+@about(node_group, "status", "node_id", namespaced=False)
+def node_status(node_id: str, opts: ClientOptions) -> None:
     """Show one node and its allocations."""
-    opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> tuple[Any, list[Any]]:
         stub = state(ch)
@@ -150,21 +146,17 @@ def _set_status(node_id: str, opts: Any, verb: str, **fields: Any) -> None:
                f"{len(resp.eval_ids)} evaluations, {resp.unblocked} unblocked")
 
 
-@node_group.command(name="down")
-@click.argument("node_id")
-@client_options
-def down(node_id: str, address: str, as_json: bool, timeout: float) -> None:
+@about(node_group, "down", "node_id", namespaced=False)
+def down(node_id: str, opts: ClientOptions) -> None:
     """Mark a node down: its allocations are lost and replaced elsewhere."""
-    _set_status(node_id, options(address, as_json, timeout), "down",
+    _set_status(node_id, opts, "down",
                 status=node_pb2.NODE_STATUS_DOWN)
 
 
-@node_group.command(name="ready")
-@click.argument("node_id")
-@client_options
-def ready(node_id: str, address: str, as_json: bool, timeout: float) -> None:
+@about(node_group, "ready", "node_id", namespaced=False)
+def ready(node_id: str, opts: ClientOptions) -> None:
     """Mark a node ready again (unblocks blocked evaluations)."""
-    _set_status(node_id, options(address, as_json, timeout), "ready",
+    _set_status(node_id, opts, "ready",
                 status=node_pb2.NODE_STATUS_READY)
 
 
@@ -178,10 +170,8 @@ def alloc_group() -> None:
 @click.option("--job", default="", help="only this job's allocations")
 @stale_options
 @client_options
-def list_allocs(listing: ListOptions, job: str, address: str, as_json: bool,
-                timeout: float) -> None:
+def list_allocs(listing: ListOptions, job: str, opts: ClientOptions) -> None:
     """List allocations, newest first (as Nomad's)."""
-    opts = options(address, as_json, timeout)
     if job:
         listing = listing.narrowed(f'job_id == "{job}"')
     allocs = run_list(opts, listing, state, "ListAllocations",
@@ -196,14 +186,9 @@ def list_allocs(listing: ListOptions, job: str, address: str, as_json: bool,
                           *(["yes" if a.deployment_status.canary else ""] if canaries else [])])
 
 
-@alloc_group.command(name="status")
-@click.argument("alloc_id")
-@namespace_option
-@client_options
-def alloc_status(alloc_id: str, namespace: str, address: str, as_json: bool,
-                 timeout: float) -> None:
+@about(alloc_group, "status", "alloc_id")
+def alloc_status(alloc_id: str, namespace: str, opts: ClientOptions) -> None:
     """Show one allocation."""
-    opts = options(address, as_json, timeout)
     a = prefix.call(opts, "allocation", namespace, alloc_id, lambda ch, full: state(
         ch).GetAllocation(state_pb2.GetAllocationRequest(namespace=namespace, id=full),
                           timeout=opts.timeout)).allocation
@@ -218,14 +203,9 @@ def alloc_status(alloc_id: str, namespace: str, address: str, as_json: bool,
         ("Modified", when(a.modify_time))])
 
 
-@alloc_group.command(name="stop")
-@click.argument("alloc_id")
-@namespace_option
-@client_options
-def alloc_stop(alloc_id: str, namespace: str, address: str, as_json: bool,
-               timeout: float) -> None:
+@about(alloc_group, "stop", "alloc_id")
+def alloc_stop(alloc_id: str, namespace: str, opts: ClientOptions) -> None:
     """Stop one allocation; the scheduler places a replacement."""
-    opts = options(address, as_json, timeout)
     resp = prefix.call(opts, "allocation", namespace, alloc_id, lambda ch, full: state(
         ch).StopAllocation(state_pb2.StopAllocationRequest(namespace=namespace, id=full),
                            timeout=opts.timeout))

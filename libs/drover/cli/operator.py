@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import click
@@ -10,7 +11,14 @@ from google.protobuf import duration_pb2
 
 from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
 from drover.api.state.v1 import state_pb2
-from drover.cli._client import CommandFailed, client_options, options, run, state, unary
+from drover.cli.client import (
+    ClientOptions,
+    CommandFailed,
+    client_options,
+    run,
+    state,
+    unary,
+)
 from drover.cli.output import print_detail, print_json, print_table
 
 
@@ -52,9 +60,8 @@ def _set_paused(paused: bool, opts: Any) -> None:
 
 @scheduler_group.command(name="get-config")
 @client_options
-def get_config(address: str, as_json: bool, timeout: float) -> None:
+def get_config(opts: ClientOptions) -> None:
     """The scheduler configuration (as `nomad operator scheduler get-config`)."""
-    opts = options(address, as_json, timeout)
 
     c = unary(opts, state, "GetSchedulerConfig", state_pb2.GetSchedulerConfigRequest()).config
     print_detail(opts, c, [("Eval Broker Paused", c.pause_eval_broker),
@@ -63,25 +70,24 @@ def get_config(address: str, as_json: bool, timeout: float) -> None:
 
 @scheduler_group.command(name="pause")
 @client_options
-def pause(address: str, as_json: bool, timeout: float) -> None:
+def pause(opts: ClientOptions) -> None:
     """Pause the eval broker (no deliveries; evaluations may be deleted)."""
-    _set_paused(True, options(address, as_json, timeout))
+    _set_paused(True, opts)
 
 
 @scheduler_group.command(name="resume")
 @client_options
-def resume(address: str, as_json: bool, timeout: float) -> None:
+def resume(opts: ClientOptions) -> None:
     """Resume the eval broker."""
-    _set_paused(False, options(address, as_json, timeout))
+    _set_paused(False, opts)
 
 
 @operator_group.command(name="members")
 @click.option("--service", default="", help="only this service (state, broker, deployments, proxy)")
 @client_options
-def members(service: str, address: str, as_json: bool, timeout: float) -> None:
+def members(service: str, opts: ClientOptions) -> None:
     """Replicas the proxy knows, per service, in the order it uses them, and
     the proxy replicas themselves."""
-    opts = options(address, as_json, timeout)
 
     resp = unary(opts, proxy_pb2_grpc.ClientProxyServiceStub, "ListServers",
                  proxy_pb2.ListServersRequest(service="" if service == "proxy" else service))
@@ -109,10 +115,9 @@ def members(service: str, address: str, as_json: bool, timeout: float) -> None:
 @click.option("--wait", default=10.0, show_default=True, type=click.FloatRange(min=0),
               help="seconds to wait for every proxy replica")
 @client_options
-def convergence(revision: int, wait: float, address: str, as_json: bool,
-                timeout: float) -> None:
+def convergence(revision: int, wait: float, opts: ClientOptions) -> None:
     """Wait until every proxy replica has applied membership REVISION."""
-    opts = options(address, as_json, max(timeout, wait + 5))
+    opts = dataclasses.replace(opts, timeout=max(opts.timeout, wait + 5))
 
     async def body(ch: grpc.aio.Channel) -> proxy_pb2.WaitForConvergenceResponse:
         secs = int(wait)

@@ -14,7 +14,7 @@ from typing import TypeVar
 import grpc
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.cli._client import ClientOptions, CommandFailed, run
+from drover.cli.client import ClientOptions, CommandFailed, run
 from drover.rpc.remote import remote_status
 
 T = TypeVar("T")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
-from drover.cli._client import client_options, options, unary
+from drover.cli.client import ClientOptions, client_options, unary
 from drover.cli.output import print_json
 
 
@@ -19,9 +19,8 @@ def system_group() -> None:
               help="collect only what is older than the configured thresholds"
                    " (default: everything terminal, whatever its age)")
 @client_options
-def gc(respect_thresholds: bool, address: str, as_json: bool, timeout: float) -> None:
+def gc(respect_thresholds: bool, opts: ClientOptions) -> None:
     """Run a garbage collection pass on the deployment watcher's leader."""
-    opts = options(address, as_json, timeout)
     r = unary(opts, deployments_pb2_grpc.DeploymentWatcherServiceStub, "CollectGarbage",
               deployments_pb2.CollectGarbageRequest(force=not respect_thresholds))
     if opts.json:

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
-from drover.cli._client import list_allocations
+from drover.cli.client import list_allocations
 from drover.cli.output import (
     console,
     enum_name,

@@ -10,7 +10,7 @@ from typing import Any
 import click
 import grpc
 
-from drover.cli._client import (
+from drover.cli.client import (
     DEFAULT_ADDRESS,
     CommandFailed,
     describe,

@@ -75,10 +75,17 @@ def token_and_tls() -> tuple[str, TlsFiles]:
                                                key=extra.get("tls_key") or "")
 
 
-def client_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--address/DROVER_ADDR, --json, --timeout, --token/DROVER_TOKEN and
-    --tls-ca/--tls-cert/--tls-key (DROVER_TLS_*) on a command."""
-    f = token_tls_options(f)
+def client_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--address/DROVER_ADDR, --json, --timeout, --verbose, --token/DROVER_TOKEN
+    and --tls-ca/--tls-cert/--tls-key (DROVER_TLS_*) on a command, which
+    gets them as one ``opts: ClientOptions``."""
+
+    @functools.wraps(command)
+    def with_opts(*args: Any, address: str, as_json: bool, timeout: float,
+                  **kwargs: Any) -> Any:
+        return command(*args, opts=options(address, as_json, timeout), **kwargs)
+
+    f = token_tls_options(with_opts)
     f = click.option("--verbose", "-v", is_flag=True, default=False, expose_value=False,
                      callback=_remember,
                      help="full ids and untruncated text in tables (as Nomad's -verbose)")(f)
@@ -310,3 +317,22 @@ def unary(opts: ClientOptions, stub: Callable[[grpc.aio.Channel], Any], method: 
         return await getattr(stub(ch), method)(request, timeout=opts.timeout)
 
     return run(opts, body)
+
+
+def about(group: click.Group, name: str, argument: str, *,
+          namespaced: bool = True) -> Callable[[Callable[..., Any]], Any]:
+    """A command about one object: ``group name ARGUMENT`` with --namespace
+    (unless the object has none) and the client options; the options below
+    this decorator are the command's own."""
+
+    def decorate(f: Callable[..., Any]) -> Any:
+        own = {id(p) for p in getattr(f, "__click_params__", ())}
+        f = client_options(f)
+        if namespaced:
+            f = namespace_option(f)
+        command = group.command(name=name)(click.argument(argument)(f))
+        # --help: the argument, the command's own options, then the shared ones.
+        command.params.sort(key=lambda p: (not isinstance(p, click.Argument), id(p) not in own))
+        return command
+
+    return decorate
