@@ -71,7 +71,7 @@ def test_lists_are_the_default_namespace_unless_star(state_address: str,
 def test_unique_id_prefixes_short_ids_and_whole_ones_with_verbose(state_address: str,
                                                            tmp_path: Path) -> None:
     run = uuid.uuid4().hex[:6]
-    ran = drover("--json", "--address", state_address, "job", "run",
+    ran = drover("--json", "--address", state_address, "job", "run", "--detach",
                  str(_job(tmp_path, f"p-{run}", "default")))
     assert ran.returncode == 0, ran.stderr
     registered = json.loads(ran.stdout)

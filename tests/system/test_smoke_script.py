@@ -37,7 +37,7 @@ def _cli_through_the_proxy(proxy: str, tmp_path: Path) -> None:
     )
     ran = _drover("job", "run", "--detach", str(spec), address=proxy)
     assert ran.returncode == 0, ran.stderr
-    assert "registered as version 0" in ran.stdout and "deployment" in ran.stdout
+    assert "registered as version 0" in ran.stdout and "Deployment ID" in ran.stdout
     status = _drover("job", "status", "cli-web", "--json", address=proxy)
     assert json.loads(status.stdout)["job"]["priority"] == 60
     deps = json.loads(_drover("deployment", "list", "--json", address=proxy).stdout)

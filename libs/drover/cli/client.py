@@ -199,7 +199,7 @@ class CommandFailed(click.ClickException):
     exit_code = 1
 
     def show(self, file: Any = None) -> None:
-        err_console.print(f"[red]Error:[/red] {self.message}", highlight=False)
+        err_console.print(f"[red]Error:[/red] {self.message}", highlight=False, soft_wrap=True)
 
 
 #: What to do about an UNAVAILABLE, by its ErrorInfo reason: it says what

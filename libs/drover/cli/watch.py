@@ -12,6 +12,7 @@ cancelled.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -131,8 +132,8 @@ class _Render:
 
 
 def _fit(line: str) -> str:
-    room = width()
-    return line if len(line) <= room else line[: room - 1] + "…"
+    """The title wrapped (never cut: its end says what happened) to the terminal."""
+    return textwrap.fill(line, width(), subsequent_indent="  ", break_on_hyphens=False)
 
 
 def _title(d: deployment_pb2.Deployment) -> str:
