@@ -44,12 +44,12 @@ def _dstatus(v: int) -> str:
 
 def _deadline(g: deployment_pb2.DeploymentGroupState) -> str:
     """The time by which the group must make progress (Nomad's Progress
-    Deadline, ``RequireProgressBy``), local; ``N/A`` before it is set."""
+    Deadline, ``RequireProgressBy``), local with its zone; ``N/A`` before it is set."""
     if not g.require_progress_by.ByteSize():
         return "N/A"
     at = g.require_progress_by.ToDatetime(tzinfo=UTC).astimezone()
-    return at.strftime("%H:%M:%S" if at.date() == datetime.now().astimezone().date()
-                       else "%b %d %H:%M")
+    return at.strftime("%H:%M:%S %Z" if at.date() == datetime.now().astimezone().date()
+                       else "%b %d %H:%M %Z")
 
 
 def deployment_rows(d: deployment_pb2.Deployment) -> list[list[Any]]:
