@@ -20,7 +20,7 @@ from drover.cli.client import (
     ListOptions,
     about,
     client_options,
-    list_options,
+    lister,
     run,
     run_list,
 )
@@ -78,9 +78,8 @@ def broker_stats(opts: ClientOptions) -> None:
             [name, per.ready, per.unacked] for name, per in sorted(s.by_scheduler.items())))
 
 
-@broker_group.command(name="queue")
-@list_options('CEL over evaluation fields and state, e.g. state == "pending"')
-@client_options
+@lister(broker_group, "queue", 'CEL over evaluation fields and state, e.g. state == "pending"',
+        stale=False)
 def broker_queue(listing: ListOptions, opts: ClientOptions) -> None:
     """List the evaluations the broker holds, following every page."""
     held = run_list(opts, listing, broker_pb2_grpc.EvalBrokerServiceStub, "ListQueue",

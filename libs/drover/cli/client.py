@@ -22,7 +22,7 @@ from google.protobuf.message import Message
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.cli.output import CLIENT_META, err_console
 from drover.cli.read_retry import ReadRetryChannel, reachable
-from drover.cli.stale import query_options, with_query
+from drover.cli.stale import query_options, stale_options, with_query
 from drover.config import TlsFiles
 from drover.coord.tlsprobe import diagnose
 from drover.rpc.failover import client_channel, split_addresses
@@ -334,5 +334,20 @@ def about(group: click.Group, name: str, argument: str, *,
         # --help: the argument, the command's own options, then the shared ones.
         command.params.sort(key=lambda p: (not isinstance(p, click.Argument), id(p) not in own))
         return command
+
+    return decorate
+
+
+def lister(group: click.Group, name: str, filter_help: str, *, newest_first: bool = False,
+           stale: bool = True) -> Callable[[Callable[..., Any]], Any]:
+    """A listing command: ``group name`` with the listing options (passed as
+    ``listing``; ``filter_help`` says what --filter reads), --stale (unless
+    the list has no replicas to read from) and the client options."""
+
+    def decorate(f: Callable[..., Any]) -> Any:
+        f = client_options(f)
+        if stale:
+            f = stale_options(f)
+        return group.command(name=name)(list_options(filter_help, newest_first=newest_first)(f))
 
     return decorate

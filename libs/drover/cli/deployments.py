@@ -16,8 +16,7 @@ from drover.cli.client import (
     ClientOptions,
     ListOptions,
     about,
-    client_options,
-    list_options,
+    lister,
     run,
     run_list,
     state,
@@ -31,7 +30,6 @@ from drover.cli.output import (
     short_id,
     when,
 )
-from drover.cli.stale import stale_options
 
 
 def _status(value: int) -> str:
@@ -43,10 +41,7 @@ def deployment_group() -> None:
     """Deployments: list, status, promote, pause, resume, fail."""
 
 
-@deployment_group.command(name="list")
-@list_options('CEL, e.g. status == "running"', newest_first=True)
-@stale_options
-@client_options
+@lister(deployment_group, "list", 'CEL, e.g. status == "running"', newest_first=True)
 def list_deployments(listing: ListOptions, opts: ClientOptions) -> None:
     """List deployments (namespace, filter, order, id prefix), following every page."""
     deps = run_list(opts, listing, state, "ListDeployments",

@@ -22,7 +22,7 @@ from drover.cli.client import (
     ListOptions,
     about,
     client_options,
-    list_options,
+    lister,
     run,
     run_list,
     state,
@@ -35,7 +35,6 @@ from drover.cli.output import (
     print_list,
     print_table,
 )
-from drover.cli.stale import stale_options
 from drover.paging.request import DEFAULTS
 from drover.rpc.remote import from_rpc_error
 
@@ -64,10 +63,7 @@ def eval_group() -> None:
     """Evaluations: list, count, status, delete."""
 
 
-@eval_group.command(name="list")
-@list_options('CEL, e.g. status == "pending"')
-@stale_options
-@client_options
+@lister(eval_group, "list", 'CEL, e.g. status == "pending"')
 def list_evals(listing: ListOptions, opts: ClientOptions) -> None:
     """List evaluations, following every page."""
     evals = run_list(opts, listing, state, "ListEvaluations",

@@ -24,7 +24,7 @@ from drover.cli.client import (
     about,
     client_options,
     list_allocations,
-    list_options,
+    lister,
     namespace_option,
     run,
     run_list,
@@ -285,10 +285,7 @@ def show_jobs(opts: ClientOptions, listing: ListOptions) -> None:
                empty="No running jobs")
 
 
-@job_group.command(name="list")
-@list_options('CEL over job fields, e.g. type == "service"')
-@stale_options
-@client_options
+@lister(job_group, "list", 'CEL over job fields, e.g. type == "service"')
 def list_jobs(listing: ListOptions, opts: ClientOptions) -> None:
     """List jobs (what `drover job status` with no JOB_ID shows)."""
     show_jobs(opts, listing)

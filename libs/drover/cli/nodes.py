@@ -15,10 +15,9 @@ from drover.cli.client import (
     ClientOptions,
     ListOptions,
     about,
-    client_options,
     list_all,
     list_allocations,
-    list_options,
+    lister,
     run,
     run_list,
     state,
@@ -32,7 +31,6 @@ from drover.cli.output import (
     to_dict,
     when,
 )
-from drover.cli.stale import stale_options
 from drover.worker.resources import Vec, is_live, used
 
 
@@ -65,10 +63,7 @@ def node_group() -> None:
     """Nodes: list, status, drain, eligibility, down, ready."""
 
 
-@node_group.command(name="list")
-@list_options('CEL over node fields, e.g. status == "ready"')
-@stale_options
-@client_options
+@lister(node_group, "list", 'CEL over node fields, e.g. status == "ready"')
 def list_nodes(listing: ListOptions, opts: ClientOptions) -> None:
     """List nodes with their capacity and what their allocations reserve."""
 
@@ -165,11 +160,9 @@ def alloc_group() -> None:
     """Allocations: list, status, stop."""
 
 
-@alloc_group.command(name="list")
-@list_options('CEL over allocation fields, e.g. job_id == "web"', newest_first=True)
+@lister(alloc_group, "list", 'CEL over allocation fields, e.g. job_id == "web"',
+        newest_first=True)
 @click.option("--job", default="", help="only this job's allocations")
-@stale_options
-@client_options
 def list_allocs(listing: ListOptions, job: str, opts: ClientOptions) -> None:
     """List allocations, newest first (as Nomad's)."""
     if job:
