@@ -14,9 +14,8 @@ import click
 import grpc
 
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
-from drover.cli import prefix
+from drover.cli import output, prefix
 from drover.cli.client import ClientOptions, CommandFailed, about, client_options, run, unary
-from drover.cli.output import enum_name, print_json, print_list, to_dict
 
 
 def _stub(ch: grpc.aio.Channel) -> acl_pb2_grpc.AclServiceStub:
@@ -24,7 +23,7 @@ def _stub(ch: grpc.aio.Channel) -> acl_pb2_grpc.AclServiceStub:
 
 
 def _type(value: int) -> str:
-    return enum_name(value, acl_pb2.TokenType, "TOKEN_TYPE_")
+    return output.enum_name(value, acl_pb2.TokenType, "TOKEN_TYPE_")
 
 
 def _show_token(token: Any, secret: str = "") -> None:
@@ -51,7 +50,7 @@ def bootstrap(opts: ClientOptions) -> None:
 
     resp = unary(opts, _stub, "Bootstrap", acl_pb2.BootstrapRequest())
     if opts.json:
-        print_json({"accessor_id": resp.token.accessor_id, "secret_id": resp.secret_id})
+        output.print_json({"accessor_id": resp.token.accessor_id, "secret_id": resp.secret_id})
     else:
         _show_token(resp.token, resp.secret_id)
 
@@ -78,7 +77,7 @@ def policy_apply(name: str, file: str, description: str, opts: ClientOptions) ->
     for warning in resp.warnings:  # deprecated names: applied, but say what to write
         click.echo(f"warning: {warning}", err=True)
     if opts.json:
-        print_json(resp.policy)
+        output.print_json(resp.policy)
     else:
         click.echo(f"applied policy {resp.policy.name!r} (index {resp.policy.modify_index})")
 
@@ -88,9 +87,9 @@ def policy_apply(name: str, file: str, description: str, opts: ClientOptions) ->
 def policy_list(opts: ClientOptions) -> None:
     """List policies."""
     policies = unary(opts, _stub, "ListPolicies", acl_pb2.ListPoliciesRequest()).policies
-    print_list(opts, sorted(policies, key=lambda p: p.name),
-               ["Name", "Description", "Modify Index"],
-               lambda p: (p.name, p.description, p.modify_index))
+    output.print_list(opts, sorted(policies, key=lambda p: p.name),
+                      ["Name", "Description", "Modify Index"],
+                      lambda p: (p.name, p.description, p.modify_index))
 
 
 @about(policy_group, "delete", "name", namespaced=False)
@@ -98,7 +97,7 @@ def policy_delete(name: str, opts: ClientOptions) -> None:
     """Delete policy NAME (tokens naming it lose what it granted)."""
 
     unary(opts, _stub, "DeletePolicy", acl_pb2.DeletePolicyRequest(name=name))
-    print_json({"deleted": name}) if opts.json else click.echo(f"deleted policy {name!r}")
+    output.print_json({"deleted": name}) if opts.json else click.echo(f"deleted policy {name!r}")
 
 
 @acl_group.group(name="token")
@@ -120,7 +119,7 @@ def token_create(name: str, policies: tuple[str, ...], kind: str, opts: ClientOp
     resp = unary(opts, _stub, "CreateToken", acl_pb2.CreateTokenRequest(
         name=name, type=type_, policies=list(policies)))
     if opts.json:
-        print_json({**to_dict(resp.token), "secret_id": resp.secret_id})
+        output.print_json({**output.to_dict(resp.token), "secret_id": resp.secret_id})
     else:
         _show_token(resp.token, resp.secret_id)
 
@@ -130,9 +129,9 @@ def token_create(name: str, policies: tuple[str, ...], kind: str, opts: ClientOp
 def token_list(opts: ClientOptions) -> None:
     """List tokens (accessor ids; secrets are never shown)."""
     tokens = unary(opts, _stub, "ListTokens", acl_pb2.ListTokensRequest()).tokens
-    print_list(opts, sorted(tokens, key=lambda t: t.name),
-               ["Accessor ID", "Name", "Type", "Policies"],
-               lambda t: (t.accessor_id, t.name, _type(t.type), ",".join(t.policies)))
+    output.print_list(opts, sorted(tokens, key=lambda t: t.name),
+                      ["Accessor ID", "Name", "Type", "Policies"],
+                      lambda t: (t.accessor_id, t.name, _type(t.type), ",".join(t.policies)))
 
 
 @about(token_group, "revoke", "accessor_id", namespaced=False)
@@ -146,7 +145,7 @@ def token_revoke(accessor_id: str, opts: ClientOptions) -> None:
         return full
 
     full = run(opts, body)
-    print_json({"revoked": full}) if opts.json else click.echo(f"revoked token {full}")
+    output.print_json({"revoked": full}) if opts.json else click.echo(f"revoked token {full}")
 
 
 @token_group.command(name="self")
@@ -156,6 +155,6 @@ def token_self(opts: ClientOptions) -> None:
 
     resp = unary(opts, _stub, "GetSelfToken", acl_pb2.GetSelfTokenRequest())
     if opts.json:
-        print_json(resp.token)
+        output.print_json(resp.token)
     else:
         _show_token(resp.token)

@@ -14,7 +14,7 @@ import click
 import grpc
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
-from drover.cli import prefix
+from drover.cli import output, prefix
 from drover.cli.client import (
     ClientOptions,
     ListOptions,
@@ -24,14 +24,13 @@ from drover.cli.client import (
     run,
     run_list,
 )
-from drover.cli.output import enum_name, print_detail, print_json, print_list, print_table
 
 QUEUE_COLUMNS = ["ID", "Namespace", "Job", "Type", "Priority", "State", "Deliveries",
                  "Create index"]
 
 
 def _state(value: int) -> str:
-    return enum_name(value, broker_pb2.QueueState, "QUEUE_STATE_")
+    return output.enum_name(value, broker_pb2.QueueState, "QUEUE_STATE_")
 
 
 def _timing(t: broker_pb2.TimingSummary) -> str:
@@ -57,7 +56,7 @@ def broker_stats(opts: ClientOptions) -> None:
 
     s = run(opts, body)
     if opts.json:
-        print_json(s)
+        output.print_json(s)
         return
     if not s.enabled:
         # A standby's counts are its hot copy, not the queue: zeros there
@@ -67,14 +66,14 @@ def broker_stats(opts: ClientOptions) -> None:
                    "through the proxy (`drover broker stats`); `drover operator members\n"
                    "--service broker` shows which replica leads.")
         return
-    print_detail(opts, s, [
+    output.print_detail(opts, s, [
         ("Role", f"leader (term {s.leader_term})"), ("Ready", s.total_ready),
         ("Unacked", s.total_unacked), ("Pending", s.total_pending),
         ("Waiting", s.total_waiting), ("Blocked", s.total_blocked),
         ("Failed", s.total_failed), ("Cancelled", s.total_cancelled),
         ("Ready wait", _timing(s.ready_wait)), ("Processing", _timing(s.processing))])
     if s.by_scheduler:
-        print_table("By scheduler", ["Scheduler", "Ready", "Unacked"], (
+        output.print_table("By scheduler", ["Scheduler", "Ready", "Unacked"], (
             [name, per.ready, per.unacked] for name, per in sorted(s.by_scheduler.items())))
 
 
@@ -90,7 +89,7 @@ def broker_queue(listing: ListOptions, opts: ClientOptions) -> None:
         return [ev.id, ev.namespace, ev.job_id, ev.type, ev.priority, _state(q.state),
                 q.deliveries, ev.create_index]
 
-    print_list(opts, held, QUEUE_COLUMNS, row, namespace=listing.namespace)
+    output.print_list(opts, held, QUEUE_COLUMNS, row, namespace=listing.namespace)
 
 
 @about(broker_group, "cancel", "eval_id", namespaced=False)
@@ -107,6 +106,6 @@ def broker_cancel(eval_id: str, reason: str, opts: ClientOptions) -> None:
 
     index = run(opts, body)
     if opts.json:
-        print_json({"eval_id": eval_id, "index": index})
+        output.print_json({"eval_id": eval_id, "index": index})
     else:
         click.echo(f"canceled {eval_id} at index {index}")

@@ -11,7 +11,7 @@ import grpc
 from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2
-from drover.cli import prefix
+from drover.cli import output, prefix
 from drover.cli.client import (
     ClientOptions,
     ListOptions,
@@ -21,19 +21,10 @@ from drover.cli.client import (
     run_list,
     state,
 )
-from drover.cli.output import (
-    enum_name,
-    print_detail,
-    print_json,
-    print_list,
-    print_table,
-    short_id,
-    when,
-)
 
 
 def _status(value: int) -> str:
-    return enum_name(value, deployment_pb2.DeploymentStatus, "DEPLOYMENT_STATUS_")
+    return output.enum_name(value, deployment_pb2.DeploymentStatus, "DEPLOYMENT_STATUS_")
 
 
 @click.group(name="deployment")
@@ -46,9 +37,10 @@ def list_deployments(listing: ListOptions, opts: ClientOptions) -> None:
     """List deployments (namespace, filter, order, id prefix), following every page."""
     deps = run_list(opts, listing, state, "ListDeployments",
                     state_pb2.ListDeploymentsRequest, "deployments")
-    print_list(opts, deps, ["ID", "Job ID", "Namespace", "Job Version", "Status", "Description"],
-               lambda d: [d.id, d.job_id, d.namespace, d.job_version, _status(d.status),
-                          d.status_description], namespace=listing.namespace)
+    output.print_list(
+        opts, deps, ["ID", "Job ID", "Namespace", "Job Version", "Status", "Description"],
+        lambda d: [d.id, d.job_id, d.namespace, d.job_version, _status(d.status),
+                   d.status_description], namespace=listing.namespace)
 
 
 @about(deployment_group, "status", "deployment_id")
@@ -69,14 +61,14 @@ def deployment_status(deployment_id: str, namespace: str, watch: bool, opts: Cli
     d = prefix.call(opts, "deployment", namespace, deployment_id, lambda ch, full: state(
         ch).GetDeployment(state_pb2.GetDeploymentRequest(namespace=namespace, id=full),
                           timeout=opts.timeout)).deployment
-    if print_detail(opts, d, [
+    if output.print_detail(opts, d, [
             ("ID", d.id), ("Job ID", d.job_id), ("Job Version", d.job_version),
             ("Status", _status(d.status)), ("Description", d.status_description),
-            ("Created", when(d.create_time))]):
+            ("Created", output.when(d.create_time))]):
         return
     from drover.cli.watch import deployment_table
 
-    print_table("Deployed", *deployment_table(d))
+    output.print_table("Deployed", *deployment_table(d))
 
 
 def _steer(opts: ClientOptions, namespace: str, deployment_id: str, method: str,
@@ -88,11 +80,11 @@ def _steer(opts: ClientOptions, namespace: str, deployment_id: str, method: str,
         deployments_pb2_grpc.DeploymentWatcherServiceStub(ch), method)(
             request(full), timeout=opts.timeout)).result
     if opts.json:
-        print_json(result)
+        output.print_json(result)
         return
-    msg = f"deployment {short_id(result.deployment.id or deployment_id)} {verb}"
+    msg = f"deployment {output.short_id(result.deployment.id or deployment_id)} {verb}"
     if result.eval_id:
-        msg += f"; evaluation {short_id(result.eval_id)}"
+        msg += f"; evaluation {output.short_id(result.eval_id)}"
     if result.HasField("reverted_job_version"):
         msg += f"; job reverted to version {result.reverted_job_version}"
     click.echo(msg)

@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
-from drover.cli import prefix
+from drover.cli import output, prefix
 from drover.cli.client import (
     ClientOptions,
     CommandFailed,
@@ -27,14 +27,6 @@ from drover.cli.client import (
     run_list,
     state,
 )
-from drover.cli.output import (
-    enum_name,
-    err_console,
-    print_detail,
-    print_json,
-    print_list,
-    print_table,
-)
 from drover.paging.request import DEFAULTS
 from drover.rpc.remote import from_rpc_error
 
@@ -45,7 +37,7 @@ PAUSE_HINT = "pause it first with `drover operator scheduler pause` (and resume 
 
 
 def _status(value: int) -> str:
-    return enum_name(value, evaluation_pb2.EvaluationStatus, "EVALUATION_STATUS_")
+    return output.enum_name(value, evaluation_pb2.EvaluationStatus, "EVALUATION_STATUS_")
 
 
 def _row(ev: evaluation_pb2.Evaluation) -> list[Any]:
@@ -68,7 +60,7 @@ def list_evals(listing: ListOptions, opts: ClientOptions) -> None:
     """List evaluations, following every page."""
     evals = run_list(opts, listing, state, "ListEvaluations",
                      state_pb2.ListEvaluationsRequest, "evaluations")
-    print_list(opts, evals, COLUMNS, _row, namespace=listing.namespace)
+    output.print_list(opts, evals, COLUMNS, _row, namespace=listing.namespace)
 
 
 @eval_group.command(name="count")
@@ -87,7 +79,7 @@ def count_evals(namespace: str, filter_: str, job: str, opts: ClientOptions) -> 
         return int(resp.count)
 
     n = run(opts, body)
-    print_json({"count": n}) if opts.json else click.echo(n)
+    output.print_json({"count": n}) if opts.json else click.echo(n)
 
 
 @about(eval_group, "status", "eval_id", namespaced=False)
@@ -99,7 +91,7 @@ def eval_status(eval_id: str, related: bool, opts: ClientOptions) -> None:
         ch).GetEvaluation(state_pb2.GetEvaluationRequest(id=full, include_related=related),
                           timeout=opts.timeout))
     ev = resp.evaluation
-    if print_detail(opts, resp, [
+    if output.print_detail(opts, resp, [
             ("ID", ev.id), ("Namespace", ev.namespace), ("Job ID", ev.job_id),
             ("Type", ev.type), ("Priority", ev.priority), ("Triggered By", ev.triggered_by),
             ("Status", _status(ev.status)), ("Status Description", ev.status_description),
@@ -108,7 +100,7 @@ def eval_status(eval_id: str, related: bool, opts: ClientOptions) -> None:
             ("Create Index", ev.create_index), ("Modify Index", ev.modify_index)]):
         return
     if resp.related:
-        print_table("Related", COLUMNS, (_row(e) for e in resp.related))
+        output.print_table("Related", COLUMNS, (_row(e) for e in resp.related))
 
 
 def _refused(err: grpc.RpcError) -> None:
@@ -164,7 +156,7 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
         # for its largest page (it clamps the size to what it allows).
         size = page_size or LARGEST_PAGE
         with Progress(TextColumn("deleting"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=err_console,
+                      TimeElapsedColumn(), console=output.err_console,
                       disable=opts.json) as progress:
             task = progress.add_task("delete", total=total)
             while True:
@@ -194,6 +186,6 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
                               err=True)
             n = run(opts, lambda ch: by_filter(ch, total))
     if opts.json:
-        print_json({"deleted": n, "dry_run": dry_run})
+        output.print_json({"deleted": n, "dry_run": dry_run})
     else:
         click.echo(f"{verb} {n} evaluations")

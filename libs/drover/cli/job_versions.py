@@ -9,7 +9,7 @@ import click
 import grpc
 
 from drover.api.state.v1 import state_pb2
-from drover.cli import prefix
+from drover.cli import output, prefix
 from drover.cli.client import (
     ClientOptions,
     CommandFailed,
@@ -20,7 +20,6 @@ from drover.cli.client import (
     state,
 )
 from drover.cli.jobs import PLAN_ERROR, job_group, load_job
-from drover.cli.output import print_json, when, yes_no
 from drover.jobspec import diff as spec_diff
 
 
@@ -29,7 +28,7 @@ def _new_version(opts: ClientOptions, resp: Any, headline: str) -> None:
     scale): the whole response with --json, else what happened, its
     evaluation and deployment, and any warning (to stderr)."""
     if opts.json:
-        print_json(resp)
+        output.print_json(resp)
         return
     click.echo(headline)
     click.echo(f"Evaluation ID: {resp.eval_id}")
@@ -70,16 +69,16 @@ def job_history(job_id: str, namespace: str, show_diff: bool, opts: ClientOption
     older = {id(v): (versions[i + 1] if i + 1 < len(versions) else None)
              for i, v in enumerate(versions)}
     if opts.json:
-        print_json([{"version": v.version, "stable": v.stable,
-                     "submit_time": v.submit_time.ToJsonString(),
-                     "job_modify_index": v.job_modify_index,
-                     **({"diff": [d.__dict__ for d in spec_diff.diff(older[id(v)], v)]}
-                        if show_diff else {})} for v in versions])
+        output.print_json([{"version": v.version, "stable": v.stable,
+                            "submit_time": v.submit_time.ToJsonString(),
+                            "job_modify_index": v.job_modify_index,
+                            **({"diff": [d.__dict__ for d in spec_diff.diff(older[id(v)], v)]}
+                               if show_diff else {})} for v in versions])
         return
     blocks = []
     for v in versions:
-        lines = [f"Version     = {v.version}", f"Stable      = {yes_no(v.stable)}",
-                 f"Submit Date = {when(v.submit_time)}"]
+        lines = [f"Version     = {v.version}", f"Stable      = {output.yes_no(v.stable)}",
+                 f"Submit Date = {output.when(v.submit_time)}"]
         prev = older[id(v)]
         if show_diff and prev is not None:
             lines.append("Diff        =")
@@ -188,7 +187,7 @@ def plan_job(spec: str, opts: ClientOptions) -> None:
         e.show()
         raise SystemExit(PLAN_ERROR) from e
     if opts.json:
-        print_json(resp)
+        output.print_json(resp)
     else:
         click.echo(plan_text(resp, job.id, spec))
         for w in resp.warnings:

@@ -16,7 +16,7 @@ import grpc
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
-from drover.cli import prefix
+from drover.cli import output, prefix
 from drover.cli.client import (
     ClientOptions,
     CommandFailed,
@@ -32,16 +32,6 @@ from drover.cli.client import (
     unary,
 )
 from drover.cli.monitor import Events, monitor
-from drover.cli.output import (
-    ago,
-    enum_name,
-    print_detail,
-    print_json,
-    print_list,
-    print_table,
-    to_dict,
-    when,
-)
 from drover.cli.stale import query_options, stale_options, with_query
 from drover.jobspec.read import SpecError, read_job
 
@@ -91,10 +81,10 @@ def run_job(spec: str, check_index: int | None, detach: bool, opts: ClientOption
 
 def _registered(opts: ClientOptions, job: job_pb2.Job, resp: Any, detach: bool) -> None:
     if opts.json and detach:
-        print_json(resp)
+        output.print_json(resp)
         return
     if opts.json:  # the first of the monitor's JSON lines
-        Events(True).say("registered", "", registration=to_dict(resp))
+        Events(True).say("registered", "", registration=output.to_dict(resp))
         return
     click.echo(f"Job {job.id!r} registered as version {resp.version} (job modify index "
                f"{resp.job_modify_index})")
@@ -113,7 +103,7 @@ def validate_job(spec: str, opts: ClientOptions) -> None:
 
     resp = unary(opts, state, "PlanJob", state_pb2.PlanJobRequest(job=job))
     if opts.json:
-        print_json({"valid": True, "warnings": list(resp.warnings)})
+        output.print_json({"valid": True, "warnings": list(resp.warnings)})
         return
     for w in resp.warnings:
         click.echo(f"warning: {w}", err=True)
@@ -122,12 +112,12 @@ def validate_job(spec: str, opts: ClientOptions) -> None:
 
 def status_text(job: job_pb2.Job) -> str:
     """Nomad's status column: ``dead (stopped)`` for a stopped job."""
-    text = enum_name(job.status, job_pb2.JobStatus, "JOB_STATUS_")
+    text = output.enum_name(job.status, job_pb2.JobStatus, "JOB_STATUS_")
     return f"{text} (stopped)" if job.stop else text
 
 
 def _type(job: job_pb2.Job) -> str:
-    return enum_name(job.type, job_pb2.JobType, "JOB_TYPE_")
+    return output.enum_name(job.type, job_pb2.JobType, "JOB_TYPE_")
 
 
 async def _job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call: float) -> Any:
@@ -171,27 +161,28 @@ def job_status(job_id: str | None, namespace: str, watch: bool, opts: ClientOpti
 
     job, dep, allocs = run(opts, body)
     allocs.sort(key=lambda a: -a.create_index)
-    if print_detail(opts, {"job": job, "latest_deployment": dep, "allocations": allocs}, [
-            ("ID", job.id), ("Name", job.name or job.id), ("Submit Date", when(job.submit_time)),
+    if output.print_detail(opts, {"job": job, "latest_deployment": dep, "allocations": allocs}, [
+            ("ID", job.id), ("Name", job.name or job.id),
+            ("Submit Date", output.when(job.submit_time)),
             ("Type", _type(job)), ("Priority", job.priority),
             ("Datacenters", ",".join(job.datacenters)), ("Namespace", job.namespace),
             ("Status", status_text(job)), ("Version", job.version), ("Stable", job.stable)]):
         return
-    print_table("Summary", ["Task Group", "Queued", "Starting", "Running", "Failed",
-                            "Complete", "Lost"], (
+    output.print_table("Summary", ["Task Group", "Queued", "Starting", "Running", "Failed",
+                                   "Complete", "Lost"], (
         [name, s.queued, s.starting, s.running, s.failed, s.complete, s.lost]
         for name, s in sorted(job.summary.items())))
     if dep is not None:
         from drover.cli.watch import deployment_table
 
         click.echo("\nLatest Deployment")
-        print_detail(opts, dep, [
-            ("ID", dep.id), ("Status", enum_name(dep.status, deployment_pb2.DeploymentStatus,
-                                                 "DEPLOYMENT_STATUS_")),
+        output.print_detail(opts, dep, [
+            ("ID", dep.id), ("Status", output.enum_name(dep.status, deployment_pb2.DeploymentStatus,
+                                                        "DEPLOYMENT_STATUS_")),
             ("Description", dep.status_description)])
-        print_table("Deployed", *deployment_table(dep))
+        output.print_table("Deployed", *deployment_table(dep))
     if allocs:
-        print_table("Allocations", ALLOC_COLUMNS, (alloc_row(a) for a in allocs))
+        output.print_table("Allocations", ALLOC_COLUMNS, (alloc_row(a) for a in allocs))
 
 
 #: Nomad's allocation table (``job status``, ``job allocs``).
@@ -201,10 +192,11 @@ ALLOC_COLUMNS = ["ID", "Node ID", "Task Group", "Version", "Desired", "Status", 
 
 def alloc_row(a: allocation_pb2.Allocation) -> list[Any]:
     return [a.id, a.node_id, a.task_group, a.job_version,
-            enum_name(a.desired_status, allocation_pb2.AllocDesiredStatus,
-                      "ALLOC_DESIRED_STATUS_"),
-            enum_name(a.client_status, allocation_pb2.AllocClientStatus, "ALLOC_CLIENT_STATUS_"),
-            ago(a.create_time), ago(a.modify_time)]
+            output.enum_name(a.desired_status, allocation_pb2.AllocDesiredStatus,
+                             "ALLOC_DESIRED_STATUS_"),
+            output.enum_name(a.client_status, allocation_pb2.AllocClientStatus,
+                             "ALLOC_CLIENT_STATUS_"),
+            output.ago(a.create_time), output.ago(a.modify_time)]
 
 
 @about(job_group, "allocs", "job_id")
@@ -213,7 +205,7 @@ def job_allocs(job_id: str, namespace: str, opts: ClientOptions) -> None:
 
     allocs = sorted(prefix.call(opts, "job", namespace, job_id, lambda ch, full: list_allocations(
         ch, f'job_id == "{full}"', opts.timeout, namespace)), key=lambda a: -a.create_index)
-    print_list(opts, allocs, ALLOC_COLUMNS, alloc_row, empty="No allocations placed")
+    output.print_list(opts, allocs, ALLOC_COLUMNS, alloc_row, empty="No allocations placed")
 
 
 @about(job_group, "inspect", "job_id")
@@ -235,7 +227,7 @@ def inspect_job(job_id: str, namespace: str, version: int | None, opts: ClientOp
         raise CommandFailed(f"job {job.id!r} has no kept version {version}; "
                             "`drover job history` lists them")
 
-    print_json({"job": run(opts, body)})
+    output.print_json({"job": run(opts, body)})
 
 
 @about(job_group, "stop", "job_id")
@@ -248,7 +240,7 @@ def stop_job(job_id: str, namespace: str, purge: bool, opts: ClientOptions) -> N
         state_pb2.DeregisterJobRequest(namespace=namespace, id=full, purge=purge),
         timeout=opts.timeout))
     if opts.json:
-        print_json(resp)
+        output.print_json(resp)
     elif purge and resp.purge_pending:
         click.echo(f"job {job_id!r} stopped first: {resp.stopped_allocations} allocations asked"
                    " to stop" + (f"; evaluation {resp.eval_id}" if resp.eval_id else ""))
@@ -273,7 +265,7 @@ def job_row(job: job_pb2.Job) -> list[Any]:
     """One job as `nomad job status` lists it: a stopped job's status reads
     ``dead (stopped)``."""
     return [job.id, job.namespace, _type(job), job.priority, status_text(job),
-            when(job.submit_time)]
+            output.when(job.submit_time)]
 
 
 def show_jobs(opts: ClientOptions, listing: ListOptions) -> None:
@@ -281,8 +273,8 @@ def show_jobs(opts: ClientOptions, listing: ListOptions) -> None:
     "No running jobs" for none."""
     jobs = run_list(opts, listing, state, "ListJobs", state_pb2.ListJobsRequest, "jobs")
     jobs.sort(key=lambda j: (j.id, j.namespace))
-    print_list(opts, jobs, JOB_COLUMNS, job_row, namespace=listing.namespace,
-               empty="No running jobs")
+    output.print_list(opts, jobs, JOB_COLUMNS, job_row, namespace=listing.namespace,
+                      empty="No running jobs")
 
 
 @lister(job_group, "list", 'CEL over job fields, e.g. type == "service"')

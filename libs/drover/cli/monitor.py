@@ -19,8 +19,8 @@ import grpc
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
+from drover.cli import output
 from drover.cli.client import list_allocations, state
-from drover.cli.output import enum_name, print_json_line, short_id, when
 from drover.cli.watch import watch_deployment
 
 #: How often the evaluation is read while it is not terminal (seconds).
@@ -38,14 +38,14 @@ class Events:
     def say(self, event: str, text: str, *, head: bool = False, **fields: Any) -> None:
         now = datetime.now(UTC)
         if self.as_json:
-            print_json_line({"event": event, "time": when(now), **fields})
+            output.print_json_line({"event": event, "time": output.when(now), **fields})
         else:
             # A step's details under it, indented, without the time (80 columns).
-            click.echo(f"==> {when(now)}: {text}" if head else f"    {text}")
+            click.echo(f"==> {output.when(now)}: {text}" if head else f"    {text}")
 
 
 def _status(ev: evaluation_pb2.Evaluation) -> str:
-    return enum_name(ev.status, evaluation_pb2.EvaluationStatus, "EVALUATION_STATUS_")
+    return output.enum_name(ev.status, evaluation_pb2.EvaluationStatus, "EVALUATION_STATUS_")
 
 
 async def monitor(ch: grpc.aio.Channel, namespace: str, eval_id: str, per_call: float,
@@ -53,7 +53,7 @@ async def monitor(ch: grpc.aio.Channel, namespace: str, eval_id: str, per_call: 
     """Follow ``eval_id`` and then its deployment (the evaluation's, else
     ``deployment_id``, the one its registration started); the exit code."""
     stub = state(ch)
-    out.say("monitoring", f'Monitoring evaluation "{short_id(eval_id)}"', head=True,
+    out.say("monitoring", f'Monitoring evaluation "{output.short_id(eval_id)}"', head=True,
             eval_id=eval_id)
     last = ""
     while True:
@@ -71,19 +71,20 @@ async def monitor(ch: grpc.aio.Channel, namespace: str, eval_id: str, per_call: 
             break
         await asyncio.sleep(POLL)
     for a in await list_allocations(ch, f'eval_id == "{eval_id}"', per_call, namespace):
-        out.say("allocation", f'Allocation "{short_id(a.id)}" created: node '
-                f'"{short_id(a.node_id)}", group "{a.task_group}"', alloc_id=a.id,
+        out.say("allocation", f'Allocation "{output.short_id(a.id)}" created: node '
+                f'"{output.short_id(a.node_id)}", group "{a.task_group}"', alloc_id=a.id,
                 node_id=a.node_id, group=a.task_group)
-    out.say("finished", f'Evaluation "{short_id(ev.id)}" finished with status "{last}"',
+    out.say("finished", f'Evaluation "{output.short_id(ev.id)}" finished with status "{last}"',
             head=True, status=last, description=ev.status_description)
     code = 0
     if ev.blocked_eval:
         out.say("blocked", "Evaluation could not place every allocation: "
-                f'"{short_id(ev.blocked_eval)}" waits for room', blocked_eval=ev.blocked_eval)
+                f'"{output.short_id(ev.blocked_eval)}" waits for room',
+                blocked_eval=ev.blocked_eval)
         code = 2
     deployment_id = ev.deployment_id or deployment_id
     if deployment_id:
-        out.say("deployment", f'Monitoring deployment "{short_id(deployment_id)}"',
+        out.say("deployment", f'Monitoring deployment "{output.short_id(deployment_id)}"',
                 head=True, deployment_id=deployment_id)
         if await watch_deployment(ch, namespace, deployment_id, per_call, out.as_json):
             return 1

@@ -23,7 +23,7 @@ import grpc
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import node_pb2
-from drover.cli import prefix
+from drover.cli import output, prefix
 from drover.cli.client import (
     ClientOptions,
     CommandFailed,
@@ -33,7 +33,6 @@ from drover.cli.client import (
     state,
 )
 from drover.cli.nodes import client_status, desired_status, node_group
-from drover.cli.output import print_json, print_json_line, short_id, when
 from drover.config import parse_duration
 from drover.drain.strategy import DEFAULT_DEADLINE
 
@@ -95,7 +94,7 @@ def drain(node_id: str, enable: bool, disable: bool, deadline: str | None, force
 
     full, resp = run(opts, body)
     if opts.json and not (monitor and not disable):
-        print_json({"node_id": full, "index": resp.index, "unblocked": resp.unblocked})
+        output.print_json({"node_id": full, "index": resp.index, "unblocked": resp.unblocked})
         return
     if disable:
         click.echo(f"Node {full!r} drain strategy unset"
@@ -113,10 +112,10 @@ async def _monitor(ch: grpc.aio.Channel, node_id: str, per_call: float, as_json:
 
     def say(kind: str, text: str, **extra: Any) -> None:
         if as_json:
-            print_json_line({"t": round(time.monotonic() - started, 3), "event": kind,
-                             **extra})
+            output.print_json_line({"t": round(time.monotonic() - started, 3), "event": kind,
+                                    **extra})
         else:
-            click.echo(f"{when(datetime.now(UTC))}: {text}")
+            click.echo(f"{output.when(datetime.now(UTC))}: {text}")
 
     say("start", "Ctrl-C to stop monitoring: will not cancel the node drain", node=node_id)
     say("set", f"Node {node_id!r} drain strategy set", node=node_id)
@@ -129,7 +128,7 @@ async def _monitor(ch: grpc.aio.Channel, node_id: str, per_call: float, as_json:
             if old == now:
                 continue
             seen[a.id] = now
-            name = f"Alloc {short_id(a.id)!r}"
+            name = f"Alloc {output.short_id(a.id)!r}"
             if now[2] and (old is None or not old[2]):
                 say("marked", f"{name} marked for migration", alloc=a.id)
             if old is not None and old[0] != now[0]:
@@ -166,7 +165,7 @@ def eligibility(node_id: str, enable: bool, disable: bool, opts: ClientOptions) 
 
     full, resp = run(opts, body)
     if opts.json:
-        print_json({"node_id": full, "index": resp.index, "unblocked": resp.unblocked})
+        output.print_json({"node_id": full, "index": resp.index, "unblocked": resp.unblocked})
         return
     click.echo(f"Node {full!r} scheduling eligibility set: "
                + ("eligible" if enable else "ineligible") + " for scheduling")

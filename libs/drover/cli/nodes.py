@@ -10,7 +10,7 @@ import grpc
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, node_pb2
-from drover.cli import prefix
+from drover.cli import output, prefix
 from drover.cli.client import (
     ClientOptions,
     ListOptions,
@@ -22,28 +22,19 @@ from drover.cli.client import (
     run_list,
     state,
 )
-from drover.cli.output import (
-    enum_name,
-    print_detail,
-    print_json,
-    print_list,
-    print_table,
-    to_dict,
-    when,
-)
 from drover.worker.resources import Vec, is_live, used
 
 
 def _node_status(v: int) -> str:
-    return enum_name(v, node_pb2.NodeStatus, "NODE_STATUS_")
+    return output.enum_name(v, node_pb2.NodeStatus, "NODE_STATUS_")
 
 
 def client_status(v: int) -> str:
-    return enum_name(v, allocation_pb2.AllocClientStatus, "ALLOC_CLIENT_STATUS_")
+    return output.enum_name(v, allocation_pb2.AllocClientStatus, "ALLOC_CLIENT_STATUS_")
 
 
 def desired_status(v: int) -> str:
-    return enum_name(v, allocation_pb2.AllocDesiredStatus, "ALLOC_DESIRED_STATUS_")
+    return output.enum_name(v, allocation_pb2.AllocDesiredStatus, "ALLOC_DESIRED_STATUS_")
 
 
 def _health(a: allocation_pb2.Allocation) -> str:
@@ -54,8 +45,8 @@ def _health(a: allocation_pb2.Allocation) -> str:
 
 def eligibility(n: node_pb2.Node) -> str:
     """Nomad's Eligibility column: ``eligible`` or ``ineligible``."""
-    return enum_name(n.scheduling_eligibility, node_pb2.NodeSchedulingEligibility,
-                     "NODE_SCHEDULING_ELIGIBILITY_")
+    return output.enum_name(n.scheduling_eligibility, node_pb2.NodeSchedulingEligibility,
+                            "NODE_SCHEDULING_ELIGIBILITY_")
 
 
 @click.group(name="node")
@@ -82,7 +73,7 @@ def list_nodes(listing: ListOptions, opts: ClientOptions) -> None:
 
     nodes, allocs = run(opts, body)
     if opts.json:
-        print_json(nodes)
+        output.print_json(nodes)
         return
     # Live (non-terminal) allocations only: a finished batch allocation is
     # still desired "run" but neither runs nor holds resources.
@@ -96,8 +87,8 @@ def list_nodes(listing: ListOptions, opts: ClientOptions) -> None:
         rows.append([n.id, n.datacenter, eligibility(n), n.drain, _node_status(n.status),
                      f"{u.cpu}/{n.resources.cpu}", f"{u.memory_mb}/{n.resources.memory_mb}",
                      len(by_node.get(n.id, []))])
-    print_table(None, ["ID", "DC", "Eligibility", "Drain", "Status", "CPU MHz", "Memory MB",
-                       "Allocs"], rows)
+    output.print_table(None, ["ID", "DC", "Eligibility", "Drain", "Status", "CPU MHz", "Memory MB",
+                              "Allocs"], rows)
 
 
 @about(node_group, "status", "node_id", namespaced=False)
@@ -114,18 +105,18 @@ def node_status(node_id: str, opts: ClientOptions) -> None:
 
     node, allocs = run(opts, body)
     if opts.json:
-        print_json({"node": to_dict(node), "allocations": [a.id for a in allocs]})
+        output.print_json({"node": output.to_dict(node), "allocations": [a.id for a in allocs]})
         return
     u: Vec = used(allocs)
-    print_detail(opts, node, [
+    output.print_detail(opts, node, [
         ("ID", node.id), ("Name", node.name or node.id), ("Class", node.node_class),
         ("DC", node.datacenter), ("Drain", node.drain), ("Eligibility", eligibility(node)),
         ("Status", _node_status(node.status)),
         ("CPU", f"{u.cpu}/{node.resources.cpu} MHz"),
         ("Memory", f"{u.memory_mb}/{node.resources.memory_mb} MB")])
     allocs.sort(key=lambda a: -a.create_index)
-    print_table("Allocations", ["ID", "Job ID", "Version", "Task Group", "Desired", "Status",
-                                "Health"], (
+    output.print_table("Allocations", ["ID", "Job ID", "Version", "Task Group", "Desired", "Status",
+                                       "Health"], (
         [a.id, a.job_id, a.job_version, a.task_group, desired_status(a.desired_status),
          client_status(a.client_status), _health(a)] for a in allocs))
 
@@ -135,7 +126,7 @@ def _set_status(node_id: str, opts: Any, verb: str, **fields: Any) -> None:
         ch).UpdateNodeStatus(state_pb2.UpdateNodeStatusRequest(id=full, **fields),
                              timeout=opts.timeout))
     if opts.json:
-        print_json(resp)
+        output.print_json(resp)
         return
     click.echo(f"node {node_id} {verb}; {resp.lost} allocations lost, "
                f"{len(resp.eval_ids)} evaluations, {resp.unblocked} unblocked")
@@ -173,10 +164,10 @@ def list_allocs(listing: ListOptions, job: str, opts: ClientOptions) -> None:
     # name needs at 80 columns to say "False" on every row.
     canaries = any(a.deployment_status.canary for a in allocs)
     columns = ["ID", "Name", "Node", "Version", "Desired", "Client", "Health"]
-    print_list(opts, allocs, [*columns, "Canary"] if canaries else columns,
-               lambda a: [a.id, a.name, a.node_id, a.job_version, desired_status(a.desired_status),
-                          client_status(a.client_status), _health(a),
-                          *(["yes" if a.deployment_status.canary else ""] if canaries else [])])
+    output.print_list(opts, allocs, [*columns, "Canary"] if canaries else columns, lambda a: [
+        a.id, a.name, a.node_id, a.job_version, desired_status(a.desired_status),
+        client_status(a.client_status), _health(a),
+        *(["yes" if a.deployment_status.canary else ""] if canaries else [])])
 
 
 @about(alloc_group, "status", "alloc_id")
@@ -185,15 +176,15 @@ def alloc_status(alloc_id: str, namespace: str, opts: ClientOptions) -> None:
     a = prefix.call(opts, "allocation", namespace, alloc_id, lambda ch, full: state(
         ch).GetAllocation(state_pb2.GetAllocationRequest(namespace=namespace, id=full),
                           timeout=opts.timeout)).allocation
-    print_detail(opts, a, [
+    output.print_detail(opts, a, [
         ("ID", a.id), ("Name", a.name), ("Job ID", a.job_id), ("Job Version", a.job_version),
         ("Node ID", a.node_id), ("Deployment ID", a.deployment_id),
         ("Desired", f"{desired_status(a.desired_status)} {a.desired_description}"),
         ("Client", f"{client_status(a.client_status)} {a.client_description}"),
         ("Health", _health(a)), ("Canary", a.deployment_status.canary),
         ("Resources", f"cpu {a.resources.cpu} MHz, memory {a.resources.memory_mb} MB"),
-        ("Previous", a.previous_allocation), ("Created", when(a.create_time)),
-        ("Modified", when(a.modify_time))])
+        ("Previous", a.previous_allocation), ("Created", output.when(a.create_time)),
+        ("Modified", output.when(a.modify_time))])
 
 
 @about(alloc_group, "stop", "alloc_id")
@@ -203,6 +194,6 @@ def alloc_stop(alloc_id: str, namespace: str, opts: ClientOptions) -> None:
         ch).StopAllocation(state_pb2.StopAllocationRequest(namespace=namespace, id=full),
                            timeout=opts.timeout))
     if opts.json:
-        print_json(resp)
+        output.print_json(resp)
         return
     click.echo(f"allocation {alloc_id} stopped; evaluation {resp.eval_id}")

@@ -11,6 +11,7 @@ from google.protobuf import duration_pb2
 
 from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
 from drover.api.state.v1 import state_pb2
+from drover.cli import output
 from drover.cli.client import (
     ClientOptions,
     CommandFailed,
@@ -19,7 +20,6 @@ from drover.cli.client import (
     state,
     unary,
 )
-from drover.cli.output import print_detail, print_json, print_table
 
 
 @click.group(name="operator")
@@ -51,7 +51,7 @@ def _set_paused(paused: bool, opts: Any) -> None:
 
     changed = run(opts, body)
     if opts.json:
-        print_json({"paused": paused, "changed": changed})
+        output.print_json({"paused": paused, "changed": changed})
     elif paused:
         click.echo("eval broker paused" if changed else "eval broker was already paused")
     else:
@@ -64,8 +64,9 @@ def get_config(opts: ClientOptions) -> None:
     """The scheduler configuration (as `nomad operator scheduler get-config`)."""
 
     c = unary(opts, state, "GetSchedulerConfig", state_pb2.GetSchedulerConfigRequest()).config
-    print_detail(opts, c, [("Eval Broker Paused", c.pause_eval_broker),
-                           ("Create Index", c.create_index), ("Modify Index", c.modify_index)])
+    output.print_detail(opts, c, [
+        ("Eval Broker Paused", c.pause_eval_broker), ("Create Index", c.create_index),
+        ("Modify Index", c.modify_index)])
 
 
 @scheduler_group.command(name="pause")
@@ -92,7 +93,7 @@ def members(service: str, opts: ClientOptions) -> None:
     resp = unary(opts, proxy_pb2_grpc.ClientProxyServiceStub, "ListServers",
                  proxy_pb2.ListServersRequest(service="" if service == "proxy" else service))
     if opts.json:
-        print_json(resp)
+        output.print_json(resp)
         return
     rows = []
     for lst in resp.lists if service != "proxy" else ():
@@ -107,7 +108,7 @@ def members(service: str, opts: ClientOptions) -> None:
     if not any(r[-1] for r in rows):  # no backup server: the column would be empty
         columns, rows = columns[:-1], [r[:-1] for r in rows]
     click.echo(f"Membership revision {resp.revision}")
-    print_table(None, columns, rows)
+    output.print_table(None, columns, rows)
 
 
 @operator_group.command(name="convergence")
@@ -129,16 +130,17 @@ def convergence(revision: int, wait: float, opts: ClientOptions) -> None:
 
     resp = run(opts, body)
     if opts.json:
-        print_json(resp)
+        output.print_json(resp)
     else:
         # "behind" as the proxy judged it (resp.behind), never recomputed: a
         # revision that changed no membership counts as applied once the last
         # membership change before it is (the proxy's effective target).
         behind = {r.replica for r in resp.behind}
-        print_table(f"converged at revision {revision}" if resp.converged
-                    else f"NOT converged at revision {revision}: {len(behind)} behind",
-                    ["Replica", "Address", "Applied revision", "State"],
-                    ([r.replica, r.address, r.applied_revision,
-                      "behind" if r.replica in behind else "applied"] for r in resp.replicas))
+        output.print_table(
+            f"converged at revision {revision}" if resp.converged
+            else f"NOT converged at revision {revision}: {len(behind)} behind",
+            ["Replica", "Address", "Applied revision", "State"],
+            ([r.replica, r.address, r.applied_revision,
+              "behind" if r.replica in behind else "applied"] for r in resp.replicas))
     if not resp.converged:
         raise SystemExit(2)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
+from drover.cli import output
 from drover.cli.client import ClientOptions, client_options, unary
-from drover.cli.output import print_json
 
 
 @click.group(name="system")
@@ -24,7 +24,7 @@ def gc(respect_thresholds: bool, opts: ClientOptions) -> None:
     r = unary(opts, deployments_pb2_grpc.DeploymentWatcherServiceStub, "CollectGarbage",
               deployments_pb2.CollectGarbageRequest(force=not respect_thresholds))
     if opts.json:
-        print_json(r)
+        output.print_json(r)
         return
     click.echo(f"gc: removed {r.evaluations} evaluations, {r.allocations} allocations,"
                f" {r.deployments} deployments,\n    {r.jobs} jobs ({r.job_versions} versions),"

@@ -23,15 +23,8 @@ from rich.text import Text
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
+from drover.cli import output
 from drover.cli.client import list_allocations
-from drover.cli.output import (
-    console,
-    enum_name,
-    print_json_line,
-    short_id,
-    table_lines,
-    width,
-)
 
 ACTIVE = (deployment_pb2.DEPLOYMENT_STATUS_RUNNING, deployment_pb2.DEPLOYMENT_STATUS_PAUSED)
 SUCCESSFUL = deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL
@@ -39,7 +32,7 @@ _C = allocation_pb2
 
 
 def _dstatus(v: int) -> str:
-    return enum_name(v, deployment_pb2.DeploymentStatus, "DEPLOYMENT_STATUS_")
+    return output.enum_name(v, deployment_pb2.DeploymentStatus, "DEPLOYMENT_STATUS_")
 
 
 def _deadline(g: deployment_pb2.DeploymentGroupState) -> str:
@@ -106,8 +99,8 @@ class _Render:
         self._last = ""
 
     def __enter__(self) -> _Render:
-        if console.is_terminal and not self.as_json:
-            self.live = Live(console=console, refresh_per_second=4)
+        if output.console.is_terminal and not self.as_json:
+            self.live = Live(console=output.console, refresh_per_second=4)
             self.live.__enter__()
         return self
 
@@ -120,10 +113,10 @@ class _Render:
         if self.as_json:
             line = repr(snapshot)
             if line != self._last:
-                print_json_line(snapshot)
+                output.print_json_line(snapshot)
                 self._last = line
             return
-        text = "\n".join([_fit(title), *table_lines(columns, rows)])
+        text = "\n".join([_fit(title), *output.table_lines(columns, rows)])
         if self.live is not None:
             self.live.update(Text(text))
         elif text != self._last:
@@ -133,11 +126,11 @@ class _Render:
 
 def _fit(line: str) -> str:
     """The title wrapped (never cut: its end says what happened) to the terminal."""
-    return textwrap.fill(line, width(), subsequent_indent="  ", break_on_hyphens=False)
+    return textwrap.fill(line, output.width(), subsequent_indent="  ", break_on_hyphens=False)
 
 
 def _title(d: deployment_pb2.Deployment) -> str:
-    return (f"deployment {short_id(d.id)} job {d.job_id} v{d.job_version}: "
+    return (f"deployment {output.short_id(d.id)} job {d.job_id} v{d.job_version}: "
             f"{_dstatus(d.status)} - {d.status_description}")
 
 
@@ -196,7 +189,7 @@ async def watch_job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call:
 
     def title() -> str:
         d = current_dep()
-        tail = (f"deployment {short_id(d.id)} {_dstatus(d.status)} - {d.status_description}"
+        tail = (f"deployment {output.short_id(d.id)} {_dstatus(d.status)} - {d.status_description}"
                 if d else "no deployment")
         return f"job {job.id} v{job.version}: {tail}"
 
