@@ -266,6 +266,8 @@ def run(opts: ClientOptions, body: Callable[[grpc.aio.Channel], Awaitable[T]]) -
             if path and not os.path.isfile(path):
                 raise CommandFailed(f"{flag} {path}: no such file")
         return asyncio.run(main())
+    except KeyboardInterrupt:  # Ctrl-C stops a watch or a monitor, never the work
+        raise SystemExit(130) from None
     except grpc.RpcError as err:
         status = remote_status(err)
         if status.code == "UNAVAILABLE" and not status.answered:
