@@ -94,7 +94,7 @@ def test_one_trace_follows_a_cli_call_through_proxy_state_and_broker(
                 return last[0] if last[0].returncode == 0 else None
 
             ran = _until(job_run, "the proxy to reach state", seen=lambda: last[0].stderr)
-            eval_id = re.search(r"evaluation (\S+)", ran.stdout)
+            eval_id = re.search(r"Evaluation ID: (\S+)", ran.stdout)
             assert eval_id, ran.stdout
             _until(lambda: _cli("broker", "cancel", eval_id.group(1), proxy=proxy).returncode == 0,
                    "the broker to lead and queue the evaluation")
