@@ -32,7 +32,7 @@ def test_client_options_before_or_after_the_subcommand(state_address: str,
                                                        tmp_path: Path) -> None:
     run = uuid.uuid4().hex[:6]
     spec = _job(tmp_path, f"glob-{run}", "default")
-    before = drover("--address", state_address, "job", "run", str(spec))
+    before = drover("--address", state_address, "job", "run", "--detach", str(spec))
     assert before.returncode == 0, before.stderr
     after = drover("job", "status", f"glob-{run}", "--address", state_address, "--json")
     assert after.returncode == 0, after.stderr
@@ -53,7 +53,8 @@ def test_lists_are_the_default_namespace_unless_star(state_address: str,
                                                      tmp_path: Path) -> None:
     run = uuid.uuid4().hex[:6]
     for ns, name in (("default", f"a-{run}"), ("other", f"b-{run}"), ("default", f"c-{run}")):
-        ran = drover("job", "run", str(_job(tmp_path, name, ns)), "--address", state_address)
+        ran = drover("job", "run", "--detach", str(_job(tmp_path, name, ns)),
+                     "--address", state_address)
         assert ran.returncode == 0, ran.stderr
 
     def jobs_of(*args: str) -> list[str]:
@@ -61,8 +62,8 @@ def test_lists_are_the_default_namespace_unless_star(state_address: str,
         assert out.returncode == 0, out.stderr
         return [d["job_id"] for d in json.loads(out.stdout) if d["job_id"].endswith(run)]
 
-    assert jobs_of() == [f"a-{run}", f"c-{run}"]
-    assert jobs_of("--order", "desc") == [f"c-{run}", f"a-{run}"]
+    assert jobs_of() == [f"c-{run}", f"a-{run}"]  # newest first, as Nomad's
+    assert jobs_of("--order", "asc") == [f"a-{run}", f"c-{run}"]
     assert sorted(jobs_of("-n", "*")) == [f"a-{run}", f"b-{run}", f"c-{run}"]
     assert jobs_of("-n", "other") == [f"b-{run}"]
 
@@ -70,7 +71,7 @@ def test_lists_are_the_default_namespace_unless_star(state_address: str,
 def test_unique_id_prefixes_short_ids_and_whole_ones_with_verbose(state_address: str,
                                                            tmp_path: Path) -> None:
     run = uuid.uuid4().hex[:6]
-    ran = drover("--json", "--address", state_address, "job", "run",
+    ran = drover("--json", "--address", state_address, "job", "run", "--detach",
                  str(_job(tmp_path, f"p-{run}", "default")))
     assert ran.returncode == 0, ran.stderr
     registered = json.loads(ran.stdout)
@@ -97,7 +98,7 @@ def test_unique_id_prefixes_short_ids_and_whole_ones_with_verbose(state_address:
 
 
 def test_an_ambiguous_prefix_lists_the_matches() -> None:
-    from drover.cli._client import CommandFailed
+    from drover.cli.client import CommandFailed
     from drover.cli.prefix import unique
 
     assert unique("ab", ["abc"], "deployment") == "abc"

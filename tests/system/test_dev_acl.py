@@ -115,12 +115,10 @@ def test_dev_acl_bootstraps_and_keeps_its_tokens_in_the_data_dir(tmp_path: Path)
     """`drover dev --acl` bootstraps by itself (no `drover acl bootstrap`,
     nodes or not), keeps the management secret in <data-dir>/acl-tokens.json
     (0600), and a restart on the same data dir reuses it."""
-    offset, lay = free_layout()
-    args = ["--acl", "--nodes", "0", "--port-offset", str(offset), "--data-dir", str(tmp_path)]
+    args, proxy = _acl_args(tmp_path, nodes=0)
     proc, text = _up(args)
     try:
-        assert "drover is up" in text, text
-        secret = text.split("DROVER_TOKEN=", 1)[1].split()[0]
+        secret = _secret(text)
         path = tmp_path / "acl-tokens.json"
         assert f"also in {path}" in text and json.loads(path.read_text())["management"] == secret
         assert path.stat().st_mode & 0o777 == 0o600
@@ -131,8 +129,59 @@ def test_dev_acl_bootstraps_and_keeps_its_tokens_in_the_data_dir(tmp_path: Path)
         assert "drover is up" in text, text
         assert f"already bootstrapped; tokens from {tmp_path / 'acl-tokens.json'}" in text
         assert f"DROVER_TOKEN={secret}" in text
-        me = _drover("acl", "token", "self", "--json", address=lay.address("proxy"),
-                     token=secret)
+        me = _drover("acl", "token", "self", "--json", address=proxy, token=secret)
         assert me.returncode == 0 and json.loads(me.stdout)["type"] == "management", me.stderr
     finally:
         _down(proc)
+
+
+def test_dev_acl_restart_keeps_the_simulated_nodes(tmp_path: Path) -> None:
+    """Restarted on its data dir, `drover dev --acl` hands the simulated
+    nodes the secrets their first registration returned (kept in the data
+    dir): they register and heartbeat again, stay ready, and the sim neither
+    crash-loops nor prints a traceback."""
+    args, proxy = _acl_args(tmp_path, nodes=2)
+    proc, text = _up(args)
+    try:
+        secret = _secret(text)
+        _ready_nodes(proxy, secret, 2)
+    finally:
+        _down(proc)
+    assert (tmp_path / "sim-node-secrets.json").stat().st_mode & 0o777 == 0o600
+    proc, text = _up(args)
+    try:
+        assert f"DROVER_TOKEN={secret}" in text, text
+        _ready_nodes(proxy, secret, 2)
+        time.sleep(5)  # several heartbeats: a refused one would restart the sim
+        assert proc.poll() is None
+    finally:
+        _down(proc)
+        assert proc.stdout is not None
+        rest = text + proc.stdout.read()
+    assert "Traceback" not in rest and "sim exited" not in rest, rest
+
+
+def _acl_args(data_dir: Path, nodes: int) -> tuple[list[str], str]:
+    """`drover dev --acl` on free ports and ``data_dir``: its arguments and
+    its proxy's address."""
+    offset, lay = free_layout()
+    return (["--acl", "--nodes", str(nodes), "--port-offset", str(offset),
+             "--data-dir", str(data_dir)], lay.address("proxy"))
+
+
+def _secret(started: str) -> str:
+    """The management secret a started suite printed."""
+    assert "drover is up" in started, started
+    return started.split("DROVER_TOKEN=", 1)[1].split()[0]
+
+
+def _ready_nodes(proxy: str, token: str, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        listed = _drover("node", "list", "--json", address=proxy, token=token)
+        ready = [n for n in (json.loads(listed.stdout) if listed.returncode == 0 else [])
+                 if n["status"] == "ready"]
+        if len(ready) >= count:
+            return
+        assert time.monotonic() < deadline, listed.stdout + listed.stderr
+        time.sleep(0.5)

@@ -41,6 +41,8 @@ def drover(env: dict[str, str], *args: str, timeout: float = 60) -> Any:
     out = subprocess.run([sys.executable, "-m", "drover.cli.main", *args, "--json"], env=env,
                          capture_output=True, text=True, timeout=timeout)
     assert out.returncode == 0, out.stderr
+    if "--monitor" in args:  # a watch: one JSON object per line
+        return {"events": [json.loads(line) for line in out.stdout.splitlines()]}
     return json.loads(out.stdout)
 
 
@@ -65,7 +67,7 @@ def test_a_drain_never_has_more_than_max_parallel_down(suite: dict[str, str],
         drover(env, "node", "eligibility", n, "--disable")
     spec = tmp_path / "drainme.yaml"
     spec.write_text(SPEC)
-    drover(env, "job", "run", str(spec))
+    drover(env, "job", "run", "--detach", str(spec))
     allocs_of = lambda: drover(env, "alloc", "list", "--filter",  # noqa: E731
                                'job_id == "drainme"')
     until(lambda: _up(allocs_of()) == 3, 60, "three healthy allocations")

@@ -75,8 +75,8 @@ def test_crashing_service_keeps_its_count_and_failing_batch_gets_its_attempts(
     crashy = _job("crashy", "service", 2, {"sim.outcome": "crash", "sim.crash_after": "1"},
                   {"delay": "5s", "delay_function": "constant"})
     flaky = _job("flaky", "batch", 1, {"sim.outcome": "fail"}, {})  # batch default: 1 attempt
-    _json(suite, "job", "run", _spec(tmp_path, crashy))
-    _json(suite, "job", "run", _spec(tmp_path, flaky))
+    _json(suite, "job", "run", "--detach", _spec(tmp_path, crashy))
+    _json(suite, "job", "run", "--detach", _spec(tmp_path, flaky))
     started = time.monotonic()
 
     # The service: never more than its count meant to run, and replacements
@@ -132,7 +132,7 @@ def test_never_healthy_rollout_is_replaced_until_its_attempts_are_spent(
     sickly["task_groups"][0]["update"] = {
         "max_parallel": 1, "min_healthy_time": "1s", "healthy_deadline": "2s",
         "progress_deadline": "1m"}
-    _json(suite, "job", "run", _spec(tmp_path, sickly))
+    _json(suite, "job", "run", "--detach", _spec(tmp_path, sickly))
 
     def failed_deployment() -> dict[str, Any] | None:
         deps = _json(suite, "deployment", "list")

@@ -89,13 +89,13 @@ def test_the_walkthrough_survives_its_drills(tmp_path: Path) -> None:
         until(lambda: len(json.loads(drover("node", "list", "--json").stdout or "[]")) == 3,
                60, "three simulated nodes")
         # the walk-through: a canary, auto-promoted
-        first = drover("job", "run", "examples/canary.yaml")
+        first = drover("job", "run", "--detach", "examples/canary.yaml")
         assert first.returncode == 0, first.stderr
-        dep1 = re.search(r"^deployment (\S+)$", first.stdout, re.M).group(1)  # type: ignore[union-attr]
+        dep1 = re.search(r"^Deployment ID: (\S+)$", first.stdout, re.M).group(1)  # type: ignore[union-attr]
         until(lambda: deployment(dep1).get("status") == "successful", 90, "v0 rolled out")
-        second = drover("job", "run", "examples/canary-v2.yaml")
+        second = drover("job", "run", "--detach", "examples/canary-v2.yaml")
         assert second.returncode == 0, second.stderr
-        dep2 = re.search(r"^deployment (\S+)$", second.stdout, re.M).group(1)  # type: ignore[union-attr]
+        dep2 = re.search(r"^Deployment ID: (\S+)$", second.stdout, re.M).group(1)  # type: ignore[union-attr]
 
         # the drill: kill -9 the broker leader and the simulated nodes mid-rollout
         members = json.loads(drover("operator", "members", "--json").stdout)

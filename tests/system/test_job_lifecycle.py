@@ -60,7 +60,7 @@ def test_status_pending_running_dead_stop_cancels_the_deployment_and_start_runs_
     spec.write_text(json.dumps(SPEC))
     assert drover(suite, "operator", "scheduler", "pause").returncode == 0
     try:
-        run = _json(suite, "job", "run", str(spec))
+        run = _json(suite, "job", "run", "--detach", str(spec))
         job = _job(suite)
         assert job["status"] == "pending"  # nothing can be placed while paused
         assert job["datacenters"] == ["*"] and job["task_groups"][0]["count"] == 1
@@ -100,17 +100,17 @@ def test_check_index_registers_only_at_the_index_read(suite: dict[str, str],
                                                      tmp_path: Path) -> None:
     spec = tmp_path / "guarded.json"
     spec.write_text(json.dumps({**SPEC, "id": "guarded"}))
-    first = _json(suite, "job", "run", "--check-index", "0", str(spec))
+    first = _json(suite, "job", "run", "--detach", "--check-index", "0", str(spec))
     index = first["job_modify_index"]
-    stale = drover(suite, "job", "run", "--check-index", "0", str(spec))
+    stale = drover(suite, "job", "run", "--detach", "--check-index", "0", str(spec))
     said = " ".join(stale.stderr.split())  # the console wraps long lines
     assert stale.returncode != 0
     assert "Enforcing job modify index 0: job already exists" in said, said
     assert f"--check-index {index}" in said
     spec.write_text(json.dumps({**SPEC, "id": "guarded", "priority": 60}))
-    again = _json(suite, "job", "run", "--check-index", index, str(spec))
+    again = _json(suite, "job", "run", "--detach", "--check-index", index, str(spec))
     assert again["version"] == "1"
-    late = drover(suite, "job", "run", "--check-index", index, str(spec))
+    late = drover(suite, "job", "run", "--detach", "--check-index", index, str(spec))
     said = " ".join(late.stderr.split())
     assert late.returncode != 0
     assert "job exists with conflicting job modify index" in said, said
@@ -124,7 +124,7 @@ def test_history_shows_the_diff_and_revert_restores_a_versions_spec(
         group = {**SPEC["task_groups"][0]}
         group["tasks"] = [{"name": "t", "driver": "sim", "config": {"image": image}}]
         spec.write_text(json.dumps({"id": "rev", "task_groups": [group]}))
-        _json(suite, "job", "run", str(spec))
+        _json(suite, "job", "run", "--detach", str(spec))
     history = drover(suite, "job", "history", "rev", "--diff")
     assert history.returncode == 0, history.stderr
     assert '+/- task_groups[g].tasks[t].config.image: "rev:1" => "rev:2"' in history.stdout
@@ -141,7 +141,7 @@ def test_scale_sets_a_groups_count_and_the_scheduler_follows(suite: dict[str, st
                                                             tmp_path: Path) -> None:
     spec = tmp_path / "scaled.json"
     spec.write_text(json.dumps({**SPEC, "id": "scaled"}))
-    _json(suite, "job", "run", str(spec))
+    _json(suite, "job", "run", "--detach", str(spec))
     scaled = _json(suite, "job", "scale", "scaled", "g", "3")
     assert (scaled["previous_count"], scaled["version"]) == (1, "1")
     _until(lambda: len(_json(suite, "alloc", "list", "--filter",
@@ -154,7 +154,7 @@ def test_scale_sets_a_groups_count_and_the_scheduler_follows(suite: dict[str, st
 def test_alloc_stop_is_replaced_by_the_scheduler(suite: dict[str, str], tmp_path: Path) -> None:
     spec = tmp_path / "one.json"
     spec.write_text(json.dumps({**SPEC, "id": "one"}))
-    _json(suite, "job", "run", str(spec))
+    _json(suite, "job", "run", "--detach", str(spec))
     live = 'job_id == "one" && desired_status == "run"'
     (first,) = _until(lambda: _json(suite, "alloc", "list", "--filter", live), 30, "one placed")
     stopped = _json(suite, "alloc", "stop", first["id"])
@@ -173,7 +173,7 @@ def test_purge_of_a_running_job_stops_it_first_and_removes_it_once_stopped(
 ) -> None:
     spec = tmp_path / "doomed.json"
     spec.write_text(json.dumps({**SPEC, "id": "doomed"}))
-    _json(suite, "job", "run", str(spec))
+    _json(suite, "job", "run", "--detach", str(spec))
     every = 'job_id == "doomed"'
     _until(lambda: any(a["client_status"] == "running"
                        for a in _json(suite, "alloc", "list", "--filter", every)),
@@ -211,7 +211,8 @@ def test_plan_shows_what_run_then_does(suite: dict[str, str], tmp_path: Path) ->
     assert plan["desired_updates"]["g"]["place"] == 2
     assert 'Task Group: "g" (2 create)' in text and "All tasks successfully allocated" in text
     assert "drover job run --check-index 0" in text
-    ran = _json(suite, "job", "run", "--check-index", plan["job_modify_index"], str(spec))
+    ran = _json(suite, "job", "run", "--detach", "--check-index", plan["job_modify_index"],
+                str(spec))
     live = 'job_id == "planned" && desired_status == "run"'
     _until(lambda: len(_json(suite, "alloc", "list", "--filter", live)) == 2, 30, "2 placed")
     assert drover(suite, "deployment", "status", ran["deployment_id"], "--watch").returncode == 0
@@ -225,7 +226,7 @@ def test_plan_shows_what_run_then_does(suite: dict[str, str], tmp_path: Path) ->
     assert code == 1 and plan["desired_updates"]["g"]["destructive_update"] == 1
     assert plan["desired_updates"]["g"]["ignore"] == 1
     assert '+/- task_groups[g].tasks[t].config.image: "p:1" => "p:2"' in text
-    _json(suite, "job", "run", "--check-index", plan["job_modify_index"], str(spec))
+    _json(suite, "job", "run", "--detach", "--check-index", plan["job_modify_index"], str(spec))
     _until(lambda: sum(a["job_version"] == "1" for a in _json(
         suite, "alloc", "list", "--filter", live)) >= 1, 30, "the first replacement")
     # a canary update: the plan and the run place exactly one canary
@@ -235,7 +236,7 @@ def test_plan_shows_what_run_then_does(suite: dict[str, str], tmp_path: Path) ->
     code, plan, text = _plan(suite, spec)
     assert code == 1 and plan["desired_updates"]["g"]["canary"] == 1, plan
     assert "1 canary" in text
-    _json(suite, "job", "run", "--check-index", plan["job_modify_index"], str(spec))
+    _json(suite, "job", "run", "--detach", "--check-index", plan["job_modify_index"], str(spec))
     canaries = _until(lambda: [a for a in _json(suite, "alloc", "list", "--filter", live)
                                if a["job_version"] == "2"], 30, "the canary")
     assert len(canaries) == 1 and canaries[0]["deployment_status"]["canary"] is True
@@ -256,7 +257,7 @@ def test_a_system_job_follows_nodes_joining_leaving_and_draining(
     spec.write_text(json.dumps({"id": "agent", "type": "system", "task_groups": [{
         "name": "g", "tasks": [{"name": "t", "driver": "sim",
                                 "resources": {"cpu": 50, "memory_mb": 32}}]}]}))
-    _json(suite, "job", "run", str(spec))
+    _json(suite, "job", "run", "--detach", str(spec))
     live = 'job_id == "agent" && desired_status == "run" && client_status != "lost"'
 
     def on_nodes() -> list[str]:

@@ -124,7 +124,7 @@ def test_services_export_domain_series_the_dashboard_and_alerts_use(
         deadline = time.monotonic() + 30
         while True:
             ran = subprocess.run(
-                [sys.executable, "-m", "drover.cli.main", "job", "run", str(spec),
+                [sys.executable, "-m", "drover.cli.main", "job", "run", "--detach", str(spec),
                  "--address", proxy], capture_output=True, text=True, timeout=60, check=False)
             if ran.returncode == 0:
                 break

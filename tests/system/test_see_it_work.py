@@ -53,7 +53,7 @@ def _json(env: dict[str, str], *args: str) -> Any:
 
 
 def _run(env: dict[str, str], spec: Path) -> dict[str, Any]:
-    out: dict[str, Any] = _json(env, "job", "run", str(spec))
+    out: dict[str, Any] = _json(env, "job", "run", "--detach", str(spec))
     return out
 
 
@@ -66,17 +66,19 @@ def _live(env: dict[str, str], job: str) -> list[dict[str, Any]]:
 def test_canary_is_placed_healthy_auto_promoted_and_successful(suite: dict[str, str]) -> None:
     first = _run(suite, EX / "canary.yaml")
     assert first["version"] == "0"  # --json prints defaults too
-    watch = drover(suite, "job", "status", "web", "--watch")
+    watch = drover(suite, "job", "status", "web", "--watch", "--json")
     assert watch.returncode == 0, watch.stdout + watch.stderr
-    assert "successful" in watch.stdout.splitlines()[-2]
+    assert json.loads(watch.stdout.splitlines()[-1])["status"] == "successful"
     v2 = _run(suite, EX / "canary-v2.yaml")
     assert v2["version"] == "1"
-    watch = drover(suite, "deployment", "status", v2["deployment_id"], "--watch")
+    watch = drover(suite, "deployment", "status", v2["deployment_id"], "--watch", "--json")
     assert watch.returncode == 0, watch.stdout + watch.stderr
-    lines = watch.stdout.splitlines()
+    changes = [json.loads(line) for line in watch.stdout.splitlines()]  # one per change
+    groups = [c["groups"][0] for c in changes]
     # the canary alone first, then the rest after the automatic promotion
-    assert any("Canaries=1/1" in ln and "Placed=1 " in ln for ln in lines), watch.stdout
-    assert "successful" in lines[-2] and "Promoted=yes" in lines[-1] and "Healthy=3" in lines[-1]
+    assert any(g["canaries"] == "1/1" and g["placed"] == 1 for g in groups), watch.stdout
+    assert changes[-1]["status"] == "successful"
+    assert groups[-1]["promoted"] == "yes" and groups[-1]["healthy"] == 3
     allocs = _live(suite, "web")
     assert len(allocs) == 3 and all(a.get("job_version") == "1" for a in allocs)
     # promotion clears the canary flag (as Nomad's state store does)
@@ -93,6 +95,7 @@ def test_failing_update_auto_reverts(suite: dict[str, str]) -> None:
     watch = drover(suite, "deployment", "status", broken["deployment_id"], "--watch")
     assert watch.returncode == 1
     assert "rolling back to job version 0" in watch.stdout
+    assert max(len(line) for line in watch.stdout.splitlines()) <= 80
     # the revert is version 2 (the spec of version 0), rolled out and stable
     job = _until(lambda: (j := _json(suite, "job", "status", "api"))["job"].get("stable")
                  and j["job"].get("version") == "2" and j, 60, "api reverted and stable")

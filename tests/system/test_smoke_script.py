@@ -35,22 +35,22 @@ def _cli_through_the_proxy(proxy: str, tmp_path: Path) -> None:
         "datacenters: [dc1]\n"
         "taskGroups:\n  - name: web\n    count: 3\n    update: {maxParallel: 1}\n"
     )
-    ran = _drover("job", "run", str(spec), address=proxy)
+    ran = _drover("job", "run", "--detach", str(spec), address=proxy)
     assert ran.returncode == 0, ran.stderr
-    assert "registered as version 0" in ran.stdout and "deployment" in ran.stdout
+    assert "registered as version 0" in ran.stdout and "Deployment ID" in ran.stdout
     status = _drover("job", "status", "cli-web", "--json", address=proxy)
     assert json.loads(status.stdout)["job"]["priority"] == 60
     deps = json.loads(_drover("deployment", "list", "--json", address=proxy).stdout)
     assert any(d["job_id"] == "cli-web" for d in deps)
-    bad = _drover("job", "run", str(ROOT / "README.md"), address=proxy)
+    bad = _drover("job", "run", "--detach", str(ROOT / "README.md"), address=proxy)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     members = json.loads(_drover("operator", "members", "--json", address=proxy).stdout)
     services = {lst["service"] for lst in members["lists"]}
     assert {"state", "broker", "deployments"} <= services
-    assert [p["replica"] for p in members["proxies"]] == ["proxy-dev"]
+    assert [p["replica"] for p in members["proxies"]] == ["proxy-0"]
     table = _drover("operator", "members", "--service", "proxy", address=proxy)
-    assert table.returncode == 0 and "proxy-dev" in table.stdout, table.stderr
-    assert "state-dev" not in table.stdout
+    assert table.returncode == 0 and "proxy-0" in table.stdout, table.stderr
+    assert "state-0" not in table.stdout
     revision = int(members["revision"])
     conv = _drover("operator", "convergence", "--revision", str(revision), "--json",
                    address=proxy)

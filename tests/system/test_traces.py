@@ -79,11 +79,11 @@ def test_one_trace_follows_a_cli_call_through_proxy_state_and_broker(
             last: list[subprocess.CompletedProcess[str]] = []
 
             def job_run() -> subprocess.CompletedProcess[str] | None:
-                last[:] = [_cli("job", "run", str(spec), proxy=proxy)]
+                last[:] = [_cli("job", "run", "--detach", str(spec), proxy=proxy)]
                 return last[0] if last[0].returncode == 0 else None
 
             ran = until(job_run, 30, "the proxy to reach state", detail=lambda: last[0].stderr)
-            eval_id = re.search(r"evaluation (\S+)", ran.stdout)
+            eval_id = re.search(r"Evaluation ID: (\S+)", ran.stdout)
             assert eval_id, ran.stdout
             until(lambda: _cli("broker", "cancel", eval_id.group(1), proxy=proxy).returncode == 0,
                   30, "the broker to lead and queue the evaluation")

@@ -14,17 +14,8 @@ import click
 import grpc
 
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
-from drover.cli import prefix
-from drover.cli._client import (
-    CommandFailed,
-    client_options,
-    enum_name,
-    options,
-    print_json,
-    print_list,
-    run,
-    to_dict,
-)
+from drover.cli import output, prefix
+from drover.cli.client import ClientOptions, CommandFailed, about, client_options, run, unary
 
 
 def _stub(ch: grpc.aio.Channel) -> acl_pb2_grpc.AclServiceStub:
@@ -32,7 +23,7 @@ def _stub(ch: grpc.aio.Channel) -> acl_pb2_grpc.AclServiceStub:
 
 
 def _type(value: int) -> str:
-    return enum_name(value, acl_pb2.TokenType, "TOKEN_TYPE_")
+    return output.enum_name(value, acl_pb2.TokenType, "TOKEN_TYPE_")
 
 
 def _show_token(token: Any, secret: str = "") -> None:
@@ -54,16 +45,12 @@ def acl_group() -> None:
 
 @acl_group.command(name="bootstrap")
 @client_options
-def bootstrap(address: str, as_json: bool, timeout: float) -> None:
+def bootstrap(opts: ClientOptions) -> None:
     """Create the first management token (once per cluster) and print its secret."""
-    opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).Bootstrap(acl_pb2.BootstrapRequest(), timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = unary(opts, _stub, "Bootstrap", acl_pb2.BootstrapRequest())
     if opts.json:
-        print_json({"accessor_id": resp.token.accessor_id, "secret_id": resp.secret_id})
+        output.print_json({"accessor_id": resp.token.accessor_id, "secret_id": resp.secret_id})
     else:
         _show_token(resp.token, resp.secret_id)
 
@@ -78,54 +65,39 @@ def policy_group() -> None:
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--description", default="", help="what the policy is for")
 @client_options
-def policy_apply(name: str, file: str, description: str, address: str, as_json: bool,
-                 timeout: float) -> None:
+def policy_apply(name: str, file: str, description: str, opts: ClientOptions) -> None:
     """Create or replace policy NAME from FILE ("-": stdin)."""
-    opts = options(address, as_json, timeout)
     try:
         rules = sys.stdin.read() if file == "-" else Path(file).read_text()
     except OSError as e:
         raise CommandFailed(f"cannot read {file}: {e.strerror}") from None
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).ApplyPolicy(acl_pb2.ApplyPolicyRequest(
-            name=name, description=description, rules=rules), timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = unary(opts, _stub, "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+        name=name, description=description, rules=rules))
     for warning in resp.warnings:  # deprecated names: applied, but say what to write
         click.echo(f"warning: {warning}", err=True)
     if opts.json:
-        print_json(resp.policy)
+        output.print_json(resp.policy)
     else:
         click.echo(f"applied policy {resp.policy.name!r} (index {resp.policy.modify_index})")
 
 
 @policy_group.command(name="list")
 @client_options
-def policy_list(address: str, as_json: bool, timeout: float) -> None:
+def policy_list(opts: ClientOptions) -> None:
     """List policies."""
-    opts = options(address, as_json, timeout)
-
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).ListPolicies(acl_pb2.ListPoliciesRequest(), timeout=opts.timeout)
-
-    print_list(opts, run(opts, body).policies, ["Name", "Description", "Modify Index"],
-               lambda p: (p.name, p.description, p.modify_index))
+    policies = unary(opts, _stub, "ListPolicies", acl_pb2.ListPoliciesRequest()).policies
+    output.print_list(opts, sorted(policies, key=lambda p: p.name),
+                      ["Name", "Description", "Modify Index"],
+                      lambda p: (p.name, p.description, p.modify_index))
 
 
-@policy_group.command(name="delete")
-@click.argument("name")
-@client_options
-def policy_delete(name: str, address: str, as_json: bool, timeout: float) -> None:
+@about(policy_group, "delete", "name", namespaced=False)
+def policy_delete(name: str, opts: ClientOptions) -> None:
     """Delete policy NAME (tokens naming it lose what it granted)."""
-    opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).DeletePolicy(acl_pb2.DeletePolicyRequest(name=name),
-                                            timeout=opts.timeout)
-
-    run(opts, body)
-    print_json({"deleted": name}) if opts.json else click.echo(f"deleted policy {name!r}")
+    unary(opts, _stub, "DeletePolicy", acl_pb2.DeletePolicyRequest(name=name))
+    output.print_json({"deleted": name}) if opts.json else click.echo(f"deleted policy {name!r}")
 
 
 @acl_group.group(name="token")
@@ -139,43 +111,32 @@ def token_group() -> None:
 @click.option("--type", "kind", type=click.Choice(["client", "management"]), default="client",
               show_default=True)
 @client_options
-def token_create(name: str, policies: tuple[str, ...], kind: str, address: str,
-                 as_json: bool, timeout: float) -> None:
+def token_create(name: str, policies: tuple[str, ...], kind: str, opts: ClientOptions) -> None:
     """Create a token and print its secret (shown only now)."""
-    opts = options(address, as_json, timeout)
     type_ = (acl_pb2.TOKEN_TYPE_MANAGEMENT if kind == "management"
              else acl_pb2.TOKEN_TYPE_CLIENT)
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).CreateToken(acl_pb2.CreateTokenRequest(
-            name=name, type=type_, policies=list(policies)), timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = unary(opts, _stub, "CreateToken", acl_pb2.CreateTokenRequest(
+        name=name, type=type_, policies=list(policies)))
     if opts.json:
-        print_json({**to_dict(resp.token), "secret_id": resp.secret_id})
+        output.print_json({**output.to_dict(resp.token), "secret_id": resp.secret_id})
     else:
         _show_token(resp.token, resp.secret_id)
 
 
 @token_group.command(name="list")
 @client_options
-def token_list(address: str, as_json: bool, timeout: float) -> None:
+def token_list(opts: ClientOptions) -> None:
     """List tokens (accessor ids; secrets are never shown)."""
-    opts = options(address, as_json, timeout)
-
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).ListTokens(acl_pb2.ListTokensRequest(), timeout=opts.timeout)
-
-    print_list(opts, run(opts, body).tokens, ["Accessor ID", "Name", "Type", "Policies"],
-               lambda t: (t.accessor_id, t.name, _type(t.type), ",".join(t.policies)))
+    tokens = unary(opts, _stub, "ListTokens", acl_pb2.ListTokensRequest()).tokens
+    output.print_list(opts, sorted(tokens, key=lambda t: t.name),
+                      ["Accessor ID", "Name", "Type", "Policies"],
+                      lambda t: (t.accessor_id, t.name, _type(t.type), ",".join(t.policies)))
 
 
-@token_group.command(name="revoke")
-@click.argument("accessor_id")
-@client_options
-def token_revoke(accessor_id: str, address: str, as_json: bool, timeout: float) -> None:
+@about(token_group, "revoke", "accessor_id", namespaced=False)
+def token_revoke(accessor_id: str, opts: ClientOptions) -> None:
     """Revoke the token with ACCESSOR_ID."""
-    opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> str:
         full = await prefix.token_accessor(ch, accessor_id, opts.timeout)
@@ -184,21 +145,16 @@ def token_revoke(accessor_id: str, address: str, as_json: bool, timeout: float) 
         return full
 
     full = run(opts, body)
-    print_json({"revoked": full}) if opts.json else click.echo(f"revoked token {full}")
+    output.print_json({"revoked": full}) if opts.json else click.echo(f"revoked token {full}")
 
 
 @token_group.command(name="self")
 @client_options
-def token_self(address: str, as_json: bool, timeout: float) -> None:
+def token_self(opts: ClientOptions) -> None:
     """Describe the token given with --token / DROVER_TOKEN."""
-    opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await _stub(ch).GetSelfToken(acl_pb2.GetSelfTokenRequest(),
-                                            timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = unary(opts, _stub, "GetSelfToken", acl_pb2.GetSelfTokenRequest())
     if opts.json:
-        print_json(resp.token)
+        output.print_json(resp.token)
     else:
         _show_token(resp.token)

@@ -14,16 +14,13 @@ import click
 import grpc
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
-from drover.cli import prefix
-from drover.cli._client import (
+from drover.cli import output, prefix
+from drover.cli.client import (
+    ClientOptions,
     ListOptions,
+    about,
     client_options,
-    enum_name,
-    list_options,
-    options,
-    print_json,
-    print_list,
-    print_table,
+    lister,
     run,
     run_list,
 )
@@ -33,7 +30,7 @@ QUEUE_COLUMNS = ["ID", "Namespace", "Job", "Type", "Priority", "State", "Deliver
 
 
 def _state(value: int) -> str:
-    return enum_name(value, broker_pb2.QueueState, "QUEUE_STATE_")
+    return output.enum_name(value, broker_pb2.QueueState, "QUEUE_STATE_")
 
 
 def _timing(t: broker_pb2.TimingSummary) -> str:
@@ -49,9 +46,8 @@ def broker_group() -> None:
 
 @broker_group.command(name="stats")
 @client_options
-def broker_stats(address: str, as_json: bool, timeout: float) -> None:
+def broker_stats(opts: ClientOptions) -> None:
     """What the broker holds, per state and per scheduler type."""
-    opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> broker_pb2.BrokerStats:
         resp = await broker_pb2_grpc.EvalBrokerServiceStub(ch).GetBrokerStats(
@@ -60,27 +56,31 @@ def broker_stats(address: str, as_json: bool, timeout: float) -> None:
 
     s = run(opts, body)
     if opts.json:
-        print_json(s)
+        output.print_json(s)
         return
-    role = f"leader (term {s.leader_term})" if s.enabled else "standby (not serving)"
-    print_table(None, ["Field", "Value"], [
-        ["Role", role], ["Ready", s.total_ready], ["Unacked", s.total_unacked],
-        ["Pending", s.total_pending], ["Waiting", s.total_waiting],
-        ["Blocked", s.total_blocked], ["Failed", s.total_failed],
-        ["Cancelled", s.total_cancelled],
-        ["Ready wait", _timing(s.ready_wait)], ["Processing", _timing(s.processing)],
-    ])
+    if not s.enabled:
+        # A standby's counts are its hot copy, not the queue: zeros there
+        # would read as an empty queue.
+        click.echo(f"The broker at {opts.address} is a standby, not the leader:\n"
+                   "it serves no queue, so it has no counts to show. Ask the leader:\n"
+                   "through the proxy (`drover broker stats`); `drover operator members\n"
+                   "--service broker` shows which replica leads.")
+        return
+    output.print_detail(opts, s, [
+        ("Role", f"leader (term {s.leader_term})"), ("Ready", s.total_ready),
+        ("Unacked", s.total_unacked), ("Pending", s.total_pending),
+        ("Waiting", s.total_waiting), ("Blocked", s.total_blocked),
+        ("Failed", s.total_failed), ("Cancelled", s.total_cancelled),
+        ("Ready wait", _timing(s.ready_wait)), ("Processing", _timing(s.processing))])
     if s.by_scheduler:
-        print_table("By scheduler", ["Scheduler", "Ready", "Unacked"], (
+        output.print_table("By scheduler", ["Scheduler", "Ready", "Unacked"], (
             [name, per.ready, per.unacked] for name, per in sorted(s.by_scheduler.items())))
 
 
-@broker_group.command(name="queue")
-@list_options('CEL over evaluation fields and state, e.g. state == "pending"')
-@client_options
-def broker_queue(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
+@lister(broker_group, "queue", 'CEL over evaluation fields and state, e.g. state == "pending"',
+        stale=False)
+def broker_queue(listing: ListOptions, opts: ClientOptions) -> None:
     """List the evaluations the broker holds, following every page."""
-    opts = options(address, as_json, timeout)
     held = run_list(opts, listing, broker_pb2_grpc.EvalBrokerServiceStub, "ListQueue",
                     broker_pb2.ListQueueRequest, "evaluations")
 
@@ -89,17 +89,13 @@ def broker_queue(listing: ListOptions, address: str, as_json: bool, timeout: flo
         return [ev.id, ev.namespace, ev.job_id, ev.type, ev.priority, _state(q.state),
                 q.deliveries, ev.create_index]
 
-    print_list(opts, held, QUEUE_COLUMNS, row, namespace=listing.namespace)
+    output.print_list(opts, held, QUEUE_COLUMNS, row, namespace=listing.namespace)
 
 
-@broker_group.command(name="cancel")
-@click.argument("eval_id")
+@about(broker_group, "cancel", "eval_id", namespaced=False)
 @click.option("--reason", default="", help="recorded in the evaluation's description")
-@client_options
-def broker_cancel(eval_id: str, reason: str, address: str, as_json: bool,
-                  timeout: float) -> None:
+def broker_cancel(eval_id: str, reason: str, opts: ClientOptions) -> None:
     """Cancel one queued evaluation (not one a worker holds)."""
-    opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> int:
         full = await prefix.evaluation_id(ch, "*", eval_id, opts.timeout)
@@ -110,6 +106,6 @@ def broker_cancel(eval_id: str, reason: str, address: str, as_json: bool,
 
     index = run(opts, body)
     if opts.json:
-        print_json({"eval_id": eval_id, "index": index})
+        output.print_json({"eval_id": eval_id, "index": index})
     else:
         click.echo(f"canceled {eval_id} at index {index}")

@@ -13,24 +13,20 @@ import click
 import grpc
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
-from drover.cli import prefix
-from drover.cli._client import (
+from drover.cli import output, prefix
+from drover.cli.client import (
+    ClientOptions,
     CommandFailed,
     ListOptions,
+    about,
     client_options,
-    enum_name,
-    err_console,
-    list_options,
-    options,
-    print_json,
-    print_list,
-    print_table,
+    lister,
     run,
     run_list,
+    state,
 )
-from drover.cli.stale import stale_options
 from drover.paging.request import DEFAULTS
 from drover.rpc.remote import from_rpc_error
 
@@ -41,7 +37,7 @@ PAUSE_HINT = "pause it first with `drover operator scheduler pause` (and resume 
 
 
 def _status(value: int) -> str:
-    return enum_name(value, evaluation_pb2.EvaluationStatus, "EVALUATION_STATUS_")
+    return output.enum_name(value, evaluation_pb2.EvaluationStatus, "EVALUATION_STATUS_")
 
 
 def _row(ev: evaluation_pb2.Evaluation) -> list[Any]:
@@ -59,16 +55,12 @@ def eval_group() -> None:
     """Evaluations: list, count, status, delete."""
 
 
-@eval_group.command(name="list")
-@list_options('CEL, e.g. status == "pending"')
-@stale_options
-@client_options
-def list_evals(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
+@lister(eval_group, "list", 'CEL, e.g. status == "pending"')
+def list_evals(listing: ListOptions, opts: ClientOptions) -> None:
     """List evaluations, following every page."""
-    opts = options(address, as_json, timeout)
-    evals = run_list(opts, listing, state_pb2_grpc.StateServiceStub, "ListEvaluations",
+    evals = run_list(opts, listing, state, "ListEvaluations",
                      state_pb2.ListEvaluationsRequest, "evaluations")
-    print_list(opts, evals, COLUMNS, _row, namespace=listing.namespace)
+    output.print_list(opts, evals, COLUMNS, _row, namespace=listing.namespace)
 
 
 @eval_group.command(name="count")
@@ -77,51 +69,38 @@ def list_evals(listing: ListOptions, address: str, as_json: bool, timeout: float
 @click.option("--filter", "filter_", default="")
 @click.option("--job", default="", help="only this job's evaluations")
 @client_options
-def count_evals(namespace: str, filter_: str, job: str, address: str, as_json: bool,
-                timeout: float) -> None:
+def count_evals(namespace: str, filter_: str, job: str, opts: ClientOptions) -> None:
     """Count evaluations matching a filter."""
-    opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> int:
-        resp = await state_pb2_grpc.StateServiceStub(ch).CountEvaluations(
+        resp = await state(ch).CountEvaluations(
             state_pb2.CountEvaluationsRequest(namespace=namespace, filter=filter_, job_id=job),
             timeout=opts.timeout)
         return int(resp.count)
 
     n = run(opts, body)
-    print_json({"count": n}) if opts.json else click.echo(n)
+    output.print_json({"count": n}) if opts.json else click.echo(n)
 
 
-@eval_group.command(name="status")
-@click.argument("eval_id")
+@about(eval_group, "status", "eval_id", namespaced=False)
 @click.option("--related", is_flag=True, help="also show previous/next/blocked evaluations")
-@client_options
-def eval_status(eval_id: str, related: bool, address: str, as_json: bool,
-                timeout: float) -> None:
+def eval_status(eval_id: str, related: bool, opts: ClientOptions) -> None:
     """Show one evaluation."""
-    opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> state_pb2.GetEvaluationResponse:
-        full = await prefix.evaluation_id(ch, "*", eval_id, opts.timeout)
-        return await state_pb2_grpc.StateServiceStub(ch).GetEvaluation(
-            state_pb2.GetEvaluationRequest(id=full, include_related=related),
-            timeout=opts.timeout)
-
-    resp = run(opts, body)
-    if opts.json:
-        print_json(resp)
-        return
+    resp = prefix.call(opts, "evaluation", "*", eval_id, lambda ch, full: state(
+        ch).GetEvaluation(state_pb2.GetEvaluationRequest(id=full, include_related=related),
+                          timeout=opts.timeout))
     ev = resp.evaluation
-    print_table(None, ["Field", "Value"], [
-        ["ID", ev.id], ["Namespace", ev.namespace], ["Job", ev.job_id], ["Type", ev.type],
-        ["Priority", ev.priority], ["Triggered by", ev.triggered_by],
-        ["Status", _status(ev.status)], ["Description", ev.status_description],
-        ["Deployment", ev.deployment_id], ["Previous", ev.previous_eval],
-        ["Next", ev.next_eval], ["Blocked", ev.blocked_eval],
-        ["Create index", ev.create_index], ["Modify index", ev.modify_index],
-    ])
+    if output.print_detail(opts, resp, [
+            ("ID", ev.id), ("Namespace", ev.namespace), ("Job ID", ev.job_id),
+            ("Type", ev.type), ("Priority", ev.priority), ("Triggered By", ev.triggered_by),
+            ("Status", _status(ev.status)), ("Status Description", ev.status_description),
+            ("Deployment ID", ev.deployment_id), ("Previous Eval", ev.previous_eval),
+            ("Next Eval", ev.next_eval), ("Blocked Eval", ev.blocked_eval),
+            ("Create Index", ev.create_index), ("Modify Index", ev.modify_index)]):
+        return
     if resp.related:
-        print_table("Related", COLUMNS, (_row(e) for e in resp.related))
+        output.print_table("Related", COLUMNS, (_row(e) for e in resp.related))
 
 
 def _refused(err: grpc.RpcError) -> None:
@@ -140,8 +119,7 @@ def _refused(err: grpc.RpcError) -> None:
 @click.option("--dry-run", is_flag=True, help="count what would be deleted, delete nothing")
 @client_options
 def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: str,
-                 page_size: int, yes: bool, dry_run: bool, address: str, as_json: bool,
-                 timeout: float) -> None:
+                 page_size: int, yes: bool, dry_run: bool, opts: ClientOptions) -> None:
     """Delete evaluations by ID (all or nothing) or by --filter (paged).
 
     The eval broker must be paused (`drover operator scheduler pause`),
@@ -149,10 +127,9 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
     """
     if bool(eval_ids) == bool(filter_):
         raise click.UsageError("give evaluation IDs or --filter, not both and not neither")
-    opts = options(address, as_json, timeout)
 
     async def by_ids(ch: grpc.aio.Channel) -> int:
-        stub = state_pb2_grpc.StateServiceStub(ch)
+        stub = state(ch)
         ids = [await prefix.evaluation_id(ch, "*", e, opts.timeout) for e in eval_ids]
         try:
             resp = await stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
@@ -165,13 +142,13 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
     async def count(ch: grpc.aio.Channel) -> int:
         # The very fields the delete sends (nothing spliced into the filter),
         # so the number confirmed is the set the server deletes.
-        resp = await state_pb2_grpc.StateServiceStub(ch).CountEvaluations(
+        resp = await state(ch).CountEvaluations(
             state_pb2.CountEvaluationsRequest(namespace=namespace, filter=filter_, job_id=job),
             timeout=opts.timeout)
         return int(resp.count)
 
     async def by_filter(ch: grpc.aio.Channel, total: int) -> int:
-        stub = state_pb2_grpc.StateServiceStub(ch)
+        stub = state(ch)
         deleted = 0
         token = ""
         # Calls follow each other (each needs the last one's token); the
@@ -179,7 +156,7 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
         # for its largest page (it clamps the size to what it allows).
         size = page_size or LARGEST_PAGE
         with Progress(TextColumn("deleting"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=err_console,
+                      TimeElapsedColumn(), console=output.err_console,
                       disable=opts.json) as progress:
             task = progress.add_task("delete", total=total)
             while True:
@@ -209,6 +186,6 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
                               err=True)
             n = run(opts, lambda ch: by_filter(ch, total))
     if opts.json:
-        print_json({"deleted": n, "dry_run": dry_run})
+        output.print_json({"deleted": n, "dry_run": dry_run})
     else:
         click.echo(f"{verb} {n} evaluations")

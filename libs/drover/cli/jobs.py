@@ -1,108 +1,142 @@
-"""`drover job ...`: run a job spec file, show its status, stop and start it."""
+"""`drover job ...`: run, plan, validate and inspect a job; its status,
+allocations and list; stop it (start, history, revert, scale:
+:mod:`drover.cli.job_versions`).
+
+A spec that cannot be read is one line, ``FILE:LINE: what is wrong``
+(:mod:`drover.jobspec.read`), never a usage banner; ``plan`` exits 255 for
+it and ``run``/``validate`` 1, as Nomad's do.
+"""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import click
 import grpc
-import yaml
-from google.protobuf import json_format
 
-from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.api.types.v1 import job_pb2
-from drover.cli import prefix
-from drover.cli._client import (
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
+from drover.cli import output, prefix
+from drover.cli.client import (
     ClientOptions,
+    CommandFailed,
     ListOptions,
+    about,
     client_options,
-    enum_name,
-    list_options,
-    options,
-    print_json,
-    print_list,
-    print_table,
+    list_allocations,
+    lister,
+    namespace_option,
     run,
     run_list,
-    to_dict,
+    state,
+    unary,
 )
-from drover.cli.spec import parse_spec
+from drover.cli.monitor import Events, monitor
 from drover.cli.stale import query_options, stale_options, with_query
-from drover.jobspec import diff as spec_diff
+from drover.jobspec.read import SpecError, read_job
+
+#: Nomad's exit code for a spec `job plan` cannot read (1 means "changes").
+PLAN_ERROR = 255
 
 
 def load_job(path: str) -> job_pb2.Job:
-    """A Job from a JSON or YAML file (proto JSON names or field names; enum
-    values as users write them, ``type: service``, or as proto names)."""
-    text = Path(path).read_text()
+    """The Job in ``path``; a spec error is the command's one-line failure."""
     try:
-        data: Any = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as e:
-        raise click.BadParameter(f"{path}: not valid JSON/YAML: {e}") from e
-    if isinstance(data, dict) and "job" in data and isinstance(data["job"], dict):
-        data = data["job"]
-    if not isinstance(data, dict):
-        raise click.BadParameter(f"{path}: expected a job object at the top level")
-    try:
-        return parse_spec(data, job_pb2.Job())
-    except json_format.ParseError as e:
-        raise click.BadParameter(f"{path}: {e}") from e
+        return read_job(path)
+    except SpecError as e:
+        raise CommandFailed(str(e)) from None
 
 
 @click.group(name="job")
 def job_group() -> None:
-    """Jobs: plan, run, status, stop, start, history, revert, scale."""
+    """Jobs: run, plan, validate, status, inspect, allocs, stop, start,
+    history, revert, scale."""
 
 
-@job_group.command(name="run")
-@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+@about(job_group, "run", "spec", namespaced=False)
 @click.option("--check-index", type=int, default=None,
               help="register only if the job's modify index is this (0: must be new)")
-@client_options
-def run_job(spec: str, check_index: int | None, address: str, as_json: bool,
-            timeout: float) -> None:
-    """Register the job in SPEC (JSON or YAML)."""
+@click.option("--detach", "-d", is_flag=True,
+              help="return once registered; do not monitor the evaluation and deployment")
+def run_job(spec: str, check_index: int | None, detach: bool, opts: ClientOptions) -> None:
+    """Register the job in SPEC (YAML or JSON) and monitor its evaluation and
+    deployment until done (as Nomad's; exit 2: placements failed, 1: the
+    deployment failed)."""
     job = load_job(spec)
-    opts = options(address, as_json, timeout)
+    events = Events(opts.json)
 
-    async def body(ch: grpc.aio.Channel) -> state_pb2.RegisterJobResponse:
-        return await state_pb2_grpc.StateServiceStub(ch).RegisterJob(
+    async def body(ch: grpc.aio.Channel) -> int:
+        resp = await state(ch).RegisterJob(
             state_pb2.RegisterJobRequest(job=job, enforce_index=check_index is not None,
                                          job_modify_index=check_index or 0),
             timeout=opts.timeout)
+        _registered(opts, job, resp, detach)
+        if detach or not resp.eval_id:
+            return 0
+        return await monitor(ch, job.namespace or "default", resp.eval_id, opts.timeout,
+                             events, resp.deployment_id)
 
-    resp = run(opts, body)
-    if opts.json:
-        print_json(resp)
+    raise SystemExit(run(opts, body))
+
+
+def _registered(opts: ClientOptions, job: job_pb2.Job, resp: Any, detach: bool) -> None:
+    if opts.json and detach:
+        output.print_json(resp)
         return
-    click.echo(f"job {job.id!r} registered as version {resp.version}"
-               f" (job modify index {resp.job_modify_index})")
-    click.echo(f"evaluation {resp.eval_id}")
-    if resp.deployment_id:
-        click.echo(f"deployment {resp.deployment_id}")
+    if opts.json:  # the first of the monitor's JSON lines
+        Events(True).say("registered", "", registration=output.to_dict(resp))
+        return
+    click.echo(f"Job {job.id!r} registered as version {resp.version} (job modify index "
+               f"{resp.job_modify_index})")
+    if detach:
+        click.echo(f"Evaluation ID: {resp.eval_id}")
+        if resp.deployment_id:
+            click.echo(f"Deployment ID: {resp.deployment_id}")
     for w in resp.warnings:
         click.echo(f"warning: {w}", err=True)
 
 
+@about(job_group, "validate", "spec", namespaced=False)
+def validate_job(spec: str, opts: ClientOptions) -> None:
+    """Check SPEC as the servers would register it, registering nothing."""
+    job = load_job(spec)
+
+    resp = unary(opts, state, "PlanJob", state_pb2.PlanJobRequest(job=job))
+    if opts.json:
+        output.print_json({"valid": True, "warnings": list(resp.warnings)})
+        return
+    for w in resp.warnings:
+        click.echo(f"warning: {w}", err=True)
+    click.echo("Job validation successful")
+
+
 def status_text(job: job_pb2.Job) -> str:
     """Nomad's status column: ``dead (stopped)`` for a stopped job."""
-    text = enum_name(job.status, job_pb2.JobStatus, "JOB_STATUS_")
+    text = output.enum_name(job.status, job_pb2.JobStatus, "JOB_STATUS_")
     return f"{text} (stopped)" if job.stop else text
+
+
+def _type(job: job_pb2.Job) -> str:
+    return output.enum_name(job.type, job_pb2.JobType, "JOB_TYPE_")
+
+
+async def _job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call: float) -> Any:
+    full = await prefix.resolve(ch, "job", namespace, job_id, per_call)
+    return await state(ch).GetJob(
+        with_query(state_pb2.GetJobRequest(namespace=namespace, id=full), query_options()),
+        timeout=per_call)
 
 
 @job_group.command(name="status")
 @click.argument("job_id", required=False)
-@click.option("--namespace", "-n", default="default", show_default=True)
-@click.option("--watch", "-w", is_flag=True,
-              help="a live per-task-group table until the rollout is terminal")
+@namespace_option
+@click.option("--watch", "-w", "--monitor", "watch", is_flag=True,
+              help="follow its task groups live until the rollout is terminal")
 @stale_options
 @client_options
-def job_status(job_id: str | None, namespace: str, watch: bool, address: str, as_json: bool,
-               timeout: float) -> None:
-    """Show a job and its versions; with no JOB_ID, list jobs (as `job list`)."""
-    opts = options(address, as_json, timeout)
+def job_status(job_id: str | None, namespace: str, watch: bool, opts: ClientOptions) -> None:
+    """Show a job: its summary, latest deployment and allocations (as
+    Nomad's); with no JOB_ID, list jobs (as `job list`)."""
     if job_id is None:
         if watch:
             raise click.UsageError("--watch needs a JOB_ID")
@@ -110,64 +144,103 @@ def job_status(job_id: str | None, namespace: str, watch: bool, address: str, as
         return
     if watch:
         from drover.cli.watch import watch_job
-        raise SystemExit(run(opts, lambda ch: watch_job(ch, namespace, job_id, opts.timeout)))
 
-    query = query_options()
+        async def follow(ch: grpc.aio.Channel) -> int:
+            full = await prefix.resolve(ch, "job", namespace, job_id, opts.timeout)
+            return await watch_job(ch, namespace, full, opts.timeout, opts.json)
 
-    async def body(ch: grpc.aio.Channel) -> tuple[Any, Any]:
-        stub = state_pb2_grpc.StateServiceStub(ch)
-        full = await prefix.resolve(ch, "job", namespace, job_id, opts.timeout)
-        job = await stub.GetJob(
-            with_query(state_pb2.GetJobRequest(namespace=namespace, id=full), query),
-            timeout=opts.timeout)
-        versions = await stub.ListJobVersions(
-            with_query(state_pb2.ListJobVersionsRequest(namespace=namespace, id=full), query),
-            timeout=opts.timeout)
-        return job, versions
+        raise SystemExit(run(opts, follow))
 
-    job_resp, versions = run(opts, body)
-    job = job_resp.job
-    if opts.json:
-        print_json({"job": to_dict(job),
-                    "versions": [v.version for v in versions.versions]})
+    async def body(ch: grpc.aio.Channel) -> tuple[Any, Any, list[Any]]:
+        job = (await _job(ch, namespace, job_id, opts.timeout)).job
+        deps = await state(ch).ListDeployments(state_pb2.ListDeploymentsRequest(
+            namespace=namespace, filter=f'job_id == "{job.id}"',
+            order_by="create_index desc", page_size=1), timeout=opts.timeout)
+        allocs = await list_allocations(ch, f'job_id == "{job.id}"', opts.timeout, namespace)
+        return job, (deps.deployments[0] if deps.deployments else None), allocs
+
+    job, dep, allocs = run(opts, body)
+    allocs.sort(key=lambda a: -a.create_index)
+    if output.print_detail(opts, {"job": job, "latest_deployment": dep, "allocations": allocs}, [
+            ("ID", job.id), ("Name", job.name or job.id),
+            ("Submit Date", output.when(job.submit_time)),
+            ("Type", _type(job)), ("Priority", job.priority),
+            ("Datacenters", ",".join(job.datacenters)), ("Namespace", job.namespace),
+            ("Status", status_text(job)), ("Version", job.version), ("Stable", job.stable)]):
         return
-    print_table(None, ["Field", "Value"], [
-        ["ID", job.id], ["Namespace", job.namespace],
-        ["Type", enum_name(job.type, job_pb2.JobType, "JOB_TYPE_")],
-        ["Priority", job.priority], ["Version", job.version], ["Stable", job.stable],
-        ["Stop", job.stop], ["Status", status_text(job)],
-    ])
-    # Nomad's Summary block, as the state service keeps it (no recount here).
-    print_table("Summary", ["Task Group", "Queued", "Starting", "Running", "Failed",
-                            "Complete", "Lost"], (
+    output.print_table("Summary", ["Task Group", "Queued", "Starting", "Running", "Failed",
+                                   "Complete", "Lost"], (
         [name, s.queued, s.starting, s.running, s.failed, s.complete, s.lost]
         for name, s in sorted(job.summary.items())))
-    print_table("Task groups", ["Group", "Count", "Max parallel", "Canary"], (
-        [g.name, g.count, g.update.max_parallel, g.update.canary] for g in job.task_groups))
-    print_table("Versions", ["Version", "Stable", "Modify index"],
-                ([v.version, v.stable, v.job_modify_index] for v in versions.versions))
+    if dep is not None:
+        from drover.cli.watch import deployment_table
+
+        click.echo("\nLatest Deployment")
+        output.print_detail(opts, dep, [
+            ("ID", dep.id), ("Status", output.enum_name(dep.status, deployment_pb2.DeploymentStatus,
+                                                        "DEPLOYMENT_STATUS_")),
+            ("Description", dep.status_description)])
+        output.print_table("Deployed", *deployment_table(dep))
+    if allocs:
+        output.print_table("Allocations", ALLOC_COLUMNS, (alloc_row(a) for a in allocs))
 
 
-@job_group.command(name="stop")
-@click.argument("job_id")
-@click.option("--namespace", "-n", default="default", show_default=True)
+#: Nomad's allocation table (``job status``, ``job allocs``).
+ALLOC_COLUMNS = ["ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Created",
+                 "Modified"]
+
+
+def alloc_row(a: allocation_pb2.Allocation) -> list[Any]:
+    return [a.id, a.node_id, a.task_group, a.job_version,
+            output.enum_name(a.desired_status, allocation_pb2.AllocDesiredStatus,
+                             "ALLOC_DESIRED_STATUS_"),
+            output.enum_name(a.client_status, allocation_pb2.AllocClientStatus,
+                             "ALLOC_CLIENT_STATUS_"),
+            output.ago(a.create_time), output.ago(a.modify_time)]
+
+
+@about(job_group, "allocs", "job_id")
+def job_allocs(job_id: str, namespace: str, opts: ClientOptions) -> None:
+    """The job's allocations, newest first (as `nomad job allocs`)."""
+
+    allocs = sorted(prefix.call(opts, "job", namespace, job_id, lambda ch, full: list_allocations(
+        ch, f'job_id == "{full}"', opts.timeout, namespace)), key=lambda a: -a.create_index)
+    output.print_list(opts, allocs, ALLOC_COLUMNS, alloc_row, empty="No allocations placed")
+
+
+@about(job_group, "inspect", "job_id")
+@click.option("--version", type=click.IntRange(min=0), default=None,
+              help="a kept version (default: the latest)")
+@stale_options
+def inspect_job(job_id: str, namespace: str, version: int | None, opts: ClientOptions) -> None:
+    """The job as the servers keep it, as JSON (as `nomad job inspect`)."""
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        job = (await _job(ch, namespace, job_id, opts.timeout)).job
+        if version is None or version == job.version:
+            return job
+        kept = await state(ch).ListJobVersions(state_pb2.ListJobVersionsRequest(
+            namespace=namespace, id=job.id), timeout=opts.timeout)
+        for v in kept.versions:
+            if v.version == version:
+                return v
+        raise CommandFailed(f"job {job.id!r} has no kept version {version}; "
+                            "`drover job history` lists them")
+
+    output.print_json({"job": run(opts, body)})
+
+
+@about(job_group, "stop", "job_id")
 @click.option("--purge", is_flag=True,
               help="remove the job and its history (running allocations are stopped first)")
-@client_options
-def stop_job(job_id: str, namespace: str, purge: bool, address: str, as_json: bool,
-             timeout: float) -> None:
+def stop_job(job_id: str, namespace: str, purge: bool, opts: ClientOptions) -> None:
     """Stop (or purge) a job."""
-    opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> state_pb2.DeregisterJobResponse:
-        full = await prefix.resolve(ch, "job", namespace, job_id, opts.timeout)
-        return await state_pb2_grpc.StateServiceStub(ch).DeregisterJob(
-            state_pb2.DeregisterJobRequest(namespace=namespace, id=full, purge=purge),
-            timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = prefix.call(opts, "job", namespace, job_id, lambda ch, full: state(ch).DeregisterJob(
+        state_pb2.DeregisterJobRequest(namespace=namespace, id=full, purge=purge),
+        timeout=opts.timeout))
     if opts.json:
-        print_json(resp)
+        output.print_json(resp)
     elif purge and resp.purge_pending:
         click.echo(f"job {job_id!r} stopped first: {resp.stopped_allocations} allocations asked"
                    " to stop" + (f"; evaluation {resp.eval_id}" if resp.eval_id else ""))
@@ -185,237 +258,26 @@ def stop_job(job_id: str, namespace: str, purge: bool, address: str, as_json: bo
 
 
 #: Nomad's `job status` list columns (Namespace too when listing several).
-JOB_COLUMNS = ["ID", "Type", "Priority", "Status", "Submit Date"]
+JOB_COLUMNS = ["ID", "Namespace", "Type", "Priority", "Status", "Submit Date"]
 
 
-def job_row(job: job_pb2.Job, with_namespace: bool) -> list[Any]:
+def job_row(job: job_pb2.Job) -> list[Any]:
     """One job as `nomad job status` lists it: a stopped job's status reads
     ``dead (stopped)``."""
-    status = enum_name(job.status, job_pb2.JobStatus, "JOB_STATUS_")
-    if job.stop:
-        status += " (stopped)"
-    submitted = (job.submit_time.ToDatetime().strftime("%Y-%m-%dT%H:%M:%SZ")
-                 if job.HasField("submit_time") else "")
-    row = [job.id, enum_name(job.type, job_pb2.JobType, "JOB_TYPE_"), job.priority, status,
-           submitted]
-    if with_namespace:
-        row.insert(1, job.namespace)
-    return row
+    return [job.id, job.namespace, _type(job), job.priority, status_text(job),
+            output.when(job.submit_time)]
 
 
 def show_jobs(opts: ClientOptions, listing: ListOptions) -> None:
-    """Every job of the listing, a table (or JSON); "No running jobs" for none."""
-    jobs = run_list(opts, listing, state_pb2_grpc.StateServiceStub, "ListJobs",
-                    state_pb2.ListJobsRequest, "jobs")
-    if not jobs and not opts.json:
-        click.echo("No running jobs")
-        return
-    several = listing.namespace == "*" or "*" in listing.namespace
-    columns = [*JOB_COLUMNS[:1], "Namespace", *JOB_COLUMNS[1:]] if several else JOB_COLUMNS
-    print_list(opts, jobs, columns, lambda j: job_row(j, several))
+    """Every job of the listing, by id (Nomad's order), a table (or JSON);
+    "No running jobs" for none."""
+    jobs = run_list(opts, listing, state, "ListJobs", state_pb2.ListJobsRequest, "jobs")
+    jobs.sort(key=lambda j: (j.id, j.namespace))
+    output.print_list(opts, jobs, JOB_COLUMNS, job_row, namespace=listing.namespace,
+                      empty="No running jobs")
 
 
-@job_group.command(name="list")
-@list_options('CEL over job fields, e.g. type == "service"')
-@stale_options
-@client_options
-def list_jobs(listing: ListOptions, address: str, as_json: bool, timeout: float) -> None:
+@lister(job_group, "list", 'CEL over job fields, e.g. type == "service"')
+def list_jobs(listing: ListOptions, opts: ClientOptions) -> None:
     """List jobs (what `drover job status` with no JOB_ID shows)."""
-    show_jobs(options(address, as_json, timeout), listing)
-
-def _new_version(opts: ClientOptions, resp: Any, headline: str) -> None:
-    """The answer of a call that registered a new version (start, revert,
-    scale): the whole response with --json, else what happened, its
-    evaluation and deployment, and any warning (to stderr)."""
-    if opts.json:
-        print_json(resp)
-        return
-    click.echo(headline)
-    click.echo(f"evaluation {resp.eval_id}")
-    if resp.deployment_id:
-        click.echo(f"deployment {resp.deployment_id}")
-    for w in getattr(resp, "warnings", ()):
-        click.echo(f"warning: {w}", err=True)
-
-
-@job_group.command(name="start")
-@click.argument("job_id")
-@click.option("--namespace", "-n", default="default", show_default=True)
-@client_options
-def start_job(job_id: str, namespace: str, address: str, as_json: bool, timeout: float) -> None:
-    """Run a stopped job again: its latest version before the stop, as a new version."""
-    opts = options(address, as_json, timeout)
-
-    async def body(ch: grpc.aio.Channel) -> state_pb2.StartJobResponse:
-        return await state_pb2_grpc.StateServiceStub(ch).StartJob(
-            state_pb2.StartJobRequest(namespace=namespace, id=job_id), timeout=opts.timeout)
-
-    resp = run(opts, body)
-    _new_version(opts, resp, f"job {job_id!r} started as version {resp.version} (the spec"
-                             f" of version {resp.from_version})")
-
-
-@job_group.command(name="history")
-@click.argument("job_id")
-@click.option("--namespace", "-n", default="default", show_default=True)
-@click.option("--diff", "-p", "show_diff", is_flag=True,
-              help="each version's changes from the one before it")
-@client_options
-def job_history(job_id: str, namespace: str, show_diff: bool, address: str, as_json: bool,
-                timeout: float) -> None:
-    """The job's kept versions, newest first (as `nomad job history`)."""
-    opts = options(address, as_json, timeout)
-
-    async def body(ch: grpc.aio.Channel) -> Any:
-        full = await prefix.resolve(ch, "job", namespace, job_id, opts.timeout)
-        return await state_pb2_grpc.StateServiceStub(ch).ListJobVersions(
-            state_pb2.ListJobVersionsRequest(namespace=namespace, id=full),
-            timeout=opts.timeout)
-
-    versions = sorted(run(opts, body).versions, key=lambda v: -v.version)
-    older = {id(v): (versions[i + 1] if i + 1 < len(versions) else None)
-             for i, v in enumerate(versions)}
-    if opts.json:
-        out = []
-        for v in versions:
-            row: dict[str, Any] = {"version": v.version, "stable": v.stable,
-                                   "submit_time": v.submit_time.ToJsonString(),
-                                   "job_modify_index": v.job_modify_index}
-            if show_diff:
-                row["diff"] = [d.__dict__ for d in spec_diff.diff(older[id(v)], v)]
-            out.append(row)
-        print_json(out)
-        return
-    blocks = []
-    for v in versions:
-        lines = [f"Version     = {v.version}", f"Stable      = {str(v.stable).lower()}",
-                 f"Submit Date = {v.submit_time.ToJsonString()}"]
-        prev = older[id(v)]
-        if show_diff and prev is not None:
-            lines.append("Diff        =")
-            lines += [d.line() for d in spec_diff.diff(prev, v)] or ["(no change)"]
-        blocks.append("\n".join(lines))
-    click.echo("\n\n".join(blocks))
-
-
-@job_group.command(name="revert")
-@click.argument("job_id")
-@click.argument("version", type=click.IntRange(min=0))
-@click.option("--namespace", "-n", default="default", show_default=True)
-@click.option("--enforce-prior-version", type=click.IntRange(min=0), default=None,
-              help="revert only if the job is still at this version")
-@client_options
-def revert_job(job_id: str, version: int, namespace: str, enforce_prior_version: int | None,
-               address: str, as_json: bool, timeout: float) -> None:
-    """Register kept VERSION's spec as the job's next version."""
-    opts = options(address, as_json, timeout)
-    req = state_pb2.RevertJobRequest(namespace=namespace, id=job_id, version=version)
-    if enforce_prior_version is not None:
-        req.enforce_prior_version = enforce_prior_version
-
-    async def body(ch: grpc.aio.Channel) -> state_pb2.RevertJobResponse:
-        return await state_pb2_grpc.StateServiceStub(ch).RevertJob(req, timeout=opts.timeout)
-
-    resp = run(opts, body)
-    _new_version(opts, resp, f"job {job_id!r} reverted to the spec of version"
-                             f" {resp.reverted_to} as version {resp.version}")
-
-
-@job_group.command(name="scale")
-@click.argument("job_id")
-@click.argument("group")
-@click.argument("count", type=click.IntRange(min=0))
-@click.option("--namespace", "-n", default="default", show_default=True)
-@click.option("--check-index", type=click.IntRange(min=0), default=None,
-              help="scale only if the job's modify index is still this")
-@click.option("--message", "-m", default="", help="why (kept in the answer)")
-@client_options
-def scale_job(job_id: str, group: str, count: int, namespace: str, check_index: int | None,
-              message: str, address: str, as_json: bool, timeout: float) -> None:
-    """Set GROUP's count to COUNT (a new version; the scheduler places or stops)."""
-    opts = options(address, as_json, timeout)
-    req = state_pb2.ScaleJobRequest(namespace=namespace, id=job_id, group=group, count=count,
-                                    message=message)
-    if check_index is not None:
-        req.enforce_index = check_index
-
-    async def body(ch: grpc.aio.Channel) -> state_pb2.ScaleJobResponse:
-        return await state_pb2_grpc.StateServiceStub(ch).ScaleJob(req, timeout=opts.timeout)
-
-    resp = run(opts, body)
-    _new_version(opts, resp, f"job {job_id!r} group {group!r} scaled from"
-                             f" {resp.previous_count} to {count} (version {resp.version})")
-
-
-#: Nomad's group annotations, in its order.
-_UPDATE_WORDS = (("place", "create"), ("stop", "destroy"), ("in_place_update", "in-place update"),
-                 ("destructive_update", "create/destroy update"), ("canary", "canary"),
-                 ("ignore", "ignore"))
-
-
-def plan_exit_code(resp: state_pb2.PlanJobResponse) -> int:
-    """Nomad's: 1 when allocations would be created or destroyed, else 0."""
-    if resp.diff_type == "None":
-        return 0
-    changes = sum(u.place + u.stop + u.destructive_update + u.canary
-                  for u in resp.desired_updates.values())
-    # Nomad counts the placements that will fail among its "place".
-    changes += sum(f.count for f in resp.failed_placements.values())
-    return 1 if changes else 0
-
-
-def plan_text(resp: state_pb2.PlanJobResponse, job_id: str, spec: str) -> str:
-    """``nomad job plan``'s output, drover's words for the fields."""
-    marker = {"Added": "+", "Deleted": "-", "Edited": "+/-"}.get(resp.diff_type, "")
-    lines = [f'{marker} Job: "{job_id}"'.strip()]
-    lines += [f"{_MARK[d.type]} {d.path}: " + (f'"{d.old}" => "{d.new}"' if d.type == "Edited"
-                                              else f'"{d.new or d.old}"') for d in resp.diff]
-    for name, u in sorted(resp.desired_updates.items()):
-        words = [f"{getattr(u, f)} {w}" for f, w in _UPDATE_WORDS if getattr(u, f)]
-        lines.append(f'Task Group: "{name}" ({", ".join(words) or "no change"})')
-    lines += ["", "Scheduler dry-run:"]
-    if not resp.failed_placements:
-        lines.append("- All tasks successfully allocated.")
-    else:
-        lines.append("- WARNING: Failed to place all allocations.")
-        for name, f in sorted(resp.failed_placements.items()):
-            lines.append(f'  Task Group "{name}" (failed to place {f.count} allocation(s)):')
-            lines += [f"    * {r}" for r in f.reasons]
-    lines += ["", f"Job Modify Index: {resp.job_modify_index}",
-              "To submit the job with version verification run:", "",
-              f"drover job run --check-index {resp.job_modify_index} {spec}", "",
-              "When running the job with the check-index flag, the job will only be run if",
-              "the job modify index given matches the server-side version. If the index has",
-              "changed, another user has modified the job and the plan's results are",
-              "potentially invalid."]
-    return "\n".join(lines)
-
-
-_MARK = {"Added": "+", "Deleted": "-", "Edited": "+/-"}
-
-
-@job_group.command(name="plan")
-@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
-@client_options
-def plan_job(spec: str, address: str, as_json: bool, timeout: float) -> None:
-    """Dry-run SPEC: the diff and what the scheduler would do (exit 0: no
-    allocation created or destroyed, 1: some would be, 255: error)."""
-    try:
-        job = load_job(spec)
-        opts = options(address, as_json, timeout)
-
-        async def body(ch: grpc.aio.Channel) -> state_pb2.PlanJobResponse:
-            return await state_pb2_grpc.StateServiceStub(ch).PlanJob(
-                state_pb2.PlanJobRequest(job=job), timeout=opts.timeout)
-
-        resp = run(opts, body)
-    except click.ClickException as e:
-        e.show()
-        raise SystemExit(255) from e  # Nomad's exit code for an error (1 means "changes")
-    if opts.json:
-        print_json(resp)
-    else:
-        click.echo(plan_text(resp, job.id, spec))
-        for w in resp.warnings:
-            click.echo(f"warning: {w}", err=True)
-    raise SystemExit(plan_exit_code(resp))
+    show_jobs(opts, listing)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from drover.cli import node_drain  # noqa: F401  (registers node drain, eligibility)
+from drover.cli import job_versions, node_drain  # noqa: F401  (register job plan..., node drain...)
 from drover.cli.acl import acl_group
 from drover.cli.broker import broker_group
 from drover.cli.deployments import deployment_group

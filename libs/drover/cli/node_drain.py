@@ -15,16 +15,24 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import click
 import grpc
 
-from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import node_pb2
-from drover.cli import prefix
-from drover.cli._client import CommandFailed, client_options, options, print_json, run
-from drover.cli.nodes import _all_allocs, _client, _desired, node_group
+from drover.cli import output, prefix
+from drover.cli.client import (
+    ClientOptions,
+    CommandFailed,
+    about,
+    list_allocations,
+    run,
+    state,
+)
+from drover.cli.nodes import client_status, desired_status, node_group
 from drover.config import parse_duration
 from drover.drain.strategy import DEFAULT_DEADLINE
 
@@ -51,8 +59,7 @@ def _deadline(deadline: str | None, force: bool, no_deadline: bool) -> float:
     return secs
 
 
-@node_group.command(name="drain")
-@click.argument("node_id")
+@about(node_group, "drain", "node_id", namespaced=False)
 @click.option("--enable", is_flag=True, help="start a drain (the default; Nomad's -enable)")
 @click.option("--disable", is_flag=True, help="cancel the drain")
 @click.option("--deadline", default=None,
@@ -61,16 +68,15 @@ def _deadline(deadline: str | None, force: bool, no_deadline: bool) -> float:
 @click.option("--no-deadline", is_flag=True, help="never force: wait for every migration")
 @click.option("--ignore-system", is_flag=True, help="leave system jobs' allocations running")
 @click.option("--keep-ineligible", is_flag=True, help="with --disable: stay ineligible")
-@click.option("--monitor", is_flag=True, help="follow the drain until it completes")
-@client_options
+@click.option("--monitor", "--watch", "-w", "monitor", is_flag=True,
+              help="follow the drain until it completes (--json: one object per line)")
 def drain(node_id: str, enable: bool, disable: bool, deadline: str | None, force: bool,
           no_deadline: bool, ignore_system: bool, keep_ineligible: bool, monitor: bool,
-          address: str, as_json: bool, timeout: float) -> None:
+          opts: ClientOptions) -> None:
     """Drain a node: its allocations migrate, at most each group's
     migrate.max_parallel at a time; the node becomes ineligible."""
     if enable and disable:
         raise click.UsageError("--enable and --disable exclude each other")
-    opts = options(address, as_json, timeout)
     req = state_pb2.UpdateNodeDrainRequest(mark_eligible=disable and not keep_ineligible)
     if not disable:
         req.drain_strategy.deadline.FromNanoseconds(
@@ -78,20 +84,17 @@ def drain(node_id: str, enable: bool, disable: bool, deadline: str | None, force
         req.drain_strategy.ignore_system_jobs = ignore_system
         req.drain_strategy.force = force
 
-    async def body(ch: grpc.aio.Channel) -> tuple[str, Any, list[dict[str, Any]]]:
+    async def body(ch: grpc.aio.Channel) -> tuple[str, Any]:
         full = await prefix.resolve(ch, "node", None, node_id, opts.timeout)
         req.id = full
-        stub = state_pb2_grpc.StateServiceStub(ch)
-        resp = await stub.UpdateNodeDrain(req, timeout=opts.timeout)
-        events: list[dict[str, Any]] = []
+        resp = await state(ch).UpdateNodeDrain(req, timeout=opts.timeout)
         if monitor and not disable:
-            await _monitor(stub, full, opts.timeout, events, not opts.json)
-        return full, resp, events
+            await _monitor(ch, full, opts.timeout, opts.json)
+        return full, resp
 
-    full, resp, events = run(opts, body)
-    if opts.json:
-        print_json({"node_id": full, "index": resp.index, "unblocked": resp.unblocked,
-                    "events": events})
+    full, resp = run(opts, body)
+    if opts.json and not (monitor and not disable):
+        output.print_json({"node_id": full, "index": resp.index, "unblocked": resp.unblocked})
         return
     if disable:
         click.echo(f"Node {full!r} drain strategy unset"
@@ -100,35 +103,39 @@ def drain(node_id: str, enable: bool, disable: bool, deadline: str | None, force
         click.echo(f"Node {full!r} drain strategy set")
 
 
-async def _monitor(stub: Any, node_id: str, per_call: float, events: list[dict[str, Any]],
-                   echo: bool) -> None:
-    """Poll the node and its allocations until the drain ends; report changes."""
+async def _monitor(ch: grpc.aio.Channel, node_id: str, per_call: float, as_json: bool) -> None:
+    """Poll the node and its allocations until the drain ends; report changes
+    (a line each, or a JSON object per line; ``t``: seconds since the start)."""
     seen: dict[str, tuple[int, int, bool]] = {}
     started = time.monotonic()
+    stub = state(ch)
 
     def say(kind: str, text: str, **extra: Any) -> None:
-        events.append({"t": round(time.monotonic() - started, 3), "event": kind, **extra})
-        if echo:
-            click.echo(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}: {text}")
+        if as_json:
+            output.print_json_line({"t": round(time.monotonic() - started, 3), "event": kind,
+                                    **extra})
+        else:
+            click.echo(f"{output.when(datetime.now(UTC))}: {text}")
 
     say("start", "Ctrl-C to stop monitoring: will not cancel the node drain", node=node_id)
     say("set", f"Node {node_id!r} drain strategy set", node=node_id)
     while True:
         node = (await stub.GetNode(state_pb2.GetNodeRequest(id=node_id),
                                    timeout=per_call)).node
-        for a in await _all_allocs(stub, "*", f'node_id == "{node_id}"', per_call):
+        for a in await list_allocations(ch, f'node_id == "{node_id}"', per_call):
             now = (a.desired_status, a.client_status, a.desired_transition.migrate)
             old = seen.get(a.id)
             if old == now:
                 continue
             seen[a.id] = now
+            name = f"Alloc {output.short_id(a.id)!r}"
             if now[2] and (old is None or not old[2]):
-                say("marked", f"Alloc {a.id!r} marked for migration", alloc=a.id)
+                say("marked", f"{name} marked for migration", alloc=a.id)
             if old is not None and old[0] != now[0]:
-                say("desired", f"Alloc {a.id!r} draining ({_desired(now[0])})", alloc=a.id)
+                say("desired", f"{name} draining ({desired_status(now[0])})", alloc=a.id)
             if old is not None and old[1] != now[1]:
-                say("status", f"Alloc {a.id!r} status {_client(old[1])} -> {_client(now[1])}",
-                    alloc=a.id, status=_client(now[1]))
+                say("status", f"{name} status {client_status(old[1])} -> "
+                    f"{client_status(now[1])}", alloc=a.id, status=client_status(now[1]))
         if not node.HasField("drain_strategy"):
             last = node.last_drain
             if last.status == node_pb2.DRAIN_STATUS_COMPLETE:
@@ -139,22 +146,18 @@ async def _monitor(stub: Any, node_id: str, per_call: float, events: list[dict[s
         await asyncio.sleep(MONITOR_EVERY)
 
 
-@node_group.command(name="eligibility")
-@click.argument("node_id")
+@about(node_group, "eligibility", "node_id", namespaced=False)
 @click.option("--enable", is_flag=True, help="eligible for new allocations")
 @click.option("--disable", is_flag=True, help="ineligible for new allocations")
-@client_options
-def eligibility(node_id: str, enable: bool, disable: bool, address: str, as_json: bool,
-                timeout: float) -> None:
+def eligibility(node_id: str, enable: bool, disable: bool, opts: ClientOptions) -> None:
     """Set a node's scheduling eligibility (a drained node stays ineligible
     until enabled)."""
     if enable == disable:
         raise click.UsageError("give exactly one of --enable or --disable")
-    opts = options(address, as_json, timeout)
 
     async def body(ch: grpc.aio.Channel) -> tuple[str, Any]:
         full = await prefix.resolve(ch, "node", None, node_id, opts.timeout)
-        resp = await state_pb2_grpc.StateServiceStub(ch).UpdateNodeStatus(
+        resp = await state(ch).UpdateNodeStatus(
             state_pb2.UpdateNodeStatusRequest(
                 id=full, scheduling_eligibility=ELIGIBLE if enable else INELIGIBLE),
             timeout=opts.timeout)
@@ -162,7 +165,7 @@ def eligibility(node_id: str, enable: bool, disable: bool, address: str, as_json
 
     full, resp = run(opts, body)
     if opts.json:
-        print_json({"node_id": full, "index": resp.index, "unblocked": resp.unblocked})
+        output.print_json({"node_id": full, "index": resp.index, "unblocked": resp.unblocked})
         return
     click.echo(f"Node {full!r} scheduling eligibility set: "
                + ("eligible" if enable else "ineligible") + " for scheduling")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import click
@@ -9,8 +10,16 @@ import grpc
 from google.protobuf import duration_pb2
 
 from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
-from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.cli._client import CommandFailed, client_options, options, print_json, print_table, run
+from drover.api.state.v1 import state_pb2
+from drover.cli import output
+from drover.cli.client import (
+    ClientOptions,
+    CommandFailed,
+    client_options,
+    run,
+    state,
+    unary,
+)
 
 
 @click.group(name="operator")
@@ -20,12 +29,13 @@ def operator_group() -> None:
 
 @operator_group.group(name="scheduler")
 def scheduler_group() -> None:
-    """Scheduler configuration (pause/resume the eval broker)."""
+    """Scheduler configuration: get-config, pause/resume the eval broker."""
 
 
-def _set_paused(paused: bool, opts: Any) -> bool:
+def _set_paused(paused: bool, opts: Any) -> None:
+    """Pause or resume the eval broker, and say whether that changed anything."""
     async def body(ch: grpc.aio.Channel) -> bool:
-        stub = state_pb2_grpc.StateServiceStub(ch)
+        stub = state(ch)
         current = (await stub.GetSchedulerConfig(state_pb2.GetSchedulerConfigRequest(),
                                                   timeout=opts.timeout)).config
         if current.pause_eval_broker == paused:
@@ -39,45 +49,51 @@ def _set_paused(paused: bool, opts: Any) -> bool:
             raise CommandFailed("the scheduler config changed concurrently; try again")
         return True
 
-    return run(opts, body)
+    changed = run(opts, body)
+    if opts.json:
+        output.print_json({"paused": paused, "changed": changed})
+    elif paused:
+        click.echo("eval broker paused" if changed else "eval broker was already paused")
+    else:
+        click.echo("eval broker resumed" if changed else "eval broker was not paused")
+
+
+@scheduler_group.command(name="get-config")
+@client_options
+def get_config(opts: ClientOptions) -> None:
+    """The scheduler configuration (as `nomad operator scheduler get-config`)."""
+
+    c = unary(opts, state, "GetSchedulerConfig", state_pb2.GetSchedulerConfigRequest()).config
+    output.print_detail(opts, c, [
+        ("Eval Broker Paused", c.pause_eval_broker), ("Create Index", c.create_index),
+        ("Modify Index", c.modify_index)])
 
 
 @scheduler_group.command(name="pause")
 @client_options
-def pause(address: str, as_json: bool, timeout: float) -> None:
+def pause(opts: ClientOptions) -> None:
     """Pause the eval broker (no deliveries; evaluations may be deleted)."""
-    opts = options(address, as_json, timeout)
-    changed = _set_paused(True, opts)
-    print_json({"paused": True, "changed": changed}) if opts.json else click.echo(
-        "eval broker paused" if changed else "eval broker was already paused")
+    _set_paused(True, opts)
 
 
 @scheduler_group.command(name="resume")
 @client_options
-def resume(address: str, as_json: bool, timeout: float) -> None:
+def resume(opts: ClientOptions) -> None:
     """Resume the eval broker."""
-    opts = options(address, as_json, timeout)
-    changed = _set_paused(False, opts)
-    print_json({"paused": False, "changed": changed}) if opts.json else click.echo(
-        "eval broker resumed" if changed else "eval broker was not paused")
+    _set_paused(False, opts)
 
 
 @operator_group.command(name="members")
 @click.option("--service", default="", help="only this service (state, broker, deployments, proxy)")
 @client_options
-def members(service: str, address: str, as_json: bool, timeout: float) -> None:
+def members(service: str, opts: ClientOptions) -> None:
     """Replicas the proxy knows, per service, in the order it uses them, and
     the proxy replicas themselves."""
-    opts = options(address, as_json, timeout)
 
-    async def body(ch: grpc.aio.Channel) -> proxy_pb2.ListServersResponse:
-        return await proxy_pb2_grpc.ClientProxyServiceStub(ch).ListServers(
-            proxy_pb2.ListServersRequest(service="" if service == "proxy" else service),
-            timeout=opts.timeout)
-
-    resp = run(opts, body)
+    resp = unary(opts, proxy_pb2_grpc.ClientProxyServiceStub, "ListServers",
+                 proxy_pb2.ListServersRequest(service="" if service == "proxy" else service))
     if opts.json:
-        print_json(resp)
+        output.print_json(resp)
         return
     rows = []
     for lst in resp.lists if service != "proxy" else ():
@@ -91,7 +107,8 @@ def members(service: str, address: str, as_json: bool, timeout: float) -> None:
     columns = ["Service", "Replica", "Address", "RPC", "Healthy", "Role", "Backup"]
     if not any(r[-1] for r in rows):  # no backup server: the column would be empty
         columns, rows = columns[:-1], [r[:-1] for r in rows]
-    print_table(f"membership revision {resp.revision}", columns, rows)
+    click.echo(f"Membership revision {resp.revision}")
+    output.print_table(None, columns, rows)
 
 
 @operator_group.command(name="convergence")
@@ -99,10 +116,9 @@ def members(service: str, address: str, as_json: bool, timeout: float) -> None:
 @click.option("--wait", default=10.0, show_default=True, type=click.FloatRange(min=0),
               help="seconds to wait for every proxy replica")
 @client_options
-def convergence(revision: int, wait: float, address: str, as_json: bool,
-                timeout: float) -> None:
+def convergence(revision: int, wait: float, opts: ClientOptions) -> None:
     """Wait until every proxy replica has applied membership REVISION."""
-    opts = options(address, as_json, max(timeout, wait + 5))
+    opts = dataclasses.replace(opts, timeout=max(opts.timeout, wait + 5))
 
     async def body(ch: grpc.aio.Channel) -> proxy_pb2.WaitForConvergenceResponse:
         secs = int(wait)
@@ -114,16 +130,17 @@ def convergence(revision: int, wait: float, address: str, as_json: bool,
 
     resp = run(opts, body)
     if opts.json:
-        print_json(resp)
+        output.print_json(resp)
     else:
         # "behind" as the proxy judged it (resp.behind), never recomputed: a
         # revision that changed no membership counts as applied once the last
         # membership change before it is (the proxy's effective target).
         behind = {r.replica for r in resp.behind}
-        print_table(f"converged at revision {revision}" if resp.converged
-                    else f"NOT converged at revision {revision}: {len(behind)} behind",
-                    ["Replica", "Address", "Applied revision", "State"],
-                    ([r.replica, r.address, r.applied_revision,
-                      "behind" if r.replica in behind else "applied"] for r in resp.replicas))
+        output.print_table(
+            f"converged at revision {revision}" if resp.converged
+            else f"NOT converged at revision {revision}: {len(behind)} behind",
+            ["Replica", "Address", "Applied revision", "State"],
+            ([r.replica, r.address, r.applied_revision,
+              "behind" if r.replica in behind else "applied"] for r in resp.replicas))
     if not resp.converged:
         raise SystemExit(2)

@@ -8,13 +8,16 @@ leaves the id as given, so the call's own NOT_FOUND explains.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 import grpc
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.cli._client import CommandFailed
+from drover.cli.client import ClientOptions, CommandFailed, run
 from drover.rpc.remote import remote_status
+
+T = TypeVar("T")
 
 #: How many matches an ambiguous prefix shows.
 SHOWN = 5
@@ -90,3 +93,14 @@ async def token_accessor(ch: grpc.aio.Channel, given: str, call_timeout: float) 
                                                             timeout=call_timeout)
     matches = [t.accessor_id for t in resp.tokens if t.accessor_id.startswith(given)]
     return unique(given, matches, "token accessor")
+
+
+def call(opts: ClientOptions, kind: str, namespace: str | None, given: str,
+         then: Callable[[grpc.aio.Channel, str], Awaitable[T]]) -> T:
+    """A command's calls about one object: ``then(channel, full_id)`` once
+    ``given`` (its id or a unique prefix of one) is resolved."""
+
+    async def body(ch: grpc.aio.Channel) -> T:
+        return await then(ch, await resolve(ch, kind, namespace, given, opts.timeout))
+
+    return run(opts, body)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
-import grpc
 
 from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
-from drover.cli._client import client_options, options, print_json, run
+from drover.cli import output
+from drover.cli.client import ClientOptions, client_options, unary
 
 
 @click.group(name="system")
@@ -21,20 +19,14 @@ def system_group() -> None:
               help="collect only what is older than the configured thresholds"
                    " (default: everything terminal, whatever its age)")
 @client_options
-def gc(respect_thresholds: bool, address: str, as_json: bool, timeout: float) -> None:
+def gc(respect_thresholds: bool, opts: ClientOptions) -> None:
     """Run a garbage collection pass on the deployment watcher's leader."""
-    opts = options(address, as_json, timeout)
-
-    async def body(ch: grpc.aio.Channel) -> Any:
-        return await deployments_pb2_grpc.DeploymentWatcherServiceStub(ch).CollectGarbage(
-            deployments_pb2.CollectGarbageRequest(force=not respect_thresholds),
-            timeout=opts.timeout)
-
-    r = run(opts, body)
+    r = unary(opts, deployments_pb2_grpc.DeploymentWatcherServiceStub, "CollectGarbage",
+              deployments_pb2.CollectGarbageRequest(force=not respect_thresholds))
     if opts.json:
-        print_json(r)
+        output.print_json(r)
         return
     click.echo(f"gc: removed {r.evaluations} evaluations, {r.allocations} allocations,"
-               f" {r.deployments} deployments, {r.jobs} jobs ({r.job_versions} versions),"
+               f" {r.deployments} deployments,\n    {r.jobs} jobs ({r.job_versions} versions),"
                f" {r.nodes} nodes; examined {r.examined} in {r.txns} txns"
-               f" (largest {r.largest_txn} ops) in {r.duration_seconds:.3f}s")
+               f" (largest {r.largest_txn} ops)\n    in {r.duration_seconds:.3f}s")

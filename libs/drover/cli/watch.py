@@ -4,25 +4,27 @@ Both read once, then Subscribe from the index of that read and re-render on
 every change until the deployment is terminal (or, for a job without a
 deployment, until every allocation of its current version has settled).
 On a terminal the table is redrawn in place (rich Live); otherwise each
-change prints one line per group, which is what scripts and tests read.
-The exit code is 0 when the deployment succeeded (or the job settled), 1
-when it failed or was cancelled.
+change prints its title line and table again (80 columns, short ids); with
+``--json`` each change is one JSON object on one line. The exit code is 0
+when the deployment succeeded (or the job settled), 1 when it failed or was
+cancelled.
 """
 
 from __future__ import annotations
 
-import asyncio
+import textwrap
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 import grpc
 from rich.live import Live
-from rich.table import Table
+from rich.text import Text
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
-from drover.cli._client import console, enum_name, list_all, new_table
+from drover.cli import output
+from drover.cli.client import list_allocations
 
 ACTIVE = (deployment_pb2.DEPLOYMENT_STATUS_RUNNING, deployment_pb2.DEPLOYMENT_STATUS_PAUSED)
 SUCCESSFUL = deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL
@@ -30,17 +32,17 @@ _C = allocation_pb2
 
 
 def _dstatus(v: int) -> str:
-    return enum_name(v, deployment_pb2.DeploymentStatus, "DEPLOYMENT_STATUS_")
+    return output.enum_name(v, deployment_pb2.DeploymentStatus, "DEPLOYMENT_STATUS_")
 
 
 def _deadline(g: deployment_pb2.DeploymentGroupState) -> str:
     """The time by which the group must make progress (Nomad's Progress
-    Deadline, ``RequireProgressBy``), local; ``N/A`` before it is set."""
+    Deadline, ``RequireProgressBy``), local with its zone; ``N/A`` before it is set."""
     if not g.require_progress_by.ByteSize():
         return "N/A"
     at = g.require_progress_by.ToDatetime(tzinfo=UTC).astimezone()
-    return at.strftime("%H:%M:%S" if at.date() == datetime.now().astimezone().date()
-                       else "%b %d %H:%M")
+    return at.strftime("%H:%M:%S %Z" if at.date() == datetime.now().astimezone().date()
+                       else "%b %d %H:%M %Z")
 
 
 def deployment_rows(d: deployment_pb2.Deployment) -> list[list[Any]]:
@@ -87,25 +89,18 @@ def job_rows(job: job_pb2.Job, allocs: Iterable[allocation_pb2.Allocation]) -> l
     return rows
 
 
-def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
-    t = new_table(title)
-    for c in columns:
-        t.add_column(c)
-    for r in rows:
-        t.add_row(*(str(v) for v in r))
-    return t
-
-
 class _Render:
-    """Live table on a terminal; one line per group and change otherwise."""
+    """Live table on a terminal; the title and table per change otherwise;
+    one JSON object per change with ``--json``."""
 
-    def __init__(self) -> None:
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
         self.live: Live | None = None
         self._last = ""
 
     def __enter__(self) -> _Render:
-        if console.is_terminal:
-            self.live = Live(console=console, refresh_per_second=4)
+        if output.console.is_terminal and not self.as_json:
+            self.live = Live(console=output.console, refresh_per_second=4)
             self.live.__enter__()
         return self
 
@@ -113,30 +108,52 @@ class _Render:
         if self.live is not None:
             self.live.__exit__(*exc)
 
-    def show(self, title: str, columns: list[str], rows: list[list[Any]]) -> None:
-        if self.live is not None:
-            self.live.update(_table(title, columns, rows))
+    def show(self, title: str, columns: list[str], rows: list[list[Any]],
+             snapshot: dict[str, Any]) -> None:
+        if self.as_json:
+            line = repr(snapshot)
+            if line != self._last:
+                output.print_json_line(snapshot)
+                self._last = line
             return
-        text = "\n".join([title] + ["  " + "  ".join(f"{c}={v}" for c, v in zip(
-            columns, r, strict=True)) for r in rows])
-        if text != self._last:
+        text = "\n".join([_fit(title), *output.table_lines(columns, rows)])
+        if self.live is not None:
+            self.live.update(Text(text))
+        elif text != self._last:
             print(text, flush=True)
             self._last = text
 
 
+def _fit(line: str) -> str:
+    """The title wrapped (never cut: its end says what happened) to the terminal."""
+    return textwrap.fill(line, output.width(), subsequent_indent="  ", break_on_hyphens=False)
+
+
 def _title(d: deployment_pb2.Deployment) -> str:
-    return (f"deployment {d.id} job {d.job_id} v{d.job_version}: {_dstatus(d.status)} "
-            f"- {d.status_description}")
+    return (f"deployment {output.short_id(d.id)} job {d.job_id} v{d.job_version}: "
+            f"{_dstatus(d.status)} - {d.status_description}")
+
+
+def _groups(columns: list[str], rows: list[list[Any]]) -> list[dict[str, Any]]:
+    return [{c.lower(): v for c, v in zip(columns, r, strict=True)} for r in rows]
 
 
 async def watch_deployment(ch: grpc.aio.Channel, namespace: str, deployment_id: str,
-                           per_call: float) -> int:
+                           per_call: float, as_json: bool = False) -> int:
     stub = state_pb2_grpc.StateServiceStub(ch)
     got = await stub.GetDeployment(state_pb2.GetDeploymentRequest(
         namespace=namespace, id=deployment_id), timeout=per_call)
     d = got.deployment
-    with _Render() as out:
-        out.show(_title(d), *deployment_table(d))
+
+    def show(out: _Render) -> None:
+        columns, rows = deployment_table(d)
+        out.show(_title(d), columns, rows, {
+            "deployment_id": d.id, "job_id": d.job_id, "job_version": d.job_version,
+            "status": _dstatus(d.status), "description": d.status_description,
+            "groups": _groups(columns, rows)})
+
+    with _Render(as_json) as out:
+        show(out)
         if d.status in ACTIVE:
             stream = stub.Subscribe(state_pb2.SubscribeRequest(
                 topics=[state_pb2.TOPIC_DEPLOYMENT], namespace=namespace,
@@ -146,7 +163,7 @@ async def watch_deployment(ch: grpc.aio.Channel, namespace: str, deployment_id: 
                     for ev in resp.events:
                         if ev.HasField("deployment") and ev.deployment.id == deployment_id:
                             d = ev.deployment
-                    out.show(_title(d), *deployment_table(d))
+                    show(out)
                     if d.status not in ACTIVE:
                         break
             finally:
@@ -154,15 +171,13 @@ async def watch_deployment(ch: grpc.aio.Channel, namespace: str, deployment_id: 
     return 0 if d.status == SUCCESSFUL else 1
 
 
-async def watch_job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call: float) -> int:
+async def watch_job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call: float,
+                    as_json: bool = False) -> int:
     stub = state_pb2_grpc.StateServiceStub(ch)
     got = await stub.GetJob(state_pb2.GetJobRequest(namespace=namespace, id=job_id),
                             timeout=per_call)
     job, index = got.job, got.meta.index
-    listed = await list_all(
-        stub.ListAllocations, lambda t: state_pb2.ListAllocationsRequest(
-            namespace=namespace, filter=f'job_id == "{job_id}"', page_size=1000, page_token=t),
-        "allocations", per_call=per_call)
+    listed = await list_allocations(ch, f'job_id == "{job_id}"', per_call, namespace)
     allocs: dict[str, allocation_pb2.Allocation] = {a.id: a for a in listed}
     deps = await stub.ListDeployments(state_pb2.ListDeploymentsRequest(
         namespace=namespace, filter=f'job_id == "{job_id}"', order_by="create_index desc",
@@ -174,8 +189,8 @@ async def watch_job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call:
 
     def title() -> str:
         d = current_dep()
-        tail = f"deployment {d.id[:8]} {_dstatus(d.status)} - {d.status_description}" if d \
-            else "no deployment"
+        tail = (f"deployment {output.short_id(d.id)} {_dstatus(d.status)} - {d.status_description}"
+                if d else "no deployment")
         return f"job {job.id} v{job.version}: {tail}"
 
     def settled() -> bool:
@@ -190,8 +205,16 @@ async def watch_job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call:
             return all(r[8] + r[6] >= r[1] for r in rows)
         return all(r[3] >= r[1] for r in rows)
 
-    with _Render() as out:
-        out.show(title(), JOB_COLUMNS, job_rows(job, allocs.values()))
+    def show(out: _Render) -> None:
+        rows = job_rows(job, allocs.values())
+        d = current_dep()
+        out.show(title(), JOB_COLUMNS, rows, {
+            "job_id": job.id, "version": job.version,
+            "deployment_id": d.id if d else "", "status": _dstatus(d.status) if d else "",
+            "groups": _groups(JOB_COLUMNS, rows)})
+
+    with _Render(as_json) as out:
+        show(out)
         if not settled():
             stream = stub.Subscribe(state_pb2.SubscribeRequest(
                 topics=[state_pb2.TOPIC_JOB, state_pb2.TOPIC_DEPLOYMENT,
@@ -213,7 +236,7 @@ async def watch_job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call:
                             old = allocs.get(ev.allocation.id)
                             if old is None or ev.allocation.modify_index >= old.modify_index:
                                 allocs[ev.allocation.id] = ev.allocation
-                    out.show(title(), JOB_COLUMNS, job_rows(job, allocs.values()))
+                    show(out)
                     if settled():
                         break
             finally:
@@ -221,6 +244,3 @@ async def watch_job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call:
     d = current_dep()
     return 0 if d is None or d.status == SUCCESSFUL else 1
 
-
-def run_watch(coro: Any) -> int:
-    return int(asyncio.run(coro))

@@ -8,8 +8,15 @@ import signal
 from typing import Any
 
 import click
+import grpc
 
-from drover.cli._client import DEFAULT_ADDRESS, token_and_tls, token_tls_options
+from drover.cli.client import (
+    DEFAULT_ADDRESS,
+    CommandFailed,
+    describe,
+    token_and_tls,
+    token_tls_options,
+)
 from drover.coord.kv import MAX_TXN_OPS
 from drover.rpc.failover import client_channel
 from drover.sim.nodes import SimConfig, SimNodes
@@ -90,12 +97,15 @@ def sim_group() -> None:
 @token_tls_options
 @click.option("--keep/--down-on-exit", default=False,
               help="leave the nodes ready on exit (default: mark them down)")
+@click.option("--secrets-file", default="",
+              help="keep the nodes' secrets here, so a restart speaks for them again")
 def sim_nodes(count: int, address: str, prefix: str, cpu: int, memory: int, datacenter: str,
-              heartbeat: float, max_txn_ops: int, keep: bool) -> None:
+              heartbeat: float, max_txn_ops: int, keep: bool, secrets_file: str) -> None:
     """Run COUNT simulated nodes: register, heartbeat, run allocations, report health."""
     logging.basicConfig(level=logging.INFO, format="sim %(levelname)s %(message)s")
     cfg = SimConfig(count=count, prefix=prefix, cpu=cpu, memory_mb=memory,
-                    datacenter=datacenter, heartbeat=heartbeat, max_txn_ops=max_txn_ops)
+                    datacenter=datacenter, heartbeat=heartbeat, max_txn_ops=max_txn_ops,
+                    secrets_file=secrets_file)
     token, tls = token_and_tls()
 
     async def main() -> None:
@@ -109,4 +119,7 @@ def sim_nodes(count: int, address: str, prefix: str, cpu: int, memory: int, data
                     await sim.mark_down()
                     click.echo(f"sim: {count} nodes marked down")
 
-    run(main(), stop_timeout=cfg.stop_timeout)
+    try:
+        run(main(), stop_timeout=cfg.stop_timeout)
+    except grpc.RpcError as err:  # one line, as every command's failure
+        raise CommandFailed(f"sim: {describe(err)}") from None

@@ -105,6 +105,9 @@ START_TIMEOUT = 60.0
 #: Where `drover dev --acl` keeps the tokens it created (in its data dir),
 #: so a restart on the same --data-dir finds them again.
 ACL_TOKENS_FILE = "acl-tokens.json"
+#: Where the simulated nodes keep their secrets (in the data dir), so a
+#: restarted sim (or suite) still speaks for its nodes.
+SIM_SECRETS_FILE = "sim-node-secrets.json"
 
 
 class PortsBusy(RuntimeError):
@@ -216,14 +219,18 @@ class Supervisor:
         endpoints = self.cluster.endpoint_list
         started: list[tuple[str, str, int]] = []
         for svc in SERVICES:
+            if svc != "state" and started[-1][1] == "state":
+                # The others read the state service from their first moment:
+                # started once it listens, their log shows no refused calls.
+                self._wait_listening("state-0", lay.port("state", 0))
             for r in range(self.replicas.get(svc, 1)):
                 name = f"{svc}-{r}"
                 self._spawn(ChildSpec(name, (
                     sys.executable, "-m", "drover.cli.main", "serve", svc,
                     "--etcd", endpoints,
                     "--listen", lay.address(svc, r),
-                    # the first replica keeps the name it had before replicas
-                    "--replica", f"{svc}-dev" if r == 0 else f"{svc}-dev-{r}",
+                    # the name this log gives it, as `drover operator members` shows it
+                    "--replica", name,
                     "--metrics-listen", f"{lay.host}:{lay.metrics_port(svc, r)}",
                     "--state-address", lay.address("state"),
                     "--session-ttl", "6",
@@ -340,7 +347,9 @@ class Supervisor:
                                          "--max-txn-ops", str(DEV_MAX_TXN_OPS)),
                               env(tokens.get("dev-worker", ""))))
         self._spawn(ChildSpec("sim", (*cli, "sim", "nodes", str(self.nodes), "--address", proxy,
-                                      "--max-txn-ops", str(DEV_MAX_TXN_OPS), "--keep"),
+                                      "--max-txn-ops", str(DEV_MAX_TXN_OPS), "--keep",
+                                      "--secrets-file",
+                                      os.path.join(str(self.data_dir), SIM_SECRETS_FILE)),
                               env(tokens.get("dev-node", ""))))
         self.log(f"worker         scheduler for service, batch via {proxy} "
                  f"(pid {self.children['worker'].pid})")

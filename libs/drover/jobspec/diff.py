@@ -10,6 +10,7 @@ in (a stop is a spec change, as in Nomad).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from drover.api.types.v1 import job_pb2
+from drover.jobspec.enums import lower_enums
 
 ADDED, DELETED, EDITED = "Added", "Deleted", "Edited"
 
@@ -35,12 +37,21 @@ class FieldDiff:
     new: str = ""
 
     def line(self) -> str:
-        """Nomad's markers: ``+`` added, ``-`` deleted, ``+/-`` edited."""
+        """Nomad's markers: ``+`` added, ``-`` deleted, ``+/-`` edited;
+        numbers and true/false bare, as the tables show them, text quoted."""
         if self.type == ADDED:
-            return f'+ {self.path}: "{self.new}"'
+            return f"+ {self.path}: {shown(self.new)}"
         if self.type == DELETED:
-            return f'- {self.path}: "{self.old}"'
-        return f'+/- {self.path}: "{self.old}" => "{self.new}"'
+            return f"- {self.path}: {shown(self.old)}"
+        return f"+/- {self.path}: {shown(self.old)} => {shown(self.new)}"
+
+
+_BARE = re.compile(r"-?\d+(\.\d+)?|true|false")
+
+
+def shown(value: str) -> str:
+    """A diffed value as a plan prints it: ``50``, ``true``, ``"web"``."""
+    return value if _BARE.fullmatch(value) else f'"{value}"'
 
 
 def _flat(value: Any, path: str) -> Iterator[tuple[str, str]]:
@@ -60,7 +71,9 @@ def flatten(job: job_pb2.Job | None) -> dict[str, str]:
     """``path -> value`` of every spec field ``job`` sets (None: nothing)."""
     if job is None:
         return {}
-    data = json_format.MessageToDict(job, preserving_proto_field_name=True)
+    # Enum values as the tables and specs write them (``service``).
+    data = lower_enums(job.DESCRIPTOR,
+                       json_format.MessageToDict(job, preserving_proto_field_name=True))
     for name in NOT_SPEC:
         data.pop(name, None)
     return dict(_flat(data, ""))

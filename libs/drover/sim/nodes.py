@@ -14,8 +14,9 @@ them (a killed process's nodes are marked down by the control plane once
 their TTL and grace pass).
 
 Each node speaks only for itself, as a Nomad client: the secret its
-registration returned (``UpsertNodeResponse.secret_id``, kept in memory)
-goes with its heartbeats, its re-registration and its allocation
+registration returned (``UpsertNodeResponse.secret_id``, kept in memory
+and, with ``secrets_file``, on disk, so a restarted process speaks for its
+nodes again) goes with its heartbeats, its re-registration and its allocation
 updates: a many-node UpdateAllocations call carries each node's group with
 that node's secret, as HeartbeatNodes does.
 """
@@ -23,7 +24,9 @@ that node's secret, as HeartbeatNodes does.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +37,7 @@ from drover.acl.node_secret import node_secret_metadata
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2
 from drover.coord.kv import MAX_TXN_OPS, objects_per_txn
-from drover.rpc.remote import from_rpc_error
+from drover.rpc.remote import from_rpc_error, remote_status
 from drover.worker.heartbeats import HeartbeatSchedule
 from drover.worker.plan_size import written_cap
 
@@ -69,6 +72,34 @@ class SimConfig:
     max_txn_ops: int = MAX_TXN_OPS
     #: Stopping waits this long for the cancelled nodes (``drover.tasks``).
     stop_timeout: float = 5.0
+    #: Where the nodes' secrets are kept across restarts ("": memory only).
+    secrets_file: str = ""
+
+
+def _brief(err: grpc.RpcError) -> str:
+    """A failed call in one line for the log (never the whole AioRpcError)."""
+    status = remote_status(err)
+    return f"{status.details} ({status.reason or status.code})"
+
+
+def load_secrets(path: str) -> dict[str, str]:
+    """The node secrets a previous run kept in ``path`` (none: empty)."""
+    if not path or not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        kept = json.load(f)
+    return {str(k): str(v) for k, v in kept.items()} if isinstance(kept, dict) else {}
+
+
+def save_secrets(path: str, secrets: dict[str, str]) -> None:
+    """Keep ``secrets`` in ``path`` (owner-only), written whole or not at all."""
+    if not path:
+        return
+    tmp = f"{path}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(secrets, f)
+    os.replace(tmp, path)
 
 
 class SimNodes:
@@ -87,7 +118,7 @@ class SimNodes:
         #: Objects one UpdateAllocations call may write (:mod:`.reports`).
         self.report_room = objects_per_txn(config.max_txn_ops)
         #: Each node's secret, from its registration (absent: not issued to us).
-        self.secrets: dict[str, str] = {}
+        self.secrets: dict[str, str] = load_secrets(config.secrets_file)
         self.reports = 0
         self.heartbeats = 0
         self.schedule = HeartbeatSchedule(config.heartbeat)
@@ -112,6 +143,7 @@ class SimNodes:
 
         for i in range(0, len(self.node_ids), CONCURRENT):
             await asyncio.gather(*(one(n) for n in self.node_ids[i:i + CONCURRENT]))
+        save_secrets(c.secrets_file, self.secrets)
 
     async def mark_down(self) -> None:
         async def one(node_id: str) -> None:
@@ -120,7 +152,7 @@ class SimNodes:
                     id=node_id, status=node_pb2.NODE_STATUS_DOWN), metadata=self._as(node_id),
                     timeout=10)
             except grpc.RpcError as e:
-                log.warning("marking %s down: %s", node_id, e)
+                log.warning("marking %s down: %s", node_id, _brief(e))
 
         for i in range(0, len(self.node_ids), CONCURRENT):
             await asyncio.gather(*(one(n) for n in self.node_ids[i:i + CONCURRENT]))
@@ -160,7 +192,7 @@ class SimNodes:
                 node_ids=node_ids, secret_ids=[self.secrets.get(n, "") for n in node_ids]
                 if any(n in self.secrets for n in node_ids) else []), timeout=30)
         except grpc.RpcError as e:
-            log.warning("heartbeats of %d nodes: %s", len(node_ids), e)
+            log.warning("heartbeats of %d nodes: %s", len(node_ids), _brief(e))
             for node_id in node_ids:
                 self.schedule.failed(node_id, self.clock())
             return
@@ -230,7 +262,7 @@ class SimNodes:
             except asyncio.CancelledError:
                 raise
             except grpc.RpcError as e:
-                log.warning("sim nodes: allocation stream: %s; resubscribing", e)
+                log.warning("sim nodes: allocation stream: %s; resubscribing", _brief(e))
                 await asyncio.sleep(0.5)
 
     async def _ticks(self) -> None:
@@ -277,7 +309,7 @@ class SimNodes:
                                 "reports sized to that", cap)
                     self.report_room = cap
                     return await self._resend(call)
-                log.info("reports of %d nodes: %s; node by node", len(call), e)
+                log.info("reports of %d nodes: %s; node by node", len(call), _brief(e))
         for node_id, updates in call:
             await self._send(node_id, updates)
 
@@ -296,7 +328,7 @@ class SimNodes:
             return
         except grpc.RpcError as e:
             if len(updates) == 1:
-                log.warning("report %s: %s", updates[0].id, e)
+                log.warning("report %s: %s", updates[0].id, _brief(e))
                 return
         for u in updates:  # one bad (e.g. deleted) allocation must not sink the rest
             await self._send(node_id, [u])

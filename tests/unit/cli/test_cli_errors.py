@@ -34,6 +34,8 @@ class Script:
     error: tuple[str, str] = ("", "")  # (reason or "relayed", details)
     failures: int = 0
     calls: list[str] = field(default_factory=list)
+    #: The ErrorInfo's metadata (NO_SERVER names its service).
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 class Handler(grpc.GenericRpcHandler):
@@ -53,7 +55,8 @@ class Handler(grpc.GenericRpcHandler):
                 if reason == "relayed":  # a transport error passed on as it came
                     context.abort(grpc.StatusCode.UNAVAILABLE, text)
                 info = any_pb2.Any()
-                info.Pack(error_details_pb2.ErrorInfo(reason=reason, domain="drover"))
+                info.Pack(error_details_pb2.ErrorInfo(reason=reason, domain="drover",
+                                                      metadata=s.metadata))
                 context.abort_with_status(rpc_status.to_status(status_pb2.Status(
                     code=grpc.StatusCode.UNAVAILABLE.value[0], message=text, details=[info])))
             if method == STATS:
@@ -137,3 +140,16 @@ def test_nothing_listening_is_cannot_reach() -> None:
     address = f"127.0.0.1:{free_port()}"
     out = drover(address, "broker", "stats", "--timeout", "5")
     assert out.exit_code == 1 and f"cannot reach drover at {address}" in out.output
+
+
+@pytest.mark.parametrize(("service", "election"), [("state", False), ("broker", True)])
+def test_no_server_speaks_of_an_election_only_for_an_elected_service(
+        server: tuple[str, Script], service: str, election: bool) -> None:
+    """The state service has no leader: with it down, no "leader election"."""
+    address, script = server
+    script.error = ("NO_SERVER", f"no server known for {service}")
+    script.metadata = {"service": service}
+    script.failures = 10_000
+    out = drover(address, "broker", "stats", "--timeout", "1")
+    assert out.exit_code == 1 and f"no {service} server is up" in out.output, out.output
+    assert ("leader election" in out.output) == election, out.output

@@ -20,11 +20,11 @@ from drover.api.acl.v1 import acl_pb2
 from drover.api.proxy.v1 import proxy_pb2
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2, node_pb2
-from drover.cli import _client
-from drover.cli._client import fit_widths, print_table, table_width, to_dict
+from drover.cli import output
 from drover.cli.environment import known_variables, unknown_warnings
 from drover.cli.jobs import job_row
 from drover.cli.main import cli
+from drover.cli.output import fit_widths, print_table, table_width, to_dict
 
 UUID = "7f99ea7b-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
 LONG = "Deployment completed successfully after every canary was promoted and healthy"
@@ -34,7 +34,7 @@ LONG = "Deployment completed successfully after every canary was promoted and he
 def screen(monkeypatch: pytest.MonkeyPatch) -> Iterator[io.StringIO]:
     """What the tables print, on an 80-column terminal."""
     out = io.StringIO()
-    monkeypatch.setattr(_client, "console", Console(file=out, width=80))
+    monkeypatch.setattr(output, "console", Console(file=out, width=80))
     yield out
 
 
@@ -85,9 +85,8 @@ def test_job_rows_as_nomad_lists_them() -> None:
     job = job_pb2.Job(id="web", namespace="team", type=job_pb2.JOB_TYPE_SERVICE, priority=50,
                       status=job_pb2.JOB_STATUS_DEAD, stop=True,
                       submit_time=timestamp_pb2.Timestamp(seconds=1_700_000_000))
-    assert job_row(job, False) == ["web", "service", 50, "dead (stopped)",
-                                   "2023-11-14T22:13:20Z"]
-    assert job_row(job, True)[1] == "team"
+    assert job_row(job) == ["web", "team", "service", 50, "dead (stopped)",
+                            "2023-11-14T22:13:20Z"]
 
 
 def _jobs(req: bytes) -> state_pb2.ListJobsResponse:

@@ -31,7 +31,7 @@ def test_deployment_rows() -> None:
     [row] = deployment_rows(d)
     shown = dict(zip(DEPLOYMENT_COLUMNS, row, strict=True))
     assert shown["Promoted"] == "yes"
-    assert shown["Deadline"] == by.astimezone().strftime("%b %d %H:%M")
+    assert shown["Deadline"] == by.astimezone().strftime("%b %d %H:%M %Z")
 
 
 def test_a_deployment_without_canaries_shows_no_canary_columns() -> None:

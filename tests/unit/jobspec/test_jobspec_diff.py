@@ -43,3 +43,14 @@ def test_reordering_groups_changes_nothing_and_diff_types() -> None:
     assert diff.diff(a, b) == []
     assert diff.diff_type(None, a) == "Added" and diff.diff_type(a, None) == "Deleted"
     assert diff.diff_type(a, _job(count=5)) == "Edited"
+
+
+def test_diff_values_read_as_the_tables_show_them() -> None:
+    """``service``, not JOB_TYPE_SERVICE; numbers bare, text quoted."""
+    from drover.api.types.v1 import job_pb2
+    from drover.jobspec.diff import diff
+
+    old = job_pb2.Job(id="web", type=job_pb2.JOB_TYPE_BATCH, priority=50)
+    new = job_pb2.Job(id="web", type=job_pb2.JOB_TYPE_SERVICE, priority=60)
+    lines = [d.line() for d in diff(old, new)]
+    assert lines == ["+/- priority: 50 => 60", '+/- type: "batch" => "service"']

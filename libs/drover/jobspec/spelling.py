@@ -21,7 +21,7 @@ from google.protobuf.message import Message
 
 from drover.config import parse_duration
 
-__all__ = ["duration_value", "enum_value", "parse_spec"]
+__all__ = ["duration_value", "enum_value", "field_of", "parse_spec"]
 
 M = TypeVar("M", bound=Message)
 
@@ -42,7 +42,7 @@ def enum_value(enum: EnumDescriptor, value: Any) -> Any:
     return wanted if wanted in enum.values_by_name else value
 
 
-def _field(desc: Descriptor, key: str) -> FieldDescriptor | None:
+def field_of(desc: Descriptor, key: str) -> FieldDescriptor | None:
     fd = desc.fields_by_name.get(key)
     if fd is not None:
         return fd
@@ -54,7 +54,7 @@ def _normalize(desc: Any, data: Any) -> Any:
         return data
     out = {}
     for key, value in data.items():
-        fd = _field(desc, key) if isinstance(key, str) else None
+        fd = field_of(desc, key) if isinstance(key, str) else None
         out[key] = value if fd is None else _value(fd, value)
     return out
 

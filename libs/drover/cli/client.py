@@ -8,25 +8,21 @@ never a traceback.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
-import json
 import os
-import re
-import sys
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import click
 import grpc
-from google.protobuf import json_format
 from google.protobuf.message import Message
-from rich.console import Console
-from rich.table import Table
 
-from drover.cli.enums import lower_enums
+from drover.api.state.v1 import state_pb2, state_pb2_grpc
+from drover.cli.output import CLIENT_META, err_console
 from drover.cli.read_retry import ReadRetryChannel, reachable
-from drover.cli.stale import query_options, with_query
+from drover.cli.stale import query_options, stale_options, with_query
 from drover.config import TlsFiles
 from drover.coord.tlsprobe import diagnose
 from drover.rpc.failover import client_channel, split_addresses
@@ -37,9 +33,6 @@ from drover.telemetry import TelemetryConfigError, setup_tracing, tracer
 DEFAULT_ADDRESS = "127.0.0.1:7100"
 
 T = TypeVar("T")
-
-console = Console()
-err_console = Console(stderr=True)
 
 
 @dataclass(frozen=True)
@@ -52,13 +45,10 @@ class ClientOptions:
     tls: TlsFiles = field(default_factory=TlsFiles)
 
 
-_META = "drover.client"
-
-
 def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     # Kept beside the command's own arguments, so every command gets them
     # through :func:`options` without each one declaring them.
-    ctx.meta.setdefault(_META, {})[param.name] = value
+    ctx.meta.setdefault(CLIENT_META, {})[param.name] = value
     return value
 
 
@@ -76,25 +66,26 @@ def token_tls_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def verbose() -> bool:
-    """Whether the current command was given ``--verbose`` (full ids, full text)."""
-    ctx = click.get_current_context(silent=True)
-    return bool(ctx is not None and ctx.meta.get(_META, {}).get("verbose"))
-
-
 def token_and_tls() -> tuple[str, TlsFiles]:
     """The current command's --token and --tls-* (empty when not given)."""
     ctx = click.get_current_context(silent=True)
-    extra: dict[str, Any] = ctx.meta.get(_META, {}) if ctx is not None else {}
+    extra: dict[str, Any] = ctx.meta.get(CLIENT_META, {}) if ctx is not None else {}
     return extra.get("token") or "", TlsFiles(ca=extra.get("tls_ca") or "",
                                                cert=extra.get("tls_cert") or "",
                                                key=extra.get("tls_key") or "")
 
 
-def client_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--address/DROVER_ADDR, --json, --timeout, --token/DROVER_TOKEN and
-    --tls-ca/--tls-cert/--tls-key (DROVER_TLS_*) on a command."""
-    f = token_tls_options(f)
+def client_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--address/DROVER_ADDR, --json, --timeout, --verbose, --token/DROVER_TOKEN
+    and --tls-ca/--tls-cert/--tls-key (DROVER_TLS_*) on a command, which
+    gets them as one ``opts: ClientOptions``."""
+
+    @functools.wraps(command)
+    def with_opts(*args: Any, address: str, as_json: bool, timeout: float,
+                  **kwargs: Any) -> Any:
+        return command(*args, opts=options(address, as_json, timeout), **kwargs)
+
+    f = token_tls_options(with_opts)
     f = click.option("--verbose", "-v", is_flag=True, default=False, expose_value=False,
                      callback=_remember,
                      help="full ids and untruncated text in tables (as Nomad's -verbose)")(f)
@@ -119,6 +110,11 @@ class ListOptions:
     prefix: str
     limit: int
 
+    def narrowed(self, clause: str) -> ListOptions:
+        """The same listing, its filter ANDed with ``clause`` (CEL)."""
+        both = f"({self.filter}) && {clause}" if self.filter else clause
+        return dataclasses.replace(self, filter=both)
+
     def request(self, page_token: str) -> dict[str, Any]:
         """The AIP-158 fields every List request shares, for one page."""
         return {"namespace": self.namespace, "filter": self.filter,
@@ -126,8 +122,10 @@ class ListOptions:
                 "prefix": self.prefix, "order_by": self.order_by}
 
 
-def list_options(filter_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """--namespace/--filter/--order/--page-size/--prefix/--limit, passed as ``listing``."""
+def list_options(filter_help: str, *, newest_first: bool = False,
+                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--namespace/--filter/--order/--page-size/--prefix/--limit, passed as
+    ``listing``; ``newest_first`` for lists Nomad shows newest first."""
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
@@ -141,7 +139,8 @@ def list_options(filter_help: str) -> Callable[[Callable[..., Any]], Callable[..
             click.option("--namespace", "-n", default="default", show_default=True,
                          help='"*" for every namespace (as Nomad: default unless asked)'),
             click.option("--filter", "filter_", default="", help=filter_help),
-            click.option("--order", type=click.Choice(["asc", "desc"]), default="asc",
+            click.option("--order", type=click.Choice(["asc", "desc"]),
+                         default="desc" if newest_first else "asc",
                          show_default=True, help="by create index"),
             click.option("--page-size", default=100, show_default=True,
                          type=click.IntRange(min=1)),
@@ -200,18 +199,26 @@ class CommandFailed(click.ClickException):
     exit_code = 1
 
     def show(self, file: Any = None) -> None:
-        err_console.print(f"[red]Error:[/red] {self.message}", highlight=False)
+        err_console.print(f"[red]Error:[/red] {self.message}", highlight=False, soft_wrap=True)
 
 
 #: What to do about an UNAVAILABLE, by its ErrorInfo reason: it says what
 #: happened (the server answered), never "cannot reach".
 _UNAVAILABLE_HINTS = {
     "NOT_LEADER": "a leader election is under way: try again in a few seconds",
-    "NO_SERVER": "no server of that service is up yet (starting, or a leader election): "
-                 "try again in a few seconds",
     "OUTCOME_UNKNOWN": "the write may have been applied: check before repeating it",
     "ETCD_UNAVAILABLE": "nothing was written: try again",
 }
+#: The services that elect a leader; the state service and the proxy do not.
+ELECTED = ("broker", "deployments")
+_MEMBERS = "`drover operator members` lists the servers the proxy knows"
+
+
+def _no_server_hint(service: str) -> str:
+    if service in ELECTED:
+        return (f"no {service} server is up yet (starting, or a leader election under way): "
+                "try again in a few seconds")
+    return f"no {service or 'such'} server is up: is it running? {_MEMBERS}"
 
 
 def describe(err: grpc.RpcError) -> str:
@@ -220,6 +227,8 @@ def describe(err: grpc.RpcError) -> str:
     line = f"{status.details} ({status.reason or status.code})"
     if status.leader:
         line += f"; leader: {status.leader}"
+    elif status.code == "UNAVAILABLE" and status.reason == "NO_SERVER":
+        line += f"; {_no_server_hint(status.metadata.get('service', ''))}"
     elif status.code == "UNAVAILABLE" and status.reason in _UNAVAILABLE_HINTS:
         line += f"; {_UNAVAILABLE_HINTS[status.reason]}"
     return line
@@ -257,6 +266,8 @@ def run(opts: ClientOptions, body: Callable[[grpc.aio.Channel], Awaitable[T]]) -
             if path and not os.path.isfile(path):
                 raise CommandFailed(f"{flag} {path}: no such file")
         return asyncio.run(main())
+    except KeyboardInterrupt:  # Ctrl-C stops a watch or a monitor, never the work
+        raise SystemExit(130) from None
     except grpc.RpcError as err:
         status = remote_status(err)
         if status.code == "UNAVAILABLE" and not status.answered:
@@ -269,147 +280,76 @@ def run(opts: ClientOptions, body: Callable[[grpc.aio.Channel], Awaitable[T]]) -
                     "is it running (`make run`)? set --address or DROVER_ADDR"
                 ) from None
             # It listens, yet the status carries no server's metadata: the
-            # proxy relayed a server behind it that broke (a leader killed,
-            # an election under way).
+            # proxy relayed a server behind it that broke (a state replica
+            # stopped, a leader killed).
             raise CommandFailed(
                 f"drover at {opts.address} answered, but a server behind it is unavailable: "
-                f"{err.details()} (UNAVAILABLE); a leader election may be under way: "
-                "try again in a few seconds") from None
+                f"{err.details()} (UNAVAILABLE); try again in a few seconds, and if it "
+                f"persists check that every service runs ({_MEMBERS})") from None
         raise CommandFailed(describe(err)) from None
 
 
-def to_dict(msg: Message) -> dict[str, Any]:
-    """A message as JSON with every field, defaults included (``converged: false``,
-    ``version: 0``): a script reading ``--json`` must not guess what absence means.
-    Enum values read as in the tables (``successful``, not
-    ``DEPLOYMENT_STATUS_SUCCESSFUL``: :mod:`drover.cli.enums`)."""
-    return lower_enums(msg.DESCRIPTOR, json_format.MessageToDict(
-        msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True))
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, Message):
-        return to_dict(value)
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+def namespace_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--namespace/-n (default ``default``), on every command about one object."""
+    return click.option("--namespace", "-n", default="default", show_default=True,
+                        help="the object's namespace")(f)
 
 
-def print_json(value: Any) -> None:
-    """``value`` as JSON, messages in it (nested too) as :func:`to_dict` has them."""
-    sys.stdout.write(json.dumps(_plain(value), indent=2, sort_keys=True) + "\n")
+def state(ch: grpc.aio.Channel) -> Any:
+    """The state service's stub on ``ch`` (the proxy serves it too)."""
+    return state_pb2_grpc.StateServiceStub(ch)
 
 
-def _is_id(column: str) -> bool:
-    """Columns copied into the next command, never cut: ids and addresses."""
-    return column in ("ID", "Address") or column.endswith(" ID")
+async def list_allocations(ch: grpc.aio.Channel, filter_: str, per_call: float,
+                           namespace: str = "*") -> list[Any]:
+    """Every allocation matching ``filter_`` (CEL), every page."""
+    return await list_all(
+        state(ch).ListAllocations, lambda t: state_pb2.ListAllocationsRequest(
+            namespace=namespace, filter=filter_, page_size=1000, page_token=t),
+        "allocations", per_call=per_call)
 
 
-#: Characters of an id in tables, as Nomad's ``shortId``; ``--verbose``
-#: shows all 36 (``fullId``).
-SHORT_ID = 8
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-#: A text column is cut no narrower than this (or its header).
-_MIN_CUT = 8
+def unary(opts: ClientOptions, stub: Callable[[grpc.aio.Channel], Any], method: str,
+          request: Message) -> Any:
+    """One call, ``stub(channel).method(request)``, run as the command's calls."""
+
+    async def body(ch: grpc.aio.Channel) -> Any:
+        return await getattr(stub(ch), method)(request, timeout=opts.timeout)
+
+    return run(opts, body)
 
 
-def short_id(value: str) -> str:
-    """A full (UUID) id cut to :data:`SHORT_ID` characters unless ``--verbose``;
-    any other value as given (job ids and node names are names, kept whole).
-    Every command takes such a prefix back (:mod:`drover.cli.prefix`)."""
-    if not verbose() and _UUID.fullmatch(value):
-        return value[:SHORT_ID]
-    return value
+def about(group: click.Group, name: str, argument: str, *,
+          namespaced: bool = True) -> Callable[[Callable[..., Any]], Any]:
+    """A command about one object: ``group name ARGUMENT`` with --namespace
+    (unless the object has none) and the client options; the options below
+    this decorator are the command's own."""
+
+    def decorate(f: Callable[..., Any]) -> Any:
+        own = {id(p) for p in getattr(f, "__click_params__", ())}
+        f = client_options(f)
+        if namespaced:
+            f = namespace_option(f)
+        command = group.command(name=name)(click.argument(argument)(f))
+        # --help: the argument, the command's own options, then the shared ones.
+        command.params.sort(key=lambda p: (not isinstance(p, click.Argument), id(p) not in own))
+        return command
+
+    return decorate
 
 
-def fit_widths(columns: Sequence[str], cells: Sequence[Sequence[str]],
-               width: int, *, cut: bool = True) -> list[int]:
-    """Each column's width so the table fits ``width`` terminal columns.
+def lister(group: click.Group, name: str, filter_help: str, *, newest_first: bool = False,
+           stale: bool = True) -> Callable[[Callable[..., Any]], Any]:
+    """A listing command: ``group name`` with the listing options (passed as
+    ``listing``; ``filter_help`` says what --filter reads), --stale (unless
+    the list has no replicas to read from) and the client options."""
 
-    A column is as wide as its widest cell or header. When the table is too
-    wide, the widest text column (never an id or address column) gives up
-    one character at a time, down to :data:`_MIN_CUT` (or its header); what
-    then still does not fit is left to the terminal. The table (Nomad's: no
-    rules, two spaces between columns) is :func:`table_width` wide.
-    """
-    widths = [max([len(col), *(len(r[i]) for r in cells if i < len(r))])
-              for i, col in enumerate(columns)]
-    floor = [w if _is_id(col) else min(w, max(_MIN_CUT, len(col)))
-             for col, w in zip(columns, widths, strict=True)]
-    excess = table_width(widths) - width
-    while cut and excess > 0:
-        cuttable = [i for i, w in enumerate(widths) if w > floor[i]]
-        if not cuttable:
-            break
-        widest = max(cuttable, key=lambda i: widths[i])
-        widths[widest] -= 1
-        excess -= 1
-    return widths
+    def decorate(f: Callable[..., Any]) -> Any:
+        f = client_options(f)
+        if stale:
+            f = stale_options(f)
+        return group.command(name=name)(list_options(filter_help, newest_first=newest_first)(f))
 
-
-def table_width(widths: Sequence[int]) -> int:
-    """Terminal columns a table of these column widths takes: two spaces
-    between columns, none at the edges."""
-    return sum(widths) + 2 * max(0, len(widths) - 1)
-
-
-def new_table(title: str | None = None) -> Table:
-    """An empty table in the CLI's one style: Nomad's (a bold header, columns
-    two spaces apart, no rules), so 80 columns hold as much as they can."""
-    return Table(title=title, box=None, pad_edge=False, header_style="bold",
-                 title_justify="left")
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
-
-
-def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """A table for people that fits the terminal (80 columns when not one).
-
-    Full ids are cut to 8 characters (:func:`short_id`), whatever column
-    they are in, and never further; long text is cut with an ellipsis
-    (:func:`fit_widths`). With ``--verbose`` every cell is whole, however
-    wide the table gets; ``--json`` has every field whole too."""
-    full = verbose()
-    cells = [[short_id("" if v is None else str(v)) for v in row] for row in rows]
-    table = new_table(title)
-    # --verbose: every cell whole, the table as wide as that takes (lines
-    # longer than the terminal, as Nomad's -verbose prints them).
-    widths = fit_widths(columns, cells, 0 if full else console.width, cut=not full)
-    for col, w in zip(columns, widths, strict=True):
-        table.add_column(_cut(col, w), width=w, no_wrap=True)
-    cells = [[_cut(c, widths[i]) for i, c in enumerate(row)] for row in cells]
-    for row in cells:
-        table.add_row(*row)
-    total = table_width(widths)
-    if total <= console.width:
-        console.print(table)
-    else:  # --verbose only: rich would squeeze the table into the terminal
-        wide = Console(file=console.file, width=total, force_terminal=console.is_terminal,
-                       no_color=console.no_color)
-        wide.print(table, crop=False)
-
-
-def print_list(opts: ClientOptions, items: Sequence[Any], columns: Sequence[str],
-               row: Callable[[Any], Sequence[Any]], *, namespace: str | None = None) -> None:
-    """A listing: JSON with --json, else a table of one ``row(item)`` per item.
-
-    Given the listing's ``namespace``, a ``Namespace`` column is shown only
-    when it spans several (``*`` or a glob), as Nomad's lists do."""
-    if opts.json:
-        print_json(list(items))
-        return
-    keep = list(range(len(columns)))
-    if namespace is not None and "*" not in namespace and "Namespace" in columns:
-        keep.remove(list(columns).index("Namespace"))
-    print_table(None, [columns[i] for i in keep],
-                ([r[i] for i in keep] for r in (list(row(it)) for it in items)))
-
-
-def enum_name(value: int, enum: Any, prefix: str) -> str:
-    """EVALUATION_STATUS_PENDING -> pending (as ``--json`` prints it too)."""
-    name: str = enum.Name(value)
-    return name.removeprefix(prefix).lower()
+    return decorate

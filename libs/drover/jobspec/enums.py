@@ -4,7 +4,7 @@ A proto enum value is named ``<ENUM TYPE IN UPPER SNAKE>_<VALUE>``
 (``DeploymentStatus`` -> ``DEPLOYMENT_STATUS_SUCCESSFUL``); the CLI shows
 ``successful``, as Nomad does, in tables and JSON alike. A value whose name
 does not carry its type's prefix is shown lower-cased whole. Job specs take
-both spellings (:mod:`drover.cli.spec`), so ``--json`` output reads back.
+both spellings (:mod:`drover.jobspec.spelling`), so ``--json`` output reads back.
 """
 
 from __future__ import annotations

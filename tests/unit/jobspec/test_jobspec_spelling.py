@@ -9,7 +9,7 @@ import yaml
 from google.protobuf import json_format
 
 from drover.api.types.v1 import job_pb2
-from drover.cli.spec import parse_spec
+from drover.jobspec.spelling import parse_spec
 
 YAML = """
 id: web
@@ -45,7 +45,7 @@ def test_durations_as_people_write_them() -> None:
     from google.protobuf import json_format
 
     from drover.api.types.v1 import job_pb2
-    from drover.cli.spec import parse_spec
+    from drover.jobspec.spelling import parse_spec
 
     job = parse_spec({"id": "web", "taskGroups": [{"name": "g", "update": {
         "healthyDeadline": "5m", "progressDeadline": "1h30m", "minHealthyTime": "10s"}}]},
