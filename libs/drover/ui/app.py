@@ -24,6 +24,7 @@ def create_app(cfg: UiConfig, backend: Backend | None = None) -> web.Application
     app.add_routes([
         web.get("/", ui.index),
         web.get("/ui", ui.index),
+        web.get("/healthz", ui.healthz),
         web.get("/ui/jobs", ui.jobs_shell),
         web.get("/ui/jobs/{namespace}/{job}", ui.job_shell),
         web.get("/ui/evaluations", ui.evals_shell),

@@ -141,3 +141,8 @@ class Ui:
 
     async def index(self, request: web.Request) -> web.Response:
         raise web.HTTPFound("/ui/jobs")
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        """Liveness for the kubelet: the process serves (drover itself may
+        be down: the pages say so, a restart would not help)."""
+        return web.Response(text="ok\n")
