@@ -93,6 +93,8 @@ def _until(check: Any, within: float, what: str) -> Any:
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
     tmp = tmp_path_factory.mktemp("ui")
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
     offset, lay = free_layout()
     log_path = tmp / "dev.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DROVER_")}
@@ -127,7 +129,6 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
 
 async def _shot(page: Page, name: str) -> None:
     if SHOTS:
-        Path(SHOTS).mkdir(parents=True, exist_ok=True)
         await page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
 
 
