@@ -82,6 +82,17 @@ def _summary(xs: list[float]) -> dict[str, float]:
             "p99_ms": round(_pct(xs, 0.99), 1), "max_ms": round(max(xs), 1)}
 
 
+async def ready_nodes(stub: Any) -> int:
+    n, token = 0, ""
+    while True:
+        resp = await stub.ListNodes(state_pb2.ListNodesRequest(
+            filter='status == "ready"', page_size=1000, page_token=token), timeout=30)
+        n += len(resp.nodes)
+        token = resp.next_page_token
+        if not token:
+            return n
+
+
 async def place(stub: Any, nodes: int, allocs: int) -> None:
     """The job's allocations, running, round-robin over the simulated nodes."""
     job = (await stub.GetJob(state_pb2.GetJobRequest(namespace="default", id="big"),
@@ -105,6 +116,11 @@ async def measure(lay: DevLayout, nodes: int, allocs: int, loads: int, probes: i
     ui = f"http://{lay.host}:{lay.ui}"
     async with channel(lay.address("proxy")) as ch:
         stub = state_pb2_grpc.StateServiceStub(ch)
+        deadline = time.monotonic() + 300
+        while (ready := await ready_nodes(stub)) < nodes:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"only {ready} of {nodes} nodes ready after 300 s")
+            await asyncio.sleep(1)
         started = time.monotonic()
         await place(stub, nodes, allocs)
         written_s = time.monotonic() - started

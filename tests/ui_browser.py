@@ -27,7 +27,7 @@ def chromium() -> str | None:
 
 
 @contextlib.asynccontextmanager
-async def browser(width: int = 1280, height: int = 860) -> AsyncIterator[BrowserContext]:
+async def browser(width: int = 1280, height: int = 600) -> AsyncIterator[BrowserContext]:
     """A headless chromium context on a fresh user-data-dir (removed after)."""
     exe = chromium()
     assert exe is not None, "no chromium: `make browser` installs it"
