@@ -13,6 +13,7 @@ help:
 	@echo "make test   - the inner loop: unit, integration and quick system tests, real etcd"
 	@echo "make test-slow     - the long drills (-m slow): kills, failovers, dev walk-throughs"
 	@echo "make test-netfault - network faults in namespaces (-m netfault; root, nftables)"
+	@echo "make browser - Debian chromium for the web UI's browser tests (part of test-slow)"
 	@echo "make lint   - ruff, mypy, buf lint"
 	@echo "make proto  - regenerate libs/drover/api from protos/"
 	@echo "make image  - the OCI image (deploy/Dockerfile) with buildah, on a debootstrap base"

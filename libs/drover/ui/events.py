@@ -22,8 +22,9 @@ turn resumes its own Subscribe on another replica. The pure parts
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 from aiohttp import web
@@ -93,7 +94,8 @@ class Scope:
         return req
 
 
-async def stream(request: web.Request, subscribe: object, heartbeat: float) -> web.StreamResponse:
+async def stream(request: web.Request, subscribe: Callable[[state_pb2.SubscribeRequest], Any],
+                 heartbeat: float) -> web.StreamResponse:
     """The SSE response for one browser stream (``subscribe``: the stub's
     Subscribe, called with the request's token in context)."""
     try:
@@ -106,7 +108,7 @@ async def stream(request: web.Request, subscribe: object, heartbeat: float) -> w
                                        "X-Accel-Buffering": "no"})
     await resp.prepare(request)
     await resp.write(f"retry: {RETRY_MS}\n\n".encode())
-    call = subscribe(scope.request(from_index, heartbeat))  # type: ignore[operator]
+    call = subscribe(scope.request(from_index, heartbeat))
     try:
         async for msg in call:
             changed = scope.changed(msg.events)
@@ -125,5 +127,5 @@ async def stream(request: web.Request, subscribe: object, heartbeat: float) -> w
             _, code, line = failure(err)
             await resp.write(sse("failed", {"code": code, "message": line}))
     finally:
-        call.cancel()  # type: ignore[attr-defined]
+        call.cancel()
     return resp
