@@ -6,13 +6,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv etcd node run test test-slow test-netfault test-unit lint proto proto-check bench smoke image clean
+.PHONY: help venv etcd node browser run test test-slow test-netfault test-unit lint proto proto-check bench smoke image clean
 
 help:
-	@echo "make run    - local etcd + state, broker, deployments, proxy (Ctrl-C stops all)"
+	@echo "make run    - local etcd + state, broker, deployments, proxy, web UI on :4646 (Ctrl-C stops all)"
 	@echo "make test   - the inner loop: unit, integration and quick system tests, real etcd"
 	@echo "make test-slow     - the long drills (-m slow): kills, failovers, dev walk-throughs"
 	@echo "make test-netfault - network faults in namespaces (-m netfault; root, nftables)"
+	@echo "make browser - Debian chromium for the web UI's browser tests (part of test-slow)"
 	@echo "make lint   - ruff, mypy, buf lint"
 	@echo "make proto  - regenerate libs/drover/api from protos/"
 	@echo "make image  - the OCI image (deploy/Dockerfile) with buildah, on a debootstrap base"
@@ -34,6 +35,11 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 node: node_modules/.package-lock.json
 
+# The web UI's browser tests drive Debian's chromium (headless, by Playwright;
+# no browser download): installed here when missing (apt, as root).
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+
 run: venv etcd
 	$(BIN)/drover dev
 
@@ -44,7 +50,7 @@ run: venv etcd
 test: venv etcd node
 	$(BIN)/pytest -m "not slow and not netfault" $(PYTEST_ARGS)
 
-test-slow: venv etcd node
+test-slow: venv etcd node browser
 	$(BIN)/pytest -m "slow and not netfault" $(PYTEST_ARGS)
 
 test-netfault: venv etcd

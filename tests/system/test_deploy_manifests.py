@@ -136,7 +136,7 @@ def _containers(objs: list[Obj]) -> Iterator[tuple[Obj, Obj]]:
 
 def _drover(objs: list[Obj]) -> Iterator[tuple[Obj, Obj]]:
     for o, c in _containers(objs):
-        if c.get("command", [])[:1] == ["drover"]:
+        if c.get("command", [])[:2] == ["drover", "serve"]:  # not `drover ui`
             yield o, c
 
 

@@ -44,7 +44,8 @@ def dev(data_dir: str | None, port_offset: int, etcd_members: int, replicas: int
     code = 0
     try:
         sup.start()
-        click.echo(f"drover is up; talk to the proxy at {sup.layout.address('proxy')} "
+        click.echo(f"drover is up; talk to the proxy at {sup.layout.address('proxy')}, "
+                   f"web UI at http://{sup.layout.host}:{sup.layout.ui}/ui "
                    "(Ctrl-C stops everything)")
         while not stop.wait(0.5):
             sup.supervise()

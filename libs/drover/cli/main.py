@@ -22,6 +22,7 @@ from drover.cli.nodes import alloc_group, node_group
 from drover.cli.operator import operator_group
 from drover.cli.serve import serve
 from drover.cli.system import system_group
+from drover.cli.ui import ui
 from drover.cli.worker import sim_group, worker
 
 
@@ -51,6 +52,7 @@ cli.add_command(node_group)
 cli.add_command(alloc_group)
 cli.add_command(acl_group)
 cli.add_command(drill_group)
+cli.add_command(ui)
 
 
 def main() -> None:

@@ -46,6 +46,8 @@ class DevLayout:
     state: int = 7101
     broker: int = 7102
     deployments: int = 7103
+    #: The web UI (`drover ui`; Nomad's port).
+    ui: int = 4646
     #: Not a port: the distance from a service port to its metrics port.
     metrics_offset: int = 100
 
@@ -80,6 +82,7 @@ class DevLayout:
                 name = svc if r == 0 else f"{svc}-{r}"
                 out[self.port(svc, r)] = name
                 out[self.metrics_port(svc, r)] = f"{name} metrics"
+        out[self.ui] = "web UI"
         return out
 
 
@@ -251,6 +254,17 @@ class Supervisor:
             tokens = self._acl_tokens()
         if self.nodes:
             self._start_clients(tokens)
+        self._start_ui()
+
+    def _start_ui(self) -> None:
+        """The web UI, a client of the proxy (each user's token comes from
+        the browser: it gets none)."""
+        listen = f"{self.layout.host}:{self.layout.ui}"
+        self._spawn(ChildSpec("ui", (sys.executable, "-m", "drover.cli.main", "ui",
+                                     "--listen", listen,
+                                     "--address", self.layout.address("proxy"))))
+        self._wait_listening("ui", self.layout.ui)
+        self.log(f"ui             http://{listen}/ui  (web UI, pid {self.children['ui'].pid})")
 
     def _wait_listening(self, name: str, port: int) -> None:
         """Until the child listens on ``port``; a child that exits first fails
