@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from conformance_harness import BLOCKED, Cluster, service, until
+from conformance_harness import BLOCKED, INELIGIBLE, Cluster, service, until
 
 pytestmark = pytest.mark.conformance
 
@@ -53,7 +53,7 @@ def test_system_job_runs_on_every_eligible_node_and_a_node_that_joins(
     TestSystemSched_JobRegister_AddNode (a node that joins gets one)."""
     with cluster.nodes("sys", 3, "conf-sys"):
         cluster.set_eligible("sys-2", False)
-        until(lambda: cluster.node("sys-2").scheduling_eligibility == 2,
+        until(lambda: cluster.node("sys-2").scheduling_eligibility == INELIGIBLE,
               "sys-2 ineligible")
         spec = service("sysjob", ["conf-sys"], 1)
         spec["type"] = "system"
