@@ -18,7 +18,7 @@ def test_a_failed_allocation_is_rescheduled_after_its_policys_delay(cluster: Clu
     """Nomad: TestServiceSched_Reschedule_Later (a failed allocation is
     replaced only after the policy's delay, by one naming it as
     previous_allocation and carrying the reschedule tracker) and
-    TestServiceSched_Reschedule_PruneEvents' attempts: once the policy's
+    TestServiceSched_Reschedule_MultipleNow's attempts: once the policy's
     attempts are spent, no more replacements."""
     with cluster.nodes("rs", 2, "conf-rs"):
         cluster.run_job(service(

@@ -16,9 +16,9 @@ pytestmark = pytest.mark.conformance
 
 def test_service_placement_spreads_over_the_jobs_datacenters(cluster: Cluster) -> None:
     """Nomad: TestServiceSched_JobRegister (every asked allocation placed,
-    names job.group[0..count-1]) and the datacenter filter of
-    TestServiceSched_JobRegister_DistinctHosts' neighbours: only nodes of the
-    job's datacenters are candidates; job anti-affinity spreads the group."""
+    names job.group[0..count-1]) and TestServiceSched_EvenSpread's
+    datacenters: only nodes of the job's datacenters are candidates, and
+    the group is spread over them (job anti-affinity), not piled up."""
     with cluster.nodes("spa", 2, "conf-sp-a"), cluster.nodes("spb", 2, "conf-sp-b"), \
             cluster.nodes("spc", 2, "conf-sp-c"):
         cluster.run_job(service("spread", ["conf-sp-a", "conf-sp-b"], 4, cpu=200))
@@ -35,10 +35,9 @@ def test_service_placement_spreads_over_the_jobs_datacenters(cluster: Cluster) -
 
 
 def test_binpacking_fills_nodes_exactly(cluster: Cluster) -> None:
-    """Nomad: TestBinPackIterator_NoExistingAlloc and
-    TestServiceSched_JobRegister_CountZero's sibling checks: allocations
-    whose asks add up to exactly the nodes' capacity are all placed, and no
-    node is given more than it has."""
+    """Nomad: TestBinPackIterator_NoExistingAlloc (scheduler/feasible): asks
+    that add up to exactly the nodes' capacity are all placed, and no node
+    is given more than it has."""
     with cluster.nodes("bp", 3, "conf-bp", cpu=1000, memory=1024):
         cluster.run_job(service("binpack", ["conf-bp"], 6, cpu=500, memory=512))
         live = until(lambda: (got := cluster.live("binpack")) and len(got) == 6 and got,
@@ -49,7 +48,7 @@ def test_binpacking_fills_nodes_exactly(cluster: Cluster) -> None:
 def test_system_job_runs_on_every_eligible_node_and_a_node_that_joins(
         cluster: Cluster) -> None:
     """Nomad: TestSystemSched_JobRegister (one allocation per node),
-    TestSystemSched_NodeUpdate's ineligible nodes left out, and
+    TestSystemSched_JobConstraint_AddNode's ineligible node left out, and
     TestSystemSched_JobRegister_AddNode (a node that joins gets one)."""
     with cluster.nodes("sys", 3, "conf-sys"):
         cluster.set_eligible("sys-2", False)
@@ -70,10 +69,11 @@ def test_system_job_runs_on_every_eligible_node_and_a_node_that_joins(
 
 def test_a_job_that_does_not_fit_is_blocked_and_placed_when_capacity_frees(
         cluster: Cluster) -> None:
-    """Nomad: TestServiceSched_JobRegister_AllocFail (nothing fits: a blocked
-    evaluation, the allocation counted queued) and
-    TestServiceSched_JobRegister_BlockedEval's unblocking: once another job's
-    allocation stops, the blocked job is placed."""
+    """Nomad: TestServiceSched_JobRegister_AllocFail and
+    TestServiceSched_JobRegister_CreateBlockedEval (nothing fits: a blocked
+    evaluation, the allocation counted queued), then
+    TestBlockedEvals_UnblockEligible and TestServiceSched_EvaluateBlockedEval:
+    once another job's allocation stops, the blocked job is placed."""
     with cluster.nodes("blk", 1, "conf-blk", cpu=1000, memory=1024):
         cluster.run_job(service("filler", ["conf-blk"], 1, cpu=800))
         until(lambda: len(cluster.live("filler")) == 1, "filler running")

@@ -28,9 +28,9 @@ def _settled(cluster: Cluster, job_id: str, count: int, version: int) -> bool:
 
 def test_rolling_update_replaces_max_parallel_at_a_time(cluster: Cluster) -> None:
     """Nomad: TestServiceSched_JobModify_Rolling (a destructive update with
-    max_parallel 1 places one new allocation per step) and the deployment
-    watcher's TestWatcher_RollingUpdate...: the next step waits for the
-    previous one's health. Judged while it rolls (at most max_parallel of
+    max_parallel 1 places one new allocation per step) and
+    TestDeploymentWatcher_Watch_ProgressDeadline's healthy steps: the next
+    step waits for the previous one's health. Judged while it rolls (at most max_parallel of
     the count down at any read) and after (every slot new, each placed by
     its own plan: distinct create indexes; the deployment successful)."""
     with cluster.nodes("roll", 3, "conf-roll"):
@@ -81,8 +81,8 @@ def test_canary_is_placed_beside_the_old_version_and_promotion_replaces_the_rest
 
 
 def test_a_failed_deployment_auto_reverts_to_the_stable_version(cluster: Cluster) -> None:
-    """Nomad: TestDeploymentWatcher_Watch_ProgressDeadline's auto-revert and
-    TestServiceSched_JobModify_Rolling's stop-and-place: an update whose
+    """Nomad: TestWatcher_SetAllocHealth_Unhealthy_Rollback (deploymentwatcher)
+    and TestServiceSched_JobModify_Rolling's stop-and-place: an update whose
     allocations never become healthy fails its deployment, the job is
     registered again at its last stable version's spec, and the worker
     rolls the cluster back to it."""
