@@ -100,6 +100,8 @@ class Cluster:
         self.state = state_pb2_grpc.StateServiceStub(self.channel)
         self.deployments = deployments_pb2_grpc.DeploymentWatcherServiceStub(self.channel)
         self._procs: list[subprocess.Popen[bytes]] = []
+        #: The ids of the jobs registered, in order (a failure's report).
+        self.jobs_run: list[str] = []
 
     # -- processes ---------------------------------------------------------
 
@@ -151,6 +153,8 @@ class Cluster:
     def run_job(self, spec: dict[str, Any]) -> state_pb2.RegisterJobResponse:
         job = parse_spec(spec, job_pb2.Job())  # as `drover job run` reads a spec
         job.namespace = job.namespace or NS
+        if job.id not in self.jobs_run:
+            self.jobs_run.append(job.id)
         resp: state_pb2.RegisterJobResponse = self.state.RegisterJob(
             state_pb2.RegisterJobRequest(job=job), timeout=30)
         return resp
@@ -214,6 +218,20 @@ class Cluster:
         job: job_pb2.Job = self.state.GetJob(
             state_pb2.GetJobRequest(namespace=NS, id=job_id), timeout=30).job
         return job
+
+    def describe(self, job_id: str) -> str:
+        """The job's evaluations and allocations in one line each (for a
+        failure message)."""
+        evs = sorted(self.evaluations(job_id), key=lambda e: e.create_index)
+        allocs = sorted(self.allocs(job_id), key=lambda a: a.create_index)
+        return "\n".join(
+            [f"eval {e.id[:8]} {evaluation_pb2.EvaluationStatus.Name(e.status)} "
+             f"{e.triggered_by} node={e.node_id} index={e.create_index}/{e.modify_index} "
+             f"{e.status_description!r}" for e in evs]
+            + [f"alloc {a.id[:8]} {a.name} node={a.node_id} v{a.job_version} "
+               f"{allocation_pb2.AllocDesiredStatus.Name(a.desired_status)} "
+               f"{allocation_pb2.AllocClientStatus.Name(a.client_status)} "
+               f"index={a.create_index}" for a in allocs])
 
     def deployments_of(self, job_id: str) -> list[deployment_pb2.Deployment]:
         resp = self.state.ListDeployments(state_pb2.ListDeploymentsRequest(
