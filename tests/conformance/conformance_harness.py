@@ -22,12 +22,12 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
+from polling import until
 
 from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
@@ -41,8 +41,6 @@ from drover.api.types.v1 import (
 from drover.cli.spec import parse_spec
 from drover.dev.ports import wait_for_port
 from drover.dev.supervisor import free_layout
-
-T = TypeVar("T")
 
 WORKER_ENV = "DROVER_CONFORMANCE_WORKER"
 NS = "default"
@@ -64,18 +62,6 @@ def worker_command() -> list[str]:
     """The WORKER under test, as argv (without the appended address)."""
     line = os.environ.get(WORKER_ENV, "").strip()
     return shlex.split(line) if line else [sys.executable, "-m", "drover.cli.main", "worker"]
-
-
-def until(check: Callable[[], T | None], what: str, within: float = WITHIN) -> T:
-    """Poll ``check`` until it answers something truthy; its answer."""
-    deadline = time.monotonic() + within
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within:.0f}s: {what}")
-        time.sleep(0.3)
 
 
 def _stop(proc: subprocess.Popen[bytes], within: float = 10.0) -> None:
@@ -134,7 +120,7 @@ class Cluster:
                             "--memory", str(memory)], f"sim-{prefix}.log")
         ids = {f"{prefix}-{i}" for i in range(count)}
         until(lambda: ids <= {n.id for n in self.list_nodes(datacenter) if n.status == READY},
-              f"{count} nodes {prefix}-* ready in {datacenter}")
+              WITHIN, f"{count} nodes {prefix}-* ready in {datacenter}")
         return proc
 
     def stop(self, proc: subprocess.Popen[bytes]) -> None:
@@ -256,7 +242,7 @@ def dev_cluster(log_dir: Path) -> Iterator[Cluster]:
     cluster = Cluster(lay.address("proxy"), log_dir)
     try:
         assert wait_for_port(lay.host, lay.proxy, 90), "the dev suite did not start"
-        until(lambda: _answers(cluster), "the state service answering through the proxy", 90)
+        until(lambda: _answers(cluster), 90, "the state service answering through the proxy")
         cluster.start_worker()
         yield cluster
     finally:

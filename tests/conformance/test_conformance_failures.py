@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from conformance_harness import FAILED, INELIGIBLE, LOST, STOP, Cluster, service, until
+from conformance_harness import FAILED, INELIGIBLE, LOST, STOP, WITHIN, Cluster, service
+from polling import until
 
 pytestmark = pytest.mark.conformance
 
@@ -27,7 +28,7 @@ def test_a_failed_allocation_is_rescheduled_after_its_policys_delay(cluster: Clu
                         "delay_function": "constant", "unlimited": False}))
         allocs = until(lambda: (got := cluster.allocs("resched")) and len(
             [a for a in got if a.client_status == FAILED]) == 2 and got,
-            "the allocation and its one replacement both failed", within=60)
+            60, "the allocation and its one replacement both failed")
         time.sleep(DELAY + 2)  # long enough for a (wrong) second reschedule
         allocs = cluster.allocs("resched")
         assert len(allocs) == 2, allocs
@@ -49,12 +50,12 @@ def test_allocations_of_a_node_that_goes_down_are_replaced(cluster: Cluster) -> 
     with cluster.nodes("lost", 3, "conf-lost"):
         cluster.run_job(service("lostjob", ["conf-lost"], 2))
         live = until(lambda: (got := cluster.live("lostjob")) and len(got) == 2 and got,
-                     "2 running")
+                     WITHIN, "2 running")
         gone = live[0]
         cluster.mark_down(gone.node_id)
         live = until(lambda: (got := cluster.live("lostjob")) and len(got) == 2
                      and gone.id not in {a.id for a in got} and got,
-                     "the lost allocation replaced")
+                     WITHIN, "the lost allocation replaced")
         assert all(a.node_id != gone.node_id for a in live)
         lost = next(a for a in cluster.allocs("lostjob") if a.id == gone.id)
         assert lost.client_status == LOST and lost.desired_status == STOP
@@ -69,17 +70,17 @@ def test_a_drain_migrates_the_nodes_allocations(cluster: Cluster) -> None:
         cluster.run_job(service("drainjob", ["conf-dr"], 3, migrate={
             "max_parallel": 1, "min_healthy_time": "1s", "healthy_deadline": "30s"}))
         live = until(lambda: (got := cluster.live("drainjob")) and len(got) == 3 and got,
-                     "3 running")
+                     WITHIN, "3 running")
         target = live[0].node_id
         moved = {a.id for a in live if a.node_id == target}
         cluster.drain(target)
         live = until(lambda: (got := cluster.live("drainjob")) and len(got) == 3
                      and all(a.node_id != target for a in got) and got,
-                     "every allocation off the drained node")
+                     WITHIN, "every allocation off the drained node")
         old = [a for a in cluster.allocs("drainjob") if a.id in moved]
         assert all(a.desired_status == STOP for a in old), old
         assert all(a.previous_allocation in moved for a in live if a.previous_allocation)
         assert len([a for a in live if a.previous_allocation]) == len(moved)
         node = until(lambda: (n := cluster.node(target)) and not n.drain and n,
-                     "the drain complete")
+                     WITHIN, "the drain complete")
         assert node.scheduling_eligibility == INELIGIBLE

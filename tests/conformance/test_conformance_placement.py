@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from conformance_harness import BLOCKED, INELIGIBLE, Cluster, service, until
+from conformance_harness import BLOCKED, INELIGIBLE, WITHIN, Cluster, service
+from polling import until
 
 pytestmark = pytest.mark.conformance
 
@@ -23,14 +24,14 @@ def test_service_placement_spreads_over_the_jobs_datacenters(cluster: Cluster) -
             cluster.nodes("spc", 2, "conf-sp-c"):
         cluster.run_job(service("spread", ["conf-sp-a", "conf-sp-b"], 4, cpu=200))
         live = until(lambda: (got := cluster.live("spread")) and len(got) == 4 and got,
-                     "4 running allocations of spread")
+                     WITHIN, "4 running allocations of spread")
         assert sorted(a.name for a in live) == [f"spread.g[{i}]" for i in range(4)]
         on = Counter(a.node_id for a in live)
         assert all(n.startswith(("spa-", "spb-")) for n in on), on  # never conf-sp-c
         assert {n[:3] for n in on} == {"spa", "spb"}, on  # both datacenters
         assert max(on.values()) <= 2, on
         summary = until(lambda: (s := cluster.job("spread").summary["g"]).running == 4 and s,
-                        "the job summary counting 4 running")
+                        WITHIN, "the job summary counting 4 running")
         assert summary.queued == 0
 
 
@@ -41,7 +42,7 @@ def test_binpacking_fills_nodes_exactly(cluster: Cluster) -> None:
     with cluster.nodes("bp", 3, "conf-bp", cpu=1000, memory=1024):
         cluster.run_job(service("binpack", ["conf-bp"], 6, cpu=500, memory=512))
         live = until(lambda: (got := cluster.live("binpack")) and len(got) == 6 and got,
-                     "6 running allocations of binpack (the nodes' exact capacity)")
+                     WITHIN, "6 running allocations of binpack (the nodes' exact capacity)")
         assert Counter(a.node_id for a in live) == {"bp-0": 2, "bp-1": 2, "bp-2": 2}
 
 
@@ -53,16 +54,16 @@ def test_system_job_runs_on_every_eligible_node_and_a_node_that_joins(
     with cluster.nodes("sys", 3, "conf-sys"):
         cluster.set_eligible("sys-2", False)
         until(lambda: cluster.node("sys-2").scheduling_eligibility == INELIGIBLE,
-              "sys-2 ineligible")
+              WITHIN, "sys-2 ineligible")
         spec = service("sysjob", ["conf-sys"], 1)
         spec["type"] = "system"
         cluster.run_job(spec)
         live = until(lambda: (got := cluster.live("sysjob")) and len(got) == 2 and got,
-                     "the system job on both eligible nodes")
+                     WITHIN, "the system job on both eligible nodes")
         assert sorted(a.node_id for a in live) == ["sys-0", "sys-1"]
         with cluster.nodes("sysnew", 1, "conf-sys"):
             live = until(lambda: (got := cluster.live("sysjob")) and len(got) == 3 and got,
-                         "the system job on the node that joined")
+                         WITHIN, "the system job on the node that joined")
             assert sorted(a.node_id for a in live) == ["sys-0", "sys-1", "sysnew-0"]
         assert all(a.node_id != "sys-2" for a in cluster.allocs("sysjob"))
 
@@ -76,13 +77,13 @@ def test_a_job_that_does_not_fit_is_blocked_and_placed_when_capacity_frees(
     once another job's allocation stops, the blocked job is placed."""
     with cluster.nodes("blk", 1, "conf-blk", cpu=1000, memory=1024):
         cluster.run_job(service("filler", ["conf-blk"], 1, cpu=800))
-        until(lambda: len(cluster.live("filler")) == 1, "filler running")
+        until(lambda: len(cluster.live("filler")) == 1, WITHIN, "filler running")
         cluster.run_job(service("waiter", ["conf-blk"], 1, cpu=600))
         until(lambda: any(e.status == BLOCKED for e in cluster.evaluations("waiter")),
-              "a blocked evaluation of waiter")
+              WITHIN, "a blocked evaluation of waiter")
         assert cluster.live("waiter") == []
         assert cluster.job("waiter").summary["g"].queued == 1
         cluster.stop_job("filler")
-        live = until(lambda: cluster.live("waiter"), "waiter placed once filler stopped")
+        live = until(lambda: cluster.live("waiter"), WITHIN, "waiter placed once filler stopped")
         assert [a.node_id for a in live] == ["blk-0"]
         assert cluster.job("waiter").summary["g"].queued == 0

@@ -7,7 +7,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conformance_harness import BLOCKED, Cluster, service, until
+from conformance_harness import BLOCKED, WITHIN, Cluster, service
+from polling import until
 
 pytestmark = pytest.mark.conformance
 
@@ -33,12 +34,12 @@ def test_two_workers_racing_for_the_last_room_never_overcommit_and_re_plan(
                 list(pool.map(lambda j: cluster.run_job(
                     service(j, ["conf-race"], 2, cpu=250, memory=256)), JOBS))
             placed = until(lambda: (got := [a for j in JOBS for a in cluster.live(j)])
-                           and len(got) == 20 and got, "all 20 allocations placed")
+                           and len(got) == 20 and got, WITHIN, "all 20 allocations placed")
             assert Counter(a.node_id for a in placed) == {f"race-{i}": 4 for i in range(5)}
             assert all(len(cluster.live(j)) == 2 for j in JOBS)
             cluster.run_job(service("race-late", ["conf-race"], 1, cpu=250, memory=256))
             until(lambda: any(e.status == BLOCKED for e in cluster.evaluations("race-late")),
-                  "the late job blocked")
+                  WITHIN, "the late job blocked")
             assert cluster.live("race-late") == []
             assert len([a for j in JOBS for a in cluster.live(j)]) == 20
     finally:

@@ -7,7 +7,8 @@ import time
 from typing import Any
 
 import pytest
-from conformance_harness import DEP_FAILED, SUCCESSFUL, Cluster, service, until
+from conformance_harness import DEP_FAILED, SUCCESSFUL, WITHIN, Cluster, service
+from polling import until
 
 pytestmark = pytest.mark.conformance
 
@@ -36,7 +37,7 @@ def test_rolling_update_replaces_max_parallel_at_a_time(cluster: Cluster) -> Non
     with cluster.nodes("roll", 3, "conf-roll"):
         spec = service("rolling", ["conf-roll"], 3, update=UPDATE)
         cluster.run_job(_version(spec, "1"))
-        until(lambda: _settled(cluster, "rolling", 3, 0), "version 0 healthy")
+        until(lambda: _settled(cluster, "rolling", 3, 0), WITHIN, "version 0 healthy")
         cluster.run_job(_version(spec, "2"))
         lowest = 3
         deadline = time.monotonic() + 90
@@ -49,7 +50,7 @@ def test_rolling_update_replaces_max_parallel_at_a_time(cluster: Cluster) -> Non
         assert len(new) == 3 and len({a.create_index for a in new}) == 3, new
         assert sorted(a.name for a in new) == [f"rolling.g[{i}]" for i in range(3)]
         deps = until(lambda: (d := cluster.deployments_of("rolling"))
-                     and d[-1].status == SUCCESSFUL and d, "the deployment successful")
+                     and d[-1].status == SUCCESSFUL and d, WITHIN, "the deployment successful")
         assert deps[-1].job_version == 1 and deps[-1].task_groups["g"].healthy_allocs == 3
 
 
@@ -62,10 +63,10 @@ def test_canary_is_placed_beside_the_old_version_and_promotion_replaces_the_rest
     with cluster.nodes("can", 3, "conf-can"):
         spec = service("canary", ["conf-can"], 3, update={**UPDATE, "canary": 1})
         cluster.run_job(_version(spec, "1"))
-        until(lambda: _settled(cluster, "canary", 3, 0), "version 0 healthy")
+        until(lambda: _settled(cluster, "canary", 3, 0), WITHIN, "version 0 healthy")
         cluster.run_job(_version(spec, "2"))
         canaries = until(lambda: [a for a in cluster.healthy("canary") if a.job_version == 1],
-                         "the canary healthy")
+                         WITHIN, "the canary healthy")
         assert len(canaries) == 1 and canaries[0].deployment_status.canary
         time.sleep(3)  # a wrong worker would go on replacing
         live = cluster.live("canary")
@@ -74,10 +75,10 @@ def test_canary_is_placed_beside_the_old_version_and_promotion_replaces_the_rest
         assert list(dep.task_groups["g"].placed_canaries) == [canaries[0].id]
         assert not dep.task_groups["g"].promoted
         cluster.promote(dep.id)
-        until(lambda: _settled(cluster, "canary", 3, 1), "all three on version 1")
+        until(lambda: _settled(cluster, "canary", 3, 1), WITHIN, "all three on version 1")
         assert canaries[0].id in {a.id for a in cluster.live("canary")}  # the canary stays
         until(lambda: cluster.deployments_of("canary")[-1].status == SUCCESSFUL,
-              "the deployment successful")
+              WITHIN, "the deployment successful")
 
 
 def test_a_failed_deployment_auto_reverts_to_the_stable_version(cluster: Cluster) -> None:
@@ -91,17 +92,16 @@ def test_a_failed_deployment_auto_reverts_to_the_stable_version(cluster: Cluster
             **UPDATE, "healthy_deadline": "3s", "auto_revert": True},
             reschedule={"attempts": 0, "unlimited": False}), "1")
         cluster.run_job(good)
-        until(lambda: _settled(cluster, "revert", 2, 0), "version 0 healthy")
+        until(lambda: _settled(cluster, "revert", 2, 0), WITHIN, "version 0 healthy")
         bad = _version(service("revert", ["conf-rev"], 2, update={
             **UPDATE, "healthy_deadline": "3s", "auto_revert": True},
             reschedule={"attempts": 0, "unlimited": False},
             meta={"sim.outcome": "never_healthy"}), "2")
         cluster.run_job(bad)
         until(lambda: any(d.status == DEP_FAILED for d in cluster.deployments_of("revert")),
-              "version 1's deployment failed")
+              WITHIN, "version 1's deployment failed")
         job = until(lambda: (j := cluster.job("revert")).version == 2 and j,
-                    "the job reverted (version 2)")
+                    WITHIN, "the job reverted (version 2)")
         assert job.task_groups[0].tasks[0].config["v"] == "1"
         assert "sim.outcome" not in job.task_groups[0].meta
-        until(lambda: _settled(cluster, "revert", 2, 2), "version 2 (the revert) healthy",
-              within=90)
+        until(lambda: _settled(cluster, "revert", 2, 2), 90, "version 2 (the revert) healthy")
