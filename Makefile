@@ -5,8 +5,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+# The scheduler worker `make conformance` judges (docs/worker-protocol.md).
+WORKER ?= $(BIN)/drover worker
 
-.PHONY: help venv etcd node browser run test test-slow test-netfault test-unit lint proto proto-check bench smoke image clean
+.PHONY: help venv etcd node browser run test test-slow test-netfault test-unit conformance lint proto proto-check bench smoke image clean
 
 help:
 	@echo "make run    - local etcd + state, broker, deployments, proxy, web UI on :4646 (Ctrl-C stops all)"
@@ -14,6 +16,7 @@ help:
 	@echo "make test-slow     - the long drills (-m slow): kills, failovers, dev walk-throughs"
 	@echo "make test-netfault - network faults in namespaces (-m netfault; root, nftables)"
 	@echo "make browser - Debian chromium for the web UI's browser tests (part of test-slow)"
+	@echo "make conformance WORKER=\"cmd\" - a scheduler worker against Nomad's scenarios (default: drover worker)"
 	@echo "make lint   - ruff, mypy, buf lint"
 	@echo "make proto  - regenerate libs/drover/api from protos/"
 	@echo "make image  - the OCI image (deploy/Dockerfile) with buildah, on a debootstrap base"
@@ -45,16 +48,22 @@ run: venv etcd
 
 # The inner loop leaves out the long drills: the slow tests (-m slow: process
 # kills, lease expiry, drover dev walk-throughs, chaos) and the network fault
-# tests (-m netfault: root and nftables). Each has its own target, and CI
-# runs all three as steps of their own. A -m in PYTEST_ARGS wins.
+# tests (-m netfault: root and nftables) and the worker conformance suite
+# (-m conformance). Each has its own target, and CI runs them as steps of
+# their own. A -m in PYTEST_ARGS wins.
 test: venv etcd node
-	$(BIN)/pytest -m "not slow and not netfault" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not slow and not netfault and not conformance" $(PYTEST_ARGS)
 
 test-slow: venv etcd node browser
-	$(BIN)/pytest -m "slow and not netfault" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "slow and not netfault and not conformance" $(PYTEST_ARGS)
 
 test-netfault: venv etcd
 	$(BIN)/pytest -m netfault $(PYTEST_ARGS)
+
+# Nomad's scheduler scenarios judged on a real `drover dev --nodes 0` with the
+# WORKER command (started by the suite with --address HOST:PORT appended).
+conformance: venv etcd
+	DROVER_CONFORMANCE_WORKER="$(WORKER)" $(BIN)/pytest -m conformance tests/conformance $(PYTEST_ARGS)
 
 test-unit: venv
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

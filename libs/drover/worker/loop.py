@@ -1,7 +1,9 @@
 """The worker's thin async shell: dequeue (batched), plan, submit, ack.
 
 At-least-once: an evaluation whose processing fails is Nacked (the broker
-redelivers it after a delay); one that succeeds is acked in one AckBatch
+redelivers it after a delay), and so is one whose wait index the view does
+not reach within ``snapshot_wait`` (Nomad's snapshotMinIndex: never plan on
+older state); one that succeeds is acked in one AckBatch
 with the others of its batch, carrying a blocked evaluation when some
 allocations fit nowhere (the state service makes it pending again when a
 node joins or capacity is freed) or a follow-up when the plan was capped.
@@ -84,6 +86,11 @@ class WorkerConfig:
     num_schedulers: int = field(default_factory=default_num_schedulers)
     batch: int = 16
     dequeue_timeout: float = 5.0
+    #: How long the view may take to reach an evaluation's wait index before
+    #: the evaluation is nacked rather than planned on older state (Nomad's
+    #: raftSyncLimit): a system job planned on a view without the node that
+    #: joined would never be placed there.
+    snapshot_wait: float = 5.0
     plan_retries: int = 5
     #: Plans one delivery may submit when the planner capped them (txn
     #: size) before the rest goes to a "plan-continuation" follow-up.
@@ -110,6 +117,11 @@ class WorkerStats:
 
 class PlanRefused(Exception):
     """The plan kept being stale: give the evaluation back."""
+
+
+class ViewBehind(Exception):
+    """The view did not reach the evaluation's wait index in time: give the
+    evaluation back rather than plan it on older state."""
 
 
 class DeliveryEnded(Exception):
@@ -193,7 +205,7 @@ class Worker:
             log.warning("evaluation %s: %s; not ours any more", ev.id, e)
             return []
         except Exception as e:  # one bad evaluation must not stop the worker
-            if isinstance(e, (PlanRefused, grpc.RpcError)):
+            if isinstance(e, (PlanRefused, ViewBehind, grpc.RpcError)):
                 log.warning("evaluation %s: %s; nack", ev.id, _describe(e))
             else:
                 log.exception("evaluation %s: planning failed; nack", ev.id)
@@ -212,7 +224,9 @@ class Worker:
                       ) -> list[evaluation_pb2.Evaluation]:
         """Plan and submit until accepted; the follow-up evaluations to ack with.
         ``reads``: the job's reads, already under way; later rounds read again."""
-        await self.view.wait_past(wait_index, within=1.0)
+        if not await self.view.wait_past(wait_index, within=self.config.snapshot_wait):
+            raise ViewBehind(f"the view is at index {self.view.index}, the evaluation needs "
+                             f"{wait_index} (waited {self.config.snapshot_wait:g}s)")
         partial = Attempts(attempt_limit(ev.type))
         stale = 0
         rounds = 0

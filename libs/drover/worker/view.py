@@ -132,17 +132,18 @@ class ClusterView:
                 log.warning("worker view: %s; reloading", e)
                 await asyncio.sleep(0.5)
 
-    async def wait_past(self, index: int, within: float) -> None:
+    async def wait_past(self, index: int, within: float) -> bool:
         """Until the view has seen ``index`` (or ``within`` seconds passed: it
-        may simply have had nothing to deliver)."""
+        may simply have had nothing to deliver); whether it has."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
         while self.index < index:
             left = deadline - loop.time()
             if left <= 0:
-                return
+                return False
             try:
                 async with asyncio.timeout(left):
                     await self._changed.wait()
             except TimeoutError:
-                return
+                return self.index >= index
+        return True
