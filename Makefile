@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv etcd node run test test-slow test-netfault test-unit lint proto proto-check bench smoke image clean
+.PHONY: help venv etcd node ts-client ts-worker run test test-slow test-netfault test-unit lint proto proto-check bench smoke image clean
 
 help:
 	@echo "make run    - local etcd + state, broker, deployments, proxy (Ctrl-C stops all)"
@@ -34,6 +34,16 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 node: node_modules/.package-lock.json
 
+# The TypeScript API client (@drover/api: buf + ts-proto from protos/, then
+# tsc) and the TypeScript scheduler worker built on it, with its unit tests
+# (node's test runner). `npm install <path>/clients/typescript` after this.
+ts-client: node
+	npm run build --silent -w clients/typescript
+
+ts-worker: ts-client
+	npm run build --silent -w workers/typescript
+	npm test --silent -w workers/typescript
+
 run: venv etcd
 	$(BIN)/drover dev
 
@@ -41,10 +51,10 @@ run: venv etcd
 # kills, lease expiry, drover dev walk-throughs, chaos) and the network fault
 # tests (-m netfault: root and nftables). Each has its own target, and CI
 # runs all three as steps of their own. A -m in PYTEST_ARGS wins.
-test: venv etcd node
+test: venv etcd node ts-worker
 	$(BIN)/pytest -m "not slow and not netfault" $(PYTEST_ARGS)
 
-test-slow: venv etcd node
+test-slow: venv etcd node ts-worker
 	$(BIN)/pytest -m "slow and not netfault" $(PYTEST_ARGS)
 
 test-netfault: venv etcd
