@@ -9,7 +9,7 @@ import { groupAsk } from "./resources";
 import type { Plan, Snapshot } from "./snapshot";
 import type { Evaluation } from "./types";
 
-export function blockedNeed(ev: Evaluation, snap: Snapshot, plan: Plan, index: number): void {
+export function blockedNeed(ev: Evaluation, snap: Snapshot, plan: Plan, index: bigint): void {
   ev.snapshotIndex = index;
   const job = snap.job;
   if (job === null) return;

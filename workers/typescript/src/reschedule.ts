@@ -50,7 +50,7 @@ export function defaultFor(jobType: JobType): Policy | null {
 }
 
 export function secs(d: Duration | undefined): number {
-  return d ? d.seconds + d.nanos / 1e9 : 0;
+  return d ? Number(d.seconds) + d.nanos / 1e9 : 0;
 }
 
 /** The block's set fields merged over the type's default (Nomad's Merge). */
@@ -146,18 +146,18 @@ export function batchLater(due: ReadonlyArray<[number, string]>): Array<[number,
 // -- allocations as protos ----------------------------------------------------
 
 export function tsSecs(t: Timestamp | undefined): number {
-  return t ? t.seconds + t.nanos / 1e9 : 0;
+  return t ? Number(t.seconds) + t.nanos / 1e9 : 0;
 }
 
 export function timestamp(seconds: number): Timestamp {
   const ns = Math.round(seconds * 1e9);
   const s = Math.floor(ns / 1e9);
-  return { seconds: s, nanos: Math.round(ns - s * 1e9) };
+  return { seconds: BigInt(s), nanos: Math.round(ns - s * 1e9) };
 }
 
 export function duration(seconds: number): Duration {
   const s = Math.trunc(seconds);
-  return { seconds: s, nanos: Math.round((seconds - s) * 1e9) };
+  return { seconds: BigInt(s), nanos: Math.round((seconds - s) * 1e9) };
 }
 
 export function eventsOf(a: Allocation): Event[] {

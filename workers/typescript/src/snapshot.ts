@@ -10,7 +10,7 @@ export interface Snapshot {
   jobId: string;
   job: Job | null;
   /** Per job version: that version of the job. */
-  versions: ReadonlyMap<number, Job>;
+  versions: ReadonlyMap<bigint, Job>;
   deployment: Deployment | null;
   allocs: readonly Allocation[];
   nodes: readonly Node[];

@@ -21,7 +21,7 @@ const RUN = AllocDesiredStatus.ALLOC_DESIRED_STATUS_RUN;
 
 function byNodeVersionId(a: Allocation, b: Allocation): number {
   if (a.nodeId !== b.nodeId) return a.nodeId < b.nodeId ? -1 : 1;
-  if (a.jobVersion !== b.jobVersion) return b.jobVersion - a.jobVersion;
+  if (a.jobVersion !== b.jobVersion) return b.jobVersion > a.jobVersion ? 1 : -1;
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 

@@ -25,7 +25,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 export class ClusterView {
   readonly nodes = new Map<string, Node>();
   readonly used = new Map<string, Vec>();
-  index = 0;
+  index = 0n;
   private readonly allocs = new Map<string, [string, Vec]>(); // live alloc id -> [node, reserved]
   private waiters: Array<() => void> = [];
   private readyResolve!: () => void;
@@ -58,15 +58,15 @@ export class ClusterView {
     for (const a of placements) this.applyAlloc(a, true);
   }
 
-  private async load(): Promise<number> {
+  private async load(): Promise<bigint> {
     this.nodes.clear();
     this.allocs.clear();
     this.used.clear();
-    let index = 0;
+    let index = 0n;
     let pageToken = "";
     do {
       const resp = await this.conn.listNodes({ prefix: "", filter: "", orderBy: "", pageSize: PAGE, pageToken }, 30);
-      index = index || (resp.meta?.index ?? 0);
+      index = index || (resp.meta?.index ?? 0n);
       for (const n of resp.nodes) this.nodes.set(n.id, n);
       pageToken = resp.nextPageToken;
     } while (pageToken);
@@ -94,7 +94,7 @@ export class ClusterView {
         this.readyResolve();
         const stream = this.conn.subscribe({
           topics: [Topic.TOPIC_NODE, Topic.TOPIC_ALLOCATION], keys: [], namespace: "", fromIndex: this.index,
-          heartbeatInterval: { seconds: 0, nanos: FOLLOW_INTERVAL_MS * 1e6 },
+          heartbeatInterval: { seconds: 0n, nanos: FOLLOW_INTERVAL_MS * 1e6 },
         });
         this.stream = stream;
         for await (const resp of stream) {
@@ -107,7 +107,7 @@ export class ClusterView {
               this.applyAlloc(ev.allocation, deleted);
             }
           }
-          this.index = Math.max(this.index, resp.index);
+          if (resp.index > this.index) this.index = resp.index;
           this.advanced();
         }
         if (!this.stopped) this.log("worker view: the stream ended; reloading");
@@ -127,7 +127,7 @@ export class ClusterView {
   }
 
   /** Until the view has seen `index` (or `withinSec` passed: it may have had nothing to deliver). */
-  async waitPast(index: number, withinSec: number): Promise<void> {
+  async waitPast(index: bigint, withinSec: number): Promise<void> {
     const deadline = Date.now() + withinSec * 1000;
     while (this.index < index && !this.stopped) {
       const left = deadline - Date.now();

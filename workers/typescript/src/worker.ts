@@ -81,7 +81,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 interface Delivery {
   ev: Evaluation;
   token: string;
-  waitIndex: number;
+  waitIndex: bigint;
 }
 
 export class Worker {
@@ -129,7 +129,7 @@ export class Worker {
   async step(): Promise<number> {
     const ms = Math.round(this.config.dequeueTimeoutSec * 1000);
     const resp: DequeueResponse = await this.conn.dequeue({
-      schedulers: this.config.schedulers, timeout: { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 },
+      schedulers: this.config.schedulers, timeout: { seconds: BigInt(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1e6 },
       maxEvaluations: this.config.batch,
     }, this.config.dequeueTimeoutSec + 10);
     if (!resp.evaluation?.id) return 0;
@@ -178,7 +178,7 @@ export class Worker {
   }
 
   /** Plan and submit until accepted; the follow-up evaluations to ack with. */
-  async process(ev: Evaluation, waitIndex: number, token: string, reads: Promise<JobSnapshot> | null): Promise<Evaluation[]> {
+  async process(ev: Evaluation, waitIndex: bigint, token: string, reads: Promise<JobSnapshot> | null): Promise<Evaluation[]> {
     await this.view.waitPast(waitIndex, 1.0);
     const partial = new Attempts(attemptLimit(ev.type));
     let stale = 0;
@@ -217,7 +217,7 @@ export class Worker {
           await sleep(500 * stale);
           continue;
         }
-        index = parseInt(refused.metadata.index ?? "0", 10) || 0;
+        index = /^\d+$/.test(refused.metadata.index ?? "") ? BigInt(refused.metadata.index) : 0n;
         await this.view.waitPast(index, 0.5);
         continue;
       }
@@ -276,16 +276,16 @@ export class Worker {
   /** Submit `plan`, its placements reserved in the view meanwhile and released where not committed. */
   private async submit(ev: Evaluation, snap: Snapshot, plan: Plan, token: string): Promise<SubmitPlanResponse> {
     const nodes = new Map(snap.nodes.map((n) => [n.id, n.modifyIndex]));
-    const nodeIndexes: Record<string, number> = {};
-    for (const id of plan.nodeIds()) nodeIndexes[id] = nodes.get(id) ?? 0;
-    const allocIndexes: Record<string, number> = {};
+    const nodeIndexes: Record<string, bigint> = {};
+    for (const id of plan.nodeIds()) nodeIndexes[id] = nodes.get(id) ?? 0n;
+    const allocIndexes: Record<string, bigint> = {};
     for (const a of snap.allocs) allocIndexes[a.id] = a.modifyIndex;
     this.stats.plans += 1;
     this.view.reserve(plan.placements);
     let resp: SubmitPlanResponse;
     try {
       resp = await this.conn.submitPlan({
-        evalId: ev.id, namespace: snap.namespace, jobId: snap.jobId, jobIndex: snap.job?.modifyIndex ?? 0,
+        evalId: ev.id, namespace: snap.namespace, jobId: snap.jobId, jobIndex: snap.job?.modifyIndex ?? 0n,
         allocIndexes, nodeIndexes, placements: plan.placements, updates: plan.updates,
         evaluations: plan.evaluations, evalToken: token,
       }, 30);
@@ -300,7 +300,7 @@ export class Worker {
   }
 
   /** The follow-ups; a blocked one records what it needs and the index its plan was computed at. */
-  private followUpsWithNeeds(ev: Evaluation, snap: Snapshot, plan: Plan, index: number): Evaluation[] {
+  private followUpsWithNeeds(ev: Evaluation, snap: Snapshot, plan: Plan, index: bigint): Evaluation[] {
     const follow = this.followUps(ev, plan);
     for (const f of follow) {
       if (f.status === EvaluationStatus.EVALUATION_STATUS_BLOCKED) blockedNeed(f, snap, plan, index);

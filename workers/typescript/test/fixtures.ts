@@ -7,10 +7,10 @@ import { AllocClientStatus, AllocDesiredStatus } from "@drover/api/drover/types/
 import { add, vecOf, ZERO, type Vec } from "../src/resources";
 import type { Snapshot } from "../src/snapshot";
 
-export function job(o: { version?: number; count?: number; canary?: number; maxParallel?: number; image?: string;
+export function job(o: { version?: bigint; count?: number; canary?: number; maxParallel?: number; image?: string;
   type?: JobType; cpu?: number } = {}): Job {
   return Job.fromPartial({
-    id: "web", namespace: "default", version: o.version ?? 0, type: o.type ?? JobType.JOB_TYPE_SERVICE,
+    id: "web", namespace: "default", version: o.version ?? 0n, type: o.type ?? JobType.JOB_TYPE_SERVICE,
     datacenters: ["dc1"],
     taskGroups: [{
       name: "g", count: o.count ?? 3, update: { maxParallel: o.maxParallel ?? 1, canary: o.canary ?? 0 },
@@ -26,7 +26,7 @@ export function nodes(n: number, cpu = 1000, mem = 4000): Node[] {
   }));
 }
 
-export function deployment(version: number, canaries = 0, promoted = false,
+export function deployment(version: bigint, canaries = 0, promoted = false,
   status = DeploymentStatus.DEPLOYMENT_STATUS_RUNNING): Deployment {
   return Deployment.fromPartial({
     id: `d${version}`, jobId: "web", jobVersion: version, status,
@@ -42,7 +42,7 @@ export function running(j: Job, n: number, o: { node?: string; healthy?: boolean
     name: `web.g[${start + k}]`, nodeId: o.node ?? "n0", desiredStatus: AllocDesiredStatus.ALLOC_DESIRED_STATUS_RUN,
     clientStatus: o.status ?? AllocClientStatus.ALLOC_CLIENT_STATUS_RUNNING, deploymentId: o.dep ?? "",
     resources: { cpu: 100, memoryMb: 300 },
-    deploymentStatus: o.healthy === undefined ? undefined : { healthy: o.healthy, canary: false, modifyIndex: 0 },
+    deploymentStatus: o.healthy === undefined ? undefined : { healthy: o.healthy, canary: false, modifyIndex: 0n },
   }));
 }
 

@@ -9,7 +9,7 @@ import { deployment, ids, job, nodes, running, snap } from "./fixtures";
 const STOP = AllocDesiredStatus.ALLOC_DESIRED_STATUS_STOP;
 
 test("a first version places every allocation, named by index, in its deployment", () => {
-  const plan = computePlan(snap(job({ count: 3 }), { dep: deployment(0) }), { newId: ids() });
+  const plan = computePlan(snap(job({ count: 3 }), { dep: deployment(0n) }), { newId: ids() });
   assert.equal(plan.placements.length, 3);
   assert.equal(plan.updates.length, 0);
   assert.deepEqual(plan.placements.map((a) => a.name).sort(), ["web.g[0]", "web.g[1]", "web.g[2]"]);
@@ -35,42 +35,42 @@ test("a job that fits nowhere is queued, not placed", () => {
 });
 
 test("a destructive update replaces at most max_parallel at a time, less the unhealthy new ones", () => {
-  const v0 = job({ version: 0, count: 4 });
-  const v1 = job({ version: 1, count: 4, maxParallel: 2, image: "v2" });
-  const plan = computePlan(snap(v1, { allocs: running(v0, 4), dep: deployment(1), versions: [v0] }), { newId: ids() });
+  const v0 = job({ version: 0n, count: 4 });
+  const v1 = job({ version: 1n, count: 4, maxParallel: 2, image: "v2" });
+  const plan = computePlan(snap(v1, { allocs: running(v0, 4), dep: deployment(1n), versions: [v0] }), { newId: ids() });
   assert.equal(plan.placements.length, 2);
   assert.equal(plan.updates.filter((a) => a.desiredStatus === STOP).length, 2);
   assert.deepEqual(plan.placements.map((a) => a.previousAllocation), ["v0-0", "v0-1"]);
   // two of the new version in flight, not healthy: no more this round
   const flight = running(v1, 2, { dep: "d1" }).map((a) => ({ ...a, deploymentStatus: undefined }));
-  const next = computePlan(snap(v1, { allocs: [...running(v0, 2, { start: 2 }), ...flight], dep: deployment(1),
+  const next = computePlan(snap(v1, { allocs: [...running(v0, 2, { start: 2 }), ...flight], dep: deployment(1n),
     versions: [v0] }), { newId: ids() });
   assert.equal(next.placements.length, 0);
   assert.equal(next.updates.length, 0);
 });
 
 test("an unchanged task group is updated in place", () => {
-  const v0 = job({ version: 0, count: 2 });
-  const v1 = job({ version: 1, count: 2 });
+  const v0 = job({ version: 0n, count: 2 });
+  const v1 = job({ version: 1n, count: 2 });
   const plan = computePlan(snap(v1, { allocs: running(v0, 2), versions: [v0] }), { newId: ids() });
   assert.equal(plan.placements.length, 0);
-  assert.deepEqual(plan.updates.map((a) => [a.jobVersion, a.desiredStatus]), [[1, AllocDesiredStatus.ALLOC_DESIRED_STATUS_RUN],
-    [1, AllocDesiredStatus.ALLOC_DESIRED_STATUS_RUN]]);
+  assert.deepEqual(plan.updates.map((a) => [a.jobVersion, a.desiredStatus]), [[1n, AllocDesiredStatus.ALLOC_DESIRED_STATUS_RUN],
+    [1n, AllocDesiredStatus.ALLOC_DESIRED_STATUS_RUN]]);
 });
 
 test("canaries first, the old allocations serve until promotion; then the rollout", () => {
-  const v0 = job({ version: 0, count: 3 });
-  const v1 = job({ version: 1, count: 3, canary: 1, image: "v2" });
+  const v0 = job({ version: 0n, count: 3 });
+  const v1 = job({ version: 1n, count: 3, canary: 1, image: "v2" });
   const old = running(v0, 3);
-  const plan = computePlan(snap(v1, { allocs: old, dep: deployment(1, 1), versions: [v0] }), { newId: ids() });
+  const plan = computePlan(snap(v1, { allocs: old, dep: deployment(1n, 1), versions: [v0] }), { newId: ids() });
   assert.equal(plan.placements.length, 1);
   assert.equal(plan.placements[0].deploymentStatus?.canary, true);
   assert.equal(plan.placements[0].name, "web.g[3]");
   assert.equal(plan.updates.length, 0);
   // promoted, the canary healthy: one old one replaced (max_parallel 1), the surplus old one stopped
   const canary = { ...plan.placements[0], clientStatus: AllocClientStatus.ALLOC_CLIENT_STATUS_RUNNING,
-    deploymentStatus: { canary: true, healthy: true, modifyIndex: 0 } };
-  const after = computePlan(snap(v1, { allocs: [...old, canary], dep: deployment(1, 1, true), versions: [v0] }),
+    deploymentStatus: { canary: true, healthy: true, modifyIndex: 0n } };
+  const after = computePlan(snap(v1, { allocs: [...old, canary], dep: deployment(1n, 1, true), versions: [v0] }),
     { newId: ids() });
   const stops = after.updates.filter((a) => a.desiredStatus === STOP).map((a) => a.id).sort();
   assert.deepEqual(stops, ["v0-0", "v0-2"]);
@@ -78,9 +78,9 @@ test("canaries first, the old allocations serve until promotion; then the rollou
 });
 
 test("a failed deployment's un-promoted canaries are stopped", () => {
-  const v1 = job({ version: 1, count: 1, canary: 1, image: "v2" });
-  const canary = running(v1, 1, { dep: "d1" }).map((a) => ({ ...a, deploymentStatus: { canary: true, modifyIndex: 0 } }));
-  const plan = computePlan(snap(v1, { allocs: canary, dep: deployment(1, 1, false, DeploymentStatus.DEPLOYMENT_STATUS_FAILED) }),
+  const v1 = job({ version: 1n, count: 1, canary: 1, image: "v2" });
+  const canary = running(v1, 1, { dep: "d1" }).map((a) => ({ ...a, deploymentStatus: { canary: true, modifyIndex: 0n } }));
+  const plan = computePlan(snap(v1, { allocs: canary, dep: deployment(1n, 1, false, DeploymentStatus.DEPLOYMENT_STATUS_FAILED) }),
     { newId: ids() });
   assert.deepEqual(plan.updates.map((a) => [a.id, a.desiredStatus]), [["v1-0", STOP]]);
 });

@@ -10,7 +10,7 @@ import { ids, job, running, snap } from "./fixtures";
 test("a block's set fields merge over the job type's default", () => {
   assert.deepEqual(r.resolve(JobType.JOB_TYPE_SERVICE, undefined), r.SERVICE_DEFAULT);
   assert.equal(r.resolve(JobType.JOB_TYPE_SYSTEM, { attempts: 3 }), null);
-  const p = r.resolve(JobType.JOB_TYPE_BATCH, { attempts: 3, delay: { seconds: 10, nanos: 0 } })!;
+  const p = r.resolve(JobType.JOB_TYPE_BATCH, { attempts: 3, delay: { seconds: 10n, nanos: 0 } })!;
   assert.deepEqual([p.attempts, p.delay, p.interval, p.delayFunction], [3, 10, 86400, "constant"]);
 });
 
@@ -57,7 +57,7 @@ test("a failed allocation due now is replaced, away from its node, carrying its 
   assert.equal(fresh.previousAllocation, a.id);
   assert.notEqual(fresh.nodeId, a.nodeId);
   assert.equal(fresh.rescheduleTracker?.events.length, 1);
-  assert.deepEqual(fresh.rescheduleTracker?.events[0].delay, { seconds: 30, nanos: 0 });
+  assert.deepEqual(fresh.rescheduleTracker?.events[0].delay, { seconds: 30n, nanos: 0 });
   assert.equal(plan.updates[0].desiredStatus, AllocDesiredStatus.ALLOC_DESIRED_STATUS_STOP);
   assert.equal(plan.updates[0].desiredDescription, failed.STOP_DESCRIPTION);
   assert.equal(plan.updates[0].nextAllocation, fresh.id);

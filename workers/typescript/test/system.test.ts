@@ -31,8 +31,8 @@ test("a node without room queues the group there", () => {
 });
 
 test("a changed system job is replaced max_parallel nodes at a time", () => {
-  const v0 = system({ version: 0 });
-  const v1 = system({ version: 1, image: "v2", maxParallel: 1 });
+  const v0 = system({ version: 0n });
+  const v1 = system({ version: 1n, image: "v2", maxParallel: 1 });
   const allocs = [...running(v0, 1, { node: "n0" }), ...running(v0, 1, { node: "n1", start: 1 })];
   const plan = computePlan(snap(v1, { nodes: nodes(2), allocs, versions: [v0] }), { newId: ids() });
   assert.equal(plan.placements.length, 1);
