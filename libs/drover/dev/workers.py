@@ -21,15 +21,20 @@ class WorkerNotBuilt(RuntimeError):
     pass
 
 
-def worker_command(kind: str, address: str, max_txn_ops: int) -> tuple[str, ...]:
-    """The command that runs a ``kind`` worker against ``address``."""
-    flags = ("--address", address, "--max-txn-ops", str(max_txn_ops))
+def worker_program(kind: str) -> tuple[str, ...]:
+    """The command that runs a ``kind`` worker, before its flags (the same
+    flags for every kind: `drover worker --help`)."""
     if kind == "python":
-        return (sys.executable, "-m", "drover.cli.main", "worker", *flags)
+        return (sys.executable, "-m", "drover.cli.main", "worker")
     if kind != "typescript":
         raise ValueError(f"no worker {kind!r}: one of {', '.join(WORKERS)}")
     node = shutil.which("node")
     if node is None or not TS_MAIN.is_file():
         raise WorkerNotBuilt(f"the TypeScript worker is not built ({TS_MAIN} missing"
                              f"{'' if node else ', node not on PATH'}): run `make ts-worker`")
-    return (node, str(TS_MAIN), *flags)
+    return (node, str(TS_MAIN))
+
+
+def worker_command(kind: str, address: str, max_txn_ops: int) -> tuple[str, ...]:
+    """The command that runs a ``kind`` worker against ``address``."""
+    return (*worker_program(kind), "--address", address, "--max-txn-ops", str(max_txn_ops))
