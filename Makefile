@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv etcd node ts-client ts-worker run test test-slow test-netfault test-unit lint proto proto-check bench smoke image clean
+.PHONY: help venv etcd node ts-client ts-worker py-client clients run test test-slow test-netfault test-unit lint proto proto-check bench smoke image clean
 
 help:
 	@echo "make run    - local etcd + state, broker, deployments, proxy (Ctrl-C stops all)"
@@ -15,6 +15,8 @@ help:
 	@echo "make test-netfault - network faults in namespaces (-m netfault; root, nftables)"
 	@echo "make lint   - ruff, mypy, buf lint"
 	@echo "make proto  - regenerate libs/drover/api from protos/"
+	@echo "make clients - the typed API clients: clients/typescript (npm) and clients/python (wheel)"
+	@echo "make ts-worker - build the TypeScript worker (workers/typescript) and run its unit tests"
 	@echo "make image  - the OCI image (deploy/Dockerfile) with buildah, on a debootstrap base"
 
 $(STAMP): pyproject.toml constraints.txt
@@ -43,6 +45,12 @@ ts-client: node
 ts-worker: ts-client
 	npm run build --silent -w workers/typescript
 	npm test --silent -w workers/typescript
+
+# drover-api: the Python stubs (libs/drover/api) as a wheel of their own.
+py-client: venv
+	$(BIN)/python -m pip wheel -q --no-deps -w clients/python/dist clients/python
+
+clients: ts-client py-client
 
 run: venv etcd
 	$(BIN)/drover dev
