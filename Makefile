@@ -39,11 +39,22 @@ node: node_modules/.package-lock.json
 # The TypeScript API client (@drover/api: buf + ts-proto from protos/, then
 # tsc) and the TypeScript scheduler worker built on it, with its unit tests
 # (node's test runner). `npm install <path>/clients/typescript` after this.
-ts-client: node
-	npm run build --silent -w clients/typescript
+TS_CLIENT := clients/typescript/dist/.built
+TS_WORKER := workers/typescript/dist/.built
 
-ts-worker: ts-client
+$(TS_CLIENT): node_modules/.package-lock.json buf.gen.ts.yaml clients/typescript/package.json \
+		clients/typescript/tsconfig.json $(shell find protos -name '*.proto')
+	npm run build --silent -w clients/typescript
+	@touch $@
+
+$(TS_WORKER): $(TS_CLIENT) workers/typescript/package.json workers/typescript/tsconfig.json \
+		$(shell find workers/typescript/src workers/typescript/test -name '*.ts')
 	npm run build --silent -w workers/typescript
+	@touch $@
+
+ts-client: $(TS_CLIENT)
+
+ts-worker: $(TS_WORKER)
 	npm test --silent -w workers/typescript
 
 # drover-api: the Python stubs (libs/drover/api) as a wheel of their own.
