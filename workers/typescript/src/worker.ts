@@ -140,9 +140,8 @@ export class Worker {
     const acks: AckRequest[] = [];
     let ahead: Promise<JobSnapshot> | null = null;
     for (let i = 0; i < deliveries.length; i++) {
-      const reads: Promise<JobSnapshot> = ahead ?? this.readJob(deliveries[i].ev);
-      ahead = i + 1 < deliveries.length ? this.readJob(deliveries[i + 1].ev) : null;
-      ahead?.catch(() => undefined); // read again when its turn comes, if it failed
+      const reads: Promise<JobSnapshot> = ahead ?? this.readAhead(deliveries[i].ev);
+      ahead = i + 1 < deliveries.length ? this.readAhead(deliveries[i + 1].ev) : null;
       acks.push(...await this.processOne(deliveries[i], reads));
     }
     if (acks.length) {
@@ -236,6 +235,13 @@ export class Worker {
       // Nomad waits for a snapshot at the refresh index: the view must include the other plans.
       await this.view.waitPast(resp.refreshIndex, 5.0);
     }
+  }
+
+  /** readJob started before its turn: a failure is seen (and the read tried again) when it is awaited. */
+  private readAhead(ev: Evaluation): Promise<JobSnapshot> {
+    const reads = this.readJob(ev);
+    reads.catch(() => undefined); // not an unhandled rejection meanwhile
+    return reads;
   }
 
   /** The evaluation's job, its versions, deployment and allocations: one GetJobSnapshot. */
