@@ -8,7 +8,7 @@ import threading
 import click
 
 from drover.dev.supervisor import DEFAULT_REPLICAS, MAX_REPLICAS, SERVICES, DevLayout, Supervisor
-from drover.dev.workers import WORKERS
+from drover.dev.workers import WORKERS, WorkerNotBuilt, worker_program
 
 
 @click.command()
@@ -39,6 +39,11 @@ def dev(data_dir: str | None, port_offset: int, etcd_members: int, replicas: int
     the restart logged. Ctrl-C or SIGTERM stops every child, etcd included,
     within 5 seconds.
     """
+    if nodes:
+        try:
+            worker_program(worker)  # before anything starts: a worker not built says so
+        except WorkerNotBuilt as e:
+            raise click.ClickException(str(e)) from e
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
