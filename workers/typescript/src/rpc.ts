@@ -109,6 +109,10 @@ export class Connection {
     return this.unary("broker", "nack", req, timeoutSec, false);
   }
 
+  outstandingReset(req: broker.OutstandingResetRequest, timeoutSec: number): Promise<broker.OutstandingResetResponse> {
+    return this.unary("broker", "outstandingReset", req, timeoutSec, false);
+  }
+
   getJobSnapshot(req: state.GetJobSnapshotRequest, timeoutSec: number): Promise<state.GetJobSnapshotResponse> {
     return this.unary("state", "getJobSnapshot", req, timeoutSec, true);
   }

@@ -23,7 +23,11 @@
  *   up to `planRounds` plans, then a plan-continuation follow-up;
  * - every successful evaluation of a batch is acked in one AckBatch, with
  *   its follow-up: a blocked evaluation (what it needs: ./blocked) when
- *   allocations fit nowhere.
+ *   allocations fit nowhere;
+ * - while a batch is processed, the deliveries not yet acked or nacked have
+ *   their nack timers restarted (OutstandingReset) every
+ *   `outstandingResetSec`, so a long batch does not outlive the broker's
+ *   nack timeout (the Python worker does not: its batches are short).
  */
 import { randomUUID } from "node:crypto";
 import type { DequeueResponse } from "@drover/api/drover/broker/v1/broker";
@@ -53,11 +57,13 @@ export interface WorkerConfig {
   /** etcd's --max-txn-ops as this worker is told it. */
   maxTxnOps: number;
   seed: number | null;
+  /** How often deliveries still being processed restart their nack timers (the broker's default timeout: 60 s). */
+  outstandingResetSec: number;
 }
 
 export const DEFAULTS: WorkerConfig = {
   schedulers: ["service", "batch", "system"], numSchedulers: 1, batch: 16, dequeueTimeoutSec: 5,
-  planRetries: 5, planRounds: 16, maxTxnOps: 128, seed: null,
+  planRetries: 5, planRounds: 16, maxTxnOps: 128, seed: null, outstandingResetSec: 15,
 };
 
 export interface WorkerStats {
@@ -138,17 +144,35 @@ export class Worker {
       if (d.evaluation) deliveries.push({ ev: d.evaluation, token: d.token, waitIndex: d.waitIndex });
     }
     const acks: AckRequest[] = [];
-    let ahead: Promise<JobSnapshot> | null = null;
-    for (let i = 0; i < deliveries.length; i++) {
-      const reads: Promise<JobSnapshot> = ahead ?? this.readAhead(deliveries[i].ev);
-      ahead = i + 1 < deliveries.length ? this.readAhead(deliveries[i + 1].ev) : null;
-      acks.push(...await this.processOne(deliveries[i], reads));
-    }
-    if (acks.length) {
-      const out = await this.conn.ackBatch({ acks }, 30);
-      for (const o of out.outcomes) if (o.code) this.log(`WARNING ack ${o.evalId}: ${o.message} (${o.reason})`);
+    const outstanding = new Set(deliveries);
+    const keepAlive = setInterval(() => this.resetOutstanding(outstanding), this.config.outstandingResetSec * 1000);
+    try {
+      let ahead: Promise<JobSnapshot> | null = null;
+      for (let i = 0; i < deliveries.length; i++) {
+        const reads: Promise<JobSnapshot> = ahead ?? this.readAhead(deliveries[i].ev);
+        ahead = i + 1 < deliveries.length ? this.readAhead(deliveries[i + 1].ev) : null;
+        const ack = await this.processOne(deliveries[i], reads);
+        if (!ack.length) outstanding.delete(deliveries[i]); // nacked, or no longer ours
+        acks.push(...ack);
+      }
+      if (acks.length) {
+        const out = await this.conn.ackBatch({ acks }, 30);
+        for (const o of out.outcomes) if (o.code) this.log(`WARNING ack ${o.evalId}: ${o.message} (${o.reason})`);
+      }
+    } finally {
+      clearInterval(keepAlive);
     }
     return deliveries.length;
+  }
+
+  /** Restart the nack timers of deliveries still being processed (Nomad's OutstandingReset). */
+  private resetOutstanding(outstanding: Set<Delivery>): void {
+    for (const d of outstanding) {
+      this.conn.outstandingReset({ evalId: d.ev.id, token: d.token }, 10).catch((err) => {
+        outstanding.delete(d); // the delivery ended: its plan will say so (PLAN_DELIVERY_ENDED)
+        this.log(`WARNING outstanding reset ${d.ev.id}: ${describe(err)}`);
+      });
+    }
   }
 
   /** One delivery processed: its ack, or none (nacked, or no longer ours). */
