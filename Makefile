@@ -48,7 +48,7 @@ $(TS_CLIENT): node_modules/.package-lock.json buf.gen.ts.yaml clients/typescript
 	@touch $@
 
 $(TS_WORKER): $(TS_CLIENT) workers/typescript/package.json workers/typescript/tsconfig.json \
-		$(shell find workers/typescript/src workers/typescript/test -name '*.ts')
+		$(shell find workers/typescript/src workers/typescript/test workers/typescript/test_helpers -name '*.ts')
 	npm run build --silent -w workers/typescript
 	@touch $@
 

@@ -65,7 +65,7 @@ export function reconcileSystem(b: Builder, job: Job, tg: TaskGroup, allocs: rea
       continue;
     }
     budget -= 1;
-    b.stop(a, "alloc is being updated due to job update");
+    if (!b.stop(a, "alloc is being updated due to job update")) continue; // no room left (more): a follow-up replaces it
     if (!placeOn(b, job, tg, target, a.id)) b.plan.updates.pop(); // no room for the new one: keep the old one
   }
   for (const id of [...targets.keys()].sort()) {

@@ -39,3 +39,15 @@ test("a changed system job is replaced max_parallel nodes at a time", () => {
   assert.equal(plan.updates[0].desiredStatus, AllocDesiredStatus.ALLOC_DESIRED_STATUS_STOP);
   assert.ok(plan.more);
 });
+
+test("a replacement with no room left in the plan takes back nothing else", () => {
+  const v0 = system({ version: 0n });
+  const v1 = system({ version: 1n, image: "v2" });
+  const ns = nodes(2);
+  ns[0].datacenter = "dc2";
+  const allocs = [...running(v0, 1, { node: "n0" }), ...running(v0, 1, { node: "n1", start: 1 })];
+  const plan = computePlan(snap(v1, { nodes: ns, allocs, versions: [v0] }), { newId: ids(), maxOps: 2 });
+  assert.deepEqual(plan.updates.map((a) => [a.nodeId, a.desiredStatus]), [["n0", AllocDesiredStatus.ALLOC_DESIRED_STATUS_STOP]]);
+  assert.equal(plan.placements.length, 0);
+  assert.ok(plan.more);
+});
