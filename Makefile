@@ -79,7 +79,7 @@ test-slow: venv etcd node ts-worker
 test-netfault: venv etcd
 	$(BIN)/pytest -m netfault $(PYTEST_ARGS)
 
-test-unit: venv
+test-unit: venv ts-worker
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
 lint: venv node
