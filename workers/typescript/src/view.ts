@@ -126,12 +126,12 @@ export class ClusterView {
     this.advanced();
   }
 
-  /** Until the view has seen `index` (or `withinSec` passed: it may have had nothing to deliver). */
-  async waitPast(index: bigint, withinSec: number): Promise<void> {
+  /** Until the view has seen `index` (or `withinSec` passed: it may have had nothing to deliver); whether it has. */
+  async waitPast(index: bigint, withinSec: number): Promise<boolean> {
     const deadline = Date.now() + withinSec * 1000;
     while (this.index < index && !this.stopped) {
       const left = deadline - Date.now();
-      if (left <= 0) return;
+      if (left <= 0) return false;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);
         this.waiters.push(() => {
@@ -140,5 +140,6 @@ export class ClusterView {
         });
       });
     }
+    return this.index >= index;
   }
 }

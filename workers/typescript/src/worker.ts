@@ -4,7 +4,9 @@
  * states the protocol):
  *
  * - Dequeue up to `batch` evaluations (one per job); wait for the view to
- *   pass each one's wait_index (1 s at most), read the job's snapshot
+ *   pass each one's wait_index (`snapshotWaitSec` at most, Nomad's
+ *   raftSyncLimit: a view that does not get there in time means a Nack,
+ *   never a plan on older state), read the job's snapshot
  *   (GetJobSnapshot, paging its allocations when incomplete; the next
  *   evaluation's read goes ahead while one is planned), plan, SubmitPlan
  *   with the delivery's eval_token and the compares (job, allocation and
@@ -23,7 +25,9 @@
  *   up to `planRounds` plans, then a plan-continuation follow-up;
  * - every successful evaluation of a batch is acked in one AckBatch, with
  *   its follow-up: a blocked evaluation (what it needs: ./blocked) when
- *   allocations fit nowhere;
+ *   allocations fit nowhere; an AckBatch that ends UNAVAILABLE (outcome
+ *   unknown) is sent again as it was, a few times (the Python worker
+ *   leaves the evaluations to their nack timeout instead);
  * - while a batch is processed, the deliveries not yet acked or nacked have
  *   their nack timers restarted (OutstandingReset) every
  *   `outstandingResetSec`, so a long batch does not outlive the broker's
@@ -51,6 +55,8 @@ export interface WorkerConfig {
   numSchedulers: number;
   batch: number;
   dequeueTimeoutSec: number;
+  /** How long the view may take to reach an evaluation's wait index before the evaluation is nacked. */
+  snapshotWaitSec: number;
   planRetries: number;
   /** Plans one delivery may submit when capped before a plan-continuation follow-up. */
   planRounds: number;
@@ -62,7 +68,7 @@ export interface WorkerConfig {
 }
 
 export const DEFAULTS: WorkerConfig = {
-  schedulers: ["service", "batch", "system"], numSchedulers: 1, batch: 16, dequeueTimeoutSec: 5,
+  schedulers: ["service", "batch", "system"], numSchedulers: 1, batch: 16, dequeueTimeoutSec: 5, snapshotWaitSec: 5,
   planRetries: 5, planRounds: 16, maxTxnOps: 128, seed: null, outstandingResetSec: 15,
 };
 
@@ -79,8 +85,13 @@ export interface WorkerStats {
 
 /** The plan kept being stale: give the evaluation back. */
 class PlanRefused extends Error {}
+/** The view did not reach the evaluation's wait index in time: give it back rather than plan on older state. */
+class ViewBehind extends Error {}
 /** The state service refused the plan: this worker's delivery of the evaluation ended. */
 class DeliveryEnded extends Error {}
+
+/** AckBatch calls per batch while they end UNAVAILABLE. */
+const ACK_TRIES = 3;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -155,14 +166,32 @@ export class Worker {
         if (!ack.length) outstanding.delete(deliveries[i]); // nacked, or no longer ours
         acks.push(...ack);
       }
-      if (acks.length) {
-        const out = await this.conn.ackBatch({ acks }, 30);
-        for (const o of out.outcomes) if (o.code) this.log(`WARNING ack ${o.evalId}: ${o.message} (${o.reason})`);
-      }
+      if (acks.length) await this.ack(acks);
     } finally {
       clearInterval(keepAlive);
     }
     return deliveries.length;
+  }
+
+  /**
+   * One AckBatch; sent again as it was (the same follow-up ids) after
+   * UNAVAILABLE (OUTCOME_UNKNOWN: it may have landed, and then the second
+   * says NOT_OUTSTANDING or EVALUATION_EXISTS: done).
+   */
+  private async ack(acks: AckRequest[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const out = await this.conn.ackBatch({ acks }, 30);
+        for (const o of out.outcomes) {
+          if (o.code) this.log(`${attempt > 1 ? "INFO" : "WARNING"} ack ${o.evalId}: ${o.message} (${o.reason})`);
+        }
+        return;
+      } catch (err) {
+        if (remoteStatus(err).code !== "UNAVAILABLE" || attempt >= ACK_TRIES || this.stopped) throw err;
+        this.log(`WARNING ack: ${describe(err)}; sending it again`);
+        await sleep(500 * attempt);
+      }
+    }
   }
 
   /** Restart the nack timers of deliveries still being processed (Nomad's OutstandingReset). */
@@ -186,7 +215,7 @@ export class Worker {
         this.log(`WARNING evaluation ${d.ev.id}: ${err.message}; not ours any more`);
         return [];
       }
-      this.log(`WARNING evaluation ${d.ev.id}: ${err instanceof PlanRefused || isRpcError(err) ? describe(err)
+      this.log(`WARNING evaluation ${d.ev.id}: ${err instanceof PlanRefused || err instanceof ViewBehind || isRpcError(err) ? describe(err)
         : `planning failed: ${(err as Error)?.stack ?? err}`}; nack`);
       this.stats.nacked += 1;
       try {
@@ -202,7 +231,10 @@ export class Worker {
 
   /** Plan and submit until accepted; the follow-up evaluations to ack with. */
   async process(ev: Evaluation, waitIndex: bigint, token: string, reads: Promise<JobSnapshot> | null): Promise<Evaluation[]> {
-    await this.view.waitPast(waitIndex, 1.0);
+    if (!await this.view.waitPast(waitIndex, this.config.snapshotWaitSec)) {
+      throw new ViewBehind(`the view is at index ${this.view.index}, the evaluation needs ${waitIndex} `
+        + `(waited ${this.config.snapshotWaitSec}s)`);
+    }
     const partial = new Attempts(attemptLimit(ev.type));
     let stale = 0;
     let rounds = 0;
