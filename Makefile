@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # The scheduler worker `make conformance` judges (docs/worker-protocol.md).
 WORKER ?= $(BIN)/drover worker
 
-.PHONY: help venv etcd node browser run test test-slow test-netfault test-unit conformance lint proto proto-check bench smoke image clean
+.PHONY: help venv etcd node browser ts-client ts-worker py-client clients run test test-slow test-netfault test-unit conformance conformance-ts lint proto proto-check bench smoke image clean
 
 help:
 	@echo "make run    - local etcd + state, broker, deployments, proxy, web UI on :4646 (Ctrl-C stops all)"
@@ -19,6 +19,8 @@ help:
 	@echo "make conformance WORKER=\"cmd\" - a scheduler worker against Nomad's scenarios (default: drover worker)"
 	@echo "make lint   - ruff, mypy, buf lint"
 	@echo "make proto  - regenerate libs/drover/api from protos/"
+	@echo "make clients - the typed API clients: clients/typescript (npm) and clients/python (wheel)"
+	@echo "make ts-worker - build the TypeScript worker (workers/typescript) and run its unit tests"
 	@echo "make image  - the OCI image (deploy/Dockerfile) with buildah, on a debootstrap base"
 
 $(STAMP): pyproject.toml constraints.txt
@@ -43,6 +45,33 @@ node: node_modules/.package-lock.json
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
+# The TypeScript API client (@drover/api: buf + ts-proto from protos/, then
+# tsc) and the TypeScript scheduler worker built on it, with its unit tests
+# (node's test runner). `npm install <path>/clients/typescript` after this.
+TS_CLIENT := clients/typescript/dist/.built
+TS_WORKER := workers/typescript/dist/.built
+
+$(TS_CLIENT): node_modules/.package-lock.json buf.gen.ts.yaml clients/typescript/package.json \
+		clients/typescript/tsconfig.json $(shell find protos -name '*.proto')
+	npm run build --silent -w clients/typescript
+	@touch $@
+
+$(TS_WORKER): $(TS_CLIENT) workers/typescript/package.json workers/typescript/tsconfig.json \
+		$(shell find workers/typescript/src workers/typescript/test workers/typescript/test_helpers -name '*.ts')
+	npm run build --silent -w workers/typescript
+	@touch $@
+
+ts-client: $(TS_CLIENT)
+
+ts-worker: $(TS_WORKER)
+	npm test --silent -w workers/typescript
+
+# drover-api: the Python stubs (libs/drover/api) as a wheel of their own.
+py-client: venv
+	$(BIN)/python -m pip wheel -q --no-deps -w clients/python/dist clients/python
+
+clients: ts-client py-client
+
 run: venv etcd
 	$(BIN)/drover dev
 
@@ -51,10 +80,10 @@ run: venv etcd
 # tests (-m netfault: root and nftables) and the worker conformance suite
 # (-m conformance). Each has its own target, and CI runs them as steps of
 # their own. A -m in PYTEST_ARGS wins.
-test: venv etcd node
+test: venv etcd node ts-worker
 	$(BIN)/pytest -m "not slow and not netfault and not conformance" $(PYTEST_ARGS)
 
-test-slow: venv etcd node browser
+test-slow: venv etcd node browser ts-worker
 	$(BIN)/pytest -m "slow and not netfault and not conformance" $(PYTEST_ARGS)
 
 test-netfault: venv etcd
@@ -65,7 +94,11 @@ test-netfault: venv etcd
 conformance: venv etcd
 	DROVER_CONFORMANCE_WORKER="$(WORKER)" $(BIN)/pytest -m conformance tests/conformance $(PYTEST_ARGS)
 
-test-unit: venv
+# The same scenarios with the TypeScript worker.
+conformance-ts: ts-worker
+	$(MAKE) conformance WORKER="node $(CURDIR)/workers/typescript/dist/src/main.js"
+
+test-unit: venv ts-worker
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
 lint: venv node

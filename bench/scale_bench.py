@@ -126,6 +126,7 @@ from drover.coord import EtcdKV, Keyspace, connect
 from drover.coord.kv import Delete, Put, objects_per_txn, prefix_end
 from drover.dev.ports import wait_for_port
 from drover.dev.supervisor import DEFAULT_REPLICAS, DEV_MAX_TXN_OPS, free_layout
+from drover.dev.workers import WORKERS, worker_program
 from drover.state.config import LivenessConfig
 from drover.state.core import codec
 from drover.state.nodes.core.liveness import lease_seconds, rate_scaled_ttl
@@ -496,7 +497,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         register_nodes = time.monotonic() - t_nodes
         # Heartbeats every 60 s keep 1,000 nodes cheap; no TTL to match.
         flags, schedulers = _worker_flags(args.num_schedulers)
-        workers = [subprocess.Popen([*CLI, "worker", "--seed", str(i), *flags],
+        workers = [subprocess.Popen([*worker_program(args.worker), "--seed", str(i), *flags],
                                     env=env, stdout=log,
                                     stderr=subprocess.STDOUT) for i in range(args.workers)]
         children.extend(workers)
@@ -543,7 +544,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return {
             "nodes": args.nodes, "jobs": args.jobs, "count": args.count,
             "max_parallel": args.max_parallel, "min_healthy_s": args.min_healthy,
-            "workers": args.workers, "schedulers": schedulers, "cpus": os.cpu_count(),
+            "workers": args.workers, "worker": args.worker, "schedulers": schedulers,
+            "cpus": os.cpu_count(),
             "register_nodes_s": round(register_nodes, 2),
             # the first phase: placed and running from the first RegisterJob
             "warm_up_s": warm_up_s,
@@ -867,6 +869,9 @@ def main() -> None:
     p.add_argument("--max-parallel", type=int, default=25)
     p.add_argument("--min-healthy", type=float, default=1.0)
     p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--worker", choices=WORKERS, default="python",
+                   help="which scheduler worker: the reference (python) or workers/typescript "
+                        "(`make ts-worker` builds it); both take `drover worker`'s flags")
     p.add_argument("--num-schedulers", type=int, default=None,
                    help="`drover worker --num-schedulers N` (scheduling loops side by side; "
                         "default: the worker's, one per core)")

@@ -8,6 +8,7 @@ import threading
 import click
 
 from drover.dev.supervisor import DEFAULT_REPLICAS, MAX_REPLICAS, SERVICES, DevLayout, Supervisor
+from drover.dev.workers import WORKERS, WorkerNotBuilt, worker_program
 
 
 @click.command()
@@ -23,11 +24,14 @@ from drover.dev.supervisor import DEFAULT_REPLICAS, MAX_REPLICAS, SERVICES, DevL
                    "watcher, so a leader killed fails over; 1 of the state and the proxy)")
 @click.option("--nodes", default=3, show_default=True, type=click.IntRange(0, 10000),
               help="simulated nodes to run, with one scheduler worker (0: neither)")
+@click.option("--worker", type=click.Choice(WORKERS), default="python", show_default=True,
+              help="the scheduler worker to run: the reference (python) or the TypeScript "
+                   "port (workers/typescript; `make ts-worker` builds it)")
 @click.option("--acl", is_flag=True, envvar="DROVER_ACL",
               help="enforce access control on every service; the suite bootstraps and prints "
                    "a management token (kept in <data-dir>/acl-tokens.json)")
 def dev(data_dir: str | None, port_offset: int, etcd_members: int, replicas: int | None,
-        nodes: int, acl: bool) -> None:
+        nodes: int, worker: str, acl: bool) -> None:
     """Run etcd and the state, broker, deployments and proxy services locally,
     plus a scheduler worker and simulated nodes so jobs roll out unattended.
 
@@ -35,12 +39,18 @@ def dev(data_dir: str | None, port_offset: int, etcd_members: int, replicas: int
     the restart logged. Ctrl-C or SIGTERM stops every child, etcd included,
     within 5 seconds.
     """
+    if nodes:
+        try:
+            worker_program(worker)  # before anything starts: a worker not built says so
+        except WorkerNotBuilt as e:
+            raise click.ClickException(str(e)) from e
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     counts = dict(DEFAULT_REPLICAS) if replicas is None else dict.fromkeys(SERVICES, replicas)
     sup = Supervisor(layout=DevLayout().shifted(port_offset), data_dir=data_dir, log=click.echo,
-                     etcd_members=etcd_members, nodes=nodes, acl=acl, replicas=counts)
+                     etcd_members=etcd_members, nodes=nodes, acl=acl, replicas=counts,
+                     worker=worker)
     code = 0
     try:
         sup.start()

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from drover.dev.etcd import EtcdCluster, EtcdServer
 from drover.dev.ports import port_in_use, wait_for_port
 from drover.dev.process import die_with_parent
+from drover.dev.workers import worker_command
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,8 @@ class Supervisor:
     #: Simulated nodes to start with the suite; with any, one scheduler
     #: worker too (`drover dev --nodes N`), so jobs roll out unattended.
     nodes: int = 0
+    #: Which scheduler worker runs with them (:mod:`drover.dev.workers`).
+    worker: str = "python"
     #: Replicas per service (missing: one).
     replicas: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_REPLICAS))
     backoff: Backoff = field(default_factory=Backoff)
@@ -357,15 +360,14 @@ class Supervisor:
         def env(token: str) -> dict[str, str] | None:
             return {**os.environ, "DROVER_TOKEN": token} if token else None
 
-        self._spawn(ChildSpec("worker", (*cli, "worker", "--address", proxy,
-                                         "--max-txn-ops", str(DEV_MAX_TXN_OPS)),
+        self._spawn(ChildSpec("worker", worker_command(self.worker, proxy, DEV_MAX_TXN_OPS),
                               env(tokens.get("dev-worker", ""))))
         self._spawn(ChildSpec("sim", (*cli, "sim", "nodes", str(self.nodes), "--address", proxy,
                                       "--max-txn-ops", str(DEV_MAX_TXN_OPS), "--keep",
                                       "--secrets-file",
                                       os.path.join(str(self.data_dir), SIM_SECRETS_FILE)),
                               env(tokens.get("dev-node", ""))))
-        self.log(f"worker         scheduler for service, batch via {proxy} "
+        self.log(f"worker         {self.worker} scheduler for service, batch via {proxy} "
                  f"(pid {self.children['worker'].pid})")
         self.log(f"sim            {self.nodes} simulated nodes sim-0..sim-{self.nodes - 1} "
                  f"(pid {self.children['sim'].pid})")

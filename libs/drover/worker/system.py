@@ -77,7 +77,8 @@ def reconcile_system(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
             b.plan.more = True
             continue
         budget -= 1
-        b.stop(a, "alloc is being updated due to job update")
+        if not b.stop(a, "alloc is being updated due to job update"):
+            continue  # no room left in this plan (it says more): a follow-up replaces it
         if not _place_on(b, job, tg, targets[a.node_id], previous=a.id):
             b.plan.updates.pop()  # no room for the new one: keep the old one running
     for node_id, node in sorted(targets.items()):

@@ -99,3 +99,17 @@ def test_the_drainers_mark_stops_it_on_the_draining_node_with_no_replacement() -
     assert [(a.node_id, a.desired_status, a.desired_description) for a in plan.updates] == [
         ("b", STOP, "alloc is being migrated")]
     assert not plan.placements
+
+
+def test_a_replacement_with_no_room_left_in_the_plan_takes_back_nothing_else() -> None:
+    # found by the TypeScript worker's parity test: the stop of a node's old
+    # allocation did not fit the plan, and taking back "its" stop took the
+    # plan's previous update (or failed on an empty plan)
+    old, new = _job(0), _job(1, image="v2")
+    nodes = [_node("a", dc="dc2"), _node("b")]
+    plan = compute_plan(_snap(new, nodes, [_alloc("a"), _alloc("b")], versions=(old,)),
+                        max_ops=2)
+    assert [(a.node_id, a.desired_status) for a in plan.updates] == [("a", STOP)]
+    assert not plan.placements and plan.more
+    alone = compute_plan(_snap(new, [_node("b")], [_alloc("b")], versions=(old,)), max_ops=1)
+    assert not alone.updates and not alone.placements and alone.more
