@@ -303,8 +303,11 @@ export class Worker {
   /** The evaluation's job, its versions, deployment and allocations: one GetJobSnapshot. */
   async readJob(ev: Evaluation): Promise<JobSnapshot> {
     const namespace = ev.namespace || "default";
-    const resp = await this.conn.getJobSnapshot({ namespace, id: ev.jobId }, 30);
-    const got = resp.snapshot ?? { job: undefined, versions: [], deployment: undefined, allocations: [], allocationsComplete: true };
+    const resp = await this.conn.getJobSnapshot({ namespace, id: ev.jobId, allocationsModifiedAfter: 0n }, 30);
+    const got = resp.snapshot ?? {
+      job: undefined, versions: [], deployment: undefined, allocations: [], allocationsComplete: true,
+      allocSet: undefined,
+    };
     if (!got.allocationsComplete) {
       got.allocations.push(...await this.allocs(namespace, ev.jobId));
       got.allocationsComplete = true;
@@ -340,15 +343,22 @@ export class Worker {
     const nodes = new Map(snap.nodes.map((n) => [n.id, n.modifyIndex]));
     const nodeIndexes: Record<string, bigint> = {};
     for (const id of plan.nodeIds()) nodeIndexes[id] = nodes.get(id) ?? 0n;
+    // The job's allocation set as read travels as two numbers (jobAllocs);
+    // allocIndexes holds only what the plan updates, so a plan for a job of
+    // any size stays within a request's entries cap (docs/worker-protocol.md).
+    const read = new Map(snap.allocs.map((a) => [a.id, a.modifyIndex]));
     const allocIndexes: Record<string, bigint> = {};
-    for (const a of snap.allocs) allocIndexes[a.id] = a.modifyIndex;
+    for (const a of plan.updates) allocIndexes[a.id] = read.get(a.id) ?? a.modifyIndex;
+    let maxCreateIndex = 0n;
+    for (const a of snap.allocs) if (a.createIndex > maxCreateIndex) maxCreateIndex = a.createIndex;
+    const jobAllocs = { count: snap.allocs.length, maxCreateIndex };
     this.stats.plans += 1;
     this.view.reserve(plan.placements);
     let resp: SubmitPlanResponse;
     try {
       resp = await this.conn.submitPlan({
         evalId: ev.id, namespace: snap.namespace, jobId: snap.jobId, jobIndex: snap.job?.modifyIndex ?? 0n,
-        allocIndexes, nodeIndexes, placements: plan.placements, updates: plan.updates,
+        allocIndexes, jobAllocs, nodeIndexes, placements: plan.placements, updates: plan.updates,
         evaluations: plan.evaluations, evalToken: token,
       }, 30);
     } catch (err) {
