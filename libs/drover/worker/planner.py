@@ -7,8 +7,10 @@ the way Nomad's generic scheduler reconciles a task group:
 
 - allocations the node drainer marked to migrate are stopped and replaced
   (:mod:`.migrate`); the others on a draining node stay;
-- unhealthy allocations the deployment watcher marked to reschedule are
-  stopped and replaced now while their policy allows (:mod:`.unhealthy`);
+- a running allocation stays, unhealthy or not, even when the deployment
+  watcher marked it to reschedule (Nomad's ``filterByRescheduleable`` /
+  ``shouldFilter`` keep a running allocation untainted): the progress
+  deadline decides its deployment;
 - a rescheduled allocation's replacement avoids the nodes it and its
   predecessors failed on (:mod:`.penalty`);
 - lost allocations (their node went down) are stopped and replaced at
@@ -53,7 +55,7 @@ from functools import partial
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2, node_pb2
 
 from . import failed as failed_allocs
-from . import migrate, reschedule, unhealthy
+from . import migrate, reschedule
 from . import penalty as node_penalty
 from .packer import Packer
 from .plan_size import DEFAULT_PLAN_OBJECTS
@@ -286,28 +288,6 @@ def _failed(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup, a: allocation_
     b.plan.updates[-1].next_allocation = new.id
 
 
-def _marked_unhealthy(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
-                      a: allocation_pb2.Allocation, dep: deployment_pb2.Deployment | None,
-                      dep_id: str) -> bool:
-    """A running allocation the deployment watcher marked to reschedule
-    (:mod:`.unhealthy`): True when it is replaced in this plan."""
-    policy = reschedule.resolve(job.type, tg.reschedule if tg.HasField("reschedule") else None)
-    if not unhealthy.replace_now(a, policy, b.snap.now, dep):
-        return False
-    if not b.room_for(4):  # a stop and a placement, their nodes
-        return False
-    if not b.stop(a, failed_allocs.STOP_DESCRIPTION):
-        return False
-    if not b.place(job, tg, name_index(a.name), dep_id, canary=a.deployment_status.canary,
-                   previous=a.id, avoid=node_penalty.penalty_nodes(a)):
-        b.undo_stop(a)  # nowhere to go: it keeps running (queued: blocked evaluation)
-        return False
-    new = b.plan.placements[-1]
-    new.reschedule_tracker.CopyFrom(unhealthy.replacement_tracker(policy, a, b.snap.now))
-    b.plan.updates[-1].next_allocation = new.id
-    return True
-
-
 def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
                      allocs: list[allocation_pb2.Allocation]) -> None:
     snap = b.snap
@@ -345,10 +325,6 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
             continue
         if migrate.marked(a):
             migrating.append(a)
-            continue
-        if (unhealthy.marked(a) and a.job_version == job.version
-                and _marked_unhealthy(b, job, tg, a, dep, dep_id)):
-            current.append(b.plan.placements[-1])  # the replacement holds its slot
             continue
         (current if a.job_version == job.version else old).append(a)
     if later:
