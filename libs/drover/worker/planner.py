@@ -263,6 +263,20 @@ def compute_plan(snap: Snapshot, *, rng: random.Random | None = None,
     return b.plan
 
 
+def canary_names(n: int, count: int, destructive: Sequence[allocation_pb2.Allocation],
+                 current: Sequence[allocation_pb2.Allocation],
+                 next_name: Callable[[], int]) -> list[int]:
+    """The indexes of ``n`` new canaries (Nomad's ``NextCanaries``): first
+    those of allocations being replaced (destructive updates, below
+    ``count``) that no canary holds yet, lowest first; then free ones."""
+    held = {name_index(a.name) for a in current if a.deployment_status.canary}
+    out = sorted({i for i in (name_index(a.name) for a in destructive)
+                  if 0 <= i < count and i not in held})[:n]
+    while len(out) < n:
+        out.append(next_name())
+    return out
+
+
 def _failed(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup, a: allocation_pb2.Allocation,
             dep: deployment_pb2.Deployment | None, dep_id: str,
             later: list[tuple[float, allocation_pb2.Allocation]]) -> None:
@@ -375,8 +389,8 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
     if want_canaries and not dstate.promoted:  # type: ignore[union-attr]
         have = sum(1 for a in current if a.deployment_status.canary)
         new_canaries = max(0, want_canaries - have)
-        for _ in range(new_canaries):
-            b.place(job, tg, next_name(), dep_id, canary=True)
+        for index in canary_names(new_canaries, tg.count, destructive, current, next_name):
+            b.place(job, tg, index, dep_id, canary=True)
         if destructive:  # the old ones serve beside the canaries until promotion
             missing = tg.count - (len(current) - have) - len(destructive) - held
         else:  # nothing old left (lost, or never placed): canaries are part of the count
@@ -395,8 +409,12 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
             b.stop(a, "alloc not needed due to job update")
         return
     if live > tg.count:
-        # More old ones than needed (canaries took slots, or count lowered).
-        surplus = sorted(destructive, key=lambda a: -name_index(a.name))[: live - tg.count]
+        # More old ones than needed (canaries took slots, or count lowered):
+        # first those a canary shares a name with (Nomad's computeStop),
+        # then the highest indexes.
+        taken = {name_index(a.name) for a in current}
+        surplus = sorted(destructive, key=lambda a: (name_index(a.name) not in taken,
+                                                     -name_index(a.name)))[: live - tg.count]
         for a in surplus:
             b.stop(a, "alloc not needed due to job update")
         destructive = [a for a in destructive if a not in surplus]
