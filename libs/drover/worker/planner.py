@@ -189,6 +189,11 @@ class _Builder:
         self.plan.more = True
         return False
 
+    def link_last(self) -> None:
+        """The last stop names the last placement, its replacement, as its
+        ``next_allocation``."""
+        self.plan.updates[-1].next_allocation = self.plan.placements[-1].id
+
     def undo_stop(self, a: allocation_pb2.Allocation) -> None:
         """Take back the last stop (of ``a``): it keeps running and its room."""
         self.plan.updates.pop()
@@ -299,7 +304,7 @@ def _failed(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup, a: allocation_
         return
     new = b.plan.placements[-1]
     new.reschedule_tracker.CopyFrom(failed_allocs.replacement_tracker(policy, a, b.snap.now))
-    b.plan.updates[-1].next_allocation = new.id
+    b.link_last()
 
 
 def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
