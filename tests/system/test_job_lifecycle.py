@@ -152,6 +152,10 @@ def test_scale_sets_a_groups_count_and_the_scheduler_follows(suite: dict[str, st
 
 
 def test_alloc_stop_is_replaced_by_the_scheduler(suite: dict[str, str], tmp_path: Path) -> None:
+    """Issue 40 item 5, Nomad's ``Alloc.Stop``: a stop is a migration
+    (``DesiredTransition.Migrate``): the scheduler stops it ("alloc is being
+    migrated") and places a replacement with its name, linked both ways
+    (previous_allocation / next_allocation). Was: unlinked."""
     spec = tmp_path / "one.json"
     spec.write_text(json.dumps({**SPEC, "id": "one"}))
     _json(suite, "job", "run", "--detach", str(spec))
@@ -161,16 +165,23 @@ def test_alloc_stop_is_replaced_by_the_scheduler(suite: dict[str, str], tmp_path
     assert stopped["eval_id"]
     (second,) = _until(lambda: [a for a in _json(suite, "alloc", "list", "--filter", live)
                                 if a["id"] != first["id"]], 30, "a replacement")
-    assert second["task_group"] == first["task_group"]
+    assert second["task_group"] == first["task_group"] and second["name"] == first["name"]
+    assert second["previous_allocation"] == first["id"]
     gone = _json(suite, "alloc", "status", first["id"])
-    assert gone["desired_status"] == "stop"
+    assert gone["desired_status"] == "stop" and gone["next_allocation"] == second["id"]
+    assert gone["desired_description"] == "alloc is being migrated"
     again = drover(suite, "alloc", "stop", first["id"])
     assert again.returncode != 0 and "nothing to stop" in " ".join(again.stderr.split())
 
 
-def test_purge_of_a_running_job_stops_it_first_and_removes_it_once_stopped(
+def test_purge_of_a_running_job_deletes_it_at_once(
     suite: dict[str, str], tmp_path: Path,
 ) -> None:
+    """Issue 40 item 4, Nomad's ``Job.Deregister`` with purge (``DeleteJob``
+    in the txn of the deregister evaluation): the job is gone at once, and
+    the evaluation stops its allocations; they stay listed until their node
+    reports them stopped and GC takes them. Was: listed ``dead (stopped)``
+    until its allocations had stopped."""
     spec = tmp_path / "doomed.json"
     spec.write_text(json.dumps({**SPEC, "id": "doomed"}))
     _json(suite, "job", "run", "--detach", str(spec))
@@ -179,18 +190,20 @@ def test_purge_of_a_running_job_stops_it_first_and_removes_it_once_stopped(
                        for a in _json(suite, "alloc", "list", "--filter", every)),
            30, "doomed running")
     first = _json(suite, "job", "stop", "doomed", "--purge")
-    assert first["purge_pending"] and first["stopped_allocations"] == 1, first
-    assert first["pending_allocations"] == 1
-    # Nothing is deleted under the node: the allocation stays until it reports stopped.
-    allocs = _json(suite, "alloc", "list", "--filter", every)
-    assert len(allocs) == 1
-    _until(lambda: all(a["client_status"] == "complete"
+    assert not first.get("purge_pending") and first["stopped_allocations"] == 1, first
+    assert first["eval_id"] and first["pending_allocations"] == 1
+    gone = drover(suite, "job", "status", "doomed")
+    assert gone.returncode != 0  # at once
+    assert "doomed" not in {j["id"] for j in _json(suite, "job", "list")}
+    ev = _json(suite, "eval", "status", first["eval_id"])
+    ev = ev.get("evaluation", ev)
+    assert ev["triggered_by"] == "job-deregister"
+    # Nothing is deleted under the node: the allocation is stopped, then reported.
+    _until(lambda: all(a["desired_status"] == "stop" and a["client_status"] == "complete"
                        for a in _json(suite, "alloc", "list", "--filter", every)),
            30, "the node reports it stopped")
-    done = _json(suite, "job", "stop", "doomed", "--purge")
-    assert not done.get("purge_pending") and done["purged_allocations"] == "1", done
-    gone = drover(suite, "job", "status", "doomed")
-    assert gone.returncode != 0
+    again = drover(suite, "job", "stop", "doomed", "--purge")
+    assert again.returncode != 0
 
 
 def _plan(env: dict[str, str], spec: Path) -> tuple[int, dict[str, Any], str]:

@@ -22,6 +22,11 @@ Nomad policy carries over::
   ``scheduler`` (scheduler workers: Dequeue/Ack/Nack, plan submission) each
   take ``{policy: read|write|deny}``; Nomad's ``agent``, ``quota`` and
   ``plugin`` rules are accepted likewise (nothing in drover needs them).
+* Nomad's fine-grained job and deployment capabilities (``register-job``,
+  ``plan-job``, ``promote-deployment``, ...: :data:`SUBMIT_JOB_IMPLIES`)
+  each grant their own RPC; ``submit-job`` implies them all (Nomad's
+  endpoints accept either). ``node_pool`` and ``host_volume`` blocks are
+  accepted and ignored with a warning (drover has no such objects).
 * Deprecated: drover's own earlier capability names ``list-evals`` (now
   Nomad's ``read-job``) and ``deployment-write`` (now ``submit-job``) are
   read as those, with a warning in :attr:`Policy.warnings` (ApplyPolicy
@@ -46,7 +51,9 @@ from drover.acl.errors import InvalidPolicy
 __all__ = [
     "DEPRECATED_CAPABILITIES",
     "GLOBAL_AREAS",
+    "IGNORED_BLOCKS",
     "NAMESPACE_CAPABILITIES",
+    "SUBMIT_JOB_IMPLIES",
     "Level",
     "NamespaceRule",
     "Policy",
@@ -67,7 +74,27 @@ NAMESPACE_CAPABILITIES: tuple[str, ...] = (
     "csi-list-volume", "csi-mount-volume", "host-volume-create", "host-volume-register",
     "host-volume-read", "host-volume-write", "host-volume-delete", "list-scaling-policies",
     "read-scaling-policy", "read-job-scaling", "scale-job",
+    *("register-job", "revert-job", "deregister-job", "purge-job", "evaluate-job",
+      "plan-job", "tag-job-version", "stable-job", "fail-deployment", "pause-deployment",
+      "promote-deployment", "unblock-deployment", "cancel-deployment",
+      "set-alloc-health-deployment", "gc-allocation", "pause-allocation",
+      "force-periodic-job", "delete-service-registration"),
 )
+
+#: Nomad's fine-grained job and deployment capabilities (split out of
+#: ``submit-job``): every endpoint that asks for one also accepts
+#: ``submit-job`` (Nomad's ``AllowNsOpAnyOf(ns, submit-job, <fine>)``), so
+#: ``submit-job`` implies them all; each alone grants only its own RPC.
+SUBMIT_JOB_IMPLIES: frozenset[str] = frozenset({
+    "register-job", "revert-job", "deregister-job", "purge-job", "evaluate-job", "plan-job",
+    "tag-job-version", "stable-job", "fail-deployment", "pause-deployment",
+    "promote-deployment", "unblock-deployment", "cancel-deployment",
+    "set-alloc-health-deployment",
+})
+
+#: Nomad's rule blocks for objects drover does not have: accepted (a Nomad
+#: policy carries over) and ignored, with a warning.
+IGNORED_BLOCKS: tuple[str, ...] = ("node_pool", "host_volume")
 
 #: drover's earlier names, read as Nomad's with a deprecation warning.
 DEPRECATED_CAPABILITIES: dict[str, str] = {
@@ -195,6 +222,8 @@ def _namespace_rule(glob: Any, body: Any, warnings: list[str]) -> NamespaceRule:
                             metadata={"field": where})
     if DENY in caps:
         caps = {DENY}
+    elif "submit-job" in caps:
+        caps |= SUBMIT_JOB_IMPLIES
     return NamespaceRule(glob, frozenset(caps))
 
 
@@ -216,16 +245,18 @@ def parse_policy(name: str, text: str) -> Policy:
     if not isinstance(doc, Mapping):
         raise InvalidPolicy(f"policy {name!r} must be a mapping of rules",
                             metadata={"field": "rules"})
-    unknown = set(doc) - {"namespace", *GLOBAL_AREAS, *NOMAD_ONLY_AREAS}
+    unknown = set(doc) - {"namespace", *GLOBAL_AREAS, *NOMAD_ONLY_AREAS, *IGNORED_BLOCKS}
     if unknown:
         raise InvalidPolicy(f"unknown rule(s) {sorted(map(str, unknown))}; expected namespace, "
-                            + ", ".join((*GLOBAL_AREAS, *NOMAD_ONLY_AREAS)),
+                            + ", ".join((*GLOBAL_AREAS, *NOMAD_ONLY_AREAS, *IGNORED_BLOCKS)),
                             metadata={"field": "rules"})
     namespaces = doc.get("namespace") or {}
     if not isinstance(namespaces, Mapping):
         raise InvalidPolicy("namespace must map namespace globs to rules",
                             metadata={"field": "namespace"})
-    warnings: list[str] = []
+    warnings: list[str] = [f"{block}: ignored (drover has no {block.replace('_', ' ')}s); "
+                           "the rest of the policy applies"
+                           for block in IGNORED_BLOCKS if block in doc]
     rules = tuple(_namespace_rule(g, b, warnings) for g, b in namespaces.items())
     levels = []
     for area in (*GLOBAL_AREAS, *NOMAD_ONLY_AREAS):

@@ -33,7 +33,7 @@ from typing import Any
 
 from drover.acl.acl import ALL_NAMESPACES, Identity, IdentityKind
 from drover.acl.errors import PermissionDenied
-from drover.acl.policy import Level
+from drover.acl.policy import SUBMIT_JOB_IMPLIES, Level
 from drover.acl.topics import authorize_topics
 from drover.acl.visibility import NamespacePredicate, readable
 
@@ -53,6 +53,8 @@ class Requirement:
 
     def describe(self) -> str:
         if self.kind == "namespace":
+            if self.capability in SUBMIT_JOB_IMPLIES:
+                return f"namespace capability {self.capability} (or submit-job)"
             return f"namespace capability {self.capability}"
         if self.kind == "global":
             return f"{self.area} {self.level.name.lower()}"
@@ -83,20 +85,22 @@ _D = "/drover.deployments.v1.DeploymentWatcherService/"
 _P = "/drover.proxy.v1.ClientProxyService/"
 _A = "/drover.acl.v1.AclService/"
 
+# Job and deployment writes ask for Nomad's fine-grained capability;
+# ``submit-job`` implies every one (:data:`drover.acl.policy.SUBMIT_JOB_IMPLIES`).
 TABLE: dict[str, Requirement] = {
-    _S + "RegisterJob": ns("submit-job", "job.namespace"),
+    _S + "RegisterJob": ns("register-job", "job.namespace"),
     _S + "GetJob": ns("read-job"),
     _S + "GetJobSnapshot": ns("read-job"),
     _S + "ListJobs": ns("list-jobs"),
     _S + "ListJobVersions": ns("read-job"),
-    _S + "DeregisterJob": ns("submit-job"),
+    _S + "DeregisterJob": ns("deregister-job"),
     _S + "GetEvaluation": ns("read-job", empty_is_all=True),
     _S + "ListEvaluations": ns("read-job"),
     _S + "CountEvaluations": ns("read-job"),
     _S + "DeleteEvaluations": MANAGEMENT,
     # Creating evaluations asks for scheduling; writing an outcome also
     # needs the fence and the server identity (checked by the state service).
-    _S + "UpsertEvaluations": ns("submit-job", "evaluations.namespace"),
+    _S + "UpsertEvaluations": ns("evaluate-job", "evaluations.namespace"),
     _S + "GetDeployment": ns("read-job"),
     _S + "ListDeployments": ns("read-job"),
     _S + "UpdateDeployment": SERVER,
@@ -128,16 +132,14 @@ TABLE: dict[str, Requirement] = {
     _S + "UpdateNodeDrain": glob("node", Level.WRITE),
     # The node drainer's migrate marks (deployment watcher leader: fenced).
     _S + "UpdateAllocDesiredTransition": SERVER,
-    # `nomad job start` registers the job again: submit-job.
-    _S + "StartJob": ns("submit-job"),
-    # Nomad: submit-job.
-    _S + "RevertJob": ns("submit-job"),
+    # `nomad job start` registers the job again: register-job.
+    _S + "StartJob": ns("register-job"),
+    _S + "RevertJob": ns("revert-job"),
     # Nomad: scale-job (the `scale` and `write` policies grant it).
     _S + "ScaleJob": ns("scale-job"),
     # Nomad: alloc-lifecycle (the `write` policy grants it).
     _S + "StopAllocation": ns("alloc-lifecycle"),
-    # Nomad: a plan needs submit-job in the job's namespace.
-    _S + "PlanJob": ns("submit-job", "job.namespace"),
+    _S + "PlanJob": ns("plan-job", "job.namespace"),
     _B + "Dequeue": glob("scheduler", Level.WRITE),
     _B + "Ack": glob("scheduler", Level.WRITE),
     _B + "AckBatch": glob("scheduler", Level.WRITE),
@@ -146,10 +148,10 @@ TABLE: dict[str, Requirement] = {
     _B + "GetBrokerStats": glob("operator", Level.READ),
     _B + "ListQueue": glob("operator", Level.READ),
     _B + "CancelEvaluation": glob("operator", Level.WRITE),
-    _D + "PromoteDeployment": ns("submit-job"),
-    _D + "PauseDeployment": ns("submit-job"),
-    _D + "FailDeployment": ns("submit-job"),
-    _D + "SetAllocHealth": ns("submit-job"),
+    _D + "PromoteDeployment": ns("promote-deployment"),
+    _D + "PauseDeployment": ns("pause-deployment"),
+    _D + "FailDeployment": ns("fail-deployment"),
+    _D + "SetAllocHealth": ns("set-alloc-health-deployment"),
     _D + "GetWatcherStats": glob("operator", Level.READ),
     # `drover system gc` (Nomad: management).
     _D + "CollectGarbage": MANAGEMENT,

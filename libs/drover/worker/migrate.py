@@ -3,7 +3,9 @@
 Nomad's reconciler puts an allocation whose ``desired_transition.migrate``
 is set into its ``migrate`` set: it is stopped ("alloc is being migrated")
 and a replacement placed in the same plan, with the same name and
-``previous_allocation`` naming it. As Nomad's scheduler does, the stop goes
+``previous_allocation`` naming it (the stopped one's ``next_allocation``
+names the replacement, as Nomad's state store links them). ``nomad alloc
+stop`` is such a migration too. As Nomad's scheduler does, the stop goes
 only with a placement: an allocation with nowhere to go keeps running (the
 plan reports it queued; a blocked evaluation waits for room). The drainer
 decides how many move at once (``migrate.max_parallel``); the planner moves
@@ -47,6 +49,8 @@ class Builder(Protocol):
 
     def room_for(self, ops: int) -> bool: ...
 
+    def link_last(self) -> None: ...
+
 
 @dataclass
 class Moved:
@@ -75,6 +79,7 @@ def migrate(b: Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
             out.held += 1
             continue
         if b.place(job, tg, name_index[a.id], dep_id, previous=a.id):
+            b.link_last()
             out.held += 1
         else:
             b.undo_stop(a)  # nowhere to go: it keeps running

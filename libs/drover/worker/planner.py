@@ -7,8 +7,10 @@ the way Nomad's generic scheduler reconciles a task group:
 
 - allocations the node drainer marked to migrate are stopped and replaced
   (:mod:`.migrate`); the others on a draining node stay;
-- unhealthy allocations the deployment watcher marked to reschedule are
-  stopped and replaced now while their policy allows (:mod:`.unhealthy`);
+- a running allocation stays, unhealthy or not, even when the deployment
+  watcher marked it to reschedule (Nomad's ``filterByRescheduleable`` /
+  ``shouldFilter`` keep a running allocation untainted): the progress
+  deadline decides its deployment;
 - a rescheduled allocation's replacement avoids the nodes it and its
   predecessors failed on (:mod:`.penalty`);
 - lost allocations (their node went down) are stopped and replaced at
@@ -53,7 +55,7 @@ from functools import partial
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, job_pb2, node_pb2
 
 from . import failed as failed_allocs
-from . import migrate, reschedule, unhealthy
+from . import migrate, reschedule
 from . import penalty as node_penalty
 from .packer import Packer
 from .plan_size import DEFAULT_PLAN_OBJECTS
@@ -187,6 +189,11 @@ class _Builder:
         self.plan.more = True
         return False
 
+    def link_last(self) -> None:
+        """The last stop names the last placement, its replacement, as its
+        ``next_allocation``."""
+        self.plan.updates[-1].next_allocation = self.plan.placements[-1].id
+
     def undo_stop(self, a: allocation_pb2.Allocation) -> None:
         """Take back the last stop (of ``a``): it keeps running and its room."""
         self.plan.updates.pop()
@@ -261,6 +268,20 @@ def compute_plan(snap: Snapshot, *, rng: random.Random | None = None,
     return b.plan
 
 
+def canary_names(n: int, count: int, destructive: Sequence[allocation_pb2.Allocation],
+                 current: Sequence[allocation_pb2.Allocation],
+                 next_name: Callable[[], int]) -> list[int]:
+    """The indexes of ``n`` new canaries (Nomad's ``NextCanaries``): first
+    those of allocations being replaced (destructive updates, below
+    ``count``) that no canary holds yet, lowest first; then free ones."""
+    held = {name_index(a.name) for a in current if a.deployment_status.canary}
+    out = sorted({i for i in (name_index(a.name) for a in destructive)
+                  if 0 <= i < count and i not in held})[:n]
+    while len(out) < n:
+        out.append(next_name())
+    return out
+
+
 def _failed(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup, a: allocation_pb2.Allocation,
             dep: deployment_pb2.Deployment | None, dep_id: str,
             later: list[tuple[float, allocation_pb2.Allocation]]) -> None:
@@ -283,29 +304,7 @@ def _failed(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup, a: allocation_
         return
     new = b.plan.placements[-1]
     new.reschedule_tracker.CopyFrom(failed_allocs.replacement_tracker(policy, a, b.snap.now))
-    b.plan.updates[-1].next_allocation = new.id
-
-
-def _marked_unhealthy(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
-                      a: allocation_pb2.Allocation, dep: deployment_pb2.Deployment | None,
-                      dep_id: str) -> bool:
-    """A running allocation the deployment watcher marked to reschedule
-    (:mod:`.unhealthy`): True when it is replaced in this plan."""
-    policy = reschedule.resolve(job.type, tg.reschedule if tg.HasField("reschedule") else None)
-    if not unhealthy.replace_now(a, policy, b.snap.now, dep):
-        return False
-    if not b.room_for(4):  # a stop and a placement, their nodes
-        return False
-    if not b.stop(a, failed_allocs.STOP_DESCRIPTION):
-        return False
-    if not b.place(job, tg, name_index(a.name), dep_id, canary=a.deployment_status.canary,
-                   previous=a.id, avoid=node_penalty.penalty_nodes(a)):
-        b.undo_stop(a)  # nowhere to go: it keeps running (queued: blocked evaluation)
-        return False
-    new = b.plan.placements[-1]
-    new.reschedule_tracker.CopyFrom(unhealthy.replacement_tracker(policy, a, b.snap.now))
-    b.plan.updates[-1].next_allocation = new.id
-    return True
+    b.link_last()
 
 
 def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
@@ -345,10 +344,6 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
             continue
         if migrate.marked(a):
             migrating.append(a)
-            continue
-        if (unhealthy.marked(a) and a.job_version == job.version
-                and _marked_unhealthy(b, job, tg, a, dep, dep_id)):
-            current.append(b.plan.placements[-1])  # the replacement holds its slot
             continue
         (current if a.job_version == job.version else old).append(a)
     if later:
@@ -399,8 +394,8 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
     if want_canaries and not dstate.promoted:  # type: ignore[union-attr]
         have = sum(1 for a in current if a.deployment_status.canary)
         new_canaries = max(0, want_canaries - have)
-        for _ in range(new_canaries):
-            b.place(job, tg, next_name(), dep_id, canary=True)
+        for index in canary_names(new_canaries, tg.count, destructive, current, next_name):
+            b.place(job, tg, index, dep_id, canary=True)
         if destructive:  # the old ones serve beside the canaries until promotion
             missing = tg.count - (len(current) - have) - len(destructive) - held
         else:  # nothing old left (lost, or never placed): canaries are part of the count
@@ -419,8 +414,12 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
             b.stop(a, "alloc not needed due to job update")
         return
     if live > tg.count:
-        # More old ones than needed (canaries took slots, or count lowered).
-        surplus = sorted(destructive, key=lambda a: -name_index(a.name))[: live - tg.count]
+        # More old ones than needed (canaries took slots, or count lowered):
+        # first those a canary shares a name with (Nomad's computeStop),
+        # then the highest indexes.
+        taken = {name_index(a.name) for a in current}
+        surplus = sorted(destructive, key=lambda a: (name_index(a.name) not in taken,
+                                                     -name_index(a.name)))[: live - tg.count]
         for a in surplus:
             b.stop(a, "alloc not needed due to job update")
         destructive = [a for a in destructive if a not in surplus]

@@ -462,3 +462,57 @@ async def test_a_star_list_returns_what_the_token_may_read(acl: Acl) -> None:
     # the worker token may list evaluations but read jobs nowhere: refused
     code, reason, _ = await call(proxy, STATE + "ListJobs", everything, secret=acl.worker)
     assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "ACL_PERMISSION_DENIED")
+
+
+async def test_a_current_nomad_policy_carries_over_with_its_fine_grained_names(
+        acl: Acl) -> None:
+    """Nomad's acl/policy.go names (``register-job``, ``deregister-job``, ...)
+    each grant their own RPC, and the endpoints accept ``submit-job`` too
+    (Nomad's ``AllowNsOpAnyOf(ns, submit-job, <fine>)`` in job_endpoint.go /
+    deployment_endpoint.go); ``node_pool`` and ``host_volume`` blocks (Nomad's
+    ``Parse``) are accepted and ignored, with a warning."""
+    proxy = acl.cluster.channel("proxy")
+    rules = """
+namespace:
+  default: {capabilities: [read-job, register-job, plan-job]}
+node_pool:
+  "*": {policy: read}
+host_volume:
+  "*": {policy: write}
+"""
+    code, _, resp = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+        name="registrar", rules=rules), secret=acl.management)
+    assert code == grpc.StatusCode.OK, resp
+    assert [w.split(":")[0] for w in resp.warnings] == ["node_pool", "host_volume"]
+    secrets = {}
+    for name, pol in (("registrar", "registrar"), ("submitter", "submitter")):
+        if name == "submitter":
+            code, _, resp = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+                name=pol, rules="namespace: {default: {capabilities: [submit-job]}}"),
+                secret=acl.management)
+            assert code == grpc.StatusCode.OK, resp
+        code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
+            name=name, policies=[pol]), secret=acl.management)
+        assert code == grpc.StatusCode.OK, tok
+        secrets[name] = tok.secret_id
+    job = job_pb2.Job(id="fine", namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
+                      datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(name="g", count=1)])
+    reg = state_pb2.RegisterJobRequest(job=job)
+    dereg = state_pb2.DeregisterJobRequest(namespace="default", id="fine")
+    for _ in range(100):  # the caches apply the new tokens from their watch
+        code, _, got = await call(proxy, STATE + "RegisterJob", reg, secret=secrets["registrar"])
+        if code == grpc.StatusCode.OK:
+            break
+        await asyncio.sleep(0.05)
+    assert code == grpc.StatusCode.OK, got
+    code, reason, details = await call(proxy, STATE + "DeregisterJob", dereg,
+                                       secret=secrets["registrar"])
+    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "ACL_PERMISSION_DENIED")
+    assert "deregister-job (or submit-job)" in details
+    for _ in range(100):
+        code, _, got = await call(proxy, STATE + "DeregisterJob", dereg,
+                                  secret=secrets["submitter"])
+        if code == grpc.StatusCode.OK:
+            break
+        await asyncio.sleep(0.05)
+    assert code == grpc.StatusCode.OK, got

@@ -189,7 +189,7 @@ def test_authorize_by_requirement_kind() -> None:
     for who in (rd, anon):
         with pytest.raises(PermissionDenied) as err:
             authorize(who, TABLE[m], reg, m)
-        assert "submit-job" in err.value.message and "'prod'" in err.value.message
+        assert "register-job (or submit-job)" in err.value.message and "'prod'" in err.value.message
     up = "/drover.state.v1.StateService/UpdateDeployment"
     with pytest.raises(PermissionDenied):
         authorize(mgmt, TABLE[up], state_pb2.UpdateDeploymentRequest(), up)

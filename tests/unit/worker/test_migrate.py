@@ -65,3 +65,20 @@ def test_more_marked_than_a_plan_holds_move_in_a_follow_up() -> None:
     # and 61 stop + placement pairs.
     assert len(plan.placements) == len(plan.updates) == 61
     assert plan.objects() == 125
+
+
+
+def test_a_migration_links_the_replacement_both_ways() -> None:
+    """Nomad's state store sets the stopped allocation's NextAllocation when
+    its replacement (PreviousAllocation) is written: a drain's or an
+    ``alloc stop``'s migration names the replacement on the stopped one."""
+    j = job(count=2)
+    allocs = running(j, 2)
+    allocs[1].desired_transition.migrate = True
+    plan = compute_plan(snap(j, allocs, dep=deployment(0)), new_id=ids())
+    (new,) = plan.placements
+    (old,) = plan.updates
+    assert old.id == allocs[1].id and old.desired_status == STOP
+    assert old.desired_description == "alloc is being migrated"
+    assert new.previous_allocation == old.id and old.next_allocation == new.id
+    assert new.name == "web.g[1]"

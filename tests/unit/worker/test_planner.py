@@ -161,3 +161,36 @@ def test_canaries_with_nothing_old_left_are_part_of_the_count() -> None:
     plan = compute_plan(snap(v1, dep=deployment(1, canaries=1), versions=[job(0)]), new_id=ids())
     assert len(plan.placements) == 3
     assert sum(a.deployment_status.canary for a in plan.placements) == 1
+
+
+def test_canaries_reuse_the_indexes_being_replaced() -> None:
+    """Nomad's ``NextCanaries``: a canary takes the index of an allocation
+    being replaced (destructive update) that no canary holds yet, lowest
+    first: web.g[0] of a count-3 group, not web.g[3] (was: the next free
+    index). After promotion the old allocation sharing a canary's name is
+    the one stopped (Nomad's ``computeStop``), and the rolling replacements
+    keep the other names: no two live allocations share one."""
+    v0 = job(0)
+    old = running(v0, 3)
+    for want, names in ((1, ["web.g[0]"]), (3, ["web.g[0]", "web.g[1]", "web.g[2]"])):
+        v1 = job(1, canary=want, image="v2")
+        plan = compute_plan(snap(v1, old, dep=deployment(1, canaries=want), versions=[v0]),
+                            new_id=ids())
+        assert sorted(a.name for a in plan.placements) == names
+        assert all(a.deployment_status.canary for a in plan.placements)
+    v1 = job(1, canary=1, image="v2")
+    (canary,) = compute_plan(snap(v1, old, dep=deployment(1, canaries=1), versions=[v0]),
+                             new_id=ids()).placements
+    # a second canary (the first still there) takes the next index being replaced
+    two = deployment(1, canaries=2)
+    plan = compute_plan(snap(job(1, canary=2, image="v2"), [*old, canary], dep=two,
+                             versions=[v0]), new_id=ids())
+    assert [a.name for a in plan.placements] == ["web.g[1]"]
+    canary.deployment_status.healthy = True
+    plan = compute_plan(snap(v1, [*old, canary], dep=deployment(1, 1, promoted=True),
+                             versions=[v0]), new_id=ids())
+    stopped = {a.id for a in plan.updates if a.desired_status == STOP}
+    assert "v0-0" in stopped  # shares web.g[0] with the canary
+    live = [a for a in [*old, canary, *plan.placements] if a.id not in stopped]
+    names = [a.name for a in live]
+    assert len(names) == len(set(names)), names

@@ -1,6 +1,8 @@
-"""The planner's allocations marked to reschedule by the deployment watcher
-(drover.worker.unhealthy), the node-reschedule penalty (drover.worker.penalty)
-and a reschedule that fits nowhere (blocked evaluation with its need)."""
+"""The planner keeps running allocations the deployment watcher marked to
+reschedule (Nomad's reconciler: ``filterByRescheduleable``/``shouldFilter``
+keep a running allocation untainted; only failed or lost ones are
+rescheduled), the node-reschedule penalty (drover.worker.penalty) and a
+reschedule that fits nowhere (blocked evaluation with its need)."""
 
 from __future__ import annotations
 
@@ -73,6 +75,12 @@ def alloc(i: int, node: str = "n0", *, marked: bool = False, healthy: bool | Non
     return a
 
 
+def _failed(i: int, node: str, tracker_nodes: Sequence[str] = ()) -> allocation_pb2.Allocation:
+    a = alloc(i, node, status=FAILED, healthy=None, tracker_nodes=tracker_nodes)
+    a.finished_at.CopyFrom(reschedule.timestamp(NOW - 60))
+    return a
+
+
 def nodes(n: int = 3, cpu: int = 4000) -> list[node_pb2.Node]:
     return [node_pb2.Node(id=f"n{i}", datacenter="dc1", status=node_pb2.NODE_STATUS_READY,
                           resources=job_pb2.Resources(cpu=cpu, memory_mb=8000))
@@ -101,21 +109,17 @@ def plan_for(j: job_pb2.Job, allocs: list[allocation_pb2.Allocation],
 
 # -- the marked allocation ------------------------------------------------------
 
-def test_marked_unhealthy_is_replaced_now_with_tracker_and_links() -> None:
-    j = job(attempts=2)
-    allocs = [alloc(0), alloc(1, "n1"), alloc(2, "n2", marked=True, healthy=False)]
-    plan = plan_for(j, allocs)
-    (new,) = plan.placements
-    (old,) = plan.updates
-    assert old.id == "a2" and old.desired_status == STOP
-    assert old.desired_description == "alloc was rescheduled because it failed"
-    assert old.next_allocation == new.id
-    assert new.previous_allocation == "a2" and new.name == "web.g[2]"
-    assert new.deployment_id == "d1"
-    (ev,) = new.reschedule_tracker.events
-    assert ev.prev_alloc_id == "a2" and ev.prev_node_id == "n2"
-    assert ev.reschedule_time.ToNanoseconds() == int(NOW * 1e9)
-    assert not plan.evaluations and not plan.queued
+def test_marked_unhealthy_running_is_kept_whatever_its_policy() -> None:
+    """Nomad's ``shouldFilter``: a running allocation is untainted, marked or
+    not, attempts left or spent, deployment running or failed: the planner
+    leaves it running and the progress deadline decides the deployment.
+    Was: stopped and replaced at once ("alloc was rescheduled because it
+    failed")."""
+    for tracker in ((), ("n1",), ("n1", "n2")):
+        for dep in (deployment(), deployment(deployment_pb2.DEPLOYMENT_STATUS_FAILED)):
+            allocs = [alloc(0), alloc(1, "n1"),
+                      alloc(2, "n2", marked=True, healthy=False, tracker_nodes=tracker)]
+            assert plan_for(job(attempts=2), allocs, dep=dep).empty
 
 
 def test_unmarked_unhealthy_is_left_to_the_watcher() -> None:
@@ -124,33 +128,9 @@ def test_unmarked_unhealthy_is_left_to_the_watcher() -> None:
     assert plan.empty
 
 
-def test_marked_with_attempts_spent_is_kept() -> None:
-    """Two attempts in the interval already: the deployment fails by its
-    progress deadline (or fail-early), the planner leaves it running."""
-    j = job(attempts=2)
-    spent = alloc(2, marked=True, healthy=False, tracker_nodes=["n1", "n2"])
-    plan = plan_for(j, [alloc(0), alloc(1), spent])
-    assert plan.empty
-
-
-def test_marked_with_one_attempt_left_is_replaced() -> None:
-    j = job(attempts=2)
-    a = alloc(2, "n0", marked=True, healthy=False, tracker_nodes=["n1"])
-    plan = plan_for(j, [alloc(0), alloc(1), a])
-    (new,) = plan.placements
-    assert [e.prev_node_id for e in new.reschedule_tracker.events] == ["n1", "n0"]
-
-
-def test_marked_in_the_failed_deployment_is_kept() -> None:
-    j = job(attempts=2)
-    allocs = [alloc(0), alloc(1), alloc(2, marked=True, healthy=False)]
-    plan = plan_for(j, allocs, dep=deployment(deployment_pb2.DEPLOYMENT_STATUS_FAILED))
-    assert not plan.placements and not plan.updates
-
-
-def test_marked_replacement_counts_against_max_parallel() -> None:
-    """The replacement is in flight: no old allocation is updated beside it
-    (max_parallel 1)."""
+def test_a_marked_unhealthy_one_counts_against_max_parallel() -> None:
+    """It is in flight (of this deployment, not healthy): no old allocation
+    is updated beside it (max_parallel 1)."""
     j = job(attempts=2)
     old = alloc(1, "n1")
     old.job_version = 0
@@ -162,8 +142,7 @@ def test_marked_replacement_counts_against_max_parallel() -> None:
     snap = Snapshot("default", "web", j, {0: v0, 1: j}, deployment(), allocs, nodes(), {},
                     eval_id="e1", now=NOW)
     plan = compute_plan(snap, rng=random.Random(0), new_id=ids())
-    assert [a.previous_allocation for a in plan.placements] == ["a2"]
-    assert [a.id for a in plan.updates] == ["a2"]
+    assert plan.empty
 
 
 # -- node-reschedule penalty ------------------------------------------------------
@@ -171,7 +150,7 @@ def test_marked_replacement_counts_against_max_parallel() -> None:
 def test_penalty_nodes_rule() -> None:
     failed = alloc(0, "n0", status=FAILED, tracker_nodes=["n1", ""])
     assert penalty.penalty_nodes(failed) == {"n0", "n1"}
-    assert penalty.penalty_nodes(alloc(1, "n2", marked=True)) == {"n2"}
+    assert penalty.penalty_nodes(alloc(1, "n2", marked=True)) == frozenset()  # running: kept
     # A healthy running one being updated: only its tracker's nodes.
     assert penalty.penalty_nodes(alloc(2, "n2", tracker_nodes=["n1"])) == {"n1"}
 
@@ -185,8 +164,9 @@ def test_replacement_avoids_the_previous_nodes_whatever_the_shuffle() -> None:
     # n0 and n1 are fuller (best fit prefers them) and are the penalty nodes.
     used = {"n0": Vec(cpu=3000, memory_mb=6000), "n1": Vec(cpu=3000, memory_mb=6000)}
     for seed in range(20):
-        a = alloc(0, "n0", marked=True, healthy=False, tracker_nodes=["n1"])
-        plan = plan_for(j, [a], seed=seed, ns=ns, used=used)
+        a = _failed(0, "n0", tracker_nodes=["n1"])
+        plan = plan_for(j, [a], dep=deployment(deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL),
+                        seed=seed, ns=ns, used=used)
         (new,) = plan.placements
         assert new.node_id not in ("n0", "n1"), seed
 
@@ -208,40 +188,27 @@ def test_penalty_node_is_used_when_nothing_else_fits() -> None:
     j = job(count=1, attempts=3)
     ns = nodes(2)
     used = {"n1": Vec(cpu=4000, memory_mb=8000)}  # n1 full: only n0, the penalty node, fits
-    a = alloc(0, "n0", marked=True, healthy=False)
-    plan = plan_for(j, [a], ns=ns, used=used)
+    a = _failed(0, "n0")
+    plan = plan_for(j, [a], dep=deployment(deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL),
+                    ns=ns, used=used)
     (new,) = plan.placements
     assert new.node_id == "n0"
 
 
 # -- a reschedule that fits nowhere ---------------------------------------------
 
-def test_marked_with_no_room_keeps_running_and_queues_a_blocked_need() -> None:
+def test_failed_with_no_room_stays_failed_and_queues() -> None:
     j = job(count=1, attempts=3)
-    ns = nodes(2, cpu=100)
-    used = {"n1": Vec(cpu=100, memory_mb=300)}
-    a = alloc(0, "n0", marked=True, healthy=False)
-    a.resources.cpu = 100
-    # n0 holds a itself plus another job's 50 cpu: after a's stop 100 left of 100,
-    # but the ask is the group's (default 100 cpu) + another job's use.
-    used["n0"] = Vec(cpu=150, memory_mb=600)
-    snap = snap_for(j, [a], deployment(), ns, used)
+    ns = nodes(1, cpu=100)
+    a = alloc(0, "n0", status=FAILED, healthy=None)
+    a.finished_at.CopyFrom(reschedule.timestamp(NOW - 60))
+    snap = snap_for(j, [a], deployment(deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL), ns,
+                    {"n0": Vec(cpu=100, memory_mb=300)})
     plan = compute_plan(snap, rng=random.Random(0), new_id=ids())
-    assert not plan.placements and not plan.updates  # the stop was taken back
+    assert not plan.placements and not plan.updates
     assert plan.queued == {"g": 1}
     ev = evaluation_pb2.Evaluation(status=evaluation_pb2.EVALUATION_STATUS_BLOCKED)
     blocked_need(ev, snap, plan, 42)
     assert ev.snapshot_index == 42 and list(ev.blocked_datacenters) == ["dc1"]
     ask = j.task_groups[0].tasks[0].resources
     assert ev.blocked_ask.cpu == ask.cpu and ev.blocked_ask.memory_mb == ask.memory_mb
-
-
-def test_failed_with_no_room_stays_failed_and_queues() -> None:
-    j = job(count=1, attempts=3)
-    ns = nodes(1, cpu=100)
-    a = alloc(0, "n0", status=FAILED, healthy=None)
-    a.finished_at.CopyFrom(reschedule.timestamp(NOW - 60))
-    plan = plan_for(j, [a], dep=deployment(deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL),
-                    ns=ns, used={"n0": Vec(cpu=100, memory_mb=300)})
-    assert not plan.placements and not plan.updates
-    assert plan.queued == {"g": 1}

@@ -1,22 +1,22 @@
 """Health accounting: per task group counts of a deployment's allocations.
 
-Counts are recomputed from the allocations the watcher knows rather than
-incremented on events, so a missed, repeated or reordered event can't skew
-them: the answer depends only on the current set. An allocation counts as
-healthy or unhealthy only once its ``deployment_status.healthy`` is set (by
-the client or SetAllocHealth); unset means "not decided yet".
+The stored counters are Nomad's (``updateDeploymentWithAlloc``): they
+accumulate. ``placed`` counts every allocation ever placed in the
+deployment's group, whatever became of it (stopped, failed, replaced);
+``healthy`` and ``unhealthy`` count every health report of those
+allocations. So 5 placements of which 4 reported unhealthy show
+``Placed 5 Unhealthy 4``, not only the one still running. They are derived
+from the set of allocations the watcher holds (every allocation of the
+deployment, terminal ones included, until garbage collection removes
+them), not incremented on events, so a missed, repeated or reordered event
+can't skew them: the answer depends only on the current set. An allocation
+counts as healthy or unhealthy once its ``deployment_status.healthy`` is
+set (by the client or SetAllocHealth); unset means "not decided yet".
 
-Lifecycle (as Nomad's watcher and promotion rules treat terminal allocations):
-only a *live* allocation, one meant to run (desired RUN; proto3's unset
-value is read as RUN) and not terminal on the client (not COMPLETE, FAILED
-or LOST), counts toward placed, healthy, unhealthy and canary totals. A
-stopped or evicted allocation, a completed one and a lost one count for
-nothing, whatever health they reported: the scheduler replaces what must be
-replaced, and the replacement is what the rollout waits for. A FAILED
-allocation still counts as *unhealthy* when it reported unhealthy and no
-allocation of the deployment replaced it yet (names it as
-``previous_allocation``): its failure is the event that fails the
-deployment. Once replaced it counts for nothing, like any terminal one.
+What the watcher steers by is live: only a *live* allocation, one meant to
+run (desired RUN; proto3's unset value is read as RUN) and not terminal on
+the client (not COMPLETE, FAILED or LOST), counts toward ``live`` (what is
+left to place), the canaries and the healthy canaries.
 
 A promoted canary is no longer a canary: the state service clears its flag
 when the promotion is stored. The group's ``placed_canaries`` keeps naming
@@ -41,6 +41,7 @@ from .walltime import from_timestamp
 
 @dataclass(frozen=True)
 class GroupTally:
+    #: Every allocation placed in the group (Nomad's accumulating counter).
     placed: int = 0
     canaries: tuple[str, ...] = ()
     healthy: int = 0
@@ -49,6 +50,8 @@ class GroupTally:
     #: The earliest create time among the allocations counted placed (wall
     #: seconds; None: none has one): when the group's first one was placed.
     first_placed: float | None = None
+    #: The live ones among them (module doc).
+    live: int = 0
 
 
 def health_of(alloc: allocation_pb2.Allocation) -> bool | None:
@@ -70,15 +73,6 @@ def is_live(alloc: allocation_pb2.Allocation) -> bool:
     return alloc.desired_status in _RUN and alloc.client_status not in CLIENT_TERMINAL
 
 
-def _failed_unreplaced(alloc: allocation_pb2.Allocation, replaced: set[str]) -> bool:
-    return (
-        alloc.desired_status in _RUN
-        and alloc.client_status == allocation_pb2.ALLOC_CLIENT_STATUS_FAILED
-        and health_of(alloc) is False
-        and alloc.id not in replaced
-    )
-
-
 def tally(
     allocs: Iterable[allocation_pb2.Allocation],
     promoted_canaries: Collection[str] = (),
@@ -86,34 +80,31 @@ def tally(
     """Counts per task group name (module doc: which allocations count);
     canary ids sorted so equal sets compare equal."""
     placed: dict[str, int] = {}
+    live: dict[str, int] = {}
     canaries: dict[str, list[str]] = {}
     healthy: dict[str, int] = {}
     unhealthy: dict[str, int] = {}
     healthy_canaries: dict[str, int] = {}
     first: dict[str, float] = {}
-    allocs = list(allocs)
-    replaced = {a.previous_allocation for a in allocs if a.previous_allocation}
     for alloc in allocs:
         group = alloc.task_group
-        if not is_live(alloc):
-            if _failed_unreplaced(alloc, replaced):
-                placed.setdefault(group, 0)
-                unhealthy[group] = unhealthy.get(group, 0) + 1
-            continue
         placed[group] = placed.get(group, 0) + 1
         created = from_timestamp(alloc.create_time)
         if created is not None and created < first.get(group, created + 1):
             first[group] = created
-        canary = alloc.deployment_status.canary or alloc.id in promoted_canaries
-        if canary:
-            canaries.setdefault(group, []).append(alloc.id)
         health = health_of(alloc)
         if health is True:
             healthy[group] = healthy.get(group, 0) + 1
-            if canary:
-                healthy_canaries[group] = healthy_canaries.get(group, 0) + 1
         elif health is False:
             unhealthy[group] = unhealthy.get(group, 0) + 1
+        if not is_live(alloc):
+            continue
+        live[group] = live.get(group, 0) + 1
+        canary = alloc.deployment_status.canary or alloc.id in promoted_canaries
+        if canary:
+            canaries.setdefault(group, []).append(alloc.id)
+            if health is True:
+                healthy_canaries[group] = healthy_canaries.get(group, 0) + 1
     return {
         group: GroupTally(
             placed=n,
@@ -122,6 +113,7 @@ def tally(
             unhealthy=unhealthy.get(group, 0),
             healthy_canaries=healthy_canaries.get(group, 0),
             first_placed=first.get(group),
+            live=live.get(group, 0),
         )
         for group, n in placed.items()
     }

@@ -355,7 +355,7 @@ class DeploymentWatcher:
             if newly_healthy:
                 _set_deadline(group, next_progress_deadline(group, ProgressEvent.NEW_HEALTHY, now))
                 progressed = progressed or (promotion_done(group)
-                                            and group.placed_allocs < group.desired_total)
+                                            and t.live < group.desired_total)
 
         # Nomad's shouldFailEarly: else the scheduler replaces it and the
         # progress deadline decides.

@@ -31,8 +31,9 @@ def test_tally_counts_per_group() -> None:
     ]
     assert tally(allocs) == {
         "web": GroupTally(placed=5, canaries=("c1", "c2"), healthy=2, unhealthy=1,
-                          healthy_canaries=1),
-        "api": GroupTally(placed=1, canaries=(), healthy=1, unhealthy=0, healthy_canaries=0),
+                          healthy_canaries=1, live=5),
+        "api": GroupTally(placed=1, canaries=(), healthy=1, unhealthy=0, healthy_canaries=0,
+                          live=1),
     }
 
 

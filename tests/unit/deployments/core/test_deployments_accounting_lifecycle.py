@@ -1,6 +1,9 @@
-"""Allocation lifecycle in the accounting: only live allocations count, as
-Nomad's watcher and promotion rules treat stopped, completed, lost and
-failed-then-replaced allocations."""
+"""Allocation lifecycle in the accounting: the stored counters accumulate
+as Nomad's ``updateDeploymentWithAlloc`` (every placement, every health
+report, whatever became of the allocation); canaries, promotion and
+failure look only at live allocations, as Nomad's watcher and promotion
+rules treat stopped, completed, lost and failed-then-replaced ones.
+Updated to Nomad's rule (was: only live allocations counted)."""
 
 from __future__ import annotations
 
@@ -58,38 +61,44 @@ def test_live_means_meant_to_run_and_not_client_terminal(desired: int, client: i
     (allocation_pb2.ALLOC_DESIRED_STATUS_RUN, LOST),
 ])
 @pytest.mark.parametrize("healthy", [True, False, None])
-def test_stopped_completed_and_lost_allocations_count_for_nothing(
+def test_stopped_completed_and_lost_allocations_stay_counted_but_not_as_canaries(
         desired: int, client: int, healthy: bool | None) -> None:
     gone = stopped(alloc("c", healthy=healthy, canary=True), desired, client)
     assert tally([gone, alloc("w", healthy=True)]) == {
-        "web": GroupTally(placed=1, healthy=1)}
+        "web": GroupTally(placed=2, healthy=1 + (healthy is True),
+                          unhealthy=int(healthy is False), live=1)}
 
 
-def test_a_group_with_only_terminal_allocations_counts_zero() -> None:
-    assert tally([stopped(alloc("a", healthy=True))]) == {}
+def test_a_group_with_only_terminal_allocations_keeps_its_counts() -> None:
+    assert tally([stopped(alloc("a", healthy=True))]) == {"web": GroupTally(placed=1, healthy=1)}
 
 
-def test_failed_unhealthy_counts_unhealthy_until_replaced() -> None:
+def test_placements_and_health_reports_accumulate() -> None:
+    """The issue's case: 5 placements, 4 unhealthy reports (each replaced
+    by the next) show Placed 5 Unhealthy 4, not 1 and 0."""
+    chain = [stopped(alloc(f"a{i}", healthy=False), STOP, COMPLETE) for i in range(4)]
+    chain = [replacing(a, f"a{i - 1}") if i else a for i, a in enumerate(chain)]
+    last = replacing(alloc("a4"), "a3")
+    assert tally([*chain, last]) == {"web": GroupTally(placed=5, unhealthy=4, live=1)}
+
+
+def test_failed_unhealthy_stays_unhealthy_when_replaced() -> None:
     failed = stopped(alloc("f", healthy=False), allocation_pb2.ALLOC_DESIRED_STATUS_RUN, FAILED)
-    assert tally([failed]) == {"web": GroupTally(placed=0, unhealthy=1)}
+    assert tally([failed]) == {"web": GroupTally(placed=1, unhealthy=1)}
     replacement = replacing(alloc("r"), "f")
-    assert tally([failed, replacement]) == {"web": GroupTally(placed=1)}
+    assert tally([failed, replacement]) == {"web": GroupTally(placed=2, unhealthy=1, live=1)}
 
 
-def test_failed_after_being_healthy_is_neither_healthy_nor_unhealthy() -> None:
+def test_failed_after_being_healthy_stays_healthy() -> None:
     failed = stopped(alloc("f", healthy=True), allocation_pb2.ALLOC_DESIRED_STATUS_RUN, FAILED)
-    assert tally([failed]) == {}
-
-
-def test_failed_and_stopped_is_not_unhealthy() -> None:
-    # The scheduler stopped it: it left the rollout, its failure with it.
-    assert tally([stopped(alloc("f", healthy=False), STOP, FAILED)]) == {}
+    assert tally([failed]) == {"web": GroupTally(placed=1, healthy=1)}
 
 
 def test_promoted_canaries_count_as_canaries_without_the_flag() -> None:
     allocs = [alloc("c1", healthy=True), alloc("c2", healthy=True, canary=True), alloc("w")]
     assert tally(allocs, promoted_canaries={"c1", "gone"}) == {
-        "web": GroupTally(placed=3, canaries=("c1", "c2"), healthy=2, healthy_canaries=2)}
+        "web": GroupTally(placed=3, canaries=("c1", "c2"), healthy=2, healthy_canaries=2,
+                          live=3)}
 
 
 # -- promotion (the issue's two scenarios) -------------------------------------
@@ -132,7 +141,7 @@ def test_a_stopped_canary_leaves_placed_canaries() -> None:
     assert list(w.deployment.task_groups["web"].placed_canaries) == ["c1", "c2"]
     w.on_alloc(stopped(alloc("c1", canary=True, modify_index=3)), T0)
     g = w.deployment.task_groups["web"]
-    assert list(g.placed_canaries) == ["c2"] and g.placed_allocs == 1
+    assert list(g.placed_canaries) == ["c2"] and g.placed_allocs == 2
 
 
 def test_after_promotion_cleared_flags_keep_the_canaries_listed() -> None:
@@ -143,22 +152,23 @@ def test_after_promotion_cleared_flags_keep_the_canaries_listed() -> None:
     w.on_alloc(alloc("c1", healthy=True, canary=False, modify_index=5), T0)
     g = w.deployment.task_groups["web"]
     assert g.promoted and list(g.placed_canaries) == ["c1"] and g.healthy_allocs == 1
-    # A promoted canary that is then stopped leaves the list and the counts.
+    # A promoted canary that is then stopped leaves the list, not the counts.
     w.on_alloc(stopped(alloc("c1", healthy=True, modify_index=6)), T0)
     g = w.deployment.task_groups["web"]
-    assert list(g.placed_canaries) == [] and g.healthy_allocs == 0 and g.placed_allocs == 0
+    assert list(g.placed_canaries) == [] and g.healthy_allocs == 1 and g.placed_allocs == 1
 
 
 # -- healthy totals and failure ------------------------------------------------
 
 
-def test_a_stopped_healthy_allocation_does_not_complete_the_deployment() -> None:
+def test_a_stopped_healthy_allocation_counts_toward_completion() -> None:
+    """Nomad's deploymentComplete reads the accumulated HealthyAllocs: a
+    healthy report counts though its allocation was stopped since. Was: it
+    did not complete the deployment."""
     groups = {"web": G(total=2)}
     w = watcher(groups, [alloc("a", healthy=True), stopped(alloc("b", healthy=True))])
     w.reconcile(T0)
-    assert w.deployment.status != SUCCESSFUL
-    assert w.deployment.task_groups["web"].healthy_allocs == 1
-    w.on_alloc(replacing(alloc("c", healthy=True, modify_index=4), "b"), T0)
+    assert w.deployment.task_groups["web"].healthy_allocs == 2
     assert w.deployment.status == SUCCESSFUL
 
 
@@ -166,7 +176,7 @@ def test_a_stopped_unhealthy_allocation_does_not_fail_the_deployment() -> None:
     w = watcher({"web": G(total=2)}, [stopped(alloc("a", healthy=False))])
     decision = w.reconcile(T0)
     assert w.active and decision.revert is None
-    assert w.deployment.task_groups["web"].unhealthy_allocs == 0
+    assert w.deployment.task_groups["web"].unhealthy_allocs == 1  # the report counts
 
 
 def test_a_lost_allocation_does_not_fail_the_deployment() -> None:
@@ -189,4 +199,4 @@ def test_a_replaced_failed_allocation_does_not_fail_the_deployment() -> None:
     w = watcher({"web": G(total=2)}, [failed, replacing(alloc("b"), "a")])
     w.reconcile(T0)
     assert w.active
-    assert w.deployment.task_groups["web"].unhealthy_allocs == 0
+    assert w.deployment.task_groups["web"].unhealthy_allocs == 1  # the report counts

@@ -1,7 +1,9 @@
 """Unhealthy allocations the watcher asks the scheduler to replace
 (drover.deployments.core.replacements, Nomad's allowReplacements), and the
 scenario with the worker's planner: a rollout whose allocations never turn
-healthy keeps being replaced while the policy allows, then fails."""
+healthy is marked, but the planner keeps the running allocation (Nomad's
+reconciler: a running allocation is untainted), so the progress deadline
+fails the deployment."""
 
 from __future__ import annotations
 
@@ -135,25 +137,19 @@ def _roll(g: G, rounds: int) -> tuple[DeploymentWatcher, list[allocation_pb2.All
     return w, list(allocs.values()), replaced
 
 
-def test_never_healthy_rollout_is_replaced_until_the_attempts_are_spent() -> None:
-    w, allocs, replaced = _roll(G(total=1, reschedule=LIMITED, progress_deadline=3600), 10)
-    assert replaced == 2  # the policy's two attempts
-    assert w.deployment.status == FAILED
-    assert w.deployment.status_description == "Failed due to unhealthy allocations"
-    by_id = {a.id: a for a in allocs}
-    last = by_id["a2"]
-    assert last.previous_allocation == "a1" and by_id["a1"].previous_allocation == "a0"
-    assert [e.prev_alloc_id for e in last.reschedule_tracker.events] == ["a0", "a1"]
-    assert by_id["a0"].desired_status == STOP and by_id["a0"].next_allocation == "a1"
-    # Each replacement went to a node its predecessors had not run on.
-    assert len({a.node_id for a in allocs}) == 3
-
-
-def test_never_healthy_rollout_with_unlimited_policy_keeps_replacing() -> None:
-    w, allocs, replaced = _roll(G(total=1, reschedule=None, progress_deadline=3600), 6)
-    assert replaced == 6 and w.deployment.status == RUNNING
-    live = [a for a in allocs if a.desired_status != STOP]
-    assert len(live) == 1
+def test_never_healthy_rollout_is_not_replaced_and_fails_by_its_progress_deadline() -> None:
+    """Nomad: the watcher marks the unhealthy allocation (allowReplacements),
+    the reconciler's filterByRescheduleable/shouldFilter keep it (running:
+    untainted), and the progress deadline fails the deployment. Was: the
+    planner replaced it while the policy had attempts."""
+    for policy in (LIMITED, None):
+        w, allocs, replaced = _roll(G(total=1, reschedule=policy, progress_deadline=600), 6)
+        assert replaced == 0 and w.deployment.status == RUNNING, policy
+        assert len(allocs) == 1 and allocs[0].desired_status != STOP
+        assert w.check_deadline(T0 + 599).empty
+        d = w.check_deadline(T0 + 601)
+        assert d.update is not None and d.update.status == FAILED, policy
+        assert "progress deadline" in d.update.description, d
 
 
 def test_marks_go_with_the_deployment_write_order() -> None:

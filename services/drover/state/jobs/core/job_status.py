@@ -2,24 +2,29 @@
 that change them.
 
 Nomad's state store recomputes a job's status whenever its allocations,
-deployments or the job itself change (``setJobStatus``); readers never
+evaluations or the job itself change (``setJobStatus``); readers never
 recount. drover does the same in one place: :func:`follow` runs after
 every planner (:meth:`drover.state.pipeline.WriteCalls.transact`) and,
-for each job whose allocations, deployments or job record the plan puts,
-adds the job's new status to the same txn when it changed. Eval-only plans
-(the broker's hot path) are passed through after one scan of the events.
+for each job whose allocations, evaluations or job record the plan puts,
+adds the job's new status to the same txn when it changed.
 
-The rule (:func:`status_of`, Nomad's ``getJobStatus`` as drover keeps it):
+The rule (:func:`status_of`, Nomad's ``getJobStatus``):
 
 - a system job is ``dead`` when stopped, else ``running``;
 - any non-terminal allocation (desired to run and not complete, failed or
-  lost on its client: Nomad's ``TerminalStatus``) makes it ``running``, and
-  so does an active deployment once the job has allocations (a group
-  replacing a failed one is still rolling);
-- otherwise a stopped job, or a batch job whose allocations are all
-  terminal, is ``dead``;
-- otherwise it is ``pending`` (nothing placed yet, or all of a service's
-  allocations terminal and the scheduler about to replace them).
+  lost on its client: Nomad's ``TerminalStatus``) makes it ``running``;
+- else any non-terminal evaluation (pending or blocked: a reschedule due
+  later, a deregister not yet processed) makes it ``pending``;
+- else, with allocations or evaluations, it is ``dead`` (a service whose
+  allocations all failed with its policy spent, a stopped job, a finished
+  batch job); with neither it is ``pending``.
+
+Evaluations count, so a plan that puts only evaluations is followed too:
+for a job already ``running`` (which evaluations cannot change) after one
+lookup of the job; the broker's hot path pays a decode and that lookup per
+evaluation. A status that only evaluations changed is written when the txn
+has room: a broker batch already at the cap leaves it to the job's next
+write (its summary is unchanged, so nothing is lost but the word).
 
 Invariant: after any committed write, a job's stored status is
 :func:`status_of` of what etcd holds (the job's compare in the txn makes a
@@ -35,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
+from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2
 from drover.coord.kv import Compare, Put
 from drover.state.core import codec
 from drover.state.core.plan import Event, OnPut, WritePlan
@@ -48,9 +53,10 @@ _TERMINAL_DESIRED = frozenset({allocation_pb2.ALLOC_DESIRED_STATUS_STOP,
 _TERMINAL_CLIENT = frozenset({allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE,
                               allocation_pb2.ALLOC_CLIENT_STATUS_FAILED,
                               allocation_pb2.ALLOC_CLIENT_STATUS_LOST})
-_ACTIVE_DEPLOYMENT = frozenset({deployment_pb2.DEPLOYMENT_STATUS_RUNNING,
-                                deployment_pb2.DEPLOYMENT_STATUS_PAUSED})
-_WATCHED = frozenset({codec.ALLOCATIONS, codec.DEPLOYMENTS, codec.JOBS})
+_TERMINAL_EVAL = frozenset({evaluation_pb2.EVALUATION_STATUS_COMPLETE,
+                            evaluation_pb2.EVALUATION_STATUS_FAILED,
+                            evaluation_pb2.EVALUATION_STATUS_CANCELED})
+_WATCHED = frozenset({codec.ALLOCATIONS, codec.EVALUATIONS, codec.JOBS})
 
 
 def alloc_terminal(a: allocation_pb2.Allocation) -> bool:
@@ -59,10 +65,16 @@ def alloc_terminal(a: allocation_pb2.Allocation) -> bool:
     return a.desired_status in _TERMINAL_DESIRED or a.client_status in _TERMINAL_CLIENT
 
 
+def eval_terminal(e: evaluation_pb2.Evaluation) -> bool:
+    """Nomad's ``Evaluation.TerminalStatus``: complete, failed or cancelled
+    (not pending or blocked)."""
+    return e.status in _TERMINAL_EVAL
+
+
 def status_of(job: job_pb2.Job, allocs: Iterable[allocation_pb2.Allocation],
-              active_deployment: bool) -> int:
-    """The job's status (module doc); ``allocs`` may be a lazy iterable:
-    it is read only until the answer is known."""
+              evals: Iterable[evaluation_pb2.Evaluation]) -> int:
+    """The job's status (module doc, Nomad's ``getJobStatus``); ``allocs``
+    and ``evals`` may be lazy iterables: read only until the answer is known."""
     if job.type == job_pb2.JOB_TYPE_SYSTEM:
         return job_pb2.JOB_STATUS_DEAD if job.stop else job_pb2.JOB_STATUS_RUNNING
     seen = False
@@ -70,11 +82,11 @@ def status_of(job: job_pb2.Job, allocs: Iterable[allocation_pb2.Allocation],
         seen = True
         if not alloc_terminal(a):
             return job_pb2.JOB_STATUS_RUNNING
-    if seen and active_deployment:
-        return job_pb2.JOB_STATUS_RUNNING
-    if job.stop or (seen and job.type == job_pb2.JOB_TYPE_BATCH):
-        return job_pb2.JOB_STATUS_DEAD
-    return job_pb2.JOB_STATUS_PENDING
+    for e in evals:
+        seen = True
+        if not eval_terminal(e):
+            return job_pb2.JOB_STATUS_PENDING
+    return job_pb2.JOB_STATUS_DEAD if seen else job_pb2.JOB_STATUS_PENDING
 
 
 def spec_read(view: View, ns: str, job_id: str, index: int) -> bool:
@@ -112,6 +124,10 @@ def follow(view: View, plan: WritePlan, keys: codec.KeyCodec, on_put: OnPut | No
             job_op[ident] = i
             touched.setdefault(ident, [])
             continue
+        if e.kind == codec.EVALUATIONS:
+            if obj.job_id:
+                touched.setdefault((e.namespace, obj.job_id), [])
+            continue
         moves = touched.setdefault((e.namespace, obj.job_id), [])
         if e.kind == codec.ALLOCATIONS:
             old = (view.get(e.kind, e.namespace, e.id)
@@ -137,15 +153,16 @@ def follow(view: View, plan: WritePlan, keys: codec.KeyCodec, on_put: OnPut | No
             continue  # purged: nothing to keep
         else:
             job = found.obj
+            if not moves and job.status == job_pb2.JOB_STATUS_RUNNING:
+                continue  # only evaluations changed: they cannot end "running"
         counted = False
         for group, before, after in moves:
             counted = job_summary.count_alloc(job.summary, group, before, after) or counted
         if at is not None and job.job_modify_index == 0:  # a spec write: "this txn"
             job_summary.requeue(job)
         allocs = _current(view, puts[codec.ALLOCATIONS], codec.ALLOCATIONS, ns, job_id)
-        active = any(d.status in _ACTIVE_DEPLOYMENT for d in
-                     _current(view, puts[codec.DEPLOYMENTS], codec.DEPLOYMENTS, ns, job_id))
-        status = status_of(job, allocs, active)
+        evals = _current(view, puts[codec.EVALUATIONS], codec.EVALUATIONS, ns, job_id)
+        status = status_of(job, allocs, evals)
         if status == job.status and not counted and at is None:
             continue
         job.status = status
@@ -155,6 +172,10 @@ def follow(view: View, plan: WritePlan, keys: codec.KeyCodec, on_put: OnPut | No
             ops[at] = Put(key, value)
         else:
             assert found is not None
+            if not moves and len(ops) + 1 > max_objects:
+                # Only evaluations changed (a broker batch filled to the
+                # cap): the status waits for the job's next write.
+                continue
             # The summary counts transitions: it cannot be left to a later
             # write, so a request too big to carry its jobs' writes is refused.
             within_cap(len(ops) + 1, "the write with its jobs' summaries", max_objects)

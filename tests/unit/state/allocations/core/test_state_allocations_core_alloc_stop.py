@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from state_core_data import context, key, service_job, stored, view
 
-from drover.api.types.v1 import allocation_pb2
+from drover.api.types.v1 import allocation_pb2, job_pb2
 from drover.coord.kv import Compare
 from drover.errors import NotFound
 from drover.state.allocations.core import alloc_stop
@@ -22,17 +22,29 @@ def _alloc(**kw: object) -> allocation_pb2.Allocation:
                                      task_group="g", **kw)  # type: ignore[arg-type]
 
 
-def test_stop_marks_it_stopped_with_an_alloc_stop_evaluation() -> None:
+def test_stop_marks_a_service_allocation_to_migrate_with_an_alloc_stop_evaluation() -> None:
+    """Nomad's ``Alloc.Stop``: a migration (``DesiredTransition.Migrate``) and
+    an evaluation; the scheduler stops and replaces it, linked both ways.
+    Was: desired stop written here, the replacement unlinked."""
     v = view([(codec.JOBS, stored(service_job(), 0), 5, 5), (codec.ALLOCATIONS, _alloc(), 6, 7)])
     plan = alloc_stop.plan_stop_alloc(v, context(), "default", "a1")
     assert Compare(key(codec.ALLOCATIONS, "default", "a1"), "mod", 7) in plan.compares
     assert Compare(key(codec.JOBS, "default", "web"), "mod", 5) in plan.compares
     a = codec.decode(codec.ALLOCATIONS, plan.ops[0].value, 6, 9)  # type: ignore[union-attr]
-    assert a.desired_status == C.ALLOC_DESIRED_STATUS_STOP
-    assert a.desired_description == "alloc was stopped by an operator"
+    assert a.desired_status == C.ALLOC_DESIRED_STATUS_RUN and a.desired_transition.migrate
     ev = codec.decode(codec.EVALUATIONS, plan.ops[1].value, 9, 9)  # type: ignore[union-attr]
     assert (ev.triggered_by, ev.job_id) == ("alloc-stop", "web")
     assert plan.respond(9).eval_id == ev.id
+
+
+def test_stop_of_a_batch_allocation_is_written_as_a_stop() -> None:
+    batch = stored(service_job(), 0)
+    batch.type = job_pb2.JOB_TYPE_BATCH
+    v = view([(codec.JOBS, batch, 5, 5), (codec.ALLOCATIONS, _alloc(), 6, 7)])
+    plan = alloc_stop.plan_stop_alloc(v, context(), "default", "a1")
+    a = codec.decode(codec.ALLOCATIONS, plan.ops[0].value, 6, 9)  # type: ignore[union-attr]
+    assert a.desired_status == C.ALLOC_DESIRED_STATUS_STOP
+    assert a.desired_description == "alloc was stopped by an operator"
 
 
 @pytest.mark.parametrize("alloc", [

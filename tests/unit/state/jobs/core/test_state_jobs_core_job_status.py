@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from state_core_data import context, key, service_job, stored, view
 
-from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
+from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2
 from drover.coord.kv import Compare
 from drover.errors import InvalidArgument
 from drover.state.core import codec
@@ -17,6 +17,7 @@ PENDING, RUNNING, DEAD = (job_pb2.JOB_STATUS_PENDING, job_pb2.JOB_STATUS_RUNNING
                           job_pb2.JOB_STATUS_DEAD)
 RUN, STOP = allocation_pb2.ALLOC_DESIRED_STATUS_RUN, allocation_pb2.ALLOC_DESIRED_STATUS_STOP
 C = allocation_pb2
+E = evaluation_pb2
 
 
 def _alloc(aid: str = "a1", desired: int = RUN,
@@ -30,14 +31,20 @@ def _job(**kw: object) -> job_pb2.Job:
     return job_pb2.Job(id="web", **kw)  # type: ignore[arg-type]
 
 
+def _eval(status: int = E.EVALUATION_STATUS_PENDING) -> evaluation_pb2.Evaluation:
+    return evaluation_pb2.Evaluation(id="e1", namespace="default", job_id="web",
+                                      status=status)  # type: ignore[arg-type]
+
+
 def test_a_new_job_is_pending() -> None:
-    assert job_status.status_of(_job(), [], False) == PENDING
-    assert job_status.status_of(_job(), [], True) == PENDING  # a deployment alone: still pending
+    """Nomad's getJobStatus: no allocation, no evaluation: pending."""
+    assert job_status.status_of(_job(), [], []) == PENDING
+    assert job_status.status_of(_job(), [], [_eval()]) == PENDING
 
 
 @pytest.mark.parametrize("client", [C.ALLOC_CLIENT_STATUS_PENDING, C.ALLOC_CLIENT_STATUS_RUNNING])
 def test_a_non_terminal_allocation_makes_it_running(client: int) -> None:
-    assert job_status.status_of(_job(), [_alloc(client=client)], False) == RUNNING
+    assert job_status.status_of(_job(), [_alloc(client=client)], [_eval()]) == RUNNING
 
 
 @pytest.mark.parametrize("desired,client", [
@@ -49,29 +56,44 @@ def test_terminal_is_server_or_client_terminal(desired: int, client: int) -> Non
     assert job_status.alloc_terminal(_alloc(desired=desired, client=client))
 
 
-def test_a_stopped_job_is_dead_once_its_allocations_are_terminal() -> None:
+@pytest.mark.parametrize("status,terminal", [
+    (E.EVALUATION_STATUS_PENDING, False), (E.EVALUATION_STATUS_BLOCKED, False),
+    (E.EVALUATION_STATUS_COMPLETE, True), (E.EVALUATION_STATUS_FAILED, True),
+    (E.EVALUATION_STATUS_CANCELED, True)])
+def test_an_evaluation_is_terminal_unless_pending_or_blocked(status: int, terminal: bool) -> None:
+    assert job_status.eval_terminal(_eval(status)) is terminal
+
+
+def test_a_stopped_job_is_dead_once_its_allocations_and_evaluations_are_terminal() -> None:
     stopped = _job(stop=True)
-    assert job_status.status_of(stopped, [_alloc()], False) == RUNNING
-    assert job_status.status_of(stopped, [_alloc(desired=STOP)], False) == DEAD
-    assert job_status.status_of(stopped, [], False) == DEAD
+    done = _eval(E.EVALUATION_STATUS_COMPLETE)
+    assert job_status.status_of(stopped, [_alloc()], [done]) == RUNNING
+    assert job_status.status_of(stopped, [_alloc(desired=STOP)], [_eval()]) == PENDING
+    assert job_status.status_of(stopped, [_alloc(desired=STOP)], [done]) == DEAD
+    assert job_status.status_of(stopped, [], [done]) == DEAD
 
 
 def test_a_batch_job_is_dead_when_all_its_allocations_are_terminal() -> None:
     batch = _job(type=job_pb2.JOB_TYPE_BATCH)
     done = _alloc(client=C.ALLOC_CLIENT_STATUS_COMPLETE)
-    assert job_status.status_of(batch, [done, _alloc("a2")], False) == RUNNING
-    assert job_status.status_of(batch, [done], False) == DEAD
+    assert job_status.status_of(batch, [done, _alloc("a2")], []) == RUNNING
+    assert job_status.status_of(batch, [done], [_eval(E.EVALUATION_STATUS_COMPLETE)]) == DEAD
 
 
-def test_a_service_whose_allocations_all_failed_is_running_while_it_deploys() -> None:
+def test_a_failed_allocation_with_a_reschedule_pending_is_pending_else_dead() -> None:
+    """The issue's two cases (Nomad's getJobStatus): a failed allocation and
+    a pending (delayed reschedule) evaluation: pending, batch or service; the
+    policy spent (every evaluation terminal): dead, not pending forever.
+    Was: a deployment made it running, a batch job dead."""
     failed = _alloc(client=C.ALLOC_CLIENT_STATUS_FAILED)
-    assert job_status.status_of(_job(), [failed], True) == RUNNING
-    assert job_status.status_of(_job(), [failed], False) == PENDING
+    for job in (_job(), _job(type=job_pb2.JOB_TYPE_BATCH)):
+        assert job_status.status_of(job, [failed], [_eval()]) == PENDING
+        assert job_status.status_of(job, [failed], [_eval(E.EVALUATION_STATUS_COMPLETE)]) == DEAD
 
 
 def test_a_system_job_is_running_unless_stopped() -> None:
-    assert job_status.status_of(_job(type=job_pb2.JOB_TYPE_SYSTEM), [], False) == RUNNING
-    assert job_status.status_of(_job(type=job_pb2.JOB_TYPE_SYSTEM, stop=True), [], True) == DEAD
+    assert job_status.status_of(_job(type=job_pb2.JOB_TYPE_SYSTEM), [], []) == RUNNING
+    assert job_status.status_of(_job(type=job_pb2.JOB_TYPE_SYSTEM, stop=True), [], []) == DEAD
 
 
 def test_follow_adds_the_status_to_the_plan_that_places_the_first_allocation() -> None:
@@ -129,25 +151,35 @@ def test_follow_refuses_a_write_with_no_room_for_its_jobs_summary() -> None:
     assert info.value.metadata["max_objects"] == "1"
 
 
-@pytest.mark.parametrize("dep_status,expected", [
-    (deployment_pb2.DEPLOYMENT_STATUS_RUNNING, RUNNING),
-    (deployment_pb2.DEPLOYMENT_STATUS_FAILED, PENDING),
+@pytest.mark.parametrize("eval_status,expected", [
+    (E.EVALUATION_STATUS_PENDING, PENDING),
+    (E.EVALUATION_STATUS_COMPLETE, DEAD),
 ])
-def test_a_deployment_write_decides_a_failed_services_status(dep_status: int,
-                                                             expected: int) -> None:
+def test_an_evaluation_write_decides_a_failed_services_status(eval_status: int,
+                                                               expected: int) -> None:
+    """Nomad's getJobStatus counts evaluations: the last one of a job whose
+    allocations all failed completing makes it dead (was: pending forever)."""
     job = stored(service_job(), 0)
-    job.status = RUNNING
+    job.status = PENDING
     failed = _alloc("a0", client=C.ALLOC_CLIENT_STATUS_FAILED)
-    d = deployment_pb2.Deployment(id="d1", namespace="default", job_id="web",
-                                  status=dep_status)  # type: ignore[arg-type]
     v = view([(codec.JOBS, job, 5, 5), (codec.ALLOCATIONS, failed, 6, 6)])
     plan = PlanBuilder(context().keys)
-    plan.put(codec.DEPLOYMENTS, "default", "d1", d, 0)
+    plan.put(codec.EVALUATIONS, "default", "e1", _eval(eval_status), 0)
     followed = job_status.follow(v, plan.build(lambda rev: rev), context().keys, None, 100)
     written = [codec.decode(codec.JOBS, op.value, 5, 9)  # type: ignore[union-attr]
                for op, e in zip(followed.ops, followed.events, strict=True)
                if e.kind == codec.JOBS]
-    assert [j.status for j in written] == ([] if expected == RUNNING else [expected])
+    assert [j.status for j in written] == ([] if expected == PENDING else [expected])
+
+
+def test_an_evaluation_write_leaves_a_running_job_alone() -> None:
+    job = stored(service_job(), 0)
+    job.status = RUNNING
+    v = view([(codec.JOBS, job, 5, 5), (codec.ALLOCATIONS, _alloc(), 6, 6)])
+    plan = PlanBuilder(context().keys)
+    plan.put(codec.EVALUATIONS, "default", "e1", _eval(E.EVALUATION_STATUS_COMPLETE), 0)
+    built = plan.build(lambda rev: rev)
+    assert job_status.follow(v, built, context().keys, None, 100) is built
 
 
 def test_a_plan_read_before_a_status_write_still_holds_but_not_before_a_spec_change() -> None:

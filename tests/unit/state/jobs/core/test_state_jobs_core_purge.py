@@ -1,10 +1,11 @@
-"""drover.state.jobs.core.purge: a purge waits for allocations a node still runs."""
+"""drover.state.jobs.core.purge: what a node still runs, and the purge of a running job."""
 
 from __future__ import annotations
 
-from state_core_data import context, ready_node, service_job, stored, view
+from state_core_data import context, key, ready_node, service_job, stored, view
 
 from drover.api.types.v1 import allocation_pb2, node_pb2
+from drover.coord.kv import Compare
 from drover.state.core import codec
 from drover.state.jobs.core import purge
 
@@ -27,27 +28,22 @@ def test_only_allocations_a_live_node_may_still_run_block_a_purge() -> None:
     assert [a.id for a in purge.blockers(v, "default", "web")] == ["run"]
 
 
-def test_a_purge_that_must_wait_stops_the_job_and_says_what_will_go() -> None:
+def test_a_purge_of_a_running_job_deletes_it_at_once_with_a_deregister_evaluation() -> None:
+    """Nomad's Job.Deregister with purge: DeleteJob (the job and its
+    versions) in the txn that writes the job-deregister evaluation; the
+    allocations stay for the scheduler to stop. Was: the job was stopped,
+    marked purge_requested and removed once its allocations had stopped."""
     job = stored(service_job(), 1)
     v = view([(codec.JOBS, job, 1, 8), (codec.NODES, ready_node(), 2, 2),
               (codec.JOB_VERSIONS, job, 3, 3),
               (codec.ALLOCATIONS, _alloc("run", C.ALLOC_CLIENT_STATUS_RUNNING), 4, 4)])
     plan = purge.plan_stop_for_purge(v, context(), "default", "web")
-    at = [e.kind for e in plan.events].index(codec.JOBS)
-    stopped = codec.decode(codec.JOBS, plan.ops[at].value, 1, 9)  # type: ignore[union-attr]
-    assert stopped.stop and stopped.purge_requested and stopped.version == 2
-    assert not any(e.op == "delete" for e in plan.events)  # nothing is removed yet
+    ops = {(e.kind, e.op) for e in plan.events}
+    assert ops == {(codec.EVALUATIONS, "put"), (codec.JOBS, "delete"),
+                   (codec.JOB_VERSIONS, "delete")}
+    assert Compare(key(codec.JOBS, "default", "web"), "mod", 8) in plan.compares
+    ev = codec.decode(codec.EVALUATIONS, plan.ops[0].value, 9, 9)  # type: ignore[union-attr]
+    assert (ev.triggered_by, ev.job_id) == ("job-deregister", "web")
     resp = plan.respond(9)
-    assert resp.purge_pending and resp.stopped_allocations == 1 and resp.eval_id
-    assert (resp.pending_versions, resp.pending_allocations) == (2, 1)
-
-
-def test_a_stopped_job_is_only_marked() -> None:
-    job = stored(service_job(), 1)
-    job.stop = True
-    v = view([(codec.JOBS, job, 1, 8), (codec.NODES, ready_node(), 2, 2),
-              (codec.ALLOCATIONS, _alloc("run", C.ALLOC_CLIENT_STATUS_RUNNING), 4, 4)])
-    plan = purge.plan_stop_for_purge(v, context(), "default", "web")
-    assert [e.kind for e in plan.events] == [codec.JOBS]
-    assert codec.decode(codec.JOBS, plan.ops[0].value, 1, 9).purge_requested  # type: ignore[union-attr]
-    assert plan.respond(9).stopped_allocations == 0
+    assert not resp.purge_pending and resp.stopped_allocations == 1 and resp.eval_id == ev.id
+    assert (resp.purged_versions, resp.pending_allocations) == (1, 1)
