@@ -55,6 +55,7 @@ from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, 
 from . import failed as failed_allocs
 from . import migrate, reschedule, unhealthy
 from . import penalty as node_penalty
+from .node_set import node_set
 from .packer import Packer
 from .plan_size import DEFAULT_PLAN_OBJECTS
 from .resources import Vec, group_ask, is_live
@@ -318,7 +319,7 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
     dstate = dep.task_groups.get(tg.name) if dep is not None else None
     batch = job.type == job_pb2.JOB_TYPE_BATCH
     # A draining node's allocations stay until the drainer marks them to migrate.
-    node_ok = {n.id for n in snap.nodes if n.status == node_pb2.NODE_STATUS_READY}
+    node_ok = node_set(snap.nodes).ready_ids
 
     later: list[tuple[float, allocation_pb2.Allocation]] = []  # reschedules due later
     current: list[allocation_pb2.Allocation] = []  # new version, occupying a slot
