@@ -373,8 +373,12 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
         (current if a.job_version == job.version else old).append(a)
     held = moved.held  # slots the migrations fill (their replacements)
 
-    old_tg = {a.id: _group(snap.versions.get(a.job_version), tg.name) for a in old}
-    inplace = [a for a in old if not batch and _tasks_equal(old_tg[a.id], tg)]
+    # Compared once per version, not per allocation (a job's old allocations
+    # share a version or a few).
+    same: dict[int, bool] = {}
+    for v in {a.job_version for a in old}:
+        same[v] = _tasks_equal(_group(snap.versions.get(v), tg.name), tg)
+    inplace = [a for a in old if not batch and same[a.job_version]]
     destructive = [a for a in old if a not in inplace]
     if batch:
         destructive = []  # a running batch allocation of an old version finishes

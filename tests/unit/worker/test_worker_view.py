@@ -99,7 +99,8 @@ async def test_plans_share_one_node_set_until_a_node_changes() -> None:
         await view.wait_past(7, within=5)
         second = view.node_set()
         assert second is not first and second.ready_ids == {"n2"}
-        assert second.candidates(["dc1"]) == [] and second.candidates(["*"]) == [_node("n2", dc="dc2")]
+        assert second.candidates(["dc1"]) == []
+        assert second.candidates(["*"]) == [_node("n2", dc="dc2")]
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
