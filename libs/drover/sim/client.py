@@ -124,6 +124,30 @@ class Track:
         self.deployment = bool(alloc.deployment_id)
 
 
+def wake_at(t: Track, b: Behaviour) -> float | None:
+    """The earliest time at which :func:`step` can report or change ``t``,
+    until a new version of the allocation is observed; None: never (a
+    running, healthy service allocation: its node has nothing to say about
+    it until the scheduler changes it). Before that time step returns None
+    and leaves ``t`` as it is, so a node need not step ``t`` until then."""
+    if t.done or t.stopping:
+        return float("-inf")  # due at once: the stop's report, or forgetting it
+    if t.running_at is None:
+        return t.seen_at + b.start_after
+    if b.batch:
+        return t.running_at + b.run_for
+    times = []
+    if b.outcome == "crash":
+        times.append(t.running_at + b.crash_after)
+    if t.healthy is None:
+        min_healthy, deadline = ((b.min_healthy, b.healthy_deadline) if t.deployment
+                                 else (b.migrate_min_healthy, b.migrate_healthy_deadline))
+        if b.outcome in ("healthy", "crash"):
+            times.append(t.health_since + min_healthy)
+        times.append(t.health_since + deadline)
+    return min(times, default=None)
+
+
 def step(t: Track, b: Behaviour, now: float) -> Report | None:
     """The next report due for ``t`` at ``now``, applied to ``t``; None if none."""
     if t.done:

@@ -24,6 +24,8 @@ that node's secret, as HeartbeatNodes does.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import json
 import logging
 import os
@@ -42,7 +44,7 @@ from drover.worker.heartbeats import HeartbeatSchedule
 from drover.worker.plan_size import written_cap
 
 from . import reports
-from .client import Behaviour, Report, Track, behaviour_of, step
+from .client import Behaviour, Report, Track, behaviour_of, step, wake_at
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +115,15 @@ class SimNodes:
         self.tracks: dict[tuple[str, str], Track] = {}
         self._behaviour: dict[tuple[str, str], Behaviour] = {}  # (alloc key) -> behaviour
         self._jobs: dict[tuple[str, str, int], job_pb2.Job] = {}
+        #: (namespace, job, version, group) -> its behaviour, derived once.
+        self._behaviours: dict[tuple[str, str, int, str], Behaviour] = {}
+        #: When each track is next due a step (:func:`.client.wake_at`); a
+        #: track absent here waits for its next observation. The heap holds
+        #: (when, seq, key) entries, stale ones skipped: a tick steps the due
+        #: tracks only, so idle nodes cost nothing per allocation they run.
+        self._due_at: dict[tuple[str, str], float] = {}
+        self._wakes: list[tuple[float, int, tuple[str, str]]] = []
+        self._seq = itertools.count()
         self._node_of: dict[tuple[str, str], str] = {}  # (alloc key) -> its node
         self._job_of: dict[tuple[str, str], tuple[str, str]] = {}  # (alloc key) -> its job
         #: Objects one UpdateAllocations call may write (:mod:`.reports`).
@@ -218,6 +229,23 @@ class SimNodes:
             self._jobs[key] = job
         return job
 
+    async def _behaviour_of(self, a: allocation_pb2.Allocation) -> Behaviour:
+        key = (a.namespace, a.job_id, a.job_version, a.task_group)
+        b = self._behaviours.get(key)
+        if b is None:
+            job = await self._job(a.namespace, a.job_id, a.job_version)
+            b = self._behaviours[key] = behaviour_of(job, a.task_group)
+        return b
+
+    def _wake(self, key: tuple[str, str], at: float | None) -> None:
+        """Step ``key``'s track at the first tick from ``at`` (None: not
+        until it is observed again)."""
+        if at is None:
+            self._due_at.pop(key, None)
+            return
+        self._due_at[key] = at
+        heapq.heappush(self._wakes, (at, next(self._seq), key))
+
     async def _observe(self, a: allocation_pb2.Allocation) -> None:
         if a.node_id not in self._ours:
             return
@@ -227,16 +255,16 @@ class SimNodes:
         if t is None:
             if a.client_status in _TERMINAL:
                 return
-            job = await self._job(a.namespace, a.job_id, a.job_version)
+            b = await self._behaviour_of(a)
             t = Track(now, bool(a.deployment_id))
-            self._behaviour[key] = behaviour_of(job, a.task_group)
+            self._behaviour[key] = b
             self.tracks[key] = t
             self._node_of[key] = a.node_id
             self._job_of[key] = (a.namespace, a.job_id)
         elif self._behaviour.get(key) is not None:
-            job = await self._job(a.namespace, a.job_id, a.job_version)
-            self._behaviour[key] = behaviour_of(job, a.task_group)  # in-place update
+            self._behaviour[key] = await self._behaviour_of(a)  # in-place update
         t.observe(a, now)
+        self._wake(key, now)  # stepped at the next tick
 
     async def _follow(self) -> None:
         while True:
@@ -270,11 +298,25 @@ class SimNodes:
             await asyncio.sleep(self.config.tick)
             await self.tick()
 
+    def _due(self, now: float) -> list[tuple[str, str]]:
+        """The tracks due a step at ``now``, each once, taken off the heap."""
+        keys = []
+        while self._wakes and self._wakes[0][0] <= now:
+            at, _, key = heapq.heappop(self._wakes)
+            if self._due_at.get(key) == at:  # else superseded by a later wake
+                del self._due_at[key]
+                keys.append(key)
+        return keys
+
     async def tick(self) -> None:
         now = self.clock()
         due: dict[str, list[tuple[tuple[str, str], state_pb2.AllocationUpdate]]] = {}
-        for key, t in list(self.tracks.items()):
-            r: Report | None = step(t, self._behaviour[key], now)
+        for key in self._due(now):
+            t = self.tracks.get(key)
+            if t is None:
+                continue
+            b = self._behaviour[key]
+            r: Report | None = step(t, b, now)
             if r is not None:
                 u = state_pb2.AllocationUpdate(namespace=key[0], id=key[1],
                                                client_status=r.client_status,  # type: ignore[arg-type]
@@ -287,6 +329,8 @@ class SimNodes:
                 self._behaviour.pop(key, None)
                 self._node_of.pop(key, None)
                 self._job_of.pop(key, None)
+            else:
+                self._wake(key, wake_at(t, b))
         # Many nodes' reports in one call and one txn (each node's group with
         # its own secret), the calls one after another: per-node calls in
         # flight together would conflict on the job status and summary

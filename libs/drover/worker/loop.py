@@ -58,6 +58,7 @@ from drover.rpc.remote import from_rpc_error, remote_status
 from .attempts import DESCRIPTION, TRIGGER, Attempts, attempt_limit
 from .blocked import blocked_need
 from .job_allocs import JobAllocCache, JobReads
+from .node_set import node_set
 from .plan_size import (
     DEFAULT_PLAN_ENTRIES,
     entries_cap,
@@ -327,7 +328,7 @@ class Worker:
                         got.job if got.HasField("job") else None,
                         {v.version: v for v in got.versions},
                         got.deployment if got.HasField("deployment") else None,
-                        reads.allocs, list(self.view.nodes.values()),
+                        reads.allocs, self.view.node_set(),
                         dict(self.view.used), eval_id=ev.id, now=time.time())
 
     async def _allocs(self, ns: str, job_id: str) -> list[allocation_pb2.Allocation]:
@@ -347,7 +348,7 @@ class Worker:
                      token: str = "") -> state_pb2.SubmitPlanResponse:
         """Submit ``plan``, its placements reserved in the view meanwhile
         (the other loops plan around them) and released where not committed."""
-        nodes = {n.id: n.modify_index for n in snap.nodes}
+        nodes = node_set(snap.nodes).by_id
         self.stats.plans += 1
         self.view.reserve(plan.placements)
         try:
@@ -356,7 +357,7 @@ class Worker:
                 job_index=snap.job.modify_index if snap.job is not None else 0,
                 alloc_indexes={a.id: a.modify_index for a in plan.updates},
                 job_allocs=job_alloc_set(snap.allocs),
-                node_indexes={n: nodes[n] for n in plan.node_ids()},
+                node_indexes={n: nodes[n].modify_index for n in plan.node_ids()},
                 placements=plan.placements, updates=plan.updates,
                 evaluations=plan.evaluations, eval_token=token), timeout=30)
         except BaseException:

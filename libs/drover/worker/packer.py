@@ -17,9 +17,9 @@ import random
 from typing import TYPE_CHECKING
 
 from drover.api.types.v1 import allocation_pb2, node_pb2
-from drover.scheduling.eligibility import schedulable
 
 from . import penalty as node_penalty
+from .node_set import node_set
 from .resources import Vec, is_live
 
 if TYPE_CHECKING:
@@ -33,13 +33,12 @@ class Packer:
     """Bin-packing over the candidate nodes, tracking this plan's own use."""
 
     def __init__(self, snap: Snapshot, rng: random.Random) -> None:
-        dcs = set(snap.job.datacenters) if snap.job is not None else set()
-        self.nodes = [n for n in snap.nodes if schedulable(n)
-                      and (not dcs or "*" in dcs or n.datacenter in dcs)]
+        dcs = snap.job.datacenters if snap.job is not None else ()
+        self.nodes = node_set(snap.nodes).candidates(dcs)
         rng.shuffle(self.nodes)
-        # Read once per plan; a node's capacity only once it is looked at
-        # (a plan looks at a few of a large cluster's nodes).
-        self._ids = [n.id for n in self.nodes]
+        # A node's id and capacity read only once it is looked at (a plan
+        # looks at a few of a large cluster's nodes).
+        self._ids: list[str | None] = [None] * len(self.nodes)
         self._caps: list[Vec | None] = [None] * len(self.nodes)
         #: Per node id: what it reserves with this plan's own changes (a copy).
         self.used: dict[str, Vec] = dict(snap.node_used)
@@ -68,6 +67,8 @@ class Packer:
         for i in range(n):
             at = (self._offset + i) % n
             node_id, cap = ids[at], caps[at]
+            if node_id is None:
+                node_id = ids[at] = self.nodes[at].id
             if cap is None:
                 cap = caps[at] = Vec.of(self.nodes[at].resources)
             now = used.get(node_id, _NONE)

@@ -57,6 +57,7 @@ from drover.api.types.v1 import allocation_pb2, deployment_pb2, evaluation_pb2, 
 from . import failed as failed_allocs
 from . import migrate, reschedule
 from . import penalty as node_penalty
+from .node_set import node_set
 from .packer import Packer
 from .plan_size import DEFAULT_PLAN_OBJECTS
 from .resources import Vec, group_ask, is_live
@@ -317,7 +318,7 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
     dstate = dep.task_groups.get(tg.name) if dep is not None else None
     batch = job.type == job_pb2.JOB_TYPE_BATCH
     # A draining node's allocations stay until the drainer marks them to migrate.
-    node_ok = {n.id for n in snap.nodes if n.status == node_pb2.NODE_STATUS_READY}
+    node_ok = node_set(snap.nodes).ready_ids
 
     later: list[tuple[float, allocation_pb2.Allocation]] = []  # reschedules due later
     current: list[allocation_pb2.Allocation] = []  # new version, occupying a slot
@@ -367,8 +368,12 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
         (current if a.job_version == job.version else old).append(a)
     held = moved.held  # slots the migrations fill (their replacements)
 
-    old_tg = {a.id: _group(snap.versions.get(a.job_version), tg.name) for a in old}
-    inplace = [a for a in old if not batch and _tasks_equal(old_tg[a.id], tg)]
+    # Compared once per version, not per allocation (a job's old allocations
+    # share a version or a few).
+    same: dict[int, bool] = {}
+    for v in {a.job_version for a in old}:
+        same[v] = _tasks_equal(_group(snap.versions.get(v), tg.name), tg)
+    inplace = [a for a in old if not batch and same[a.job_version]]
     destructive = [a for a in old if a not in inplace]
     if batch:
         destructive = []  # a running batch allocation of an old version finishes

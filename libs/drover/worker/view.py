@@ -30,6 +30,7 @@ import grpc
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, node_pb2
 
+from .node_set import NodeSet
 from .resources import Vec, is_live
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ class ClusterView:
     def __init__(self, stub: Any) -> None:
         self._stub = stub
         self.nodes: dict[str, node_pb2.Node] = {}
+        self._node_set: NodeSet | None = None  # of ``nodes``; None: changed since
         self._allocs: dict[str, tuple[str, Vec]] = {}  # live alloc id -> (node, reserved)
         self.used: dict[str, Vec] = {}
         self.index = 0
@@ -76,8 +78,17 @@ class ClusterView:
         for a in placements:
             self._apply_alloc(a, deleted=True)
 
+    def node_set(self) -> NodeSet:
+        """The nodes as they are now, as one :class:`.node_set.NodeSet`: the
+        same one for every plan until a node changes (its derived facts
+        then derived once for all of them)."""
+        if self._node_set is None:
+            self._node_set = NodeSet(self.nodes.values())
+        return self._node_set
+
     async def _load(self) -> int:
         self.nodes.clear()
+        self._node_set = None
         self._allocs.clear()
         self.used.clear()
         index = 0
@@ -88,6 +99,7 @@ class ClusterView:
             index = index or resp.meta.index
             for n in resp.nodes:
                 self.nodes[n.id] = n
+            self._node_set = None  # a plan may have read the first pages meanwhile
             token = resp.next_page_token
             if not token:
                 break
@@ -117,6 +129,7 @@ class ClusterView:
                     for ev in resp.events:
                         deleted = ev.type == state_pb2.EVENT_TYPE_DELETE
                         if ev.HasField("node"):
+                            self._node_set = None
                             if deleted:
                                 self.nodes.pop(ev.key, None)
                             else:

@@ -14,6 +14,7 @@ from drover.sim.client import (
     Track,
     behaviour_of,
     step,
+    wake_at,
 )
 
 
@@ -77,3 +78,41 @@ def test_stop_completes_and_in_place_update_reports_health_again() -> None:
     moved.desired_status = allocation_pb2.ALLOC_DESIRED_STATUS_STOP
     t.observe(moved, 6.0)
     assert step(t, b, 6.0).client_status == COMPLETE  # type: ignore[union-attr]
+
+
+def _run_by_wakes(b: Behaviour, until: float, deployment: bool) -> list[tuple[float, Report]]:
+    """As :func:`_run`, but a tick steps the track only once its wake_at came."""
+    t = Track(0.0, deployment)
+    out: list[tuple[float, Report]] = []
+    at = wake_at(t, b)
+    for i in range(int(until * 10) + 1):
+        now = i / 10
+        if at is None or now < at:
+            continue
+        r = step(t, b, now)
+        if r is not None:
+            out.append((now, r))
+        at = wake_at(t, b)
+    return out
+
+
+def test_a_track_stepped_only_at_its_wake_reports_what_every_tick_would() -> None:
+    for outcome in ("", "fail", "crash", "never_healthy"):
+        for batch in (False, True):
+            for deployment in (False, True):
+                b = behaviour_of(_job(outcome, batch), "g")
+                assert _run_by_wakes(b, 400, deployment) == _run(b, 400, deployment), (
+                    outcome, batch, deployment)
+
+
+def test_a_healthy_running_allocation_wakes_only_when_observed_again() -> None:
+    t = Track(0.0, True)
+    b = behaviour_of(_job(), "g")
+    assert wake_at(t, b) == 0.2  # to start
+    step(t, b, 0.2)
+    assert wake_at(t, b) == 2.2  # health after min_healthy_time
+    step(t, b, 2.2)
+    assert wake_at(t, b) is None  # nothing more to say on its own
+    t.observe(allocation_pb2.Allocation(desired_status=allocation_pb2.ALLOC_DESIRED_STATUS_STOP),
+              9.0)
+    assert wake_at(t, b) == float("-inf")  # the stop is reported at once

@@ -128,3 +128,76 @@ async def test_reports_refused_for_size_are_sent_again_sized_to_the_cluster(
     assert sim.report_room == 6  # learnt from the refusal, kept for later calls
     assert [i for c in small.calls for i in c] == [f"a{i}" for i in range(5)]
     assert all(len(c) <= 2 for c in small.calls) and sim.reports == 5
+
+
+class _Cluster:
+    """GetJob (one job, min_healthy_time 1 s) and the reports sent."""
+
+    def __init__(self) -> None:
+        from google.protobuf.duration_pb2 import Duration
+
+        from drover.api.types.v1 import job_pb2
+
+        self.job = job_pb2.Job(id="j", namespace="default", task_groups=[job_pb2.TaskGroup(
+            name="g", count=1, update=job_pb2.UpdateStrategy(
+                min_healthy_time=Duration(seconds=1)))])
+        self.reports: list[tuple[str, int, bool]] = []
+        self.get_job_calls = 0
+
+    async def GetJob(self, req: Any, **_: Any) -> Any:
+        self.get_job_calls += 1
+        return state_pb2.GetJobResponse(job=self.job)
+
+    async def UpdateAllocations(self, req: Any, **_: Any) -> Any:
+        for n in req.nodes:
+            self.reports += [(u.id, u.client_status, u.healthy) for u in n.updates]
+        self.reports += [(u.id, u.client_status, u.healthy) for u in req.updates]
+        return state_pb2.UpdateAllocationsResponse()
+
+
+async def test_running_healthy_allocations_cost_a_tick_nothing_until_observed_again(
+        clock: VirtualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    from drover.api.types.v1 import allocation_pb2
+    from drover.sim import nodes
+
+    cluster = _Cluster()
+    sim = _sim(_Stub(None), clock)
+    sim.stub = cluster  # type: ignore[assignment]
+    allocs = [allocation_pb2.Allocation(
+        id=f"a{i}", namespace="default", job_id="j", task_group="g", node_id=f"sim-{i % 2}",
+        deployment_id="d1", desired_status=allocation_pb2.ALLOC_DESIRED_STATUS_RUN)
+        for i in range(40)]
+    for a in allocs:
+        await sim._observe(a)
+    assert cluster.get_job_calls == 1  # the job and its behaviour, read once
+    for _ in range(20):  # 2 s of ticks: each starts, then is healthy
+        clock.advance(0.1)
+        await sim.tick()
+    assert sorted(cluster.reports) == sorted(
+        [(a.id, allocation_pb2.ALLOC_CLIENT_STATUS_RUNNING, False) for a in allocs]
+        + [(a.id, 0, True) for a in allocs])
+    steps = 0
+    real_step = nodes.step
+
+    def counting(*args: Any) -> Any:
+        nonlocal steps
+        steps += 1
+        return real_step(*args)
+
+    monkeypatch.setattr(nodes, "step", counting)
+    for _ in range(50):
+        clock.advance(0.1)
+        await sim.tick()
+    assert steps == 0 and len(sim.tracks) == 40  # still run, stepped never
+    cluster.reports.clear()
+    stopped = allocation_pb2.Allocation()
+    stopped.CopyFrom(allocs[7])
+    stopped.desired_status = allocation_pb2.ALLOC_DESIRED_STATUS_STOP
+    await sim._observe(stopped)
+    clock.advance(0.1)
+    await sim.tick()
+    assert cluster.reports == [("a7", allocation_pb2.ALLOC_CLIENT_STATUS_COMPLETE, False)]
+    assert steps == 1
+    clock.advance(0.1)
+    await sim.tick()  # the completed allocation is forgotten, the others left alone
+    assert steps == 2 and len(sim.tracks) == 39

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2, node_pb2
 from drover.worker.planner import Snapshot, compute_plan
 from drover.worker.resources import Vec, fill_defaults
@@ -124,6 +126,25 @@ def test_in_place_update_when_tasks_unchanged() -> None:
     assert not plan.placements and len(plan.updates) == 3
     assert all(a.job_version == 1 and a.desired_status == RUN and a.deployment_id == "d1"
                and not a.deployment_status.HasField("healthy") for a in plan.updates)
+
+
+def test_old_allocations_are_compared_with_the_group_once_per_version(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from drover.worker import planner
+
+    compared: list[int] = []
+    real = planner._tasks_equal
+
+    def counting(a: job_pb2.TaskGroup | None, b: job_pb2.TaskGroup) -> bool:
+        compared.append(1)
+        return real(a, b)
+
+    monkeypatch.setattr(planner, "_tasks_equal", counting)
+    v0, v1, v2 = job(0, count=8), job(1, count=8, image="v2"), job(2, count=8, image="v3")
+    allocs = running(v0, 4) + running(v1, 4, start=4)
+    plan = compute_plan(snap(v2, allocs, dep=deployment(2), versions=[v0, v1]))
+    assert len(compared) == 2  # versions 0 and 1, not each of the 8 allocations
+    assert plan.updates and all(a.desired_status == STOP for a in plan.updates)
 
 
 def test_lost_allocations_are_replaced_elsewhere() -> None:

@@ -1,9 +1,15 @@
 """ClusterView.reserve/release: placements counted while submitted, replaced
-by the stream's copy once committed, taken back when not committed."""
+by the stream's copy once committed, taken back when not committed; the
+node set every plan reads (:mod:`drover.worker.node_set`), one until a node
+changes."""
 
 from __future__ import annotations
 
-from drover.api.types.v1 import allocation_pb2, job_pb2
+from typing import Any
+
+from drover.api.state.v1 import state_pb2
+from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2, query_pb2
+from drover.worker.node_set import NodeSet, node_set
 from drover.worker.resources import Vec
 from drover.worker.view import ClusterView
 
@@ -41,3 +47,75 @@ def test_a_stop_frees_room_only_when_the_stream_shows_it() -> None:
     assert view.used["n1"] == Vec(cpu=200, memory_mb=600)
     view._apply_alloc(_alloc("old", desired=STOP))
     assert view.used["n1"] == Vec(cpu=100, memory_mb=300)
+
+
+class _Stub:
+    """ListNodes, ListAllocations and a Subscribe stream fed by the test."""
+
+    def __init__(self, nodes: list[Any]) -> None:
+        import asyncio
+
+        self.nodes = nodes
+        self.events: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def ListNodes(self, req: Any, **_: Any) -> Any:
+        return state_pb2.ListNodesResponse(nodes=self.nodes, meta=query_pb2.QueryMeta(index=5))
+
+    async def ListAllocations(self, req: Any, **_: Any) -> Any:
+        return state_pb2.ListAllocationsResponse()
+
+    async def _stream(self) -> Any:
+        while True:
+            yield await self.events.get()
+
+    def Subscribe(self, req: Any, **_: Any) -> Any:
+        return self._stream()
+
+
+def _node(node_id: str, status: Any = node_pb2.NODE_STATUS_READY, dc: str = "dc1") -> Any:
+    return node_pb2.Node(id=node_id, datacenter=dc, status=status, modify_index=3,
+                         resources=job_pb2.Resources(cpu=1000, memory_mb=1000))
+
+
+async def test_plans_share_one_node_set_until_a_node_changes() -> None:
+    import asyncio
+
+    stub = _Stub([_node("n1"), _node("n2", dc="dc2")])
+    view = ClusterView(stub)
+    task = asyncio.create_task(view.run())
+    try:
+        await asyncio.wait_for(view.ready.wait(), 5)
+        first = view.node_set()
+        assert [n.id for n in first.candidates(["dc1"])] == ["n1"]
+        assert first.ready_ids == {"n1", "n2"} and first.by_id["n2"].modify_index == 3
+        # an allocation changes no node: the next plan reads the same set
+        stub.events.put_nowait(state_pb2.SubscribeResponse(index=6, events=[state_pb2.Event(
+            type=state_pb2.EVENT_TYPE_UPSERT, allocation=_alloc("a"))]))
+        await view.wait_past(6, within=5)
+        assert view.node_set() is first
+        # a node goes down: the next plan reads a set that knows it
+        stub.events.put_nowait(state_pb2.SubscribeResponse(index=7, events=[state_pb2.Event(
+            type=state_pb2.EVENT_TYPE_UPSERT, node=_node("n1", node_pb2.NODE_STATUS_DOWN))]))
+        await view.wait_past(7, within=5)
+        second = view.node_set()
+        assert second is not first and second.ready_ids == {"n2"}
+        assert second.candidates(["dc1"]) == []
+        assert second.candidates(["*"]) == [_node("n2", dc="dc2")]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def test_a_node_set_derives_what_the_plain_nodes_say() -> None:
+    nodes = [_node("a"), _node("b", node_pb2.NODE_STATUS_DOWN), _node("c", dc="dc2"),
+             _node("d")]
+    nodes[3].drain = True
+    ns = NodeSet(nodes)
+    assert list(ns) == nodes and len(ns) == 4 and ns[2] is nodes[2]
+    assert [n.id for n in ns.candidates([])] == ["a", "c"]
+    assert [n.id for n in ns.candidates(["dc1", "dc3"])] == ["a"]
+    assert ns.ready_ids == {"a", "c", "d"}  # draining is still ready
+    got = ns.candidates([])
+    got.reverse()  # the caller's own list: the set's order is kept
+    assert [n.id for n in ns.candidates([])] == ["a", "c"]
+    assert node_set(ns) is ns and list(node_set(nodes)) == nodes
