@@ -38,9 +38,9 @@ from drover.api.types.v1 import (
     job_pb2,
     node_pb2,
 )
-from drover.jobspec.spelling import parse_spec
 from drover.dev.ports import wait_for_port
 from drover.dev.supervisor import free_layout
+from drover.jobspec.spelling import parse_spec
 
 WORKER_ENV = "DROVER_CONFORMANCE_WORKER"
 NS = "default"
