@@ -49,6 +49,10 @@ class JobClients:
     #: Seconds between a client's calls (at most; drawn uniformly).
     pause: float = 0.05
     writes: int = 0
+    #: Keys a client stops touching once a write of it ended unknown (with
+    #: ``bounded`` runs: an unknown operation stays open to the end of the
+    #: history, and each one open multiplies the checker's search).
+    retired: set[tuple[int, str]] = field(default_factory=set)
     _seen: dict[tuple[int, str], int] = field(default_factory=dict)
 
     async def write(self, client: int, stub: state_pb2_grpc.StateServiceStub, key: str,
@@ -71,6 +75,7 @@ class JobClients:
                 self.history.fail(h)
             else:
                 self.history.info(h)
+                self.retired.add((client, key))
             return
         self._seen[(client, key)] = resp.job_modify_index
         self.history.ok(h, resp.job_modify_index)
@@ -90,11 +95,19 @@ class JobClients:
         self.history.ok(h, (resp.job.job_modify_index, resp.job.meta.get("lin")))
 
     async def run_client(self, client: int, stub: state_pb2_grpc.StateServiceStub,
-                         seconds: float, *, writes: bool = True, reads: bool = True) -> None:
+                         seconds: float, *, writes: bool = True, reads: bool = True,
+                         keys: list[str] | None = None, bounded: bool = False) -> None:
+        """Calls on ``keys`` (default: every key) for ``seconds``; ``bounded``:
+        a key whose write ended unknown is left (the per-key concurrency
+        stays the number of clients on it)."""
         loop = asyncio.get_running_loop()
         end = loop.time() + seconds
+        own = list(keys if keys is not None else self.keys)
         while loop.time() < end:
-            key = self.rng.choice(self.keys)
+            usable = [k for k in own if not (bounded and (client, k) in self.retired)]
+            if not usable:
+                return
+            key = self.rng.choice(usable)
             r = self.rng.random()
             if writes and (not reads or r < 0.4):
                 await self.write(client, stub, key, cas=self.rng.random() < 0.5)

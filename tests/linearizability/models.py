@@ -18,8 +18,12 @@ above the one before (``("gt", k)``) until a read shows it.
 **Evaluations** (one register per evaluation; the value is its status):
 - ``("create", status)`` -> ``True`` (UpsertEvaluations, unfenced): creates,
   or — the same create again — leaves an identical evaluation as it is
-  (an identical re-create is OK with nothing written); ``False``
-  (FENCE_REQUIRED) only when a different one exists;
+  (an identical re-create is OK with nothing written, whatever its status);
+  ``False`` (FENCE_REQUIRED) only when a different one exists;
+- ``("ack", status)`` -> ``True`` (the broker's Ack of a delivery: its
+  outcome written to the state before the answer): a status transition,
+  only from a non-terminal status (pending or blocked) to ``status``; an
+  unknown one may have moved it or not;
 - ``("read",)`` -> ``status`` or ``None`` (GetEvaluation; not found).
 """
 
@@ -28,9 +32,13 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
+from drover.api.types.v1 import evaluation_pb2
 from linearizability.checker import UNKNOWN, Model, Operation
 
 JobState = tuple[int, Any]
+#: Evaluation statuses an outcome (an Ack) may move from.
+OPEN_STATUSES = frozenset({evaluation_pb2.EVALUATION_STATUS_PENDING,
+                           evaluation_pb2.EVALUATION_STATUS_BLOCKED})
 
 
 def _lower(index: Any) -> int:
@@ -88,6 +96,10 @@ def _eval_step(state: Hashable, inp: Any, out: Any) -> tuple[bool, Hashable]:
         if state is None:
             return True, status
         return state == status, state  # the same create again: unchanged
+    if kind == "ack":
+        if state not in OPEN_STATUSES:
+            return False, state  # absent, or an outcome already written
+        return True, inp[1]
     raise ValueError(f"unknown evaluation operation {inp!r}")
 
 

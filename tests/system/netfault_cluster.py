@@ -29,7 +29,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import grpc
 from chaos_load import Deleter, Driver, Observer, Record, Recorder, list_all
+from linearizability.recorded_load import Figures, RecordedClients
 from test_chaos import overlaps, too_long
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
@@ -51,6 +53,7 @@ from drover.tasks import cancel_and_wait
 from drover.worker.loop import Worker, WorkerConfig
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "netfault.md"
+LIN_RESULTS = RESULTS.with_name("netfault-linearizability.md")
 
 
 @dataclass
@@ -62,29 +65,55 @@ class Load:
     rng: random.Random
     record: Record = field(default_factory=Record)
     seed: int = 0
+    #: The recorded clients' histories, checked when :meth:`running` ends.
+    lin_problems: list[str] = field(default_factory=list)
+    lin_figures: list[Figures] = field(default_factory=list)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[Load]:
+        """The load until the block ends; then its recorded clients'
+        histories are checked (:attr:`lin_problems`, :attr:`lin_figures`)."""
         self.ch = self.cluster.channel(self.proxy, Recorder(self.record))
         self.state = state_pb2_grpc.StateServiceStub(self.ch)
         self.broker = broker_pb2_grpc.EvalBrokerServiceStub(self.ch)
         self.driver = Driver(self.ch, self.record, self.rng)
         self.deleter = Deleter(self.ch, self.record, self.rng)
+        lin_ch = self.cluster.channel(self.proxy)
         try:
             await until(self.broker_up, 90, "a broker leader through the proxy")
-            sim = SimNodes(self.ch, SimConfig(count=3, heartbeat=1.0))
-            workers = [Worker(self.ch, WorkerConfig(batch=4, dequeue_timeout=2.0,
-                                                    seed=self.seed + i))
-                       for i in range(2)]
-            tasks = [asyncio.create_task(c) for c in (
-                sim.run(), *(w.run() for w in workers), Observer(self.ch, self.record).run(),
-                self.driver.run(), self.deleter.run())]
-            try:
+            async with self._recorded(lin_ch):
                 yield self
-            finally:
-                await cancel_and_wait(tasks, within=10.0, what="netfault load")
         finally:
             await self.ch.close()
+            await lin_ch.close()
+
+    @contextlib.asynccontextmanager
+    async def _recorded(self, lin_ch: grpc.aio.Channel) -> AsyncIterator[None]:
+        """Recorded clients (jobs, evaluations) on their own channel, around the chaos load."""
+        lin = RecordedClients(random.Random(self.seed))
+        # They stop with the driver: the scenario's final reads need the
+        # evaluations to stand still.
+        lin.start(lin_ch, running=lambda: self.driver.running)
+        try:
+            async with self._chaos():
+                yield
+        finally:
+            await lin.stop()
+        self.lin_problems, self.lin_figures = lin.judge()
+
+    @contextlib.asynccontextmanager
+    async def _chaos(self) -> AsyncIterator[None]:
+        sim = SimNodes(self.ch, SimConfig(count=3, heartbeat=1.0))
+        workers = [Worker(self.ch, WorkerConfig(batch=4, dequeue_timeout=2.0,
+                                                seed=self.seed + i))
+                   for i in range(2)]
+        tasks = [asyncio.create_task(c) for c in (
+            sim.run(), *(w.run() for w in workers), Observer(self.ch, self.record).run(),
+            self.driver.run(), self.deleter.run())]
+        try:
+            yield
+        finally:
+            await cancel_and_wait(tasks, within=10.0, what="netfault load")
 
     async def broker_up(self) -> bool:
         r = await self.broker.GetBrokerStats(broker_pb2.GetBrokerStatsRequest(), timeout=2)
@@ -175,3 +204,34 @@ def write_result(m: Measured) -> None:
         "and the calls of the whole run that failed, by method, status code and "
         "ErrorInfo reason. No delay is modelled (no tc/netem on these machines).\n\n"
         + HEADER + "\n".join(rows[k] for k in sorted(rows)) + "\n" + notes)
+
+
+LIN_HEADER = ("| scenario | history | operations | unknown | keys | most open on one key "
+              "| search steps | check (s) | linearizable |\n"
+              "|---|---|---|---|---|---|---|---|---|\n")
+
+
+def write_lin(scenario: str, figures: list[Figures]) -> None:
+    """Put the scenario's history checks into
+    bench/results/netfault-linearizability.md (one row per scenario and history)."""
+    rows: dict[tuple[str, str], str] = {}
+    if LIN_RESULTS.exists():
+        for line in LIN_RESULTS.read_text().splitlines():
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if line.startswith("| ") and len(cells) > 1 and cells[0] not in ("scenario", "") \
+                    and not re.match(r"^-+$", cells[0]):
+                rows[(cells[0], cells[1])] = line
+    for f in figures:
+        rows[(scenario, f.what)] = (
+            f"| {scenario} | {f.what} | {f.operations} | {f.unknown} | {f.keys} | {f.max_open} "
+            f"| {f.steps} | {f.seconds:.2f} | {'yes' if f.ok else 'NO'} |")
+    LIN_RESULTS.write_text(
+        "# Network fault scenarios: the recorded histories, checked\n\n"
+        "Written by the tests (`make test-netfault`): per scenario, the history its "
+        "recorded clients made through the proxy while the fault came and went (jobs as "
+        "compare-and-set registers; evaluations as create, status transitions by Ack, and "
+        "reads: tests/linearizability/), and what checking it cost. The cost is bounded by "
+        "the most operations open at once on one key (two clients per job, a creator, an "
+        "acker and one reader per evaluation; a client leaves a key after an unknown "
+        "outcome), not by the length of the run.\n\n"
+        + LIN_HEADER + "\n".join(rows[k] for k in sorted(rows)) + "\n")

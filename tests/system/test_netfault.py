@@ -45,6 +45,7 @@ from netfault_cluster import (
     served_after,
     term,
     until,
+    write_lin,
     write_result,
 )
 from test_chaos import TERMINAL_DEPLOYMENT
@@ -89,9 +90,9 @@ async def caches(c: NetCluster, load: Load) -> tuple[dict[str, set[str]], set[st
             ch = c.channel(s)
             try:
                 stub = state_pb2_grpc.StateServiceStub(ch)
-                resp = await stub.ListEvaluations(
-                    state_pb2.ListEvaluationsRequest(page_size=5000), timeout=10)
-                cached[s.name] = {e.id for e in resp.evaluations}
+                listed = await list_all(stub, "ListEvaluations", state_pb2.ListEvaluationsRequest(
+                    page_size=1000), "evaluations")  # paged: a page holds at most 1000
+                cached[s.name] = {e.id for e in listed}
             finally:
                 await ch.close()
         if all(ids == in_etcd for ids in cached.values()) or time.monotonic() > deadline:
@@ -164,6 +165,7 @@ async def test_broker_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> 
                 t_heal + SETTLE)
     print(m.show())
     write_result(m)
+    write_lin(m.scenario, load.lin_figures)
     expiry = t_cut + TTL
     old_term = max(old_terms, default=0)
     served_late = served_after(probes, old, t_cut, expiry)
@@ -171,7 +173,7 @@ async def test_broker_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> 
     print(f"{old} (term {old_term}) cut from etcd for {cut_for:.1f}s: refused from "
           f"{stopped}s after the cut; probes {sorted({code for _, code in probes})}; "
           f"new leader {new}")
-    problems = judge(load.record, cached, in_etcd, final)
+    problems = load.lin_problems + judge(load.record, cached, in_etcd, final)
     problems += served_late
     problems += [f"{d.eval_id} delivered under the cut leader's term {old_term} "
                  f"{d.start - t_cut:.1f}s after the cut"
@@ -332,6 +334,7 @@ async def test_state_replica_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> 
                 t_heal + SETTLE)
     print(m.show())
     write_result(m)
+    write_lin(m.scenario, load.lin_figures)
     print(f"{cut} cut from etcd for {cut_for:.1f}s: not ready after {t_unready:.1f}s, ready "
           f"{t_ready:.1f}s after healing; consistent reads: "
           f"{sorted({r.code for r in reads})}, longest "
@@ -340,7 +343,7 @@ async def test_state_replica_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> 
           f"(max_stale {MAX_STALE:g}s): {sorted({r.bounded for r in reads})} on {cut}, longest "
           f"{max((r.bounded_took for r in reads), default=0):.1f}s, "
           f"{sorted({r.via_proxy for r in reads})} through the proxy")
-    problems = judge(load.record, cached, in_etcd, final)
+    problems = load.lin_problems + judge(load.record, cached, in_etcd, final)
     problems += [f"a consistent read on {cut} answered {r.start - t_cut:.1f}s into the cut"
                  for r in reads if r.code == "OK"]
     problems += [f"a consistent read on {cut} took {r.took:.1f}s to refuse"
@@ -448,6 +451,7 @@ async def test_watcher_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) ->
                 t_heal + SETTLE)
     print(m.show())
     write_result(m)
+    write_lin(m.scenario, load.lin_figures)
     expiry = t_cut + TTL
     stopped = next((s - t_cut for s, code in probes if not _served(code)), None)
     followed = {e.deployment_id for e in evals if e.triggered_by == "deployment-watcher"}
@@ -456,7 +460,7 @@ async def test_watcher_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) ->
     print(f"{old} cut from etcd for {cut_for:.1f}s: refused from {stopped}s after the cut; "
           f"probes {sorted({code for _, code in probes})}; new leader {new}; deployments "
           f"{len(deployments)} ({len(succeeded)} successful, {len(followed)} followed up)")
-    problems = judge(load.record, cached, in_etcd, {e.id for e in evals})
+    problems = load.lin_problems + judge(load.record, cached, in_etcd, {e.id for e in evals})
     problems += served_after(probes, old, t_cut, expiry, _served)
     problems += [f"deployment {d.id} (job {d.job_id} v{d.job_version}) succeeded without the "
                  "watcher's follow-up evaluation"
@@ -495,7 +499,8 @@ async def _loss_run(etcd_prefix: str, tmp_path: Path, seed: int, scenario: str,
     print(f"{what} for {fault_for:.1f}s")
     print(m.show())
     write_result(m)
-    problems = judge(load.record, cached, in_etcd, final)
+    write_lin(m.scenario, load.lin_figures)
+    problems = load.lin_problems + judge(load.record, cached, in_etcd, final)
     problems += [f"writes stopped {m.write_gap:.1f}s of a {fault_for:.1f}s fault"
                  ] if m.write_gap >= fault_for else []
     assert not problems, f"seed {seed}: logs in {tmp_path}:\n" + "\n".join(problems[:40])
@@ -579,6 +584,7 @@ async def test_etcd_minority_with_drover_replicas(etcd_prefix: str, tmp_path: Pa
           f"{sorted({r.bounded for r in reads})}")
     print(m.show())
     write_result(m)
+    write_lin(m.scenario, load.lin_figures)
     # An isolated etcd leader still answers keepalives until it steps down
     # (etcd's check-quorum: one election timeout, 1 s by default), so the
     # minority side's lease clocks may run that much past the cut.
@@ -591,7 +597,7 @@ async def test_etcd_minority_with_drover_replicas(etcd_prefix: str, tmp_path: Pa
     # etcd's request timeout (5 s + 2 election timeouts) for an answer that
     # cannot come; the state service's etcd write timeout (3 s) ends it
     # sooner, OUTCOME_UNKNOWN, within every call's bound: nothing is excused.
-    problems = judge(load.record, cached, in_etcd, final)
+    problems = load.lin_problems + judge(load.record, cached, in_etcd, final)
     problems += served_after(broker_probes, minority[0], t_cut, min(expiry, first_new))
     problems += served_after(watcher_probes, minority[1], t_cut, expiry, _served)
     problems += [f"a consistent read on {minority[2]} answered {r.start - t_cut:.1f}s into "

@@ -11,6 +11,8 @@ from linearizability import History, Operation, check
 from linearizability.checker import UNKNOWN, check_one
 from linearizability.models import EVALUATIONS, JOBS
 
+from drover.api.types.v1 import evaluation_pb2
+
 
 def op(client: int, inp: tuple, call: float, out: object = UNKNOWN, ret: float = float("inf"),
        key: str = "j") -> Operation:
@@ -93,6 +95,29 @@ def test_evaluation_creates_are_idempotent_and_reads_see_them() -> None:
     stale = [op(1, ("create", "pending"), 0, True, 1, key="e"),
              op(2, ("read",), 2, None, 3, key="e")]
     assert not check(EVALUATIONS, stale).ok
+
+
+def test_evaluation_status_transitions_only_leave_an_open_status() -> None:
+    """An Ack moves a pending evaluation to its outcome, once: a second
+    Ack that succeeds after the first, an Ack of an absent one, or a read
+    of the old status after an Ack completed fail; an unknown Ack may have
+    moved it or not."""
+    pending = evaluation_pb2.EVALUATION_STATUS_PENDING
+    done = evaluation_pb2.EVALUATION_STATUS_COMPLETE
+    failed = evaluation_pb2.EVALUATION_STATUS_FAILED
+    created = op(1, ("create", pending), 0, True, 1, key="e")
+    good = [created, op(2, ("ack", done), 2, True, 3, key="e"),
+            op(1, ("create", pending), 4, False, 5, key="e"),  # now a different one
+            op(3, ("read",), 6, done, 7, key="e")]
+    assert check(EVALUATIONS, good).ok
+    assert not check(EVALUATIONS, [created, op(2, ("ack", done), 2, True, 3, key="e"),
+                                   op(3, ("ack", failed), 4, True, 5, key="e")]).ok
+    assert not check(EVALUATIONS, [op(2, ("ack", done), 2, True, 3, key="e")]).ok
+    assert not check(EVALUATIONS, [created, op(2, ("ack", done), 2, True, 3, key="e"),
+                                   op(3, ("read",), 4, pending, 5, key="e")]).ok
+    unknown = op(2, ("ack", done), 2, key="e")
+    for seen in (pending, done):
+        assert check(EVALUATIONS, [created, unknown, op(3, ("read",), 4, seen, 5, key="e")]).ok
 
 
 def test_history_recording_and_a_long_history_stay_fast() -> None:

@@ -16,7 +16,9 @@ The invariants:
   still accepts connections (the proxy relaying a broken server). With no
   server listening at all the first failure is the answer, at once.
 * ``ACL_DATA_STALE`` is not waited on: the server's view of the ACL data
-  needs its etcd connection fixed, which a client cannot wait out.
+  needs its etcd connection fixed, which a client cannot wait out; nor is
+  ``HOLD_TIMEOUT`` (every address stayed silent past the hold: a frozen
+  server, :mod:`drover.rpc.failover`): the call ends within the hold.
 * The caller's timeout bounds every attempt and every pause together; a
   call that runs out of it while waiting fails with the last UNAVAILABLE
   (what the servers said), not DEADLINE_EXCEEDED.
@@ -43,7 +45,7 @@ MAX_PAUSE = 1.0
 #: A call given no timeout still stops retrying after this long.
 NO_TIMEOUT_BOUND = 30.0
 #: Reasons that no amount of waiting by a client fixes.
-NOT_WAITED_ON = frozenset({"ACL_DATA_STALE"})
+NOT_WAITED_ON = frozenset({"ACL_DATA_STALE", "HOLD_TIMEOUT"})
 
 
 def _host_port(address: str) -> tuple[str, int] | None:

@@ -1,8 +1,8 @@
 """A client channel over several addresses: random order, failover that is safe.
 
 ``--address``/``DROVER_ADDR`` may list several servers (``a:7100,b:7100``,
-e.g. every proxy replica). :func:`client_channel` gives a plain channel for
-one address and a :class:`FailoverChannel` for several; stubs take either.
+e.g. every proxy replica). :func:`client_channel` gives a :class:`FailoverChannel` for one
+address or several (one address gets the hold and resumed streams too).
 
 The rules, per call (the invariants):
 
@@ -26,11 +26,13 @@ The rules, per call (the invariants):
   there: a read moves on to the next address (UNAVAILABLE ``HOLD_TIMEOUT``
   when it was the last), a write is UNAVAILABLE ``OUTCOME_UNKNOWN``, never
   the caller's whole timeout. The CLI, the worker and simulated nodes get
-  this with several ``--address`` entries.
+  this with one ``--address`` as with several.
 
-Server streams (Subscribe) open on the first address whose connection is
-READY; a stream is not moved once it has started (its resume logic, if any,
-is the caller's or the proxy's).
+Server streams open on the first address whose connection is READY, and
+each message awaited is bounded by the hold like a unary attempt. A
+Subscribe is resumed (:mod:`drover.rpc.resume`): reopened on the next
+address (the same one, if it is the only one) from the last index
+delivered when its server fails or goes silent.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from drover.rpc.hold import (
     health_probe,
 )
 from drover.rpc.reads import is_read
+from drover.rpc.resume import RESUMABLE, RESUME_BACKOFF, StreamCursor
 
 __all__ = ["FailoverChannel", "client_channel", "split_addresses"]
 
@@ -197,25 +200,38 @@ class _Stream:
 
 class _OpenedStream:
     """A server stream opened lazily on the first READY address: iterate it,
-    ``cancel()`` it, read its ``code()`` like a grpc.aio call."""
+    ``cancel()`` it, read its ``code()`` like a grpc.aio call.
+
+    Every message awaited is an attempt bounded by the hold; a Subscribe
+    (:data:`drover.rpc.resume.RESUMABLE`) whose server fails (UNAVAILABLE,
+    cancelled by it) or goes silent is reopened on the next address (the
+    same one when there is one) from the last index delivered, until every
+    address failed twice in a row without delivering or the deadline passes.
+    """
 
     def __init__(self, spec: _Stream, request: Any, timeout: float | None,
                  kwargs: dict[str, Any]) -> None:
         self._spec, self._request, self._kwargs = spec, request, kwargs
         self._deadline = None if timeout is None else time.monotonic() + timeout
         self._call: Any = None
+        self._address = ""
         self._cancelled = False
+        self._cursor = (StreamCursor(spec._ser(request), heartbeat=spec._owner.holds.hold / 2)
+                        if spec._method in RESUMABLE and spec._ser is not None else None)
 
     async def _open(self) -> Any:
         if self._call is None:
             owner = self._spec._owner
-            address = (await owner._connected(self._deadline))[0]
+            address = self._address = (await owner._connected(self._deadline))[0]
             left = (None if self._deadline is None
                     else max(0.001, self._deadline - time.monotonic()))
+            cursor = self._cursor
             self._call = owner._channels[address].unary_stream(
-                self._spec._method, request_serializer=self._spec._ser,
-                response_deserializer=self._spec._de)(self._request, timeout=left,
-                                                      **self._kwargs)
+                self._spec._method,
+                request_serializer=None if cursor is not None else self._spec._ser,
+                response_deserializer=self._spec._de)(
+                    cursor.resume_request() if cursor is not None else self._request,
+                    timeout=left, **self._kwargs)
             if self._cancelled:
                 self._call.cancel()
         return self._call
@@ -224,9 +240,38 @@ class _OpenedStream:
         return self._iterate()
 
     async def _iterate(self) -> Any:
-        call = await self._open()
-        async for item in call:
-            yield item
+        owner, cursor = self._spec._owner, self._cursor
+        failures = 0
+        while True:
+            call = await self._open()
+            address = self._address
+            try:
+                with owner.holds.attempt(address) as held:
+                    while True:
+                        message = await owner.holds.wait(held, call.read())
+                        if message is grpc.aio.EOF:
+                            return
+                        if cursor is not None and not cursor.admit_index(message.index):
+                            continue
+                        failures = 0
+                        yield message
+            except AttemptEnded as ended:
+                call.cancel()
+                error: Exception = as_rpc_error(HoldTimeout(
+                    f"{address} did not answer ({ended.reason})", metadata={"address": address}))
+            except grpc.aio.AioRpcError as err:
+                if cursor is None or self._cancelled or err.code() not in (
+                        grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+                    raise
+                error = err
+            owner._demote(address)
+            failures += 1
+            if (cursor is None or failures > 2 * len(owner.order)
+                    or (self._deadline is not None and time.monotonic() >= self._deadline)):
+                raise error
+            cursor.resumes += 1
+            self._call = None
+            await asyncio.sleep(min(RESUME_BACKOFF[1], RESUME_BACKOFF[0] * 2 ** failures))
 
     async def read(self) -> Any:
         return await (await self._open()).read()
@@ -249,10 +294,7 @@ class _OpenedStream:
 
 
 def client_channel(address: str, *, tls: TlsFiles | None = None,
-                   token: TokenSource | None = None) -> Any:
-    """A channel to ``address``, or a :class:`FailoverChannel` when it lists
-    several (comma-separated)."""
-    addresses = split_addresses(address)
-    if len(addresses) <= 1:
-        return channel(addresses[0] if addresses else address, tls=tls, token=token)
-    return FailoverChannel(addresses, tls=tls, token=token)
+                   token: TokenSource | None = None) -> FailoverChannel:
+    """A :class:`FailoverChannel` over the addresses ``address`` lists
+    (comma-separated): one address gets the hold and the stream resumes too."""
+    return FailoverChannel(split_addresses(address) or [address], tls=tls, token=token)

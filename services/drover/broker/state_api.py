@@ -34,7 +34,8 @@ from drover.errors import (
 )
 from drover.remote_errors import narrow
 from drover.rpc.remote import from_rpc_error
-from drover.rpc.replicas import FAILOVER_CODES, ReplicaPool
+from drover.rpc.replicas import ReplicaPool
+from drover.rpc.resume import subscribe_resumed
 
 __all__ = ["BrokerStateApi", "EvalPage", "GrpcStateApi", "translate"]
 
@@ -105,7 +106,9 @@ class GrpcStateApi:
     or does not answer in time (reads are safe to repeat); a write is one
     attempt on the next replica (an unknown outcome is never repeated
     here: the writer decides), and a replica it failed on is held down so
-    the next write goes elsewhere. Each Subscribe picks a replica anew.
+    the next write goes elsewhere. The Subscribe feed is resumed on another
+    replica from the last index delivered when its replica fails or stays
+    silent past the hold (:func:`drover.rpc.resume.subscribe_resumed`).
     """
 
     def __init__(self, replicas: ReplicaPool, *, timeout: float = 10.0) -> None:
@@ -141,18 +144,12 @@ class GrpcStateApi:
         return resp.config
 
     async def subscribe(self, from_index: int) -> AsyncIterator[state_pb2.SubscribeResponse]:
-        address, stub = self.replicas.picked()
-        call = stub.Subscribe(
-            state_pb2.SubscribeRequest(topics=TOPICS, from_index=from_index))
+        req = state_pb2.SubscribeRequest(topics=TOPICS, from_index=from_index)
         try:
-            async for resp in call:
+            async for resp in subscribe_resumed(self.replicas, req):
                 yield resp
         except grpc.RpcError as err:
-            if err.code() in FAILOVER_CODES:
-                self.replicas.failed(address)  # resubscribe elsewhere
             raise translate(err) from err
-        finally:
-            call.cancel()
 
     async def update(
         self, updates: Sequence[evaluation_pb2.Evaluation],

@@ -29,7 +29,8 @@ from drover.coord.fence import Fence
 from drover.errors import Conflict, DroverError, FenceLost, NotFound, Unavailable
 from drover.remote_errors import narrow
 from drover.rpc.remote import from_rpc_error
-from drover.rpc.replicas import FAILOVER_CODES, ReplicaPool
+from drover.rpc.replicas import ReplicaPool
+from drover.rpc.resume import subscribe_resumed
 
 ACTIVE_FILTER = 'status == "running" || status == "paused"'
 PAGE_SIZE = 500
@@ -82,9 +83,10 @@ class GrpcStateApi:
     Queries move on to another replica when one is down or does not answer
     in time (safe to repeat); a write is one attempt on the next replica
     (its outcome may be unknown: the caller decides), and a replica it
-    failed on is held down so the next call goes elsewhere. Each Subscribe
-    picks a replica anew, so a session rebuilt after a broken stream
-    follows the replicas that are up.
+    failed on is held down so the next call goes elsewhere. A Subscribe is
+    resumed on another replica from the last index delivered when its
+    replica fails or stays silent past the hold
+    (:func:`drover.rpc.resume.subscribe_resumed`).
     """
 
     def __init__(self, replicas: ReplicaPool, *, timeout: float = 10.0) -> None:
@@ -151,18 +153,13 @@ class GrpcStateApi:
 
     async def subscribe(self, topic: int, from_index: int) -> AsyncIterator[Any]:
         self._counts["subscribe"] += 1
-        address, stub = self.replicas.picked()
-        call = stub.Subscribe(state_pb2.SubscribeRequest(
-            topics=[topic], namespace="*", from_index=from_index))  # type: ignore[list-item]
+        req = state_pb2.SubscribeRequest(
+            topics=[topic], namespace="*", from_index=from_index)  # type: ignore[list-item]
         try:
-            async for resp in call:
+            async for resp in subscribe_resumed(self.replicas, req):
                 yield resp
         except grpc.RpcError as err:
-            if err.code() in FAILOVER_CODES:
-                self.replicas.failed(address)
             raise translate(err) from err
-        finally:
-            call.cancel()
         raise Unavailable("the state service ended the subscription")
 
     async def update_deployment(

@@ -26,7 +26,7 @@ Per call:
   been applied), within the hold timeout, whatever the caller's deadline;
 * streams are retried only until their first response message, except
   ``Subscribe``, which is resumed on another replica from the last index
-  delivered (:mod:`drover.proxy.core.resume`), or ended with a status the client
+  delivered (:mod:`drover.rpc.resume`), or ended with a status the client
   can act on. Client-streaming methods (none in the drover API today) get
   one attempt, the request stream being consumed as it is sent.
 """
@@ -53,7 +53,6 @@ from drover.proxy.core.methods import (
     forwarded_methods,
     forwarded_service_names,
 )
-from drover.proxy.core.resume import RESUMABLE, StreamCursor
 from drover.proxy.core.server import Server
 from drover.proxy.core.server_list import ServerList
 from drover.proxy.errors import Final as _Final
@@ -62,6 +61,7 @@ from drover.proxy.errors import Retry as _Retry
 from drover.proxy.outcome import RETRY_BACKOFF_BASE, RETRY_BACKOFF_MAX, next_step, report
 from drover.proxy.outcome import backoff as _wait
 from drover.rpc.hold import AttemptEnded, Holds
+from drover.rpc.resume import RESUMABLE, StreamCursor
 
 log = logging.getLogger(__name__)
 

@@ -26,10 +26,16 @@ returning a :class:`~drover.state.core.plan.WritePlan`. The policy:
    (the evaluation was deleted, the deployment moved) is the caller's
    answer, named by cause. A rule that refuses on a stale view asks for
    this too (:class:`~drover.state.errors.Replan`);
-5. at most :data:`ATTEMPTS` commits; the last conflict is raised.
+5. at most :data:`ATTEMPTS` commits, each re-plan after a short jittered
+   pause (:data:`CONFLICT_BACKOFF`); the last conflict is raised. These
+   compares are drover's own (its writers racing on one object: a client
+   report, a plan, the watcher's write), so a user's call must not fail
+   for them: the budget is sized for the writers that race on one object.
    A plan marked ``retry=False`` (its compares are the caller's) raises its
-   ``conflict_error`` on the first conflict. :class:`FenceLost` is never
-   retried: a deposed leader's write is refused, not re-planned.
+   ``conflict_error`` on the first conflict, and a rule that judges the
+   caller's own precondition (``--check-index``) refuses on the fresh view.
+   :class:`FenceLost` is never retried: a deposed leader's write is
+   refused, not re-planned.
 
 The view is the cache's (:func:`transact`); the ACL keyspace, which the
 cache does not hold, is read from etcd on each attempt instead
@@ -52,6 +58,8 @@ to deliver it; either way the writer reads its own write here even with
 
 from __future__ import annotations
 
+import asyncio
+import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -128,8 +136,12 @@ class Writer:
         return result.revision
 
 
-#: Commits per call before a conflict is the caller's (CONFLICT: retry).
-ATTEMPTS = 3
+#: Commits per call before a conflict is the caller's (CONFLICT: retry):
+#: enough for the few writers that race on one object (module doc, 5.).
+ATTEMPTS = 10
+#: Pause before re-planning after the n-th conflict in a row: uniform in
+#: [0, min(cap, base * 2**n)] seconds, so racing writers spread out.
+CONFLICT_BACKOFF = (0.005, 0.25)
 
 Planner = Callable[[View], WritePlan]
 
@@ -182,6 +194,8 @@ async def transact_on(views: Callable[[bool], Awaitable[V]], writer: Writer,
             if commits >= attempts:
                 raise
             fresh = True
+            base, cap = CONFLICT_BACKOFF
+            await asyncio.sleep(random.uniform(0.0, min(cap, base * 2 ** commits)))
             continue
         return plan.respond(rev)
 

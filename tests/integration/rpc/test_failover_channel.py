@@ -101,7 +101,7 @@ async def test_an_address_that_refuses_connections_is_skipped_for_writes_too(
         assert ch.order == [up.address, dead]
 
 
-async def test_the_order_is_random_and_one_address_is_a_plain_channel() -> None:
+async def test_the_order_is_random_and_one_address_gets_the_hold_too() -> None:
     addresses = [f"127.0.0.1:{p}" for p in range(9001, 9006)]
     orders = set()
     for seed in range(10):
@@ -110,7 +110,7 @@ async def test_the_order_is_random_and_one_address_is_a_plain_channel() -> None:
         await ch.close()
     assert len(orders) > 1
     one = client_channel("127.0.0.1:9001")
-    assert isinstance(one, grpc.aio.Channel)
+    assert isinstance(one, FailoverChannel) and one.order == ["127.0.0.1:9001"]
     await one.close()
     many = client_channel("127.0.0.1:9001,127.0.0.1:9002")
     assert isinstance(many, FailoverChannel)

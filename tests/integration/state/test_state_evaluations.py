@@ -300,3 +300,29 @@ async def test_a_bounded_stale_read_past_its_bound_proves_contact_on_a_healthy_r
     clock.advance(2.0)
     got = await replica.stub.ListEvaluations(within)  # within the bound: served as it is
     assert got.meta.last_contact.ToTimedelta().total_seconds() == pytest.approx(2.0)
+
+
+async def test_an_identical_re_create_is_ok_whatever_its_status(replica) -> None:
+    """A terminal evaluation written by the leader, created again unfenced
+    exactly as stored (a client's retried create), is OK with nothing
+    written; a different terminal one under its id, or a new terminal one,
+    still needs the leader's fence."""
+    stub, store = replica.stub, replica.store
+    done = evaluation_pb2.Evaluation(id="t1", type="service", job_id="j", status=COMPLETE)
+    first = await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[done]),
+                                         metadata=await _leader_fence(replica))
+    before = await store.revision()
+    again = await stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
+        evaluations=[done]))
+    assert again.eval_ids == ["t1"] and again.index >= first.index
+    assert await store.revision() == before
+    changed = evaluation_pb2.Evaluation(id="t1", type="service", job_id="j", status=COMPLETE,
+                                        priority=90)
+    new = evaluation_pb2.Evaluation(id="t2", type="service", job_id="j", status=COMPLETE)
+    pre = grpc.StatusCode.FAILED_PRECONDITION
+    for ev in (changed, new):
+        await _expect(stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
+            evaluations=[ev])), pre, "FENCE_REQUIRED")
+    await _expect(stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(
+        evaluations=[done, new])), pre, "FENCE_REQUIRED")
+    assert await store.revision() == before

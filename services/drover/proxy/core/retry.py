@@ -16,7 +16,7 @@ refused the call before any handler ran): a write is sent to the next
 server (:attr:`RetryAction.RETRY_NEXT`), and the stale one goes to the back.
 Once response messages of a stream were relayed to the client, the stream
 is not retried as such: the client would see messages twice or out of order.
-``Subscribe`` is resumed instead (:mod:`drover.proxy.core.resume`): reopened
+``Subscribe`` is resumed instead (:mod:`drover.rpc.resume`): reopened
 elsewhere from the last index delivered.
 
 A write whose attempt broke after it may have reached the server

@@ -61,17 +61,21 @@ class EvaluationsRpc:
         # handler: its evaluations are checked and written as they are.
         evs = owned_evals(request.evaluations)
         fence = self.writes.fence(caller)
-        if fence is None and not OUTCOMES.isdisjoint(map(_STATUS, evs)):
-            self.writes.require_fence(caller, "a terminal evaluation status")
-        elif fence is not None:
+        if fence is not None:
             self.writes.require_fence(caller, "UpsertEvaluations")
 
         def needs_fence() -> None:
             self.writes.require_fence(caller, "an existing evaluation")
 
+        def terminal_needs_fence() -> None:
+            # judged after the identical re-create, which is OK whatever its status
+            self.writes.require_fence(caller, "a terminal evaluation status")
+
+        terminal = fence is None and not OUTCOMES.isdisjoint(map(_STATUS, evs))
         ctx = self.writes.write_context()
         return await self.writes.transact(
-            lambda view: plans.plan_upsert(view, ctx, evs, needs_fence if fence is None else None),
+            lambda view: plans.plan_upsert(view, ctx, evs, needs_fence if fence is None else None,
+                                           terminal_needs_fence if terminal else None),
             fence)
 
     # -- delete -----------------------------------------------------------

@@ -6,8 +6,8 @@
   "create" into a conflict, then (re-planned) into a refusal, never an
   update. An existing evaluation keeps its ``create_time``. An unfenced
   re-create of an evaluation stored exactly so (a retried create,
-  :mod:`drover.state.core.recreate`) is skipped: OK, and when every one
-  is, nothing is written.
+  :mod:`drover.state.core.recreate`) is skipped: OK whatever its status
+  (a terminal one included), and when every one is, nothing is written.
 - **Update**: updates that never create, creates that never update. Each
   update is compared on the ``modify_index`` the writer held (so a late
   Ack never re-creates a deleted evaluation, nor overwrites a changed
@@ -32,7 +32,7 @@ from drover.errors import NotFound
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.recreate import identical_existing
-from drover.state.core.rules import broker_paused, create_is_new, update_of_seen
+from drover.state.core.rules import OUTCOMES, broker_paused, create_is_new, update_of_seen
 from drover.state.core.validate import ALL_NAMESPACES
 from drover.state.core.view import View
 from drover.state.evaluations.core.unblock import admit_blocked
@@ -43,9 +43,14 @@ _NS_ID = attrgetter("namespace", "id")
 
 
 def plan_upsert(view: View, ctx: WriteContext, evs: Evals,
-                existing_needs_fence: Callable[[], None] | None) -> WritePlan:
+                existing_needs_fence: Callable[[], None] | None,
+                terminal_needs_fence: Callable[[], None] | None = None) -> WritePlan:
     """UpsertEvaluations. ``existing_needs_fence`` (an unfenced call) raises
-    when any evaluation exists already: changing one is a broker outcome."""
+    when any evaluation exists already: changing one is a broker outcome;
+    ``terminal_needs_fence`` (an unfenced call) when one with a terminal
+    status is not the identical re-create of a stored one: writing an
+    outcome is the broker's too. An identical re-create is OK whatever its
+    status, so both are judged after it."""
     kind, now = codec.EVALUATIONS, ctx.now
     # One look-up per evaluation (its revision on the view, 0: absent); the
     # old value is decoded only for one that exists, for its create_time.
@@ -56,8 +61,12 @@ def plan_upsert(view: View, ctx: WriteContext, evs: Evals,
         # unfenced: an existing one may only be the same create again
         skip = [bool(mod) and identical_existing(view, kind, ns, eid, ev)
                 for ev, (ns, eid), mod in zip(evs, idents, mods, strict=True)]
-        if any(mod and not same for mod, same in zip(mods, skip, strict=True)):
-            existing_needs_fence()
+    if terminal_needs_fence is not None and any(
+            ev.status in OUTCOMES and not same for ev, same in zip(evs, skip, strict=True)):
+        terminal_needs_fence()
+    if existing_needs_fence is not None and any(
+            mod and not same for mod, same in zip(mods, skip, strict=True)):
+        existing_needs_fence()
     ids = [eid for _, eid in idents]
     if all(skip):
         return no_write(lambda rev: state_pb2.UpsertEvaluationsResponse(eval_ids=ids, index=rev))

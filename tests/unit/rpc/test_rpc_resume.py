@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drover.api.state.v1 import state_pb2
-from drover.proxy.core.resume import RESUMABLE, StreamCursor
+from drover.rpc.resume import RESUMABLE, StreamCursor
 
 
 def resp(index: int, *keys: str) -> bytes:
