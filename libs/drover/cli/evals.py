@@ -127,65 +127,75 @@ def delete_evals(eval_ids: tuple[str, ...], filter_: str, namespace: str, job: s
     """
     if bool(eval_ids) == bool(filter_):
         raise click.UsageError("give evaluation IDs or --filter, not both and not neither")
-
-    async def by_ids(ch: grpc.aio.Channel) -> int:
-        stub = state(ch)
-        ids = [await prefix.evaluation_id(ch, "*", e, opts.timeout) for e in eval_ids]
-        try:
-            resp = await stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
-                ids=ids, dry_run=dry_run), timeout=opts.timeout)
-        except grpc.RpcError as err:
-            _refused(err)
-            raise
-        return int(resp.deleted)
-
-    async def count(ch: grpc.aio.Channel) -> int:
-        # The very fields the delete sends (nothing spliced into the filter),
-        # so the number confirmed is the set the server deletes.
-        resp = await state(ch).CountEvaluations(
-            state_pb2.CountEvaluationsRequest(namespace=namespace, filter=filter_, job_id=job),
-            timeout=opts.timeout)
-        return int(resp.count)
-
-    async def by_filter(ch: grpc.aio.Channel, total: int) -> int:
-        stub = state(ch)
-        deleted = 0
-        token = ""
-        # Calls follow each other (each needs the last one's token); the
-        # server spreads each page over several etcd txns in flight, so ask
-        # for its largest page (it clamps the size to what it allows).
-        size = page_size or LARGEST_PAGE
-        with Progress(TextColumn("deleting"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=output.err_console,
-                      disable=opts.json) as progress:
-            task = progress.add_task("delete", total=total)
-            while True:
-                try:
-                    resp = await stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
-                        filter=filter_, namespace=namespace, job_id=job, page_size=size,
-                        page_token=token, dry_run=dry_run), timeout=opts.timeout)
-                except grpc.RpcError as err:
-                    _refused(err)
-                    raise
-                deleted += resp.deleted
-                progress.update(task, completed=min(deleted, total) if total else deleted)
-                token = resp.next_page_token
-                if not token:
-                    return deleted
-
-    verb = "would delete" if dry_run else "deleted"
     if eval_ids:
-        n = run(opts, by_ids)
+        n = run(opts, lambda ch: _delete_by_ids(ch, eval_ids, dry_run, opts))
     else:
-        total = run(opts, count)
-        if total == 0:
-            n = 0
-        else:
-            if not yes and not dry_run:
-                click.confirm(f"Delete {total} evaluations?", default=False, abort=True,
-                              err=True)
-            n = run(opts, lambda ch: by_filter(ch, total))
+        n = _delete_by_filter(filter_, namespace, job, page_size, yes, dry_run, opts)
     if opts.json:
         output.print_json({"deleted": n, "dry_run": dry_run})
     else:
-        click.echo(f"{verb} {n} evaluations")
+        click.echo(f"{'would delete' if dry_run else 'deleted'} {n} evaluations")
+
+
+async def _delete_by_ids(ch: grpc.aio.Channel, eval_ids: tuple[str, ...], dry_run: bool,
+                         opts: ClientOptions) -> int:
+    """Delete the named evaluations in one call: all or nothing."""
+    ids = [await prefix.evaluation_id(ch, "*", e, opts.timeout) for e in eval_ids]
+    try:
+        resp = await state(ch).DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
+            ids=ids, dry_run=dry_run), timeout=opts.timeout)
+    except grpc.RpcError as err:
+        _refused(err)
+        raise
+    return int(resp.deleted)
+
+
+def _delete_by_filter(filter_: str, namespace: str, job: str, page_size: int, yes: bool,
+                      dry_run: bool, opts: ClientOptions) -> int:
+    """Count what --filter matches, confirm, then delete it page by page."""
+    # The count sends the very fields the delete sends (nothing spliced into
+    # the filter), so the number confirmed is the set the server deletes.
+    total = run(opts, lambda ch: _count_matching(ch, filter_, namespace, job, opts))
+    if total == 0:
+        return 0
+    if not yes and not dry_run:
+        click.confirm(f"Delete {total} evaluations?", default=False, abort=True, err=True)
+    return run(opts, lambda ch: _delete_pages(ch, filter_, namespace, job, page_size,
+                                              dry_run, total, opts))
+
+
+async def _count_matching(ch: grpc.aio.Channel, filter_: str, namespace: str, job: str,
+                          opts: ClientOptions) -> int:
+    resp = await state(ch).CountEvaluations(
+        state_pb2.CountEvaluationsRequest(namespace=namespace, filter=filter_, job_id=job),
+        timeout=opts.timeout)
+    return int(resp.count)
+
+
+async def _delete_pages(ch: grpc.aio.Channel, filter_: str, namespace: str, job: str,
+                        page_size: int, dry_run: bool, total: int,
+                        opts: ClientOptions) -> int:
+    """Delete page after page (each call needs the last one's token), with progress."""
+    stub = state(ch)
+    deleted = 0
+    token = ""
+    # The server spreads each page over several etcd txns in flight, so ask
+    # for its largest page (it clamps the size to what it allows).
+    size = page_size or LARGEST_PAGE
+    with Progress(TextColumn("deleting"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=output.err_console,
+                  disable=opts.json) as progress:
+        task = progress.add_task("delete", total=total)
+        while True:
+            try:
+                resp = await stub.DeleteEvaluations(state_pb2.DeleteEvaluationsRequest(
+                    filter=filter_, namespace=namespace, job_id=job, page_size=size,
+                    page_token=token, dry_run=dry_run), timeout=opts.timeout)
+            except grpc.RpcError as err:
+                _refused(err)
+                raise
+            deleted += resp.deleted
+            progress.update(task, completed=min(deleted, total) if total else deleted)
+            token = resp.next_page_token
+            if not token:
+                return deleted

@@ -171,76 +171,90 @@ async def watch_deployment(ch: grpc.aio.Channel, namespace: str, deployment_id: 
     return 0 if d.status == SUCCESSFUL else 1
 
 
-async def watch_job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call: float,
-                    as_json: bool = False) -> int:
-    stub = state_pb2_grpc.StateServiceStub(ch)
-    got = await stub.GetJob(state_pb2.GetJobRequest(namespace=namespace, id=job_id),
-                            timeout=per_call)
-    job, index = got.job, got.meta.index
-    listed = await list_allocations(ch, f'job_id == "{job_id}"', per_call, namespace)
-    allocs: dict[str, allocation_pb2.Allocation] = {a.id: a for a in listed}
-    deps = await stub.ListDeployments(state_pb2.ListDeploymentsRequest(
-        namespace=namespace, filter=f'job_id == "{job_id}"', order_by="create_index desc",
-        page_size=1), timeout=per_call)
-    dep = deps.deployments[0] if deps.deployments else None
+class _JobView:
+    """What `job status --watch` shows: the job, its allocations, its newest deployment."""
 
-    def current_dep() -> deployment_pb2.Deployment | None:
-        return dep if dep is not None and dep.job_version == job.version else None
+    def __init__(self, job: job_pb2.Job, allocs: dict[str, allocation_pb2.Allocation],
+                 dep: deployment_pb2.Deployment | None) -> None:
+        self.job, self.allocs, self.dep = job, allocs, dep
 
-    def title() -> str:
-        d = current_dep()
+    def current_dep(self) -> deployment_pb2.Deployment | None:
+        dep = self.dep
+        return dep if dep is not None and dep.job_version == self.job.version else None
+
+    def title(self) -> str:
+        d = self.current_dep()
         tail = (f"deployment {output.short_id(d.id)} {_dstatus(d.status)} - {d.status_description}"
                 if d else "no deployment")
-        return f"job {job.id} v{job.version}: {tail}"
+        return f"job {self.job.id} v{self.job.version}: {tail}"
 
-    def settled() -> bool:
-        d = current_dep()
+    def settled(self) -> bool:
+        job = self.job
+        d = self.current_dep()
         if d is not None:
             return d.status not in ACTIVE
         if job.type == job_pb2.JOB_TYPE_SERVICE and any(
                 tg.HasField("update") for tg in job.task_groups):
             return False  # its deployment has not been seen yet
-        rows = job_rows(job, allocs.values())
+        rows = job_rows(job, self.allocs.values())
         if job.type == job_pb2.JOB_TYPE_BATCH:
             return all(r[8] + r[6] >= r[1] for r in rows)
         return all(r[3] >= r[1] for r in rows)
 
-    def show(out: _Render) -> None:
-        rows = job_rows(job, allocs.values())
-        d = current_dep()
-        out.show(title(), JOB_COLUMNS, rows, {
-            "job_id": job.id, "version": job.version,
+    def show(self, out: _Render) -> None:
+        rows = job_rows(self.job, self.allocs.values())
+        d = self.current_dep()
+        out.show(self.title(), JOB_COLUMNS, rows, {
+            "job_id": self.job.id, "version": self.job.version,
             "deployment_id": d.id if d else "", "status": _dstatus(d.status) if d else "",
             "groups": _groups(JOB_COLUMNS, rows)})
 
+    def apply(self, ev: state_pb2.Event) -> None:
+        """Take one event of the job's stream in, keeping the newest of each thing."""
+        # The stream replays from the job's read index, which can be older
+        # than the allocation list: keep the newest.
+        job_id, dep = self.job.id, self.dep
+        if ev.HasField("job") and ev.job.id == job_id:
+            if ev.job.modify_index >= self.job.modify_index:
+                self.job = ev.job
+        elif ev.HasField("deployment") and ev.deployment.job_id == job_id:
+            if dep is None or ev.deployment.create_index > dep.create_index or (
+                    ev.deployment.id == dep.id
+                    and ev.deployment.modify_index >= dep.modify_index):
+                self.dep = ev.deployment
+        elif ev.HasField("allocation") and ev.allocation.job_id == job_id:
+            old = self.allocs.get(ev.allocation.id)
+            if old is None or ev.allocation.modify_index >= old.modify_index:
+                self.allocs[ev.allocation.id] = ev.allocation
+
+
+async def watch_job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call: float,
+                    as_json: bool = False) -> int:
+    stub = state_pb2_grpc.StateServiceStub(ch)
+    got = await stub.GetJob(state_pb2.GetJobRequest(namespace=namespace, id=job_id),
+                            timeout=per_call)
+    listed = await list_allocations(ch, f'job_id == "{job_id}"', per_call, namespace)
+    deps = await stub.ListDeployments(state_pb2.ListDeploymentsRequest(
+        namespace=namespace, filter=f'job_id == "{job_id}"', order_by="create_index desc",
+        page_size=1), timeout=per_call)
+    view = _JobView(got.job, {a.id: a for a in listed},
+                    deps.deployments[0] if deps.deployments else None)
     with _Render(as_json) as out:
-        show(out)
-        if not settled():
+        view.show(out)
+        if not view.settled():
             stream = stub.Subscribe(state_pb2.SubscribeRequest(
                 topics=[state_pb2.TOPIC_JOB, state_pb2.TOPIC_DEPLOYMENT,
-                        state_pb2.TOPIC_ALLOCATION], namespace=namespace, from_index=index))
+                        state_pb2.TOPIC_ALLOCATION], namespace=namespace,
+                from_index=got.meta.index))
             try:
                 async for resp in stream:
                     for ev in resp.events:
-                        # The stream replays from the job's read index, which can
-                        # be older than the allocation list: keep the newest.
-                        if ev.HasField("job") and ev.job.id == job_id:
-                            if ev.job.modify_index >= job.modify_index:
-                                job = ev.job
-                        elif ev.HasField("deployment") and ev.deployment.job_id == job_id:
-                            if dep is None or ev.deployment.create_index > dep.create_index or (
-                                    ev.deployment.id == dep.id
-                                    and ev.deployment.modify_index >= dep.modify_index):
-                                dep = ev.deployment
-                        elif ev.HasField("allocation") and ev.allocation.job_id == job_id:
-                            old = allocs.get(ev.allocation.id)
-                            if old is None or ev.allocation.modify_index >= old.modify_index:
-                                allocs[ev.allocation.id] = ev.allocation
-                    show(out)
-                    if settled():
+                        view.apply(ev)
+                    view.show(out)
+                    if view.settled():
                         break
             finally:
                 stream.cancel()
-    d = current_dep()
+    d = view.current_dep()
     return 0 if d is None or d.status == SUCCESSFUL else 1
 
