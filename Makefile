@@ -6,13 +6,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv etcd node run test test-slow test-netfault test-unit lint proto proto-check bench smoke image clean
+.PHONY: help venv etcd node run test test-slow test-netfault test-unit lint proto proto-check bench soak smoke image clean
 
 help:
 	@echo "make run    - local etcd + state, broker, deployments, proxy (Ctrl-C stops all)"
 	@echo "make test   - the inner loop: unit, integration and quick system tests, real etcd"
 	@echo "make test-slow     - the long drills (-m slow): kills, failovers, dev walk-throughs"
 	@echo "make test-netfault - network faults in namespaces (-m netfault; root, nftables)"
+	@echo "make soak   - an hour under a fault a minute, judged (SOAK_MINUTES=N; bench/soak.py)"
 	@echo "make lint   - ruff, mypy, buf lint"
 	@echo "make proto  - regenerate libs/drover/api from protos/"
 	@echo "make image  - the OCI image (deploy/Dockerfile) with buildah, on a debootstrap base"
@@ -57,6 +58,8 @@ lint: venv node
 	$(BIN)/ruff check .
 	$(BIN)/mypy libs services bench tests
 	npx --no-install buf lint
+	# the previous release, 0.1.0 = defa1f3 (in every clone's history)
+	npx --no-install buf breaking --against '.git#ref=defa1f352eccd3d3407b6293ec1f91797c63d066'
 
 smoke: venv node
 	bash scripts/smoke.sh
@@ -71,7 +74,12 @@ proto-check: venv
 	$(BIN)/python scripts/genproto.py --check
 
 bench: venv etcd
-	@for b in bench/*.py; do case $$b in bench/_*) continue;; esac; echo "== $$b"; $(BIN)/python $$b; done
+	@for b in bench/*.py; do case $$b in bench/_*|bench/soak.py) continue;; esac; echo "== $$b"; $(BIN)/python $$b; done
+
+# An hour under faults (bench/soak.py; SOAK_MINUTES=10 for CI's short run).
+SOAK_MINUTES ?= 60
+soak: venv etcd
+	$(BIN)/python bench/soak.py --minutes $(SOAK_MINUTES) $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache

@@ -7,7 +7,14 @@ import threading
 
 import click
 
-from drover.dev.supervisor import DEFAULT_REPLICAS, MAX_REPLICAS, SERVICES, DevLayout, Supervisor
+from drover.dev.supervisor import (
+    COMPACTION_RETENTION,
+    DEFAULT_REPLICAS,
+    MAX_REPLICAS,
+    SERVICES,
+    DevLayout,
+    Supervisor,
+)
 
 
 @click.command()
@@ -23,11 +30,14 @@ from drover.dev.supervisor import DEFAULT_REPLICAS, MAX_REPLICAS, SERVICES, DevL
                    "watcher, so a leader killed fails over; 1 of the state and the proxy)")
 @click.option("--nodes", default=3, show_default=True, type=click.IntRange(0, 10000),
               help="simulated nodes to run, with one scheduler worker (0: neither)")
+@click.option("--etcd-compaction-retention", default=COMPACTION_RETENTION, show_default=True,
+              help="etcd's periodic auto-compaction keeps this much history (as the "
+                   "manifests: a Subscribe resumes from an index within it)")
 @click.option("--acl", is_flag=True, envvar="DROVER_ACL",
               help="enforce access control on every service; the suite bootstraps and prints "
                    "a management token (kept in <data-dir>/acl-tokens.json)")
 def dev(data_dir: str | None, port_offset: int, etcd_members: int, replicas: int | None,
-        nodes: int, acl: bool) -> None:
+        nodes: int, etcd_compaction_retention: str, acl: bool) -> None:
     """Run etcd and the state, broker, deployments and proxy services locally,
     plus a scheduler worker and simulated nodes so jobs roll out unattended.
 
@@ -40,7 +50,8 @@ def dev(data_dir: str | None, port_offset: int, etcd_members: int, replicas: int
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     counts = dict(DEFAULT_REPLICAS) if replicas is None else dict.fromkeys(SERVICES, replicas)
     sup = Supervisor(layout=DevLayout().shifted(port_offset), data_dir=data_dir, log=click.echo,
-                     etcd_members=etcd_members, nodes=nodes, acl=acl, replicas=counts)
+                     etcd_members=etcd_members, nodes=nodes, acl=acl, replicas=counts,
+                     compaction_retention=etcd_compaction_retention)
     code = 0
     try:
         sup.start()
