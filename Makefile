@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # The scheduler worker `make conformance` judges (docs/worker-protocol.md).
 WORKER ?= $(BIN)/drover worker
 
-.PHONY: help venv etcd node browser ts-client ts-worker py-client clients run test test-slow test-netfault test-unit conformance conformance-ts lint proto proto-check bench smoke image clean
+.PHONY: help venv etcd node browser ts-client ts-worker py-client clients run test test-slow test-netfault test-unit conformance conformance-ts lint proto proto-check bench soak smoke image clean
 
 help:
 	@echo "make run    - local etcd + state, broker, deployments, proxy, web UI on :4646 (Ctrl-C stops all)"
@@ -17,6 +17,7 @@ help:
 	@echo "make test-netfault - network faults in namespaces (-m netfault; root, nftables)"
 	@echo "make browser - Debian chromium for the web UI's browser tests (part of test-slow)"
 	@echo "make conformance WORKER=\"cmd\" - a scheduler worker against Nomad's scenarios (default: drover worker)"
+	@echo "make soak   - an hour under a fault a minute, judged (SOAK_MINUTES=N; bench/soak.py)"
 	@echo "make lint   - ruff, mypy, buf lint"
 	@echo "make proto  - regenerate libs/drover/api from protos/"
 	@echo "make clients - the typed API clients: clients/typescript (npm) and clients/python (wheel)"
@@ -105,6 +106,8 @@ lint: venv node
 	$(BIN)/ruff check .
 	$(BIN)/mypy libs services bench tests
 	npx --no-install buf lint
+	# the previous release, 0.1.0 = defa1f3 (in every clone's history)
+	npx --no-install buf breaking --against '.git#ref=defa1f352eccd3d3407b6293ec1f91797c63d066'
 
 smoke: venv node
 	bash scripts/smoke.sh
@@ -119,7 +122,12 @@ proto-check: venv
 	$(BIN)/python scripts/genproto.py --check
 
 bench: venv etcd
-	@for b in bench/*.py; do case $$b in bench/_*) continue;; esac; echo "== $$b"; $(BIN)/python $$b; done
+	@for b in bench/*.py; do case $$b in bench/_*|bench/soak.py) continue;; esac; echo "== $$b"; $(BIN)/python $$b; done
+
+# An hour under faults (bench/soak.py; SOAK_MINUTES=10 for CI's short run).
+SOAK_MINUTES ?= 60
+soak: venv etcd
+	$(BIN)/python bench/soak.py --minutes $(SOAK_MINUTES) $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache

@@ -7,7 +7,14 @@ import threading
 
 import click
 
-from drover.dev.supervisor import DEFAULT_REPLICAS, MAX_REPLICAS, SERVICES, DevLayout, Supervisor
+from drover.dev.supervisor import (
+    COMPACTION_RETENTION,
+    DEFAULT_REPLICAS,
+    MAX_REPLICAS,
+    SERVICES,
+    DevLayout,
+    Supervisor,
+)
 from drover.dev.workers import WORKERS, WorkerNotBuilt, worker_program
 
 
@@ -27,11 +34,14 @@ from drover.dev.workers import WORKERS, WorkerNotBuilt, worker_program
 @click.option("--worker", type=click.Choice(WORKERS), default="python", show_default=True,
               help="the scheduler worker to run: the reference (python) or the TypeScript "
                    "port (workers/typescript; `make ts-worker` builds it)")
+@click.option("--etcd-compaction-retention", default=COMPACTION_RETENTION, show_default=True,
+              help="etcd's periodic auto-compaction keeps this much history (as the "
+                   "manifests: a Subscribe resumes from an index within it)")
 @click.option("--acl", is_flag=True, envvar="DROVER_ACL",
               help="enforce access control on every service; the suite bootstraps and prints "
                    "a management token (kept in <data-dir>/acl-tokens.json)")
 def dev(data_dir: str | None, port_offset: int, etcd_members: int, replicas: int | None,
-        nodes: int, worker: str, acl: bool) -> None:
+        nodes: int, worker: str, etcd_compaction_retention: str, acl: bool) -> None:
     """Run etcd and the state, broker, deployments and proxy services locally,
     plus a scheduler worker and simulated nodes so jobs roll out unattended.
 
@@ -50,7 +60,7 @@ def dev(data_dir: str | None, port_offset: int, etcd_members: int, replicas: int
     counts = dict(DEFAULT_REPLICAS) if replicas is None else dict.fromkeys(SERVICES, replicas)
     sup = Supervisor(layout=DevLayout().shifted(port_offset), data_dir=data_dir, log=click.echo,
                      etcd_members=etcd_members, nodes=nodes, acl=acl, replicas=counts,
-                     worker=worker)
+                     worker=worker, compaction_retention=etcd_compaction_retention)
     code = 0
     try:
         sup.start()

@@ -28,6 +28,9 @@ from drover.dev.ports import port_in_use, wait_for_port
 from drover.dev.process import die_with_parent
 from drover.dev.workers import worker_command
 
+#: etcd's auto-compaction retention in `drover dev` (the manifests' too).
+COMPACTION_RETENTION = "1h"
+
 
 @dataclass(frozen=True)
 class DevLayout:
@@ -186,6 +189,9 @@ class Supervisor:
     worker: str = "python"
     #: Replicas per service (missing: one).
     replicas: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_REPLICAS))
+    #: etcd's periodic auto-compaction retention, as the manifests set it
+    #: (deploy/k8s/base/etcd.yaml): a Subscribe resumes from an index within it.
+    compaction_retention: str = COMPACTION_RETENTION
     backoff: Backoff = field(default_factory=Backoff)
     clock: Callable[[], float] = time.monotonic
     specs: dict[str, ChildSpec] = field(default_factory=dict)
@@ -209,6 +215,9 @@ class Supervisor:
             self._temp_dir = self.data_dir = tempfile.mkdtemp(prefix="drover-dev-")
         else:
             os.makedirs(self.data_dir, exist_ok=True)
+        if n > 1:  # each member its own data dir (etcd writes its log there first)
+            for i in range(n):
+                os.makedirs(os.path.join(self.data_dir, f"member-{i}"), exist_ok=True)
         members = [EtcdServer(
             host=lay.host,
             client_port=lay.etcd_client + i,
@@ -216,7 +225,9 @@ class Supervisor:
             metrics_port=lay.etcd_metrics + i,
             data_dir=(os.path.join(self.data_dir, f"member-{i}") if n > 1 else self.data_dir),
             name="drover-dev" if n == 1 else f"drover-dev-{i}",
-            extra_args=("--max-txn-ops", str(DEV_MAX_TXN_OPS)),
+            extra_args=("--max-txn-ops", str(DEV_MAX_TXN_OPS),
+                        "--auto-compaction-mode", "periodic",
+                        "--auto-compaction-retention", self.compaction_retention),
         ) for i in range(n)]
         self.cluster = EtcdCluster(members=members).start()
         self.etcd = members[0]
@@ -480,5 +491,5 @@ def pids_of(sup: Supervisor) -> list[int]:
     return out
 
 
-__all__ = ["DEFAULT_REPLICAS", "SERVICES", "Backoff", "ChildSpec", "DevLayout", "Supervisor",
-           "pids_of"]
+__all__ = ["COMPACTION_RETENTION", "DEFAULT_REPLICAS", "SERVICES", "Backoff", "ChildSpec",
+           "DevLayout", "Supervisor", "pids_of"]

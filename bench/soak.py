@@ -1,0 +1,465 @@
+"""The soak: `drover dev` for N minutes under a steady workload and a fault
+every minute, then judged (``make soak``; ``--minutes 10`` in CI's slow step).
+
+The cluster: three etcd members (periodic auto-compaction on, as the
+manifests), two replicas of every service, the worker and 200 simulated
+nodes (:class:`drover.dev.supervisor.Supervisor`, which restarts what
+dies). The workload, through both proxies: service jobs rolled out with
+canaries (promoted once healthy), scale changes, batch jobs, node drains,
+GC passes; and recorded clients (tests/linearizability: jobs as
+compare-and-set registers, evaluations as create, Ack transitions and
+reads) whose history is checked at the end.
+
+A fault every ``--fault-every`` seconds, drawn by seed: kill -9 of any
+drover process (the supervisor restarts it), SIGSTOP of any process for
+8-15 s (etcd members included), an etcd member frozen, an etcd member
+partitioned from its peers and clients (nftables on loopback). A state
+replica cut from etcd alone needs the network namespaces of the netfault
+drills (loopback cannot tell one process's packets from another's): it is
+tests/system/test_netfault.py's scenario c, not drawn here.
+
+Recorded every 10 s and judged at the end: see bench/soak_report.py.
+Results: bench/results/soak.md and its PNGs (``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the linearizability checker and its clients
+
+from _soak_report import FaultRecord, Sample, SoakRecord, judge_flat, write  # noqa: E402
+from linearizability.recorded_load import RecordedClients  # noqa: E402
+
+from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc  # noqa: E402
+from drover.api.deployments.v1 import deployments_pb2, deployments_pb2_grpc  # noqa: E402
+from drover.api.state.v1 import state_pb2, state_pb2_grpc  # noqa: E402
+from drover.api.types.v1 import deployment_pb2, job_pb2, node_pb2  # noqa: E402
+from drover.dev.supervisor import SERVICES, DevLayout, Supervisor  # noqa: E402
+from drover.rpc.failover import FailoverChannel  # noqa: E402
+from drover.tasks import cancel_and_wait  # noqa: E402
+
+SAMPLE_EVERY = 10.0
+ACTIVE = 'status == "running" || status == "paused"'
+FAULT_KINDS = ("kill9", "sigstop", "etcd_freeze", "etcd_partition")
+NFT_TABLE = "drover_soak"
+
+
+class Recorder(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """Every workload call: (t, method, seconds, code)."""
+
+    def __init__(self, rec: SoakRecord, t0: float) -> None:
+        self.rec, self.t0 = rec, t0
+        #: Times a write (RegisterJob, ScaleJob) succeeded; a Dequeue handed out work.
+        self.writes: list[float] = []
+        self.deliveries: list[float] = []
+
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        method = details.method.decode() if isinstance(details.method, bytes) else details.method
+        name = method.rsplit("/", 1)[-1]
+        start = time.monotonic()
+        code = "OK"
+        try:
+            call = await continuation(details, request)
+            resp = await call
+        except grpc.aio.AioRpcError as e:
+            code = e.code().name
+            raise
+        finally:
+            self.rec.calls.append((start - self.t0, name, time.monotonic() - start, code))
+        now = time.monotonic() - self.t0
+        if name in ("RegisterJob", "ScaleJob"):
+            self.writes.append(now)
+        elif name == "Dequeue" and getattr(resp, "token", ""):
+            self.deliveries.append(now)
+        return resp
+
+
+def _service_job(i: int, image: str, count: int, canary: bool) -> job_pb2.Job:
+    task = job_pb2.Task(name="server", driver="docker", config={"image": image},
+                        resources=job_pb2.Resources(cpu=100, memory_mb=64))
+    update = job_pb2.UpdateStrategy(max_parallel=1, canary=1 if canary else 0)
+    update.min_healthy_time.FromMilliseconds(200)
+    group = job_pb2.TaskGroup(name="web", count=count, tasks=[task], update=update)
+    return job_pb2.Job(id=f"svc-{i}", namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
+                       datacenters=["dc1"], task_groups=[group])
+
+
+def _batch_job(n: int) -> job_pb2.Job:
+    task = job_pb2.Task(name="run", driver="docker", config={"image": "batch:1"},
+                        resources=job_pb2.Resources(cpu=100, memory_mb=64))
+    return job_pb2.Job(id=f"batch-{n}", namespace="default", type=job_pb2.JOB_TYPE_BATCH,
+                       datacenters=["dc1"],
+                       task_groups=[job_pb2.TaskGroup(name="b", count=2, tasks=[task])])
+
+
+class Workload:
+    def __init__(self, ch: Any, rng: random.Random, services: int = 8) -> None:
+        self.state = state_pb2_grpc.StateServiceStub(ch)
+        self.watcher = deployments_pb2_grpc.DeploymentWatcherServiceStub(ch)
+        self.broker = broker_pb2_grpc.EvalBrokerServiceStub(ch)
+        self.rng = rng
+        self.services = services
+        self.counts = {i: 3 for i in range(services)}
+        self.versions = dict.fromkeys(range(services), 0)
+        self.registered: set[str] = set()
+        self.batches = 0
+        self.draining: list[str] = []
+        self.running = True
+
+    async def _quiet(self, coro: Any) -> Any:
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            return await coro
+        return None
+
+    async def _register(self, job: job_pb2.Job) -> None:
+        if await self._quiet(self.state.RegisterJob(
+                state_pb2.RegisterJobRequest(job=job), timeout=10)) is not None:
+            self.registered.add(job.id)
+
+    async def setup(self) -> None:
+        for i in range(self.services):
+            await self._register(_service_job(i, "web:0", 3, canary=i % 2 == 0))
+
+    async def step(self) -> None:
+        r = self.rng.random()
+        i = self.rng.randrange(self.services)
+        if r < 0.3:  # a rollout (canaries on every other job)
+            self.versions[i] += 1
+            await self._register(_service_job(i, f"web:{self.versions[i]}", self.counts[i],
+                                              canary=i % 2 == 0))
+        elif r < 0.5:
+            self.counts[i] = self.rng.randint(2, 5)
+            await self._quiet(self.state.ScaleJob(state_pb2.ScaleJobRequest(
+                namespace="default", id=f"svc-{i}", group="web", count=self.counts[i],
+                message="soak"), timeout=10))
+        elif r < 0.8:
+            self.batches += 1
+            await self._register(_batch_job(self.batches))
+        elif r < 0.93:
+            await self._drain_step()
+        else:
+            await self._quiet(self.watcher.CollectGarbage(
+                deployments_pb2.CollectGarbageRequest(), timeout=30))
+
+    async def _drain_step(self) -> None:
+        if self.draining and (len(self.draining) > 2 or self.rng.random() < 0.5):
+            node = self.draining.pop(0)  # back in service
+            await self._quiet(self.state.UpdateNodeDrain(state_pb2.UpdateNodeDrainRequest(
+                id=node, mark_eligible=True), timeout=10))
+            return
+        node = f"sim-{self.rng.randrange(200)}"
+        strategy = node_pb2.DrainStrategy()
+        strategy.deadline.FromSeconds(30)
+        if await self._quiet(self.state.UpdateNodeDrain(state_pb2.UpdateNodeDrainRequest(
+                id=node, drain_strategy=strategy), timeout=10)) is not None:
+            self.draining.append(node)
+
+    async def promote(self) -> None:
+        """Promote every running deployment whose canaries are healthy."""
+        resp = await self._quiet(self.state.ListDeployments(state_pb2.ListDeploymentsRequest(
+            namespace="*", filter=ACTIVE, page_size=500), timeout=10))
+        for d in resp.deployments if resp is not None else ():
+            groups = d.task_groups.values()
+            if d.status == deployment_pb2.DEPLOYMENT_STATUS_RUNNING and any(
+                    g.desired_canaries and not g.promoted for g in groups) and all(
+                    g.healthy_allocs >= g.desired_canaries for g in groups):
+                await self._quiet(self.watcher.PromoteDeployment(
+                    deployments_pb2.PromoteDeploymentRequest(deployment_id=d.id, all=True),
+                    timeout=10))
+
+    async def run(self) -> None:
+        while self.running:
+            await self.step()
+            await asyncio.sleep(self.rng.uniform(1.0, 3.0))
+
+    async def run_promoter(self) -> None:
+        while True:
+            await self.promote()
+            await asyncio.sleep(2.0)
+
+    async def undrain_all(self) -> None:
+        for node in self.draining:
+            await self._quiet(self.state.UpdateNodeDrain(state_pb2.UpdateNodeDrainRequest(
+                id=node, mark_eligible=True), timeout=10))
+        self.draining = []
+
+
+def _proc_stats(pid: int) -> tuple[float, int] | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        return rss / 1024, len(os.listdir(f"/proc/{pid}/fd"))
+    except (OSError, StopIteration):
+        return None
+
+
+def _etcd_db(sup: Supervisor) -> tuple[float, float]:
+    total = in_use = 0.0
+    assert sup.cluster is not None
+    for m in sup.cluster.members:
+        try:
+            with urllib.request.urlopen(f"{m.metrics_url}/metrics", timeout=2) as r:
+                text = r.read().decode()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith("etcd_mvcc_db_total_size_in_bytes "):
+                total = max(total, float(line.split()[1]) / 2**20)
+            elif line.startswith("etcd_mvcc_db_total_size_in_use_in_bytes "):
+                in_use = max(in_use, float(line.split()[1]) / 2**20)
+    return total, in_use
+
+
+def _processes(sup: Supervisor) -> dict[str, int]:
+    out = {name: p.pid for name, p in sup.children.items() if p.poll() is None}
+    if sup.cluster is not None:
+        out.update({f"etcd-{i}": m.pid for i, m in enumerate(sup.cluster.members) if m.running})
+    return out
+
+
+async def _in_flight(wl: Workload) -> tuple[int, int]:
+    evals = deps = 0
+    with contextlib.suppress(grpc.aio.AioRpcError):
+        st = (await wl.broker.GetBrokerStats(broker_pb2.GetBrokerStatsRequest(),
+                                             timeout=5)).stats
+        evals = (st.total_ready + st.total_unacked + st.total_pending + st.total_waiting
+                 + st.total_blocked)
+    with contextlib.suppress(grpc.aio.AioRpcError):
+        token = ""
+        while True:
+            resp = await wl.state.ListDeployments(state_pb2.ListDeploymentsRequest(
+                namespace="*", filter=ACTIVE, page_size=500, page_token=token), timeout=10)
+            deps += len(resp.deployments)
+            token = resp.next_page_token
+            if not token:
+                break
+    return evals, deps
+
+
+async def sampler(sup: Supervisor, wl: Workload, rec: SoakRecord, t0: float) -> None:
+    seen = 0
+    while True:
+        procs = _processes(sup)
+        stats = {n: s for n, pid in procs.items() if (s := _proc_stats(pid)) is not None}
+        now = time.monotonic() - t0
+        window: dict[str, list[float]] = {}
+        for t, method, seconds, _ in rec.calls[seen:]:
+            if t <= now:
+                window.setdefault(method, []).append(seconds * 1000)
+        seen = len(rec.calls)
+        latency = {m: (sorted(v)[len(v) // 2], sorted(v)[min(len(v) - 1, int(0.99 * len(v)))],
+                       len(v)) for m, v in window.items()}
+        db, in_use = await asyncio.to_thread(_etcd_db, sup)
+        evals, deps = await _in_flight(wl)
+        rec.samples.append(Sample(now, {n: s[0] for n, s in stats.items()},
+                                  {n: s[1] for n, s in stats.items()},
+                                  {n: procs[n] for n in stats}, db, in_use, latency, evals, deps))
+        await asyncio.sleep(SAMPLE_EVERY)
+
+
+class Faults:
+    def __init__(self, sup: Supervisor, rng: random.Random) -> None:
+        self.sup, self.rng = sup, rng
+        self.nft = shutil.which("nft") is not None and os.geteuid() == 0
+        self.stopped: list[int] = []
+
+    def kinds(self) -> tuple[str, ...]:
+        return FAULT_KINDS if self.nft else FAULT_KINDS[:3]
+
+    async def inject(self, t0: float) -> FaultRecord:
+        kind = self.rng.choice(self.kinds())
+        start = time.monotonic() - t0
+        hold = self.rng.uniform(8.0, 15.0)
+        members = self.sup.cluster.members if self.sup.cluster is not None else []
+        if kind == "kill9":
+            name = self.rng.choice(sorted(self.sup.children))
+            self.sup.children[name].send_signal(signal.SIGKILL)
+            target = name
+            await asyncio.sleep(hold)
+        elif kind in ("sigstop", "etcd_freeze"):
+            procs = _processes(self.sup)
+            names = sorted(n for n in procs if n.startswith("etcd-") == (kind == "etcd_freeze"))
+            target = self.rng.choice(names)
+            pid = procs[target]
+            os.kill(pid, signal.SIGSTOP)
+            self.stopped.append(pid)
+            try:
+                await asyncio.sleep(hold)
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+                self.stopped.remove(pid)
+        else:  # etcd_partition: one member cut from its peers and its clients
+            i = self.rng.randrange(len(members))
+            m = members[i]
+            target = f"etcd-{i}"
+            self._nft(m.client_port, m.peer_port)
+            try:
+                await asyncio.sleep(hold)
+            finally:
+                self.heal()
+        return FaultRecord(kind, target, start, time.monotonic() - t0)
+
+    def _nft(self, *ports: int) -> None:
+        ps = ", ".join(map(str, ports))
+        rules = (f"table inet {NFT_TABLE} {{ chain out {{ type filter hook output priority 0; "
+                 f"oif lo tcp dport {{ {ps} }} drop; oif lo tcp sport {{ {ps} }} drop; }} }}")
+        subprocess.run(["nft", "-f", "-"], input=rules.encode(), check=True)
+
+    def heal(self) -> None:
+        if self.nft:
+            subprocess.run(["nft", "delete", "table", "inet", NFT_TABLE],
+                           capture_output=True, check=False)
+        for pid in list(self.stopped):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
+def _gap(times: list[float], start: float, end: float) -> float:
+    inside = [t for t in times if start <= t <= end]
+    edges = [start, *inside, end]
+    return max(b - a for a, b in itertools.pairwise(edges))
+
+
+async def fault_loop(faults: Faults, rec: SoakRecord, t0: float, every: float,
+                     until: float) -> None:
+    """A fault at every ``every`` seconds that leaves 20 s before the end."""
+    n = 1
+    while n * every + 20 < until:
+        await asyncio.sleep(max(0.0, t0 + n * every - time.monotonic()))
+        rec.faults.append(await faults.inject(t0))
+        n += 1
+
+
+async def supervise(sup: Supervisor) -> None:
+    while True:
+        await asyncio.to_thread(sup.supervise)
+        await asyncio.sleep(0.5)
+
+
+async def _until(pred: Any, within: float) -> bool:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            if await pred():
+                return True
+        await asyncio.sleep(1.0)
+    return False
+
+
+async def soak(minutes: float, seed: int, port_offset: int, every: float, nodes: int,
+               retention: str) -> SoakRecord:
+    rng = random.Random(seed)
+    rec = SoakRecord(minutes, seed)
+    rec.notes.append(f"etcd auto-compaction: periodic, retention {retention}")
+    sup = Supervisor(layout=DevLayout().shifted(port_offset), etcd_members=3, nodes=nodes,
+                     replicas=dict.fromkeys(SERVICES, 2), compaction_retention=retention,
+                     log=lambda line: print(f"dev: {line}", flush=True))
+    faults = Faults(sup, random.Random(rng.random()))
+    if not faults.nft:
+        rec.notes.append("etcd_partition not drawn: nft missing or not root")
+    rec.notes.append("a state replica cut from etcd is the netfault drills' scenario c "
+                     "(network namespaces), not drawn here (loopback)")
+    await asyncio.to_thread(sup.start)
+    t0 = time.monotonic()
+    recorder = Recorder(rec, t0)
+    proxies = [sup.layout.address("proxy", r) for r in range(2)]
+    ch = FailoverChannel(proxies)
+    ch_rec = grpc.aio.insecure_channel(proxies[0], interceptors=[recorder])
+    tasks: list[asyncio.Task[Any]] = [asyncio.create_task(supervise(sup))]
+    try:
+        # The workload's own calls through both proxies (failover), the recorded
+        # clients' through the first (their times are the write/delivery gaps).
+        wl = Workload(ch, random.Random(rng.random()))
+        await wl.setup()
+        lin = RecordedClients(random.Random(rng.random()))
+        lin.start(ch_rec, running=lambda: wl.running)
+        tasks += [asyncio.create_task(c) for c in (
+            wl.run(), wl.run_promoter(), sampler(sup, wl, rec, t0),
+            fault_loop(faults, rec, t0, every, minutes * 60))]
+        await asyncio.sleep(max(0.0, minutes * 60 - (time.monotonic() - t0)))
+        faults.heal()
+        wl.running = False
+        await lin.stop()
+        await wl.undrain_all()
+        for f in rec.faults:
+            f.write_gap = _gap(recorder.writes, f.start, f.end + 5)
+            f.delivery_gap = _gap(recorder.deliveries, f.start, f.end + 5)
+        await _judge(wl, lin, rec)
+    finally:
+        faults.heal()
+        await cancel_and_wait(tasks, within=15.0, what="soak")
+        await ch.close()
+        await ch_rec.close()
+        await asyncio.to_thread(sup.stop)
+    rec.problems += judge_flat(rec)
+    return rec
+
+
+async def _judge(wl: Workload, lin: RecordedClients, rec: SoakRecord) -> None:
+    async def terminal() -> bool:
+        resp = await wl.state.ListDeployments(state_pb2.ListDeploymentsRequest(
+            namespace="*", filter=ACTIVE, page_size=500), timeout=10)
+        return not resp.deployments
+
+    if not await _until(terminal, 240):
+        rec.problems.append("deployments still active 240 s after the workload stopped")
+    jobs: set[str] = set()
+    token = ""
+    while True:
+        resp = await wl.state.ListJobs(state_pb2.ListJobsRequest(
+            namespace="*", page_size=1000, page_token=token), timeout=30)
+        jobs |= {j.id for j in resp.jobs}
+        token = resp.next_page_token
+        if not token:
+            break
+    lost = sorted(wl.registered - jobs)
+    rec.problems += [f"job {j} registered (OK) but gone" for j in lost]
+    problems, figures = lin.judge()
+    rec.problems += problems
+    rec.notes += [f.line() for f in figures]
+    rec.notes.append(f"workload: {len(wl.registered)} jobs registered, {wl.batches} batch jobs")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--minutes", type=float, default=60.0)
+    p.add_argument("--seed", type=int, default=int(os.environ.get("DROVER_SOAK_SEED", "41")))
+    p.add_argument("--port-offset", type=int, default=8000)
+    p.add_argument("--fault-every", type=float, default=60.0, help="seconds between faults")
+    p.add_argument("--nodes", type=int, default=200)
+    p.add_argument("--compaction-retention", default="",
+                   help="etcd's auto-compaction retention (default: a sixth of the run, at "
+                        "least 1m, so its window fills in the first half and the DB is "
+                        "judged flat over the second; drover dev's default is 1h)")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    p.add_argument("--stem", default="soak")
+    a = p.parse_args()
+    retention = a.compaction_retention or f"{max(1, round(a.minutes / 6))}m"
+    rec = asyncio.run(soak(a.minutes, a.seed, a.port_offset, a.fault_every, a.nodes, retention))
+    path = write(rec, a.out, a.stem)
+    print(path.read_text())
+    if rec.problems:
+        print(f"soak FAILED: {len(rec.problems)} problems", file=sys.stderr)
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
