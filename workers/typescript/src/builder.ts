@@ -72,6 +72,11 @@ export class Builder {
     return true;
   }
 
+  /** The last stop names the last placement, its replacement, as its nextAllocation. */
+  linkLast(): void {
+    this.lastUpdate().nextAllocation = this.lastPlacement().id;
+  }
+
   /** Take back the last stop (of `a`): it keeps running and its room. */
   undoStop(a: Allocation): void {
     this.plan.updates.pop();

@@ -4,7 +4,9 @@
  *
  * A marked allocation of a service job is stopped ("alloc is being
  * migrated") and a replacement of the same name placed in the same plan,
- * naming it in previous_allocation; with nowhere to go it keeps running
+ * naming it in previous_allocation (the stopped one's next_allocation names
+ * the replacement, as Nomad's state store links them; `alloc stop` of a
+ * service allocation is such a migration too); with nowhere to go it keeps running
  * (queued: a blocked evaluation waits for room). A batch or system one is
  * stopped and not replaced (Nomad's MigrateDisablePlacement). The drainer
  * decides how many move at once; the planner moves exactly the marked ones.
@@ -37,6 +39,7 @@ export function migrate(b: Builder, job: Job, tg: TaskGroup, allocs: readonly Al
     if (!service) {
       out.held += 1;
     } else if (b.place(job, tg, nameIndex.get(a.id)!, depId, { previous: a.id })) {
+      b.linkLast();
       out.held += 1;
     } else {
       b.undoStop(a); // nowhere to go: it keeps running

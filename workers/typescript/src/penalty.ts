@@ -1,8 +1,8 @@
 /**
  * Nomad's node-reschedule-penalty (pure): a rescheduled allocation's
  * replacement avoids the nodes its predecessors failed on (the previous
- * allocation's node when it failed there or was marked to reschedule, and
- * every prev_node_id of its tracker). Each penalty node scores -1, and the
+ * allocation's node when it failed there, and every prev_node_id of its
+ * tracker). Each penalty node scores -1, and the
  * search passes over up to MAX_SKIP of them before counting them against
  * its limit. The Python reference: drover.worker.penalty.
  */
@@ -16,7 +16,6 @@ export const MAX_SKIP = 3;
 export function penaltyNodes(prev: Allocation): ReadonlySet<string> {
   const out = new Set<string>();
   for (const e of prev.rescheduleTracker?.events ?? []) if (e.prevNodeId) out.add(e.prevNodeId);
-  if (prev.nodeId && (prev.clientStatus === AllocClientStatus.ALLOC_CLIENT_STATUS_FAILED
-    || prev.desiredTransition?.reschedule)) out.add(prev.nodeId);
+  if (prev.nodeId && prev.clientStatus === AllocClientStatus.ALLOC_CLIENT_STATUS_FAILED) out.add(prev.nodeId);
   return out;
 }

@@ -4,9 +4,11 @@
  * group. A faithful port of the Python reference worker's planner
  * (drover.worker.planner; its module doc states every rule):
  *
- * - allocations the drainer marked to migrate are stopped and replaced
- *   (./migrate); unhealthy ones the deployment watcher marked are replaced
- *   while their policy allows (./unhealthy), away from penalty nodes;
+ * - allocations the drainer marked to migrate (or `alloc stop` stopped)
+ *   are stopped and replaced, linked both ways (./migrate);
+ * - a running allocation stays, unhealthy or not, even when the deployment
+ *   watcher marked it to reschedule (Nomad's filterByRescheduleable /
+ *   shouldFilter): the progress deadline decides its deployment;
  * - lost allocations are stopped and replaced at once; failed ones of an
  *   older version are stopped and replaced; failed ones of the current
  *   version follow the group's reschedule policy (./failed);
@@ -14,8 +16,10 @@
  * - an old allocation whose tasks are unchanged is updated in place; the
  *   others are replaced (stop and place);
  * - with a running deployment that asks for canaries only canaries are
- *   placed until promotion; then old allocations are replaced at most
- *   max_parallel at a time less this deployment's ones not yet healthy;
+ *   placed until promotion, named by the indexes being replaced (Nomad's
+ *   NextCanaries); then the old allocations sharing a canary's name are
+ *   stopped first, and the others replaced at most max_parallel at a time
+ *   less this deployment's ones not yet healthy;
  * - missing allocations are placed, excess ones stopped, a stopped job
  *   stops everything, a batch job's completed allocations count as done,
  *   a system job gets one allocation per eligible node (./system).
@@ -32,7 +36,6 @@ import { isLive } from "./resources";
 import { seeded, type Rng } from "./rng";
 import type { Plan, Snapshot } from "./snapshot";
 import { reconcileSystem } from "./system";
-import * as unhealthy from "./unhealthy";
 import { DEFAULT_PLAN_OBJECTS } from "./planSize";
 import {
   AllocClientStatus, AllocDesiredStatus, DeploymentStatus, JobType, NodeStatus,
@@ -110,6 +113,20 @@ export function computePlan(snap: Snapshot, opts: PlanOptions = {}): Plan {
   return b.plan;
 }
 
+/**
+ * The indexes of `n` new canaries (Nomad's NextCanaries): first those of
+ * allocations being replaced (destructive updates, below `count`) that no
+ * canary holds yet, lowest first; then free ones.
+ */
+export function canaryNames(n: number, count: number, destructive: readonly Allocation[],
+  current: readonly Allocation[], nextName: () => number): number[] {
+  const held = new Set(current.filter((a) => a.deploymentStatus?.canary).map((a) => nameIndex(a.name)));
+  const out = [...new Set(destructive.map((a) => nameIndex(a.name)))]
+    .filter((i) => i >= 0 && i < count && !held.has(i)).sort((x, y) => x - y).slice(0, n);
+  while (out.length < n) out.push(nextName());
+  return out;
+}
+
 /** A failed allocation of the current version (./failed): replaced now, noted for later, or kept. */
 function failedAlloc(b: Builder, job: Job, tg: TaskGroup, a: Allocation, dep: Deployment | null, depId: string,
   later: Array<[number, Allocation]>): void {
@@ -126,28 +143,8 @@ function failedAlloc(b: Builder, job: Job, tg: TaskGroup, a: Allocation, dep: De
     b.plan.updates.pop(); // nowhere to go: it stays failed (queued: blocked evaluation)
     return;
   }
-  const fresh = b.lastPlacement();
-  fresh.rescheduleTracker = failedAllocs.replacementTracker(policy, a, b.snap.now);
-  b.lastUpdate().nextAllocation = fresh.id;
-}
-
-/** A running allocation the deployment watcher marked to reschedule: true when replaced in this plan. */
-function markedUnhealthy(b: Builder, job: Job, tg: TaskGroup, a: Allocation, dep: Deployment | null,
-  depId: string): boolean {
-  const policy = policyOf(job, tg);
-  if (!unhealthy.replaceNow(a, policy, b.snap.now, dep)) return false;
-  if (!b.roomFor(4)) return false; // a stop and a placement, their nodes
-  if (!b.stop(a, failedAllocs.STOP_DESCRIPTION)) return false;
-  if (!b.place(job, tg, nameIndex(a.name), depId, {
-    canary: !!a.deploymentStatus?.canary, previous: a.id, avoid: penalty.penaltyNodes(a),
-  })) {
-    b.undoStop(a); // nowhere to go: it keeps running (queued: blocked evaluation)
-    return false;
-  }
-  const fresh = b.lastPlacement();
-  fresh.rescheduleTracker = unhealthy.replacementTracker(policy, a, b.snap.now);
-  b.lastUpdate().nextAllocation = fresh.id;
-  return true;
+  b.lastPlacement().rescheduleTracker = failedAllocs.replacementTracker(policy, a, b.snap.now);
+  b.linkLast();
 }
 
 /** What the group's allocations are, sorted out for the rules below. */
@@ -186,10 +183,6 @@ function sortOut(b: Builder, job: Job, tg: TaskGroup, allocs: readonly Allocatio
     }
     if (migrate.marked(a)) {
       s.migrating.push(a);
-      continue;
-    }
-    if (unhealthy.marked(a) && a.jobVersion === job.version && markedUnhealthy(b, job, tg, a, dep, depId)) {
-      s.current.push(b.lastPlacement()); // the replacement holds its slot
       continue;
     }
     (a.jobVersion === job.version ? s.current : s.old).push(a);
@@ -247,7 +240,9 @@ function reconcileGroup(b: Builder, job: Job, tg: TaskGroup, allocs: readonly Al
   if (wantCanaries && !dstate!.promoted) {
     const have = cur.filter((a) => a.deploymentStatus?.canary).length;
     const newCanaries = Math.max(0, wantCanaries - have);
-    for (let i = 0; i < newCanaries; i++) b.place(job, tg, nextName(), depId, { canary: true });
+    for (const index of canaryNames(newCanaries, count, destructive, cur, nextName)) {
+      b.place(job, tg, index, depId, { canary: true });
+    }
     const missing = destructive.length
       ? count - (cur.length - have) - destructive.length - held // the old ones serve beside the canaries
       : count - cur.length - newCanaries - held; // nothing old left: canaries are part of the count
@@ -264,8 +259,12 @@ function reconcileGroup(b: Builder, job: Job, tg: TaskGroup, allocs: readonly Al
     return;
   }
   if (live > count) {
-    // More old ones than needed (canaries took slots, or count lowered).
-    const surplus = [...destructive].sort((x, y) => nameIndex(y.name) - nameIndex(x.name)).slice(0, live - count);
+    // More old ones than needed (canaries took slots, or count lowered):
+    // first those a canary shares a name with (Nomad's computeStop), then the highest indexes.
+    const taken = new Set(cur.map((a) => nameIndex(a.name)));
+    const rank = (a: Allocation): number => (taken.has(nameIndex(a.name)) ? 0 : 1);
+    const surplus = [...destructive]
+      .sort((x, y) => rank(x) - rank(y) || nameIndex(y.name) - nameIndex(x.name)).slice(0, live - count);
     for (const a of surplus) b.stop(a, "alloc not needed due to job update");
     destructive = destructive.filter((a) => !surplus.includes(a));
   }

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { AllocClientStatus, AllocDesiredStatus } from "@drover/api/drover/types/v1/allocation";
 import { DeploymentStatus } from "@drover/api/drover/types/v1/deployment";
 import { NodeStatus } from "@drover/api/drover/types/v1/node";
-import { computePlan } from "../src/planner";
+import { canaryNames, computePlan } from "../src/planner";
 import { deployment, ids, job, nodes, running, snap } from "./fixtures";
 
 const STOP = AllocDesiredStatus.ALLOC_DESIRED_STATUS_STOP;
@@ -65,16 +65,51 @@ test("canaries first, the old allocations serve until promotion; then the rollou
   const plan = computePlan(snap(v1, { allocs: old, dep: deployment(1n, 1), versions: [v0] }), { newId: ids() });
   assert.equal(plan.placements.length, 1);
   assert.equal(plan.placements[0].deploymentStatus?.canary, true);
-  assert.equal(plan.placements[0].name, "web.g[3]");
+  assert.equal(plan.placements[0].name, "web.g[0]"); // the index it replaces (Nomad's NextCanaries)
   assert.equal(plan.updates.length, 0);
-  // promoted, the canary healthy: one old one replaced (max_parallel 1), the surplus old one stopped
+  // promoted, the canary healthy: the old one sharing its name is the surplus stopped,
+  // one other old one replaced (max_parallel 1) under its own name
   const canary = { ...plan.placements[0], clientStatus: AllocClientStatus.ALLOC_CLIENT_STATUS_RUNNING,
     deploymentStatus: { canary: true, healthy: true, modifyIndex: 0n } };
   const after = computePlan(snap(v1, { allocs: [...old, canary], dep: deployment(1n, 1, true), versions: [v0] }),
     { newId: ids() });
   const stops = after.updates.filter((a) => a.desiredStatus === STOP).map((a) => a.id).sort();
-  assert.deepEqual(stops, ["v0-0", "v0-2"]);
-  assert.deepEqual(after.placements.map((a) => [a.name, a.previousAllocation]), [["web.g[0]", "v0-0"]]);
+  assert.deepEqual(stops, ["v0-0", "v0-1"]);
+  assert.deepEqual(after.placements.map((a) => [a.name, a.previousAllocation]), [["web.g[1]", "v0-1"]]);
+});
+
+test("canaries reuse the indexes being replaced, lowest first, then free ones", () => {
+  const v0 = job({ version: 0n, count: 3 });
+  const old = running(v0, 3);
+  const names = (want: number, allocs = old) => computePlan(snap(job({ version: 1n, count: 3, canary: want, image: "v2" }),
+    { allocs, dep: deployment(1n, want), versions: [v0] }), { newId: ids() }).placements
+    .map((a) => [a.name, a.deploymentStatus?.canary]);
+  assert.deepEqual(names(1), [["web.g[0]", true]]);
+  assert.deepEqual(names(3), [["web.g[0]", true], ["web.g[1]", true], ["web.g[2]", true]]);
+  assert.deepEqual(names(4), [["web.g[0]", true], ["web.g[1]", true], ["web.g[2]", true], ["web.g[3]", true]]);
+  // a second canary (the first still there) takes the next index being replaced
+  const first = { ...running(job({ version: 1n }), 1, { dep: "d1" })[0],
+    deploymentStatus: { canary: true, modifyIndex: 0n } };
+  assert.deepEqual(names(2, [...old, first]), [["web.g[1]", true]]);
+  // an old one above the count is no canary's name
+  const four = running(v0, 4);
+  assert.deepEqual(canaryNames(2, 1, four, [], () => 9), [0, 9]);
+});
+
+test("after promotion no two live allocations share a name", () => {
+  const v0 = job({ version: 0n, count: 3 });
+  const v1 = job({ version: 1n, count: 3, canary: 2, maxParallel: 3, image: "v2" });
+  const old = running(v0, 3);
+  const canaries = computePlan(snap(v1, { allocs: old, dep: deployment(1n, 2), versions: [v0] }), { newId: ids() })
+    .placements.map((a) => ({ ...a, clientStatus: AllocClientStatus.ALLOC_CLIENT_STATUS_RUNNING,
+      deploymentStatus: { canary: true, healthy: true, modifyIndex: 0n } }));
+  const after = computePlan(snap(v1, { allocs: [...old, ...canaries], dep: deployment(1n, 2, true),
+    versions: [v0] }), { newId: ids() });
+  const stopped = new Set(after.updates.filter((a) => a.desiredStatus === STOP).map((a) => a.id));
+  assert.ok(stopped.has("v0-0") && stopped.has("v0-1"), [...stopped].join());
+  const live = [...old, ...canaries, ...after.placements].filter((a) => !stopped.has(a.id)).map((a) => a.name);
+  assert.equal(live.length, 3);
+  assert.equal(new Set(live).size, live.length, live.join());
 });
 
 test("a failed deployment's un-promoted canaries are stopped", () => {
@@ -106,6 +141,19 @@ test("allocations marked to migrate are stopped and replaced elsewhere, same nam
   assert.deepEqual(plan.updates.map((a) => [a.id, a.desiredDescription]), [["v0-0", "alloc is being migrated"]]);
   assert.deepEqual(plan.placements.map((a) => [a.name, a.previousAllocation]), [["web.g[0]", "v0-0"]]);
   assert.notEqual(plan.placements[0].nodeId, "n0");
+  // linked both ways, as Nomad's state store does
+  assert.equal(plan.updates[0].nextAllocation, plan.placements[0].id);
+});
+
+test("a migration with nowhere to go keeps running, linked to nothing", () => {
+  const j = job({ count: 1 });
+  const allocs = running(j, 1, { node: "n0" });
+  allocs[0].desiredTransition = { migrate: true };
+  const ns = nodes(1);
+  ns[0].drain = true; // the only node: nowhere to go
+  const plan = computePlan(snap(j, { allocs, nodes: ns }), { newId: ids() });
+  assert.deepEqual([plan.updates.length, plan.placements.length], [0, 0]);
+  assert.equal(plan.queued.get("g"), 1);
 });
 
 test("a stopped job stops everything", () => {

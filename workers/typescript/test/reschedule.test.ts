@@ -1,11 +1,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { AllocClientStatus, AllocDesiredStatus } from "@drover/api/drover/types/v1/allocation";
+import { DeploymentStatus } from "@drover/api/drover/types/v1/deployment";
 import { JobType } from "@drover/api/drover/types/v1/job";
 import * as failed from "../src/failed";
+import { penaltyNodes } from "../src/penalty";
 import { computePlan } from "../src/planner";
 import * as r from "../src/reschedule";
-import { ids, job, running, snap } from "./fixtures";
+import { deployment, ids, job, running, snap } from "./fixtures";
 
 test("a block's set fields merge over the job type's default", () => {
   assert.deepEqual(r.resolve(JobType.JOB_TYPE_SERVICE, undefined), r.SERVICE_DEFAULT);
@@ -78,4 +80,41 @@ test("a failed allocation not yet due gets an alloc-failure follow-up evaluation
   const later = computePlan(snap(j, { allocs: [{ ...a, followupEvalId: ev.id }], now: 1020, evalId: ev.id }),
     { newId: ids() });
   assert.equal(later.placements.length, 1);
+});
+
+/** A running allocation of d1 the deployment watcher marked to reschedule (unhealthy). */
+function marked(i: number, node: string, trackerNodes: string[] = []) {
+  const a = running(job({ version: 1n }), 1, { start: i, node, dep: "d1", healthy: false })[0];
+  return { ...a, desiredTransition: { reschedule: true },
+    rescheduleTracker: { events: trackerNodes.map((n, k) => ({ rescheduleTime: r.timestamp(1000 - 100 + k),
+      prevAllocId: `p${k}`, prevNodeId: n, delay: { seconds: 30n, nanos: 0 } })) } };
+}
+
+test("a running allocation marked to reschedule is kept, whatever its policy and deployment", () => {
+  // Nomad's shouldFilter: a running allocation is untainted, marked or not; the
+  // progress deadline decides the deployment (was: stopped and replaced at once)
+  const j = job({ version: 1n, count: 3 });
+  const ok = running(j, 2, { dep: "d1", healthy: true });
+  for (const tracker of [[], ["n1"], ["n1", "n2"]]) {
+    for (const status of [DeploymentStatus.DEPLOYMENT_STATUS_RUNNING, DeploymentStatus.DEPLOYMENT_STATUS_FAILED]) {
+      const plan = computePlan(snap(j, { allocs: [...ok, marked(2, "n2", tracker)], dep: deployment(1n, 0, false, status),
+        now: 1000 }), { newId: ids() });
+      assert.ok(plan.empty, `${tracker} ${status}`);
+    }
+  }
+});
+
+test("a marked unhealthy one is in flight: it counts against max_parallel", () => {
+  const v0 = job({ version: 0n, count: 2 });
+  const v1 = job({ version: 1n, count: 2, maxParallel: 1, image: "v2" });
+  const plan = computePlan(snap(v1, { allocs: [running(v0, 1)[0], marked(1, "n1")], dep: deployment(1n),
+    versions: [v0], now: 1000 }), { newId: ids() });
+  assert.ok(plan.empty);
+});
+
+test("penalty nodes: a failed one's node and its tracker's, never a running one's own node", () => {
+  const f = { ...failedAlloc(900), nodeId: "n0", rescheduleTracker: marked(0, "n0", ["n1", ""]).rescheduleTracker };
+  assert.deepEqual([...penaltyNodes(f)].sort(), ["n0", "n1"]);
+  assert.deepEqual([...penaltyNodes(marked(1, "n2"))], []); // running: kept, not replaced
+  assert.deepEqual([...penaltyNodes(marked(2, "n2", ["n1"]))], ["n1"]);
 });
