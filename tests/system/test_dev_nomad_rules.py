@@ -53,7 +53,7 @@ def _until(check: Callable[[], Any], within: float, what: str) -> Any:
 def _run(env: dict[str, str], tmp: Path, job: dict[str, Any]) -> Any:
     path = tmp / f"{job['id']}-{time.monotonic_ns()}.json"
     path.write_text(json.dumps(job))
-    return _json(env, "job", "run", str(path))
+    return _json(env, "job", "run", "--detach", str(path))
 
 
 def _allocs(env: dict[str, str], job_id: str) -> list[dict[str, Any]]:

@@ -90,9 +90,9 @@ def test_the_canary_rollout_with_the_typescript_worker(tmp_path: Path) -> None:
         return [a for a in json.loads(out.stdout) if a["job_id"] == "web"]
 
     def run(path: Path | str) -> str:
-        out = drover("job", "run", str(path))
+        out = drover("job", "run", "--detach", str(path))
         assert out.returncode == 0, out.stderr
-        return re.search(r"^deployment (\S+)$", out.stdout, re.M).group(1)  # type: ignore[union-attr]
+        return re.search(r"^Deployment ID: (\S+)$", out.stdout, re.M).group(1)  # type: ignore[union-attr]
 
     v2 = tmp_path / "canary-v2.yaml"
     v2.write_text((ROOT / "examples/canary-v2.yaml").read_text()

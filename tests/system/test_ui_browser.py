@@ -72,7 +72,7 @@ class Suite:
     def run_job(self, image: str) -> None:
         spec = self.tmp / f"web-{image}.yaml"
         spec.write_text(SPEC.replace("IMAGE", image))
-        self.cli("job", "run", str(spec))
+        self.cli("job", "run", "--detach", str(spec))
 
     def allocs(self, *filter_: str) -> list[dict[str, Any]]:
         args = ("alloc", "list", "--filter", filter_[0]) if filter_ else ("alloc", "list")
