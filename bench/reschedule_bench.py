@@ -73,8 +73,8 @@ def measure(count: int, delay: float, crash_after: float, seconds: float) -> dic
                 time.sleep(0.3)
             spec = Path(tmp) / "crashy.json"
             spec.write_text(json.dumps(_job(count, delay, crash_after)))
-            subprocess.run([sys.executable, "-m", "drover.cli.main", "job", "run", "--detach", str(spec)],
-                           env=env, check=True, capture_output=True, timeout=60)
+            subprocess.run([sys.executable, "-m", "drover.cli.main", "job", "run", "--detach",
+                            str(spec)], env=env, check=True, capture_output=True, timeout=60)
             return _watch(stub, delay, seconds)
         finally:
             proc.send_signal(signal.SIGTERM)

@@ -192,8 +192,8 @@ def main() -> None:
                        capture_output=True, timeout=120)
         spec = tmp / "big.yaml"
         spec.write_text(SPEC.format(count=args.allocs))
-        subprocess.run([sys.executable, "-m", "drover.cli.main", "job", "run", "--detach", str(spec),
-                        "--address", lay.address("proxy")], check=True, env=env,
+        subprocess.run([sys.executable, "-m", "drover.cli.main", "job", "run", "--detach",
+                        str(spec), "--address", lay.address("proxy")], check=True, env=env,
                        capture_output=True, timeout=120)
         result = asyncio.run(measure(lay, args.nodes, args.allocs, args.loads, args.probes,
                                      sys.stderr))
