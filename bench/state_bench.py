@@ -40,7 +40,7 @@ from drover.dev.etcd import EtcdServer
 from drover.dev.ports import free_port
 from drover.state.app import EtcdStore
 from drover.state.cache import Cache, marker_put
-from drover.state.config import WriterConfig
+from drover.state.config import CacheConfig, WriterConfig
 from drover.state.core import codec
 
 BATCH = MAX_TXN_OPS - 1
@@ -128,7 +128,7 @@ async def measure_cache(endpoint: str) -> None:
     channel = grpc.aio.insecure_channel(endpoint, options=[
         ("grpc.max_receive_message_length", 64 * 2**20)])
     store = EtcdStore(channel, timeout=60)
-    cache = Cache(store, codec.KeyCodec(Keyspace("/bench")))
+    cache = Cache(store, codec.KeyCodec(Keyspace("/bench")), CacheConfig())
     await store.revision()
     gc.collect()
     rss0 = rss_bytes()

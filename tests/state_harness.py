@@ -9,7 +9,7 @@ unit tests on :class:`MemoryKV` all start their state service here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import grpc
@@ -19,7 +19,13 @@ from drover.coord import Fence
 from drover.coord.keys import Keyspace
 from drover.coord.kv import KVStore, LeaseKV, Put
 from drover.rpc.errors import ErrorInterceptor
-from drover.state.app import EtcdStore, StateService, build_on_store
+from drover.state.app import EtcdStore, StateService, build_on_store, default_state_config
+from drover.state.config import StateConfig
+
+
+def state_config_with(**parts: Any) -> StateConfig:
+    """The default configs with some parts replaced (``writer=WriterConfig(...)``)."""
+    return replace(default_state_config(), **parts)
 
 
 @dataclass
@@ -50,10 +56,10 @@ class StateReplica:
 async def start_state_on(store: LeaseKV, keyspace: Keyspace, *,
                          interceptors: tuple[Any, ...] = (),
                          etcd_channel: grpc.aio.Channel | None = None,
-                         **build: Any) -> StateReplica:
+                         config: StateConfig | None = None) -> StateReplica:
     """The state service on ``store``, listening on a free loopback port
-    (``build``: :func:`build_on_store`'s configs)."""
-    service = await build_on_store(store, keyspace, **build)
+    (``config``: see :func:`build_on_store`; :func:`state_config_with`)."""
+    service = await build_on_store(store, keyspace, config)
     server = grpc.aio.server(interceptors=[*interceptors, ErrorInterceptor()])
     for binding in service.bindings:
         binding.add(binding.servicer, server)
@@ -66,11 +72,12 @@ async def start_state_on(store: LeaseKV, keyspace: Keyspace, *,
 
 
 async def start_state(endpoint: str, keyspace: Keyspace,
-                      interceptors: tuple[Any, ...] = (), **build: Any) -> StateReplica:
+                      interceptors: tuple[Any, ...] = (),
+                      config: StateConfig | None = None) -> StateReplica:
     """The state service on the etcd at ``endpoint`` (its own channel)."""
     etcd_channel = grpc.aio.insecure_channel(endpoint)
     return await start_state_on(EtcdStore(etcd_channel), keyspace, interceptors=interceptors,
-                                etcd_channel=etcd_channel, **build)
+                                etcd_channel=etcd_channel, config=config)
 
 
 async def leader_fence(state: StateReplica, election: str) -> tuple[tuple[str, str]]:

@@ -763,7 +763,6 @@ AREAS = ("broker", "deployments", "proxy", "state", "cli", "worker", "libs")
 #: change in flight: the check RUNS (strict xfail), so the day the area
 #: complies the mark must go. Never a weaker rule.
 OWED: dict[tuple[str, str], str] = {
-    ("config", "state"): "state parts default their configs in constructors: required owed",
     ("size", "state"): "placement.plan_submit, job_status.follow, core.tables: split owed",
     ("size", "worker"): "worker plan splitting: planner is long",
     ("circles", "worker"): "worker plan splitting: planner <-> packer <-> system",

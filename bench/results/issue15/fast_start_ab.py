@@ -70,6 +70,7 @@ async def child(endpoint: str, etcd_pid: int, mode: str) -> None:
     from drover.coord.kv import prefix_end
     from drover.state.app import EtcdStore
     from drover.state.cache import Cache
+    from drover.state.config import CacheConfig
     from drover.state.core import codec
     from drover.state.core.windows import RangeWindows
     channel = grpc.aio.insecure_channel(endpoint, options=[
@@ -94,7 +95,7 @@ async def child(endpoint: str, etcd_pid: int, mode: str) -> None:
     else:
         gc.collect()
         rss0 = rss_pages()
-        cache = Cache(store, codec.KeyCodec(Keyspace("/bench")))
+        cache = Cache(store, codec.KeyCodec(Keyspace("/bench")), CacheConfig())
         t0, c0, e0 = time.perf_counter(), cpu_of(me), cpu_of(etcd_pid)
         await cache.start()
         out.update(list_s=time.perf_counter() - t0, list_cpu=cpu_of(me) - c0,

@@ -41,6 +41,7 @@ from drover.state.allocations.plans import PlansRpc
 from drover.state.allocations.rpcs import AllocationsRpc
 from drover.state.cache import Cache
 from drover.state.config import (
+    BlockingConfig,
     CacheConfig,
     LivenessConfig,
     ReadConfig,
@@ -120,22 +121,20 @@ async def token_key(store: KVStore, keys: codec.KeyCodec) -> bytes:
 
 
 async def build_on_store(
-    store: LeaseKV, keyspace: Keyspace, *, cache_config: CacheConfig | None = None,
-    subscribe_config: SubscribeConfig | None = None, writer_config: WriterConfig | None = None,
-    liveness_config: LivenessConfig | None = None,
+    store: LeaseKV, keyspace: Keyspace, config: StateConfig | None = None, *,
     token_check: TokenCheck | None = None,
-    read_config: ReadConfig | None = None,
 ) -> StateService:
-    """The state service on any :class:`KVStore` (tests, benchmarks).
-    ``token_check``: how SubmitPlan checks a plan's delivery (None: it does
-    not -- no broker runs; the served service always passes one)."""
+    """The state service on any :class:`KVStore` (tests, benchmarks), with
+    ``config`` (None: :func:`default_state_config`). ``token_check``: how
+    SubmitPlan checks a plan's delivery (None: it does not -- no broker
+    runs; the served service always passes one)."""
+    config = config or default_state_config()
     keys = codec.KeyCodec(keyspace)
-    writer_config = writer_config or WriterConfig()
-    cache = Cache(store, keys, cache_config or CacheConfig())
+    cache = Cache(store, keys, config.cache)
     await cache.start()
     reader = Reader(cache, PageTokenCodec(await token_key(cache.store, keys)),
-                    config=read_config)
-    writer = Writer(cache.store, keys, cache, writer_config)
+                    config=config.read, blocking=config.blocking)
+    writer = Writer(cache.store, keys, cache, config.writer)
     writes = WriteCalls(cache, writer, keys)
     servicer = StateServicer(
         queries=Queries(cache, reader),
@@ -145,10 +144,9 @@ async def build_on_store(
         scheduler_config=SchedulerConfigRpc(writes),
         deployment_updates=DeploymentUpdateRpc(writes),
         gc=GarbageCollectRpc(cache, keys, writes),
-        node_status=NodeStatusRpc(writes, NodeLiveness(writes, store,
-                                                       liveness_config or LivenessConfig())),
+        node_status=NodeStatusRpc(writes, NodeLiveness(writes, store, config.liveness)),
         plans=PlansRpc(writes, token_check),
-        hub=Hub(cache, subscribe_config or SubscribeConfig()),
+        hub=Hub(cache, config.subscribe),
         node_drain=NodeDrainRpc(writes),
     )
     tasks = [cache._task] if cache._task is not None else []
@@ -160,12 +158,19 @@ async def build_on_store(
 
 
 def state_config(settings: ServeSettings) -> StateConfig:
-    """The service's configs with the tunables ``settings`` carries."""
+    """The service's configs with the tunables ``settings`` carries (the
+    parts no tunable sets keep their defaults)."""
     return StateConfig(
         cache=tuned_config(CacheConfig, settings, stop_timeout=settings.stop_timeout),
         subscribe=tuned_config(SubscribeConfig, settings),
         writer=tuned_config(WriterConfig, settings),
-        liveness=tuned_config(LivenessConfig, settings))
+        liveness=tuned_config(LivenessConfig, settings),
+        read=ReadConfig(), blocking=BlockingConfig())
+
+
+def default_state_config() -> StateConfig:
+    """The service's configs as a replica served with no tunables set has them."""
+    return state_config(ServeSettings(service="state"))
 
 
 async def build_state_service(settings: ServeSettings,
@@ -181,10 +186,7 @@ async def build_state_service(settings: ServeSettings,
     keyspace = Keyspace(settings.etcd.prefix)
     token_check = BrokerTokenCheck(
         store, keyspace, lambda address: channel(address, tls=settings.tls, token=token))
-    service = await build_on_store(store, keyspace,
-                                   cache_config=config.cache, subscribe_config=config.subscribe,
-                                   writer_config=config.writer, token_check=token_check,
-                                   liveness_config=config.liveness)
+    service = await build_on_store(store, keyspace, config, token_check=token_check)
     service._closers += [store.close, client.close]  # the shared keepalive stream first
     return service
 

@@ -23,12 +23,7 @@ from dataclasses import dataclass, field
 from drover.errors import InvalidArgument
 from drover.state.config import BlockingConfig
 
-DEFAULT_BLOCKING = BlockingConfig()
-
-
-def blocking_wait(
-    requested: float, rand: float, config: BlockingConfig = DEFAULT_BLOCKING
-) -> float:
+def blocking_wait(requested: float, rand: float, config: BlockingConfig) -> float:
     """How long to block: ``requested`` seconds (0: the default), capped,
     plus ``rand`` (in [0, 1)) times the jitter fraction of it."""
     if requested < 0:

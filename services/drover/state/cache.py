@@ -90,13 +90,13 @@ class Cache:
         self,
         store: KVStore,
         keys: codec.KeyCodec,
-        config: CacheConfig | None = None,
+        config: CacheConfig,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         # Every etcd call goes through here, so last_contact sees all of them.
         self.store = ContactStore(store, clock)
         self.keys = keys
-        self.config = config or CacheConfig()
+        self.config = config
         self._clock = clock
         self.tables = Tables(keys)
         self.applied = IndexWaiters()

@@ -5,7 +5,9 @@ Defaults of the tunables come from drover.config's tunables table
 place they are built from the serve settings (:func:`drover.config.tuned_config`).
 The parts: the cache (:class:`CacheConfig`), reads (:class:`ReadConfig`,
 :class:`BlockingConfig`), Subscribe (:class:`SubscribeConfig`), the writer
-(:class:`WriterConfig`) and node liveness (:class:`LivenessConfig`).
+(:class:`WriterConfig`) and node liveness (:class:`LivenessConfig`), all in
+one :class:`StateConfig`. Every default is a field's default here; the parts
+take their config as a required argument.
 """
 
 from __future__ import annotations
@@ -147,9 +149,11 @@ class LivenessConfig:
 @dataclass(frozen=True)
 class StateConfig:
     """Every part's config, as :func:`drover.state.app.state_config` builds
-    them from the serve settings (each part's defaults otherwise)."""
+    them from the serve settings (the defaults are the fields' above)."""
 
-    cache: CacheConfig = CacheConfig()
-    subscribe: SubscribeConfig = SubscribeConfig()
-    writer: WriterConfig = WriterConfig()
-    liveness: LivenessConfig = LivenessConfig()
+    cache: CacheConfig
+    subscribe: SubscribeConfig
+    writer: WriterConfig
+    liveness: LivenessConfig
+    read: ReadConfig
+    blocking: BlockingConfig

@@ -96,9 +96,9 @@ def fence_from(metadata: Iterable[tuple[str, Any]]) -> Fence | None:
 
 class Writer:
     def __init__(self, store: KVStore, keys: codec.KeyCodec, cache: Cache,
-                 config: WriterConfig | None = None) -> None:
+                 config: WriterConfig) -> None:
         self.store, self.keys, self.cache = store, keys, cache
-        self.config = config or WriterConfig()
+        self.config = config
         self.max_txn_ops = self.config.max_txn_ops
 
     async def commit(

@@ -53,13 +53,13 @@ def list_namespace(value: str) -> str | None:
 
 class Reader:
     def __init__(
-        self, cache: Cache, tokens: PageTokenCodec, *, config: ReadConfig | None = None,
-        blocking: BlockingConfig | None = None,
+        self, cache: Cache, tokens: PageTokenCodec, *, config: ReadConfig,
+        blocking: BlockingConfig,
         rand: Callable[[], float] = random.random,
     ) -> None:
-        self.cache, self.config = cache, config or ReadConfig()
+        self.cache, self.config = cache, config
         self.paginator = Paginator(tokens, self.config.paging)
-        self.blocking, self._rand = blocking or BlockingConfig(), rand
+        self.blocking, self._rand = blocking, rand
         self._contact = ContactProof(cache)
         self._filters = {
             kind: FilterCompiler(tables.SCHEMAS[kind], fast_fields=tables.record_getters(kind),

@@ -186,8 +186,8 @@ class _Sub:
 
 
 class Hub:
-    def __init__(self, cache: Cache, config: SubscribeConfig | None = None) -> None:
-        self.cache, self.config = cache, config or SubscribeConfig()
+    def __init__(self, cache: Cache, config: SubscribeConfig) -> None:
+        self.cache, self.config = cache, config
         self._subs: set[_Sub] = set()
         self._ring: collections.deque[Change] = collections.deque()
         # Every change after ``_floor`` is in the ring.

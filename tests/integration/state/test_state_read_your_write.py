@@ -21,6 +21,7 @@ from drover.coord.kv import Put, prefix_end
 from drover.dev.etcd import EtcdServer
 from drover.state.app import EtcdStore
 from drover.state.cache import Cache, Change
+from drover.state.config import CacheConfig
 from drover.state.core import codec
 
 Event = tuple[int, str, str, str, bool, bytes, int]
@@ -134,7 +135,7 @@ async def history(store: EtcdStore, keys: codec.KeyCodec, after: int, upto: int)
 
 
 async def fresh_objects(store: EtcdStore, keys: codec.KeyCodec) -> dict[str, dict[str, Any]]:
-    cache = Cache(store, keys)
+    cache = Cache(store, keys, CacheConfig())
     await cache.start()
     await cache.close()
     return {k: dict(t.objects) for k, t in cache.tables.tables.items()}

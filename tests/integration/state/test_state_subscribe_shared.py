@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
-from state_harness import StateReplica, start_state
+from state_harness import StateReplica, start_state, state_config_with
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
 from drover.api.types.v1 import evaluation_pb2
@@ -55,7 +55,7 @@ def _in_order_once(seen: Seen) -> None:
 @pytest.fixture
 async def small_buffer(etcd_endpoint: str, keyspace: Keyspace) -> AsyncIterator[StateReplica]:
     r = await start_state(etcd_endpoint, keyspace,
-                          subscribe_config=SubscribeConfig(buffer_revisions=4))
+                          config=state_config_with(subscribe=SubscribeConfig(buffer_revisions=4)))
     try:
         yield r
     finally:

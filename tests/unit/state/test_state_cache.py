@@ -171,7 +171,7 @@ async def test_a_failed_list_turns_the_collector_back_on(keyspace: Keyspace) -> 
 
     broken = Broken()
     with pytest.raises(RuntimeError):
-        await Cache(broken, keys).start()
+        await Cache(broken, keys, CacheConfig()).start()
     assert gc.isenabled()
 
 

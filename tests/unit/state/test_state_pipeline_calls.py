@@ -20,7 +20,7 @@ from typing import Any
 
 import grpc
 import pytest
-from state_harness import StateReplica, start_state_on
+from state_harness import StateReplica, start_state_on, state_config_with
 from virtual_clock import VirtualClock
 
 from drover.api.state.v1 import state_pb2
@@ -46,7 +46,7 @@ OPS = 300  # etcd's --max-txn-ops here, and what the replica is told
 @pytest.fixture
 async def raised(keyspace: Keyspace, clock: VirtualClock) -> AsyncIterator[StateReplica]:
     r = await start_state_on(MemoryKV(clock, max_txn_ops=OPS), keyspace,
-                             writer_config=WriterConfig(max_txn_ops=OPS))
+                             config=state_config_with(writer=WriterConfig(max_txn_ops=OPS)))
     try:
         yield r
     finally:

@@ -13,6 +13,7 @@ from drover.api.types.v1 import query_pb2
 from drover.coord.errors import EtcdUnavailable
 from drover.errors import InvalidArgument
 from drover.paging import PageTokenCodec
+from drover.state.config import BlockingConfig, ReadConfig
 from drover.state.errors import StaleReadBound
 from drover.state.reads import Reader
 
@@ -47,7 +48,8 @@ def _query(*, stale: bool = False, max_stale: float = 0.0) -> query_pb2.QueryOpt
 def cut() -> tuple[VirtualClock, _Cache, Reader]:
     clock = VirtualClock(100.0)
     cache = _Cache(clock)
-    return clock, cache, Reader(cache, PageTokenCodec())  # type: ignore[arg-type]
+    return clock, cache, Reader(cache, PageTokenCodec(),  # type: ignore[arg-type]
+                                  config=ReadConfig(), blocking=BlockingConfig())
 
 
 async def test_within_the_bound_a_stale_read_is_served_without_etcd(cut) -> None:

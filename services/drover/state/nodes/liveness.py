@@ -47,10 +47,10 @@ REAP_TXNS = 16
 
 class NodeLiveness:
     def __init__(self, writes: WriteCalls, leases: LeaseKV,
-                 config: LivenessConfig | None = None,
+                 config: LivenessConfig,
                  rand: Callable[[], float] = random.random) -> None:
         self.writes, self.leases = writes, leases
-        self.config = config or LivenessConfig()
+        self.config = config
         self._rand = rand
         #: Keepalives and lease grants this replica made (metrics, tests).
         self.keepalives = 0

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from state_harness import state_config_with
 from virtual_clock import VirtualClock
 
 from drover.api.state.v1 import state_pb2
@@ -34,7 +35,7 @@ async def store(clock: VirtualClock) -> MemoryKV:
 
 @pytest.fixture
 async def service(store: MemoryKV, keyspace: Keyspace) -> AsyncIterator[StateService]:
-    svc = await build_on_store(store, keyspace, liveness_config=CONFIG)
+    svc = await build_on_store(store, keyspace, state_config_with(liveness=CONFIG))
     try:
         yield svc
     finally:
