@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from drover.errors import InvalidArgument
 from drover.state.config import BlockingConfig
 
+
 def blocking_wait(requested: float, rand: float, config: BlockingConfig) -> float:
     """How long to block: ``requested`` seconds (0: the default), capped,
     plus ``rand`` (in [0, 1)) times the jitter fraction of it."""
