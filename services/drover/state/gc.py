@@ -29,6 +29,7 @@ from drover.paging import Key
 from drover.state.cache import Cache
 from drover.state.core import codec
 from drover.state.core.cache_view import CacheView
+from drover.state.core.entries import Entry
 from drover.state.core.gc_rules import (
     TERMINAL_EVAL,
     AllocView,
@@ -40,7 +41,7 @@ from drover.state.core.gc_rules import (
     node_collectable,
 )
 from drover.state.core.reap import PAGE, Doomed, Tally, job_owned, pack
-from drover.state.core.tables import Entry, Table
+from drover.state.core.tables import Table
 from drover.state.jobs.core.purge import blockers as purge_blockers
 from drover.state.pipeline import Caller, WriteCalls
 from drover.state.reaper import delete_page

@@ -37,8 +37,8 @@ from drover.state.blocking import blocking_wait
 from drover.state.cache import Cache
 from drover.state.config import BlockingConfig, ReadConfig
 from drover.state.contact_proof import ContactProof
-from drover.state.core import codec, staleness, tables
-from drover.state.core.tables import Entry
+from drover.state.core import codec, entries, staleness
+from drover.state.core.entries import Entry
 from drover.state.core.validate import ALL_NAMESPACES, namespace_arg
 from drover.state.narrowed import narrow
 
@@ -62,8 +62,8 @@ class Reader:
         self.blocking, self._rand = blocking, rand
         self._contact = ContactProof(cache)
         self._filters = {
-            kind: FilterCompiler(tables.SCHEMAS[kind], fast_fields=tables.record_getters(kind),
-                                 load=tables.decoder(kind))
+            kind: FilterCompiler(entries.SCHEMAS[kind], fast_fields=entries.record_getters(kind),
+                                 load=entries.decoder(kind))
             for kind in codec.MESSAGES
         }
 

@@ -11,9 +11,9 @@ conflict, syncs the cache and plans again. Planners are plain functions of
 :class:`WriteContext`, so every plan is reproducible in a unit test.
 
 Beside the planners, every other pure part of the service lives here: the
-object codec and key layout (:mod:`.codec`), the cache's tables and their
-records (:mod:`.tables`, :mod:`.records`, :mod:`.cache_view`), the read
-RPCs as a table (:mod:`.query_specs`), what garbage collection may remove
-(:mod:`.gc_rules`) and the windows the initial list pages etcd in
-(:mod:`.windows`).
+object codec and key layout (:mod:`.codec`), the cache's tables, their
+entries and records (:mod:`.tables`, :mod:`.entries`, :mod:`.records`,
+:mod:`.cache_view`), the read RPCs as a table (:mod:`.query_specs`), what
+garbage collection may remove (:mod:`.gc_rules`) and the windows the
+initial list pages etcd in (:mod:`.windows`).
 """

@@ -1,6 +1,6 @@
 """Record extraction: an object's indexed scalar fields, read in C where possible.
 
-A cached entry carries its *record* (see :mod:`drover.state.core.tables`): the
+A cached entry carries its *record* (see :mod:`drover.state.core.entries`): the
 values the filter schema's getters return for a few scalar fields. Extracting
 it runs once per object listed or written -- a million times in an initial
 list -- so :func:`record_maker` generates, per kind, one function (as

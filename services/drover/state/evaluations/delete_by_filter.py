@@ -61,8 +61,9 @@ from drover.paging import Key, PageRequest, resolve_page_size
 from drover.state.cache import Cache
 from drover.state.core import codec
 from drover.state.core.cache_view import CacheView
+from drover.state.core.entries import Entry
 from drover.state.core.rules import broker_paused
-from drover.state.core.tables import Entry, marker_key
+from drover.state.core.tables import marker_key
 from drover.state.core.validate import check_name
 from drover.state.pipeline import Caller, Writer, fence_from
 from drover.state.reads import Reader, list_namespace

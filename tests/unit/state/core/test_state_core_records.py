@@ -7,13 +7,13 @@ import random
 
 import pytest
 
-from drover.state.core import codec, tables
+from drover.state.core import codec, entries
 from drover.state.core.records import record_maker
 
 
 def _filled(kind: str, rnd: random.Random) -> object:
     msg = codec.MESSAGES[kind]()
-    for name in tables.RECORDS[kind]:
+    for name in entries.RECORDS[kind]:
         fd = msg.DESCRIPTOR.fields_by_name.get(name)
         if fd is None or fd.is_repeated:
             continue
@@ -40,8 +40,8 @@ def _filled(kind: str, rnd: random.Random) -> object:
 @pytest.mark.parametrize("kind", sorted(codec.MESSAGES))
 def test_record_maker_reads_what_the_schema_reads(kind: str) -> None:
     rnd = random.Random(kind)
-    getters = tables._extractors(kind)
-    make = record_maker(codec.MESSAGES[kind].DESCRIPTOR, tables.RECORDS[kind], getters)
+    getters = entries._extractors(kind)
+    make = record_maker(codec.MESSAGES[kind].DESCRIPTOR, entries.RECORDS[kind], getters)
     for _ in range(200):
         msg = _filled(kind, rnd)
         got, want = make(msg), tuple(get(msg) for get in getters)
@@ -52,8 +52,8 @@ def test_record_maker_reads_what_the_schema_reads(kind: str) -> None:
 
 def test_record_strings_are_shared_per_value() -> None:
     kind = codec.EVALUATIONS
-    make = record_maker(codec.MESSAGES[kind].DESCRIPTOR, tables.RECORDS[kind],
-                        tables._extractors(kind))
+    make = record_maker(codec.MESSAGES[kind].DESCRIPTOR, entries.RECORDS[kind],
+                        entries._extractors(kind))
     a = codec.MESSAGES[kind](namespace="".join(["de", "fault"]), job_id="job-" + str(7))
     b = codec.MESSAGES[kind](namespace="default", job_id="job-7")
     ra, rb = make(a), make(b)

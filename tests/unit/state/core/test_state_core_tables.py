@@ -26,14 +26,14 @@ from drover.coord.keys import Keyspace
 from drover.coord.kv import Put
 from drover.filter import FilterCompiler, InvalidFilter
 from drover.paging import InvalidPageToken, PageRequest, PageTokenCodec, Paginator
-from drover.state.core import codec, tables
+from drover.state.core import codec, entries, tables
 from drover.state.core.plan import PlanBuilder
 from drover.state.core.tables import EXPECTED_MAX, PARSED_KEYS, Tables
 
 # -- decode once ----------------------------------------------------------------
 
 KEYS = codec.KeyCodec(Keyspace("/t/drover"))
-FIELDS = tables.record_getters(codec.EVALUATIONS)
+FIELDS = entries.record_getters(codec.EVALUATIONS)
 
 
 def _filled(kind: str, rnd: random.Random) -> Any:
@@ -72,7 +72,7 @@ def _where(kind: str, msg: Any, i: int) -> tuple[str, str]:
     return ns, oid
 
 
-def _put(t: Tables, kind: str, ns: str, oid: str, value: bytes, rev: int) -> tables.Entry:
+def _put(t: Tables, kind: str, ns: str, oid: str, value: bytes, rev: int) -> entries.Entry:
     key = KEYS.key(kind, ns, oid)
     got = t.apply(key, value, rev, rev, False)
     assert got is not None and got[0] == KEYS.parse(key)
@@ -203,8 +203,8 @@ def _tables(n: int, seed: int = 1) -> tuple[Tables, dict[str, evaluation_pb2.Eva
 
 
 def _compiler() -> FilterCompiler:
-    return FilterCompiler(tables.SCHEMAS[EVALS], fast_fields=tables.record_getters(EVALS),
-                          load=tables.decoder(EVALS))
+    return FilterCompiler(entries.SCHEMAS[EVALS], fast_fields=entries.record_getters(EVALS),
+                          load=entries.decoder(EVALS))
 
 
 def _walk(t: Tables, request: PageRequest, expr: str, budget: int | None = None) -> list[str]:

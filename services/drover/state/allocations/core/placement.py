@@ -76,22 +76,69 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
     (partial commit, :mod:`drover.state.allocations.core.usage`). ``delivery``: the
     election key and term of the broker leader that vouched for the plan's
     delivery, compared in the txn (a failover since refuses the plan)."""
-    index = str(view.revision)
+    job_mod = _check_job(view, request, ns, placements)
+    olds = _check_allocations(view, request, ns, updates)
+    _check_placements(view, request, ns, placements)
+    parts = usage.by_node(placements, ((olds[u.id].obj.node_id, u) for u in updates))
+    refused = usage.judge(view, parts)
+    if refused and not view.fresh:
+        # A node the replica has not yet seen join, or free room, is no
+        # reason to send the worker away: judge again on a synced view.
+        raise Replan(PlanStale(f"{len(refused)} node(s) refused on a view not synced",
+                               metadata={"what": "nodes", "index": str(view.revision)}))
+    plan = PlanBuilder(ctx.keys, ctx.on_put)
+    if delivery is not None:
+        plan.compare(delivery[0], "create", delivery[1])
+    plan.compare_mod(codec.JOBS, ns, request.job_id, job_mod)
+    kept = [p for node_id, p in sorted(parts.items()) if node_id not in refused]
+    stopping = _put_allocations(ctx, plan, ns, kept, olds)
+    _put_evaluations(view, ctx, plan, evs)
+    for part in kept:
+        usage.order(plan, view, part, request.eval_id)
+    new = _compare_placed(view, ctx, plan, ns, kept)
+    unblocked = 0
+    if stopping:
+        # less one: the job's status and summary write (state.core.job_status.follow)
+        room = min(ctx.max_objects - 1 - len(plan.ops), ctx.max_compares - 1 - len(plan.compares))
+        unblocked = unblock_where(view, ctx, plan, changed_rooms(view, stopping), room,
+                                  skip=(ns, request.job_id))
+    placed, updated = len(new), sum(len(p.updates) for p in kept)
+    refusals = _refusals(parts, refused)
+    last = _refresh_at(view, refused)
+    wrote = bool(plan.ops)
+    return plan.build(
+        lambda rev: state_pb2.SubmitPlanResponse(
+            index=rev, placed=placed, updated=updated, unblocked=unblocked, refused=refusals,
+            refresh_index=(rev if wrote else (last or rev)) if refusals else 0),
+        conflict="the nodes or the job the plan was judged on changed while it was written")
 
-    def stale(msg: str, what: str) -> PlanStale:
-        return PlanStale(msg + "; re-read and plan again", metadata={"what": what, "index": index})
 
+def _stale(view: View, msg: str, what: str) -> PlanStale:
+    return PlanStale(msg + "; re-read and plan again",
+                     metadata={"what": what, "index": str(view.revision)})
+
+
+def _check_job(view: View, request: Any, ns: str, placements: Sequence[Any]) -> int:
+    """The job's modify index, refusing a plan read on another version of
+    it, and placements for a job that is gone."""
     job_mod = view.mod(codec.JOBS, ns, request.job_id)
     # job_index 0: the worker found the job purged and stops what is left.
     if job_mod != request.job_index and not spec_read(view, ns, request.job_id,
                                                       request.job_index):
         if job_mod == 0:
             refuse(view, NotFound(f"job {request.job_id!r} not found in namespace {ns!r}"))
-        refuse(view, stale(f"job {request.job_id!r} is at index {job_mod}, "
-                           f"the plan read {request.job_index}", "job"))
+        refuse(view, _stale(view, f"job {request.job_id!r} is at index {job_mod}, "
+                                  f"the plan read {request.job_index}", "job"))
     if job_mod == 0 and placements:
         refuse(view, InvalidArgument(f"job {request.job_id!r} is gone: a plan for it may "
                                      "only stop", metadata={"field": "placements"}))
+    return job_mod
+
+
+def _check_allocations(view: View, request: Any, ns: str,
+                       updates: Sequence[Any]) -> dict[str, Found]:
+    """The job's allocations are the set the plan was read on, and each one
+    it updates is as read: the updated allocations as stored, by id."""
     current: dict[str, int] = {}
     newest = ""
     for nsid in view.ids(codec.ALLOCATIONS, "job_id", request.job_id):
@@ -104,7 +151,8 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
     # else changes what the plan should be); a client's report on an
     # allocation the plan leaves alone does not (Nomad's applier ignores it).
     if not same_set(view, ns, current, newest, request):
-        refuse(view, stale(f"the allocations of job {request.job_id!r} changed", "allocations"))
+        refuse(view, _stale(view, f"the allocations of job {request.job_id!r} changed",
+                            "allocations"))
     olds: dict[str, Found] = {}
     for a in updates:
         mod = current.get(a.id, 0)
@@ -114,8 +162,14 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
                                          f"allocation of job {request.job_id!r}",
                                          metadata={"field": "updates"}))
         if mod != request.alloc_indexes.get(a.id, 0):
-            refuse(view, stale(f"allocation {a.id!r} changed since it was read", "allocations"))
+            refuse(view, _stale(view, f"allocation {a.id!r} changed since it was read",
+                                "allocations"))
         olds[a.id] = old
+    return olds
+
+
+def _check_placements(view: View, request: Any, ns: str, placements: Sequence[Any]) -> None:
+    """Every placement is new and its node's index was read."""
     for a in placements:
         if view.mod(codec.ALLOCATIONS, ns, a.id):
             refuse(view, InvalidArgument(f"placement {a.id!r} already exists",
@@ -123,19 +177,13 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
         if a.node_id not in request.node_indexes:
             raise InvalidArgument(f"node_indexes lacks node {a.node_id!r} the plan places on",
                                   metadata={"field": "node_indexes"})
-    parts = usage.by_node(placements, ((olds[u.id].obj.node_id, u) for u in updates))
-    refused = usage.judge(view, parts)
-    if refused and not view.fresh:
-        # A node the replica has not yet seen join, or free room, is no
-        # reason to send the worker away: judge again on a synced view.
-        raise Replan(PlanStale(f"{len(refused)} node(s) refused on a view not synced",
-                               metadata={"what": "nodes", "index": index}))
-    plan = PlanBuilder(ctx.keys, ctx.on_put)
-    if delivery is not None:
-        plan.compare(delivery[0], "create", delivery[1])
-    plan.compare_mod(codec.JOBS, ns, request.job_id, job_mod)
+
+
+def _put_allocations(ctx: WriteContext, plan: PlanBuilder, ns: str,
+                     kept: Sequence[usage.NodePart], olds: dict[str, Found]) -> dict[str, Vec]:
+    """Write the kept nodes' updates and placements; the room each node's
+    stops free."""
     stopping: dict[str, Vec] = {}
-    kept = [p for node_id, p in sorted(parts.items()) if node_id not in refused]
     for part in kept:
         for a in part.updates:
             old = olds[a.id]
@@ -149,14 +197,25 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
             a.create_time.CopyFrom(ctx.now)
             a.modify_time.CopyFrom(ctx.now)
             plan.put(codec.ALLOCATIONS, ns, a.id, a, None)
+    return stopping
+
+
+def _put_evaluations(view: View, ctx: WriteContext, plan: PlanBuilder,
+                     evs: Sequence[Any]) -> None:
+    """Write the plan's evaluations (a blocked one that missed an unblock: pending)."""
     for ev in evs:  # the call's own copies: set idempotently on each attempt
         if not ev.HasField("create_time"):
             ev.create_time.CopyFrom(ctx.now)
         ev.modify_time.CopyFrom(ctx.now)
         admit_blocked(view, ev)
         plan.put(codec.EVALUATIONS, ev.namespace, ev.id, ev, 0)
-    for part in kept:
-        usage.order(plan, view, part, request.eval_id)
+
+
+def _compare_placed(view: View, ctx: WriteContext, plan: PlanBuilder, ns: str,
+                    kept: Sequence[usage.NodePart]) -> list[Any]:
+    """Refuse a plan whose compares do not fit one txn; within the cap,
+    compare the nodes placed on and the new allocations' absence. The
+    placements written."""
     if len(plan.compares) > ctx.max_compares - 1:  # the fence's
         raise InvalidArgument(f"the plan needs {len(plan.compares)} compares; at most "
                               f"{ctx.max_compares - 1} fit one txn: send a smaller plan",
@@ -171,28 +230,24 @@ def plan_submit(view: View, ctx: WriteContext, request: Any, ns: str,
     new = [a for p in kept for a in p.placements]
     for a in new[:max(0, ctx.max_compares - 1 - len(plan.compares))]:
         plan.compare_mod(codec.ALLOCATIONS, ns, a.id, 0)
-    unblocked = 0
-    if stopping:
-        # less one: the job's status and summary write (state.core.job_status.follow)
-        room = min(ctx.max_objects - 1 - len(plan.ops), ctx.max_compares - 1 - len(plan.compares))
-        unblocked = unblock_where(view, ctx, plan, changed_rooms(view, stopping), room,
-                                  skip=(ns, request.job_id))
-    placed, updated = len(new), sum(len(p.updates) for p in kept)
-    refusals = [state_pb2.RefusedNode(node_id=node_id, reason=why,
-                                      placement_ids=[a.id for a in parts[node_id].placements],
-                                      update_ids=[a.id for a in parts[node_id].updates])
-                for node_id, why in sorted(refused.items())]
-    # Nothing written: refresh at the last change to a refused node (the plan
-    # that took its room wrote its allocations then), as Nomad refreshes at
-    # the allocations' and nodes' index rather than at an unrelated write.
-    last = max((max(view.mod(codec.NODES, codec.GLOBAL_NS, n),
+    return new
+
+
+def _refusals(parts: dict[str, usage.NodePart],
+              refused: dict[str, str]) -> list[state_pb2.RefusedNode]:
+    """Each refused node with its reason and the plan's parts on it."""
+    return [state_pb2.RefusedNode(node_id=node_id, reason=why,
+                                  placement_ids=[a.id for a in parts[node_id].placements],
+                                  update_ids=[a.id for a in parts[node_id].updates])
+            for node_id, why in sorted(refused.items())]
+
+
+def _refresh_at(view: View, refused: dict[str, str]) -> int:
+    """Nothing written: refresh at the last change to a refused node (the
+    plan that took its room wrote its allocations then), as Nomad refreshes
+    at the allocations' and nodes' index rather than at an unrelated write."""
+    return max((max(view.mod(codec.NODES, codec.GLOBAL_NS, n),
                     view.mod(codec.NODE_USAGE, codec.GLOBAL_NS, n)) for n in refused), default=0)
-    wrote = bool(plan.ops)
-    return plan.build(
-        lambda rev: state_pb2.SubmitPlanResponse(
-            index=rev, placed=placed, updated=updated, unblocked=unblocked, refused=refusals,
-            refresh_index=(rev if wrote else (last or rev)) if refusals else 0),
-        conflict="the nodes or the job the plan was judged on changed while it was written")
 
 
 def nothing_committed(placements: Sequence[Any], updates: Sequence[Any], index: int,
@@ -200,8 +255,5 @@ def nothing_committed(placements: Sequence[Any], updates: Sequence[Any], index: 
     """The answer when every attempt's txn lost its race: no node committed,
     each named with ``reason``, to be refreshed at ``index``."""
     parts = usage.by_node(placements, ((u.node_id, u) for u in updates))
-    return state_pb2.SubmitPlanResponse(index=index, refresh_index=index, refused=[
-        state_pb2.RefusedNode(node_id=node_id, reason=reason,
-                              placement_ids=[a.id for a in p.placements],
-                              update_ids=[a.id for a in p.updates])
-        for node_id, p in sorted(parts.items())])
+    return state_pb2.SubmitPlanResponse(index=index, refresh_index=index,
+                                        refused=_refusals(parts, dict.fromkeys(parts, reason)))
