@@ -23,6 +23,7 @@ from drover.config._settings import (
 from drover.config._tuning import (
     TUNABLES,
     Tunable,
+    check_tunables,
     tunable_default,
     tunables,
     tuned_config,
@@ -40,6 +41,7 @@ __all__ = [
     "ServeSettings",
     "TlsFiles",
     "Tunable",
+    "check_tunables",
     "env_default",
     "parse_duration",
     "tunable_default",

@@ -7,7 +7,9 @@ is the one home of their defaults: the dataclass field takes it
 (``max_txn_ops: int = tunable_default("state_max_txn_ops")``), ``--help``
 shows it, and every app builds its configs the one way,
 :func:`tuned_config` (the dataclass with the tunables the settings carry; a
-flag left unset keeps the default). The service owns the validation. The
+flag left unset keeps the default). Each bound is the table's
+``minimum``, checked by the flags and by :func:`check_tunables` (which every
+such config calls when built); the service checks the rest. The
 names carry the service (``--broker-nack-timeout`` /
 ``DROVER_BROKER_NACK_TIMEOUT``) because every service reads the one
 ConfigMap of the Kubernetes manifests.
@@ -147,6 +149,18 @@ def tunable_default(param: str) -> Any:
     """The default of the tunable ``param`` (``"broker_nack_timeout"``)."""
     t = _BY_PARAM[param]
     return t.kind(t.default)
+
+
+def check_tunables(config: object) -> None:
+    """Refuse ``config`` (a service's config dataclass) when a tunable field
+    of it is below its :attr:`Tunable.minimum`: the table is the one home of
+    each bound (the flags refuse the same values). A config's
+    ``__post_init__`` calls this, then checks the fields no flag sets."""
+    for t in TUNABLES:
+        if t.config == type(config).__name__:
+            value = getattr(config, t.field)
+            if value < t.minimum:
+                raise ValueError(f"{t.field} must be at least {t.minimum:g}, got {value}")
 
 
 def tuned_config(cls: type[_C], settings: ServeSettings, **fixed: Any) -> _C:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drover.config import tunable_default
+from drover.config import check_tunables, tunable_default
 
 __all__ = ["BrokerConfig"]
 
@@ -38,19 +38,9 @@ class BrokerConfig:
     timing_reservoir: int = 1024
 
     def __post_init__(self) -> None:
-        if self.nack_timeout <= 0:
-            raise ValueError("nack_timeout must be positive")
-        if self.delivery_limit < 1:
-            raise ValueError("delivery_limit must be at least 1")
-        for name in (
-            "initial_nack_delay",
-            "subsequent_nack_delay",
-            "nack_delay_jitter",
-            "failed_follow_up_base",
-            "failed_follow_up_range",
-        ):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative")
+        check_tunables(self)
+        if self.nack_delay_jitter < 0:
+            raise ValueError("nack_delay_jitter must not be negative")
         if self.timing_reservoir < 1:
             raise ValueError("timing_reservoir must be at least 1")
 
@@ -85,5 +75,4 @@ class ShellConfig:
     heartbeat_check_interval: float = tunable_default("broker_heartbeat_check_interval")
 
     def __post_init__(self) -> None:
-        if self.max_txn_ops < 4:
-            raise ValueError(f"max_txn_ops must be at least 4, got {self.max_txn_ops}")
+        check_tunables(self)

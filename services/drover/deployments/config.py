@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from drover.config import GcSettings, tunable_default
+from drover.config import GcSettings, check_tunables, tunable_default
 
 __all__ = ["BatcherConfig", "DrainerConfig", "GcConfig", "LeaderConfig"]
 
@@ -23,12 +23,7 @@ class BatcherConfig:
     progress_window: float = tunable_default("deployments_progress_window")
 
     def __post_init__(self) -> None:
-        if self.window < 0:
-            raise ValueError(f"batch window must be >= 0, got {self.window}")
-        if self.progress_window < 0:
-            raise ValueError(f"progress window must be >= 0, got {self.progress_window}")
-        if self.max_batch < 1:
-            raise ValueError(f"max_batch must be >= 1, got {self.max_batch}")
+        check_tunables(self)
 
 
 @dataclass(frozen=True)

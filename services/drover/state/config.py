@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drover.config import tunable_default
+from drover.config import check_tunables, tunable_default
 from drover.paging import PagingDefaults
 
 #: Page sizes for every List; a call examines at most ``scan_budget`` objects
@@ -48,6 +48,9 @@ class CacheConfig:
     #: ``close`` waits this long for its cancelled tasks (``drover.tasks``).
     stop_timeout: float = 5.0
 
+    def __post_init__(self) -> None:
+        check_tunables(self)
+
 
 @dataclass(frozen=True)
 class SubscribeConfig:
@@ -68,6 +71,9 @@ class SubscribeConfig:
     max_silence: float = 3.0
     #: How often a quiet stream checks that silence.
     silence_check: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_tunables(self)
 
     def heartbeat_for(self, asked: float) -> float:
         """The heartbeat interval of a stream whose client asked ``asked`` s (0: default)."""
@@ -102,16 +108,7 @@ class WriterConfig:
     etcd_write_timeout: float = tunable_default("state_etcd_write_timeout")
 
     def __post_init__(self) -> None:
-        if self.etcd_write_timeout <= 0:
-            raise ValueError(f"etcd_write_timeout must be positive, got {self.etcd_write_timeout}")
-        if self.max_txn_ops < 4:
-            raise ValueError(f"max_txn_ops must be at least 4, got {self.max_txn_ops}")
-        if self.job_tracked_versions < 1:
-            raise ValueError("job_tracked_versions must be at least 1, "
-                             f"got {self.job_tracked_versions}")
-        if self.delete_txns_in_flight < 1:
-            raise ValueError("delete_txns_in_flight must be at least 1, "
-                             f"got {self.delete_txns_in_flight}")
+        check_tunables(self)
 
 
 @dataclass(frozen=True)
@@ -140,10 +137,7 @@ class LivenessConfig:
     heartbeat_grace: float = tunable_default("state_heartbeat_grace")
 
     def __post_init__(self) -> None:
-        if self.min_heartbeat_ttl <= 0 or self.heartbeat_grace <= 0:
-            raise ValueError("min_heartbeat_ttl and heartbeat_grace must be positive")
-        if self.max_heartbeats_per_second <= 0:
-            raise ValueError("max_heartbeats_per_second must be positive")
+        check_tunables(self)
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,17 @@ def test_flags_and_env_reach_the_service_configs(monkeypatch: pytest.MonkeyPatch
     assert got[BrokerConfig].initial_nack_delay == 1.0
 
 
+@pytest.mark.parametrize("param", sorted(WHERE))
+def test_a_config_refuses_a_tunable_below_the_tables_minimum(param: str) -> None:
+    """The bound is the table's (drover.config.check_tunables), as the flag's."""
+    t = next(t for t in TUNABLES if t.param == param)
+    cls, field = WHERE[param]
+    below = t.minimum - 1 if t.kind is int else (t.minimum / 2 if t.minimum else -1.0)
+    with pytest.raises(ValueError, match=f"{field} must be at least {t.minimum:g}, got"):
+        cls(**{field: t.kind(below)})
+    assert getattr(cls(**{field: t.kind(t.minimum)}), field) == t.minimum
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--broker-nack-timeout", "soon"], "not a duration: 'soon'"),
     (["--broker-nack-timeout", "0"], "must be at least"),
