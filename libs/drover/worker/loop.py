@@ -59,6 +59,7 @@ from .attempts import DESCRIPTION, TRIGGER, Attempts, attempt_limit
 from .blocked import blocked_need
 from .job_allocs import JobAllocCache, JobReads
 from .node_set import node_set
+from .plan import Plan, Snapshot
 from .plan_size import (
     DEFAULT_PLAN_ENTRIES,
     entries_cap,
@@ -67,7 +68,7 @@ from .plan_size import (
     plan_objects,
     refused_cap,
 )
-from .planner import Plan, Snapshot, compute_plan
+from .planner import compute_plan
 from .view import ClusterView
 
 log = logging.getLogger(__name__)
