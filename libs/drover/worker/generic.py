@@ -115,6 +115,10 @@ class Group:
     #: The job version's deployment, if any; its id when it runs and has the group.
     dep: deployment_pb2.Deployment | None
     dep_id: str
+    dep_running: bool
+    #: The deployment's state of the group.
+    dstate: deployment_pb2.DeploymentGroupState | None
+    batch: bool
     current: list[Alloc] = field(default_factory=list)  # new version, occupying a slot
     old: list[Alloc] = field(default_factory=list)      # older version, live
     free_names: list[int] = field(default_factory=list)  # indexes freed by stops
@@ -124,18 +128,6 @@ class Group:
     destructive: list[Alloc] = field(default_factory=list)
     #: Slots the migrations fill (their replacements).
     held: int = 0
-
-    @property
-    def dep_running(self) -> bool:
-        return self.dep is not None and self.dep.status == DEP_RUNNING
-
-    @property
-    def dstate(self) -> deployment_pb2.DeploymentGroupState | None:
-        return self.dep.task_groups.get(self.tg.name) if self.dep is not None else None
-
-    @property
-    def batch(self) -> bool:
-        return self.job.type == job_pb2.JOB_TYPE_BATCH
 
 
 def reconcile_group(b: PlanBuilder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
@@ -170,7 +162,8 @@ def _group(snap: Snapshot, job: job_pb2.Job, tg: job_pb2.TaskGroup) -> Group:
                               and snap.deployment.job_version == job.version) else None
     running = dep is not None and dep.status == DEP_RUNNING
     dep_id = dep.id if running and dep is not None and tg.name in dep.task_groups else ""
-    return Group(job, tg, dep, dep_id)
+    dstate = dep.task_groups.get(tg.name) if dep is not None else None
+    return Group(job, tg, dep, dep_id, running, dstate, job.type == job_pb2.JOB_TYPE_BATCH)
 
 
 def _sort(b: PlanBuilder, g: Group, allocs: list[Alloc]) -> None:
