@@ -6,7 +6,8 @@ listed. The suite's output goes to ``dev.log`` in the directory given (kept
 for a failed test), and it is stopped with SIGTERM (its own bounded stop)
 at the end. :class:`Dev` is one `drover dev` run a test drives itself
 (restarts, kills its processes, reads its log); :func:`cli` the `drover`
-command a user types against it.
+command a user types against it; :func:`started` reads a suite's output
+from a pipe until it is up.
 """
 
 from __future__ import annotations
@@ -123,3 +124,19 @@ def deployment_id(run_output: str) -> str:
     m = re.search(r"^Deployment ID: (\S+)$", run_output, re.M)
     assert m, f"no deployment id in {run_output!r}"
     return m.group(1)
+
+
+def started(proc: subprocess.Popen[str], within: float = 60) -> str:
+    """What ``proc`` (`drover dev`, its output on a pipe) printed until
+    "drover is up", until it exited, or for ``within`` seconds."""
+    lines: list[str] = []
+    deadline = time.monotonic() + within
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "drover is up" in line:
+            break
+    return "".join(lines)
