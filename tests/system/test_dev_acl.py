@@ -14,6 +14,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from dev_suite import started
 
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
@@ -37,20 +38,10 @@ def test_dev_acl_runs_the_suite_with_tokens() -> None:
         [sys.executable, "-m", "drover.cli.main", "dev", "--acl", "--nodes", "2",
          "--port-offset", str(offset)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
     try:
-        deadline = time.monotonic() + 60
-        assert proc.stdout is not None
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "drover is up" in line:
-                break
-        text = "".join(lines)
+        text = started(proc)
         assert "drover is up" in text, text
-        secret = next(line.split("DROVER_TOKEN=", 1)[1].strip() for line in lines
+        secret = next(line.split("DROVER_TOKEN=", 1)[1].strip() for line in text.splitlines()
                       if "DROVER_TOKEN=" in line)
         proxy = lay.address("proxy")
         me = _drover("acl", "token", "self", "--json", address=proxy, token=secret)
@@ -89,17 +80,7 @@ def test_dev_acl_runs_the_suite_with_tokens() -> None:
 def _up(args: list[str]) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([sys.executable, "-m", "drover.cli.main", "dev", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
-    deadline = time.monotonic() + 90
-    assert proc.stdout is not None
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if "drover is up" in line:
-            break
-    return proc, "".join(lines)
+    return proc, started(proc, within=90)
 
 
 def _down(proc: subprocess.Popen[str]) -> None:

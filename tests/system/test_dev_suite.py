@@ -6,10 +6,10 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import grpc
+from dev_suite import started
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from drover.dev.supervisor import SERVICES, free_layout
@@ -42,18 +42,9 @@ def test_dev_suite_serves_and_stops_cleanly() -> None:
         [sys.executable, "-m", "drover.cli.main", "dev", "--port-offset", str(offset)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
-    lines: list[str] = []
     try:
-        deadline = time.monotonic() + 60
-        assert proc.stdout is not None
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "drover is up" in line:
-                break
-        assert any("drover is up" in line for line in lines), "".join(lines)
+        lines = started(proc).splitlines()
+        assert any("drover is up" in line for line in lines), "\n".join(lines)
         for svc in SERVICES:
             assert any(line.startswith(svc) and lay.address(svc) in line for line in lines)
             with grpc.insecure_channel(lay.address(svc)) as ch:

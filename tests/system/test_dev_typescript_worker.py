@@ -13,61 +13,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dev_suite import ROOT, Dev, cli, deployment, deployment_id
+from polling import until
 
 from drover.dev.supervisor import free_layout
 from drover.dev.workers import TS_MAIN
 
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "drover.cli.main"]
-
-
-def _until(check: Callable[[], Any], within: float, what: str) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.3)
-    raise AssertionError(f"not within {within}s: {what}")
-
-
-class TsDev:
-    """`drover dev --worker typescript`, its output in a file."""
-
-    def __init__(self, offset: int, log: Path, data_dir: Path) -> None:
-        self.log = log
-        self.out = log.open("w")
-        self.proc = subprocess.Popen(
-            [*CLI, "dev", "--worker", "typescript", "--port-offset", str(offset),
-             "--data-dir", str(data_dir)],
-            stdout=self.out, stderr=subprocess.STDOUT, cwd=ROOT)
-
-    def text(self) -> str:
-        return self.log.read_text()
-
-    def wait_up(self) -> None:
-        _until(lambda: "drover is up" in self.text() or self.proc.poll() is not None, 120,
-               "drover dev up")
-        assert "drover is up" in self.text(), self.text()[-3000:]
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(30)
-        finally:
-            self.out.close()
 
 
 def test_the_canary_rollout_with_the_typescript_worker(tmp_path: Path) -> None:
@@ -76,13 +32,10 @@ def test_the_canary_rollout_with_the_typescript_worker(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DROVER_")}
     env.update(DROVER_ADDR=lay.address("proxy"))
 
-    def drover(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*CLI, *args], env=env, cwd=ROOT, capture_output=True,
-                              text=True, timeout=60)
+    drover = cli(env)
 
-    def deployment(dep: str) -> dict[str, Any]:
-        out = drover("deployment", "status", dep, "--json")
-        return json.loads(out.stdout) if out.returncode == 0 else {}
+    def status(dep: str) -> dict[str, Any]:
+        return deployment(drover, dep)
 
     def allocs() -> list[dict[str, Any]]:
         out = drover("alloc", "list", "--json")
@@ -92,35 +45,35 @@ def test_the_canary_rollout_with_the_typescript_worker(tmp_path: Path) -> None:
     def run(path: Path | str) -> str:
         out = drover("job", "run", "--detach", str(path))
         assert out.returncode == 0, out.stderr
-        return re.search(r"^Deployment ID: (\S+)$", out.stdout, re.M).group(1)  # type: ignore[union-attr]
+        return deployment_id(out.stdout)
 
     v2 = tmp_path / "canary-v2.yaml"
     v2.write_text((ROOT / "examples/canary-v2.yaml").read_text()
                   .replace("auto_promote: true", "auto_promote: false"))
-    dev = TsDev(offset, tmp_path / "dev.log", tmp_path / "data")
+    dev = Dev(offset, tmp_path / "dev.log", tmp_path / "data", "--worker", "typescript")
     try:
         dev.wait_up()
         assert re.search(r"^worker +typescript scheduler", dev.text(), re.M), dev.text()[-2000:]
-        _until(lambda: len(json.loads(drover("node", "list", "--json").stdout or "[]")) == 3,
+        until(lambda: len(json.loads(drover("node", "list", "--json").stdout or "[]")) == 3,
                60, "three simulated nodes")
         dep0 = run("examples/canary.yaml")
-        _until(lambda: deployment(dep0).get("status") == "successful", 90, "v0 rolled out")
+        until(lambda: status(dep0).get("status") == "successful", 90, "v0 rolled out")
         assert sorted(a["name"] for a in allocs()) == [f"web.frontend[{i}]" for i in range(3)]
 
         dep1 = run(v2)
 
         def canary_healthy() -> bool:
-            tg = deployment(dep1).get("task_groups", {}).get("frontend", {})
+            tg = status(dep1).get("task_groups", {}).get("frontend", {})
             return len(tg.get("placed_canaries", [])) == 1 and tg.get("healthy_allocs") == 1
 
-        _until(canary_healthy, 60, "the canary placed and healthy")
+        until(canary_healthy, 60, "the canary placed and healthy")
         waiting = [a for a in allocs() if a["desired_status"] == "run"]
         # one canary beside the three old ones, nothing replaced before promotion
         assert sorted(a["job_version"] for a in waiting) == ["0", "0", "0", "1"], waiting
-        assert deployment(dep1)["status"] == "running"
+        assert status(dep1)["status"] == "running"
         promoted = drover("deployment", "promote", dep1)
         assert promoted.returncode == 0, promoted.stderr
-        _until(lambda: deployment(dep1).get("status") == "successful", 90, "v1 rolled out")
+        until(lambda: status(dep1).get("status") == "successful", 90, "v1 rolled out")
 
         final = allocs()
         live = [a for a in final if a["desired_status"] == "run"]
@@ -129,7 +82,7 @@ def test_the_canary_rollout_with_the_typescript_worker(tmp_path: Path) -> None:
         assert all(a["client_status"] == "running" and a["deployment_status"]["healthy"]
                    for a in live), live
         assert len({a["name"] for a in live}) == 3, live
-        canary = deployment(dep1)["task_groups"]["frontend"]["placed_canaries"]
+        canary = status(dep1)["task_groups"]["frontend"]["placed_canaries"]
         assert canary[0] in {a["id"] for a in live}
         old = [a for a in final if a["job_version"] == "0"]
         assert len(old) == 3 and all(a["desired_status"] == "stop" for a in old), old

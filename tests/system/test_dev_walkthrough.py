@@ -13,20 +13,16 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from dev_suite import Dev, cli, deployment, deployment_id
 from polling import until
 
 from drover.dev.supervisor import free_layout
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "drover.cli.main"]
 #: Every table of the walk-through, checked at 80 columns ({dep}: the
 #: second rollout's deployment id, as printed: 8 characters).
 TABLES = (
@@ -37,50 +33,12 @@ TABLES = (
 )
 
 
-class Dev:
-    """One `drover dev` run, its output in a file."""
-
-    def __init__(self, offset: int, log: Path, data_dir: Path) -> None:
-        self.log = log
-        self.out = log.open("w")
-        self.proc = subprocess.Popen(
-            [*CLI, "dev", "--port-offset", str(offset), "--data-dir", str(data_dir)],
-            stdout=self.out, stderr=subprocess.STDOUT, cwd=ROOT)
-
-    def text(self) -> str:
-        return self.log.read_text()
-
-    def wait_up(self) -> None:
-        until(lambda: "drover is up" in self.text() or self.proc.poll() is not None, 120,
-               "drover dev up")
-        assert "drover is up" in self.text(), self.text()[-3000:]
-
-    def pid(self, name: str) -> int:
-        m = re.search(rf"^{re.escape(name)} .*pid (\d+)\)$", self.text(), re.M)
-        assert m, f"no pid for {name}"
-        return int(m.group(1))
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(30)
-        finally:
-            self.out.close()
-
-
 def test_the_walkthrough_survives_its_drills(tmp_path: Path) -> None:
     offset, lay = free_layout()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DROVER_")}
     env.update(DROVER_ADDR=lay.address("proxy"), COLUMNS="80")
 
-    def drover(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*CLI, *args], env=env, cwd=ROOT, capture_output=True,
-                              text=True, timeout=60)
-
-    def deployment(dep: str) -> dict[str, Any]:
-        out = drover("deployment", "status", dep, "--json")
-        return json.loads(out.stdout) if out.returncode == 0 else {}
+    drover = cli(env)
 
     data = tmp_path / "data"
     dev = Dev(offset, tmp_path / "dev-1.log", data)
@@ -91,11 +49,11 @@ def test_the_walkthrough_survives_its_drills(tmp_path: Path) -> None:
         # the walk-through: a canary, auto-promoted
         first = drover("job", "run", "--detach", "examples/canary.yaml")
         assert first.returncode == 0, first.stderr
-        dep1 = re.search(r"^Deployment ID: (\S+)$", first.stdout, re.M).group(1)  # type: ignore[union-attr]
-        until(lambda: deployment(dep1).get("status") == "successful", 90, "v0 rolled out")
+        dep1 = deployment_id(first.stdout)
+        until(lambda: deployment(drover, dep1).get("status") == "successful", 90, "v0 rolled out")
         second = drover("job", "run", "--detach", "examples/canary-v2.yaml")
         assert second.returncode == 0, second.stderr
-        dep2 = re.search(r"^Deployment ID: (\S+)$", second.stdout, re.M).group(1)  # type: ignore[union-attr]
+        dep2 = deployment_id(second.stdout)
 
         # the drill: kill -9 the broker leader and the simulated nodes mid-rollout
         members = json.loads(drover("operator", "members", "--json").stdout)
@@ -117,7 +75,7 @@ def test_the_walkthrough_survives_its_drills(tmp_path: Path) -> None:
 
         until(new_leader, 30, "the other broker leads")
         # the rollout started before the drill finishes after it
-        until(lambda: deployment(dep2).get("status") == "successful", 120,
+        until(lambda: deployment(drover, dep2).get("status") == "successful", 120,
                "v1 rolled out after the drill")
         assert drover("broker", "stats").returncode == 0  # reads answer again
 

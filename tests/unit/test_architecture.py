@@ -764,9 +764,6 @@ AREAS = ("broker", "deployments", "proxy", "state", "cli", "worker", "libs")
 #: complies the mark must go. Never a weaker rule.
 OWED: dict[tuple[str, str], str] = {
     ("size", "state"): "placement.plan_submit, job_status.follow, core.tables: split owed",
-    ("size", "worker"): "worker plan splitting: planner is long",
-    ("circles", "worker"): "worker plan splitting: planner <-> packer <-> system",
-    ("private", "worker"): "worker plan splitting: system imports planner._Builder",
 }
 
 

@@ -23,7 +23,7 @@ def _stub(ch: grpc.aio.Channel) -> acl_pb2_grpc.AclServiceStub:
 
 
 def _type(value: int) -> str:
-    return output.enum_name(value, acl_pb2.TokenType, "TOKEN_TYPE_")
+    return output.enum_name(value, acl_pb2.TokenType)
 
 
 def _show_token(token: Any, secret: str = "") -> None:

@@ -30,7 +30,7 @@ QUEUE_COLUMNS = ["ID", "Namespace", "Job", "Type", "Priority", "State", "Deliver
 
 
 def _state(value: int) -> str:
-    return output.enum_name(value, broker_pb2.QueueState, "QUEUE_STATE_")
+    return output.enum_name(value, broker_pb2.QueueState)
 
 
 def _timing(t: broker_pb2.TimingSummary) -> str:

@@ -24,7 +24,7 @@ from drover.cli.client import (
 
 
 def _status(value: int) -> str:
-    return output.enum_name(value, deployment_pb2.DeploymentStatus, "DEPLOYMENT_STATUS_")
+    return output.enum_name(value, deployment_pb2.DeploymentStatus)
 
 
 @click.group(name="deployment")

@@ -37,7 +37,7 @@ PAUSE_HINT = "pause it first with `drover operator scheduler pause` (and resume 
 
 
 def _status(value: int) -> str:
-    return output.enum_name(value, evaluation_pb2.EvaluationStatus, "EVALUATION_STATUS_")
+    return output.enum_name(value, evaluation_pb2.EvaluationStatus)
 
 
 def _row(ev: evaluation_pb2.Evaluation) -> list[Any]:

@@ -112,12 +112,12 @@ def validate_job(spec: str, opts: ClientOptions) -> None:
 
 def status_text(job: job_pb2.Job) -> str:
     """Nomad's status column: ``dead (stopped)`` for a stopped job."""
-    text = output.enum_name(job.status, job_pb2.JobStatus, "JOB_STATUS_")
+    text = output.enum_name(job.status, job_pb2.JobStatus)
     return f"{text} (stopped)" if job.stop else text
 
 
 def _type(job: job_pb2.Job) -> str:
-    return output.enum_name(job.type, job_pb2.JobType, "JOB_TYPE_")
+    return output.enum_name(job.type, job_pb2.JobType)
 
 
 async def _job(ch: grpc.aio.Channel, namespace: str, job_id: str, per_call: float) -> Any:
@@ -177,8 +177,8 @@ def job_status(job_id: str | None, namespace: str, watch: bool, opts: ClientOpti
 
         click.echo("\nLatest Deployment")
         output.print_detail(opts, dep, [
-            ("ID", dep.id), ("Status", output.enum_name(dep.status, deployment_pb2.DeploymentStatus,
-                                                        "DEPLOYMENT_STATUS_")),
+            ("ID", dep.id),
+            ("Status", output.enum_name(dep.status, deployment_pb2.DeploymentStatus)),
             ("Description", dep.status_description)])
         output.print_table("Deployed", *deployment_table(dep))
     if allocs:
@@ -192,10 +192,8 @@ ALLOC_COLUMNS = ["ID", "Node ID", "Task Group", "Version", "Desired", "Status", 
 
 def alloc_row(a: allocation_pb2.Allocation) -> list[Any]:
     return [a.id, a.node_id, a.task_group, a.job_version,
-            output.enum_name(a.desired_status, allocation_pb2.AllocDesiredStatus,
-                             "ALLOC_DESIRED_STATUS_"),
-            output.enum_name(a.client_status, allocation_pb2.AllocClientStatus,
-                             "ALLOC_CLIENT_STATUS_"),
+            output.enum_name(a.desired_status, allocation_pb2.AllocDesiredStatus),
+            output.enum_name(a.client_status, allocation_pb2.AllocClientStatus),
             output.ago(a.create_time), output.ago(a.modify_time)]
 
 

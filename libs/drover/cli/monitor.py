@@ -45,7 +45,7 @@ class Events:
 
 
 def _status(ev: evaluation_pb2.Evaluation) -> str:
-    return output.enum_name(ev.status, evaluation_pb2.EvaluationStatus, "EVALUATION_STATUS_")
+    return output.enum_name(ev.status, evaluation_pb2.EvaluationStatus)
 
 
 async def monitor(ch: grpc.aio.Channel, namespace: str, eval_id: str, per_call: float,

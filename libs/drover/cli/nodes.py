@@ -26,15 +26,15 @@ from drover.worker.resources import Vec, is_live, used
 
 
 def _node_status(v: int) -> str:
-    return output.enum_name(v, node_pb2.NodeStatus, "NODE_STATUS_")
+    return output.enum_name(v, node_pb2.NodeStatus)
 
 
 def client_status(v: int) -> str:
-    return output.enum_name(v, allocation_pb2.AllocClientStatus, "ALLOC_CLIENT_STATUS_")
+    return output.enum_name(v, allocation_pb2.AllocClientStatus)
 
 
 def desired_status(v: int) -> str:
-    return output.enum_name(v, allocation_pb2.AllocDesiredStatus, "ALLOC_DESIRED_STATUS_")
+    return output.enum_name(v, allocation_pb2.AllocDesiredStatus)
 
 
 def _health(a: allocation_pb2.Allocation) -> str:
@@ -45,8 +45,7 @@ def _health(a: allocation_pb2.Allocation) -> str:
 
 def eligibility(n: node_pb2.Node) -> str:
     """Nomad's Eligibility column: ``eligible`` or ``ineligible``."""
-    return output.enum_name(n.scheduling_eligibility, node_pb2.NodeSchedulingEligibility,
-                            "NODE_SCHEDULING_ELIGIBILITY_")
+    return output.enum_name(n.scheduling_eligibility, node_pb2.NodeSchedulingEligibility)
 
 
 @click.group(name="node")

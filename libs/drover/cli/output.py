@@ -22,7 +22,7 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 from rich.console import Console
 
-from drover.jobspec.enums import lower_enums
+from drover.jobspec.enums import lower_enums, value_name
 
 console = Console()
 err_console = Console(stderr=True)
@@ -59,10 +59,10 @@ def width() -> int:
 # -- words ---------------------------------------------------------------------
 
 
-def enum_name(value: int, enum: Any, prefix: str) -> str:
-    """EVALUATION_STATUS_PENDING -> pending (as ``--json`` prints it too)."""
-    name: str = enum.Name(value)
-    return name.removeprefix(prefix).lower()
+def enum_name(value: int, enum: Any) -> str:
+    """EVALUATION_STATUS_PENDING -> pending (as ``--json`` prints it too:
+    :func:`drover.jobspec.enums.value_name`)."""
+    return value_name(enum.DESCRIPTOR, enum.Name(value))
 
 
 def yes_no(value: bool) -> str:

@@ -32,7 +32,7 @@ _C = allocation_pb2
 
 
 def _dstatus(v: int) -> str:
-    return output.enum_name(v, deployment_pb2.DeploymentStatus, "DEPLOYMENT_STATUS_")
+    return output.enum_name(v, deployment_pb2.DeploymentStatus)
 
 
 def _deadline(g: deployment_pb2.DeploymentGroupState) -> str:

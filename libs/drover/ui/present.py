@@ -35,12 +35,12 @@ def short(value: str) -> str:
 
 def job_status(job: job_pb2.Job) -> str:
     """``running``, ``pending``, ``dead``; ``dead (stopped)`` for a stopped job."""
-    text = enum_name(job.status, job_pb2.JobStatus, "JOB_STATUS_")
+    text = enum_name(job.status, job_pb2.JobStatus)
     return f"{text} (stopped)" if job.stop else text
 
 
 def job_type(job: job_pb2.Job) -> str:
-    return enum_name(job.type, job_pb2.JobType, "JOB_TYPE_")
+    return enum_name(job.type, job_pb2.JobType)
 
 
 def summary(job: job_pb2.Job) -> dict[str, int]:
@@ -53,13 +53,11 @@ def summary(job: job_pb2.Job) -> dict[str, int]:
 
 
 def client_status(alloc: allocation_pb2.Allocation) -> str:
-    return enum_name(alloc.client_status, allocation_pb2.AllocClientStatus,
-                     "ALLOC_CLIENT_STATUS_")
+    return enum_name(alloc.client_status, allocation_pb2.AllocClientStatus)
 
 
 def desired_status(alloc: allocation_pb2.Allocation) -> str:
-    return enum_name(alloc.desired_status, allocation_pb2.AllocDesiredStatus,
-                     "ALLOC_DESIRED_STATUS_")
+    return enum_name(alloc.desired_status, allocation_pb2.AllocDesiredStatus)
 
 
 def health(alloc: allocation_pb2.Allocation) -> str:
@@ -70,7 +68,7 @@ def health(alloc: allocation_pb2.Allocation) -> str:
 
 
 def deployment_status(d: deployment_pb2.Deployment) -> str:
-    return enum_name(d.status, deployment_pb2.DeploymentStatus, "DEPLOYMENT_STATUS_")
+    return enum_name(d.status, deployment_pb2.DeploymentStatus)
 
 
 def deployment_active(d: deployment_pb2.Deployment | None) -> bool:
@@ -108,16 +106,15 @@ def percent(part: int, whole: int) -> int:
 
 
 def eval_status(e: evaluation_pb2.Evaluation) -> str:
-    return enum_name(e.status, evaluation_pb2.EvaluationStatus, "EVALUATION_STATUS_")
+    return enum_name(e.status, evaluation_pb2.EvaluationStatus)
 
 
 def node_status(n: node_pb2.Node) -> str:
-    return enum_name(n.status, node_pb2.NodeStatus, "NODE_STATUS_")
+    return enum_name(n.status, node_pb2.NodeStatus)
 
 
 def eligibility(n: node_pb2.Node) -> str:
-    return enum_name(n.scheduling_eligibility, node_pb2.NodeSchedulingEligibility,
-                     "NODE_SCHEDULING_ELIGIBILITY_")
+    return enum_name(n.scheduling_eligibility, node_pb2.NodeSchedulingEligibility)
 
 
 def eligible(n: node_pb2.Node) -> bool:
@@ -130,7 +127,7 @@ def drain_text(n: node_pb2.Node, remaining: int) -> str:
     if n.drain:
         return f"draining ({remaining} left)"
     if n.HasField("last_drain") and n.last_drain.status:
-        return enum_name(n.last_drain.status, node_pb2.DrainStatus, "DRAIN_STATUS_")
+        return enum_name(n.last_drain.status, node_pb2.DrainStatus)
     return ""
 
 

@@ -217,22 +217,14 @@ def _field_check(fd: FieldDescriptor, limits: Limits) -> Check:
     sub = fd.message_type
     if sub is not None and sub.GetOptions().map_entry:
         return _map_check(sub, limits)
-    one: Check
-    if sub is not None:
-        plan = _plan(sub, limits)
-
-        def one(value: Any, depth: int) -> None:
-            _run(plan, value, depth + 1, limits)
-    else:
-        one = _leaf(fd, limits)
+    one = _value_check(fd, limits)
     if not fd.is_repeated:
         return one
     cap = limits.max_repeated
 
     def each(value: Any, depth: int) -> None:
         if len(value) > cap:
-            raise _Bad(f"has {len(value)} entries; at most {cap} (split the request)",
-                       max_entries=cap)
+            raise _too_many(len(value), cap)
         for i, item in enumerate(value):
             try:
                 one(item, depth)
@@ -243,26 +235,36 @@ def _field_check(fd: FieldDescriptor, limits: Limits) -> Check:
     return each
 
 
+def _value_check(fd: FieldDescriptor, limits: Limits) -> Check:
+    """The check of one value of ``fd``: a message's plan, one level
+    deeper, or a scalar's leaf check."""
+    if fd.message_type is None:
+        return _leaf(fd, limits)
+    plan = _plan(fd.message_type, limits)
+
+    def one(value: Any, depth: int) -> None:
+        _run(plan, value, depth + 1, limits)
+
+    return one
+
+
+def _too_many(n: int, cap: int) -> _Bad:
+    return _Bad(f"has {n} entries; at most {cap} (split the request)", max_entries=cap)
+
+
 def _map_check(entry: Descriptor, limits: Limits) -> Check:
     vfd = entry.fields_by_name["value"]
     item_check: Check
-    if vfd.type == _T.TYPE_MESSAGE:
-        assert vfd.message_type is not None
-        plan = _plan(vfd.message_type, limits)
-
-        def item_check(item: Any, depth: int) -> None:
-            _run(plan, item, depth + 1, limits)
-    elif vfd.type == _T.TYPE_STRING:
+    if vfd.type == _T.TYPE_STRING:
         def item_check(item: Any, depth: int) -> None:
             if len(item) > limits.max_map_value:
                 raise _Bad(f"is {len(item)} characters long; at most {limits.max_map_value}")
     else:
-        item_check = _leaf(vfd, limits)
+        item_check = _value_check(vfd, limits)
 
     def check(value: Any, depth: int) -> None:
         if len(value) > limits.max_map_entries:
-            raise _Bad(f"has {len(value)} entries; at most {limits.max_map_entries} (split "
-                       "the request)", max_entries=limits.max_map_entries)
+            raise _too_many(len(value), limits.max_map_entries)
         for key, item in value.items():
             if isinstance(key, str) and len(key) > limits.max_map_key:
                 raise _Bad(f"has a key {len(key)} characters long; at most "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from drover.api.types.v1 import evaluation_pb2
 
-from .planner import Plan, Snapshot
+from .plan import Plan, Snapshot
 from .resources import group_ask
 
 

@@ -51,14 +51,16 @@ from google.protobuf.duration_pb2 import Duration
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.api.types.v1 import allocation_pb2, evaluation_pb2
+from drover.api.types.v1 import evaluation_pb2
 from drover.coord.kv import MAX_TXN_OPS
 from drover.rpc.remote import from_rpc_error, remote_status
 
-from .attempts import DESCRIPTION, TRIGGER, Attempts, attempt_limit
-from .blocked import blocked_need
+from .attempts import Attempts, attempt_limit
+from .follow_ups import conflict_blocked, follow_ups
 from .job_allocs import JobAllocCache, JobReads
+from .job_reads import read_job
 from .node_set import node_set
+from .plan import Plan, Snapshot
 from .plan_size import (
     DEFAULT_PLAN_ENTRIES,
     entries_cap,
@@ -67,12 +69,13 @@ from .plan_size import (
     plan_objects,
     refused_cap,
 )
-from .planner import Plan, Snapshot, compute_plan
+from .planner import compute_plan
 from .view import ClusterView
 
 log = logging.getLogger(__name__)
 
 COMPLETE = evaluation_pb2.EVALUATION_STATUS_COMPLETE
+BLOCKED = evaluation_pb2.EVALUATION_STATUS_BLOCKED
 
 def default_num_schedulers() -> int:
     """Nomad's ``num_schedulers`` default: one scheduling loop per core."""
@@ -229,97 +232,93 @@ class Worker:
             raise ViewBehind(f"the view is at index {self.view.index}, the evaluation needs "
                              f"{wait_index} (waited {self.config.snapshot_wait:g}s)")
         partial = Attempts(attempt_limit(ev.type))
-        stale = 0
-        rounds = 0
+        stale = rounds = 0
         while True:
             index = self.view.index  # what the plan is computed at (nodes may lag)
             if reads is not None:
                 snap, reads = self._snapshot(ev, await reads), None
             else:
                 snap = await self.snapshot(ev)
-            plan = compute_plan(snap, rng=self._rng, new_id=lambda: str(uuid.uuid4()),
+            plan = compute_plan(snap, rng=self._rng, new_id=_new_id,
                                 max_ops=plan_cap(self.max_plan_objects, self.max_plan_entries))
             if plan.empty:
-                return self._follow_ups_with_needs(ev, snap, plan, index)
+                return self._follow_ups(ev, snap, plan, index)
             try:
                 resp = await self.submit(ev, snap, plan, token)
             except grpc.RpcError as e:
-                refused = from_rpc_error(e)
-                if refused.reason == "PLAN_DELIVERY_ENDED":
-                    raise DeliveryEnded(str(refused)) from e
-                cap = refused_cap(refused)
-                if cap is not None and cap < self.max_plan_objects:
-                    log.warning("the state service takes plans of at most %d objects (%d "
-                                "asked); planning to that", cap, self.max_plan_objects)
-                    self.max_plan_objects = cap
-                    continue
-                entries = entries_cap(refused)
-                if entries is not None and entries < self.max_plan_entries:
-                    log.warning("the state service takes at most %d entries per field of a "
-                                "request (%s refused); planning to that", entries,
-                                refused.metadata.get("field", "?"))
-                    self.max_plan_entries = entries
-                    continue
-                # BROKER_UNREACHABLE: nothing was written; the broker may be
-                # failing over, so try again shortly, as for a stale plan.
-                if refused.reason not in ("PLAN_STALE", "BROKER_UNREACHABLE"):
-                    raise
-                self.stats.stale += 1
-                stale += 1
-                if stale >= self.config.plan_retries:
-                    raise PlanRefused(f"plan stale {stale} times") from e
-                if refused.reason == "BROKER_UNREACHABLE":
-                    await asyncio.sleep(0.5 * stale)
-                    continue
-                index = int(refused.metadata.get("index", "0") or 0)
-                await self.view.wait_past(index, within=0.5)
+                stale = await self._refused(e, stale)
                 continue
             if not resp.refused:
                 rounds += 1
                 if not plan.more or rounds >= self.config.plan_rounds:
-                    return self._follow_ups_with_needs(ev, snap, plan, index)
+                    return self._follow_ups(ev, snap, plan, index)
                 # Capped, all committed: plan the rest now, on a view that
                 # has the committed part (its nodes' usage).
                 await self.view.wait_past(resp.index, within=1.0)
                 continue
-            self.stats.partial += 1
-            self.stats.refused += sum(len(r.placement_ids) for r in resp.refused)
-            log.info("evaluation %s: plan committed in part (%s); refresh at %d", ev.id,
-                     "; ".join(f"{r.node_id}: {r.reason}" for r in resp.refused),
-                     resp.refresh_index)
-            if not partial.after(progress=bool(resp.placed or resp.updated)):
-                return [self._conflict_blocked(ev)]
-            # Nomad waits for a snapshot at the refresh index: the view (the
-            # nodes' usage) must include what the other plans committed.
-            await self.view.wait_past(resp.refresh_index, within=5.0)
+            if not await self._partial(ev, resp, partial):
+                self.stats.blocked += 1
+                return [conflict_blocked(ev, _new_id)]
+
+    async def _refused(self, e: grpc.RpcError, stale: int) -> int:
+        """A refused plan: the cap lowered to what the state service takes,
+        or a stale one counted (and waited out) towards ``plan_retries``;
+        the stale count after it. Raises what ends the evaluation."""
+        refused = from_rpc_error(e)
+        if refused.reason == "PLAN_DELIVERY_ENDED":
+            raise DeliveryEnded(str(refused)) from e
+        cap = refused_cap(refused)
+        if cap is not None and cap < self.max_plan_objects:
+            log.warning("the state service takes plans of at most %d objects (%d "
+                        "asked); planning to that", cap, self.max_plan_objects)
+            self.max_plan_objects = cap
+            return stale
+        entries = entries_cap(refused)
+        if entries is not None and entries < self.max_plan_entries:
+            log.warning("the state service takes at most %d entries per field of a "
+                        "request (%s refused); planning to that", entries,
+                        refused.metadata.get("field", "?"))
+            self.max_plan_entries = entries
+            return stale
+        # BROKER_UNREACHABLE: nothing was written; the broker may be
+        # failing over, so try again shortly, as for a stale plan.
+        if refused.reason not in ("PLAN_STALE", "BROKER_UNREACHABLE"):
+            raise e
+        self.stats.stale += 1
+        stale += 1
+        if stale >= self.config.plan_retries:
+            raise PlanRefused(f"plan stale {stale} times") from e
+        if refused.reason == "BROKER_UNREACHABLE":
+            await asyncio.sleep(0.5 * stale)
+            return stale
+        index = int(refused.metadata.get("index", "0") or 0)
+        await self.view.wait_past(index, within=0.5)
+        return stale
+
+    async def _partial(self, ev: evaluation_pb2.Evaluation, resp: state_pb2.SubmitPlanResponse,
+                       partial: Attempts) -> bool:
+        """A plan committed in part: True when it may be planned again (the
+        view then has caught up with the refresh index)."""
+        self.stats.partial += 1
+        self.stats.refused += sum(len(r.placement_ids) for r in resp.refused)
+        log.info("evaluation %s: plan committed in part (%s); refresh at %d", ev.id,
+                 "; ".join(f"{r.node_id}: {r.reason}" for r in resp.refused),
+                 resp.refresh_index)
+        if not partial.after(progress=bool(resp.placed or resp.updated)):
+            return False
+        # Nomad waits for a snapshot at the refresh index: the view (the
+        # nodes' usage) must include what the other plans committed.
+        await self.view.wait_past(resp.refresh_index, within=5.0)
+        return True
 
     async def snapshot(self, ev: evaluation_pb2.Evaluation) -> Snapshot:
         """The evaluation's job reads (:meth:`read_job`) and the view's nodes."""
         return self._snapshot(ev, await self.read_job(ev))
 
     async def read_job(self, ev: evaluation_pb2.Evaluation) -> JobReads:
-        """The evaluation's job, its versions, deployment and allocations: one
-        GetJobSnapshot (all at one revision). A job planned lately is read
-        as a delta over the allocations kept from then (:mod:`.job_allocs`);
-        a job with more allocations than one answer holds is listed page by
-        page."""
-        ns = ev.namespace or "default"
-        since = self.job_allocs.since(ns, ev.job_id)
-        resp = await self.state.GetJobSnapshot(state_pb2.GetJobSnapshotRequest(
-            namespace=ns, id=ev.job_id, allocations_modified_after=since), timeout=30)
-        if since:
-            merged = self.job_allocs.merge(ns, ev.job_id, resp.snapshot)
-            if merged is not None:
-                self.job_allocs.keep(ns, ev.job_id, resp.meta.index, merged)
-                return JobReads(resp.snapshot, merged)
-            resp = await self.state.GetJobSnapshot(state_pb2.GetJobSnapshotRequest(
-                namespace=ns, id=ev.job_id), timeout=30)
-        got = resp.snapshot
-        allocs = list(got.allocations)
-        if not got.allocations_complete:
-            allocs += await self._allocs(ns, ev.job_id)
-        self.job_allocs.keep(ns, ev.job_id, resp.meta.index, allocs)
-        return JobReads(got, allocs)
+        """The evaluation's job, its versions, deployment and allocations
+        (:mod:`.job_reads`)."""
+        return await read_job(self.state, self.job_allocs, ev)
 
     def _snapshot(self, ev: evaluation_pb2.Evaluation, reads: JobReads) -> Snapshot:
         """The job's reads and the view's nodes and usage as they are now."""
@@ -330,19 +329,6 @@ class Worker:
                         got.deployment if got.HasField("deployment") else None,
                         reads.allocs, self.view.node_set(),
                         dict(self.view.used), eval_id=ev.id, now=time.time())
-
-    async def _allocs(self, ns: str, job_id: str) -> list[allocation_pb2.Allocation]:
-        allocs: list[allocation_pb2.Allocation] = []
-        token = ""
-        while True:
-            resp = await self.state.ListAllocations(state_pb2.ListAllocationsRequest(
-                namespace=ns, filter=f'job_id == "{job_id}"', page_size=1000,
-                page_token=token), timeout=30)
-            allocs.extend(resp.allocations)
-            token = resp.next_page_token
-            if not token:
-                break
-        return allocs
 
     async def submit(self, ev: evaluation_pb2.Evaluation, snap: Snapshot, plan: Plan,
                      token: str = "") -> state_pb2.SubmitPlanResponse:
@@ -368,44 +354,16 @@ class Worker:
         self.stats.placed += resp.placed
         return resp
 
-    def _follow_ups_with_needs(self, ev: evaluation_pb2.Evaluation, snap: Snapshot,
-                               plan: Plan, index: int) -> list[evaluation_pb2.Evaluation]:
-        """The follow-ups; a blocked one records what it needs and the index
-        its plan was computed at (so capacity changes unblock it by need)."""
-        follow = self._follow_ups(ev, plan)
-        for f in follow:
-            if f.status == evaluation_pb2.EVALUATION_STATUS_BLOCKED:
-                blocked_need(f, snap, plan, index)
+    def _follow_ups(self, ev: evaluation_pb2.Evaluation, snap: Snapshot, plan: Plan,
+                    index: int) -> list[evaluation_pb2.Evaluation]:
+        follow = follow_ups(ev, snap, plan, index, _new_id)
+        self.stats.blocked += sum(1 for f in follow if f.status == BLOCKED)
         return follow
 
-    def _conflict_blocked(self, ev: evaluation_pb2.Evaluation) -> evaluation_pb2.Evaluation:
-        """Nomad's answer to attempts run out: a blocked evaluation that the
-        next capacity change unblocks."""
-        self.stats.blocked += 1
-        return evaluation_pb2.Evaluation(
-            id=str(uuid.uuid4()), namespace=ev.namespace, priority=ev.priority, type=ev.type,
-            job_id=ev.job_id, previous_eval=ev.id, deployment_id=ev.deployment_id,
-            triggered_by=TRIGGER, status=evaluation_pb2.EVALUATION_STATUS_BLOCKED,
-            status_description=DESCRIPTION)
 
-    def _follow_ups(self, ev: evaluation_pb2.Evaluation,
-                    plan: Plan) -> list[evaluation_pb2.Evaluation]:
-        out = []
-        if plan.more or plan.queued:
-            blocked = bool(plan.queued) and not plan.more
-            follow = evaluation_pb2.Evaluation(
-                id=str(uuid.uuid4()), namespace=ev.namespace, priority=ev.priority,
-                type=ev.type, job_id=ev.job_id, previous_eval=ev.id,
-                deployment_id=ev.deployment_id,
-                triggered_by="queued-allocs" if blocked else "plan-continuation",
-                status=(evaluation_pb2.EVALUATION_STATUS_BLOCKED if blocked
-                        else evaluation_pb2.EVALUATION_STATUS_PENDING),
-                status_description=(f"{sum(plan.queued.values())} allocations fit no node"
-                                    if blocked else "the plan was capped; continue"))
-            if blocked:
-                self.stats.blocked += 1
-            out.append(follow)
-        return out
+def _new_id() -> str:
+    return str(uuid.uuid4())
+
 
 def _describe(e: BaseException) -> str:
     if isinstance(e, grpc.RpcError) and hasattr(e, "details"):

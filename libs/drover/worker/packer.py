@@ -14,17 +14,13 @@ from __future__ import annotations
 
 import math
 import random
-from typing import TYPE_CHECKING
 
 from drover.api.types.v1 import allocation_pb2, node_pb2
 
 from . import penalty as node_penalty
 from .node_set import node_set
+from .plan import Snapshot
 from .resources import Vec, is_live
-
-if TYPE_CHECKING:
-    from .planner import Snapshot
-
 
 _NONE = Vec()
 

@@ -24,21 +24,17 @@ creates for system jobs when a node becomes schedulable.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2
+from drover.api.types.v1 import allocation_pb2, job_pb2
 
-from .resources import Vec, group_ask, is_live
-
-if TYPE_CHECKING:
-    from .planner import _Builder
+from .builder import PlanBuilder
+from .resources import is_live
 
 RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
-PENDING = allocation_pb2.ALLOC_CLIENT_STATUS_PENDING
 FAILED = allocation_pb2.ALLOC_CLIENT_STATUS_FAILED
 
 
-def reconcile_system(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
+def reconcile_system(b: PlanBuilder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
                      allocs: list[allocation_pb2.Allocation],
                      same_tasks: Callable[[allocation_pb2.Allocation], bool]) -> None:
     """Plan ``tg`` of system ``job`` (module doc); ``same_tasks(a)``: the
@@ -79,26 +75,9 @@ def reconcile_system(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
         budget -= 1
         if not b.stop(a, "alloc is being updated due to job update"):
             continue  # no room left in this plan (it says more): a follow-up replaces it
-        if not _place_on(b, job, tg, targets[a.node_id], previous=a.id):
+        if not b.place_on(job, tg, targets[a.node_id], previous=a.id):
             b.plan.updates.pop()  # no room for the new one: keep the old one running
     for node_id, node in sorted(targets.items()):
         if node_id not in covered:
-            _place_on(b, job, tg, node)
+            b.place_on(job, tg, node)
 
-
-def _place_on(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup, node: node_pb2.Node,
-              previous: str = "") -> bool:
-    if not b.room():
-        return False
-    ask = group_ask(tg)
-    after = b.packer.used.get(node.id, Vec()) + ask
-    if not after.fits_in(Vec.of(node.resources)):
-        b.plan.queued[tg.name] = b.plan.queued.get(tg.name, 0) + 1
-        return False
-    b.packer.used[node.id] = after
-    b.plan.placements.append(allocation_pb2.Allocation(
-        id=b.new_id(), namespace=job.namespace, name=f"{job.id}.{tg.name}[0]",
-        job_id=job.id, job_version=job.version, task_group=tg.name, node_id=node.id,
-        eval_id=b.snap.eval_id, desired_status=RUN, client_status=PENDING,
-        previous_allocation=previous, resources=ask.proto()))
-    return True

@@ -12,7 +12,7 @@ import pytest
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2
 from drover.worker.loop import Worker, WorkerConfig
-from drover.worker.planner import Snapshot
+from drover.worker.plan import Snapshot
 
 RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
 ROUNDS = 12

@@ -17,7 +17,8 @@ from drover.coord.keys import Keyspace
 from drover.rpc.errors import ErrorInterceptor
 from drover.state.app import EtcdStore, build_on_store
 from drover.worker.loop import Worker, WorkerConfig
-from drover.worker.planner import Snapshot, compute_plan
+from drover.worker.plan import Snapshot
+from drover.worker.planner import compute_plan
 
 
 @pytest.fixture

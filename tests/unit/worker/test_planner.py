@@ -7,7 +7,8 @@ import itertools
 import pytest
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2, node_pb2
-from drover.worker.planner import Snapshot, compute_plan
+from drover.worker.plan import Snapshot
+from drover.worker.planner import compute_plan
 from drover.worker.resources import Vec, fill_defaults
 
 RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
@@ -130,16 +131,16 @@ def test_in_place_update_when_tasks_unchanged() -> None:
 
 def test_old_allocations_are_compared_with_the_group_once_per_version(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from drover.worker import planner
+    from drover.worker import generic
 
     compared: list[int] = []
-    real = planner._tasks_equal
+    real = generic.tasks_equal
 
     def counting(a: job_pb2.TaskGroup | None, b: job_pb2.TaskGroup) -> bool:
         compared.append(1)
         return real(a, b)
 
-    monkeypatch.setattr(planner, "_tasks_equal", counting)
+    monkeypatch.setattr(generic, "tasks_equal", counting)
     v0, v1, v2 = job(0, count=8), job(1, count=8, image="v2"), job(2, count=8, image="v3")
     allocs = running(v0, 4) + running(v1, 4, start=4)
     plan = compute_plan(snap(v2, allocs, dep=deployment(2), versions=[v0, v1]))

@@ -13,7 +13,8 @@ from google.protobuf.duration_pb2 import Duration
 
 from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2, node_pb2
 from drover.worker import reschedule
-from drover.worker.planner import Plan, Snapshot, compute_plan
+from drover.worker.plan import Plan, Snapshot
+from drover.worker.planner import compute_plan
 from drover.worker.resources import Vec, fill_defaults
 
 RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN

@@ -21,7 +21,8 @@ from drover.api.types.v1 import (
 )
 from drover.worker import penalty, reschedule
 from drover.worker.blocked import blocked_need
-from drover.worker.planner import Plan, Snapshot, compute_plan
+from drover.worker.plan import Plan, Snapshot
+from drover.worker.planner import compute_plan
 from drover.worker.resources import Vec, fill_defaults
 
 RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN

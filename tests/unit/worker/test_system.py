@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2
-from drover.worker.planner import Snapshot, compute_plan
+from drover.worker.plan import Snapshot
+from drover.worker.planner import compute_plan
 from drover.worker.resources import Vec, fill_defaults
 
 RUN, STOP = allocation_pb2.ALLOC_DESIRED_STATUS_RUN, allocation_pb2.ALLOC_DESIRED_STATUS_STOP

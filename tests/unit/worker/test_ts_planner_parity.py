@@ -31,7 +31,8 @@ from drover.api.types.v1 import (
     node_pb2,
 )
 from drover.worker import reschedule
-from drover.worker.planner import Plan, Snapshot, compute_plan
+from drover.worker.plan import Plan, Snapshot
+from drover.worker.planner import compute_plan
 from drover.worker.resources import Vec, is_live
 
 HELPER = Path(__file__).resolve().parents[3] / "workers/typescript/dist/test_helpers/plan_json.js"

@@ -1,7 +1,7 @@
 /**
  * A plan being built (pure): its stops, in-place updates and placements,
  * the packer that places them, and the plan's size cap. The Python
- * reference: drover.worker.planner's _Builder.
+ * reference: drover.worker.builder's PlanBuilder.
  */
 import { Packer } from "./packer";
 import { groupAsk, toResources, type Vec } from "./resources";

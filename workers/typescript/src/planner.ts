@@ -2,7 +2,7 @@
  * The placement core (pure: no gRPC, no timers): computePlan turns one
  * snapshot into a Plan the way Nomad's generic scheduler reconciles a task
  * group. A faithful port of the Python reference worker's planner
- * (drover.worker.planner; its module doc states every rule):
+ * (drover.worker.planner and .generic; their module docs state every rule):
  *
  * - allocations the drainer marked to migrate (or `alloc stop` stopped)
  *   are stopped and replaced, linked both ways (./migrate);

@@ -1,6 +1,6 @@
 /**
  * What one plan is computed from, and the plan (pure data). The Python
- * reference: drover.worker.planner's Snapshot and Plan.
+ * reference: drover.worker.plan's Snapshot and Plan.
  */
 import type { Vec } from "./resources";
 import type { Allocation, Deployment, Evaluation, Job, Node } from "./types";

@@ -18,7 +18,8 @@ from drover.deployments.core.effects import Decision
 from drover.deployments.core.manager import WatcherManager
 from drover.deployments.core.requests import build_request
 from drover.deployments.core.watcher import DeploymentWatcher
-from drover.worker.planner import Snapshot, compute_plan
+from drover.worker.plan import Snapshot
+from drover.worker.planner import compute_plan
 from drover.worker.resources import fill_defaults
 
 STOP = allocation_pb2.ALLOC_DESIRED_STATUS_STOP

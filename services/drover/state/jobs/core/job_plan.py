@@ -33,7 +33,8 @@ from drover.state.core.plan import WriteContext
 from drover.state.core.rules import next_version
 from drover.state.core.view import View, found_all
 from drover.state.jobs.core.register import new_deployment, spec_unchanged
-from drover.worker.planner import Plan, Snapshot, compute_plan
+from drover.worker.plan import Plan, Snapshot
+from drover.worker.planner import compute_plan
 from drover.worker.resources import Vec, group_ask, is_live
 
 _STOP = allocation_pb2.ALLOC_DESIRED_STATUS_STOP
