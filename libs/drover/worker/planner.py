@@ -327,6 +327,8 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
     migrating: list[allocation_pb2.Allocation] = []  # marked by the node drainer
     for a in allocs:
         if a.desired_status != RUN:
+            if batch and a.job_version == job.version and not migrate.replaced(a):
+                current.append(a)  # drained (Nomad's filters): its slot stays counted
             continue
         if a.client_status == LOST or (is_live(a) and a.node_id not in node_ok):
             if b.stop(a, "alloc is lost since its node is down"):
