@@ -5,7 +5,8 @@ deployment, its allocations, the nodes and what every node already
 reserves -- into a :class:`Plan`: placements, stops and in-place updates,
 the way Nomad's generic scheduler reconciles a task group:
 
-- allocations the node drainer marked to migrate are stopped and replaced
+- allocations marked to migrate (the node drainer's mark, or ``alloc
+  stop``) are stopped and replaced, a drained batch one only stopped
   (:mod:`.migrate`); the others on a draining node stay;
 - a running allocation stays, unhealthy or not, even when the deployment
   watcher marked it to reschedule (Nomad's ``filterByRescheduleable`` /
