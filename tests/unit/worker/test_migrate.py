@@ -46,7 +46,8 @@ def test_with_nowhere_to_go_a_marked_allocation_keeps_running() -> None:
 
 def test_a_drained_batch_allocation_is_stopped_not_replaced() -> None:
     """Nomad's drainAllocs marks a batch allocation ``MigrateDisablePlacement``
-    too: stopped, its slot still counted (no replacement)."""
+    too: stopped, its slot still counted, no replacement
+    (TestReconciler_MigrateDisablePlacementBatchAllocs)."""
     j = job(count=2)
     j.type = job_pb2.JOB_TYPE_BATCH
     allocs = running(j, 2, healthy=None)
@@ -58,7 +59,8 @@ def test_a_drained_batch_allocation_is_stopped_not_replaced() -> None:
 
 def test_an_alloc_stop_of_a_batch_allocation_is_replaced_and_linked() -> None:
     """Nomad's ``Alloc.Stop`` marks ``Migrate`` only: the batch reconciler
-    migrates it like a service's (was: stopped, the replacement unlinked)."""
+    migrates it like a service's (TestReconciler_MigrateBatchAllocs). Was:
+    stopped, the replacement unlinked."""
     j = job(count=2)
     j.type = job_pb2.JOB_TYPE_BATCH
     allocs = running(j, 2, healthy=None)
