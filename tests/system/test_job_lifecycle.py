@@ -174,6 +174,42 @@ def test_alloc_stop_is_replaced_by_the_scheduler(suite: dict[str, str], tmp_path
     assert again.returncode != 0 and "nothing to stop" in " ".join(again.stderr.split())
 
 
+@pytest.mark.parametrize("kind", ["batch", "system"])
+def test_alloc_stop_of_a_batch_or_system_allocation_is_linked_too(
+    suite: dict[str, str], tmp_path: Path, kind: str,
+) -> None:
+    """Issue 40 item 5 for every job type, Nomad's ``Alloc.Stop``: the
+    transition is ``Migrate`` whatever the type (only the drainer's
+    ``drainAllocs`` adds ``MigrateDisablePlacement``, to a batch one), so the
+    batch reconciler migrates it as a service's, and the system scheduler
+    chains the node's new allocation to the stopped one (``PreviousAllocation``;
+    a system one is replaced on its node). Was: stopped by the state service,
+    the replacement unlinked."""
+    job_id = f"stop-{kind}"
+    spec = tmp_path / f"{job_id}.json"
+    spec.write_text(json.dumps({
+        "id": job_id, "type": kind, "task_groups": [{
+            "name": "g", "meta": {"sim.run_for": "600"},
+            "tasks": [{"name": "t", "driver": "sim",
+                       "resources": {"cpu": 50, "memory_mb": 32}}]}]}))
+    _json(suite, "job", "run", "--detach", str(spec))
+    live = f'job_id == "{job_id}" && desired_status == "run"'
+    first = _until(lambda: [a for a in _json(suite, "alloc", "list", "--filter", live)
+                            if a["client_status"] == "running"], 30, f"{kind} running")[0]
+    stopped = _json(suite, "alloc", "stop", first["id"])
+    assert stopped["eval_id"]
+    (second,) = _until(lambda: [a for a in _json(suite, "alloc", "list", "--filter", live)
+                                if a.get("previous_allocation") == first["id"]],
+                       30, f"the {kind} replacement")
+    assert second["name"] == first["name"]
+    if kind == "system":
+        assert second["node_id"] == first["node_id"]
+    gone = _json(suite, "alloc", "status", first["id"])
+    assert gone["desired_status"] == "stop" and gone["next_allocation"] == second["id"]
+    assert gone["desired_description"] == "alloc is being migrated"
+    _json(suite, "job", "stop", job_id, "--purge")
+
+
 def test_purge_of_a_running_job_deletes_it_at_once(
     suite: dict[str, str], tmp_path: Path,
 ) -> None:

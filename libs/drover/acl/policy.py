@@ -15,8 +15,10 @@ Nomad policy carries over::
   ``scale`` or ``deny``, expanded as Nomad's ``expandNamespacePolicy``)
   and/or fine ``capabilities`` (Nomad's names: :data:`NAMESPACE_CAPABILITIES`);
   both given means their union. ``deny`` (as policy or capability) denies
-  everything in that namespace. Nomad capabilities no drover RPC asks for
-  (``read-logs``, ``csi-*``, ...) are accepted and grant nothing here.
+  everything in that namespace. Nomad capabilities for objects or calls
+  drover has not (``read-logs``, ``csi-*``, ...: :data:`NO_OBJECT`) are
+  accepted and grant nothing, with a warning; so is a rule's ``variables``
+  block.
 * ``operator`` (scheduler config reads, broker/watcher/proxy introspection,
   rebalancing), ``node`` (node registration and client status reports) and
   ``scheduler`` (scheduler workers: Dequeue/Ack/Nack, plan submission) each
@@ -25,8 +27,11 @@ Nomad policy carries over::
 * Nomad's fine-grained job and deployment capabilities (``register-job``,
   ``plan-job``, ``promote-deployment``, ...: :data:`SUBMIT_JOB_IMPLIES`)
   each grant their own RPC; ``submit-job`` implies them all (Nomad's
-  endpoints accept either). ``node_pool`` and ``host_volume`` blocks are
-  accepted and ignored with a warning (drover has no such objects).
+  endpoints accept either). ``job stop --purge`` (DeregisterJob with
+  ``purge``) needs ``purge-job``, as Nomad's ``Job.Deregister``; a stop
+  needs ``deregister-job``, which ``purge-job`` implies (:data:`IMPLIES`).
+  ``node_pool`` and ``host_volume`` blocks are accepted and ignored with a
+  warning (drover has no such objects).
 * Deprecated: drover's own earlier capability names ``list-evals`` (now
   Nomad's ``read-job``) and ``deployment-write`` (now ``submit-job``) are
   read as those, with a warning in :attr:`Policy.warnings` (ApplyPolicy
@@ -52,7 +57,10 @@ __all__ = [
     "DEPRECATED_CAPABILITIES",
     "GLOBAL_AREAS",
     "IGNORED_BLOCKS",
+    "IGNORED_NAMESPACE_KEYS",
+    "IMPLIES",
     "NAMESPACE_CAPABILITIES",
+    "NO_OBJECT",
     "SUBMIT_JOB_IMPLIES",
     "Level",
     "NamespaceRule",
@@ -64,9 +72,8 @@ __all__ = [
 DENY = "deny"
 
 #: Every namespace capability, Nomad's names (acl/policy.go), in its order.
-#: Those drover asks for: list-jobs (ListJobs), read-job (jobs,
-#: evaluations, deployments, allocations, Subscribe), submit-job (register,
-#: deregister, create evaluations, deployment promote/pause/fail/health).
+#: Those drover asks for are in :data:`drover.acl.table.TABLE` (docs/acl.md
+#: lists them); the rest are accepted and grant nothing here.
 NAMESPACE_CAPABILITIES: tuple[str, ...] = (
     DENY, "list-jobs", "parse-job", "read-job", "submit-job", "dispatch-job", "read-logs",
     "read-fs", "alloc-exec", "alloc-node-exec", "alloc-lifecycle", "sentinel-override",
@@ -91,6 +98,35 @@ SUBMIT_JOB_IMPLIES: frozenset[str] = frozenset({
     "promote-deployment", "unblock-deployment", "cancel-deployment",
     "set-alloc-health-deployment",
 })
+
+#: Capabilities that imply others, as Nomad's endpoints accept them:
+#: ``Job.Deregister`` without purge accepts ``purge-job`` as well as
+#: ``deregister-job`` (``AllowNsOpAnyOf(ns, submit-job, purge-job,
+#: deregister-job)``); with purge only ``submit-job`` or ``purge-job``.
+IMPLIES: dict[str, frozenset[str]] = {
+    "purge-job": frozenset({"deregister-job"}),
+}
+
+#: Nomad's namespace capabilities for objects or calls drover does not have
+#: (logs, exec, CSI and host volumes, scaling policies, recommendations,
+#: Sentinel, dispatch, periodic jobs, version tags, multiregion deployments,
+#: service registrations, allocation GC and pause): accepted (a Nomad policy
+#: carries over), granting nothing, with a warning when a policy names one.
+#: A unit test checks it is exactly Nomad's list less what drover's RPCs ask
+#: for (:data:`drover.acl.table.TABLE`).
+NO_OBJECT: frozenset[str] = frozenset({
+    "parse-job", "dispatch-job", "read-logs", "read-fs", "alloc-exec", "alloc-node-exec",
+    "sentinel-override", "submit-recommendation", "csi-register-plugin", "csi-write-volume",
+    "csi-read-volume", "csi-list-volume", "csi-mount-volume", "host-volume-create",
+    "host-volume-register", "host-volume-read", "host-volume-write", "host-volume-delete",
+    "list-scaling-policies", "read-scaling-policy", "read-job-scaling", "tag-job-version",
+    "stable-job", "unblock-deployment", "cancel-deployment", "gc-allocation",
+    "pause-allocation", "force-periodic-job", "delete-service-registration",
+})
+
+#: Keys of a namespace rule Nomad has and drover ignores, with a warning
+#: (``variables``: drover has no variables).
+IGNORED_NAMESPACE_KEYS: tuple[str, ...] = ("variables",)
 
 #: Nomad's rule blocks for objects drover does not have: accepted (a Nomad
 #: policy carries over) and ignored, with a warning.
@@ -189,10 +225,13 @@ def _namespace_rule(glob: Any, body: Any, warnings: list[str]) -> NamespaceRule:
     if not isinstance(body, Mapping):
         raise InvalidPolicy(f"{where}: expected a mapping with policy and/or capabilities",
                             metadata={"field": where})
-    unknown = set(body) - {"policy", "capabilities"}
+    unknown = set(body) - {"policy", "capabilities", *IGNORED_NAMESPACE_KEYS}
     if unknown:
         raise InvalidPolicy(f"{where}: unknown key(s) {sorted(map(str, unknown))}; "
-                            "expected policy, capabilities", metadata={"field": where})
+                            "expected policy, capabilities, "
+                            + ", ".join(IGNORED_NAMESPACE_KEYS), metadata={"field": where})
+    warnings.extend(f"{where}.{key}: ignored (drover has no {key}); the rest of the "
+                    "policy applies" for key in IGNORED_NAMESPACE_KEYS if key in body)
     caps: set[str] = set()
     if "policy" in body:
         word = body["policy"]
@@ -216,14 +255,19 @@ def _namespace_rule(glob: Any, body: Any, warnings: list[str]) -> NamespaceRule:
                 f"{where}.capabilities[{i}]: unknown capability {_show(cap)}; known: "
                 + ", ".join(NAMESPACE_CAPABILITIES),
                 metadata={"field": f"{where}.capabilities"})
+        if cap in NO_OBJECT:
+            warnings.append(f"{where}.capabilities[{i}]: {cap!r} grants nothing in drover "
+                            "(no such object or call); the rest of the policy applies")
         caps.add(cap)
-    if not caps:
+    if not caps and not any(key in body for key in IGNORED_NAMESPACE_KEYS):
         raise InvalidPolicy(f"{where}: give a policy or at least one capability",
                             metadata={"field": where})
     if DENY in caps:
         caps = {DENY}
     elif "submit-job" in caps:
         caps |= SUBMIT_JOB_IMPLIES
+    for cap in list(caps):
+        caps |= IMPLIES.get(cap, frozenset())
     return NamespaceRule(glob, frozenset(caps))
 
 

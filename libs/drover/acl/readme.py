@@ -22,8 +22,9 @@ def needs(req: Requirement) -> str:
     if req.kind == "namespace":
         where = ", ".join(f"`{f}`" for f in req.fields)
         empty = "; empty: every namespace" if req.empty_is_all else ""
-        cap = (f"`{req.capability}` or `submit-job`" if req.capability in SUBMIT_JOB_IMPLIES
-               else f"`{req.capability}`")
+        cap = _either(req.capability)
+        if req.flag:
+            cap += f" (with `{req.flag}`: {_either(req.flagged)})"
         return f"{cap} in the namespace of {where}{empty}"
     if req.kind == "global":
         return f"`{req.area}: {req.level.name.lower()}`"
@@ -32,6 +33,12 @@ def needs(req: Requirement) -> str:
                 "`node: read` (Node), management (scheduler config, all topics)")
     return {"management": "a management token", "server": "the server identity (leader fence)",
             "authenticated": "any valid token", "none": "anyone (once per cluster)"}[req.kind]
+
+
+def _either(capability: str) -> str:
+    if capability in SUBMIT_JOB_IMPLIES:
+        return f"`{capability}` or `submit-job`"
+    return f"`{capability}`"
 
 
 def render() -> str:

@@ -50,12 +50,23 @@ class Requirement:
     level: Level = Level.NONE
     fields: tuple[str, ...] = ("namespace",)
     empty_is_all: bool = False
+    #: A boolean request field that, set, asks for :attr:`flagged` instead
+    #: (DeregisterJob's ``purge``: Nomad's ``purge-job``).
+    flag: str = ""
+    flagged: str = ""
 
-    def describe(self) -> str:
+    def capability_for(self, request: Any) -> str:
+        """The namespace capability ``request`` asks for."""
+        if self.flag and getattr(request, self.flag, False):
+            return self.flagged
+        return self.capability
+
+    def describe(self, capability: str = "") -> str:
         if self.kind == "namespace":
-            if self.capability in SUBMIT_JOB_IMPLIES:
-                return f"namespace capability {self.capability} (or submit-job)"
-            return f"namespace capability {self.capability}"
+            cap = capability or self.capability
+            if cap in SUBMIT_JOB_IMPLIES:
+                return f"namespace capability {cap} (or submit-job)"
+            return f"namespace capability {cap}"
         if self.kind == "global":
             return f"{self.area} {self.level.name.lower()}"
         return {"management": "a management token", "server": "the server identity",
@@ -64,9 +75,10 @@ class Requirement:
                 }.get(self.kind, self.kind)
 
 
-def ns(capability: str, *fields: str, empty_is_all: bool = False) -> Requirement:
+def ns(capability: str, *fields: str, empty_is_all: bool = False,
+       flag: str = "", flagged: str = "") -> Requirement:
     return Requirement("namespace", capability=capability, fields=fields or ("namespace",),
-                       empty_is_all=empty_is_all)
+                       empty_is_all=empty_is_all, flag=flag, flagged=flagged)
 
 
 def glob(area: str, level: Level) -> Requirement:
@@ -93,7 +105,10 @@ TABLE: dict[str, Requirement] = {
     _S + "GetJobSnapshot": ns("read-job"),
     _S + "ListJobs": ns("list-jobs"),
     _S + "ListJobVersions": ns("read-job"),
-    _S + "DeregisterJob": ns("deregister-job"),
+    # Nomad's Job.Deregister: a purge needs purge-job (or submit-job); a
+    # stop deregister-job, which purge-job implies
+    # (:data:`drover.acl.policy.IMPLIES`).
+    _S + "DeregisterJob": ns("deregister-job", flag="purge", flagged="purge-job"),
     _S + "GetEvaluation": ns("read-job", empty_is_all=True),
     _S + "ListEvaluations": ns("read-job"),
     _S + "CountEvaluations": ns("read-job"),
@@ -220,17 +235,18 @@ def authorize(identity: Identity, req: Requirement, request: Any, method: str, *
         if identity.acl.allow_global(req.area, req.level):
             return None
     elif req.kind == "namespace":
+        cap = req.capability_for(request)
         denied = sorted(n for n in request_namespaces(req, request)
-                        if not identity.acl.allow_namespace(n, req.capability))
+                        if not identity.acl.allow_namespace(n, cap))
         if not denied:
             return None
-        seen = readable(identity.acl, req.capability) if narrow else None
+        seen = readable(identity.acl, cap) if narrow else None
         if denied == [ALL_NAMESPACES] and seen is not None:
             return seen
         raise PermissionDenied(
-            f"{method.rsplit('/', 1)[-1]} needs {req.describe()} in namespace "
+            f"{method.rsplit('/', 1)[-1]} needs {req.describe(cap)} in namespace "
             f"{denied[0][:80]!r}; {identity.describe} lacks it",
-            metadata={"capability": req.capability, "namespace": denied[0][:128]})
+            metadata={"capability": cap, "namespace": denied[0][:128]})
     raise PermissionDenied(
         f"{method.rsplit('/', 1)[-1]} needs {req.describe()}; {identity.describe} lacks it",
         metadata={"capability": req.describe()})

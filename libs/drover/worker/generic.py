@@ -4,7 +4,8 @@ Nomad's generic scheduler, as the reference worker plans it
 (:func:`drover.worker.planner.compute_plan` hands each group of a service
 or batch job here):
 
-- allocations the node drainer marked to migrate are stopped and replaced
+- allocations marked to migrate (the node drainer's mark, or ``alloc
+  stop``) are stopped and replaced, a drained batch one only stopped
   (:mod:`.migrate`); the others on a draining node stay;
 - a running allocation stays, unhealthy or not, even when the deployment
   watcher marked it to reschedule (Nomad's ``filterByRescheduleable`` /
@@ -174,6 +175,8 @@ def _sort(b: PlanBuilder, g: Group, allocs: list[Alloc]) -> None:
     node_ok = node_set(b.snap.nodes).ready_ids
     for a in allocs:
         if a.desired_status != RUN:
+            if g.batch and a.job_version == job.version and not migrate.replaced(a):
+                g.current.append(a)  # drained (Nomad's filters): its slot stays counted
             continue
         if a.client_status == LOST or (is_live(a) and a.node_id not in node_ok):
             if b.stop(a, "alloc is lost since its node is down"):

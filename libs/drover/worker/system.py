@@ -12,6 +12,12 @@ Nomad's system scheduler, as the reference worker plans it
   drain decides about it: the drainer marks it to migrate, last, and it is
   stopped with no replacement), unless the job changed: then it is stopped;
   on a down node it is lost already (the state service marks it);
+- an allocation marked to migrate on a target node (``alloc stop``: Nomad's
+  ``Alloc.Stop`` marks ``DesiredTransition.Migrate``) is stopped ("alloc is
+  being migrated") and replaced on the same node in the same plan, linked
+  both ways (``previous_allocation`` / ``next_allocation``, as Nomad's
+  system scheduler chains a placement to the node's terminal allocation of
+  that name); with no room left in this plan it waits for the follow-up;
 - an allocation of an older version is updated in place when its tasks are
   unchanged, else replaced on the same node, ``max_parallel`` nodes per
   evaluation (the plan asks for a follow-up evaluation for the rest);
@@ -25,8 +31,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from drover.api.types.v1 import allocation_pb2, job_pb2
+from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2
 
+from . import migrate
 from .builder import PlanBuilder
 from .resources import is_live
 
@@ -59,11 +66,14 @@ def reconcile_system(b: PlanBuilder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
             continue
         covered.add(a.node_id)
         if a.node_id not in targets:
-            if a.desired_transition.migrate:  # the drainer's word: it leaves (last)
-                b.stop(a, "alloc is being migrated")
+            if migrate.marked(a):  # the drainer's word: it leaves (last)
+                b.stop(a, migrate.WHY)
             elif a.job_version != job.version:
                 b.stop(a, "alloc not needed as node is not eligible and the job changed")
             continue  # ineligible or draining: left to the drain
+        if migrate.marked(a):
+            _replace(b, job, tg, a, targets[a.node_id])
+            continue
         if a.job_version == job.version:
             continue
         if same_tasks(a):
@@ -81,3 +91,12 @@ def reconcile_system(b: PlanBuilder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
         if node_id not in covered:
             b.place_on(job, tg, node)
 
+
+def _replace(b: PlanBuilder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
+             a: allocation_pb2.Allocation, node: node_pb2.Node) -> None:
+    """Stop ``a`` (marked to migrate) and place its replacement on its node."""
+    if not b.room_for(2):
+        return  # the plan says more: a follow-up evaluation replaces it
+    b.stop(a, migrate.WHY)
+    if b.place_on(job, tg, node, previous=a.id):
+        b.link_last()

@@ -66,6 +66,11 @@ class LeaderConfig:
     track_concurrency: int = 16
     resync_backoff: float = 0.5
     call_timeout: float = 10.0
+    #: A steering call whose write met a conflict with drover's own writers
+    #: (the watcher's decisions, the scheduler's allocations) is decided
+    #: again on the re-read deployment, up to this many times in all
+    #: (issue 41: such a conflict never reaches a user).
+    conflict_attempts: int = 5
     # The timer recomputes the earliest deadline over all watchers, and the
     # watchers woken by allocation changes step: each at most once per tick,
     # so a burst of events costs one pass, not one per event.

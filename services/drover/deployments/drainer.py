@@ -221,8 +221,15 @@ class NodeDrainer:
                 if len(batch.allocations) + len(batch.evaluations) + len(chunk) + 1 > MAX_BATCH:
                     await self._send(term, batch)
                     batch = state_pb2.UpdateAllocDesiredTransitionRequest()
+                # Nomad's drainAllocs: a batch job's allocation is stopped and
+                # not replaced (MigrateDisablePlacement).
+                job = jobs.get(key)
+                stay = job is not None and job.type == job_pb2.JOB_TYPE_BATCH
                 for a in chunk:
-                    batch.allocations.add(namespace=a.namespace, id=a.id).transition.migrate = True
+                    t = batch.allocations.add(namespace=a.namespace, id=a.id).transition
+                    t.migrate = True
+                    if stay:
+                        t.migrate_disable_placement = True
                 batch.evaluations.append(self._evaluation(key, jobs.get(key)))
         if batch.allocations:
             await self._send(term, batch)

@@ -44,8 +44,10 @@ broken stream); only a follow-up with no change to ride on would leave in a
 batch (UpsertEvaluations, fenced). A FENCE_LOST answer ends the term at
 once (``term.report_lost``). A conflict (another writer changed the
 deployment) drops its watcher and queued decisions and tracks it again from
-state. Own writes coming back on the stream are recognised and not fed to
-the watcher, which already holds those values.
+state; a steering call caught in one is decided again on the re-read
+deployment (bounded: :meth:`WatcherLeader.operate`). Own writes coming
+back on the stream are recognised and not fed to the watcher, which already
+holds those values.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ from drover.api.types.v1 import deployment_pb2
 from drover.coord.guard import LeaderGuard
 from drover.coord.term import Term
 from drover.deployments.config import LeaderConfig
-from drover.errors import NotLeader, Unavailable
+from drover.errors import Conflict, NotLeader, Unavailable
 from drover.tasks import cancel_and_wait
 
 from .core.effects import Decision
@@ -324,16 +326,31 @@ class WatcherLeader:
 
     async def operate(self, namespace: str, deployment_id: str,
                       op: Callable[[WatcherManager], Decision]) -> Result:
-        """Run a manual operation on the deployment's watcher; wait for its write."""
+        """Run a manual operation on the deployment's watcher; wait for its write.
+
+        A steering call names no index of its own, so a conflict its write
+        meets is drover's own writers racing (the watcher writing the same
+        deployment, a scheduler's allocations): the writer re-read the
+        deployment (:meth:`.results.ResultWriter._conflicted`) and the
+        operation is decided again on it, ``conflict_attempts`` times in
+        all; past that the call is UNAVAILABLE (retry), never CONFLICT."""
         run = self._session_for_call()
+        attempts = self.config.conflict_attempts
         async with asyncio.timeout(self.config.call_timeout):
             await run.ready.wait()
-            await self._ensure_watched(run, namespace, deployment_id)
-            self._check(run)
-            decision = op(run.manager)
-            waiter: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
-            self.writer.submit(run, decision, waiter)
-            return await waiter
+            for attempt in range(1, attempts + 1):
+                await self._ensure_watched(run, namespace, deployment_id)
+                self._check(run)
+                decision = op(run.manager)
+                waiter: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
+                self.writer.submit(run, decision, waiter)
+                try:
+                    return await waiter
+                except Conflict as err:
+                    log.info("deployment %s changed under a call (attempt %d of %d): %s",
+                             deployment_id, attempt, attempts, err.message)
+            raise Unavailable(f"deployment {deployment_id} kept changing during {attempts} "
+                              "attempts; retry the call")
 
     async def collect_garbage(self, force: bool) -> GcPassResult:
         """A GC pass now (leader only), fenced with this term."""

@@ -11,7 +11,10 @@ evaluation with no deployment change to ride on leaves in a batch
 (UpsertEvaluations, fenced). A FENCE_LOST answer ends the term at once
 (``term.report_lost``). A conflict (another writer changed the deployment)
 drops its watcher and queued decisions and has the ingesting half
-(:mod:`.leader`) track it again from state. Unhealthy allocations marked to
+(:mod:`.leader`) track it again from state; only then are the callers
+waiting on them told (CONFLICT), and :meth:`.leader.WatcherLeader.operate`
+decides their calls again on the re-read deployment: a conflict between
+drover's own writers never reaches a user. Unhealthy allocations marked to
 reschedule go after the deployment's write, with their evaluation, in
 UpdateAllocDesiredTransition (fenced, the node drainer's call); a conflict
 there (an allocation changed meanwhile) re-tracks the deployment as well,
@@ -211,8 +214,7 @@ class ResultWriter:
             raise NotLeader(self.service, None) from err
         except Conflict as err:
             await self._conflicted(run, stored)
-            raise Conflict(f"deployment {d_id} changed concurrently; it was re-read: "
-                           "retry the call") from err
+            raise Conflict(f"deployment {d_id} changed concurrently; it was re-read") from err
         finally:
             with contextlib.suppress(ValueError):
                 echoes.remove(key)
@@ -227,20 +229,26 @@ class ResultWriter:
         return result(req, resp, new)
 
     async def _conflicted(self, run: Session, stale: deployment_pb2.Deployment) -> None:
-        """Drop the watcher and its queued decisions; track it again from state."""
+        """Drop the watcher and its queued decisions; track it again from
+        state, then tell the queued callers (their calls are decided again
+        on what is tracked now)."""
         queue = run.queues.get(stale.id)
+        dropped = []
         if queue is not None:
-            for _, waiter in list(queue)[1:]:
-                if waiter is not None and not waiter.done():
-                    waiter.set_exception(Conflict(f"deployment {stale.id} changed concurrently"))
+            dropped = [w for _, w in list(queue)[1:] if w is not None]
             while len(queue) > 1:
                 queue.pop()
         run.manager.untrack(stale.id)
-        fresh = await self.state.get_deployment(stale.namespace, stale.id)
-        run.stored.pop(stale.id, None)
-        if fresh is not None and fresh.status in ACTIVE:
-            run.stored[stale.id] = fresh
-            self._retrack(run, stale.id)
+        try:
+            fresh = await self.state.get_deployment(stale.namespace, stale.id)
+            run.stored.pop(stale.id, None)
+            if fresh is not None and fresh.status in ACTIVE:
+                run.stored[stale.id] = fresh
+                self._retrack(run, stale.id)
+        finally:
+            for waiter in dropped:
+                if not waiter.done():
+                    waiter.set_exception(Conflict(f"deployment {stale.id} changed concurrently"))
 
     def fail_pending(self, run: Session, err: Exception) -> None:
         for queue in run.queues.values():

@@ -516,3 +516,55 @@ host_volume:
             break
         await asyncio.sleep(0.05)
     assert code == grpc.StatusCode.OK, got
+
+
+async def _token(acl: Acl, name: str, rules: str) -> str:
+    proxy = acl.cluster.channel("proxy")
+    code, _, resp = await call(proxy, ACL + "ApplyPolicy", acl_pb2.ApplyPolicyRequest(
+        name=name, rules=rules), secret=acl.management)
+    assert code == grpc.StatusCode.OK, resp
+    code, _, tok = await call(proxy, ACL + "CreateToken", acl_pb2.CreateTokenRequest(
+        name=name, policies=[name]), secret=acl.management)
+    assert code == grpc.StatusCode.OK, tok
+    secret: str = tok.secret_id
+    return secret
+
+
+async def test_purge_needs_purge_job_and_purge_job_may_stop(acl: Acl) -> None:
+    """Nomad's ``Job.Deregister``: with purge it checks
+    ``AllowNsOpAnyOf(submit-job, purge-job)``, without it also accepts
+    ``deregister-job``. Was: ``deregister-job`` for both (a ``purge-job``
+    token could not purge; a ``deregister-job`` one could)."""
+    proxy = acl.cluster.channel("proxy")
+    stopper = await _token(acl, "stopper", "namespace: {default: {capabilities: "
+                                           "[register-job, deregister-job]}}")
+    purger = await _token(acl, "purger", "namespace: {default: {capabilities: "
+                                         "[register-job, purge-job]}}")
+    job = job_pb2.Job(id="purgeable", namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
+                      datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(name="g", count=1)])
+    for _ in range(100):  # the caches apply the new tokens from their watch
+        code, _, got = await call(proxy, STATE + "RegisterJob",
+                                  state_pb2.RegisterJobRequest(job=job), secret=purger)
+        if code == grpc.StatusCode.OK:
+            break
+        await asyncio.sleep(0.05)
+    assert code == grpc.StatusCode.OK, got
+    purge = state_pb2.DeregisterJobRequest(namespace="default", id="purgeable", purge=True)
+    stop = state_pb2.DeregisterJobRequest(namespace="default", id="purgeable")
+    for _ in range(100):
+        code, reason, details = await call(proxy, STATE + "DeregisterJob", purge,
+                                           secret=stopper)
+        if code == grpc.StatusCode.PERMISSION_DENIED:
+            break
+        await asyncio.sleep(0.05)
+    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "ACL_PERMISSION_DENIED")
+    assert "purge-job (or submit-job)" in details
+    code, _, got = await call(proxy, STATE + "DeregisterJob", stop, secret=stopper)
+    assert code == grpc.StatusCode.OK, got
+    code, _, got = await call(proxy, STATE + "DeregisterJob", stop, secret=purger)
+    assert code == grpc.StatusCode.OK, got  # purge-job implies a stop
+    code, _, got = await call(proxy, STATE + "DeregisterJob", purge, secret=purger)
+    assert code == grpc.StatusCode.OK, got
+    code, _, _ = await call(proxy, STATE + "GetJob", state_pb2.GetJobRequest(
+        namespace="default", id="purgeable"), secret=acl.management)
+    assert code == grpc.StatusCode.NOT_FOUND

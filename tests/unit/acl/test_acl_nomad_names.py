@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from drover.acl.acl import Acl
-from drover.acl.errors import InvalidPolicy
-from drover.acl.policy import SUBMIT_JOB_IMPLIES, parse_policy
-from drover.acl.table import TABLE
+from drover.acl.acl import Acl, Identity, IdentityKind
+from drover.acl.errors import InvalidPolicy, PermissionDenied
+from drover.acl.policy import (
+    NAMESPACE_CAPABILITIES,
+    NO_OBJECT,
+    SUBMIT_JOB_IMPLIES,
+    parse_policy,
+)
+from drover.acl.table import TABLE, authorize
+from drover.api.state.v1 import state_pb2
 
 _S = "/drover.state.v1.StateService/"
 _D = "/drover.deployments.v1.DeploymentWatcherService/"
@@ -51,7 +57,7 @@ def test_the_rpcs_ask_for_nomads_fine_names() -> None:
         _S + "RegisterJob", _S + "DeregisterJob", _S + "RevertJob", _S + "PlanJob",
         _S + "UpsertEvaluations", _S + "StartJob", _D + "PromoteDeployment",
         _D + "PauseDeployment", _D + "FailDeployment", _D + "SetAllocHealth")} == {
-        _S + "RegisterJob": "register-job", _S + "DeregisterJob": "deregister-job",
+        _S + "RegisterJob": "register-job", _S + "DeregisterJob": "deregister-job",  # purge: below
         _S + "RevertJob": "revert-job", _S + "PlanJob": "plan-job",
         _S + "UpsertEvaluations": "evaluate-job", _S + "StartJob": "register-job",
         _D + "PromoteDeployment": "promote-deployment",
@@ -71,3 +77,71 @@ def test_node_pool_and_host_volume_blocks_are_ignored_with_a_warning() -> None:
 def test_an_unknown_block_is_still_refused() -> None:
     with pytest.raises(InvalidPolicy, match="unknown rule"):
         parse_policy("p", "node_pools: {'*': {policy: read}}")
+
+
+#: Every capability Nomad's acl/policy.go accepts (isNamespaceCapabilityValid,
+#: enterprise ones included), as of Nomad 1.10.
+NOMAD_NAMESPACE_CAPABILITIES = frozenset({
+    "deny", "list-jobs", "parse-job", "read-job", "submit-job", "dispatch-job", "read-logs",
+    "read-fs", "alloc-exec", "alloc-node-exec", "alloc-lifecycle", "csi-register-plugin",
+    "csi-write-volume", "csi-read-volume", "csi-list-volume", "csi-mount-volume",
+    "host-volume-create", "host-volume-register", "host-volume-read", "host-volume-write",
+    "host-volume-delete", "list-scaling-policies", "read-scaling-policy", "read-job-scaling",
+    "scale-job", "register-job", "revert-job", "deregister-job", "purge-job", "evaluate-job",
+    "plan-job", "tag-job-version", "stable-job", "fail-deployment", "pause-deployment",
+    "promote-deployment", "unblock-deployment", "cancel-deployment",
+    "set-alloc-health-deployment", "gc-allocation", "pause-allocation", "force-periodic-job",
+    "delete-service-registration", "sentinel-override", "submit-recommendation",
+})
+
+
+def test_every_nomad_capability_parses_and_those_without_an_object_warn() -> None:
+    assert set(NAMESPACE_CAPABILITIES) == NOMAD_NAMESPACE_CAPABILITIES
+    caps = ", ".join(sorted(NOMAD_NAMESPACE_CAPABILITIES - {"deny"}))
+    p = parse_policy("p", f"namespace: {{default: {{capabilities: [{caps}]}}}}")
+    warned = {w.split("'")[1] for w in p.warnings}
+    assert warned == NO_OBJECT
+
+
+def test_no_object_is_exactly_what_no_rpc_asks_for() -> None:
+    """The warning list and the ACL table cannot drift: a capability warns
+    iff no RPC (nor the event stream's read-job) asks for it, nor
+    ``submit-job`` (implying the fine names) or ``deny``."""
+    asked = {r.capability for r in TABLE.values() if r.kind == "namespace"}
+    asked |= {r.flagged for r in TABLE.values() if r.flagged}
+    asked |= {"read-job", "submit-job", "deny"}
+    assert NO_OBJECT == set(NAMESPACE_CAPABILITIES) - asked
+
+
+def test_a_namespace_rules_variables_block_is_ignored_with_a_warning() -> None:
+    p = parse_policy("p", "namespace: {default: {policy: read, variables: "
+                          "{path: {'*': {capabilities: [read]}}}}}")
+    assert p.warnings and p.warnings[0].startswith("namespace.default.variables: ignored")
+    assert Acl.compile([p]).allow_namespace("default", "read-job")
+
+
+def _may_deregister(caps: str, purge: bool) -> bool:
+    policy = parse_policy("p", f"namespace: {{default: {{capabilities: [{caps}]}}}}")
+    who = Identity(IdentityKind.CLIENT, Acl.compile([policy]), "acc-t")
+    m = _S + "DeregisterJob"
+    try:
+        authorize(who, TABLE[m], state_pb2.DeregisterJobRequest(id="j", purge=purge), m)
+    except PermissionDenied as err:
+        assert ("purge-job" if purge else "deregister-job") in err.message
+        return False
+    return True
+
+
+@pytest.mark.parametrize(("caps", "stop", "purge"), [
+    ("deregister-job", True, False),
+    ("purge-job", True, True),
+    ("submit-job", True, True),
+    ("read-job", False, False),
+])
+def test_purge_needs_purge_job_as_nomads_job_deregister(caps: str, stop: bool,
+                                                        purge: bool) -> None:
+    """Nomad's ``Job.Deregister``: ``AllowNsOpAnyOf(submit-job, purge-job)``
+    with purge, and also ``deregister-job`` without. Was: deregister-job for
+    both (a purge-job token could not purge; a deregister-job one could)."""
+    assert _may_deregister(caps, purge=False) is stop
+    assert _may_deregister(caps, purge=True) is purge

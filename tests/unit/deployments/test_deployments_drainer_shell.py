@@ -98,11 +98,26 @@ async def test_one_pass_marks_fenced_with_one_evaluation_per_job_and_completes_e
     ((req, fence),) = state.marks
     assert fence == term.fence
     assert [a.id for a in req.allocations] == ["a0"] and req.allocations[0].transition.migrate
+    assert not req.allocations[0].transition.migrate_disable_placement  # a service's is replaced
     (ev,) = req.evaluations
     assert (ev.triggered_by, ev.job_id, ev.priority, ev.type) == (
         "node-drain", "web", 70, "service")
     ((done, fence),) = state.drains
     assert (done.id, done.complete, fence) == ("n9", True, term.fence)
+
+
+async def test_a_batch_jobs_allocations_are_marked_not_to_be_replaced() -> None:
+    """Nomad's ``drainAllocs``: a batch job's allocation is marked
+    ``MigrateDisablePlacement`` with ``Migrate`` (stopped, not replaced; an
+    ``alloc stop`` marks ``Migrate`` alone and is replaced)."""
+    state, drainer, term = _setup()
+    state.jobs["web"].type = job_pb2.JOB_TYPE_BATCH
+    state.nodes[0].drain_strategy.force_deadline.FromSeconds(int(NOW) - 1)  # batch: at the deadline
+    await drainer.pass_once(term)
+    ((req, _),) = state.marks
+    assert len(req.allocations) == 3
+    assert all(m.transition.migrate and m.transition.migrate_disable_placement
+               for m in req.allocations)
 
 
 async def test_a_lost_fence_ends_the_term() -> None:

@@ -44,13 +44,34 @@ def test_with_nowhere_to_go_a_marked_allocation_keeps_running() -> None:
     assert plan.empty and plan.queued == {"g": 1}
 
 
-def test_a_marked_batch_allocation_is_stopped_not_replaced() -> None:
+def test_a_drained_batch_allocation_is_stopped_not_replaced() -> None:
+    """Nomad's drainAllocs marks a batch allocation ``MigrateDisablePlacement``
+    too: stopped, its slot still counted, no replacement
+    (TestReconciler_MigrateDisablePlacementBatchAllocs)."""
     j = job(count=2)
     j.type = job_pb2.JOB_TYPE_BATCH
     allocs = running(j, 2, healthy=None)
     allocs[0].desired_transition.migrate = True
+    allocs[0].desired_transition.migrate_disable_placement = True
     plan = compute_plan(snap(j, allocs, ns=_draining(nodes(3))))
     assert [a.id for a in plan.updates] == ["v0-0"] and not plan.placements
+
+
+def test_an_alloc_stop_of_a_batch_allocation_is_replaced_and_linked() -> None:
+    """Nomad's ``Alloc.Stop`` marks ``Migrate`` only: the batch reconciler
+    migrates it like a service's (TestReconciler_MigrateBatchAllocs). Was:
+    stopped, the replacement unlinked."""
+    j = job(count=2)
+    j.type = job_pb2.JOB_TYPE_BATCH
+    allocs = running(j, 2, healthy=None)
+    allocs[0].desired_transition.migrate = True
+    plan = compute_plan(snap(j, allocs, ns=nodes(3)), new_id=ids())
+    (old,) = plan.updates
+    (new,) = plan.placements
+    assert (old.id, old.desired_status, old.desired_description) == (
+        "v0-0", STOP, "alloc is being migrated")
+    assert new.previous_allocation == old.id and old.next_allocation == new.id
+    assert new.name == allocs[0].name
 
 
 def test_more_marked_than_a_plan_holds_move_in_a_follow_up() -> None:
@@ -82,3 +103,20 @@ def test_a_migration_links_the_replacement_both_ways() -> None:
     assert old.desired_description == "alloc is being migrated"
     assert new.previous_allocation == old.id and old.next_allocation == new.id
     assert new.name == "web.g[1]"
+
+
+def test_a_drained_batch_allocation_keeps_its_slot_once_stopped() -> None:
+    """Nomad's reconciler filters (``ShouldDisableMigrationPlacement``): a
+    drained batch allocation, server-terminal, still counts toward the
+    group, so a later evaluation (the node made eligible again) places no
+    replacement."""
+    j = job(count=2)
+    j.type = job_pb2.JOB_TYPE_BATCH
+    allocs = running(j, 2, healthy=None)
+    allocs[0].desired_transition.migrate = True
+    allocs[0].desired_transition.migrate_disable_placement = True
+    allocs[0].desired_status = STOP
+    plan = compute_plan(snap(j, allocs, ns=nodes(3)))
+    assert plan.empty and not plan.queued
+    allocs[0].desired_transition.migrate_disable_placement = False  # an operator's stop
+    assert len(compute_plan(snap(j, allocs, ns=nodes(3)), new_id=ids()).placements) == 1

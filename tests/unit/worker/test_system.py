@@ -114,3 +114,29 @@ def test_a_replacement_with_no_room_left_in_the_plan_takes_back_nothing_else() -
     assert not plan.placements and plan.more
     alone = compute_plan(_snap(new, [_node("b")], [_alloc("b")], versions=(old,)), max_ops=1)
     assert not alone.updates and not alone.placements and alone.more
+
+
+def test_an_alloc_stop_is_replaced_on_its_node_and_linked() -> None:
+    """Nomad's ``Alloc.Stop`` (``DesiredTransition.Migrate``) of a system
+    allocation on an eligible node: stopped ("alloc is being migrated") and
+    replaced on the same node, chained as Nomad's system scheduler chains a
+    placement to the node's terminal allocation of that name
+    (``PreviousAllocation``; the state store sets ``NextAllocation``). Was:
+    stopped by the state service, the replacement unlinked."""
+    marked = _alloc("a")
+    marked.desired_transition.migrate = True
+    plan = compute_plan(_snap(_job(), [_node("a"), _node("b")], [marked, _alloc("b")]))
+    (old,) = plan.updates
+    (new,) = plan.placements
+    assert (old.id, old.desired_status, old.desired_description) == (
+        "a-v0", STOP, "alloc is being migrated")
+    assert new.node_id == "a" and new.previous_allocation == "a-v0"
+    assert old.next_allocation == new.id
+
+
+def test_a_drained_system_allocation_is_stopped_not_replaced() -> None:
+    marked = _alloc("a")
+    marked.desired_transition.migrate = True
+    nodes = [_node("a", drain=True), _node("b")]
+    plan = compute_plan(_snap(_job(), nodes, [marked, _alloc("b")]))
+    assert [a.id for a in plan.updates] == ["a-v0"] and not plan.placements

@@ -109,6 +109,8 @@ def _alloc(rng: random.Random, i: int, jobs: list[job_pb2.Job], nodes: list[str]
             a.deployment_status.healthy = rng.random() < 0.7
     if rng.random() < 0.1:
         a.desired_transition.migrate = True
+        if rng.random() < 0.5:  # the drainer's mark of a batch one
+            a.desired_transition.migrate_disable_placement = True
     if rng.random() < 0.1:
         a.desired_transition.reschedule = True
     if a.client_status == allocation_pb2.ALLOC_CLIENT_STATUS_FAILED:

@@ -163,7 +163,11 @@ function sortOut(b: Builder, job: Job, tg: TaskGroup, allocs: readonly Allocatio
   // A draining node's allocations stay until the drainer marks them to migrate.
   const nodeOk = new Set(b.snap.nodes.filter((n) => n.status === NodeStatus.NODE_STATUS_READY).map((n) => n.id));
   for (const a of allocs) {
-    if (a.desiredStatus !== RUN) continue;
+    if (a.desiredStatus !== RUN) {
+      // drained (Nomad's filters): its slot stays counted
+      if (batch && a.jobVersion === job.version && !migrate.replaced(a)) s.current.push(a);
+      continue;
+    }
     if (a.clientStatus === LOST || (isLive(a) && !nodeOk.has(a.nodeId))) {
       if (b.stop(a, "alloc is lost since its node is down")) s.freeNames.push(nameIndex(a.name));
       continue;

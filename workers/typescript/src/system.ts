@@ -8,11 +8,14 @@
  * - an allocation on a node gone or out of the job's datacenters is
  *   stopped; on an ineligible or draining node it is left to the drain
  *   (stopped when the drainer marks it, or when the job changed);
+ * - one marked to migrate on a target node (`alloc stop`: Nomad's
+ *   Alloc.Stop) is stopped and replaced on the same node, linked both ways;
  * - an older version is updated in place when its tasks are unchanged,
  *   else replaced on the same node, max_parallel nodes per evaluation;
  * - a second allocation of a group on one node is stopped.
  */
 import type { Builder } from "./builder";
+import * as migrate from "./migrate";
 import { add, fitsIn, vecOf, ZERO } from "./resources";
 import { AllocClientStatus, AllocDesiredStatus, type Allocation, type Job, type Node, type TaskGroup } from "./types";
 import { isLive } from "./resources";
@@ -51,9 +54,13 @@ export function reconcileSystem(b: Builder, job: Job, tg: TaskGroup, allocs: rea
     covered.add(a.nodeId);
     const target = targets.get(a.nodeId);
     if (target === undefined) {
-      if (a.desiredTransition?.migrate) b.stop(a, "alloc is being migrated"); // the drainer's word: it leaves (last)
+      if (migrate.marked(a)) b.stop(a, migrate.WHY); // the drainer's word: it leaves (last)
       else if (a.jobVersion !== job.version) b.stop(a, "alloc not needed as node is not eligible and the job changed");
       continue; // ineligible or draining: left to the drain
+    }
+    if (migrate.marked(a)) {
+      replace(b, job, tg, a, target);
+      continue;
     }
     if (a.jobVersion === job.version) continue;
     if (sameTasks(a)) {
@@ -71,6 +78,13 @@ export function reconcileSystem(b: Builder, job: Job, tg: TaskGroup, allocs: rea
   for (const id of [...targets.keys()].sort()) {
     if (!covered.has(id)) placeOn(b, job, tg, targets.get(id)!);
   }
+}
+
+/** Stop `a` (marked to migrate) and place its replacement on its node. */
+function replace(b: Builder, job: Job, tg: TaskGroup, a: Allocation, node: Node): void {
+  if (!b.roomFor(2)) return; // the plan says more: a follow-up evaluation replaces it
+  b.stop(a, migrate.WHY);
+  if (placeOn(b, job, tg, node, a.id)) b.linkLast();
 }
 
 function placeOn(b: Builder, job: Job, tg: TaskGroup, node: Node, previous = ""): boolean {

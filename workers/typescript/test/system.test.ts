@@ -51,3 +51,31 @@ test("a replacement with no room left in the plan takes back nothing else", () =
   assert.equal(plan.placements.length, 0);
   assert.ok(plan.more);
 });
+
+test("an alloc stop (Nomad's Alloc.Stop) is replaced on its node and linked", () => {
+  const j = system();
+  const allocs = [...running(j, 1, { node: "n0" }), ...running(j, 1, { node: "n1", start: 1 })];
+  allocs[0].desiredTransition = { migrate: true };
+  const plan = computePlan(snap(j, { nodes: nodes(2), allocs }), { newId: ids() });
+  assert.equal(plan.updates.length, 1);
+  assert.equal(plan.placements.length, 1);
+  const [old, neu] = [plan.updates[0], plan.placements[0]];
+  assert.equal(old.id, allocs[0].id);
+  assert.equal(old.desiredDescription, "alloc is being migrated");
+  assert.equal(neu.nodeId, "n0");
+  assert.equal(neu.previousAllocation, old.id);
+  assert.equal(old.nextAllocation, neu.id);
+});
+
+test("an alloc stop of a batch allocation is replaced and linked; a drained one is not", () => {
+  const j = job({ type: JobType.JOB_TYPE_BATCH, count: 2 });
+  const allocs = running(j, 2);
+  allocs[0].desiredTransition = { migrate: true };
+  const plan = computePlan(snap(j, { nodes: nodes(3), allocs }), { newId: ids() });
+  assert.equal(plan.placements[0].previousAllocation, allocs[0].id);
+  assert.equal(plan.updates[0].nextAllocation, plan.placements[0].id);
+  allocs[0].desiredTransition = { migrate: true, migrateDisablePlacement: true };
+  const drained = computePlan(snap(j, { nodes: nodes(3), allocs }), { newId: ids() });
+  assert.deepEqual(drained.updates.map((a) => a.id), [allocs[0].id]);
+  assert.equal(drained.placements.length, 0);
+});

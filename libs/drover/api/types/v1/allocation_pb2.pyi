@@ -123,9 +123,11 @@ class RescheduleTracker(_message.Message):
     def __init__(self, events: _Optional[_Iterable[_Union[RescheduleEvent, _Mapping]]] = ...) -> None: ...
 
 class DesiredTransition(_message.Message):
-    __slots__ = ("migrate", "reschedule")
+    __slots__ = ("migrate", "migrate_disable_placement", "reschedule")
     MIGRATE_FIELD_NUMBER: _ClassVar[int]
+    MIGRATE_DISABLE_PLACEMENT_FIELD_NUMBER: _ClassVar[int]
     RESCHEDULE_FIELD_NUMBER: _ClassVar[int]
     migrate: bool
+    migrate_disable_placement: bool
     reschedule: bool
-    def __init__(self, migrate: _Optional[bool] = ..., reschedule: _Optional[bool] = ...) -> None: ...
+    def __init__(self, migrate: _Optional[bool] = ..., migrate_disable_placement: _Optional[bool] = ..., reschedule: _Optional[bool] = ...) -> None: ...

@@ -1,24 +1,22 @@
 """StopAllocation (``nomad alloc stop``): one allocation stopped, and an
 evaluation so the scheduler replaces it (pure planner).
 
-As Nomad's ``Alloc.Stop``, a stop of a service job's allocation is a
-migration: the allocation is marked ``desired_transition.migrate``, in the
-same txn as an ``alloc-stop`` evaluation of the job, and the scheduler stops
-it ("alloc is being migrated") and places a replacement with its name,
+As Nomad's ``Alloc.Stop``, a stop is a migration whatever the job's type:
+the allocation is marked ``desired_transition.migrate``, in the same txn as
+an ``alloc-stop`` evaluation of the job, and the scheduler stops it ("alloc
+is being migrated") and places a replacement with its name,
 ``previous_allocation`` naming it and its ``next_allocation`` naming the
-replacement. drover's planner stops a marked batch or system allocation
-without a replacement (a drain's rule), so for those the stop is written
-here (description "alloc was stopped by an operator") and the worker,
-finding the group one short, places a replacement. Compared on the
-allocation's and the job's revisions, so a concurrent change re-plans; an
-allocation already stopped or terminal on its client is refused (nothing
-to stop).
+replacement (a system job's on the same node). Unlike the node drainer's
+mark of a batch allocation, it does not set ``migrate_disable_placement``:
+the stopped batch allocation is replaced. Compared on the allocation's and
+the job's revisions, so a concurrent change re-plans; an allocation already
+stopped or terminal on its client is refused (nothing to stop).
 """
 
 from __future__ import annotations
 
 from drover.api.state.v1 import state_pb2
-from drover.api.types.v1 import allocation_pb2, job_pb2
+from drover.api.types.v1 import allocation_pb2
 from drover.errors import NotFound
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
@@ -26,8 +24,6 @@ from drover.state.core.view import View, refuse
 from drover.state.errors import AllocTerminal
 from drover.state.jobs.core.job_status import alloc_terminal
 from drover.state.jobs.core.register import new_eval
-
-DESCRIPTION = "alloc was stopped by an operator"
 
 
 def plan_stop_alloc(view: View, ctx: WriteContext, ns: str, alloc_id: str) -> WritePlan:
@@ -44,11 +40,7 @@ def plan_stop_alloc(view: View, ctx: WriteContext, ns: str, alloc_id: str) -> Wr
     if job is None:
         refuse(view, NotFound(f"job {a.job_id!r} of allocation {alloc_id!r} not found"))
     plan = PlanBuilder(ctx.keys, ctx.on_put)
-    if job.obj.type in (job_pb2.JOB_TYPE_SERVICE, job_pb2.JOB_TYPE_UNSPECIFIED):
-        a.desired_transition.migrate = True
-    else:
-        a.desired_status = allocation_pb2.ALLOC_DESIRED_STATUS_STOP
-        a.desired_description = DESCRIPTION
+    a.desired_transition.migrate = True
     a.modify_time.CopyFrom(ctx.now)
     plan.put(codec.ALLOCATIONS, ns, a.id, a, found.mod)
     plan.compare_mod(codec.JOBS, ns, a.job_id, job.mod)

@@ -37,14 +37,19 @@ def test_stop_marks_a_service_allocation_to_migrate_with_an_alloc_stop_evaluatio
     assert plan.respond(9).eval_id == ev.id
 
 
-def test_stop_of_a_batch_allocation_is_written_as_a_stop() -> None:
-    batch = stored(service_job(), 0)
-    batch.type = job_pb2.JOB_TYPE_BATCH
-    v = view([(codec.JOBS, batch, 5, 5), (codec.ALLOCATIONS, _alloc(), 6, 7)])
+@pytest.mark.parametrize("kind", [job_pb2.JOB_TYPE_BATCH, job_pb2.JOB_TYPE_SYSTEM])
+def test_stop_of_a_batch_or_system_allocation_is_a_migration_too(kind: int) -> None:
+    """Nomad's ``Alloc.Stop`` marks every job type's allocation the same way
+    (``Migrate``, never ``MigrateDisablePlacement``: the drainer's mark of a
+    batch one): the scheduler replaces it linked. Was: a desired stop written
+    here, the replacement unlinked."""
+    job = stored(service_job(), 0)
+    job.type = kind  # type: ignore[assignment]
+    v = view([(codec.JOBS, job, 5, 5), (codec.ALLOCATIONS, _alloc(), 6, 7)])
     plan = alloc_stop.plan_stop_alloc(v, context(), "default", "a1")
     a = codec.decode(codec.ALLOCATIONS, plan.ops[0].value, 6, 9)  # type: ignore[union-attr]
-    assert a.desired_status == C.ALLOC_DESIRED_STATUS_STOP
-    assert a.desired_description == "alloc was stopped by an operator"
+    assert a.desired_status == C.ALLOC_DESIRED_STATUS_RUN and a.desired_transition.migrate
+    assert not a.desired_transition.migrate_disable_placement
 
 
 @pytest.mark.parametrize("alloc", [
