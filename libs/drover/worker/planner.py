@@ -195,6 +195,10 @@ class _Builder:
         ``next_allocation``."""
         self.plan.updates[-1].next_allocation = self.plan.placements[-1].id
 
+    def drop_update(self, alloc_id: str) -> None:
+        """Take back this plan's update of ``alloc_id`` (its in-place update)."""
+        self.plan.updates = [u for u in self.plan.updates if u.id != alloc_id]
+
     def undo_stop(self, a: allocation_pb2.Allocation) -> None:
         """Take back the last stop (of ``a``): it keeps running and its room."""
         self.plan.updates.pop()
@@ -377,9 +381,11 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
     destructive = [a for a in old if a not in inplace]
     if batch:
         destructive = []  # a running batch allocation of an old version finishes
+    updated = set()  # updated in place by this plan
     for a in inplace:
         if b.in_place(a, job, dep_id):
             current.append(a)
+            updated.add(a.id)
 
     used_names = ({name_index(a.name) for a in current} | {name_index(a.name) for a in old}
                   | {name_index(a.name) for a in migrating})
@@ -416,6 +422,8 @@ def _reconcile_group(b: _Builder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
         extra = sorted((a for a in current if a.client_status not in (COMPLETE, FAILED)),
                        key=lambda a: -name_index(a.name))[: len(current) + held - tg.count]
         for a in extra:
+            if a.id in updated:  # stopped instead (one write per allocation, as Nomad
+                b.drop_update(a.id)  # stops before it updates what is left in place)
             b.stop(a, "alloc not needed due to job update")
         return
     if live > tg.count:
