@@ -22,7 +22,7 @@ back in service, then up to a progress deadline and a minute for every
 deployment to end (the soak's jobs set a progress deadline, as Nomad's
 job specs do by default; a deployment still running after it is a bug).
 
-Recorded every 10 s and judged at the end: see bench/soak_report.py.
+Recorded every 10 s and judged at the end: see bench/_soak_report.py.
 Results: bench/results/soak.md and its PNGs (``--out``).
 """
 
@@ -64,6 +64,9 @@ ACTIVE = 'status == "running" || status == "paused"'
 #: The soak's jobs' progress deadline (Nomad's default is 10m; shorter
 #: here so that a stuck deployment fails within a short run's drain).
 PROGRESS_DEADLINE = 90
+#: The services' garbage collection in the soak (``drover serve --gc-*``).
+GC_ENV = {"DROVER_GC_INTERVAL": "30s", "DROVER_GC_EVAL_THRESHOLD": "2m",
+          "DROVER_GC_DEPLOYMENT_THRESHOLD": "2m", "DROVER_GC_JOB_THRESHOLD": "2m"}
 
 
 class Recorder(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
@@ -126,6 +129,8 @@ class Workload:
         self.counts = {i: 3 for i in range(services)}
         self.versions = dict.fromkeys(range(services), 0)
         self.registered: set[str] = set()
+        #: Batch jobs seen dead (done): garbage collection may take them.
+        self.done: set[str] = set()
         self.batches = 0
         self.draining: list[str] = []
         self.running = True
@@ -194,7 +199,18 @@ class Workload:
     async def run(self) -> None:
         while self.running:
             await self.step()
+            await self.check_done()
             await asyncio.sleep(self.rng.uniform(1.0, 3.0))
+
+    async def check_done(self) -> None:
+        """Note the batch jobs now dead (a few a step, the oldest first)."""
+        waiting = sorted((j for j in self.registered - self.done if j.startswith("batch-")),
+                         key=lambda j: int(j.split("-")[1]))
+        for job_id in waiting[:4]:
+            resp = await self._quiet(self.state.GetJob(state_pb2.GetJobRequest(
+                namespace="default", id=job_id), timeout=10))
+            if resp is not None and resp.job.status == job_pb2.JOB_STATUS_DEAD:
+                self.done.add(job_id)
 
     async def run_promoter(self) -> None:
         while True:
@@ -337,6 +353,13 @@ async def soak(opts: Options) -> SoakRecord:
     rec.notes.append(f"etcd auto-compaction: periodic, retention {opts.retention}")
     rec.notes.append(f"machine: {os.cpu_count()} cores shared with other work; load average "
                      f"(1, 5, 15 min) at the start {_load()}")
+    # Garbage collection as an operator would tune it for a steady state:
+    # what the workload finishes goes within minutes (Nomad's thresholds are
+    # hours), so the live set, the DB in use and the caches can level off.
+    os.environ.update(GC_ENV)
+    rec.notes.append("garbage collection every " + GC_ENV["DROVER_GC_INTERVAL"]
+                     + ", evaluations, deployments and jobs done for "
+                     + GC_ENV["DROVER_GC_EVAL_THRESHOLD"] + " collected")
     sup = Supervisor(layout=DevLayout().shifted(opts.port_offset), etcd_members=3,
                      nodes=opts.nodes, replicas=dict.fromkeys(SERVICES, 2),
                      compaction_retention=opts.retention,
@@ -359,10 +382,13 @@ async def soak(opts: Options) -> SoakRecord:
         await wl.setup()
         lin = RecordedClients(random.Random(rng.random()))
         lin.start(ch_rec, running=lambda: wl.running)
-        tasks += [asyncio.create_task(c) for c in (
-            wl.run(), wl.run_promoter(), sampler(sup, wl, rec, t0),
-            fault_loop(faults, rec, t0, opts))]
+        sampling = asyncio.create_task(sampler(sup, wl, rec, t0))
+        tasks += [sampling, *(asyncio.create_task(c) for c in (
+            wl.run(), wl.run_promoter(), fault_loop(faults, rec, t0, opts)))]
         await asyncio.sleep(max(0.0, opts.minutes * 60 - (time.monotonic() - t0)))
+        # The samples (and the slopes over their last half) end with the
+        # workload: an idle drain would flatten them.
+        await cancel_and_wait([sampling], within=15.0, what="soak sampler")
         rec.notes.append(f"load average at the end of the workload {_load()}")
         faults.heal()
         wl.running = False
@@ -422,12 +448,14 @@ async def _judge(wl: Workload, lin: RecordedClients, rec: SoakRecord) -> None:
         token = resp.next_page_token
         if not token:
             break
-    lost = sorted(wl.registered - jobs)
+    # Gone and never seen done: lost (a done batch job may be collected).
+    lost = sorted(wl.registered - jobs - wl.done)
     rec.problems += [f"job {j} registered (OK) but gone" for j in lost]
     problems, figures = lin.judge()
     rec.problems += problems
     rec.notes += [f.line() for f in figures]
-    rec.notes.append(f"workload: {len(wl.registered)} jobs registered, {wl.batches} batch jobs")
+    rec.notes.append(f"workload: {len(wl.registered)} jobs registered, {wl.batches} batch jobs "
+                     f"({len(wl.done)} seen done, {len(wl.done - jobs)} of them collected)")
 
 
 def main() -> None:
