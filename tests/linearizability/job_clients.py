@@ -33,11 +33,7 @@ NOT_WRITTEN = {"ETCD_UNAVAILABLE", "INVALID_ARGUMENT", "JOB_MODIFY_INDEX_MISMATC
 
 
 def lin_job(job_id: str, tag: str) -> job_pb2.Job:
-    """A register the scheduler cannot place (a datacenter no node is in).
-    A service job: its finished evaluations go to garbage collection (a
-    batch job's stay while it lives, as Nomad's), so a long run of
-    re-registers (the soak's) leaves a bounded set behind."""
-    return job_pb2.Job(id=job_id, namespace=NAMESPACE, type=job_pb2.JOB_TYPE_SERVICE,
+    return job_pb2.Job(id=job_id, namespace=NAMESPACE, type=job_pb2.JOB_TYPE_BATCH,
                        datacenters=["linearizability-nowhere"], meta={"lin": tag},
                        task_groups=[job_pb2.TaskGroup(name="g", count=1)])
 
