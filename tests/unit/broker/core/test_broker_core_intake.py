@@ -86,6 +86,20 @@ def test_a_completed_evaluation_keeps_the_blocked_one_it_created() -> None:
     assert effects and broker.get("b") is None and broker.get("b2") is not None
 
 
+def test_an_ack_with_a_blocked_follow_up_untracks_nothing() -> None:
+    # The ack writes the evaluation complete (blocked_eval named) and its
+    # blocked follow-up in one txn, the complete one read first: the job's
+    # older blocked evaluation stays tracked, and the follow-up cancels it.
+    broker, _ = make_broker()
+    broker.apply(make_eval("b1", job="j", status=BLOCKED, create_index=10))
+    done = make_eval("e2", job="j", status=COMPLETE, create_index=15, modify_index=30)
+    done.blocked_eval = "b2"
+    assert broker.apply(done) == []
+    assert broker.stats().total_blocked == 1
+    assert broker.apply(make_eval("b2", job="j", status=BLOCKED, create_index=30))
+    assert broker.get("b1") is None and broker.get("b2") is not None
+
+
 def test_stream_blocked_to_pending_unblocks_without_effect() -> None:
     broker, _ = make_broker()
     broker.apply(make_eval("b", job="j", status=BLOCKED, create_index=10))
