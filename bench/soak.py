@@ -10,15 +10,19 @@ GC passes; and recorded clients (tests/linearizability: jobs as
 compare-and-set registers, evaluations as create, Ack transitions and
 reads) whose history is checked at the end.
 
-A fault every ``--fault-every`` seconds, drawn by seed: kill -9 of any
-drover process (the supervisor restarts it), SIGSTOP of any process for
-8-15 s (etcd members included), an etcd member frozen, an etcd member
-partitioned from its peers and clients (nftables on loopback). A state
-replica cut from etcd alone needs the network namespaces of the netfault
-drills (loopback cannot tell one process's packets from another's): it is
-tests/system/test_netfault.py's scenario c, not drawn here.
+A fault every ``--fault-every`` seconds, drawn by seed (bench/_soak_faults.py):
+kill -9 of any process (etcd members included; the supervisor restarts
+it), SIGSTOP of any drover process for 8-15 s, an etcd member frozen as
+long, an etcd member partitioned from its peers and clients, a state
+replica cut from etcd (nftables, in the soak's own network namespace: as
+root the soak re-executes itself in one).
 
-Recorded every 10 s and judged at the end: see bench/soak_report.py.
+When the time is up the workload stops and drains: faults healed, nodes
+back in service, then up to a progress deadline and a minute for every
+deployment to end (the soak's jobs set a progress deadline, as Nomad's
+job specs do by default; a deployment still running after it is a bug).
+
+Recorded every 10 s and judged at the end: see bench/_soak_report.py.
 Results: bench/results/soak.md and its PNGs (``--out``).
 """
 
@@ -30,12 +34,11 @@ import contextlib
 import itertools
 import os
 import random
-import shutil
-import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +47,8 @@ import grpc
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the linearizability checker and its clients
 
-from _soak_report import FaultRecord, Sample, SoakRecord, judge_flat, write  # noqa: E402
+from _soak_faults import KINDS, Faults, enter_own_netns, processes  # noqa: E402
+from _soak_report import Sample, SoakRecord, judge_flat, write  # noqa: E402
 from linearizability.recorded_load import RecordedClients  # noqa: E402
 
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc  # noqa: E402
@@ -57,8 +61,12 @@ from drover.tasks import cancel_and_wait  # noqa: E402
 
 SAMPLE_EVERY = 10.0
 ACTIVE = 'status == "running" || status == "paused"'
-FAULT_KINDS = ("kill9", "sigstop", "etcd_freeze", "etcd_partition")
-NFT_TABLE = "drover_soak"
+#: The soak's jobs' progress deadline (Nomad's default is 10m; shorter
+#: here so that a stuck deployment fails within a short run's drain).
+PROGRESS_DEADLINE = 90
+#: The services' garbage collection in the soak (``drover serve --gc-*``).
+GC_ENV = {"DROVER_GC_INTERVAL": "30s", "DROVER_GC_EVAL_THRESHOLD": "2m",
+          "DROVER_GC_DEPLOYMENT_THRESHOLD": "2m", "DROVER_GC_JOB_THRESHOLD": "2m"}
 
 
 class Recorder(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
@@ -96,6 +104,8 @@ def _service_job(i: int, image: str, count: int, canary: bool) -> job_pb2.Job:
                         resources=job_pb2.Resources(cpu=100, memory_mb=64))
     update = job_pb2.UpdateStrategy(max_parallel=1, canary=1 if canary else 0)
     update.min_healthy_time.FromMilliseconds(200)
+    update.healthy_deadline.FromSeconds(PROGRESS_DEADLINE - 30)
+    update.progress_deadline.FromSeconds(PROGRESS_DEADLINE)
     group = job_pb2.TaskGroup(name="web", count=count, tasks=[task], update=update)
     return job_pb2.Job(id=f"svc-{i}", namespace="default", type=job_pb2.JOB_TYPE_SERVICE,
                        datacenters=["dc1"], task_groups=[group])
@@ -119,6 +129,8 @@ class Workload:
         self.counts = {i: 3 for i in range(services)}
         self.versions = dict.fromkeys(range(services), 0)
         self.registered: set[str] = set()
+        #: Batch jobs seen dead (done): garbage collection may take them.
+        self.done: set[str] = set()
         self.batches = 0
         self.draining: list[str] = []
         self.running = True
@@ -187,7 +199,18 @@ class Workload:
     async def run(self) -> None:
         while self.running:
             await self.step()
+            await self.check_done()
             await asyncio.sleep(self.rng.uniform(1.0, 3.0))
+
+    async def check_done(self) -> None:
+        """Note the batch jobs now dead (a few a step, the oldest first)."""
+        waiting = sorted((j for j in self.registered - self.done if j.startswith("batch-")),
+                         key=lambda j: int(j.split("-")[1]))
+        for job_id in waiting[:4]:
+            resp = await self._quiet(self.state.GetJob(state_pb2.GetJobRequest(
+                namespace="default", id=job_id), timeout=10))
+            if resp is not None and resp.job.status == job_pb2.JOB_STATUS_DEAD:
+                self.done.add(job_id)
 
     async def run_promoter(self) -> None:
         while True:
@@ -211,11 +234,12 @@ def _proc_stats(pid: int) -> tuple[float, int] | None:
 
 
 def _etcd_db(sup: Supervisor) -> tuple[float, float]:
+    """etcd's DB size and the part in use (MiB, the largest member's)."""
     total = in_use = 0.0
     assert sup.cluster is not None
     for m in sup.cluster.members:
         try:
-            with urllib.request.urlopen(f"{m.metrics_url}/metrics", timeout=2) as r:
+            with urllib.request.urlopen(m.metrics_url, timeout=2) as r:
                 text = r.read().decode()
         except OSError:
             continue
@@ -225,13 +249,6 @@ def _etcd_db(sup: Supervisor) -> tuple[float, float]:
             elif line.startswith("etcd_mvcc_db_total_size_in_use_in_bytes "):
                 in_use = max(in_use, float(line.split()[1]) / 2**20)
     return total, in_use
-
-
-def _processes(sup: Supervisor) -> dict[str, int]:
-    out = {name: p.pid for name, p in sup.children.items() if p.poll() is None}
-    if sup.cluster is not None:
-        out.update({f"etcd-{i}": m.pid for i, m in enumerate(sup.cluster.members) if m.running})
-    return out
 
 
 async def _in_flight(wl: Workload) -> tuple[int, int]:
@@ -256,7 +273,7 @@ async def _in_flight(wl: Workload) -> tuple[int, int]:
 async def sampler(sup: Supervisor, wl: Workload, rec: SoakRecord, t0: float) -> None:
     seen = 0
     while True:
-        procs = _processes(sup)
+        procs = processes(sup)
         stats = {n: s for n, pid in procs.items() if (s := _proc_stats(pid)) is not None}
         now = time.monotonic() - t0
         window: dict[str, list[float]] = {}
@@ -274,77 +291,25 @@ async def sampler(sup: Supervisor, wl: Workload, rec: SoakRecord, t0: float) -> 
         await asyncio.sleep(SAMPLE_EVERY)
 
 
-class Faults:
-    def __init__(self, sup: Supervisor, rng: random.Random) -> None:
-        self.sup, self.rng = sup, rng
-        self.nft = shutil.which("nft") is not None and os.geteuid() == 0
-        self.stopped: list[int] = []
-
-    def kinds(self) -> tuple[str, ...]:
-        return FAULT_KINDS if self.nft else FAULT_KINDS[:3]
-
-    async def inject(self, t0: float) -> FaultRecord:
-        kind = self.rng.choice(self.kinds())
-        start = time.monotonic() - t0
-        hold = self.rng.uniform(8.0, 15.0)
-        members = self.sup.cluster.members if self.sup.cluster is not None else []
-        if kind == "kill9":
-            name = self.rng.choice(sorted(self.sup.children))
-            self.sup.children[name].send_signal(signal.SIGKILL)
-            target = name
-            await asyncio.sleep(hold)
-        elif kind in ("sigstop", "etcd_freeze"):
-            procs = _processes(self.sup)
-            names = sorted(n for n in procs if n.startswith("etcd-") == (kind == "etcd_freeze"))
-            target = self.rng.choice(names)
-            pid = procs[target]
-            os.kill(pid, signal.SIGSTOP)
-            self.stopped.append(pid)
-            try:
-                await asyncio.sleep(hold)
-            finally:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGCONT)
-                self.stopped.remove(pid)
-        else:  # etcd_partition: one member cut from its peers and its clients
-            i = self.rng.randrange(len(members))
-            m = members[i]
-            target = f"etcd-{i}"
-            self._nft(m.client_port, m.peer_port)
-            try:
-                await asyncio.sleep(hold)
-            finally:
-                self.heal()
-        return FaultRecord(kind, target, start, time.monotonic() - t0)
-
-    def _nft(self, *ports: int) -> None:
-        ps = ", ".join(map(str, ports))
-        rules = (f"table inet {NFT_TABLE} {{ chain out {{ type filter hook output priority 0; "
-                 f"oif lo tcp dport {{ {ps} }} drop; oif lo tcp sport {{ {ps} }} drop; }} }}")
-        subprocess.run(["nft", "-f", "-"], input=rules.encode(), check=True)
-
-    def heal(self) -> None:
-        if self.nft:
-            subprocess.run(["nft", "delete", "table", "inet", NFT_TABLE],
-                           capture_output=True, check=False)
-        for pid in list(self.stopped):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGCONT)
-
-
 def _gap(times: list[float], start: float, end: float) -> float:
     inside = [t for t in times if start <= t <= end]
     edges = [start, *inside, end]
     return max(b - a for a, b in itertools.pairwise(edges))
 
 
-async def fault_loop(faults: Faults, rec: SoakRecord, t0: float, every: float,
-                     until: float) -> None:
-    """A fault at every ``every`` seconds that leaves 20 s before the end."""
+async def fault_loop(faults: Faults, rec: SoakRecord, t0: float, opts: Options) -> None:
+    """A fault at every ``opts.every`` seconds that leaves 20 s before the
+    end; one that cannot be injected is a problem (the soak goes on)."""
     n = 1
-    while n * every + 20 < until:
-        await asyncio.sleep(max(0.0, t0 + n * every - time.monotonic()))
-        rec.faults.append(await faults.inject(t0))
+    kinds = tuple(k for k in faults.kinds() if not opts.kinds or k in opts.kinds)
+    while n * opts.every + 20 < opts.minutes * 60:
+        await asyncio.sleep(max(0.0, t0 + n * opts.every - time.monotonic()))
+        kind = faults.rng.choice(kinds)
+        try:
+            rec.faults.append(await faults.inject(t0, kind))
+        except (OSError, subprocess.CalledProcessError, IndexError) as e:
+            faults.heal()
+            rec.problems.append(f"fault {n} ({kind}) not injected: {e}")
         n += 1
 
 
@@ -364,19 +329,45 @@ async def _until(pred: Any, within: float) -> bool:
     return False
 
 
-async def soak(minutes: float, seed: int, port_offset: int, every: float, nodes: int,
-               retention: str) -> SoakRecord:
-    rng = random.Random(seed)
-    rec = SoakRecord(minutes, seed)
-    rec.notes.append(f"etcd auto-compaction: periodic, retention {retention}")
-    sup = Supervisor(layout=DevLayout().shifted(port_offset), etcd_members=3, nodes=nodes,
-                     replicas=dict.fromkeys(SERVICES, 2), compaction_retention=retention,
+@dataclass(frozen=True)
+class Options:
+    minutes: float
+    seed: int
+    port_offset: int
+    #: Seconds between faults.
+    every: float
+    nodes: int
+    retention: str
+    own_netns: bool
+    #: Draw only these kinds (all when empty).
+    kinds: tuple[str, ...] = ()
+
+
+def _load() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+async def soak(opts: Options) -> SoakRecord:
+    rng = random.Random(opts.seed)
+    rec = SoakRecord(opts.minutes, opts.seed)
+    rec.notes.append(f"etcd auto-compaction: periodic, retention {opts.retention}")
+    rec.notes.append(f"machine: {os.cpu_count()} cores shared with other work; load average "
+                     f"(1, 5, 15 min) at the start {_load()}")
+    # Garbage collection as an operator would tune it for a steady state:
+    # what the workload finishes goes within minutes (Nomad's thresholds are
+    # hours), so the live set, the DB in use and the caches can level off.
+    os.environ.update(GC_ENV)
+    rec.notes.append("garbage collection every " + GC_ENV["DROVER_GC_INTERVAL"]
+                     + ", evaluations, deployments and jobs done for "
+                     + GC_ENV["DROVER_GC_EVAL_THRESHOLD"] + " collected")
+    sup = Supervisor(layout=DevLayout().shifted(opts.port_offset), etcd_members=3,
+                     nodes=opts.nodes, replicas=dict.fromkeys(SERVICES, 2),
+                     compaction_retention=opts.retention,
                      log=lambda line: print(f"dev: {line}", flush=True))
-    faults = Faults(sup, random.Random(rng.random()))
-    if not faults.nft:
-        rec.notes.append("etcd_partition not drawn: nft missing or not root")
-    rec.notes.append("a state replica cut from etcd is the netfault drills' scenario c "
-                     "(network namespaces), not drawn here (loopback)")
+    faults = Faults(sup, random.Random(rng.random()), opts.own_netns)
+    if not opts.own_netns:
+        rec.notes.append("the cuts (etcd_partition, state_cut) not drawn: the soak needs root, "
+                         "nft and unshare for its own network namespace")
     await asyncio.to_thread(sup.start)
     t0 = time.monotonic()
     recorder = Recorder(rec, t0)
@@ -391,10 +382,14 @@ async def soak(minutes: float, seed: int, port_offset: int, every: float, nodes:
         await wl.setup()
         lin = RecordedClients(random.Random(rng.random()))
         lin.start(ch_rec, running=lambda: wl.running)
-        tasks += [asyncio.create_task(c) for c in (
-            wl.run(), wl.run_promoter(), sampler(sup, wl, rec, t0),
-            fault_loop(faults, rec, t0, every, minutes * 60))]
-        await asyncio.sleep(max(0.0, minutes * 60 - (time.monotonic() - t0)))
+        sampling = asyncio.create_task(sampler(sup, wl, rec, t0))
+        tasks += [sampling, *(asyncio.create_task(c) for c in (
+            wl.run(), wl.run_promoter(), fault_loop(faults, rec, t0, opts)))]
+        await asyncio.sleep(max(0.0, opts.minutes * 60 - (time.monotonic() - t0)))
+        # The samples (and the slopes over their last half) end with the
+        # workload: an idle drain would flatten them.
+        await cancel_and_wait([sampling], within=15.0, what="soak sampler")
+        rec.notes.append(f"load average at the end of the workload {_load()}")
         faults.heal()
         wl.running = False
         await lin.stop()
@@ -404,7 +399,7 @@ async def soak(minutes: float, seed: int, port_offset: int, every: float, nodes:
             f.delivery_gap = _gap(recorder.deliveries, f.start, f.end + 5)
         await _judge(wl, lin, rec)
     finally:
-        faults.heal()
+        faults.close()
         await cancel_and_wait(tasks, within=15.0, what="soak")
         await ch.close()
         await ch_rec.close()
@@ -413,14 +408,37 @@ async def soak(minutes: float, seed: int, port_offset: int, every: float, nodes:
     return rec
 
 
+async def _active(wl: Workload) -> list[str]:
+    """The deployments still active, each with its groups' progress."""
+    resp = await wl.state.ListDeployments(state_pb2.ListDeploymentsRequest(
+        namespace="*", filter=ACTIVE, page_size=500), timeout=10)
+    def group(n: str, g: deployment_pb2.DeploymentGroupState) -> str:
+        by = (g.require_progress_by.ToJsonString() if g.HasField("require_progress_by")
+              else "none")
+        return (f"{n}: placed {g.placed_allocs}/{g.desired_total}, healthy {g.healthy_allocs}, "
+                f"canaries {g.desired_canaries}{' promoted' if g.promoted else ''}, "
+                f"progress by {by}")
+
+    return [f"{d.id[:8]} ({d.job_id} v{d.job_version}, "
+            f"{deployment_pb2.DeploymentStatus.Name(d.status)}: {d.status_description}; "
+            + ", ".join(group(n, g) for n, g in d.task_groups.items()) + ")"
+            for d in resp.deployments]
+
+
 async def _judge(wl: Workload, lin: RecordedClients, rec: SoakRecord) -> None:
     async def terminal() -> bool:
         resp = await wl.state.ListDeployments(state_pb2.ListDeploymentsRequest(
             namespace="*", filter=ACTIVE, page_size=500), timeout=10)
         return not resp.deployments
 
-    if not await _until(terminal, 240):
-        rec.problems.append("deployments still active 240 s after the workload stopped")
+    drain = PROGRESS_DEADLINE + 60
+    start = time.monotonic()
+    if not await _until(terminal, drain):
+        rec.problems.append(f"deployments still active {drain} s after the workload stopped: "
+                            + "; ".join(await _active(wl)))
+    else:
+        rec.notes.append(f"drain: every deployment terminal {time.monotonic() - start:.0f} s "
+                         "after the workload stopped")
     jobs: set[str] = set()
     token = ""
     while True:
@@ -430,12 +448,14 @@ async def _judge(wl: Workload, lin: RecordedClients, rec: SoakRecord) -> None:
         token = resp.next_page_token
         if not token:
             break
-    lost = sorted(wl.registered - jobs)
+    # Gone and never seen done: lost (a done batch job may be collected).
+    lost = sorted(wl.registered - jobs - wl.done)
     rec.problems += [f"job {j} registered (OK) but gone" for j in lost]
     problems, figures = lin.judge()
     rec.problems += problems
     rec.notes += [f.line() for f in figures]
-    rec.notes.append(f"workload: {len(wl.registered)} jobs registered, {wl.batches} batch jobs")
+    rec.notes.append(f"workload: {len(wl.registered)} jobs registered, {wl.batches} batch jobs "
+                     f"({len(wl.done)} seen done, {len(wl.done - jobs)} of them collected)")
 
 
 def main() -> None:
@@ -449,11 +469,18 @@ def main() -> None:
                    help="etcd's auto-compaction retention (default: a sixth of the run, at "
                         "least 1m, so its window fills in the first half and the DB is "
                         "judged flat over the second; drover dev's default is 1h)")
+    p.add_argument("--faults", default="",
+                   help=f"draw only these kinds (comma-separated: {', '.join(KINDS)})")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     p.add_argument("--stem", default="soak")
     a = p.parse_args()
+    own_netns = enter_own_netns()
     retention = a.compaction_retention or f"{max(1, round(a.minutes / 6))}m"
-    rec = asyncio.run(soak(a.minutes, a.seed, a.port_offset, a.fault_every, a.nodes, retention))
+    kinds = tuple(k for k in a.faults.split(",") if k)
+    if unknown := set(kinds) - set(KINDS):
+        p.error(f"unknown fault kinds {sorted(unknown)}: use {', '.join(KINDS)}")
+    rec = asyncio.run(soak(Options(a.minutes, a.seed, a.port_offset, a.fault_every, a.nodes,
+                                   retention, own_netns, kinds)))
     path = write(rec, a.out, a.stem)
     print(path.read_text())
     if rec.problems:

@@ -89,6 +89,10 @@ class PlanBuilder:
         self.packer.release(a)
         return True
 
+    def drop_update(self, alloc_id: str) -> None:
+        """Take back this plan's update of ``alloc_id`` (its in-place update)."""
+        self.plan.updates = [u for u in self.plan.updates if u.id != alloc_id]
+
     def undo_stop(self, a: allocation_pb2.Allocation) -> None:
         """Take back the last stop (of ``a``): it keeps running and its room."""
         self.plan.updates.pop()

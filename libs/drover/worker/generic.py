@@ -129,6 +129,8 @@ class Group:
     destructive: list[Alloc] = field(default_factory=list)
     #: Slots the migrations fill (their replacements).
     held: int = 0
+    #: Ids of the allocations this plan updates in place.
+    updated: set[str] = field(default_factory=set)
 
 
 def reconcile_group(b: PlanBuilder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
@@ -261,6 +263,7 @@ def _update_in_place(b: PlanBuilder, g: Group) -> None:
     for a in inplace:
         if b.in_place(a, g.job, g.dep_id):
             g.current.append(a)
+            g.updated.add(a.id)
 
 
 def _place_canaries(b: PlanBuilder, g: Group, want: int, names: Names) -> None:
@@ -291,6 +294,8 @@ def _count(b: PlanBuilder, g: Group, names: Names) -> bool:
         extra = sorted((a for a in current if a.client_status not in (COMPLETE, FAILED)),
                        key=lambda a: -name_index(a.name))[: len(current) + held - tg.count]
         for a in extra:
+            if a.id in g.updated:  # stopped instead (one write per allocation, as Nomad
+                b.drop_update(a.id)  # stops before it updates what is left in place)
             b.stop(a, "alloc not needed due to job update")
         return False
     if live > tg.count:

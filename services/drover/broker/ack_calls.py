@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from drover.api.types.v1.evaluation_pb2 import EVALUATION_STATUS_BLOCKED
 from drover.broker.core.broker import EvalBroker
 from drover.broker.core.effects import Effect, WriteGroup
 from drover.broker.core.settlement import AckLike, AckSettlement, ack_body, final_status
@@ -109,6 +110,10 @@ class AckCalls:
         # never re-created if deleted meanwhile), fenced with the term the
         # delivery was made under; follow-ups are creates of new ids.
         follow_ups = ack.follow_ups
+        # Nomad's BlockedEval: the evaluation did not place everything (the
+        # broker then keeps the job's blocked evaluation tracked).
+        body.blocked_eval = next((f.id for f in follow_ups
+                                  if f.status == EVALUATION_STATUS_BLOCKED), "")
         group = WriteGroup((body,), creates=tuple(follow_ups) if follow_ups else ())
         # The stream may bring this write back before the call returns; it
         # then acks the core itself (the runtime's ``applied``), else the

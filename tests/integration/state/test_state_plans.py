@@ -78,6 +78,30 @@ async def test_plan_places_then_refuses_stale(replica) -> None:
     assert got.allocation.desired_status == STOP
 
 
+async def test_a_plan_writing_one_allocation_twice_is_refused_naming_it(replica) -> None:
+    stub = replica.stub
+    await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job()))
+    n1 = await _node(stub, "n1")
+    job_index = await _job_index(stub)
+    await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+        eval_id="e1", namespace="default", job_id="web", job_index=job_index,
+        node_indexes={"n1": n1}, placements=[_alloc("a1", "n1")]))
+    got = (await stub.GetAllocation(state_pb2.GetAllocationRequest(
+        namespace="default", id="a1"))).allocation
+    stop = allocation_pb2.Allocation()
+    stop.CopyFrom(got)
+    stop.desired_status = STOP
+    with pytest.raises(grpc.aio.AioRpcError) as err:  # an in-place update and a stop of a1
+        await stub.SubmitPlan(state_pb2.SubmitPlanRequest(
+            eval_id="e2", namespace="default", job_id="web", job_index=job_index,
+            alloc_indexes={"a1": got.modify_index}, node_indexes={"n1": n1},
+            updates=[got, stop]))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "allocation 'a1' twice" in (err.value.details() or "")
+    after = await stub.GetAllocation(state_pb2.GetAllocationRequest(namespace="default", id="a1"))
+    assert after.allocation.desired_status == RUN
+
+
 async def test_plan_partially_committed_when_a_node_is_full_or_draining(replica) -> None:
     stub = replica.stub
     await stub.RegisterJob(state_pb2.RegisterJobRequest(job=_job()))

@@ -129,6 +129,18 @@ def test_in_place_update_when_tasks_unchanged() -> None:
                and not a.deployment_status.HasField("healthy") for a in plan.updates)
 
 
+def test_a_scale_down_with_an_in_place_update_writes_each_allocation_once() -> None:
+    # A scale (a new version, same tasks) from 5 to 3: the two highest
+    # indexes stop, the other three are updated in place; none is both (a
+    # txn naming a key twice is refused by etcd: the soak's plans were).
+    v0, v1 = job(0, count=5), job(1, count=3)
+    plan = compute_plan(snap(v1, running(v0, 5), dep=deployment(1), versions=[v0]))
+    assert len({a.id for a in plan.updates}) == len(plan.updates) == 5
+    assert sorted(a.name for a in plan.updates if a.desired_status == STOP) == [
+        "web.g[3]", "web.g[4]"]
+    assert all(a.job_version == 1 for a in plan.updates if a.desired_status == RUN)
+
+
 def test_old_allocations_are_compared_with_the_group_once_per_version(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from drover.worker import generic

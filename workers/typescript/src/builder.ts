@@ -77,6 +77,11 @@ export class Builder {
     this.lastUpdate().nextAllocation = this.lastPlacement().id;
   }
 
+  /** Take back this plan's update of `allocId` (its in-place update). */
+  dropUpdate(allocId: string): void {
+    this.plan.updates = this.plan.updates.filter((u) => u.id !== allocId);
+  }
+
   /** Take back the last stop (of `a`): it keeps running and its room. */
   undoStop(a: Allocation): void {
     this.plan.updates.pop();

@@ -227,7 +227,8 @@ function reconcileGroup(b: Builder, job: Job, tg: TaskGroup, allocs: readonly Al
 
   const inplace = old.filter((a) => !batch && tasksEqual(group(snap.versions.get(a.jobVersion), tg.name), tg));
   let destructive = batch ? [] : old.filter((a) => !inplace.includes(a)); // an old batch one finishes
-  for (const a of inplace) if (b.inPlace(a, job, depId)) cur.push(a);
+  const updated = new Set<string>(); // updated in place by this plan
+  for (const a of inplace) if (b.inPlace(a, job, depId)) { cur.push(a); updated.add(a.id); }
 
   const usedNames = new Set([...cur, ...old, ...migrating].map((a) => nameIndex(a.name)));
   let lowest = 0; // no free index below it: names are only ever taken
@@ -259,7 +260,10 @@ function reconcileGroup(b: Builder, job: Job, tg: TaskGroup, allocs: readonly Al
     for (const a of destructive) b.stop(a, "alloc not needed: replaced by the new version");
     const extra = cur.filter((a) => a.clientStatus !== COMPLETE && a.clientStatus !== FAILED)
       .sort((x, y) => nameIndex(y.name) - nameIndex(x.name)).slice(0, Math.max(0, cur.length + held - count));
-    for (const a of extra) b.stop(a, "alloc not needed due to job update");
+    for (const a of extra) {
+      if (updated.has(a.id)) b.dropUpdate(a.id); // stopped instead: one write per allocation
+      b.stop(a, "alloc not needed due to job update");
+    }
     return;
   }
   if (live > count) {

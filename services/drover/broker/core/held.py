@@ -191,13 +191,20 @@ class HeldEvaluations:
         the job got placed, so the blocked evaluation is no longer tracked
         (Nomad's Untrack: nothing is written, the evaluation keeps its stored
         status; a leader restoring it, or capacity unblocking it, only runs a
-        scheduler that finds nothing to do). Same revision means same
-        transaction: the blocked one is that evaluation's own outcome and stays."""
+        scheduler that finds nothing to do). A blocked evaluation the completed
+        one created (its ``previous_eval``, or the ack's ``blocked_eval``: in
+        one txn with it, possibly read after it) is its outcome, not a sign
+        the job got placed: it stays (Nomad
+        untracks only on an evaluation without failed allocations), so the
+        job's next blocked one supersedes it (cancelled) instead of leaving
+        it stored blocked and untracked for ever. Same revision means same
+        transaction: the same outcome, and it stays too."""
         if not self.blocked_jobs:
             return []  # (every completed evaluation asks: most often, none blocked)
         job = self.jobs.get((completed.namespace, completed.job_id))
         blocked = job.blocked if job is not None else None
-        if blocked is None or blocked.id == completed.id:
+        if blocked is None or blocked.id == completed.id or completed.blocked_eval or (
+                blocked.eval.previous_eval == completed.id):
             return []
         if completed.modify_index <= blocked.create_index:
             return []

@@ -253,4 +253,16 @@ def validated_plan(request: Any, ns: str) -> tuple[
                                           metadata={"field": f"{f}.desired_status"})
             out[n].append(a)
     evs = validated_evals(request.evaluations)
+    _no_twice([a.id for a in out[0] + out[1]], "allocation", "updates")
+    _no_twice([e.id for e in evs], "evaluation", "evaluations")
     return out[0], out[1], evs
+
+
+def _no_twice(ids: list[str], what: str, field: str) -> None:
+    """One write per object in a plan (etcd refuses a txn naming a key twice)."""
+    seen: set[str] = set()
+    for i in ids:
+        if i in seen:
+            raise InvalidArgument(f"the plan writes {what} {i!r} twice: send each {what} once "
+                                  "(placements and updates together)", metadata={"field": field})
+        seen.add(i)

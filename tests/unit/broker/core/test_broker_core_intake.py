@@ -71,6 +71,35 @@ def test_completed_evaluation_untracks_older_blocked() -> None:
     assert broker.stats().total_blocked == 1
 
 
+def test_a_completed_evaluation_keeps_the_blocked_one_it_created() -> None:
+    # The worker's plan writes the blocked evaluation, then its ack completes
+    # the evaluation: not placed, so the job's next blocked one supersedes it
+    # (cancelled) rather than leaving it stored blocked and untracked.
+    broker, _ = make_broker()
+    blocked = make_eval("b", job="j", status=BLOCKED, create_index=10)
+    blocked.previous_eval = "e"
+    broker.apply(blocked)
+    assert broker.apply(make_eval("e", job="j", status=COMPLETE, create_index=5,
+                                  modify_index=20)) == []
+    assert broker.stats().total_blocked == 1
+    effects = broker.apply(make_eval("b2", job="j", status=BLOCKED, create_index=30))
+    assert effects and broker.get("b") is None and broker.get("b2") is not None
+
+
+def test_an_ack_with_a_blocked_follow_up_untracks_nothing() -> None:
+    # The ack writes the evaluation complete (blocked_eval named) and its
+    # blocked follow-up in one txn, the complete one read first: the job's
+    # older blocked evaluation stays tracked, and the follow-up cancels it.
+    broker, _ = make_broker()
+    broker.apply(make_eval("b1", job="j", status=BLOCKED, create_index=10))
+    done = make_eval("e2", job="j", status=COMPLETE, create_index=15, modify_index=30)
+    done.blocked_eval = "b2"
+    assert broker.apply(done) == []
+    assert broker.stats().total_blocked == 1
+    assert broker.apply(make_eval("b2", job="j", status=BLOCKED, create_index=30))
+    assert broker.get("b1") is None and broker.get("b2") is not None
+
+
 def test_stream_blocked_to_pending_unblocks_without_effect() -> None:
     broker, _ = make_broker()
     broker.apply(make_eval("b", job="j", status=BLOCKED, create_index=10))
