@@ -46,7 +46,8 @@ REPLICAS = 2
 STOP_TIMEOUT = 15.0
 START_TIMEOUT = 60.0
 #: The order processes are replaced in an upgrade (state first, as the
-#: others read it; the clients of the proxies last).
+#: others read it; the clients of the proxies last); a rollback goes in the
+#: reverse order.
 ORDER = (*(f"state-{r}" for r in range(REPLICAS)), *(f"broker-{r}" for r in range(REPLICAS)),
          *(f"deployments-{r}" for r in range(REPLICAS)), *(f"proxy-{r}" for r in range(REPLICAS)),
          "worker", "sim")

@@ -15,8 +15,9 @@ worker, nodes), the workload running throughout. Judged:
 - deployments finish (none failed, none left active), and a new rollout
   after the upgrade succeeds.
 
-Then the same, backwards: each process replaced by the old release again
-(docs/upgrade.md states what a rollback does), the old code decoding
+Then the same, backwards: each process replaced by the old release again,
+in the reverse order, clients first (docs/upgrade.md states what a rollback
+does), the old code decoding
 everything the new one wrote, and a rollout on the old release succeeding.
 """
 
@@ -86,9 +87,11 @@ def decode_with(version: Installed, pairs: list[list[str]]) -> dict[str, Any]:
 
 
 async def roll(cluster: MixedCluster, wl: Workload, to: Installed,
-               log: list[str]) -> None:
-    """Replace every process, one at a time, by ``to``, the workload running."""
-    for i, name in enumerate(ORDER):
+               log: list[str], rollback: bool) -> None:
+    """Replace every process, one at a time, by ``to``, the workload running:
+    servers first in an upgrade, clients first in a rollback (no client is
+    ever newer than the servers it calls; docs/upgrade.md)."""
+    for i, name in enumerate(reversed(ORDER) if rollback else ORDER):
         away = await asyncio.to_thread(cluster.replace, name, to)
         wl.phase = f"{to.version} x{i + 1}"
         log.append(f"  {name:<14} -> {to.version} in {away:4.1f} s")
@@ -99,9 +102,10 @@ async def roll(cluster: MixedCluster, wl: Workload, to: Installed,
 async def judge_settled(wl: Workload, version: str, log: list[str]) -> None:
     started = time.monotonic()
     active = await wl.settled(SETTLE_TIMEOUT)
-    assert not active, (f"on {version}: deployments still active after {SETTLE_TIMEOUT:g} s: "
-                        + ", ".join(f"{d.job_id} v{d.job_version} {d.status_description}"
-                                    for d in active))
+    if active:
+        stuck = [await wl.describe_deployment(d) for d in active[:3]]
+        raise AssertionError(f"on {version}: {len(active)} deployments still active after "
+                             f"{SETTLE_TIMEOUT:g} s: " + "; ".join(stuck))
     pending = await wl.drained(SETTLE_TIMEOUT)
     assert pending == 0, (f"on {version}: {pending} evaluations still pending: "
                           + await wl.describe_evaluations('status == "pending"'))
@@ -167,7 +171,7 @@ async def move(cluster: MixedCluster, wl: Workload, to: Installed, warm_up: floa
         active = await wl.deployments('status == "running"')
         log.append(f"  {len(active)} deployments running as the roll to {to.version} starts")
         started = time.monotonic()
-        await roll(cluster, wl, to, log)
+        await roll(cluster, wl, to, log, rollback)
         log.append(f"  {'rolled back' if rollback else 'upgraded'} in "
                    f"{time.monotonic() - started:.1f} s")
     finally:

@@ -21,7 +21,7 @@ from typing import Any
 import grpc
 
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.api.types.v1 import deployment_pb2, job_pb2
+from drover.api.types.v1 import allocation_pb2, deployment_pb2, job_pb2
 from drover.rpc.remote import remote_status
 
 SERVICE_JOBS = 4
@@ -212,6 +212,23 @@ class Workload:
         return "; ".join(f"{e.id[:8]} {e.job_id} {e.type} by {e.triggered_by} "
                          f"{e.status_description!r}" for e in resp.evaluations)
 
+    async def describe_deployment(self, d: deployment_pb2.Deployment) -> str:
+        """A stuck deployment as the judges report it: its groups' counts and
+        its allocations' statuses (what to look for in the logs)."""
+        groups = "; ".join(
+            f"{name}: placed {g.placed_allocs}/{g.desired_total} healthy {g.healthy_allocs} "
+            f"unhealthy {g.unhealthy_allocs} canaries {len(g.placed_canaries)}/"
+            f"{g.desired_canaries} promoted {g.promoted}" for name, g in d.task_groups.items())
+        resp = await self.call("ListAllocations", self.state.ListAllocations,
+                               state_pb2.ListAllocationsRequest(
+                                   namespace="*", filter=f'deployment_id == "{d.id}"',
+                                   page_size=50))
+        allocs = "" if resp is None else ", ".join(
+            f"{a.id[:8]} on {a.node_id} {allocation_pb2.AllocClientStatus.Name(a.client_status)}"
+            f" healthy={_health(a)}" for a in resp.allocations)
+        return (f"{d.id[:8]} {d.job_id} v{d.job_version} "
+                f"{deployment_pb2.DeploymentStatus.Name(d.status)} ({groups}) allocs [{allocs}]")
+
     async def deployed(self, job_id: str, version: int, within: float) -> str:
         """The status of ``job_id``'s deployment of ``version`` once terminal
         (or as it is after ``within`` s)."""
@@ -225,3 +242,8 @@ class Workload:
                         return status
             await asyncio.sleep(1.0)
         return status
+
+
+def _health(a: allocation_pb2.Allocation) -> bool | None:
+    """An allocation's deployment health: None until its node reported it."""
+    return a.deployment_status.healthy if a.deployment_status.HasField("healthy") else None
