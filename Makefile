@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # The scheduler worker `make conformance` judges (docs/worker-protocol.md).
 WORKER ?= $(BIN)/drover worker
 
-.PHONY: help venv etcd node browser ts-client ts-worker py-client clients run test test-slow test-netfault test-unit conformance conformance-ts lint proto proto-check bench soak smoke image clean
+.PHONY: help venv etcd node browser ts-client ts-worker py-client clients run test test-slow test-netfault test-unit test-upgrade conformance conformance-ts lint proto proto-check bench soak smoke image clean
 
 help:
 	@echo "make run    - local etcd + state, broker, deployments, proxy, web UI on :4646 (Ctrl-C stops all)"
@@ -18,7 +18,8 @@ help:
 	@echo "make browser - Debian chromium for the web UI's browser tests (part of test-slow)"
 	@echo "make conformance WORKER=\"cmd\" - a scheduler worker against Nomad's scenarios (default: drover worker)"
 	@echo "make soak   - an hour under a fault a minute, judged (SOAK_MINUTES=N; bench/soak.py)"
-	@echo "make lint   - ruff, mypy, buf lint"
+	@echo "make test-upgrade - a rolling upgrade from the previous release (releases.toml), and back"
+	@echo "make lint   - ruff, mypy, buf lint, buf breaking against the previous release"
 	@echo "make proto  - regenerate libs/drover/api from protos/"
 	@echo "make clients - the typed API clients: clients/typescript (npm) and clients/python (wheel)"
 	@echo "make ts-worker - build the TypeScript worker (workers/typescript) and run its unit tests"
@@ -82,10 +83,16 @@ run: venv etcd
 # (-m conformance). Each has its own target, and CI runs them as steps of
 # their own. A -m in PYTEST_ARGS wins.
 test: venv etcd node ts-worker
-	$(BIN)/pytest -m "not slow and not netfault and not conformance" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not slow and not netfault and not conformance and not upgrade" $(PYTEST_ARGS)
 
 test-slow: venv etcd node browser ts-worker
-	$(BIN)/pytest -m "slow and not netfault and not conformance" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "slow and not netfault and not conformance and not upgrade" $(PYTEST_ARGS)
+
+# A rolling upgrade from the previous release (tests/upgrade/, -m upgrade):
+# its own checkout and venv in a temp dir, a workload running, one process at
+# a time replaced by this tree's code, then back (docs/upgrade.md).
+test-upgrade: venv etcd
+	$(BIN)/pytest -m upgrade tests/upgrade $(PYTEST_ARGS)
 
 test-netfault: venv etcd
 	$(BIN)/pytest -m netfault $(PYTEST_ARGS)
@@ -106,8 +113,11 @@ lint: venv node
 	$(BIN)/ruff check .
 	$(BIN)/mypy libs services bench tests
 	npx --no-install buf lint
-	# the previous release, 0.1.0 = defa1f3 (in every clone's history)
-	npx --no-install buf breaking --against '.git#ref=defa1f352eccd3d3407b6293ec1f91797c63d066'
+	$(BIN)/python scripts/releases.py check
+	# the API against the previous release (releases.toml: its tag, else its commit)
+	ref=$$($(BIN)/python scripts/releases.py ref) && \
+	  echo "buf breaking against $$ref" && \
+	  npx --no-install buf breaking --against ".git#ref=$$ref"
 
 smoke: venv node
 	bash scripts/smoke.sh
