@@ -764,7 +764,7 @@ AREAS = ("broker", "deployments", "proxy", "state", "cli", "worker", "libs")
 #: complies the mark must go. Never a weaker rule.
 OWED: dict[tuple[str, str], str] = {
     ("config", "state"): "state parts default their configs in constructors: required owed",
-    ("size", "state"): "placement.plan_submit, job_status.follow, core.tables: split owed",
+    ("size", "state"): "placement.plan_submit, core.tables: split owed",
     ("size", "worker"): "worker plan splitting: planner is long",
     ("circles", "worker"): "worker plan splitting: planner <-> packer <-> system",
     ("private", "worker"): "worker plan splitting: system imports planner._Builder",
