@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2
-from drover.coord.kv import Compare, Put
+from drover.coord.kv import Compare, Op, Put
 from drover.state.core import codec
 from drover.state.core.plan import Event, OnPut, WritePlan
 from drover.state.core.rules import within_cap
@@ -122,7 +122,7 @@ class _Txn:
     """The plan's compares, ops and events as :func:`follow` extends them."""
 
     compares: list[Compare]
-    ops: list[Any]
+    ops: list[Op]
     events: list[Event]
 
 
