@@ -113,8 +113,9 @@ done
 
 # A service job with one canary: registering it makes an evaluation and a deployment.
 # Canaries replace an earlier version (none on a job's first, as in Nomad), so
-# a first version goes before; its datacenter has no node, so the scheduler
-# worker of `make run` places nothing and the canary below is placed by hand.
+# a first version goes before; its datacenter has no eligible node, so the
+# scheduler worker of `make run` places nothing and the canary below is placed
+# by hand.
 job=$(jq -nc --arg id "smoke-web-$RUN" --arg dc "smoke-dc-$RUN" '{job: {id: $id,
   namespace: "default", name: $id, type: "JOB_TYPE_SERVICE", priority: 50, datacenters: [$dc],
   taskGroups: [{name: "web", count: 2, update: {maxParallel: 1, canary: 1,
@@ -123,6 +124,7 @@ call "$PROXY" "$S/RegisterJob" "$job" >/dev/null
 reg=$(call "$PROXY" "$S/RegisterJob" "$(jq -c '.job.meta = {"smoke": "v1"}' <<<"$job")")
 expect "register a service job through the proxy" '(.evalId // "") != "" and (.deploymentId // "") != ""' "$reg"
 deployment=$(echo "$reg" | jq -r .deploymentId)
+version=$(echo "$reg" | jq -r '.version // 0')
 
 # Batch jobs to page through and delete.
 for i in $(seq 1 12); do
@@ -226,10 +228,19 @@ expect "ack all three in one AckBatch" '([.outcomes[] | select((.code // 0) != 0
   and (.outcomes | length) == 3' "$(call "$PROXY" "$B/AckBatch" "$(jq -c '{acks: .}' <<<"$held")")"
 
 # Place the canary as the scheduler would, report it healthy as the client would, promote.
+# Its node is registered first, ready but ineligible (the worker places nothing
+# on it) and never heartbeating (not watched for missed heartbeats): on a node
+# that does not exist, the worker's next pass (the promotion's evaluation) would
+# stop it as lost, as Nomad's would, and the job would read "pending".
+node="smoke-node-$RUN"
+call "$STATE" "$S/UpsertNode" "$(jq -nc --arg n "$node" --arg dc "smoke-dc-$RUN" '{node: {id: $n,
+  name: $n, datacenter: $dc, status: "NODE_STATUS_READY",
+  schedulingEligibility: "NODE_SCHEDULING_ELIGIBILITY_INELIGIBLE"}}')" >/dev/null
 alloc="smoke-alloc-$RUN"
 call "$STATE" "$S/UpsertAllocations" "$(jq -nc --arg a "$alloc" --arg d "$deployment" \
-  --arg j "smoke-web-$RUN" '{allocations: [{id: $a, namespace: "default", jobId: $j,
-  taskGroup: "web", nodeId: "node-1", deploymentId: $d, desiredStatus: "ALLOC_DESIRED_STATUS_RUN",
+  --arg j "smoke-web-$RUN" --arg n "$node" --argjson v "$version" '{allocations: [{id: $a,
+  namespace: "default", jobId: $j, jobVersion: $v, taskGroup: "web", nodeId: $n,
+  deploymentId: $d, desiredStatus: "ALLOC_DESIRED_STATUS_RUN",
   clientStatus: "ALLOC_CLIENT_STATUS_RUNNING", deploymentStatus: {canary: true}}]}')" >/dev/null
 call "$STATE" "$S/UpdateAllocations" "$(jq -nc --arg a "$alloc" \
   '{updates: [{id: $a, namespace: "default", clientStatus: "ALLOC_CLIENT_STATUS_RUNNING", healthy: true}]}')" >/dev/null

@@ -93,6 +93,13 @@ def test_a_failed_deployment_auto_reverts_to_the_stable_version(cluster: Cluster
             reschedule={"attempts": 0, "unlimited": False}), "1")
         cluster.run_job(good)
         until(lambda: _settled(cluster, "revert", 2, 0), WITHIN, "version 0 healthy")
+        # Its allocations healthy is not yet its deployment successful: until
+        # the watcher writes that (and marks version 0 stable), registering
+        # version 1 cancels the deployment and leaves no stable version to
+        # revert to (Nomad's watcher, as drover's: "no stable job version to
+        # auto revert to"). The revert is of a stable version: wait for it.
+        until(lambda: (d := cluster.deployments_of("revert")) and d[-1].status == SUCCESSFUL
+              and cluster.job("revert").stable, WITHIN, "version 0 stable")
         bad = _version(service("revert", ["conf-rev"], 2, update={
             **UPDATE, "healthy_deadline": "3s", "auto_revert": True},
             reschedule={"attempts": 0, "unlimited": False},
@@ -101,7 +108,9 @@ def test_a_failed_deployment_auto_reverts_to_the_stable_version(cluster: Cluster
         until(lambda: any(d.status == DEP_FAILED for d in cluster.deployments_of("revert")),
               WITHIN, "version 1's deployment failed")
         job = until(lambda: (j := cluster.job("revert")).version == 2 and j,
-                    WITHIN, "the job reverted (version 2)")
+                    WITHIN, "the job reverted (version 2)",
+                    detail=lambda: [d.status_description
+                                    for d in cluster.deployments_of("revert")])
         assert job.task_groups[0].tasks[0].config["v"] == "1"
         assert "sim.outcome" not in job.task_groups[0].meta
         until(lambda: _settled(cluster, "revert", 2, 2), 90, "version 2 (the revert) healthy")

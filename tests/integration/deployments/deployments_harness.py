@@ -80,7 +80,7 @@ async def watchers(etcd_endpoint: str, etcd_prefix: str,
     try:
         yield started
     finally:
-        for w in started:
+        for w in reversed(started):
             await w.close()
 
 

@@ -38,14 +38,15 @@ evaluation), and so do the node planners and the plan applier's unblocking.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, job_pb2
-from drover.coord.kv import Compare, Put
+from drover.coord.kv import Compare, Op, Put
 from drover.state.core import codec
 from drover.state.core.plan import Event, OnPut, WritePlan
 from drover.state.core.rules import within_cap
-from drover.state.core.view import View
+from drover.state.core.view import Found, View
 from drover.state.jobs.core import job_summary
 
 _TERMINAL_DESIRED = frozenset({allocation_pb2.ALLOC_DESIRED_STATUS_STOP,
@@ -72,7 +73,7 @@ def eval_terminal(e: evaluation_pb2.Evaluation) -> bool:
 
 
 def status_of(job: job_pb2.Job, allocs: Iterable[allocation_pb2.Allocation],
-              evals: Iterable[evaluation_pb2.Evaluation]) -> int:
+              evals: Iterable[evaluation_pb2.Evaluation]) -> job_pb2.JobStatus:
     """The job's status (module doc, Nomad's ``getJobStatus``); ``allocs``
     and ``evals`` may be lazy iterables: read only until the answer is known."""
     if job.type == job_pb2.JOB_TYPE_SYSTEM:
@@ -97,17 +98,68 @@ def spec_read(view: View, ns: str, job_id: str, index: int) -> bool:
     return found is not None and found.obj.job_modify_index <= index
 
 
+#: A job, as ``(namespace, id)``.
+Ident = tuple[str, str]
+#: An allocation's client status moving: ``(task group, before, after)``;
+#: ``before`` is None for a new allocation (:func:`.job_summary.count_alloc`).
+Move = tuple[str, int | None, int]
+
+
+@dataclass
+class _Planned:
+    """What a plan writes of the watched kinds, decoded once."""
+
+    #: By kind, every object the plan puts (None: one it deletes).
+    puts: dict[str, dict[Ident, Any]]
+    #: The index of the plan's op that writes a job itself.
+    job_op: dict[Ident, int]
+    #: The jobs to bring up to date, each with its allocations' moves.
+    touched: dict[Ident, list[Move]]
+
+
+@dataclass
+class _Txn:
+    """The plan's compares, ops and events as :func:`follow` extends them."""
+
+    compares: list[Compare]
+    ops: list[Op]
+    events: list[Event]
+
+
 def follow(view: View, plan: WritePlan, keys: codec.KeyCodec, on_put: OnPut | None,
            max_objects: int) -> WritePlan:
     """``plan`` with the status and summary (:mod:`.job_summary`) of every
     job it touches brought up to date (module doc)."""
-    events = plan.events
-    if not any(e.kind in _WATCHED for e in events):
+    if not any(e.kind in _WATCHED for e in plan.events):
         return plan
-    puts: dict[str, dict[tuple[str, str], Any]] = {k: {} for k in _WATCHED}
-    job_op: dict[tuple[str, str], int] = {}
-    touched: dict[tuple[str, str], list[tuple[str, int | None, int]]] = {}
-    for i, e in enumerate(events):
+    planned = _read(view, plan)
+    txn = _Txn(list(plan.compares), list(plan.ops), list(plan.events))
+    changed = False
+    for ident, moves in planned.touched.items():
+        target = _job_to_follow(view, planned, ident, moves)
+        if target is None:
+            continue
+        job, found = target
+        if not _bring_up_to_date(view, planned, ident, job, moves):
+            continue
+        key, value = keys.key(codec.JOBS, *ident), codec.encode(job)
+        if not _write(txn, ident, planned.job_op.get(ident), found, key, value,
+                      evals_only=not moves, max_objects=max_objects):
+            continue
+        if on_put is not None:
+            on_put(key, value, codec.JOBS, ident[0], ident[1], job)
+        changed = True
+    if not changed:
+        return plan
+    return WritePlan(tuple(txn.compares), tuple(txn.ops), tuple(txn.events), plan.respond,
+                     plan.conflict, plan.retry, plan.final_conflict)
+
+
+def _read(view: View, plan: WritePlan) -> _Planned:
+    """The plan's puts and deletes of the watched kinds, the jobs they touch
+    and the client status moves of their allocations."""
+    planned = _Planned({k: {} for k in _WATCHED}, {}, {})
+    for i, e in enumerate(plan.events):
         if e.kind not in _WATCHED:
             continue
         ident = (e.namespace, e.id)
@@ -115,81 +167,93 @@ def follow(view: View, plan: WritePlan, keys: codec.KeyCodec, on_put: OnPut | No
             # Gone for the overlay, but a delete (GC, purge) changes no
             # job's status: a dead batch job stays dead when its
             # allocations are collected.
-            puts[e.kind][ident] = None
+            planned.puts[e.kind][ident] = None
             continue
         value = plan.ops[i].value  # type: ignore[union-attr]
         obj = codec.decode(e.kind, value, 0, 0)
-        puts[e.kind][ident] = obj
+        planned.puts[e.kind][ident] = obj
         if e.kind == codec.JOBS:
-            job_op[ident] = i
-            touched.setdefault(ident, [])
-            continue
-        if e.kind == codec.EVALUATIONS:
+            planned.job_op[ident] = i
+            planned.touched.setdefault(ident, [])
+        elif e.kind == codec.EVALUATIONS:
             if obj.job_id:
-                touched.setdefault((e.namespace, obj.job_id), [])
-            continue
-        moves = touched.setdefault((e.namespace, obj.job_id), [])
-        if e.kind == codec.ALLOCATIONS:
+                planned.touched.setdefault((e.namespace, obj.job_id), [])
+        else:  # an allocation
             old = (view.get(e.kind, e.namespace, e.id)
                    if view.mod(e.kind, e.namespace, e.id) else None)
-            moves.append((obj.task_group, old.obj.client_status if old else None,
-                          obj.client_status))
-    ops, compares, new_events = list(plan.ops), list(plan.compares), list(events)
-    changed = False
-    for (ns, job_id), moves in touched.items():
-        if (ns, job_id) in puts[codec.JOBS] and puts[codec.JOBS][(ns, job_id)] is None:
-            continue  # deleted by this plan
-        at = job_op.get((ns, job_id))
-        found = view.get(codec.JOBS, ns, job_id)
-        if at is not None:
-            job = puts[codec.JOBS][(ns, job_id)]
-            # The summary is this module's alone: carried over every write
-            # of the job (a new version comes from the user's spec).
-            job.ClearField("summary")
-            if found is not None:
-                for name, tg in found.obj.summary.items():
-                    job.summary[name].CopyFrom(tg)
-        elif found is None:
-            continue  # purged: nothing to keep
-        else:
-            job = found.obj
-            if not moves and job.status == job_pb2.JOB_STATUS_RUNNING:
-                continue  # only evaluations changed: they cannot end "running"
-        counted = False
-        for group, before, after in moves:
-            counted = job_summary.count_alloc(job.summary, group, before, after) or counted
-        if at is not None and job.job_modify_index == 0:  # a spec write: "this txn"
-            job_summary.requeue(job)
-        allocs = _current(view, puts[codec.ALLOCATIONS], codec.ALLOCATIONS, ns, job_id)
-        evals = _current(view, puts[codec.EVALUATIONS], codec.EVALUATIONS, ns, job_id)
-        status = status_of(job, allocs, evals)
-        if status == job.status and not counted and at is None:
-            continue
-        job.status = status
-        key = keys.key(codec.JOBS, ns, job_id)
-        value = codec.encode(job)
-        if at is not None:
-            ops[at] = Put(key, value)
-        else:
-            assert found is not None
-            if not moves and len(ops) + 1 > max_objects:
-                # Only evaluations changed (a broker batch filled to the
-                # cap): the status waits for the job's next write.
-                continue
-            # The summary counts transitions: it cannot be left to a later
-            # write, so a request too big to carry its jobs' writes is refused.
-            within_cap(len(ops) + 1, "the write with its jobs' summaries", max_objects)
-            if not any(c.key == key and c.target == "mod" for c in compares):
-                compares.append(Compare(key, "mod", found.mod))
-            ops.append(Put(key, value))
-            new_events.append(Event(codec.JOBS, ns, job_id, "put"))
-        if on_put is not None:
-            on_put(key, value, codec.JOBS, ns, job_id, job)
-        changed = True
-    if not changed:
-        return plan
-    return WritePlan(tuple(compares), tuple(ops), tuple(new_events), plan.respond,
-                     plan.conflict, plan.retry, plan.final_conflict)
+            planned.touched.setdefault((e.namespace, obj.job_id), []).append(
+                (obj.task_group, old.obj.client_status if old else None, obj.client_status))
+    return planned
+
+
+def _job_to_follow(view: View, planned: _Planned, ident: Ident,
+                   moves: list[Move]) -> tuple[job_pb2.Job, Found | None] | None:
+    """The job record to bring up to date -- the plan's own write of it, or
+    the stored one -- with the stored one's revisions; None when there is
+    nothing to follow (deleted or purged, or already running and only
+    evaluations changed)."""
+    jobs = planned.puts[codec.JOBS]
+    if ident in jobs and jobs[ident] is None:
+        return None  # deleted by this plan
+    found = view.get(codec.JOBS, *ident)
+    if ident in planned.job_op:
+        job: job_pb2.Job = jobs[ident]
+        # The summary is this module's alone: carried over every write
+        # of the job (a new version comes from the user's spec).
+        job.ClearField("summary")
+        if found is not None:
+            for name, tg in found.obj.summary.items():
+                job.summary[name].CopyFrom(tg)
+        return job, found
+    if found is None:
+        return None  # purged: nothing to keep
+    if not moves and found.obj.status == job_pb2.JOB_STATUS_RUNNING:
+        return None  # only evaluations changed: they cannot end "running"
+    return found.obj, found
+
+
+def _bring_up_to_date(view: View, planned: _Planned, ident: Ident, job: job_pb2.Job,
+                      moves: list[Move]) -> bool:
+    """Count ``moves`` into ``job``'s summary and set its status (a spec
+    write requeues its groups first); whether the job needs writing."""
+    counted = False
+    for group, before, after in moves:
+        counted = job_summary.count_alloc(job.summary, group, before, after) or counted
+    own_write = ident in planned.job_op
+    if own_write and job.job_modify_index == 0:  # a spec write: "this txn"
+        job_summary.requeue(job)
+    ns, job_id = ident
+    status = status_of(
+        job, _current(view, planned.puts[codec.ALLOCATIONS], codec.ALLOCATIONS, ns, job_id),
+        _current(view, planned.puts[codec.EVALUATIONS], codec.EVALUATIONS, ns, job_id))
+    if status == job.status and not counted and not own_write:
+        return False
+    job.status = status
+    return True
+
+
+def _write(txn: _Txn, ident: Ident, at: int | None, found: Found | None, key: bytes,
+           value: bytes, *, evals_only: bool, max_objects: int) -> bool:
+    """Put the job's new record in ``txn``: over the plan's own write of it
+    (op ``at``), else as one more op compared on the stored record. False
+    when left to the job's next write: only evaluations changed it and the
+    txn is full."""
+    if at is not None:
+        txn.ops[at] = Put(key, value)
+        return True
+    assert found is not None
+    if evals_only and len(txn.ops) + 1 > max_objects:
+        # Only evaluations changed (a broker batch filled to the
+        # cap): the status waits for the job's next write.
+        return False
+    # The summary counts transitions: it cannot be left to a later
+    # write, so a request too big to carry its jobs' writes is refused.
+    within_cap(len(txn.ops) + 1, "the write with its jobs' summaries", max_objects)
+    if not any(c.key == key and c.target == "mod" for c in txn.compares):
+        txn.compares.append(Compare(key, "mod", found.mod))
+    txn.ops.append(Put(key, value))
+    txn.events.append(Event(codec.JOBS, ident[0], ident[1], "put"))
+    return True
 
 
 def _current(view: View, planned: dict[tuple[str, str], Any], kind: str, ns: str,
