@@ -68,6 +68,7 @@ from .plan_size import (
     refused_cap,
 )
 from .planner import Plan, Snapshot, compute_plan
+from .timing import StepTimes
 from .view import ClusterView
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,9 @@ class WorkerConfig:
     seed: int | None = None
     #: Stopping waits this long for the cancelled loop (``drover.tasks``).
     stop_timeout: float = 5.0
+    #: Log the plan steps' running totals (:mod:`.timing`) this often, in
+    #: seconds (0: never).
+    log_plan_timing: float = 0.0
 
 @dataclass
 class WorkerStats:
@@ -115,6 +119,8 @@ class WorkerStats:
     nacked: int = 0
     blocked: int = 0
     acked: list[str] = field(default_factory=list)
+    #: Where the plans' time went (:mod:`.timing`).
+    times: StepTimes = field(default_factory=StepTimes)
 
 class PlanRefused(Exception):
     """The plan kept being stale: give the evaluation back."""
@@ -152,8 +158,20 @@ class Worker:
             async with asyncio.TaskGroup() as loops:
                 for i in range(max(1, self.config.num_schedulers)):
                     loops.create_task(self._schedule(), name=f"worker-scheduler-{i}")
+                if self.config.log_plan_timing > 0:
+                    loops.create_task(self._log_timing(), name="worker-plan-timing")
         finally:
             view.cancel()
+
+    async def _log_timing(self) -> None:
+        """The plan steps' totals every ``log_plan_timing`` seconds, when they moved."""
+        last = ""
+        while True:
+            await asyncio.sleep(self.config.log_plan_timing)
+            line = self.stats.times.line()
+            if line != last:
+                log.info("%s", line)
+                last = line
 
     async def _schedule(self) -> None:
         while True:
@@ -233,12 +251,18 @@ class Worker:
         rounds = 0
         while True:
             index = self.view.index  # what the plan is computed at (nodes may lag)
-            if reads is not None:
-                snap, reads = self._snapshot(ev, await reads), None
-            else:
-                snap = await self.snapshot(ev)
-            plan = compute_plan(snap, rng=self._rng, new_id=lambda: str(uuid.uuid4()),
-                                max_ops=plan_cap(self.max_plan_objects, self.max_plan_entries))
+            times = self.stats.times
+            if reads is None:
+                reads = asyncio.ensure_future(self.read_job(ev))
+            with times.step("read_wait"):
+                got = await reads
+            reads = None
+            with times.step("snapshot"):
+                snap = self._snapshot(ev, got)
+            with times.step("pack"):
+                plan = compute_plan(snap, rng=self._rng, new_id=lambda: str(uuid.uuid4()),
+                                    max_ops=plan_cap(self.max_plan_objects,
+                                                     self.max_plan_entries))
             if plan.empty:
                 return self._follow_ups_with_needs(ev, snap, plan, index)
             try:
@@ -280,7 +304,8 @@ class Worker:
                     return self._follow_ups_with_needs(ev, snap, plan, index)
                 # Capped, all committed: plan the rest now, on a view that
                 # has the committed part (its nodes' usage).
-                await self.view.wait_past(resp.index, within=1.0)
+                with times.step("view_wait"):
+                    await self.view.wait_past(resp.index, within=1.0)
                 continue
             self.stats.partial += 1
             self.stats.refused += sum(len(r.placement_ids) for r in resp.refused)
@@ -303,6 +328,10 @@ class Worker:
         as a delta over the allocations kept from then (:mod:`.job_allocs`);
         a job with more allocations than one answer holds is listed page by
         page."""
+        with self.stats.times.step("read"):
+            return await self._read_job(ev)
+
+    async def _read_job(self, ev: evaluation_pb2.Evaluation) -> JobReads:
         ns = ev.namespace or "default"
         since = self.job_allocs.since(ns, ev.job_id)
         resp = await self.state.GetJobSnapshot(state_pb2.GetJobSnapshotRequest(
@@ -352,14 +381,15 @@ class Worker:
         self.stats.plans += 1
         self.view.reserve(plan.placements)
         try:
-            resp = await self.state.SubmitPlan(state_pb2.SubmitPlanRequest(
-                eval_id=ev.id, namespace=snap.namespace, job_id=snap.job_id,
-                job_index=snap.job.modify_index if snap.job is not None else 0,
-                alloc_indexes={a.id: a.modify_index for a in plan.updates},
-                job_allocs=job_alloc_set(snap.allocs),
-                node_indexes={n: nodes[n].modify_index for n in plan.node_ids()},
-                placements=plan.placements, updates=plan.updates,
-                evaluations=plan.evaluations, eval_token=token), timeout=30)
+            with self.stats.times.step("submit"):
+                resp = await self.state.SubmitPlan(state_pb2.SubmitPlanRequest(
+                    eval_id=ev.id, namespace=snap.namespace, job_id=snap.job_id,
+                    job_index=snap.job.modify_index if snap.job is not None else 0,
+                    alloc_indexes={a.id: a.modify_index for a in plan.updates},
+                    job_allocs=job_alloc_set(snap.allocs),
+                    node_indexes={n: nodes[n].modify_index for n in plan.node_ids()},
+                    placements=plan.placements, updates=plan.updates,
+                    evaluations=plan.evaluations, eval_token=token), timeout=30)
         except BaseException:
             self.view.release(plan.placements)
             raise
