@@ -252,13 +252,15 @@ class Worker:
         while True:
             index = self.view.index  # what the plan is computed at (nodes may lag)
             times = self.stats.times
-            if reads is None:
-                reads = asyncio.ensure_future(self.read_job(ev))
-            with times.step("read_wait"):
-                got = await reads
-            reads = None
-            with times.step("snapshot"):
-                snap = self._snapshot(ev, got)
+            if reads is not None:
+                with times.step("read_wait"):
+                    got = await reads
+                reads = None
+                with times.step("snapshot"):
+                    snap = self._snapshot(ev, got)
+            else:  # a later round: read now, all of it on the path
+                with times.step("read_wait"):
+                    snap = await self.snapshot(ev)
             with times.step("pack"):
                 plan = compute_plan(snap, rng=self._rng, new_id=lambda: str(uuid.uuid4()),
                                     max_ops=plan_cap(self.max_plan_objects,

@@ -3,7 +3,8 @@
 The steps, in the order an evaluation takes them: ``read`` (its job's
 GetJobSnapshot round trip and the delta merge; it runs ahead of the
 evaluation before, so only ``read_wait`` is on the path), ``read_wait`` (the
-evaluation waiting for its reads), ``snapshot`` (the view's nodes and usage
+evaluation waiting for its reads; a later round of one evaluation reads on
+the path, its view copy included), ``snapshot`` (the view's nodes and usage
 copied for the planner), ``pack`` (the planner: :func:`compute_plan`),
 ``submit`` (the SubmitPlan round trip) and ``view_wait`` (waiting for the
 view to reach a committed plan's index before the next round). A benchmark
