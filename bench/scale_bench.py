@@ -1015,6 +1015,9 @@ def main() -> None:
                    help="--liveness: seconds watched for nodes marked down after the new "
                         "broker leader serves (default: min TTL + grace + 10, at least 30)")
     args = p.parse_args()
+    # A SIGTERM (kill, a timeout) ends the run through its cleanup: the
+    # suite, the sim and the workers stopped, not left running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.c1m:
         args.nodes, args.jobs, args.count = 5000, 1000, 1000
     if args.poll is None:

@@ -3,8 +3,14 @@ this module is its ingesting half (sessions, streams, tracking, timers,
 manual calls), :mod:`.results` its writing half.
 
 Leader only: a :class:`~drover.coord.LeaderComponent`. ``establish`` starts a
-*session* for the term and returns once it has restored; ``revoke`` cancels
-everything (bounded) and fails calls still waiting for a write.
+*session* for the term and returns once it has listed the active
+deployments (step 2 below, the barrier), not once it has tracked them all:
+restoring a million allocations' deployments takes longer than any
+establish deadline, and a term given up for it would only start the same
+restore on another replica (Nomad's watcher, too, loads its deployments
+after leadership is established). Manual operations wait for the restore
+(``ready``); ``revoke`` cancels everything (bounded) and fails calls still
+waiting for a write.
 
 A session (the Nomad #10756 lesson, by construction):
 
@@ -119,9 +125,9 @@ class WatcherLeader:
             # whether the lease is provably alive (and is fenced besides).
             term.spawn(self.gc.loop(term.fence, self._gc_may_act(term)), name="gc")
         async with asyncio.timeout(self.config.restore_timeout):
-            await run.ready.wait()
-        log.info("deployment watcher leading (term %d): %d deployments restored",
-                 term.revision, len(run.manager.tracked()))
+            await run.listed.wait()
+        log.info("deployment watcher leading (term %d): %d active deployments to restore",
+                 term.revision, len(run.stored))
 
     async def revoke(self) -> None:
         self.guard.disable()
@@ -158,6 +164,7 @@ class WatcherLeader:
                 await self._session(run)
             except Exception as err:  # a stream or read failed: rebuild from state
                 log.warning("deployment watcher resyncing after: %r", err)
+            run.listed.clear()
             run.ready.clear()
             run.manager.clear()
             run.tracking.clear()
@@ -174,6 +181,7 @@ class WatcherLeader:
             run.stored = {d.id: d for d in listed}
             for d in listed:
                 run.tracking[d.id] = []
+            run.listed.set()
             async with asyncio.TaskGroup() as tg:
                 run.tg = tg
                 tg.create_task(self._pump_deployments(run, deployments))
@@ -196,6 +204,8 @@ class WatcherLeader:
         await asyncio.gather(*(one(i) for i in ids))
         run.ready.set()
         run.kick.set()
+        log.info("deployment watcher (term %d): %d deployments restored",
+                 run.term.revision, len(run.manager.tracked()))
 
     async def _track(self, run: Session, deployment_id: str) -> None:
         """Read what a new watcher needs, then replay what arrived meanwhile."""
