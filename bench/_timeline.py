@@ -7,8 +7,11 @@ of every process of the suite (from /proc), etcd's database size (its own
 ``etcd_mvcc_db_total_size_in_bytes``) and what a user waits for the first
 page of ``drover job list`` and ``drover alloc list`` (ListJobs and
 ListAllocations of one page through the proxy, timed), and during the
-rolling update the new version's healthy allocations. The phase a sample
-belongs to is whatever the run last :meth:`mark`-ed.
+rolling update the new version's healthy allocations, the machine's load
+average and its available memory. The phase a sample belongs to is whatever
+the run last :meth:`mark`-ed. Below ``min_available`` bytes of available
+memory the timeline says so (:meth:`check` raises): a run that would push
+the machine into swap or the OOM killer stops first.
 
 :func:`plot` draws placed and running over time (matplotlib, when
 installed): a curve says more than a number about where a run slows down.
@@ -16,6 +19,7 @@ installed): a curve says more than a number about where a run slows down.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -41,6 +45,18 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def mem_available() -> int:
+    """The machine's available memory (MemAvailable), in bytes."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+class LowMemory(RuntimeError):
+    """The machine's available memory fell below the run's floor."""
+
+
 def metric(url: str, name: str) -> float:
     """The sum of the samples of one Prometheus metric (0.0 when absent)."""
     text = urllib.request.urlopen(url, timeout=5).read().decode()
@@ -54,8 +70,10 @@ class Timeline:
 
     def __init__(self, stub: Any, pids: Callable[[], dict[str, int]],
                  counts: Callable[[], dict[str, int]], etcd_metrics: str,
-                 period: float = 2.0) -> None:
+                 period: float = 2.0, min_available: int = 0) -> None:
         self._stub, self._pids, self._counts = stub, pids, counts
+        self._min_available = min_available
+        self.low_memory: str | None = None
         self._etcd_metrics, self._period = etcd_metrics, period
         self._t0 = time.monotonic()
         self._phase = "start"
@@ -71,6 +89,11 @@ class Timeline:
 
     def mark(self, phase: str) -> None:
         self._phase = phase
+
+    def check(self) -> None:
+        """Raise :class:`LowMemory` once a sample saw less than the floor."""
+        if self.low_memory:
+            raise LowMemory(self.low_memory)
 
     def stop(self) -> None:
         self._stop.set()
@@ -94,6 +117,11 @@ class Timeline:
         self._stub.ListAllocations(state_pb2.ListAllocationsRequest(
             namespace="*", page_size=FIRST_PAGE), timeout=60)
         done = time.perf_counter()
+        available = mem_available()
+        if available < self._min_available and not self.low_memory:
+            self.low_memory = (f"{available / 2**30:.1f} GiB of memory available at "
+                               f"t={t}s, under the floor of "
+                               f"{self._min_available / 2**30:.1f} GiB: run stopped")
         return {
             "t": t, "phase": self._phase, **counts,
             "rss": {name: rss_bytes(pid) for name, pid in self._pids().items()},
@@ -101,6 +129,8 @@ class Timeline:
                                         "etcd_mvcc_db_total_size_in_bytes")),
             "job_list_first_page_ms": round(1000 * (t_allocs - t_jobs), 1),
             "alloc_list_first_page_ms": round(1000 * (done - t_allocs), 1),
+            "load_avg_1m": round(os.getloadavg()[0], 2),
+            "mem_available_bytes": available,
         }
 
     def rss_per_alloc(self, allocs: int) -> dict[str, float]:
@@ -126,6 +156,8 @@ class Timeline:
             "samples": len(ok), "sample_errors": len(self.samples) - len(ok),
             "rss_peak_bytes": peak,
             "etcd_db_peak_bytes": max((s["etcd_db_bytes"] for s in ok), default=0),
+            "load_avg_1m": spread("load_avg_1m"),
+            "mem_available_min_bytes": min((s["mem_available_bytes"] for s in ok), default=0),
             "job_list_first_page_ms": spread("job_list_first_page_ms"),
             "alloc_list_first_page_ms": spread("alloc_list_first_page_ms"),
         }

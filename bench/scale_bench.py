@@ -100,6 +100,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import re
@@ -110,10 +111,12 @@ import tempfile
 import time
 import urllib.request
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import _plan_steps
 import grpc
 from _timeline import Timeline, plot
 from aetcd import rpc as etcd_rpc
@@ -125,7 +128,7 @@ from drover.config import EtcdSettings
 from drover.coord import EtcdKV, Keyspace, connect
 from drover.coord.kv import Delete, Put, objects_per_txn, prefix_end
 from drover.dev.ports import wait_for_port
-from drover.dev.supervisor import DEFAULT_REPLICAS, DEV_MAX_TXN_OPS, free_layout
+from drover.dev.supervisor import DEFAULT_REPLICAS, DEV_MAX_TXN_OPS, DevLayout, free_layout
 from drover.dev.workers import WORKERS, worker_program
 from drover.state.config import LivenessConfig
 from drover.state.core import codec
@@ -134,11 +137,20 @@ from drover.state.nodes.core.liveness import lease_seconds, rate_scaled_ttl
 CLI = [sys.executable, "-m", "drover.cli.main"]
 TICKS = os.sysconf("SC_CLK_TCK")
 #: How often the first phase reads the jobs' summaries: the resolution of
-#: first_placed_s and first_running_s, at one small ListJobs per poll.
+#: first_placed_s and first_running_s, at one small ListJobs per poll
+#: (``--poll``; --c1m's 1,000 jobs a second apart: each poll lists them all).
 SUMMARY_POLL = 0.2
+C1M_POLL = 1.0
 #: Where the etcd baseline writes its records: outside the suite's root
 #: (/drover), so no drover watch sees them (raw etcd, as the issue asks).
 BASELINE_ROOT = "/bench-etcd"
+#: Seconds between the worker's plan-timing log lines (its running totals).
+PLAN_TIMING_EVERY = 2.0
+#: The etcd of a scale run: its database's quota (etcd's default, 2 GiB, is
+#: less than a million allocations of two versions and their history take)
+#: and its auto-compaction retention (the run's history is not kept for an hour).
+ETCD_QUOTA_GIB = 8.0
+ETCD_COMPACTION_RETENTION = "3m"
 #: --liveness: how often the failover and kill phases list the nodes.
 NODE_POLL = 0.5
 #: --liveness: a killed node is late past kill + its bound + this (the
@@ -236,19 +248,51 @@ def _job(i: int, count: int, image: str, max_parallel: int, min_healthy: float,
     return j
 
 
-def _wait_deployed(stub: Any, dep_ids: list[str], within: float, since: float) -> float:
-    """Until every deployment is successful; seconds from ``since`` (monotonic)."""
+def _no_check() -> None:
+    pass
+
+
+#: The bench's own reads that failed and were tried again, by status code: a
+#: loaded machine's etcd stalls for seconds (the proxy then knows no state
+#: replica for a moment); a long run waits it out rather than ending.
+RETRIED: dict[str, int] = {}
+RETRY_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+#: How long one read keeps being tried before its error ends the run.
+RETRY_FOR = 300.0
+
+
+def _retrying(call: Callable[[], Any], codes: tuple[grpc.StatusCode, ...] = RETRY_CODES) -> Any:
+    """``call()``, tried again a second later while it fails with one of
+    ``codes`` (counted in :data:`RETRIED`), for at most :data:`RETRY_FOR` s."""
+    t0 = time.monotonic()
+    while True:
+        try:
+            return call()
+        except grpc.RpcError as e:
+            code = e.code()  # type: ignore[attr-defined]
+            if code not in codes or time.monotonic() - t0 > RETRY_FOR:
+                raise
+            RETRIED[code.name] = RETRIED.get(code.name, 0) + 1
+            time.sleep(1.0)
+
+
+def _wait_deployed(stub: Any, dep_ids: list[str], within: float, since: float,
+                   check: Callable[[], None] = _no_check) -> float:
+    """Until every deployment is successful; seconds from ``since``
+    (monotonic). ``check`` raises to stop waiting (the memory floor)."""
     t0 = time.monotonic()
     pending = set(dep_ids)
     while pending:
+        check()
         if time.monotonic() - t0 > within:
             raise TimeoutError(f"{len(pending)} deployments not successful in {within}s")
         time.sleep(0.5)
         token = ""
         while True:
-            resp = stub.ListDeployments(state_pb2.ListDeploymentsRequest(
+            page = state_pb2.ListDeploymentsRequest(
                 namespace="*", page_size=1000, page_token=token,
-                filter='status == "successful" || status == "failed"'), timeout=60)
+                filter='status == "successful" || status == "failed"')
+            resp = _retrying(functools.partial(stub.ListDeployments, page, timeout=60))
             for d in resp.deployments:
                 if d.id in pending:
                     if d.status == deployment_pb2.DEPLOYMENT_STATUS_FAILED:
@@ -296,14 +340,15 @@ def _progress(stub: Any, count: int) -> dict[str, int]:
             return {"placed": placed, "running": running, "updated": updated}
 
 
-def _wait_placed_and_running(stub: Any, args: argparse.Namespace,
-                             since: float) -> tuple[float, float]:
+def _wait_placed_and_running(stub: Any, args: argparse.Namespace, since: float,
+                             check: Callable[[], None] = _no_check) -> tuple[float, float]:
     """Seconds from ``since`` (monotonic) until every allocation of the
     bench's jobs exists, and until every one of them runs."""
     total = args.jobs * args.count
     placed_s: float | None = None
     while True:
-        placed, running = _placed_and_running(stub, args.count)
+        check()
+        placed, running = _retrying(lambda: _placed_and_running(stub, args.count))
         elapsed = time.monotonic() - since
         if placed_s is None and placed >= total:
             placed_s = elapsed
@@ -312,7 +357,7 @@ def _wait_placed_and_running(stub: Any, args: argparse.Namespace,
         if elapsed > args.timeout:
             raise TimeoutError(f"{placed} placed and {running} running of {total} "
                                f"allocations in {args.timeout}s")
-        time.sleep(SUMMARY_POLL)
+        time.sleep(args.poll)
 
 
 def _register(stub: Any, args: argparse.Namespace, image: str) -> list[str]:
@@ -320,8 +365,11 @@ def _register(stub: Any, args: argparse.Namespace, image: str) -> list[str]:
     users or pipelines submit at once); their deployment ids, in job order."""
     def one(i: int) -> str:
         job = _job(i, args.count, image, args.max_parallel, args.min_healthy)
-        return str(stub.RegisterJob(state_pb2.RegisterJobRequest(job=job),
-                                    timeout=60).deployment_id)
+        # UNAVAILABLE only: the proxy had no replica to send it to, so
+        # nothing was registered (a deadline could have registered it).
+        return str(_retrying(lambda: stub.RegisterJob(state_pb2.RegisterJobRequest(job=job),
+                                                      timeout=60),
+                             (grpc.StatusCode.UNAVAILABLE,)).deployment_id)
     with ThreadPoolExecutor(max_workers=args.register_in_flight) as pool:
         return list(pool.map(one, range(args.jobs)))
 
@@ -364,12 +412,38 @@ def _worker_flags(num_schedulers: int | None) -> tuple[list[str], int | None]:
     flags: list[str] = []
     if "--max-txn-ops" in usage:
         flags += ["--max-txn-ops", str(DEV_MAX_TXN_OPS)]
+    if "--log-plan-timing" in usage:  # where a plan's time goes (:mod:`_plan_steps`)
+        flags += ["--log-plan-timing", str(PLAN_TIMING_EVERY)]
     if num_schedulers is None:
         return flags, None
     if "--num-schedulers" in usage:
         return [*flags, "--num-schedulers", str(num_schedulers)], num_schedulers
     print("scale_bench: `drover worker` has no --num-schedulers flag; left out", file=sys.stderr)
     return flags, None
+
+
+def _dev_command(args: argparse.Namespace, offset: int) -> list[str]:
+    """`drover dev` with no nodes, its etcd's compaction retention and its
+    database quota as asked (``--etcd-compaction-retention``,
+    ``--etcd-quota-gib``); a flag `drover dev` does not have (an older tree)
+    is left out, with a warning."""
+    usage = subprocess.run([*CLI, "dev", "--help"], capture_output=True, text=True,
+                           check=True).stdout
+    cmd = [*CLI, "dev", "--port-offset", str(offset), "--nodes", "0"]
+    for flag, value in (("--etcd-compaction-retention", args.etcd_compaction_retention),
+                        ("--etcd-quota-backend-bytes", str(int(args.etcd_quota_gib * 2**30)))):
+        if flag in usage:
+            cmd += [flag, value]
+        else:
+            print(f"scale_bench: `drover dev` has no {flag} flag; left out", file=sys.stderr)
+    return cmd
+
+
+def _layout(args: argparse.Namespace) -> tuple[int, Any]:
+    """The dev suite's port offset and layout: ``--port-offset``, or a free one."""
+    if args.port_offset is None:
+        return free_layout()
+    return args.port_offset, DevLayout().shifted(args.port_offset)
 
 
 def _real_allocation(stub: Any) -> allocation_pb2.Allocation:
@@ -471,10 +545,10 @@ def _idle(pids: dict[str, int], workers: list[subprocess.Popen[bytes]],
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    offset, lay = free_layout()
+    offset, lay = _layout(args)
     log = tempfile.NamedTemporaryFile("w", prefix="scale-bench-", suffix=".log", delete=False)
-    dev = subprocess.Popen([*CLI, "dev", "--port-offset", str(offset), "--nodes", "0"],
-                           stdout=log, stderr=subprocess.STDOUT)
+    print(f"scale_bench: the suite's log: {log.name}", file=sys.stderr)
+    dev = subprocess.Popen(_dev_command(args, offset), stdout=log, stderr=subprocess.STDOUT)
     children: list[subprocess.Popen[bytes]] = []
     try:
         assert wait_for_port(lay.host, lay.proxy, 60), "dev suite did not start"
@@ -497,9 +571,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         register_nodes = time.monotonic() - t_nodes
         # Heartbeats every 60 s keep 1,000 nodes cheap; no TTL to match.
         flags, schedulers = _worker_flags(args.num_schedulers)
+        worker_logs = [Path(f"{log.name}.worker-{i}") for i in range(args.workers)]
         workers = [subprocess.Popen([*worker_program(args.worker), "--seed", str(i), *flags],
-                                    env=env, stdout=log,
-                                    stderr=subprocess.STDOUT) for i in range(args.workers)]
+                                    env=env, stdout=wlog.open("w"),
+                                    stderr=subprocess.STDOUT)
+                   for i, wlog in enumerate(worker_logs)]
         children.extend(workers)
         placements = args.jobs * args.count
         pids = _service_pids(dev.pid)
@@ -509,27 +585,40 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         procs = {**pids, "sim": children[0].pid,
                  **{f"worker-{i}": w.pid for i, w in enumerate(workers)}}
         timeline = Timeline(stub, lambda: procs, lambda: _progress(stub, args.count),
-                            etcd_metrics, period=args.sample_every).start()
+                            etcd_metrics, period=args.sample_every,
+                            min_available=int(args.min_available_gib * 2**30)).start()
+        load_before = os.getloadavg()
+
+        def steps() -> dict[str, list[float]]:
+            # a PLAN_TIMING_EVERY for the worker's last totals to be logged
+            time.sleep(PLAN_TIMING_EVERY + 0.5)
+            return _plan_steps.read(worker_logs, state_metrics, etcd_metrics)
         first_cpu = _CpuMeter(pids, workers, children[0])
         first_methods = _by_method(state_metrics)
+        steps_0 = steps()
         t_register = time.monotonic()
         first_deps = _register(stub, args, "v0")
         registered = time.monotonic()
-        placed_s, running_s = _wait_placed_and_running(stub, args, since=t_register)
+        placed_s, running_s = _wait_placed_and_running(stub, args, since=t_register,
+                                                       check=timeline.check)
         first_phase = {"cpu_s": first_cpu.used(),
-                       "state_calls_by_method": _methods_since(state_metrics, first_methods)}
+                       "state_calls_by_method": _methods_since(state_metrics, first_methods),
+                       "plan_steps": _plan_steps.between(steps_0, steps())}
         # From the last RegisterJob, as before the first phase was split.
-        first = _wait_deployed(stub, first_deps, args.timeout, since=registered)
+        first = _wait_deployed(stub, first_deps, args.timeout, since=registered,
+                               check=timeline.check)
 
         watchers_before = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_watcher_total")
         calls_before = _metric_sum(state_metrics, r"rpc_server_call_duration.*_count")
         methods_before = _by_method(state_metrics)
+        steps_1 = steps()
         second_cpu = _CpuMeter(pids, workers, children[0])
         timeline.mark("update")
         t0 = time.monotonic()
         deps = _register(stub, args, "v1")
-        _wait_deployed(stub, deps, args.timeout, since=t0)
+        _wait_deployed(stub, deps, args.timeout, since=t0, check=timeline.check)
         wall = time.monotonic() - t0  # from the first `job run` to the last success
+        update_steps = _plan_steps.between(steps_1, steps())
         calls = _metric_sum(state_metrics, r"rpc_server_call_duration.*_count") - calls_before
         methods = _methods_since(state_metrics, methods_before)
         watchers_after = _metric_sum(etcd_metrics, r"^etcd_debugging_mvcc_watcher_total")
@@ -539,10 +628,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         timeline.stop()
         # After the drover phases, so its load disturbs neither of them.
         baseline = asyncio.run(_etcd_baseline(
-            f"{lay.host}:{lay.etcd_client}", _real_allocation(stub), placements,
+            f"{lay.host}:{lay.etcd_client}", _retrying(lambda: _real_allocation(stub)), placements,
             args.etcd_in_flight))
         return {
             "nodes": args.nodes, "jobs": args.jobs, "count": args.count,
+            "reads_retried": dict(RETRIED),
+            "summary_poll_s": args.poll, "etcd_quota_gib": args.etcd_quota_gib,
+            "etcd_compaction_retention": args.etcd_compaction_retention,
+            "load_avg_before": [round(x, 2) for x in load_before],
+            "load_avg_after": [round(x, 2) for x in os.getloadavg()],
             "max_parallel": args.max_parallel, "min_healthy_s": args.min_healthy,
             "workers": args.workers, "worker": args.worker, "schedulers": schedulers,
             "cpus": os.cpu_count(),
@@ -562,6 +656,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "state_calls_per_s": round(calls / wall, 1),
             # per method: [calls, seconds spent serving them] in the measured phase
             "state_calls_by_method": methods,
+            # where a plan's time goes in the update (:mod:`_plan_steps`)
+            "plan_steps": update_steps,
             # until every first-phase allocation runs: CPU seconds and state calls
             "first_phase": first_phase,
             "etcd_watchers_before": watchers_before, "etcd_watchers_after": watchers_after,
@@ -736,7 +832,7 @@ def _kill_all(stub: Any, sim: subprocess.Popen[bytes], etcd: str,
 
 
 def liveness(args: argparse.Namespace) -> dict[str, Any]:
-    offset, lay = free_layout()
+    offset, lay = _layout(args)
     log = tempfile.NamedTemporaryFile("w", prefix="liveness-bench-", suffix=".log", delete=False)
     dev = subprocess.Popen([*CLI, "dev", "--port-offset", str(offset), "--nodes", "0"],
                            stdout=log, stderr=subprocess.STDOUT)
@@ -894,6 +990,18 @@ def main() -> None:
                    help="seconds the idle cluster is measured after the run")
     p.add_argument("--plot", type=Path, default=None,
                    help="write placed/running over time to this PNG (needs matplotlib)")
+    p.add_argument("--poll", type=float, default=None,
+                   help=f"seconds between the first phase's reads of the jobs' summaries "
+                        f"(default: {SUMMARY_POLL}, {C1M_POLL} with --c1m)")
+    p.add_argument("--port-offset", type=int, default=None,
+                   help="the dev suite's --port-offset (default: a free one at random)")
+    p.add_argument("--etcd-quota-gib", type=float, default=ETCD_QUOTA_GIB,
+                   help="etcd's --quota-backend-bytes, in GiB (etcd's default 2 GiB is "
+                        "too small for --c1m)")
+    p.add_argument("--etcd-compaction-retention", default=ETCD_COMPACTION_RETENTION,
+                   help="etcd's periodic auto-compaction retention in the run")
+    p.add_argument("--min-available-gib", type=float, default=4.0,
+                   help="stop the run when the machine's available memory falls below this")
     p.add_argument("--liveness", action="store_true",
                    help="measure idle nodes' liveness cost instead (no jobs)")
     p.add_argument("--idle", type=float, default=60.0,
@@ -907,8 +1015,13 @@ def main() -> None:
                    help="--liveness: seconds watched for nodes marked down after the new "
                         "broker leader serves (default: min TTL + grace + 10, at least 30)")
     args = p.parse_args()
+    # A SIGTERM (kill, a timeout) ends the run through its cleanup: the
+    # suite, the sim and the workers stopped, not left running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.c1m:
         args.nodes, args.jobs, args.count = 5000, 1000, 1000
+    if args.poll is None:
+        args.poll = C1M_POLL if args.c1m else SUMMARY_POLL
     out = liveness(args) if args.liveness else run(args)
     if args.plot is not None and not args.liveness:
         label = f"{args.jobs} jobs x {args.count} on {args.nodes} nodes"

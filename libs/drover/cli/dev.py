@@ -37,11 +37,15 @@ from drover.dev.workers import WORKERS, WorkerNotBuilt, worker_program
 @click.option("--etcd-compaction-retention", default=COMPACTION_RETENTION, show_default=True,
               help="etcd's periodic auto-compaction keeps this much history (as the "
                    "manifests: a Subscribe resumes from an index within it)")
+@click.option("--etcd-quota-backend-bytes", default=0, type=click.IntRange(0),
+              help="etcd's --quota-backend-bytes, its database's size limit (0: etcd's "
+                   "default, 2 GiB); a large benchmark raises it")
 @click.option("--acl", is_flag=True, envvar="DROVER_ACL",
               help="enforce access control on every service; the suite bootstraps and prints "
                    "a management token (kept in <data-dir>/acl-tokens.json)")
 def dev(data_dir: str | None, port_offset: int, etcd_members: int, replicas: int | None,
-        nodes: int, worker: str, etcd_compaction_retention: str, acl: bool) -> None:
+        nodes: int, worker: str, etcd_compaction_retention: str, etcd_quota_backend_bytes: int,
+        acl: bool) -> None:
     """Run etcd and the state, broker, deployments and proxy services locally,
     plus a scheduler worker and simulated nodes so jobs roll out unattended.
 
@@ -60,7 +64,8 @@ def dev(data_dir: str | None, port_offset: int, etcd_members: int, replicas: int
     counts = dict(DEFAULT_REPLICAS) if replicas is None else dict.fromkeys(SERVICES, replicas)
     sup = Supervisor(layout=DevLayout().shifted(port_offset), data_dir=data_dir, log=click.echo,
                      etcd_members=etcd_members, nodes=nodes, acl=acl, replicas=counts,
-                     worker=worker, compaction_retention=etcd_compaction_retention)
+                     worker=worker, compaction_retention=etcd_compaction_retention,
+                     quota_backend_bytes=etcd_quota_backend_bytes)
     code = 0
     try:
         sup.start()

@@ -52,13 +52,17 @@ async def _until_signal(main: asyncio.Future[Any], *, within: float) -> None:
 @click.option("--batch", default=16, show_default=True, type=click.IntRange(1, 256),
               help="evaluations per Dequeue")
 @click.option("--seed", default=None, type=int, help="seed of the placement shuffle")
+@click.option("--log-plan-timing", default=0.0, type=click.FloatRange(0),
+              help="log where the plans' time went (seconds per step, running totals) "
+              "every this many seconds (0: never)")
 @token_tls_options
 def worker(address: str, schedulers: tuple[str, ...], num_schedulers: int | None,
-           max_txn_ops: int, batch: int, seed: int | None) -> None:
+           max_txn_ops: int, batch: int, seed: int | None, log_plan_timing: float) -> None:
     """Run the reference scheduler worker: dequeue, plan, submit, ack."""
     logging.basicConfig(level=logging.INFO, format="worker %(levelname)s %(message)s")
     cfg = WorkerConfig(schedulers=schedulers, batch=batch, seed=seed, max_txn_ops=max_txn_ops,
-                       num_schedulers=num_schedulers or default_num_schedulers())
+                       num_schedulers=num_schedulers or default_num_schedulers(),
+                       log_plan_timing=log_plan_timing)
     token, tls = token_and_tls()
 
     async def main() -> None:

@@ -192,6 +192,8 @@ class Supervisor:
     #: etcd's periodic auto-compaction retention, as the manifests set it
     #: (deploy/k8s/base/etcd.yaml): a Subscribe resumes from an index within it.
     compaction_retention: str = COMPACTION_RETENTION
+    #: etcd's --quota-backend-bytes (0: etcd's default, 2 GiB).
+    quota_backend_bytes: int = 0
     backoff: Backoff = field(default_factory=Backoff)
     clock: Callable[[], float] = time.monotonic
     specs: dict[str, ChildSpec] = field(default_factory=dict)
@@ -227,7 +229,9 @@ class Supervisor:
             name="drover-dev" if n == 1 else f"drover-dev-{i}",
             extra_args=("--max-txn-ops", str(DEV_MAX_TXN_OPS),
                         "--auto-compaction-mode", "periodic",
-                        "--auto-compaction-retention", self.compaction_retention),
+                        "--auto-compaction-retention", self.compaction_retention,
+                        *(("--quota-backend-bytes", str(self.quota_backend_bytes))
+                          if self.quota_backend_bytes else ())),
         ) for i in range(n)]
         self.cluster = EtcdCluster(members=members).start()
         self.etcd = members[0]

@@ -70,6 +70,7 @@ from .plan_size import (
     refused_cap,
 )
 from .planner import compute_plan
+from .timing import StepTimes
 from .view import ClusterView
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,9 @@ class WorkerConfig:
     seed: int | None = None
     #: Stopping waits this long for the cancelled loop (``drover.tasks``).
     stop_timeout: float = 5.0
+    #: Log the plan steps' running totals (:mod:`.timing`) this often, in
+    #: seconds (0: never).
+    log_plan_timing: float = 0.0
 
 @dataclass
 class WorkerStats:
@@ -118,6 +122,8 @@ class WorkerStats:
     nacked: int = 0
     blocked: int = 0
     acked: list[str] = field(default_factory=list)
+    #: Where the plans' time went (:mod:`.timing`).
+    times: StepTimes = field(default_factory=StepTimes)
 
 class PlanRefused(Exception):
     """The plan kept being stale: give the evaluation back."""
@@ -155,8 +161,20 @@ class Worker:
             async with asyncio.TaskGroup() as loops:
                 for i in range(max(1, self.config.num_schedulers)):
                     loops.create_task(self._schedule(), name=f"worker-scheduler-{i}")
+                if self.config.log_plan_timing > 0:
+                    loops.create_task(self._log_timing(), name="worker-plan-timing")
         finally:
             view.cancel()
+
+    async def _log_timing(self) -> None:
+        """The plan steps' totals every ``log_plan_timing`` seconds, when they moved."""
+        last = ""
+        while True:
+            await asyncio.sleep(self.config.log_plan_timing)
+            line = self.stats.times.line()
+            if line != last:
+                log.info("%s", line)
+                last = line
 
     async def _schedule(self) -> None:
         while True:
@@ -235,12 +253,20 @@ class Worker:
         stale = rounds = 0
         while True:
             index = self.view.index  # what the plan is computed at (nodes may lag)
+            times = self.stats.times
             if reads is not None:
-                snap, reads = self._snapshot(ev, await reads), None
-            else:
-                snap = await self.snapshot(ev)
-            plan = compute_plan(snap, rng=self._rng, new_id=_new_id,
-                                max_ops=plan_cap(self.max_plan_objects, self.max_plan_entries))
+                with times.step("read_wait"):
+                    got = await reads
+                reads = None
+                with times.step("snapshot"):
+                    snap = self._snapshot(ev, got)
+            else:  # a later round: read now, all of it on the path
+                with times.step("read_wait"):
+                    snap = await self.snapshot(ev)
+            with times.step("pack"):
+                plan = compute_plan(snap, rng=self._rng, new_id=_new_id,
+                                    max_ops=plan_cap(self.max_plan_objects,
+                                                     self.max_plan_entries))
             if plan.empty:
                 return self._follow_ups(ev, snap, plan, index)
             try:
@@ -254,7 +280,8 @@ class Worker:
                     return self._follow_ups(ev, snap, plan, index)
                 # Capped, all committed: plan the rest now, on a view that
                 # has the committed part (its nodes' usage).
-                await self.view.wait_past(resp.index, within=1.0)
+                with times.step("view_wait"):
+                    await self.view.wait_past(resp.index, within=1.0)
                 continue
             if not await self._partial(ev, resp, partial):
                 self.stats.blocked += 1
@@ -316,9 +343,9 @@ class Worker:
         return self._snapshot(ev, await self.read_job(ev))
 
     async def read_job(self, ev: evaluation_pb2.Evaluation) -> JobReads:
-        """The evaluation's job, its versions, deployment and allocations
-        (:mod:`.job_reads`)."""
-        return await read_job(self.state, self.job_allocs, ev)
+        """The evaluation's job, versions, deployment, allocations (:mod:`.job_reads`)."""
+        with self.stats.times.step("read"):
+            return await read_job(self.state, self.job_allocs, ev)
 
     def _snapshot(self, ev: evaluation_pb2.Evaluation, reads: JobReads) -> Snapshot:
         """The job's reads and the view's nodes and usage as they are now."""
@@ -338,14 +365,15 @@ class Worker:
         self.stats.plans += 1
         self.view.reserve(plan.placements)
         try:
-            resp = await self.state.SubmitPlan(state_pb2.SubmitPlanRequest(
-                eval_id=ev.id, namespace=snap.namespace, job_id=snap.job_id,
-                job_index=snap.job.modify_index if snap.job is not None else 0,
-                alloc_indexes={a.id: a.modify_index for a in plan.updates},
-                job_allocs=job_alloc_set(snap.allocs),
-                node_indexes={n: nodes[n].modify_index for n in plan.node_ids()},
-                placements=plan.placements, updates=plan.updates,
-                evaluations=plan.evaluations, eval_token=token), timeout=30)
+            with self.stats.times.step("submit"):
+                resp = await self.state.SubmitPlan(state_pb2.SubmitPlanRequest(
+                    eval_id=ev.id, namespace=snap.namespace, job_id=snap.job_id,
+                    job_index=snap.job.modify_index if snap.job is not None else 0,
+                    alloc_indexes={a.id: a.modify_index for a in plan.updates},
+                    job_allocs=job_alloc_set(snap.allocs),
+                    node_indexes={n: nodes[n].modify_index for n in plan.node_ids()},
+                    placements=plan.placements, updates=plan.updates,
+                    evaluations=plan.evaluations, eval_token=token), timeout=30)
         except BaseException:
             self.view.release(plan.placements)
             raise

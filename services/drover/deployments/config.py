@@ -62,6 +62,8 @@ class GcConfig:
 @dataclass(frozen=True)
 class LeaderConfig:
     batcher: BatcherConfig = field(default_factory=BatcherConfig)
+    #: How long establishing a term may take to list the active deployments
+    #: (the barrier read; their restore goes on after it: leader.py)
     restore_timeout: float = 8.0
     track_concurrency: int = 16
     resync_backoff: float = 0.5

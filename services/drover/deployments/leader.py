@@ -3,23 +3,24 @@ this module is its ingesting half (sessions, streams, tracking, timers,
 manual calls), :mod:`.results` its writing half.
 
 Leader only: a :class:`~drover.coord.LeaderComponent`. ``establish`` starts a
-*session* for the term and returns once it has restored; ``revoke`` cancels
-everything (bounded) and fails calls still waiting for a write.
+*session* for the term and returns once it has listed the active
+deployments (step 2 below), not tracked them all: a million allocations'
+restore outlasts any establish deadline (Nomad's watcher, too, loads its
+deployments after leadership). Manual operations wait for the restore
+(``ready``); ``revoke`` cancels everything (bounded) and fails waiting calls.
 
 A session (the Nomad #10756 lesson, by construction):
 
 1. opens exactly two subscriptions on the state service, deployments and
    allocations, "from now", and waits for their first message so both are
    registered before anything is read;
-2. lists the running and paused deployments with a consistent read. That
-   read is the barrier: the state replica first catches up with the last
-   object write in etcd, which includes everything written before this
-   replica won at ``term.won_at_revision``;
+2. lists the running and paused deployments with a consistent read, the
+   barrier: the state replica first catches up with etcd's last object
+   write (all written before this replica won, ``term.won_at_revision``);
 3. tracks each listed deployment (its job versions and allocations, read
    once) while the streams already run: events of a deployment being tracked
-   are buffered and replayed after, and older versions than the ones listed
-   are ignored (the router and watchers compare indexes), so nothing between
-   the list and the streams is missed or rolled back.
+   are buffered and replayed after, older versions than those listed are
+   ignored (indexes compared): nothing in between is missed or rolled back.
 
 From then on the only state traffic is the two streams, the writes, and two
 reads per *newly seen* deployment: the number of watches and of state
@@ -30,8 +31,7 @@ SUBSCRIBER_TOO_SLOW) ends the session and a new one rebuilds from scratch.
 
 Leader only, checked synchronously: every steering call (right before its
 decision is taken), every write (right before it leaves) and every timer
-pass (deadlines, evaluation flushes) asks the
-:class:`~drover.coord.guard.LeaderGuard` whether the term is provably
+pass asks the :class:`~drover.coord.guard.LeaderGuard` whether the term is provably
 alive by the lease clock. Revocation is asynchronous; a process frozen past
 its lease and woken acts on nothing before it steps down.
 
@@ -121,9 +121,9 @@ class WatcherLeader:
             # whether the lease is provably alive (and is fenced besides).
             term.spawn(self.gc.loop(term.fence, self._gc_may_act(term)), name="gc")
         async with asyncio.timeout(self.config.restore_timeout):
-            await run.ready.wait()
-        log.info("deployment watcher leading (term %d): %d deployments restored",
-                 term.revision, len(run.manager.tracked()))
+            await run.listed.wait()
+        log.info("deployment watcher leading (term %d): %d active deployments to restore",
+                 term.revision, len(run.stored))
 
     async def revoke(self) -> None:
         self.guard.disable()
@@ -160,6 +160,7 @@ class WatcherLeader:
                 await self._session(run)
             except Exception as err:  # a stream or read failed: rebuild from state
                 log.warning("deployment watcher resyncing after: %r", err)
+            run.listed.clear()
             run.ready.clear()
             run.manager.clear()
             run.tracking.clear()
@@ -176,6 +177,7 @@ class WatcherLeader:
             run.stored = {d.id: d for d in listed}
             for d in listed:
                 run.tracking[d.id] = []
+            run.listed.set()
             async with asyncio.TaskGroup() as tg:
                 run.tg = tg
                 tg.create_task(self._pump_deployments(run, deployments))
@@ -198,6 +200,8 @@ class WatcherLeader:
         await asyncio.gather(*(one(i) for i in ids))
         run.ready.set()
         run.kick.set()
+        log.info("deployment watcher (term %d): %d deployments restored",
+                 run.term.revision, len(run.manager.tracked()))
 
     async def _track(self, run: Session, deployment_id: str) -> None:
         """Read what a new watcher needs, then replay what arrived meanwhile."""

@@ -36,6 +36,9 @@ class Session:
         self.kick = asyncio.Event()
         # A step of the woken watchers is scheduled (see leader._on_allocations).
         self.step_due = False
+        #: The session's active deployments are listed (the barrier read):
+        #: the term is established; ``ready`` once every one is tracked.
+        self.listed = asyncio.Event()
         self.ready = asyncio.Event()
         self.tg: asyncio.TaskGroup | None = None
         self.writes = 0

@@ -22,6 +22,15 @@ broker cannot vouch for is UNAVAILABLE (BROKER_UNREACHABLE), and the txn
 compares the vouching broker leader's term, so a failover between the
 check and the commit refuses the plan too.
 
+Where a plan's time goes is the histogram ``drover.state.plan.step.duration``
+(seconds, one sample per plan and ``step``): ``validate`` (the request
+checked and decoded), ``vouch`` (the delivery check's round trips),
+``lock`` (waiting for the replica's plans before it), ``judge`` (the plan
+judged on the cache's view: :func:`plan_submit`, every attempt) and
+``commit`` (the rest of the txn: the job versions and statuses it
+changes, etcd's commit and the cache applying it, every attempt). etcd's own
+round trip is ``drover.state.etcd.txn.duration`` (every txn of the replica).
+
 Plans on one replica still go one at a time (a lock): not for safety
 (etcd orders them) but so that two plans on one replica do not make each
 other's txns fail for nothing. The delivery check is made before the plan
@@ -48,12 +57,16 @@ from drover.state.core.rules import within_cap
 from drover.state.core.validate import check_name, namespace_arg, validated_plan
 from drover.state.errors import PlanDeliveryEnded
 from drover.state.pipeline import Caller, WriteCalls
+from drover.telemetry import meter
 
 #: Commits one plan may try before its nodes are all answered "node changed".
 PLAN_ATTEMPTS = 5
 #: Seconds a delivery check stays good for the txn that follows it (far
 #: inside the broker's nack timeout, which the check restarts).
 VOUCH_FRESH = 5.0
+#: The steps of :data:`PLAN_STEP` (module doc), in the order a plan takes them.
+PLAN_STEPS = ("validate", "vouch", "lock", "judge", "commit")
+PLAN_STEP = "drover.state.plan.step.duration"
 
 
 class PlansRpc:
@@ -61,6 +74,12 @@ class PlansRpc:
         self.writes = writes
         self.token_check = token_check or Unchecked()
         self._plan_lock: asyncio.Lock | None = None
+        self._step = meter("drover.state").create_histogram(
+            PLAN_STEP, unit="s", description="SubmitPlan's time per plan, by step")
+        self._step_labels = {step: {"step": step} for step in PLAN_STEPS}
+
+    def _took(self, step: str, seconds: float) -> None:
+        self._step.record(seconds, self._step_labels[step])
 
     def _lock(self) -> asyncio.Lock:
         if self._plan_lock is None:
@@ -68,6 +87,8 @@ class PlansRpc:
         return self._plan_lock
 
     async def submit(self, request: Any, caller: Caller) -> Any:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
         ns = namespace_arg(request.namespace, allow_all=False)
         check_name(request.job_id, "job_id")
         placements, updates, evs = validated_plan(request, ns)
@@ -76,11 +97,14 @@ class PlansRpc:
         within_cap(len(placements) + len(updates) + len(evs) + len(nodes), "plan",
                    self.writes.max_objects)
         ctx = self.writes.write_context()
-        loop = asyncio.get_running_loop()
+        t1 = loop.time()
+        self._took("validate", t1 - t0)
         # Checked before the plan queues for the lock, so the check's round
         # trips never hold it (module doc).
         vouched, at = await self._vouch(request)
+        self._took("vouch", at - t1)
         async with self._lock():
+            self._took("lock", loop.time() - at)
             if loop.time() - at > VOUCH_FRESH:
                 vouched, _ = await self._vouch(request)
             return await self._apply(request, caller, ns, ctx, placements, updates, evs,
@@ -95,11 +119,22 @@ class PlansRpc:
                      placements: Sequence[Any], updates: Sequence[Any], evs: Sequence[Any],
                      vouched: Vouched | None) -> Any:
         """The plan's txn, its delivery vouched for (under the lock)."""
+        clock = asyncio.get_running_loop().time
+        judged = 0.0
+
+        def judge(view: Any) -> Any:
+            nonlocal judged
+            t = clock()
+            try:
+                return plan_submit(view, ctx, request, ns, placements, updates, evs,
+                                   delivery=vouched)
+            finally:
+                judged += clock() - t
+
+        t0 = clock()
         try:
-            return await self.writes.transact(
-                lambda view: plan_submit(view, ctx, request, ns, placements, updates, evs,
-                                         delivery=vouched),
-                self.writes.fence(caller), attempts=PLAN_ATTEMPTS)
+            return await self.writes.transact(judge, self.writes.fence(caller),
+                                              attempts=PLAN_ATTEMPTS)
         except Conflict:
             if vouched is not None and not await self.token_check.still_leads(vouched):
                 raise PlanDeliveryEnded(
@@ -107,3 +142,6 @@ class PlansRpc:
                     f"{request.eval_id!r} lost its term while the plan was applied; "
                     f"nothing was written") from None
             return nothing_committed(placements, updates, self.writes.cache.revision)
+        finally:
+            self._took("judge", judged)
+            self._took("commit", clock() - t0 - judged)
