@@ -14,7 +14,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from dev_suite import started
+from dev_suite import Dev, started
 
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
@@ -77,43 +77,29 @@ def test_dev_acl_runs_the_suite_with_tokens() -> None:
             proc.wait()
 
 
-def _up(args: list[str]) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "drover.cli.main", "dev", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return proc, started(proc, within=90)
-
-
-def _down(proc: subprocess.Popen[str]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def test_dev_acl_bootstraps_and_keeps_its_tokens_in_the_data_dir(tmp_path: Path) -> None:
     """`drover dev --acl` bootstraps by itself (no `drover acl bootstrap`,
     nodes or not), keeps the management secret in <data-dir>/acl-tokens.json
     (0600), and a restart on the same data dir reuses it."""
-    args, proxy = _acl_args(tmp_path, nodes=0)
-    proc, text = _up(args)
+    suite = _Suite(tmp_path, nodes=0)
+    dev = suite.up()
     try:
-        secret = _secret(text)
-        path = tmp_path / "acl-tokens.json"
-        assert f"also in {path}" in text and json.loads(path.read_text())["management"] == secret
+        secret = _secret(dev.text())
+        path = suite.data_dir / "acl-tokens.json"
+        assert f"also in {path}" in dev.text()
+        assert json.loads(path.read_text())["management"] == secret
         assert path.stat().st_mode & 0o777 == 0o600
     finally:
-        _down(proc)
-    proc, text = _up(args)
+        suite.down(dev)
+    dev = suite.up()
     try:
-        assert "drover is up" in text, text
-        assert f"already bootstrapped; tokens from {tmp_path / 'acl-tokens.json'}" in text
+        text = dev.text()
+        assert f"already bootstrapped; tokens from {path}" in text
         assert f"DROVER_TOKEN={secret}" in text
-        me = _drover("acl", "token", "self", "--json", address=proxy, token=secret)
+        me = _drover("acl", "token", "self", "--json", address=suite.proxy, token=secret)
         assert me.returncode == 0 and json.loads(me.stdout)["type"] == "management", me.stderr
     finally:
-        _down(proc)
+        suite.down(dev)
 
 
 def test_dev_acl_restart_keeps_the_simulated_nodes(tmp_path: Path) -> None:
@@ -121,33 +107,52 @@ def test_dev_acl_restart_keeps_the_simulated_nodes(tmp_path: Path) -> None:
     nodes the secrets their first registration returned (kept in the data
     dir): they register and heartbeat again, stay ready, and the sim neither
     crash-loops nor prints a traceback."""
-    args, proxy = _acl_args(tmp_path, nodes=2)
-    proc, text = _up(args)
+    suite = _Suite(tmp_path, nodes=2)
+    dev = suite.up()
     try:
-        secret = _secret(text)
-        _ready_nodes(proxy, secret, 2)
+        secret = _secret(dev.text())
+        _ready_nodes(suite.proxy, secret, 2)
     finally:
-        _down(proc)
-    assert (tmp_path / "sim-node-secrets.json").stat().st_mode & 0o777 == 0o600
-    proc, text = _up(args)
+        suite.down(dev)
+    assert (suite.data_dir / "sim-node-secrets.json").stat().st_mode & 0o777 == 0o600
+    dev = suite.up()
     try:
-        assert f"DROVER_TOKEN={secret}" in text, text
-        _ready_nodes(proxy, secret, 2)
+        assert f"DROVER_TOKEN={secret}" in dev.text(), dev.text()
+        _ready_nodes(suite.proxy, secret, 2)
         time.sleep(5)  # several heartbeats: a refused one would restart the sim
-        assert proc.poll() is None
+        assert dev.proc.poll() is None
     finally:
-        _down(proc)
-        assert proc.stdout is not None
-        rest = text + proc.stdout.read()
+        suite.down(dev)
+    rest = dev.text()
     assert "Traceback" not in rest and "sim exited" not in rest, rest
 
 
-def _acl_args(data_dir: Path, nodes: int) -> tuple[list[str], str]:
-    """`drover dev --acl` on free ports and ``data_dir``: its arguments and
-    its proxy's address."""
-    offset, lay = free_layout()
-    return (["--acl", "--nodes", str(nodes), "--port-offset", str(offset),
-             "--data-dir", str(data_dir)], lay.address("proxy"))
+class _Suite:
+    """`drover dev --acl` on free ports and one data dir, started and
+    stopped as a user would (its output in a log file per run)."""
+
+    def __init__(self, tmp_path: Path, nodes: int) -> None:
+        self.offset, lay = free_layout()
+        self.proxy = lay.address("proxy")
+        self.logs, self.data_dir, self.nodes, self.runs = tmp_path, tmp_path / "data", nodes, 0
+
+    def up(self) -> Dev:
+        self.runs += 1
+        dev = Dev(self.offset, self.logs / f"dev-{self.runs}.log", self.data_dir,
+                  "--acl", "--nodes", str(self.nodes))
+        dev.wait_up()
+        return dev
+
+    def down(self, dev: Dev) -> None:
+        """SIGTERM, as Ctrl-C would: the suite stops every child within its
+        bound (5 s), so the next `up` finds its ports free."""
+        try:
+            code = dev.stop()
+        except subprocess.TimeoutExpired:
+            dev.proc.kill()
+            dev.proc.wait()
+            pytest.fail(f"drover dev did not stop within 30 s of SIGTERM:\n{dev.text()[-3000:]}")
+        assert code == 0, dev.text()[-3000:]
 
 
 def _secret(started: str) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from drover.dev.etcd import EtcdCluster, EtcdServer
-from drover.dev.ports import port_in_use, wait_for_port
+from drover.dev.ports import busy_message, port_holders, port_in_use, wait_for_port
 from drover.dev.process import die_with_parent
 from drover.dev.workers import worker_command
 
@@ -111,6 +111,10 @@ DEFAULT_REPLICAS: Mapping[str, int] = {"state": 1, "broker": 2, "deployments": 2
 #: allocation reports fill calls of that size) too: txns of
 #: ~1,000 keys cost etcd 10-12 us a key against 17-18 us at the default 128.
 DEV_MAX_TXN_OPS = 1024
+#: How long `drover dev` waits for its ports when only the children of a
+#: suite killed a moment ago hold them (a state replica drains its streams
+#: for up to its own shutdown grace after the SIGTERM it was sent).
+PORT_RELEASE_WAIT = 15.0
 #: How long a service of the suite may take to listen when it starts.
 START_TIMEOUT = 60.0
 #: Where `drover dev --acl` keeps the tokens it created (in its data dir),
@@ -207,16 +211,7 @@ class Supervisor:
     def start(self) -> None:
         lay = self.layout
         n = self.etcd_members
-        # Before starting anything: a port held by a listener (another `drover
-        # dev`, most likely) would otherwise look like our own etcd answering,
-        # then end in one "Address already in use" traceback per service.
-        busy = [f"{port} ({what})" for port, what in sorted(lay.ports(n, self.replicas).items())
-                if port_in_use(lay.host, port)]
-        if busy:
-            raise PortsBusy(
-                f"port{'s' if len(busy) > 1 else ''} {', '.join(busy[:4])}"
-                f"{' and more' if len(busy) > 4 else ''} already in use on {lay.host}: "
-                "another `drover dev` running? stop it, or add --port-offset N")
+        self.wait_for_ports(lay.ports(n, self.replicas))
         if self.data_dir is None:
             self._temp_dir = self.data_dir = tempfile.mkdtemp(prefix="drover-dev-")
         else:
@@ -434,6 +429,31 @@ class Supervisor:
                     m.restart()
                 except RuntimeError as e:
                     self.log(f"etcd member {i} did not come back yet: {e}")
+
+    def wait_for_ports(self, ports: Mapping[int, str]) -> None:
+        """Before starting anything: a port held by a listener (another
+        `drover dev`, most likely) would otherwise look like our own etcd
+        answering, then end in one "Address already in use" traceback per
+        service. Ports held only by the orphans of a suite killed a moment
+        ago (each was sent SIGTERM and is shutting down), or by the kernel
+        alone, are waited for up to PORT_RELEASE_WAIT; any other holder is
+        named at once."""
+        host = self.layout.host
+        deadline = time.monotonic() + PORT_RELEASE_WAIT
+        told = False
+        while True:
+            busy = [p for p in sorted(ports) if port_in_use(host, p)]
+            if not busy:
+                return
+            holders = {h.pid: h for p in busy for h in port_holders(p)}
+            if time.monotonic() >= deadline or not all(h.orphan for h in holders.values()):
+                raise PortsBusy(busy_message(host, [(p, ports[p]) for p in busy],
+                                             list(holders.values())))
+            if not told:
+                self.log(f"waiting up to {PORT_RELEASE_WAIT:g}s for ports {busy[0]}.. on {host}: "
+                         "a suite stopped a moment ago is still letting go of them")
+                told = True
+            time.sleep(0.2)
 
     def stop(self) -> None:
         deadline = time.monotonic() + self.stop_timeout

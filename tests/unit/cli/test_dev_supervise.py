@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 import sys
 
-from drover.dev.ports import port_in_use
-from drover.dev.supervisor import Backoff, ChildSpec, DevLayout, Supervisor
+import pytest
+
+from drover.dev.ports import free_port, port_holders, port_in_use
+from drover.dev.supervisor import Backoff, ChildSpec, DevLayout, PortsBusy, Supervisor
 
 SLEEPER = ChildSpec("broker-0", (sys.executable, "-c", "import time; time.sleep(60)"))
 
@@ -111,3 +114,43 @@ def _time_wait_on(port: int) -> bool:
     with open("/proc/net/tcp") as f:
         rows = [line.split() for line in f.readlines()[1:]]
     return any(int(r[1].split(":")[1], 16) == port and r[3] == "06" for r in rows)
+
+
+def _holding(port: int, seconds: float) -> subprocess.Popen[bytes]:
+    """A process named like a suite's child listening on ``port`` for a while,
+    orphaned in the sense that matters: its parent is no `drover dev`."""
+    code = ("import socket, sys, time; s = socket.socket(); "
+            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+            f"s.bind(('127.0.0.1', {port})); s.listen(); print('up', flush=True); "
+            f"time.sleep({seconds})")
+    proc = subprocess.Popen([sys.executable, "-c", code, "drover-child"], stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == b"up\n"
+    return proc
+
+
+def test_ports_held_by_a_killed_suites_children_are_waited_for() -> None:
+    """Started right after a suite was killed, `drover dev` waits for its
+    children (sent SIGTERM, still shutting down) to let go of the ports."""
+    lines: list[str] = []
+    port = free_port()
+    holder = _holding(port, 1.5)
+    try:
+        assert [h.pid for h in port_holders(port)] == [holder.pid]
+        Supervisor(log=lines.append).wait_for_ports({port: "state"})
+        assert holder.wait(5) == 0 and not port_in_use("127.0.0.1", port)
+        assert any("waiting up to" in line for line in lines), lines
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_ports_held_by_anything_else_are_refused_at_once_naming_the_holder() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with pytest.raises(PortsBusy) as err:
+            Supervisor(log=print).wait_for_ports({port: "proxy"})
+    text = str(err.value)
+    assert f"port {port} (proxy) already in use on 127.0.0.1 by pid {os.getpid()}" in text
+    assert text.endswith("add --port-offset N")
