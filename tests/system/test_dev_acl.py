@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from dev_suite import Dev, started
+from dev_suite import Dev
 
 from drover.api.acl.v1 import acl_pb2, acl_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
@@ -32,18 +31,12 @@ def _drover(*args: str, address: str, token: str = "") -> subprocess.CompletedPr
                           text=True, timeout=60, check=False, env=env)
 
 
-def test_dev_acl_runs_the_suite_with_tokens() -> None:
-    offset, lay = free_layout()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "drover.cli.main", "dev", "--acl", "--nodes", "2",
-         "--port-offset", str(offset)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def test_dev_acl_runs_the_suite_with_tokens(tmp_path: Path) -> None:
+    suite = _Suite(tmp_path, nodes=2)
+    dev = suite.up()
     try:
-        text = started(proc)
-        assert "drover is up" in text, text
-        secret = next(line.split("DROVER_TOKEN=", 1)[1].strip() for line in text.splitlines()
-                      if "DROVER_TOKEN=" in line)
-        proxy = lay.address("proxy")
+        secret = _secret(dev.text())
+        proxy = suite.proxy
         me = _drover("acl", "token", "self", "--json", address=proxy, token=secret)
         assert me.returncode == 0 and json.loads(me.stdout)["type"] == "management"
         md = (("authorization", f"Bearer {secret}"),)
@@ -67,14 +60,9 @@ def test_dev_acl_runs_the_suite_with_tokens() -> None:
             names = {t.name for t in acl.ListTokens(acl_pb2.ListTokensRequest(), metadata=md,
                                                     timeout=10).tokens}
             assert {"dev-worker", "dev-node"} <= names
-        assert proc.poll() is None, "a child of the suite exited"
+        assert dev.proc.poll() is None, "a child of the suite exited"
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        suite.down(dev)
 
 
 def test_dev_acl_bootstraps_and_keeps_its_tokens_in_the_data_dir(tmp_path: Path) -> None:
