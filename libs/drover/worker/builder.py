@@ -79,12 +79,17 @@ class PlanBuilder:
         """Room for one more allocation (and maybe a new node)."""
         return self.room_for(2)
 
-    def stop(self, a: allocation_pb2.Allocation, why: str) -> bool:
+    def stop(self, a: allocation_pb2.Allocation, why: str,
+             client_status: allocation_pb2.AllocClientStatus | None = None) -> bool:
+        """Stop ``a`` for ``why``; with ``client_status`` (Nomad's
+        ``AppendStoppedAlloc``: lost) its client status too."""
         if not self.room():
             return False
         out = _copy(a)
         out.desired_status = STOP
         out.desired_description = why
+        if client_status is not None:
+            out.client_status = client_status
         self.plan.updates.append(out)
         self.packer.release(a)
         return True

@@ -105,6 +105,16 @@ class Names:
         self.lowest = i + 1
         return i
 
+    def freed_or_next(self, freed: list[int]) -> int:
+        """The index of an allocation this plan stopped (its replacement
+        takes its name), else the lowest free one; taken either way, so no
+        later :meth:`next` hands it out again."""
+        if not freed:
+            return self.next()
+        i = freed.pop()
+        self.used.add(i)
+        return i
+
 
 @dataclass
 class Group:
@@ -173,15 +183,14 @@ def _sort(b: PlanBuilder, g: Group, allocs: list[Alloc]) -> None:
     """Each running allocation sorted into ``g`` (lost and outdated failed
     ones stopped, failed ones of this version judged by the policy)."""
     job = g.job
-    # A draining node's allocations stay until the drainer marks them to migrate.
-    node_ok = node_set(b.snap.nodes).ready_ids
+    nodes = node_set(b.snap.nodes)
     for a in allocs:
         if a.desired_status != RUN:
             if g.batch and a.job_version == job.version and not migrate.replaced(a):
                 g.current.append(a)  # drained (Nomad's filters): its slot stays counted
             continue
-        if a.client_status == LOST or (is_live(a) and a.node_id not in node_ok):
-            if b.stop(a, "alloc is lost since its node is down"):
+        if a.client_status == LOST or (is_live(a) and nodes.lost_on(a.node_id)):
+            if b.stop(a, "alloc is lost since its node is down", LOST):
                 g.free_names.append(name_index(a.name))
             continue
         if a.client_status == COMPLETE:
@@ -309,7 +318,7 @@ def _count(b: PlanBuilder, g: Group, names: Names) -> bool:
             b.stop(a, "alloc not needed due to job update")
         g.destructive = [a for a in g.destructive if a not in surplus]
     for _ in range(tg.count - len(current) - len(g.destructive) - held):
-        b.place(job, tg, g.free_names.pop() if g.free_names else names.next(), g.dep_id)
+        b.place(job, tg, names.freed_or_next(g.free_names), g.dep_id)
     return True
 
 

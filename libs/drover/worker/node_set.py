@@ -2,8 +2,8 @@
 derived once (pure).
 
 Every evaluation's plan reads the whole cluster's nodes: the candidates
-for placements (schedulable, in the job's datacenters), the ready ones
-(whose allocations count), each node's ``modify_index`` for the plan's
+for placements (schedulable, in the job's datacenters), the ones whose
+allocations are lost, each node's ``modify_index`` for the plan's
 nodes. Read from each node message per plan, that is several field reads
 per node per evaluation: at 5,000 nodes, most of a rolling update's
 evaluation when it replaces 25 allocations. The worker's view
@@ -20,7 +20,7 @@ from functools import cached_property
 from typing import overload
 
 from drover.api.types.v1 import node_pb2
-from drover.scheduling.eligibility import schedulable
+from drover.scheduling.eligibility import UNRESPONSIVE, schedulable
 
 
 class NodeSet(Sequence[node_pb2.Node]):
@@ -48,10 +48,16 @@ class NodeSet(Sequence[node_pb2.Node]):
     def by_id(self) -> dict[str, node_pb2.Node]:
         return {n.id: n for n in self._nodes}
 
+    def lost_on(self, node_id: str) -> bool:
+        """Whether an allocation on ``node_id`` is lost: its node is gone,
+        down or disconnected (Nomad's tainted nodes, less the draining ones,
+        whose allocations stay until the drainer marks them). A node that
+        is initializing (a client restarting) keeps its allocations."""
+        return node_id not in self.by_id or node_id in self._unresponsive
+
     @cached_property
-    def ready_ids(self) -> frozenset[str]:
-        """Nodes whose status is ready (draining or not)."""
-        return frozenset(n.id for n in self._nodes if n.status == node_pb2.NODE_STATUS_READY)
+    def _unresponsive(self) -> frozenset[str]:
+        return frozenset(n.id for n in self._nodes if n.status in UNRESPONSIVE)
 
     @cached_property
     def _schedulable(self) -> list[node_pb2.Node]:

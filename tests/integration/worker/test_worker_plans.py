@@ -255,3 +255,27 @@ async def test_a_job_larger_than_every_cap_places_and_updates_whole(
     live = [a for a in allocs if a.desired_status == allocation_pb2.ALLOC_DESIRED_STATUS_RUN]
     versions = sorted(a.job_version for a in live)
     assert (len(live), versions[0], versions[-1]) == (1000, job.version + 1, job.version + 1)
+
+
+async def test_an_allocation_on_a_node_that_is_gone_is_stopped_as_lost(
+        state: grpc.aio.Channel) -> None:
+    """Nomad's reconciler: a live allocation whose node the state does not
+    know is stopped with client status lost (the state service takes the
+    plan's update whole) and its slot placed on a node that is there."""
+    stub = state_pb2_grpc.StateServiceStub(state)
+    ev = await _register_web(stub)
+    orphan = _intruder()
+    orphan.node_id, orphan.client_status = "gone", allocation_pb2.ALLOC_CLIENT_STATUS_RUNNING
+    await stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[orphan]))
+    worker = Worker(state, WorkerConfig(seed=1))
+    async with _viewing(worker):
+        await asyncio.wait_for(worker.process(ev, ev.modify_index), 20)
+    got = (await stub.GetAllocation(state_pb2.GetAllocationRequest(id=orphan.id))).allocation
+    assert got.desired_status == allocation_pb2.ALLOC_DESIRED_STATUS_STOP
+    assert got.client_status == allocation_pb2.ALLOC_CLIENT_STATUS_LOST
+    assert got.desired_description == "alloc is lost since its node is down"
+    allocs = await stub.ListAllocations(state_pb2.ListAllocationsRequest(namespace="default"))
+    run = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
+    live = [a for a in allocs.allocations if a.desired_status == run]
+    assert sorted(a.name for a in live) == ["web.g[0]", "web.g[1]"]
+    assert all(a.node_id == "n1" for a in live)

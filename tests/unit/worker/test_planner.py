@@ -171,6 +171,31 @@ def test_lost_allocations_are_replaced_elsewhere() -> None:
     assert len(plan.placements) == 1 and plan.placements[0].name == "web.g[0]"
 
 
+def test_an_allocation_whose_node_vanished_is_stopped_as_lost() -> None:
+    """Nomad's reconciler: an allocation on a node that is gone (or down) is
+    stopped with client status lost (``AppendStoppedAlloc``), not left
+    reading running, and replaced on a node that is there."""
+    j = job()
+    allocs = running(j, 3, node="gone")
+    plan = compute_plan(snap(j, allocs, ns=nodes(3)), new_id=ids())
+    assert sorted(a.id for a in plan.updates) == sorted(a.id for a in allocs)
+    assert {(a.desired_status, a.client_status) for a in plan.updates} == {
+        (STOP, allocation_pb2.ALLOC_CLIENT_STATUS_LOST)}
+    assert {a.desired_description for a in plan.updates} == {"alloc is lost since its node is down"}
+    assert len(plan.placements) == 3 and all(a.node_id != "gone" for a in plan.placements)
+
+
+def test_a_lost_allocations_name_is_not_handed_out_twice() -> None:
+    """Count 3 with only web.g[1] running and web.g[0] lost (web.g[2] never
+    placed): the replacement takes g[0] and the missing one g[2], not g[0]
+    again (Nomad's name index: a name taken is taken)."""
+    j = job(count=3)
+    allocs = running(j, 1, start=1) + running(j, 1, node="gone")
+    plan = compute_plan(snap(j, allocs, ns=nodes(3)), new_id=ids())
+    assert [a.name for a in plan.updates] == ["web.g[0]"]
+    assert sorted(a.name for a in plan.placements) == ["web.g[0]", "web.g[2]"]
+
+
 def test_nothing_fits_is_queued() -> None:
     j = job(count=3)
     plan = compute_plan(snap(j, ns=nodes(1, cpu=250)), new_id=ids())

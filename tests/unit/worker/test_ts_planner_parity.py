@@ -132,8 +132,10 @@ def _scenario(rng: random.Random) -> tuple[Snapshot, int]:
         n = node_pb2.Node(id=f"n{i}", datacenter="dc1" if rng.random() < 0.9 else "dc2",
                           status=node_pb2.NODE_STATUS_READY, modify_index=i,
                           resources=job_pb2.Resources(cpu=100000, memory_mb=100000))
-        if rng.random() < 0.15:
-            n.status = node_pb2.NODE_STATUS_DOWN
+        if rng.random() < 0.2:
+            n.status = rng.choice([node_pb2.NODE_STATUS_DOWN, node_pb2.NODE_STATUS_DOWN,
+                                   node_pb2.NODE_STATUS_DISCONNECTED,
+                                   node_pb2.NODE_STATUS_INITIALIZING])
         if rng.random() < 0.15:
             n.drain = True
         if rng.random() < 0.1:

@@ -87,7 +87,8 @@ async def test_plans_share_one_node_set_until_a_node_changes() -> None:
         await asyncio.wait_for(view.ready.wait(), 5)
         first = view.node_set()
         assert [n.id for n in first.candidates(["dc1"])] == ["n1"]
-        assert first.ready_ids == {"n1", "n2"} and first.by_id["n2"].modify_index == 3
+        assert not first.lost_on("n1") and not first.lost_on("n2")
+        assert first.by_id["n2"].modify_index == 3
         # an allocation changes no node: the next plan reads the same set
         stub.events.put_nowait(state_pb2.SubscribeResponse(index=6, events=[state_pb2.Event(
             type=state_pb2.EVENT_TYPE_UPSERT, allocation=_alloc("a"))]))
@@ -98,7 +99,7 @@ async def test_plans_share_one_node_set_until_a_node_changes() -> None:
             type=state_pb2.EVENT_TYPE_UPSERT, node=_node("n1", node_pb2.NODE_STATUS_DOWN))]))
         await view.wait_past(7, within=5)
         second = view.node_set()
-        assert second is not first and second.ready_ids == {"n2"}
+        assert second is not first and second.lost_on("n1") and not second.lost_on("n2")
         assert second.candidates(["dc1"]) == []
         assert second.candidates(["*"]) == [_node("n2", dc="dc2")]
     finally:
@@ -108,13 +109,15 @@ async def test_plans_share_one_node_set_until_a_node_changes() -> None:
 
 def test_a_node_set_derives_what_the_plain_nodes_say() -> None:
     nodes = [_node("a"), _node("b", node_pb2.NODE_STATUS_DOWN), _node("c", dc="dc2"),
-             _node("d")]
+             _node("d"), _node("e", node_pb2.NODE_STATUS_INITIALIZING),
+             _node("f", node_pb2.NODE_STATUS_DISCONNECTED)]
     nodes[3].drain = True
     ns = NodeSet(nodes)
-    assert list(ns) == nodes and len(ns) == 4 and ns[2] is nodes[2]
+    assert list(ns) == nodes and len(ns) == 6 and ns[2] is nodes[2]
     assert [n.id for n in ns.candidates([])] == ["a", "c"]
     assert [n.id for n in ns.candidates(["dc1", "dc3"])] == ["a"]
-    assert ns.ready_ids == {"a", "c", "d"}  # draining is still ready
+    # lost: gone, down or disconnected; draining and initializing keep theirs
+    assert [i for i in "abcdefg" if ns.lost_on(i)] == ["b", "f", "g"]
     got = ns.candidates([])
     got.reverse()  # the caller's own list: the set's order is kept
     assert [n.id for n in ns.candidates([])] == ["a", "c"]

@@ -62,11 +62,13 @@ export class Builder {
     return this.roomFor(2);
   }
 
-  stop(a: Allocation, why: string): boolean {
+  /** Stop `a` for `why`; with `clientStatus` (Nomad's AppendStoppedAlloc: lost) its client status too. */
+  stop(a: Allocation, why: string, clientStatus?: AllocClientStatus): boolean {
     if (!this.room()) return false;
     const out = copyAlloc(a);
     out.desiredStatus = AllocDesiredStatus.ALLOC_DESIRED_STATUS_STOP;
     out.desiredDescription = why;
+    if (clientStatus !== undefined) out.clientStatus = clientStatus;
     this.plan.updates.push(out);
     this.packer.release(a);
     return true;

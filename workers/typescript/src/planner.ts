@@ -44,6 +44,8 @@ import {
 
 const RUN = AllocDesiredStatus.ALLOC_DESIRED_STATUS_RUN;
 const LOST = AllocClientStatus.ALLOC_CLIENT_STATUS_LOST;
+/** Nomad's Node.UnresponsiveStatus: a node in one of these has lost its allocations. */
+const UNRESPONSIVE = new Set([NodeStatus.NODE_STATUS_DOWN, NodeStatus.NODE_STATUS_DISCONNECTED]);
 const FAILED = AllocClientStatus.ALLOC_CLIENT_STATUS_FAILED;
 const COMPLETE = AllocClientStatus.ALLOC_CLIENT_STATUS_COMPLETE;
 
@@ -160,16 +162,21 @@ function sortOut(b: Builder, job: Job, tg: TaskGroup, allocs: readonly Allocatio
   depId: string): Sorted {
   const s: Sorted = { current: [], old: [], freeNames: [], migrating: [], later: [] };
   const batch = job.type === JobType.JOB_TYPE_BATCH;
-  // A draining node's allocations stay until the drainer marks them to migrate.
-  const nodeOk = new Set(b.snap.nodes.filter((n) => n.status === NodeStatus.NODE_STATUS_READY).map((n) => n.id));
+  // Lost: on a node gone, down or disconnected (Nomad's tainted nodes). A draining
+  // node's allocations stay until the drainer marks them; an initializing node keeps its.
+  const known = new Map(b.snap.nodes.map((n) => [n.id, n.status]));
+  const lostOn = (id: string): boolean => {
+    const status = known.get(id);
+    return status === undefined || UNRESPONSIVE.has(status);
+  };
   for (const a of allocs) {
     if (a.desiredStatus !== RUN) {
       // drained (Nomad's filters): its slot stays counted
       if (batch && a.jobVersion === job.version && !migrate.replaced(a)) s.current.push(a);
       continue;
     }
-    if (a.clientStatus === LOST || (isLive(a) && !nodeOk.has(a.nodeId))) {
-      if (b.stop(a, "alloc is lost since its node is down")) s.freeNames.push(nameIndex(a.name));
+    if (a.clientStatus === LOST || (isLive(a) && lostOn(a.nodeId))) {
+      if (b.stop(a, "alloc is lost since its node is down", LOST)) s.freeNames.push(nameIndex(a.name));
       continue;
     }
     if (a.clientStatus === COMPLETE) {
@@ -277,7 +284,10 @@ function reconcileGroup(b: Builder, job: Job, tg: TaskGroup, allocs: readonly Al
     destructive = destructive.filter((a) => !surplus.includes(a));
   }
   for (let i = count - cur.length - destructive.length - held; i > 0; i--) {
-    b.place(job, tg, freeNames.length ? freeNames.pop()! : nextName(), depId);
+    // a stopped allocation's replacement takes its name; taken, so nextName skips it
+    const index = freeNames.length ? freeNames.pop()! : nextName();
+    usedNames.add(index);
+    b.place(job, tg, index, depId);
   }
 
   if (dep !== null && !depRunning) return; // paused, failed or cancelled: no destructive updates

@@ -19,14 +19,12 @@ from __future__ import annotations
 from typing import Any
 
 from drover.api.types.v1 import allocation_pb2, node_pb2
+from drover.scheduling.eligibility import UNRESPONSIVE
 from drover.state.core import codec
 from drover.state.core.view import View
 from drover.state.errors import NodeNotReady
 
-__all__ = ["UNRESPONSIVE", "refuse_unresponsive_node"]
-
-#: Nomad's ``Node.UnresponsiveStatus``.
-UNRESPONSIVE = frozenset({node_pb2.NODE_STATUS_DOWN, node_pb2.NODE_STATUS_DISCONNECTED})
+__all__ = ["refuse_unresponsive_node"]
 
 
 def refuse_unresponsive_node(view: View, alloc: Any) -> None:

@@ -22,7 +22,7 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, evaluation_pb2, node_pb2
 from drover.drain.strategy import DEFAULT_DEADLINE
 from drover.errors import InvalidArgument
-from drover.scheduling.eligibility import schedulable
+from drover.scheduling.eligibility import UNRESPONSIVE, schedulable
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan, no_write
 from drover.state.core.rules import existing
@@ -38,8 +38,6 @@ from drover.state.nodes.core.node_secret import (
     registration_secret,
 )
 from drover.worker.resources import is_live
-
-_DOWN = (node_pb2.NODE_STATUS_DOWN, node_pb2.NODE_STATUS_DISCONNECTED)
 
 
 def plan_upsert_node(view: View, ctx: WriteContext, node: node_pb2.Node,
@@ -67,7 +65,7 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any,
     if request.heartbeat or proof.presented is not None:
         check_node(node, proof, "a heartbeat" if request.heartbeat else "a node status")
     before = schedulable(node)
-    was_down = node.status in _DOWN
+    was_down = node.status in UNRESPONSIVE
     if request.status:
         node.status = request.status
         node.status_description = ""  # the operator's (or the node's) word now
@@ -89,7 +87,7 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any,
     plan.put(codec.NODES, codec.GLOBAL_NS, node.id, node, found.mod)
     lost, unblocked = 0, 0
     eval_ids: list[str] = []
-    if node.status in _DOWN and not was_down:
+    if node.status in UNRESPONSIVE and not was_down:
         lost, eval_ids = mark_lost(view, ctx, plan, node.id, "node is down")
     elif schedulable(node) and not before:
         eval_ids = system_jobs.evaluate(view, ctx, plan, node, ctx.max_objects - len(plan.ops))
