@@ -101,7 +101,7 @@ class PlanBuilder:
     def undo_stop(self, a: allocation_pb2.Allocation) -> None:
         """Take back the last stop (of ``a``): it keeps running and its room."""
         self.plan.updates.pop()
-        self.packer.used[a.node_id] = self.packer.used.get(a.node_id, Vec()) + Vec.of(a.resources)
+        self.packer.restore(a)
 
     def link_last(self) -> None:
         """The last stop names the last placement, its replacement, as its

@@ -52,6 +52,12 @@ class Packer:
         if is_live(a):
             self.used[a.node_id] = self.used.get(a.node_id, _NONE) - Vec.of(a.resources)
 
+    def restore(self, a: allocation_pb2.Allocation) -> None:
+        """A stop taken back: what ``a`` reserves is used again (as
+        :meth:`release` freed it: only a live allocation's)."""
+        if is_live(a):
+            self.used[a.node_id] = self.used.get(a.node_id, _NONE) + Vec.of(a.resources)
+
     def place(self, group: str, ask: Vec, count: int,
               avoid: frozenset[str] = frozenset()) -> node_pb2.Node | None:
         """The best of the first ``limit`` fitting nodes; ``avoid`` are a

@@ -86,7 +86,7 @@ def reconcile_system(b: PlanBuilder, job: job_pb2.Job, tg: job_pb2.TaskGroup,
         if not b.stop(a, "alloc is being updated due to job update"):
             continue  # no room left in this plan (it says more): a follow-up replaces it
         if not b.place_on(job, tg, targets[a.node_id], previous=a.id):
-            b.plan.updates.pop()  # no room for the new one: keep the old one running
+            b.undo_stop(a)  # no room for the new one: the old one keeps running, and its room
     for node_id, node in sorted(targets.items()):
         if node_id not in covered:
             b.place_on(job, tg, node)

@@ -140,3 +140,20 @@ def test_a_drained_system_allocation_is_stopped_not_replaced() -> None:
     nodes = [_node("a", drain=True), _node("b")]
     plan = compute_plan(_snap(_job(), nodes, [marked, _alloc("b")]))
     assert [a.id for a in plan.updates] == ["a-v0"] and not plan.placements
+
+
+def test_a_replacement_that_does_not_fit_keeps_the_old_ones_room_used() -> None:
+    """The new version of group g asks more than node a holds: its old
+    allocation keeps running, and keeps its room, so the job's new group h
+    (which would fit only in that room) is queued, not placed over it."""
+    old = _job(0)
+    new = _job(1, image="v2")
+    new.task_groups[0].tasks[0].resources.cpu = 1200  # more than the node has
+    h = new.task_groups.add(name="h", count=1)
+    h.tasks.add(name="t", driver="sim", config={"image": "v2"})
+    fill_defaults(new)
+    h.tasks[0].resources.cpu = 950  # fits only if g's 100 were free
+    running = _alloc("a")
+    plan = compute_plan(_snap(new, [_node("a")], [running], versions=(old,)))
+    assert not plan.updates  # g's old allocation keeps running
+    assert not plan.placements and plan.queued == {"g": 1, "h": 1}

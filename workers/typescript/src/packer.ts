@@ -59,9 +59,9 @@ export class Packer {
     if (isLive(a)) this.used.set(a.nodeId, sub(this.used.get(a.nodeId) ?? ZERO, vecOf(a.resources)));
   }
 
-  /** Give back what `a` reserves (a stop taken back). */
+  /** Give back what `a` reserves (a stop taken back; as release freed it: only a live one's). */
   restore(a: Allocation): void {
-    this.used.set(a.nodeId, add(this.used.get(a.nodeId) ?? ZERO, vecOf(a.resources)));
+    if (isLive(a)) this.used.set(a.nodeId, add(this.used.get(a.nodeId) ?? ZERO, vecOf(a.resources)));
   }
 
   /** The best of the first `limit` fitting nodes; `avoid`: a replacement's penalty nodes. */

@@ -73,7 +73,7 @@ export function reconcileSystem(b: Builder, job: Job, tg: TaskGroup, allocs: rea
     }
     budget -= 1;
     if (!b.stop(a, "alloc is being updated due to job update")) continue; // no room left (more): a follow-up replaces it
-    if (!placeOn(b, job, tg, target, a.id)) b.plan.updates.pop(); // no room for the new one: keep the old one
+    if (!placeOn(b, job, tg, target, a.id)) b.undoStop(a); // no room for the new one: the old one keeps running, and its room
   }
   for (const id of [...targets.keys()].sort()) {
     if (!covered.has(id)) placeOn(b, job, tg, targets.get(id)!);
