@@ -184,10 +184,10 @@ def silent_candidates(ready_ids: Iterable[str], live: set[str]) -> list[str]:
 
 def _room_needed(view: View, node_id: str) -> int:
     """An upper bound on the ops (and compares) marking ``node_id`` down takes:
-    the node, its key's compare, and per allocation one put and at most one
-    evaluation."""
+    the node, its key's compare, and per allocation one put, at most one
+    evaluation and at most one job status write (each of a job of its own)."""
     allocs = sum(1 for _ in view.ids(codec.ALLOCATIONS, "node_id", node_id))
-    return 2 + 2 * allocs
+    return 2 + 3 * allocs
 
 
 def plan_reap(view: View, ctx: WriteContext, live: set[str]) -> WritePlan:
@@ -203,11 +203,13 @@ def plan_reap(view: View, ctx: WriteContext, live: set[str]) -> WritePlan:
     plan = PlanBuilder(ctx.keys, ctx.on_put)
     down: list[str] = []
     lost, eval_ids, remaining = 0, [], 0
+    owed: set[tuple[str, str]] = set()  # jobs whose status write the plan owes
     for node_id in candidates:
         found = view.get(codec.NODES, codec.GLOBAL_NS, node_id)
         if found is None or found.obj.status != _READY or not found.obj.heartbeat_lease:
             continue  # never heartbeat: not tracked
-        room = min(ctx.max_objects - len(plan.ops), ctx.max_compares - 1 - len(plan.compares))
+        room = min(ctx.max_objects - len(plan.ops) - len(owed),
+                   ctx.max_compares - 1 - len(plan.compares))
         if down and _room_needed(view, node_id) > room:
             remaining += 1
             continue
@@ -217,7 +219,7 @@ def plan_reap(view: View, ctx: WriteContext, live: set[str]) -> WritePlan:
         node.status_updated_at.CopyFrom(ctx.now)
         plan.compare(liveness_key(ctx.keys, node_id), "create", 0)
         plan.put(codec.NODES, codec.GLOBAL_NS, node_id, node, found.mod)
-        n, ids = mark_lost(view, ctx, plan, node_id, "node is down")
+        n, ids = mark_lost(view, ctx, plan, node_id, "node is down", owed)
         lost += n
         eval_ids += ids
         down.append(node_id)

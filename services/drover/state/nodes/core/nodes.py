@@ -97,28 +97,37 @@ def plan_node_status(view: View, ctx: WriteContext, request: Any,
         index=rev, lost=lost, eval_ids=eval_ids, unblocked=unblocked))
 
 
-def mark_lost(view: View, ctx: WriteContext, plan: PlanBuilder, node_id: str,
-               why: str) -> tuple[int, list[str]]:
+def mark_lost(view: View, ctx: WriteContext, plan: PlanBuilder, node_id: str, why: str,
+              owed: set[tuple[str, str]] | None = None) -> tuple[int, list[str]]:
     """Mark the node's live allocations lost and evaluate their jobs.
 
-    Bounded by the request cap: a node with more live allocations than fit
-    loses the rest on its next status change (a sim node re-reports)."""
+    Bounded by the request cap, counting what the plan will hold once it is
+    written: per allocation its put, per job of this node its evaluation,
+    and per job of the whole plan its status and summary write
+    (:func:`drover.state.jobs.core.job_status.follow` adds those). ``owed``:
+    the jobs earlier nodes of the same plan touched (their writes are owed
+    already); this node's jobs are added to it. A node with more live
+    allocations than fit loses the rest on its next status change (a sim
+    node re-reports)."""
+    owed = set() if owed is None else owed
     jobs: dict[tuple[str, str], Any] = {}
     lost = 0
     for _, found in found_all(view, codec.ALLOCATIONS, "node_id", node_id):
         a = found.obj
         if not is_live(a):
             continue
-        # Per job: its evaluation and its status and summary write (job_status.follow).
-        if len(plan.ops) + 1 + 2 * len(jobs) + (0 if (a.namespace, a.job_id) in jobs else 2) \
-                > ctx.max_objects:
+        ident = (a.namespace, a.job_id)
+        evaluations = len(jobs) + (ident not in jobs)
+        job_writes = len(owed) + (ident not in owed)
+        if len(plan.ops) + 1 + evaluations + job_writes > ctx.max_objects:
             break
         a.client_status = allocation_pb2.ALLOC_CLIENT_STATUS_LOST
         a.client_description = why
         a.modify_time.CopyFrom(ctx.now)
         plan.put(codec.ALLOCATIONS, a.namespace, a.id, a, found.mod)
         lost += 1
-        jobs.setdefault((a.namespace, a.job_id), a)
+        jobs.setdefault(ident, a)
+        owed.add(ident)
     ids = []
     for ns, job_id in jobs:
         job_found = view.get(codec.JOBS, ns, job_id)

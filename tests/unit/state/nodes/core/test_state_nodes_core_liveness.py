@@ -4,6 +4,7 @@ marked down) on views built from plain data."""
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
@@ -15,6 +16,7 @@ from drover.coord.kv import Compare, Put
 from drover.state.config import LivenessConfig
 from drover.state.core import codec
 from drover.state.core.tables import Tables
+from drover.state.jobs.core import job_status
 from drover.state.nodes.core.liveness import (
     HEARTBEAT_MISSED,
     heartbeat_ttl,
@@ -179,3 +181,34 @@ def test_silent_nodes_past_one_txn_are_left_for_the_next() -> None:
     assert len(plan.ops) <= context().max_objects
     assert len(plan.compares) + 1 <= context().max_compares  # the fence's compare fits
     assert len(resp.node_ids) + resp.remaining == 200 and resp.remaining > 0
+
+
+def test_silent_nodes_fill_one_txn_with_their_jobs_status_writes_counted() -> None:
+    """Found at C1M: nodes holding allocations of many jobs were marked down
+    in a txn one object over the cap, once job_status.follow added a status
+    and summary write for every job the earlier nodes touched (refused, the
+    reaper tried again forever). Every plan, followed, fits the cap."""
+    ctx = dataclasses.replace(context(), max_txn_ops=64)
+    objects: list[tuple[str, object, int, int]] = []
+    for j in range(40):
+        job = stored(service_job(), 1)
+        job.id = f"job-{j:02d}"
+        objects.append((codec.JOBS, job, 1, 1))
+    for n in range(8):
+        objects.append((codec.NODES, _node(f"n{n}", heartbeat_lease=n + 1), 2, 3))
+        for i in range(7):  # 7 allocations of 7 jobs, some shared with other nodes
+            a = _alloc(f"a{n}-{i}", f"n{n}")
+            a.job_id = f"job-{(n * 5 + i) % 40:02d}"
+            objects.append((codec.ALLOCATIONS, a, 4, 5))
+    v = view(objects)
+    marked: set[str] = set()
+    while True:
+        plan = plan_reap(v, ctx, live=marked)
+        written = job_status.follow(v, plan, KEYS, None, ctx.max_objects)  # raises past the cap
+        assert len(written.ops) <= ctx.max_objects
+        resp = plan.respond(9)
+        assert resp.node_ids
+        marked |= set(resp.node_ids)
+        if not resp.remaining:
+            break
+    assert marked == {f"n{n}" for n in range(8)}
