@@ -15,6 +15,10 @@ after the view caught up with the refresh index, by Nomad's retry rule
 a plan refused because that delivery ended (PLAN_DELIVERY_ENDED) gives the
 evaluation up without a Nack (it is no longer this worker's).
 
+While a batch is held, its deliveries' nack timers are restarted
+(:mod:`.outstanding`, Nomad's OutstandingReset), so the last evaluations of
+a long batch are not delivered again while they wait their turn.
+
 A plan never holds more than one etcd txn's worth of writes; when the
 planner capped it (``Plan.more``), the evaluation is planned again at once
 on what the committed part left, within the same delivery (Nomad's plan has
@@ -60,6 +64,7 @@ from .follow_ups import conflict_blocked, follow_ups
 from .job_allocs import JobAllocCache, JobReads
 from .job_reads import read_job
 from .node_set import node_set
+from .outstanding import Outstanding, ack
 from .plan import Plan, Snapshot
 from .plan_size import (
     DEFAULT_PLAN_ENTRIES,
@@ -106,6 +111,10 @@ class WorkerConfig:
     seed: int | None = None
     #: Stopping waits this long for the cancelled loop (``drover.tasks``).
     stop_timeout: float = 5.0
+    #: Restart the nack timers of a batch's held deliveries this often
+    #: (:mod:`.outstanding`; Nomad's OutstandingReset), in seconds, well
+    #: inside the broker's nack timeout (60 s); 0: never.
+    outstanding_reset: float = 15.0
     #: Log the plan steps' running totals (:mod:`.timing`) this often, in
     #: seconds (0: never).
     log_plan_timing: float = 0.0
@@ -197,17 +206,22 @@ class Worker:
         deliveries += [(d.evaluation, d.token, d.wait_index) for d in resp.additional]
         acks = []
         ahead: asyncio.Future[JobReads] | None = None
-        try:
-            for i, (ev, token, wait_index) in enumerate(deliveries):
-                reads = ahead or asyncio.ensure_future(self.read_job(ev))
-                ahead = (asyncio.ensure_future(self.read_job(deliveries[i + 1][0]))
-                         if i + 1 < len(deliveries) else None)
-                acks += await self._process_one(ev, wait_index, token, reads)
-        finally:
-            if ahead is not None:
-                ahead.cancel()
-        if acks:
-            out = await self.broker.AckBatch(broker_pb2.AckBatchRequest(acks=acks), timeout=30)
+        async with Outstanding(self.broker, {ev.id: token for ev, token, _ in deliveries},
+                               self.config.outstanding_reset) as held:
+            try:
+                for i, (ev, token, wait_index) in enumerate(deliveries):
+                    reads = ahead or asyncio.ensure_future(self.read_job(ev))
+                    ahead = (asyncio.ensure_future(self.read_job(deliveries[i + 1][0]))
+                             if i + 1 < len(deliveries) else None)
+                    got = await self._process_one(ev, wait_index, token, reads)
+                    if not got:
+                        held.done(ev.id)  # nacked, or no longer ours
+                    acks += got
+            finally:
+                if ahead is not None:
+                    ahead.cancel()
+            out = await ack(self.broker, acks) if acks else None
+        if out is not None:
             for o in out.outcomes:
                 if o.code:
                     log.warning("ack %s: %s (%s)", o.eval_id, o.message, o.reason)

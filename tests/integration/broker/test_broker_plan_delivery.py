@@ -129,3 +129,46 @@ async def test_the_broker_leader_kept_from_the_last_check_is_read_again_after_a_
                                                     token=new.token))
     assert new.evaluation.job_id == other
     assert (await _submit(cluster, other, new.evaluation.id, new.token)).placed == 1
+
+
+@pytest.mark.parametrize("reset_every", [0.3, 0.0])
+async def test_a_batchs_last_evaluation_keeps_its_delivery_while_it_waits(
+        cluster: Cluster, reset_every: float) -> None:
+    """Two evaluations dequeued in one batch; the first takes longer than the
+    1 s nack timeout. With the held deliveries' timers restarted (Nomad's
+    OutstandingReset) the second is still this worker's when its turn comes
+    and both are acked; without, the broker took the second back meanwhile."""
+    leader = await cluster.leader()
+    await _setup(cluster, "web")
+    await cluster.state_stub.RegisterJob(state_pb2.RegisterJobRequest(job=job_pb2.Job(
+        id="api", datacenters=["dc1"], task_groups=[job_pb2.TaskGroup(
+            name="g", count=1, tasks=[job_pb2.Task(name="t", driver="sim")])])))
+    worker = Worker(cluster.state_channel, WorkerConfig(
+        seed=1, batch=2, dequeue_timeout=2.0, outstanding_reset=reset_every))
+    worker.broker = leader.stub
+    real, calls = worker.process, 0
+
+    async def slow_first(*args: object, **kw: object) -> object:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            await asyncio.sleep(1.8)  # past the nack timeout
+        return await real(*args, **kw)  # type: ignore[arg-type]
+
+    worker.process = slow_first  # type: ignore[method-assign, assignment]
+    for _ in range(100):  # both evaluations ready: one Dequeue takes both
+        stats = (await leader.stub.GetBrokerStats(broker_pb2.GetBrokerStatsRequest())).stats
+        if stats.total_ready == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert stats.total_ready == 2
+    view = asyncio.create_task(worker.view.run())
+    try:
+        await asyncio.wait_for(worker.view.ready.wait(), 10)
+        assert await asyncio.wait_for(worker.step(), 20) == 2
+    finally:
+        view.cancel()
+    if reset_every:
+        assert len(worker.stats.acked) == 2 and not worker.stats.nacked
+    else:  # the control: the tail of the batch was taken back
+        assert len(worker.stats.acked) < 2

@@ -1,0 +1,77 @@
+"""A batch's held deliveries keep their nack timers (Nomad's
+OutstandingReset) until acked; one that is no longer the worker's is
+dropped; AckBatch is sent again after UNAVAILABLE."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import grpc
+import pytest
+
+from drover.api.broker.v1 import broker_pb2
+from drover.worker.outstanding import Outstanding, ack
+
+
+class _Failed(grpc.RpcError):
+    def __init__(self, code: grpc.StatusCode) -> None:
+        self._code = code
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._code.name
+
+
+class _Broker:
+    """The two broker calls, answering as told."""
+
+    def __init__(self, expired: set[str], ack_failures: int = 0) -> None:
+        self.resets: list[tuple[str, str]] = []
+        self.expired = expired
+        self.acks = 0
+        self.ack_failures = ack_failures
+
+    async def OutstandingReset(self, req: Any, timeout: float) -> Any:  # noqa: ASYNC109
+        self.resets.append((req.eval_id, req.token))
+        if req.eval_id in self.expired:
+            raise _Failed(grpc.StatusCode.FAILED_PRECONDITION)
+        return broker_pb2.OutstandingResetResponse()
+
+    async def AckBatch(self, req: Any, timeout: float) -> Any:  # noqa: ASYNC109
+        self.acks += 1
+        if self.acks <= self.ack_failures:
+            raise _Failed(grpc.StatusCode.UNAVAILABLE)
+        return broker_pb2.AckBatchResponse()
+
+
+async def test_held_deliveries_are_reset_until_the_batch_ends() -> None:
+    broker = _Broker(expired={"e2"})
+    async with Outstanding(broker, {"e1": "t1", "e2": "t2", "e3": "t3"}, every=0.02) as held:
+        held.done("e3")  # nacked: not kept
+        await asyncio.sleep(0.11)
+        assert held.held == {"e1": "t1"}  # e2's delivery ended: dropped
+    count = len(broker.resets)
+    await asyncio.sleep(0.05)
+    assert len(broker.resets) == count  # nothing after the batch
+    assert broker.resets.count(("e1", "t1")) >= 3
+    assert broker.resets.count(("e2", "t2")) == 1 and ("e3", "t3") not in broker.resets
+
+
+async def test_zero_keeps_nothing() -> None:
+    broker = _Broker(expired=set())
+    async with Outstanding(broker, {"e1": "t1"}, every=0):
+        await asyncio.sleep(0.03)
+    assert broker.resets == []
+
+
+async def test_an_ack_batch_is_sent_again_after_unavailable_only() -> None:
+    broker = _Broker(expired=set(), ack_failures=1)
+    await ack(broker, [broker_pb2.AckRequest(eval_id="e1", token="t1")], pause=0.001)
+    assert broker.acks == 2
+    broker = _Broker(expired=set(), ack_failures=5)
+    with pytest.raises(grpc.RpcError):
+        await ack(broker, [broker_pb2.AckRequest(eval_id="e1", token="t1")], pause=0.001)
+    assert broker.acks == 3
