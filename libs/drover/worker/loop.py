@@ -15,9 +15,7 @@ after the view caught up with the refresh index, by Nomad's retry rule
 a plan refused because that delivery ended (PLAN_DELIVERY_ENDED) gives the
 evaluation up without a Nack (it is no longer this worker's).
 
-While a batch is held, its deliveries' nack timers are restarted
-(:mod:`.outstanding`, Nomad's OutstandingReset), so the last evaluations of
-a long batch are not delivered again while they wait their turn.
+A batch's held deliveries keep their nack timers (:mod:`.outstanding`).
 
 A plan never holds more than one etcd txn's worth of writes; when the
 planner capped it (``Plan.more``), the evaluation is planned again at once
@@ -60,6 +58,7 @@ from drover.coord.kv import MAX_TXN_OPS
 from drover.rpc.remote import from_rpc_error, remote_status
 
 from .attempts import Attempts, attempt_limit
+from .errors import DeliveryEnded, PlanRefused, ViewBehind
 from .follow_ups import conflict_blocked, follow_ups
 from .job_allocs import JobAllocCache, JobReads
 from .job_reads import read_job
@@ -134,19 +133,6 @@ class WorkerStats:
     #: Where the plans' time went (:mod:`.timing`).
     times: StepTimes = field(default_factory=StepTimes)
 
-class PlanRefused(Exception):
-    """The plan kept being stale: give the evaluation back."""
-
-
-class ViewBehind(Exception):
-    """The view did not reach the evaluation's wait index in time: give the
-    evaluation back rather than plan it on older state."""
-
-
-class DeliveryEnded(Exception):
-    """The state service refused the plan: this worker's delivery of the
-    evaluation ended (nacked, timed out, redelivered, another broker term)."""
-
 class Worker:
     def __init__(self, channel: grpc.aio.Channel, config: WorkerConfig = WorkerConfig()) -> None:
         self.config = config
@@ -220,14 +206,9 @@ class Worker:
             finally:
                 if ahead is not None:
                     ahead.cancel()
-            out = await ack(self.broker, acks) if acks else None
-        if out is not None:
-            for o in out.outcomes:
-                if o.code:
-                    log.warning("ack %s: %s (%s)", o.eval_id, o.message, o.reason)
-                else:
-                    self.stats.acked.append(o.eval_id)
-                    del self.stats.acked[:-100]
+            if acks:
+                self.stats.acked += await ack(self.broker, acks)
+                del self.stats.acked[:-100]
         return len(deliveries)
 
     async def _process_one(self, ev: evaluation_pb2.Evaluation, wait_index: int, token: str,

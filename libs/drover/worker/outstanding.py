@@ -89,13 +89,17 @@ class Outstanding:
 
 
 async def ack(broker: BrokerCalls, acks: list[broker_pb2.AckRequest],
-              pause: float = 0.5) -> broker_pb2.AckBatchResponse:
-    """One AckBatch of ``acks``; sent again as it was after UNAVAILABLE."""
+              pause: float = 0.5) -> list[str]:
+    """One AckBatch of ``acks``, sent again as it was after UNAVAILABLE;
+    the evaluations acked (each refusal logged with its reason)."""
     for attempt in range(1, ACK_TRIES + 1):
         try:
             out: broker_pb2.AckBatchResponse = await broker.AckBatch(
                 broker_pb2.AckBatchRequest(acks=acks), timeout=30)
-            return out
+            for o in out.outcomes:
+                if o.code:
+                    log.warning("ack %s: %s (%s)", o.eval_id, o.message, o.reason)
+            return [o.eval_id for o in out.outcomes if not o.code]
         except grpc.RpcError as e:
             if e.code() != grpc.StatusCode.UNAVAILABLE or attempt == ACK_TRIES:
                 raise

@@ -16,7 +16,8 @@ from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import allocation_pb2, job_pb2, node_pb2
 from drover.broker.config import BrokerConfig
 from drover.rpc.remote import error_info
-from drover.worker.loop import DeliveryEnded, Worker, WorkerConfig
+from drover.worker.errors import DeliveryEnded
+from drover.worker.loop import Worker, WorkerConfig
 
 RUN = allocation_pb2.ALLOC_DESIRED_STATUS_RUN
 

@@ -44,7 +44,8 @@ class _Broker:
         self.acks += 1
         if self.acks <= self.ack_failures:
             raise _Failed(grpc.StatusCode.UNAVAILABLE)
-        return broker_pb2.AckBatchResponse()
+        return broker_pb2.AckBatchResponse(outcomes=[
+            broker_pb2.AckOutcome(eval_id=a.eval_id) for a in req.acks])
 
 
 async def test_held_deliveries_are_reset_until_the_batch_ends() -> None:
@@ -69,8 +70,8 @@ async def test_zero_keeps_nothing() -> None:
 
 async def test_an_ack_batch_is_sent_again_after_unavailable_only() -> None:
     broker = _Broker(expired=set(), ack_failures=1)
-    await ack(broker, [broker_pb2.AckRequest(eval_id="e1", token="t1")], pause=0.001)
-    assert broker.acks == 2
+    acked = await ack(broker, [broker_pb2.AckRequest(eval_id="e1", token="t1")], pause=0.001)
+    assert broker.acks == 2 and acked == ["e1"]
     broker = _Broker(expired=set(), ack_failures=5)
     with pytest.raises(grpc.RpcError):
         await ack(broker, [broker_pb2.AckRequest(eval_id="e1", token="t1")], pause=0.001)

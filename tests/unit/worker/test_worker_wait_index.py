@@ -11,7 +11,8 @@ import grpc
 import pytest
 
 from drover.api.types.v1 import evaluation_pb2
-from drover.worker.loop import ViewBehind, Worker, WorkerConfig
+from drover.worker.errors import ViewBehind
+from drover.worker.loop import Worker, WorkerConfig
 
 EV = evaluation_pb2.Evaluation(id="e1", namespace="default", type="system", job_id="sys")
 
