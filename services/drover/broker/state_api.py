@@ -10,8 +10,11 @@ leader's write fails inside etcd with FENCE_LOST, whatever it believes.
 State-service failures come back as the :mod:`drover.errors` class the
 broker acts on: :class:`FenceLost` (end the term), :class:`Conflict`
 (retry), :class:`ResyncNeeded` (the event stream cannot continue from our
-index: re-read and subscribe again), an ``InvalidArgument`` for a worker's
-malformed follow-up, and :class:`~drover.errors.Unavailable` otherwise.
+index: re-read and subscribe again), an outcome state did not apply as it
+came (:class:`~drover.errors.EvaluationGone`, ``EvaluationChanged``,
+``EvaluationExists``: the worker sees what state said), an
+``InvalidArgument`` for a worker's malformed follow-up, and
+:class:`~drover.errors.Unavailable` otherwise.
 """
 
 from __future__ import annotations

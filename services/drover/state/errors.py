@@ -78,6 +78,8 @@ class JobModifyIndexMismatch(FailedPrecondition):
 
 
 # -- evaluations -------------------------------------------------------------
+# (An evaluation write's refusals, EvaluationGone / EvaluationChanged /
+# EvaluationExists, are the broker's too: they live in drover.errors.)
 
 class BrokerNotPaused(FailedPrecondition):
     """DeleteEvaluations while the eval broker runs (pause it in the scheduler config)."""
