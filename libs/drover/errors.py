@@ -126,6 +126,32 @@ class FenceRequired(FailedPrecondition):
     reason = "FENCE_REQUIRED"
 
 
+# -- an evaluation outcome the state service did not apply --------------------
+# The wire contract of the state service's evaluation writes: state raises
+# these, the broker receives them decoded (:mod:`drover.remote_errors`) and
+# passes them on to the worker whose outcome it was. Nothing was written.
+
+
+class EvaluationGone(NotFound):
+    """An update names an evaluation that no longer exists (deleted, e.g.
+    while a worker held it): the outcome is dropped."""
+
+    reason = "EVALUATION_GONE"
+
+
+class EvaluationChanged(FailedPrecondition):
+    """An update's modify_index is not the evaluation's current one (it was
+    superseded or cancelled since it was handed out)."""
+
+    reason = "EVALUATION_CHANGED"
+
+
+class EvaluationExists(AlreadyExists):
+    """A create (e.g. an Ack's follow-up) names an evaluation id that exists already."""
+
+    reason = "EVALUATION_EXISTS"
+
+
 class Internal(DroverError):
     kind = Kind.INTERNAL
     reason = "INTERNAL"

@@ -26,6 +26,9 @@ from drover.errors import (
     AlreadyExists,
     Conflict,
     DroverError,
+    EvaluationChanged,
+    EvaluationExists,
+    EvaluationGone,
     FailedPrecondition,
     FenceLost,
     Internal,
@@ -78,8 +81,8 @@ class RemoteError(DroverError):
 
 
 _BY_REASON: dict[str, type[DroverError]] = {
-    FenceLost.reason: FenceLost,
-    Conflict.reason: Conflict,
+    cls.reason: cls
+    for cls in (FenceLost, Conflict, EvaluationGone, EvaluationChanged, EvaluationExists)
 }
 _BY_KIND: dict[Kind, Callable[[str, dict[str, str]], DroverError]] = {
     Kind.INVALID_ARGUMENT: lambda m, md: InvalidArgument(m, metadata=md),

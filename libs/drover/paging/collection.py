@@ -38,10 +38,10 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from typing import TypeVar
+from typing import TypeVar, Unpack
 
 from drover.paging.index import Key
-from drover.paging.store import IndexedStore
+from drover.paging.store import IndexedStore, StoreOptions
 
 __all__ = ["IndexedCollection", "Where"]
 
@@ -66,19 +66,11 @@ class IndexedCollection(IndexedStore[T]):
     """
 
     def __init__(
-        self,
-        key_of: Callable[[T], Key],
-        fields: Mapping[str, Callable[[T], Hashable]],
-        indexed: Iterable[str] = (),
-        *,
-        id_index: bool = False,
-        id_prefixes: IdPrefixes = _same_prefix,
-        prefix_sort_limit: int = PREFIX_SORT_LIMIT,
-        defer_discards: bool = False,
-        sparse: Iterable[str] = (),
+        self, key_of: Callable[[T], Key], fields: Mapping[str, Callable[[T], Hashable]],
+        indexed: Iterable[str] = (), *, id_prefixes: IdPrefixes = _same_prefix,
+        prefix_sort_limit: int = PREFIX_SORT_LIMIT, **options: Unpack[StoreOptions],
     ) -> None:
-        super().__init__(key_of, fields, indexed, id_index=id_index,
-                         defer_discards=defer_discards, sparse=sparse)
+        super().__init__(key_of, fields, indexed, **options)
         self._id_prefixes = id_prefixes
         self._prefix_sort_limit = prefix_sort_limit
 

@@ -58,13 +58,13 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
-from typing import Generic, TypeVar
+from typing import Generic, TypedDict, TypeVar
 
 from drover.paging.bulk import BulkLoad
 from drover.paging.ids import IdIndex
 from drover.paging.index import MIXED, Key, OrderedIndex, SecondaryIndex
 
-__all__ = ["IndexedStore"]
+__all__ = ["IndexedStore", "StoreOptions"]
 
 T = TypeVar("T")
 
@@ -72,6 +72,14 @@ Getter = Callable[[T], Hashable]
 
 #: A value no extractor returns: the "not indexed" value of a dense index.
 _NOTHING = object()
+
+
+class StoreOptions(TypedDict, total=False):
+    """:class:`IndexedStore`'s keyword options, for a subclass to pass on."""
+
+    id_index: bool
+    defer_discards: bool
+    sparse: Iterable[str]
 
 
 class IndexedStore(Generic[T]):

@@ -226,11 +226,7 @@ def _field_check(fd: FieldDescriptor, limits: Limits) -> Check:
         if len(value) > cap:
             raise _too_many(len(value), cap)
         for i, item in enumerate(value):
-            try:
-                one(item, depth)
-            except _Bad as bad:
-                bad.segments.append(f"[{i}]")
-                raise
+            _check_entry(one, item, depth, i)
 
     return each
 
@@ -246,6 +242,16 @@ def _value_check(fd: FieldDescriptor, limits: Limits) -> Check:
         _run(plan, value, depth + 1, limits)
 
     return one
+
+
+def _check_entry(check: Check, item: Any, depth: int, at: int | str) -> None:
+    """``check`` of one entry of a list or map; a refusal names the entry
+    (``[3]``, ``['key']``)."""
+    try:
+        check(item, depth)
+    except _Bad as bad:
+        bad.segments.append(f"[{at!r}]")
+        raise
 
 
 def _too_many(n: int, cap: int) -> _Bad:
@@ -269,11 +275,7 @@ def _map_check(entry: Descriptor, limits: Limits) -> Check:
             if isinstance(key, str) and len(key) > limits.max_map_key:
                 raise _Bad(f"has a key {len(key)} characters long; at most "
                            f"{limits.max_map_key}")
-            try:
-                item_check(item, depth)
-            except _Bad as bad:
-                bad.segments.append(f"[{clip(str(key), 40)!r}]")
-                raise
+            _check_entry(item_check, item, depth, clip(str(key), 40))
 
     return check
 

@@ -10,7 +10,6 @@ slow, somebody else may already have the evaluation" (drop the work),
 from __future__ import annotations
 
 from drover.errors import (
-    AlreadyExists,
     DroverError,
     FailedPrecondition,
     Kind,
@@ -20,10 +19,7 @@ from drover.errors import (
 
 __all__ = [
     "BrokerDisabled",
-    "EvaluationChanged",
-    "EvaluationGone",
     "EvaluationInFlight",
-    "FollowUpExists",
     "NotFailed",
     "NotOutstanding",
     "ResyncNeeded",
@@ -117,28 +113,6 @@ class BrokerDisabled(Unavailable):
             f"the eval broker is {mode}: only the leader's enabled broker serves this",
             metadata={"mode": mode},
         )
-
-
-# The state service's answers to an outcome it did not apply (same reasons,
-# so a worker sees what state said; nothing was written).
-
-
-class EvaluationGone(NotFound):
-    """The evaluation was deleted while a worker held it: the outcome is dropped."""
-
-    reason = "EVALUATION_GONE"
-
-
-class EvaluationChanged(FailedPrecondition):
-    """The evaluation changed (superseded, cancelled) since it was handed out."""
-
-    reason = "EVALUATION_CHANGED"
-
-
-class FollowUpExists(AlreadyExists):
-    """A follow-up evaluation of an Ack names an id that exists already."""
-
-    reason = "EVALUATION_EXISTS"
 
 
 class ResyncNeeded(DroverError):

@@ -10,8 +10,11 @@ leader's write fails inside etcd with FENCE_LOST, whatever it believes.
 State-service failures come back as the :mod:`drover.errors` class the
 broker acts on: :class:`FenceLost` (end the term), :class:`Conflict`
 (retry), :class:`ResyncNeeded` (the event stream cannot continue from our
-index: re-read and subscribe again), an ``InvalidArgument`` for a worker's
-malformed follow-up, and :class:`~drover.errors.Unavailable` otherwise.
+index: re-read and subscribe again), an outcome state did not apply as it
+came (:class:`~drover.errors.EvaluationGone`, ``EvaluationChanged``,
+``EvaluationExists``: the worker sees what state said), an
+``InvalidArgument`` for a worker's malformed follow-up, and
+:class:`~drover.errors.Unavailable` otherwise.
 """
 
 from __future__ import annotations
@@ -23,11 +26,14 @@ import grpc
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2, scheduler_pb2
-from drover.broker.errors import EvaluationChanged, EvaluationGone, FollowUpExists, ResyncNeeded
+from drover.broker.errors import ResyncNeeded
 from drover.coord.fence import Fence
 from drover.errors import (
     Conflict,
     DroverError,
+    EvaluationChanged,
+    EvaluationExists,
+    EvaluationGone,
     FenceLost,
     InvalidArgument,
     NotFound,
@@ -45,11 +51,9 @@ TOPICS = (state_pb2.TOPIC_EVALUATION, state_pb2.TOPIC_SCHEDULER_CONFIG)
 # Only a compacted index needs a re-read; a too-slow subscriber resumes.
 _RESYNC_REASONS = frozenset({"INDEX_COMPACTED"})
 
-_OUTCOME_REFUSED: dict[str, type[DroverError]] = {
-    "EVALUATION_GONE": EvaluationGone,
-    "EVALUATION_CHANGED": EvaluationChanged,
-    "EVALUATION_EXISTS": FollowUpExists,
-}
+#: The state service's answers to an outcome it did not apply, passed on as
+#: they are so a worker sees what state said (nothing was written).
+_OUTCOME_REFUSED = (EvaluationGone, EvaluationChanged, EvaluationExists)
 
 EvalPage = tuple[list[evaluation_pb2.Evaluation], str, int]
 
@@ -87,8 +91,8 @@ def translate(err: grpc.RpcError) -> DroverError:
     """The drover error a state-service failure stands for, narrowed to
     what the broker acts on (decoded by :func:`drover.rpc.remote.from_rpc_error`)."""
     remote = from_rpc_error(err)
-    if remote.reason in _OUTCOME_REFUSED:
-        return _OUTCOME_REFUSED[remote.reason](remote.message, metadata=remote.metadata)
+    if isinstance(remote, _OUTCOME_REFUSED):
+        return remote
     if remote.reason in _RESYNC_REASONS:
         return ResyncNeeded(f"state event stream: {remote.reason}: {remote.message}",
                             metadata=remote.metadata)

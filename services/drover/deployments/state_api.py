@@ -165,9 +165,7 @@ class GrpcStateApi:
     async def update_deployment(
         self, request: state_pb2.UpdateDeploymentRequest, fence: Fence
     ) -> state_pb2.UpdateDeploymentResponse:
-        resp: state_pb2.UpdateDeploymentResponse = await self._call(
-            "write", "UpdateDeployment", request, fence)
-        return resp
+        return await self._call("write", "UpdateDeployment", request, fence)
 
     async def upsert_evaluations(
         self, evaluations: Sequence[evaluation_pb2.Evaluation], fence: Fence
@@ -180,9 +178,7 @@ class GrpcStateApi:
     async def garbage_collect(
         self, request: state_pb2.GarbageCollectRequest, fence: Fence
     ) -> state_pb2.GarbageCollectResponse:
-        resp: state_pb2.GarbageCollectResponse = await self._call(
-            "write", "GarbageCollect", request, fence)
-        return resp
+        return await self._call("write", "GarbageCollect", request, fence)
 
     # -- the node drainer's calls (drainer.DrainStateApi) ----------------------
 

@@ -10,12 +10,10 @@ that a rule refused on a stale view (:mod:`drover.state.pipeline`).
 from __future__ import annotations
 
 from drover.errors import (
-    AlreadyExists,
     Conflict,
     DroverError,
     FailedPrecondition,
     Kind,
-    NotFound,
     Unavailable,
 )
 
@@ -80,29 +78,13 @@ class JobModifyIndexMismatch(FailedPrecondition):
 
 
 # -- evaluations -------------------------------------------------------------
+# (An evaluation write's refusals, EvaluationGone / EvaluationChanged /
+# EvaluationExists, are the broker's too: they live in drover.errors.)
 
 class BrokerNotPaused(FailedPrecondition):
     """DeleteEvaluations while the eval broker runs (pause it in the scheduler config)."""
 
     reason = "BROKER_NOT_PAUSED"
-
-
-class EvaluationGone(NotFound):
-    """An update names an evaluation that no longer exists (deleted)."""
-
-    reason = "EVALUATION_GONE"
-
-
-class EvaluationChanged(FailedPrecondition):
-    """An update's modify_index is not the evaluation's current one."""
-
-    reason = "EVALUATION_CHANGED"
-
-
-class EvaluationExists(AlreadyExists):
-    """A create names an evaluation id that exists already."""
-
-    reason = "EVALUATION_EXISTS"
 
 
 # -- allocations and plans ---------------------------------------------------

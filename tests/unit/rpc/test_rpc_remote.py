@@ -30,6 +30,10 @@ def _round_trip(err: errors.DroverError) -> errors.DroverError:
     errors.InvalidArgument("bad", metadata={"field": "id"}),
     errors.FailedPrecondition("not paused"),
     errors.Unavailable("later"),
+    # The evaluation refusals the state service sends and the broker passes on.
+    errors.EvaluationGone("deleted", metadata={"eval_id": "e1"}),
+    errors.EvaluationChanged("superseded", metadata={"eval_id": "e1"}),
+    errors.EvaluationExists("exists", metadata={"eval_id": "e2"}),
 ])
 def test_round_trip_keeps_class_reason_and_metadata(err: errors.DroverError) -> None:
     back = _round_trip(err)

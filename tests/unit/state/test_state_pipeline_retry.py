@@ -12,14 +12,14 @@ import pytest
 from drover.api.types.v1 import deployment_pb2, evaluation_pb2, job_pb2
 from drover.coord.fence import Fence
 from drover.coord.kv import Put
-from drover.errors import Conflict, FenceLost
+from drover.errors import Conflict, EvaluationChanged, FenceLost
 from drover.state.app import StateService
 from drover.state.cache import marker_put
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder, WriteContext, WritePlan
 from drover.state.core.validate import validate_job
 from drover.state.core.view import View
-from drover.state.errors import EvaluationChanged, PlanStale
+from drover.state.errors import PlanStale
 from drover.state.evaluations.core import evals
 from drover.state.jobs.core import register as jobs
 from drover.state.pipeline import ATTEMPTS, transact

@@ -33,6 +33,9 @@ from typing import Any
 from drover.api.types.v1 import evaluation_pb2
 from drover.coord.kv import MAX_TXN_OPS, objects_per_txn
 from drover.errors import (
+    EvaluationChanged,
+    EvaluationExists,
+    EvaluationGone,
     FenceRequired,
     InvalidArgument,
     NotFound,
@@ -43,9 +46,6 @@ from drover.state.core.view import Found, View, refuse, scheduler_config
 from drover.state.errors import (
     BrokerNotPaused,
     DeploymentChanged,
-    EvaluationChanged,
-    EvaluationExists,
-    EvaluationGone,
     JobModifyIndexMismatch,
 )
 

@@ -12,8 +12,9 @@ inside the etcd txn on the mod_revision the writer held (``modify_index``);
 follow-up evaluations are *creates* of new ids, compared absent. The plan
 and its rules are :func:`drover.state.evaluations.core.evals.plan_update`: a conflict
 re-plans on a fresh view, where the rules name the evaluation at fault
-(:class:`EvaluationGone` NOT_FOUND, :class:`EvaluationChanged`
-FAILED_PRECONDITION, :class:`EvaluationExists` ALREADY_EXISTS, each with
+(:class:`~drover.errors.EvaluationGone` NOT_FOUND,
+:class:`~drover.errors.EvaluationChanged` FAILED_PRECONDITION,
+:class:`~drover.errors.EvaluationExists` ALREADY_EXISTS, each with
 ``eval_id`` in the ErrorInfo metadata).
 
 All or nothing, one txn. Updates and terminal statuses are broker

@@ -13,7 +13,14 @@ from drover.api.types.v1 import (
     scheduler_pb2,
 )
 from drover.coord.kv import Compare
-from drover.errors import FenceRequired, InvalidArgument, NotFound
+from drover.errors import (
+    EvaluationChanged,
+    EvaluationExists,
+    EvaluationGone,
+    FenceRequired,
+    InvalidArgument,
+    NotFound,
+)
 from drover.state.core import codec
 from drover.state.core.plan import PlanBuilder
 from drover.state.core.rules import (
@@ -27,13 +34,7 @@ from drover.state.core.rules import (
     update_of_seen,
     within_cap,
 )
-from drover.state.errors import (
-    BrokerNotPaused,
-    DeploymentChanged,
-    EvaluationChanged,
-    EvaluationExists,
-    EvaluationGone,
-)
+from drover.state.errors import BrokerNotPaused, DeploymentChanged
 
 EV = evaluation_pb2.Evaluation(id="e1", namespace="default", type="service",
                                status=evaluation_pb2.EVALUATION_STATUS_PENDING)
