@@ -335,7 +335,7 @@ class WatcherLeader:
         A steering call names no index of its own, so a conflict its write
         meets is drover's own writers racing (the watcher writing the same
         deployment, a scheduler's allocations): the writer re-read the
-        deployment (:meth:`.results.ResultWriter._conflicted`) and the
+        deployment (:meth:`.results.ResultWriter._decide_again`) and the
         operation is decided again on it, ``conflict_attempts`` times in
         all; past that the call is UNAVAILABLE (retry), never CONFLICT."""
         run = self._session_for_call()
