@@ -12,12 +12,15 @@ clients:
   still finishes;
 - seeded restarts: each replica in turn is stopped (as SIGTERM stops one)
   and started again on its address while deployments roll out and their
-  allocations turn healthy; every deployment ends SUCCESSFUL within a bound.
+  allocations turn healthy; every deployment ends SUCCESSFUL within a bound;
+- whatever else leaves an active deployment without a watcher, the leader's
+  audit (a periodic list of the active deployments) tracks it again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 import random
@@ -27,7 +30,7 @@ from typing import Any
 
 import grpc
 import pytest
-from deployments_harness import Scheduler, Watcher, service_job, start_watcher
+from deployments_harness import LEADER_CONFIG, Scheduler, Watcher, service_job, start_watcher
 from polling import eventually
 from state_harness import StateReplica, start_state
 
@@ -231,3 +234,36 @@ async def test_deployments_finish_while_state_replicas_restart_one_at_a_time(
             await ch.close()
         for s in states:
             await s.replica.close()
+
+
+async def test_an_active_deployment_left_without_a_watcher_is_tracked_again(
+    etcd_endpoint: str, etcd_prefix: str,
+    two_states: tuple[list[StateReplica], LostAnswers],
+) -> None:
+    """The audit: whatever lost a deployment's watcher (an event the streams
+    never delivered, a re-read given up), the leader's periodic list finds it
+    active and unwatched, and tracks it again."""
+    replicas, _ = two_states
+    w = await start_watcher(etcd_endpoint, etcd_prefix, replicas[0].address,
+                            config=dataclasses.replace(LEADER_CONFIG, audit_interval=0.3),
+                            state_addresses=tuple(r.address for r in replicas))
+    try:
+        await eventually(lambda: w.app.leader is not None and w.app.leader.leading, 10.0,
+                         "a leading watcher")
+        scheduler = Scheduler(replicas[1].stub)
+        reg = await scheduler.register(service_job("lost", count=1))
+        d = await scheduler.deployment(reg.deployment_id)
+        leader = w.app.leader
+        assert leader is not None
+        run = leader._run
+        assert run is not None
+        await eventually(lambda: d.id in run.manager.tracked(), 5.0, "the deployment watched")
+        run.manager.untrack(d.id)  # as if its events had never arrived
+        run.stored.pop(d.id, None)
+        [alloc] = await scheduler.place(d, 1)
+        await scheduler.health([alloc])
+        done = await scheduler.wait_deployment(d.id, lambda x: x.status == SUCCESSFUL,
+                                               within=8.0, what="the lost deployment finished")
+        assert done.task_groups["web"].healthy_allocs == 1
+    finally:
+        await w.close()
