@@ -80,7 +80,7 @@ class LeaderConfig:
     max_sleep: float = 5.0
     #: Every this many seconds the leader re-lists the active deployments
     #: (one paged query); one found active, unwatched and unchanged two
-    #: audits in a row is tracked again (:meth:`.leader.WatcherLeader._audit`).
+    #: audits in a row is tracked again (:mod:`.audit`).
     audit_interval: float = 10.0
     #: Revoking waits this long for the cancelled leader loop (``drover.tasks``).
     stop_timeout: float = 2.0

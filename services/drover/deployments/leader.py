@@ -22,16 +22,11 @@ A session (the Nomad #10756 lesson, by construction):
    are buffered and replayed after, older versions than those listed are
    ignored (indexes compared): nothing in between is missed or rolled back.
 
-From then on the only state traffic is the two streams, the writes, two
-reads per *newly seen* deployment, and the audit: every ``audit_interval``
-one paged list of the active deployments; one listed active with no watcher
-and unchanged since the last audit is tracked again (Nomad's watcher
-re-reads with blocking queries rather than trusting a stream alone: a
-missed event or a dropped re-read heals here). The number of watches and of
-state queries does not depend on how many deployments are active. The allocation
-stream is demultiplexed in memory by the manager's router; only the owning
-watcher wakes. A stream that fails (state replica gone, INDEX_COMPACTED,
-SUBSCRIBER_TOO_SLOW) ends the session and a new one rebuilds from scratch.
+From then on the only state traffic is the two streams, the writes, two reads
+per *newly seen* deployment and :mod:`.audit`'s periodic list: the number of
+watches and queries does not depend on how many deployments are active. A
+stream that fails (state replica gone, INDEX_COMPACTED, SUBSCRIBER_TOO_SLOW)
+ends the session and a new one rebuilds from scratch.
 
 Leader only, checked synchronously: every steering call (right before its
 decision is taken), every write (right before it leaves) and every timer
@@ -50,8 +45,7 @@ once (``term.report_lost``). A conflict (another writer changed the
 deployment) drops its watcher and queued decisions and tracks it again from
 state; a steering call caught in one is decided again on the re-read
 deployment (bounded: :meth:`WatcherLeader.operate`). Own writes coming
-back on the stream are recognised and not fed to the watcher, which already
-holds those values.
+back on the stream are recognised and not fed to the watcher again.
 """
 
 from __future__ import annotations
@@ -72,6 +66,7 @@ from drover.deployments.config import LeaderConfig
 from drover.errors import Conflict, NotLeader, Unavailable
 from drover.tasks import cancel_and_wait
 
+from .audit import audit
 from .core.effects import Decision
 from .core.manager import AllocationChange, WatcherManager, WatcherStats
 from .core.requests import echo_key
@@ -188,7 +183,7 @@ class WatcherLeader:
                 tg.create_task(self._pump_allocations(run, allocations))
                 tg.create_task(self._timer(run))
                 tg.create_task(self._restore(run, [d.id for d in listed]))
-                tg.create_task(self._audit(run))
+                tg.create_task(audit(run, self.state, self.config, self._start_tracking))
         finally:
             run.tg = None
             for stream in (deployments, allocations):
@@ -230,37 +225,6 @@ class WatcherLeader:
             run.track_tasks.pop(deployment_id, None)
         self._on_allocations(run, buffered)
         run.kick.set()
-
-    async def _audit(self, run: Session) -> None:
-        """Track again each deployment state lists active that has had no
-        watcher, no tracking and no write under way, unchanged, for one
-        whole audit interval (module doc). One interval first, so a
-        deployment just finished (its terminal write after the list) or
-        just created (its event on its way) is never taken for lost."""
-        unwatched: dict[str, int] = {}
-        while True:
-            await asyncio.sleep(self.config.audit_interval)
-            await run.ready.wait()
-            try:
-                listed, _ = await self.state.list_active_deployments()
-            except Unavailable as err:  # no replica answered: the next audit
-                log.info("deployment audit skipped: %r", err)
-                continue
-            now = {d.id: d.modify_index for d in listed if self._unwatched(run, d)}
-            for d in listed:
-                if d.id in now and unwatched.get(d.id) == d.modify_index:
-                    log.warning("deployment %s is active with no watcher since the last audit "
-                                "(an event missed?); tracking it again", d.id)
-                    known = run.stored.get(d.id)
-                    if known is None or known.modify_index < d.modify_index:
-                        run.stored[d.id] = d
-                    self._start_tracking(run, d.id)
-            unwatched = now
-
-    @staticmethod
-    def _unwatched(run: Session, d: deployment_pb2.Deployment) -> bool:
-        return (run.manager.wants(d) and d.id not in run.tracking
-                and d.id not in run.queues)
 
     def _start_tracking(self, run: Session, deployment_id: str) -> asyncio.Task[None] | None:
         task = run.track_tasks.get(deployment_id)

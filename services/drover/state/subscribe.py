@@ -231,6 +231,14 @@ class Hub:
                 "the state cache re-listed after losing its watch; re-read and subscribe "
                 f"again from index {revision}", metadata={"index": str(revision)}))
 
+    def _join(self, interest: Interest) -> _Sub:
+        """A new stream's queue, fed from now on (refused once closed)."""
+        if self._closed:
+            raise self._stopping()
+        sub = _Sub(interest, self.config.buffer_revisions)
+        self._subs.add(sub)
+        return sub
+
     def close(self) -> None:
         """End every stream, and refuse new ones, with UNAVAILABLE
         ``REPLICA_STOPPING`` (the replica is shutting down; module doc)."""
@@ -295,14 +303,11 @@ class Hub:
         """The stream's responses, serialized (``SubscribeResponse`` bytes: the
         servicer hands them to gRPC as they are, see :mod:`drover.rpc.encoded`);
         ``reader`` filters its namespaced events (:class:`Interest`)."""
-        if self._closed:
-            raise self._stopping()
         interest = Interest(frozenset(request.topics), frozenset(request.keys),
                             request.namespace, reader)
-        sub = _Sub(interest, self.config.buffer_revisions)
         asked = request.heartbeat_interval
         heartbeat = self.config.heartbeat_for(asked.seconds + asked.nanos / 1e9)
-        self._subs.add(sub)
+        sub = self._join(interest)
         try:
             now = self.cache.revision
             start = request.from_index or now
