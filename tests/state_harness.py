@@ -56,14 +56,15 @@ class StateReplica:
 async def start_state_on(store: LeaseKV, keyspace: Keyspace, *,
                          interceptors: tuple[Any, ...] = (),
                          etcd_channel: grpc.aio.Channel | None = None,
-                         config: StateConfig | None = None) -> StateReplica:
-    """The state service on ``store``, listening on a free loopback port
+                         config: StateConfig | None = None, port: int = 0) -> StateReplica:
+    """The state service on ``store``, listening on loopback ``port`` (0: a
+    free one; a replica started again on its address passes its own)
     (``config``: see :func:`build_on_store`; :func:`state_config_with`)."""
     service = await build_on_store(store, keyspace, config)
     server = grpc.aio.server(interceptors=[*interceptors, ErrorInterceptor()])
     for binding in service.bindings:
         binding.add(binding.servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    port = server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
     address = f"127.0.0.1:{port}"
     channel = grpc.aio.insecure_channel(address)
@@ -73,11 +74,11 @@ async def start_state_on(store: LeaseKV, keyspace: Keyspace, *,
 
 async def start_state(endpoint: str, keyspace: Keyspace,
                       interceptors: tuple[Any, ...] = (),
-                      config: StateConfig | None = None) -> StateReplica:
+                      config: StateConfig | None = None, port: int = 0) -> StateReplica:
     """The state service on the etcd at ``endpoint`` (its own channel)."""
     etcd_channel = grpc.aio.insecure_channel(endpoint)
     return await start_state_on(EtcdStore(etcd_channel), keyspace, interceptors=interceptors,
-                                etcd_channel=etcd_channel, config=config)
+                                etcd_channel=etcd_channel, config=config, port=port)
 
 
 async def leader_fence(state: StateReplica, election: str) -> tuple[tuple[str, str]]:

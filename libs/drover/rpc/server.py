@@ -11,9 +11,14 @@ Kubernetes gRPC probes work when TLS is on), liveness and readiness
 them), and graceful shutdown:
 
 1. health NOT_SERVING everywhere (probes and balancers stop sending),
-2. ``app.stop()`` (leaders resign, long polls end with a leader hint),
-3. ``server.stop(grace)``: in-flight calls get ``grace`` seconds, then are
-   cancelled.
+2. ``app.stop()`` (leaders resign, long polls end with a leader hint,
+   streams end with UNAVAILABLE so their clients resume elsewhere),
+3. membership left, the control etcd client closed,
+4. ``server.stop(grace)``: no new calls; in-flight calls get ``grace``
+   seconds, then are cancelled,
+5. ``app.close()``, if the app has one: what its calls used (the state
+   service's cache and etcd clients) is released only now, after the
+   server stopped, so no call in flight loses it.
 
 SIGTERM and SIGINT trigger it when :func:`run_until_signal` drives the server.
 """
@@ -104,7 +109,9 @@ class App(Protocol):
     be read afterwards. ``start`` may spawn background tasks (append them to ``ctx.tasks``) and
     must mark readiness through ``ctx.health`` when the service can serve.
     ``stop`` is called after health turned NOT_SERVING and before the server
-    stops; it must return within the shutdown grace.
+    stops; it must return within the shutdown grace. An app may also define
+    ``close()``: called once the server has stopped (every call ended), to
+    release what its calls used (etcd clients), bounded by ``stop_timeout``.
 
     With ACLs on, an app that calls other drover services may define
     ``set_server_token(secret)``: it is called before ``prepare`` with the
@@ -305,6 +312,7 @@ class DroverServer:
                         await client.close()
             if self._server is not None:
                 await self._server.stop(grace)
+            await self._close_app()
             if self._health_server is not None:
                 await self._health_server.stop(0)
             if self.acl is not None:
@@ -312,6 +320,19 @@ class DroverServer:
                     await self.acl.close()
         finally:
             self._stopped.set()
+
+    async def _close_app(self) -> None:
+        """The app's ``close`` hook (App doc), bounded and never raising."""
+        close = getattr(self.app, "close", None)
+        if close is None:
+            return
+        try:
+            async with asyncio.timeout(self.settings.stop_timeout):
+                await close()
+        except TimeoutError:
+            log.warning("app close exceeded %.1fs", self.settings.stop_timeout)
+        except Exception:
+            log.exception("app close failed")
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()

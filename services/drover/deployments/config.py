@@ -78,5 +78,9 @@ class LeaderConfig:
     # so a burst of events costs one pass, not one per event.
     min_tick: float = 0.05
     max_sleep: float = 5.0
+    #: Every this many seconds the leader re-lists the active deployments
+    #: (one paged query); one found active, unwatched and unchanged two
+    #: audits in a row is tracked again (:mod:`.audit`).
+    audit_interval: float = 10.0
     #: Revoking waits this long for the cancelled leader loop (``drover.tasks``).
     stop_timeout: float = 2.0

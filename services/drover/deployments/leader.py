@@ -22,12 +22,11 @@ A session (the Nomad #10756 lesson, by construction):
    are buffered and replayed after, older versions than those listed are
    ignored (indexes compared): nothing in between is missed or rolled back.
 
-From then on the only state traffic is the two streams, the writes, and two
-reads per *newly seen* deployment: the number of watches and of state
-queries does not depend on how many deployments are active. The allocation
-stream is demultiplexed in memory by the manager's router; only the owning
-watcher wakes. A stream that fails (state replica gone, INDEX_COMPACTED,
-SUBSCRIBER_TOO_SLOW) ends the session and a new one rebuilds from scratch.
+From then on the only state traffic is the two streams, the writes, two reads
+per *newly seen* deployment and :mod:`.audit`'s periodic list: the number of
+watches and queries does not depend on how many deployments are active. A
+stream that fails (state replica gone, INDEX_COMPACTED, SUBSCRIBER_TOO_SLOW)
+ends the session and a new one rebuilds from scratch.
 
 Leader only, checked synchronously: every steering call (right before its
 decision is taken), every write (right before it leaves) and every timer
@@ -46,8 +45,7 @@ once (``term.report_lost``). A conflict (another writer changed the
 deployment) drops its watcher and queued decisions and tracks it again from
 state; a steering call caught in one is decided again on the re-read
 deployment (bounded: :meth:`WatcherLeader.operate`). Own writes coming
-back on the stream are recognised and not fed to the watcher, which already
-holds those values.
+back on the stream are recognised and not fed to the watcher again.
 """
 
 from __future__ import annotations
@@ -68,6 +66,7 @@ from drover.deployments.config import LeaderConfig
 from drover.errors import Conflict, NotLeader, Unavailable
 from drover.tasks import cancel_and_wait
 
+from .audit import audit
 from .core.effects import Decision
 from .core.manager import AllocationChange, WatcherManager, WatcherStats
 from .core.requests import echo_key
@@ -184,6 +183,7 @@ class WatcherLeader:
                 tg.create_task(self._pump_allocations(run, allocations))
                 tg.create_task(self._timer(run))
                 tg.create_task(self._restore(run, [d.id for d in listed]))
+                tg.create_task(audit(run, self.state, self.config, self._start_tracking))
         finally:
             run.tg = None
             for stream in (deployments, allocations):
@@ -335,7 +335,7 @@ class WatcherLeader:
         A steering call names no index of its own, so a conflict its write
         meets is drover's own writers racing (the watcher writing the same
         deployment, a scheduler's allocations): the writer re-read the
-        deployment (:meth:`.results.ResultWriter._conflicted`) and the
+        deployment (:meth:`.results.ResultWriter._decide_again`) and the
         operation is decided again on it, ``conflict_attempts`` times in
         all; past that the call is UNAVAILABLE (retry), never CONFLICT."""
         run = self._session_for_call()

@@ -9,9 +9,12 @@ waits up to its window for more to merge with (:func:`.core.coalesce.hold_for`),
 and leaves at once when one that cannot wait arrives. A follow-up
 evaluation with no deployment change to ride on leaves in a batch
 (UpsertEvaluations, fenced). A FENCE_LOST answer ends the term at once
-(``term.report_lost``). A conflict (another writer changed the deployment)
-drops its watcher and queued decisions and has the ingesting half
-(:mod:`.leader`) track it again from state; only then are the callers
+(``term.report_lost``). A conflict (another writer changed the deployment),
+or a write whose replica went away (UNAVAILABLE: applied or not, nobody
+knows; the watcher already adopted the decision), drops its watcher and
+queued decisions and has the ingesting half (:mod:`.leader`) track it again
+from state, re-read until a replica answers (issue 41: a lost "successful"
+left a deployment running forever); only then are the callers
 waiting on them told (CONFLICT), and :meth:`.leader.WatcherLeader.operate`
 decides their calls again on the re-read deployment: a conflict between
 drover's own writers never reaches a user. Unhealthy allocations marked to
@@ -35,7 +38,7 @@ from typing import Any
 
 from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import deployment_pb2
-from drover.errors import Conflict, FenceLost, NotLeader
+from drover.errors import Conflict, FenceLost, NotLeader, Unavailable
 
 from .config import BatcherConfig
 from .core.coalesce import hold_for, merge
@@ -52,6 +55,9 @@ log = logging.getLogger(__name__)
 #: Allocations per UpdateAllocDesiredTransition, with room for the
 #: evaluation (etcd's default txn cap, as the node drainer's batches).
 MAX_MARKS = 119
+#: Seconds between re-reads of a deployment whose write failed while no
+#: state replica answers them.
+REREAD_BACKOFF = 0.5
 
 
 def _coalesce(queue: collections.deque[Job]) -> None:
@@ -191,7 +197,7 @@ class ResultWriter:
                 stored = run.stored.get(deployment_id)
                 if stored is not None:
                     with contextlib.suppress(Exception):
-                        await self._conflicted(run, stored)
+                        await self._decide_again(run, stored)
                 return
             run.writes += 1
 
@@ -213,8 +219,17 @@ class ResultWriter:
             run.term.report_lost(f"deployment write: {err.message}")
             raise NotLeader(self.service, None) from err
         except Conflict as err:
-            await self._conflicted(run, stored)
+            await self._decide_again(run, stored)
             raise Conflict(f"deployment {d_id} changed concurrently; it was re-read") from err
+        except NotLeader:
+            raise
+        except Unavailable:
+            # The replica went away before or after applying it (outcome
+            # unknown): the watcher already adopted the decision, so it is
+            # decided again from what state holds, or it is lost for good
+            # (a lost "successful" left the deployment running forever).
+            await self._decide_again(run, stored)
+            raise
         finally:
             with contextlib.suppress(ValueError):
                 echoes.remove(key)
@@ -228,10 +243,12 @@ class ResultWriter:
                 run.stored.pop(d_id, None)
         return result(req, resp, new)
 
-    async def _conflicted(self, run: Session, stale: deployment_pb2.Deployment) -> None:
+    async def _decide_again(self, run: Session, stale: deployment_pb2.Deployment) -> None:
         """Drop the watcher and its queued decisions; track it again from
         state, then tell the queued callers (their calls are decided again
-        on what is tracked now)."""
+        on what is tracked now). The re-read is retried until a replica
+        answers or the session ends: a deployment dropped here and never
+        tracked again would stay active with nothing steering it."""
         queue = run.queues.get(stale.id)
         dropped = []
         if queue is not None:
@@ -240,7 +257,7 @@ class ResultWriter:
                 queue.pop()
         run.manager.untrack(stale.id)
         try:
-            fresh = await self.state.get_deployment(stale.namespace, stale.id)
+            fresh = await self._reread(run, stale)
             run.stored.pop(stale.id, None)
             if fresh is not None and fresh.status in ACTIVE:
                 run.stored[stale.id] = fresh
@@ -249,6 +266,21 @@ class ResultWriter:
             for waiter in dropped:
                 if not waiter.done():
                     waiter.set_exception(Conflict(f"deployment {stale.id} changed concurrently"))
+
+    async def _reread(self, run: Session,
+                      stale: deployment_pb2.Deployment) -> deployment_pb2.Deployment | None:
+        """The deployment as state holds it, asked again every
+        :data:`REREAD_BACKOFF` seconds while no replica answers (the
+        session's leader ``check`` ends it: NotLeader)."""
+        while True:
+            self._check(run)
+            try:
+                return await self.state.get_deployment(stale.namespace, stale.id)
+            except NotLeader:
+                raise
+            except Unavailable as err:
+                log.info("re-reading deployment %s: %r; retrying", stale.id, err)
+            await asyncio.sleep(REREAD_BACKOFF)
 
     def fail_pending(self, run: Session, err: Exception) -> None:
         for queue in run.queues.values():

@@ -6,7 +6,11 @@ reflection; this module builds what the state service adds
 built, so a replica reports SERVING only once it can answer consistently),
 the servicer and its RPC groups, and the background task that keeps the
 cache watching. Afterwards readiness follows a periodic consistent read
-(the "cache" check: etcd reachable and the cache caught up). The
+(the "cache" check: etcd reachable and the cache caught up). Shutdown:
+``stop`` ends the event streams (UNAVAILABLE: clients resume elsewhere)
+while the server still runs; ``close``, once the server has stopped, closes
+the cache and etcd (a closed etcd client under live streams held them
+~4 s: issue 41). The
 page-token HMAC key is shared by all replicas through etcd (created once
 with a put-if-absent txn), so any replica continues another's pages.
 :func:`state_config` is the one place the service's configs are built from settings.
@@ -228,8 +232,17 @@ class StateApp:
         return None
 
     async def stop(self) -> None:
+        """Before the server stops (health already NOT_SERVING): end the
+        event streams with UNAVAILABLE ``REPLICA_STOPPING``, so their clients
+        resume on another replica at once; etcd stays open for the calls
+        still in flight (:meth:`close`, after the server stopped)."""
         for close in self._unregister:
             close()
+        if self._service is not None:
+            self._service.servicer.hub.close()
+
+    async def close(self) -> None:
+        """After the server stopped: the cache's watch, then the etcd clients."""
         if self._service is not None:
             await self._service.close()
 

@@ -40,6 +40,13 @@ class SubscriberTooSlow(DroverError):
     reason = "SUBSCRIBER_TOO_SLOW"
 
 
+class ReplicaStopping(Unavailable):
+    """A Subscribe stream ended (or refused) because its replica is shutting
+    down: subscribe again on another replica from the last index."""
+
+    reason = "REPLICA_STOPPING"
+
+
 # -- the write pipeline ------------------------------------------------------
 
 class Replan(Exception):

@@ -27,6 +27,10 @@ longer than that means the server stopped, so a client (the proxy
 included) can detect a frozen server within a bound it chose. A replica
 that has lost etcd (no etcd call answered for ``max_silence``) ends its
 streams with UNAVAILABLE ``ETCD_UNAVAILABLE`` instead of heartbeating.
+A replica shutting down (:meth:`Hub.close`, before its etcd client closes)
+ends every stream, and refuses new ones, with UNAVAILABLE
+``REPLICA_STOPPING``: clients resume on another replica at once instead of
+waiting out heartbeats from a cache that no longer moves.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from drover.state.cache import Cache, Change
 from drover.state.config import SubscribeConfig
 from drover.state.contact_proof import ContactProof
 from drover.state.core import codec
-from drover.state.errors import IndexCompacted, SubscriberTooSlow
+from drover.state.errors import IndexCompacted, ReplicaStopping, SubscriberTooSlow
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,7 @@ class Hub:
         cache.listeners.append(self._on_batch)
         cache.reset_listeners.append(self._on_reset)
         self._contact = ContactProof(cache)
+        self._closed = False
 
     async def _in_contact(self) -> bool:
         """Whether this replica heard from etcd within ``max_silence``; when
@@ -225,6 +230,26 @@ class Hub:
             self._end(sub, IndexCompacted(
                 "the state cache re-listed after losing its watch; re-read and subscribe "
                 f"again from index {revision}", metadata={"index": str(revision)}))
+
+    def _join(self, interest: Interest) -> _Sub:
+        """A new stream's queue, fed from now on (refused once closed)."""
+        if self._closed:
+            raise self._stopping()
+        sub = _Sub(interest, self.config.buffer_revisions)
+        self._subs.add(sub)
+        return sub
+
+    def close(self) -> None:
+        """End every stream, and refuse new ones, with UNAVAILABLE
+        ``REPLICA_STOPPING`` (the replica is shutting down; module doc)."""
+        self._closed = True
+        for sub in list(self._subs):
+            self._end(sub, self._stopping())
+
+    @staticmethod
+    def _stopping() -> ReplicaStopping:
+        return ReplicaStopping("this state replica is shutting down; subscribe again on "
+                               "another replica from the last index")
 
     def _end(self, sub: _Sub, err: DroverError) -> None:
         """End ``sub`` with ``err`` before anything still queued: the client
@@ -280,10 +305,9 @@ class Hub:
         ``reader`` filters its namespaced events (:class:`Interest`)."""
         interest = Interest(frozenset(request.topics), frozenset(request.keys),
                             request.namespace, reader)
-        sub = _Sub(interest, self.config.buffer_revisions)
         asked = request.heartbeat_interval
         heartbeat = self.config.heartbeat_for(asked.seconds + asked.nanos / 1e9)
-        self._subs.add(sub)
+        sub = self._join(interest)
         try:
             now = self.cache.revision
             start = request.from_index or now

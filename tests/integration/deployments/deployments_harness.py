@@ -58,11 +58,14 @@ class Watcher:
 
 
 async def start_watcher(endpoint: str, prefix: str, state_address: str,
-                        config: LeaderConfig = LEADER_CONFIG) -> Watcher:
+                        config: LeaderConfig = LEADER_CONFIG,
+                        state_addresses: tuple[str, ...] = ()) -> Watcher:
+    """A watcher replica seeded with ``state_address`` (or every one of
+    ``state_addresses``)."""
     settings = ServeSettings(
         service="deployments",
         etcd=EtcdSettings(endpoints=(endpoint,), prefix=prefix, session_ttl=2),
-        state_addresses=(state_address,), shutdown_grace=2.0,
+        state_addresses=state_addresses or (state_address,), shutdown_grace=2.0,
     )
     app = DeploymentsApp(settings, leader_config=config,
                          leadership_config=LeadershipConfig(ttl=2, retry_backoff=0.05))

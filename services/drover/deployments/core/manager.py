@@ -28,9 +28,10 @@ cancels the older pending ones. On losing leadership the shell calls
 :meth:`WatcherManager.clear`; the next leader rebuilds from state.
 
 A decision that ends a deployment (failed, successful) drops its watcher at
-once. If the shell's write of it then fails with a conflict, it re-reads the
-deployment: still active, so :meth:`WatcherManager.wants` it and ``track``
-re-derives the same decision from state. Writes must be applied in the order
+once. If the shell's write of it then fails (a conflict, or UNAVAILABLE with
+its outcome unknown), it re-reads the deployment: still active, so
+:meth:`WatcherManager.wants` it and ``track`` re-derives the same decision
+from state. Writes must be applied in the order
 decisions were returned; each carries the new values, not deltas.
 
 Time comes from the injected wall clock (epoch seconds, see the package
