@@ -62,7 +62,10 @@ async def test_stopping_ends_streams_unavailable_before_etcd_closes(
     info = error_info(ended)
     assert info is not None and info.reason == "REPLICA_STOPPING"
     assert "another replica" in (ended.details() or "")
-    assert order == ["stream ended", "etcd closed"]
+    # The reason is the hub's (a stream ended by a closed etcd client says
+    # ETCD_UNAVAILABLE): it ended while etcd was open. When this client task
+    # saw the end is a matter of scheduling, so only the close is checked.
+    assert "etcd closed" in order
 
 
 async def test_a_stopping_hub_refuses_new_streams(replica) -> None:
