@@ -22,7 +22,9 @@ back in service, then up to a progress deadline and a minute for every
 deployment to end (the soak's jobs set a progress deadline, as Nomad's
 job specs do by default; a deployment still running after it is a bug).
 
-Recorded every 10 s and judged at the end: see bench/_soak_report.py.
+Recorded every 10 s and judged at the end: see bench/_soak_report.py
+(why the slope over the last half is a sound judge of a 10-minute run, and
+why etcd is judged on its DB, keys and watchers rather than its RSS).
 Results: bench/results/soak.md and its PNGs (``--out``).
 """
 
@@ -233,9 +235,11 @@ def _proc_stats(pid: int) -> tuple[float, int] | None:
         return None
 
 
-def _etcd_db(sup: Supervisor) -> tuple[float, float]:
-    """etcd's DB size and the part in use (MiB, the largest member's)."""
+def _etcd_db(sup: Supervisor) -> tuple[float, float, int, int]:
+    """etcd's DB size and the part in use (MiB), its live keys and its
+    watchers (each the largest member's)."""
     total = in_use = 0.0
+    keys = watchers = 0
     assert sup.cluster is not None
     for m in sup.cluster.members:
         try:
@@ -244,11 +248,16 @@ def _etcd_db(sup: Supervisor) -> tuple[float, float]:
         except OSError:
             continue
         for line in text.splitlines():
-            if line.startswith("etcd_mvcc_db_total_size_in_bytes "):
-                total = max(total, float(line.split()[1]) / 2**20)
-            elif line.startswith("etcd_mvcc_db_total_size_in_use_in_bytes "):
-                in_use = max(in_use, float(line.split()[1]) / 2**20)
-    return total, in_use
+            name, _, value = line.partition(" ")
+            if name == "etcd_mvcc_db_total_size_in_bytes":
+                total = max(total, float(value) / 2**20)
+            elif name == "etcd_mvcc_db_total_size_in_use_in_bytes":
+                in_use = max(in_use, float(value) / 2**20)
+            elif name == "etcd_debugging_mvcc_keys_total":
+                keys = max(keys, int(float(value)))
+            elif name == "etcd_debugging_mvcc_watcher_total":
+                watchers = max(watchers, int(float(value)))
+    return total, in_use, keys, watchers
 
 
 async def _in_flight(wl: Workload) -> tuple[int, int]:
@@ -283,11 +292,12 @@ async def sampler(sup: Supervisor, wl: Workload, rec: SoakRecord, t0: float) -> 
         seen = len(rec.calls)
         latency = {m: (sorted(v)[len(v) // 2], sorted(v)[min(len(v) - 1, int(0.99 * len(v)))],
                        len(v)) for m, v in window.items()}
-        db, in_use = await asyncio.to_thread(_etcd_db, sup)
+        db, in_use, keys, watchers = await asyncio.to_thread(_etcd_db, sup)
         evals, deps = await _in_flight(wl)
         rec.samples.append(Sample(now, {n: s[0] for n, s in stats.items()},
                                   {n: s[1] for n, s in stats.items()},
-                                  {n: procs[n] for n in stats}, db, in_use, latency, evals, deps))
+                                  {n: procs[n] for n in stats}, db, in_use, latency, evals, deps,
+                                  keys, watchers))
         await asyncio.sleep(SAMPLE_EVERY)
 
 
