@@ -41,7 +41,6 @@ import asyncio
 import random
 import time
 from collections.abc import Sequence
-from contextlib import aclosing
 from typing import Any
 
 import grpc
@@ -247,13 +246,15 @@ class _OpenedStream:
             call = await self._open()
             address = self._address
             try:
-                async with aclosing(owner.holds.messages(address, call)) as messages:
-                    async for message in messages:
+                with owner.holds.attempt(address) as held:
+                    while True:
+                        message = await owner.holds.wait(held, call.read())
+                        if message is grpc.aio.EOF:
+                            return
                         if cursor is not None and not cursor.admit_index(message.index):
                             continue
                         failures = 0
                         yield message
-                return
             except AttemptEnded as ended:
                 call.cancel()
                 error: Exception = as_rpc_error(HoldTimeout(

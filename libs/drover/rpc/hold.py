@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -162,19 +162,6 @@ class Holds:
             self.alive(attempt.address)
             return work.result()  # raises the call's own error, if it failed
         raise AttemptEnded(attempt.address, attempt.reason)
-
-    async def messages(self, address: str, call: Any) -> AsyncGenerator[Any, None]:
-        """Each message of the server-streaming ``call`` on ``address``, every
-        read awaited under one attempt (:class:`AttemptEnded` when the server
-        goes silent; the caller cancels the call); returns at the stream's
-        end. Close it (``contextlib.aclosing``) so the attempt ends with the
-        caller."""
-        with self.attempt(address) as held:
-            while True:
-                message = await self.wait(held, call.read())
-                if message is grpc.aio.EOF:
-                    return
-                yield message
 
     @property
     def ended_count(self) -> int:

@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from dataclasses import dataclass
 
 import grpc
@@ -117,12 +116,14 @@ async def subscribe_resumed(pool: ReplicaPool, request: state_pb2.SubscribeReque
         address, stub = pool.picked()
         call = stub.Subscribe(state_pb2.SubscribeRequest.FromString(cursor.resume_request()))
         try:
-            async with aclosing(pool.holds.messages(address, call)) as messages:
-                async for message in messages:
+            with pool.holds.attempt(address) as held:
+                while True:
+                    message = await pool.holds.wait(held, call.read())
+                    if message is grpc.aio.EOF:
+                        return
                     if cursor.admit_index(message.index):
                         failures = 0
                         yield message
-            return
         except AttemptEnded as ended:
             error: Exception = HoldTimeout(
                 f"{pool.service} replica {address} went silent during Subscribe "
