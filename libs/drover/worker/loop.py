@@ -242,6 +242,7 @@ class Worker:
         """Plan and submit until accepted; the follow-up evaluations to ack with.
         ``reads``: the job's reads, already under way; later rounds read again."""
         if not await self.view.wait_past(wait_index, within=self.config.snapshot_wait):
+            self.view.reload(f"not at the wait index {wait_index}")
             raise ViewBehind(f"the view is at index {self.view.index}, the evaluation needs "
                              f"{wait_index} (waited {self.config.snapshot_wait:g}s)")
         partial = Attempts(attempt_limit(ev.type))
@@ -330,7 +331,9 @@ class Worker:
             return False
         # Nomad waits for a snapshot at the refresh index: the view (the
         # nodes' usage) must include what the other plans committed.
-        await self.view.wait_past(resp.refresh_index, within=5.0)
+        if not await self.view.wait_past(resp.refresh_index, within=5.0):
+            self.view.reload(f"not at the refresh index {resp.refresh_index} after 5s")
+            await self.view.wait_past(resp.refresh_index, within=5.0)
         return True
 
     async def snapshot(self, ev: evaluation_pb2.Evaluation) -> Snapshot:

@@ -55,6 +55,9 @@ class ClusterView:
         self.index = 0
         self.ready = asyncio.Event()
         self._changed = asyncio.Event()
+        #: The stream being followed, and whether it was cut to reload.
+        self._stream: Any = None
+        self._reloading = False
 
     def _apply_alloc(self, a: allocation_pb2.Allocation, deleted: bool = False) -> None:
         old = self._allocs.pop(a.id, None)
@@ -124,7 +127,7 @@ class ClusterView:
                     topics=[state_pb2.TOPIC_NODE, state_pb2.TOPIC_ALLOCATION],
                     from_index=self.index)
                 request.heartbeat_interval.FromMilliseconds(int(FOLLOW_INTERVAL * 1000))
-                stream = self._stub.Subscribe(request)
+                stream = self._stream = self._stub.Subscribe(request)
                 async for resp in stream:
                     for ev in resp.events:
                         deleted = ev.type == state_pb2.EVENT_TYPE_DELETE
@@ -140,10 +143,24 @@ class ClusterView:
                     self._changed.set()
                     self._changed = asyncio.Event()
             except asyncio.CancelledError:
-                raise
+                task = asyncio.current_task()
+                if not self._reloading or (task is not None and task.cancelling()):
+                    raise  # the view itself is stopped
+                self._reloading = False  # the stream was cut by reload(): list again
             except grpc.RpcError as e:
                 log.warning("worker view: %s; reloading", e)
                 await asyncio.sleep(0.5)
+
+    def reload(self, why: str) -> None:
+        """List everything again and follow from there: the stream is proven
+        behind (a wait for an index the state service named timed out), so
+        what it holds may be stale (Nomad plans again on a snapshot at the
+        refresh index, never on an older one)."""
+        if self._stream is None or self._reloading:
+            return
+        log.warning("worker view: %s; reloading", why)
+        self._reloading = True
+        self._stream.cancel()
 
     async def wait_past(self, index: int, within: float) -> bool:
         """Until the view has seen ``index`` (or ``within`` seconds passed: it

@@ -279,3 +279,24 @@ async def test_an_allocation_on_a_node_that_is_gone_is_stopped_as_lost(
     live = [a for a in allocs.allocations if a.desired_status == run]
     assert sorted(a.name for a in live) == ["web.g[0]", "web.g[1]"]
     assert all(a.node_id == "n1" for a in live)
+
+
+async def test_a_view_reloaded_lists_again_and_keeps_following(state: grpc.aio.Channel) -> None:
+    """``ClusterView.reload`` (a wait for a refresh index timed out) cuts the
+    stream and lists everything again; the view itself keeps running and
+    follows what is written after."""
+    stub = state_pb2_grpc.StateServiceStub(state)
+    await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node("n1")))
+    worker = Worker(state, WorkerConfig(seed=1))
+    async with _viewing(worker) as w:
+        view = w.view
+        assert set(view.nodes) == {"n1"}
+        view.nodes.pop("n1")  # as a view that missed an event would be
+        view.reload("a test")
+        up = await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node("n2")))
+        assert await view.wait_past(up.index, within=10)
+        assert set(view.nodes) == {"n1", "n2"}  # listed again, then followed
+        view.reload("again")
+        up = await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node("n3")))
+        assert await view.wait_past(up.index, within=10)
+        assert set(view.nodes) == {"n1", "n2", "n3"}
