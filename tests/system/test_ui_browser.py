@@ -56,6 +56,16 @@ task_groups:
 """
 READ_ONLY = "namespace:\n  '*':\n    policy: read\nnode:\n  policy: read\n"
 SHOTS = os.environ.get("DROVER_UI_SCREENSHOTS", "")
+#: The suite's log, whose warnings a failed wait prints (CI keeps nothing else).
+DEV_LOG: list[Path] = []
+
+
+def _warnings(last: int = 25) -> str:
+    if not DEV_LOG or not DEV_LOG[0].exists():
+        return ""
+    lines = [ln for ln in DEV_LOG[0].read_text(errors="replace").splitlines()
+             if " WARNING " in ln or " ERROR " in ln]
+    return "\n".join(["", "drover dev's last warnings:", *lines[-last:]])
 
 
 class Suite:
@@ -90,7 +100,7 @@ def _until(check: Any, within: float, what: str) -> Any:
         if got:
             return got
         time.sleep(0.25)
-    raise AssertionError(f"not within {within}s: {what}")
+    raise AssertionError(f"not within {within}s: {what}{_warnings()}")
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +110,7 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
         Path(SHOTS).mkdir(parents=True, exist_ok=True)
     offset, lay = free_layout()
     log_path = tmp / "dev.log"
+    DEV_LOG[:] = [log_path]
     env = {k: v for k, v in os.environ.items() if not k.startswith("DROVER_")}
     with log_path.open("w") as log:
         proc = subprocess.Popen(
@@ -145,7 +156,8 @@ async def _text_until(page: Page, selector: str, want: str, within: float = 30) 
         if want in text:
             return text
         await page.wait_for_timeout(100)
-    raise AssertionError(f"{selector} never showed {want!r} in {within}s (last: {text!r})")
+    raise AssertionError(f"{selector} never showed {want!r} in {within}s (last: {text!r})"
+                         f"{_warnings()}")
 
 
 async def test_each_page_shows_the_clusters_objects(suite: Suite) -> None:

@@ -21,6 +21,7 @@ turn resumes its own Subscribe on another replica. The pure parts
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -122,10 +123,12 @@ async def stream(request: web.Request, subscribe: Callable[[state_pb2.SubscribeR
     except grpc.RpcError as err:
         status = remote_status(err)
         if status.code == "OUT_OF_RANGE":
-            await resp.write(sse("resync", {"reason": status.reason}))
+            event = sse("resync", {"reason": status.reason})
         else:
             _, code, line = failure(err)
-            await resp.write(sse("failed", {"code": code, "message": line}))
+            event = sse("failed", {"code": code, "message": line})
+        with contextlib.suppress(ConnectionResetError):  # the browser left meanwhile
+            await resp.write(event)
     finally:
         call.cancel()
     return resp

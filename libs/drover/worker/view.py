@@ -52,25 +52,24 @@ class ClusterView:
         self._node_set: NodeSet | None = None  # of ``nodes``; None: changed since
         self._allocs: dict[str, tuple[str, Vec]] = {}  # live alloc id -> (node, reserved)
         self.used: dict[str, Vec] = {}
+        #: Placements reserved and not yet seen committed: carried over a
+        #: reload, whose list may have been read before they committed.
+        self._reserved: dict[str, allocation_pb2.Allocation] = {}
         self.index = 0
         self.ready = asyncio.Event()
         self._changed = asyncio.Event()
-        #: The stream being followed, and whether it was cut to reload.
+        #: The stream being followed (None while listing), and whether it
+        #: was cut to reload.
         self._stream: Any = None
         self._reloading = False
 
     def _apply_alloc(self, a: allocation_pb2.Allocation, deleted: bool = False) -> None:
-        old = self._allocs.pop(a.id, None)
-        if old is not None:
-            self.used[old[0]] = self.used.get(old[0], Vec()) - old[1]
-        if not deleted and is_live(a):
-            res = Vec.of(a.resources)
-            self._allocs[a.id] = (a.node_id, res)
-            self.used[a.node_id] = self.used.get(a.node_id, Vec()) + res
+        _apply(self._allocs, self.used, a, deleted)
 
     def reserve(self, placements: Iterable[allocation_pb2.Allocation]) -> None:
         """Count placements being submitted (not yet committed) on their nodes."""
         for a in placements:
+            self._reserved[a.id] = a
             self._apply_alloc(a)
 
     def release(self, placements: Iterable[allocation_pb2.Allocation]) -> None:
@@ -79,6 +78,7 @@ class ClusterView:
         is taken back too, and the view counts less than the node holds
         until it reloads -- safe, the state service judges every plan.)"""
         for a in placements:
+            self._reserved.pop(a.id, None)
             self._apply_alloc(a, deleted=True)
 
     def node_set(self) -> NodeSet:
@@ -90,19 +90,20 @@ class ClusterView:
         return self._node_set
 
     async def _load(self) -> int:
-        self.nodes.clear()
-        self._node_set = None
-        self._allocs.clear()
-        self.used.clear()
+        """List nodes and live allocations into new tables, then put them in
+        place at once: until then plans go on over the old ones (a view
+        emptied while it lists would send every evaluation planned meanwhile
+        to blocked, for want of nodes)."""
+        nodes: dict[str, node_pb2.Node] = {}
+        allocs: dict[str, tuple[str, Vec]] = {}
+        used: dict[str, Vec] = {}
         index = 0
         token = ""
         while True:
             resp = await self._stub.ListNodes(state_pb2.ListNodesRequest(
                 page_size=PAGE, page_token=token), timeout=30)
             index = index or resp.meta.index
-            for n in resp.nodes:
-                self.nodes[n.id] = n
-            self._node_set = None  # a plan may have read the first pages meanwhile
+            nodes.update((n.id, n) for n in resp.nodes)
             token = resp.next_page_token
             if not token:
                 break
@@ -111,11 +112,36 @@ class ClusterView:
                 namespace="*", page_size=PAGE, page_token=token,
                 filter='desired_status == "run"'), timeout=30)
             for a in resp.allocations:
-                self._apply_alloc(a)
+                _apply(allocs, used, a)
             token = resp.next_page_token
             if not token:
                 break
+        for a in list(self._reserved.values()):  # submitted meanwhile, not yet listed
+            if a.id in allocs:
+                del self._reserved[a.id]
+            else:
+                _apply(allocs, used, a)
+        self.nodes, self._allocs, self.used, self._node_set = nodes, allocs, used, None
         return int(index)
+
+    def _follow(self, resp: state_pb2.SubscribeResponse) -> None:
+        for ev in resp.events:
+            deleted = ev.type == state_pb2.EVENT_TYPE_DELETE
+            if ev.HasField("node"):
+                self._node_set = None
+                if deleted:
+                    self.nodes.pop(ev.key, None)
+                else:
+                    self.nodes[ev.node.id] = ev.node
+            elif ev.HasField("allocation"):
+                self._reserved.pop(ev.allocation.id, None)
+                self._apply_alloc(ev.allocation, deleted)
+        self.index = max(self.index, resp.index)
+        self._advanced()
+
+    def _advanced(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
 
     async def run(self) -> None:
         """Load, then follow the stream; reload after any break."""
@@ -123,33 +149,24 @@ class ClusterView:
             try:
                 self.index = await self._load()
                 self.ready.set()
+                self._advanced()  # a wait for an index the list passed is over
                 request = state_pb2.SubscribeRequest(
                     topics=[state_pb2.TOPIC_NODE, state_pb2.TOPIC_ALLOCATION],
                     from_index=self.index)
                 request.heartbeat_interval.FromMilliseconds(int(FOLLOW_INTERVAL * 1000))
-                stream = self._stream = self._stub.Subscribe(request)
-                async for resp in stream:
-                    for ev in resp.events:
-                        deleted = ev.type == state_pb2.EVENT_TYPE_DELETE
-                        if ev.HasField("node"):
-                            self._node_set = None
-                            if deleted:
-                                self.nodes.pop(ev.key, None)
-                            else:
-                                self.nodes[ev.node.id] = ev.node
-                        elif ev.HasField("allocation"):
-                            self._apply_alloc(ev.allocation, deleted)
-                    self.index = max(self.index, resp.index)
-                    self._changed.set()
-                    self._changed = asyncio.Event()
+                self._stream = self._stub.Subscribe(request)
+                async for resp in self._stream:
+                    self._follow(resp)
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if not self._reloading or (task is not None and task.cancelling()):
                     raise  # the view itself is stopped
-                self._reloading = False  # the stream was cut by reload(): list again
             except grpc.RpcError as e:
                 log.warning("worker view: %s; reloading", e)
                 await asyncio.sleep(0.5)
+            finally:
+                self._stream = None
+                self._reloading = False
 
     def reload(self, why: str) -> None:
         """List everything again and follow from there: the stream is proven
@@ -177,3 +194,17 @@ class ClusterView:
             except TimeoutError:
                 return self.index >= index
         return True
+
+
+def _apply(allocs: dict[str, tuple[str, Vec]], used: dict[str, Vec],
+           a: allocation_pb2.Allocation, deleted: bool = False) -> None:
+    """Count ``a`` on its node in ``used`` (keyed in ``allocs`` by id, so a
+    later copy replaces an earlier one), or take it back if it is deleted or
+    no longer live."""
+    old = allocs.pop(a.id, None)
+    if old is not None:
+        used[old[0]] = used.get(old[0], Vec()) - old[1]
+    if not deleted and is_live(a):
+        res = Vec.of(a.resources)
+        allocs[a.id] = (a.node_id, res)
+        used[a.node_id] = used.get(a.node_id, Vec()) + res

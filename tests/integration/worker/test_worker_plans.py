@@ -19,6 +19,7 @@ from drover.state.app import EtcdStore, build_on_store
 from drover.worker.loop import Worker, WorkerConfig
 from drover.worker.plan import Snapshot
 from drover.worker.planner import compute_plan
+from drover.worker.view import ClusterView
 
 
 @pytest.fixture
@@ -300,3 +301,60 @@ async def test_a_view_reloaded_lists_again_and_keeps_following(state: grpc.aio.C
         up = await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node("n3")))
         assert await view.wait_past(up.index, within=10)
         assert set(view.nodes) == {"n1", "n2", "n3"}
+
+
+class _HeldLists:
+    """A state stub whose ListNodes waits for ``go`` once ``hold`` is set:
+    a reload's list that takes its time."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self._stub = state_pb2_grpc.StateServiceStub(channel)
+        self.hold = False
+        self.listing = asyncio.Event()
+        self.go = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stub, name)
+
+    async def ListNodes(self, request: Any, **kw: Any) -> Any:
+        if self.hold:
+            self.listing.set()
+            await self.go.wait()
+        return await self._stub.ListNodes(request, **kw)
+
+
+async def test_a_view_being_reloaded_still_holds_its_nodes_and_reservations(
+        state: grpc.aio.Channel) -> None:
+    """While a reload lists, plans go on over the view as it was (before, it
+    was emptied first: an evaluation planned meanwhile saw no node and went
+    to blocked -- CI's canary that never placed); a placement reserved while
+    it lists and committed after the list's read is still counted."""
+    stub = state_pb2_grpc.StateServiceStub(state)
+    await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node("n1")))
+    held = _HeldLists(state)
+    view = ClusterView(held)
+    task = asyncio.create_task(view.run())
+    try:
+        await asyncio.wait_for(view.ready.wait(), 10)
+        placed = allocation_pb2.Allocation(id="a-1", node_id="n1",
+                                           desired_status=allocation_pb2.ALLOC_DESIRED_STATUS_RUN)
+        placed.resources.cpu = 300
+        placed.resources.memory_mb = 256
+        view.reserve([placed])  # submitted, not committed yet
+        held.hold = True
+        view.reload("a test")
+        await asyncio.wait_for(held.listing.wait(), 10)
+        assert [n.id for n in view.node_set()] == ["n1"]
+        assert view.used["n1"].cpu == 300
+        held.hold = False
+        held.go.set()
+        up = await stub.UpsertNode(state_pb2.UpsertNodeRequest(node=_node("n2")))
+        assert await view.wait_past(up.index, within=10)
+        assert set(view.nodes) == {"n1", "n2"}
+        assert view.used["n1"].cpu == 300  # not listed (never committed), still reserved
+        view.release([placed])
+        assert view.used["n1"].cpu == 0
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

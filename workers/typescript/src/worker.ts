@@ -232,6 +232,7 @@ export class Worker {
   /** Plan and submit until accepted; the follow-up evaluations to ack with. */
   async process(ev: Evaluation, waitIndex: bigint, token: string, reads: Promise<JobSnapshot> | null): Promise<Evaluation[]> {
     if (!await this.view.waitPast(waitIndex, this.config.snapshotWaitSec)) {
+      this.view.reload(`not at the wait index ${waitIndex}`);
       throw new ViewBehind(`the view is at index ${this.view.index}, the evaluation needs ${waitIndex} `
         + `(waited ${this.config.snapshotWaitSec}s)`);
     }
@@ -289,7 +290,10 @@ export class Worker {
         .join("; ")}); refresh at ${resp.refreshIndex}`);
       if (!partial.after(resp.placed > 0 || resp.updated > 0)) return [this.conflictBlocked(ev)];
       // Nomad waits for a snapshot at the refresh index: the view must include the other plans.
-      await this.view.waitPast(resp.refreshIndex, 5.0);
+      if (!await this.view.waitPast(resp.refreshIndex, 5.0)) {
+        this.view.reload(`not at the refresh index ${resp.refreshIndex} after 5s`);
+        await this.view.waitPast(resp.refreshIndex, 5.0);
+      }
     }
   }
 
