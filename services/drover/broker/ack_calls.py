@@ -20,9 +20,12 @@ Invariants (leader only, at-least-once):
 * an outcome of an earlier term's delivery is fenced with that term and
   refused by the state service (FENCE_LOST), even from a process frozen
   between its checks;
-* a write answered after the term's writer changed (leadership lost and
-  maybe regained meanwhile) is not settled here: the caller is told
-  NotLeader, and the stream settles what landed;
+* a write that landed after the term's writer changed (leadership lost and
+  maybe regained meanwhile) is not settled here (the stream settles what
+  landed), but the caller is told it landed: the outcome is durable, and
+  an answer that says otherwise (NotLeader, or the etcd refusal a leaderless
+  NotLeader becomes) would have a worker take a written ack for one that
+  never happened;
 * AckBatch: the acks are queued at one moment (one check of the term, no
   task or future per ack) and join one group commit; each succeeds or fails
   on its own, and not being the leader fails the whole call.
@@ -91,9 +94,7 @@ class AckCalls:
             index = await written
         finally:
             still_ours = self._acks.written(eval_id, token)
-        if still_ours:
-            if shell.writer is not writer:
-                raise self._guard.not_leader()
+        if still_ours and shell.writer is writer:
             shell.after(self._acks.settle(eval_id, token))
         return index
 
@@ -161,10 +162,7 @@ class AckCalls:
                 if isinstance(result, DroverError):
                     outcomes[i] = result
                     continue
-                if still_ours:
-                    if shell.writer is not writer:
-                        outcomes[i] = self._guard.not_leader()
-                        continue
+                if still_ours and shell.writer is writer:
                     effects.extend(settlement.settle(ack.eval_id, ack.token))
                     settled = True
                 outcomes[i] = result

@@ -26,6 +26,7 @@ __all__ = [
     "TokenExpired",
     "TokenMismatch",
     "UnknownEvaluation",
+    "WriteOutcomeUnknown",
 ]
 
 
@@ -113,6 +114,15 @@ class BrokerDisabled(Unavailable):
             f"the eval broker is {mode}: only the leader's enabled broker serves this",
             metadata={"mode": mode},
         )
+
+
+class WriteOutcomeUnknown(Unavailable):
+    """The term ended while this write was in flight to the state service:
+    it may or may not have landed (its fence held, or did not, when etcd
+    applied it). An ack may be sent again to the leader; the store says
+    which it was."""
+
+    reason = "OUTCOME_UNKNOWN"
 
 
 class ResyncNeeded(DroverError):

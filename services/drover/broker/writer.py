@@ -70,6 +70,7 @@ from opentelemetry import trace
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.core.effects import WriteGroup
 from drover.broker.core.write_batch import merge_writes, next_batch
+from drover.broker.errors import WriteOutcomeUnknown
 from drover.broker.pending_write import Outcomes, PendingWrite, trace_links
 from drover.coord.fence import Fence
 from drover.coord.kv import MAX_TXN_OPS, objects_per_txn
@@ -209,9 +210,19 @@ class FencedWriter:
         return loop
 
     def close(self, err: DroverError) -> None:
-        """End the term's writes: waiting callers get ``err``; effects are dropped."""
+        """End the term's writes: the callers of writes still queued get
+        ``err`` (nothing of theirs was sent); those of writes in flight
+        learn the outcome is unknown (sent: they may land yet, and an
+        answer that says otherwise would be a lie if they do); effects are
+        dropped."""
         self._closed = err
-        for item in (*(i for batch in self._inflight for i in batch), *self._queue):
+        unknown = WriteOutcomeUnknown(
+            f"the broker's term ended while the write was in flight ({err.message}); "
+            "it may or may not have been applied")
+        for batch in self._inflight:
+            for item in batch:
+                item.resolve(unknown)
+        for item in self._queue:
             item.resolve(err)
         self._inflight = []
         self._busy.clear()
@@ -295,6 +306,8 @@ class FencedWriter:
                 for item in batch:
                     self._failed(item, err)
                 return
+            for item in batch:  # refused inside etcd: nothing of it was written
+                item.resolve(NotLeader("broker", None))
             self._lost(err)
             return
         except DroverError as err:
