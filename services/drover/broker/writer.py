@@ -210,11 +210,9 @@ class FencedWriter:
         return loop
 
     def close(self, err: DroverError) -> None:
-        """End the term's writes: the callers of writes still queued get
-        ``err`` (nothing of theirs was sent); those of writes in flight
-        learn the outcome is unknown (sent: they may land yet, and an
-        answer that says otherwise would be a lie if they do); effects are
-        dropped."""
+        """End the term's writes: callers of queued writes get ``err``; of
+        writes in flight, an unknown outcome (sent: they may land yet);
+        effects are dropped."""
         self._closed = err
         unknown = WriteOutcomeUnknown(
             f"the broker's term ended while the write was in flight ({err.message}); "
