@@ -116,11 +116,13 @@ async def test_eval_gc_follows_nomads_rules(replica: Replica, etcd_prefix: str) 
     await replica.stub.UpsertEvaluations(state_pb2.UpsertEvaluationsRequest(evaluations=[
         ev("done", COMPLETE), ev("busy", PENDING), ev("mixed", COMPLETE),
         ev("cron-done", COMPLETE, job_id="cron", eval_type="batch"),
+        ev("cron-ran", COMPLETE, job_id="cron", eval_type="batch"),
         ev("gone-batch", COMPLETE, job_id="nojob", eval_type="batch"),
     ]), metadata=fence.metadata())  # terminal statuses are leader writes
     await replica.stub.UpsertAllocations(state_pb2.UpsertAllocationsRequest(allocations=[
         alloc("a-done", "done"), alloc("a-mixed-stopped", "mixed"),
         alloc("a-mixed-live", "mixed", terminal=False),
+        alloc("a-cron", "cron-ran", job_id="cron"),
     ]))
     before = await ids(replica, "evaluations")
     created = time.time()
@@ -129,15 +131,24 @@ async def test_eval_gc_follows_nomads_rules(replica: Replica, etcd_prefix: str) 
     assert (r.evaluations, r.allocations, r.done) == (0, 0, True)
     assert await ids(replica, "evaluations") == before
     r = await gc(replica, fence, EVALS, created + 60)
-    assert (r.evaluations, r.allocations) == (2, 2)
+    assert (r.evaluations, r.allocations) == (3, 2)
     assert r.txns == 1 and r.largest_txn <= 128
     left = await ids(replica, "evaluations")
-    # Kept: a pending one, one with a live allocation, the live batch job's own
-    # (and its job-register eval, pending); collected: "done" with its
-    # allocation, the batch eval of a job that is gone, the mixed eval's
-    # stopped allocation.
-    assert {"busy", "mixed", "cron-done"} <= left
-    assert not {"done", "gone-batch"} & left
+    # Kept: a pending one, one with a live allocation, the live batch job's
+    # one with an allocation of its current version (and its job-register
+    # eval, pending); collected: "done" with its allocation, the batch evals
+    # of a job that is gone and of the live job with no allocation (Nomad's
+    # olderVersionTerminalAllocs: else one stays per register), the mixed
+    # eval's stopped allocation.
+    assert {"busy", "mixed", "cron-ran"} <= left
+    assert not {"done", "gone-batch", "cron-done"} & left
+    assert await ids(replica, "allocations") == {"a-mixed-live", "a-cron"}
+    # A new version of the live job: its older version's eval goes with it.
+    batch.meta["v"] = "2"
+    await replica.stub.RegisterJob(state_pb2.RegisterJobRequest(job=batch))
+    r = await gc(replica, fence, EVALS, time.time() + 60)
+    assert (r.evaluations, r.allocations) == (1, 1)
+    assert "cron-ran" not in await ids(replica, "evaluations")
     assert await ids(replica, "allocations") == {"a-mixed-live"}
 
 

@@ -139,9 +139,10 @@ class GarbageCollectRpc:
             e = allocs.objects.get(nsid)
             if e is None:
                 continue
-            modified = _seconds(allocs.decode_entry(e).modify_time)
+            a = allocs.decode_entry(e)
             out.append((Doomed(codec.ALLOCATIONS, nsid, e[1]),
-                        AllocView(str(desired(e)), str(client(e)), modified)))
+                        AllocView(str(desired(e)), str(client(e)), _seconds(a.modify_time),
+                                  a.create_index)))
         return out
 
     def _job_view(self, ns: str, job_id: str) -> JobView | None:
@@ -150,7 +151,8 @@ class GarbageCollectRpc:
         if e is None:
             return None
         get = jobs.rows.getter
-        return JobView(str(get("type")(e)), bool(get("stop")(e)), str(get("status")(e)))
+        return JobView(str(get("type")(e)), bool(get("stop")(e)), str(get("status")(e)),
+                       jobs.decode_entry(e).job_modify_index)
 
     def _judge_eval(self, table: Table, nsid: str, e: Entry, cutoff: float) -> list[Doomed]:
         get = table.rows.getter

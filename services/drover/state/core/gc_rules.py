@@ -5,11 +5,18 @@ seconds (the leader computes it from its clock and the thresholds), and an
 object is *old* when it was last modified at or before it.
 
 - **Evaluation** (Nomad's eval GC): terminal (complete, failed, canceled)
-  and old. A batch job's evaluations stay while that job lives (exists and
-  is neither stopped nor dead), since they are its only record of what ran.
-  Its allocations must all be terminal and old for the evaluation to go;
-  those are collected with it. Terminal, old allocations of an evaluation
-  that must stay are collected anyway (Nomad does the same).
+  and old. Its allocations must all be terminal and old for the evaluation
+  to go; those are collected with it. Terminal, old allocations of an
+  evaluation that must stay are collected anyway.
+  A batch evaluation of a job that lives (exists and is neither stopped
+  nor dead) goes only if each of its allocations is also of an older
+  version of the job (created before the job's spec last changed), and
+  only those go: the current version's terminal allocations are the job's
+  record of what ran (collected, the scheduler would run them again).
+  One with no allocations goes (Nomad's ``olderVersionTerminalAllocs``):
+  else a live batch job registered again and again keeps an evaluation
+  per register forever (the soak's, ~450 a minute: state caches and the
+  etcd DB grew without bound).
 - **Allocation** terminal: desired STOP or EVICT, or client COMPLETE, FAILED
   or LOST.
 - **Deployment** (deployment GC): not running or paused, old, and no
@@ -39,6 +46,7 @@ class AllocView:
     desired_status: str
     client_status: str
     modified: float
+    create_index: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +54,8 @@ class JobView:
     type: str
     stop: bool
     status: str
+    #: The revision of the job's last spec change (Nomad's JobModifyIndex).
+    job_modify_index: int = 0
 
 
 def alloc_terminal(a: AllocView) -> bool:
@@ -67,9 +77,10 @@ def eval_verdict(
     """(the evaluation goes, the positions in ``allocs`` that go)."""
     allocs = list(allocs)
     gone = [i for i, a in enumerate(allocs) if alloc_collectable(a, cutoff)]
+    if eval_type == "batch" and job is not None and job_alive(job):
+        # Only older versions' allocations (module doc).
+        gone = [i for i in gone if allocs[i].create_index < job.job_modify_index]
     if status not in TERMINAL_EVAL or modified > cutoff:
-        return False, gone
-    if eval_type == "batch" and job_alive(job):
         return False, gone
     return len(gone) == len(allocs), gone
 

@@ -52,14 +52,35 @@ def test_which_allocations_are_terminal(alloc: AllocView, terminal: bool) -> Non
 
 @pytest.mark.parametrize(("job", "goes"), [
     (None, True),  # purged
-    (JobView("batch", False, "running"), False),  # alive: its evals are its record
-    (JobView("batch", True, "running"), True),  # stopped
-    (JobView("batch", False, "dead"), True),
+    (JobView("batch", True, "running", 50), True),  # stopped
+    (JobView("batch", False, "dead", 50), True),
+    (JobView("batch", False, "running", 50), False),  # alive: its current allocation stays
 ])
-def test_batch_evals_stay_while_their_job_lives(job: JobView | None, goes: bool) -> None:
-    assert eval_verdict("complete", "batch", OLD, job, [], CUT)[0] is goes
+def test_a_batch_eval_keeps_its_live_jobs_current_allocations(job: JobView | None,
+                                                              goes: bool) -> None:
+    current = AllocView("run", "complete", OLD, create_index=60)
+    assert eval_verdict("complete", "batch", OLD, job, [current], CUT) == (
+        (True, [0]) if goes else (False, []))
     # A service eval goes whatever its job does.
-    assert eval_verdict("complete", "service", OLD, job, [], CUT)[0] is True
+    assert eval_verdict("complete", "service", OLD, job, [current], CUT) == (True, [0])
+
+
+def test_a_live_batch_jobs_eval_goes_with_its_older_versions_allocations() -> None:
+    job = JobView("batch", False, "running", job_modify_index=50)
+    older, current = (AllocView("run", "complete", OLD, create_index=i) for i in (40, 60))
+    assert eval_verdict("complete", "batch", OLD, job, [older], CUT) == (True, [0])
+    assert eval_verdict("complete", "batch", OLD, job, [older, current], CUT) == (False, [0])
+    assert eval_verdict("complete", "batch", NEW, job, [older, current], CUT) == (False, [0])
+
+
+def test_a_live_batch_jobs_evals_without_allocations_do_not_pile_up() -> None:
+    """Registered again and again (each register an evaluation, none placing
+    anything new): the terminal, old ones go, else one stays per register."""
+    job = JobView("batch", False, "pending", job_modify_index=10_000)
+    kept = [i for i in range(1000) if not eval_verdict("complete", "batch", OLD, job, [], CUT)[0]]
+    assert kept == []
+    assert eval_verdict("pending", "batch", OLD, job, [], CUT)[0] is False
+    assert eval_verdict("complete", "batch", NEW, job, [], CUT)[0] is False
 
 
 @pytest.mark.parametrize(("status", "modified", "referenced", "goes"), [
