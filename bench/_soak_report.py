@@ -20,10 +20,11 @@ latency and DB size over time (matplotlib).
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 #: Slopes over the last half that count as growth (per minute).
@@ -321,4 +322,15 @@ def write(rec: SoakRecord, out_dir: Path, stem: str = "soak") -> Path:
             *[f"![{p.stem}]({p.name})" for p in pngs], ""]
     path = out_dir / f"{stem}.md"
     path.write_text("\n".join(text))
+    write_json(rec, out_dir / f"{stem}.json")
     return path
+
+
+def write_json(rec: SoakRecord, path: Path) -> None:
+    """The samples and faults the report was judged on (every call's record
+    is left out: an hour holds ~200 000), so a judge can be asked again of
+    the same run."""
+    data = {"minutes": rec.minutes, "seed": rec.seed, "notes": rec.notes,
+            "problems": rec.problems, "faults": [asdict(f) for f in rec.faults],
+            "samples": [asdict(s) for s in rec.samples]}
+    path.write_text(json.dumps(data, separators=(",", ":")))

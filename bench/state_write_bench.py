@@ -110,7 +110,7 @@ async def handlers(rounds: int) -> dict[str, float]:
                 await s.UpsertEvaluations(req, _Context())
             upsert += time.process_time() - t
             acks = []
-            table = s.cache.tables[codec.EVALUATIONS]
+            table = svc.cache.tables[codec.EVALUATIONS]
             for ev in evs:  # as the broker handed it out: at its index, then COMPLETE
                 entry = table.objects[f"default/{ev.id}"]
                 ack = E.Evaluation()
