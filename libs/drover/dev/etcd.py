@@ -238,9 +238,17 @@ class EtcdServer:
         with entered(self.netns), urllib.request.urlopen(self.metrics_url, timeout=5) as r:
             return str(r.read().decode())
 
-    def pause(self) -> None:
-        """SIGSTOP: etcd keeps its sockets open but answers nothing."""
+    def pause(self, within: float = 2.0) -> None:
+        """SIGSTOP: etcd keeps its sockets open but answers nothing. Returns
+        once every thread of it shows stopped (a signal is delivered, not
+        applied, by kill(2): on a loaded machine a thread may still answer a
+        request sent right after), or raises TimeoutError after ``within``."""
         os.killpg(self.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + within
+        while not _all_stopped(self.pid):
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"etcd (pid {self.pid}) not stopped {within:g}s after SIGSTOP")
+            time.sleep(0.005)
 
     def resume(self) -> None:
         os.killpg(self.pid, signal.SIGCONT)
@@ -436,3 +444,20 @@ class EtcdCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _all_stopped(pid: int) -> bool:
+    """Every thread of ``pid`` is in state T (stopped) or gone."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return True
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                state = f.read().rpartition(")")[2].split()[0]
+        except (FileNotFoundError, IndexError):
+            continue
+        if state not in ("T", "t"):
+            return False
+    return True
