@@ -23,9 +23,8 @@ Invariants (leader only, at-least-once):
 * a write that landed after the term's writer changed (leadership lost and
   maybe regained meanwhile) is not settled here (the stream settles what
   landed), but the caller is told it landed: the outcome is durable, and
-  an answer that says otherwise (NotLeader, or the etcd refusal a leaderless
-  NotLeader becomes) would have a worker take a written ack for one that
-  never happened;
+  an answer that says otherwise (NotLeader) would have a worker take a
+  written ack for one that never happened;
 * AckBatch: the acks are queued at one moment (one check of the term, no
   task or future per ack) and join one group commit; each succeeds or fails
   on its own, and not being the leader fails the whole call.
