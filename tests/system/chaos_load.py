@@ -259,14 +259,20 @@ class Deleter:
                 self.attempts += 1
                 await self._pause(True)
                 try:
+                    # Unknown until answered: a delete cancelled in flight
+                    # (the load stopping) may still have been applied.
+                    known = victim in self.r.maybe_deleted  # an earlier try's
+                    self.r.maybe_deleted.add(victim)
                     try:
                         resp = await self.state.DeleteEvaluations(
                             state_pb2.DeleteEvaluationsRequest(ids=[victim]), timeout=5)
                     except grpc.aio.AioRpcError as e:
-                        if e.code() in (grpc.StatusCode.UNAVAILABLE,
-                                        grpc.StatusCode.DEADLINE_EXCEEDED):
-                            self.r.maybe_deleted.add(victim)
+                        if e.code() not in (grpc.StatusCode.UNAVAILABLE,
+                                            grpc.StatusCode.DEADLINE_EXCEEDED) and not known:
+                            self.r.maybe_deleted.discard(victim)
                     else:
+                        if not known:
+                            self.r.maybe_deleted.discard(victim)
                         if resp.deleted == 1:
                             self.r.deleted.add(victim)
                 finally:

@@ -159,7 +159,7 @@ async def test_broker_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> 
             await asyncio.sleep(SETTLE)
             load.driver.running = False
             await asyncio.sleep(2)
-            final = await load.eval_ids()
+            final = await load.final()
             cached, in_etcd = await caches(c, load)
     m = measure("a. broker leader cut from etcd", SEED, load.record, t_cut, t_heal,
                 t_heal + SETTLE)
@@ -328,7 +328,7 @@ async def test_state_replica_cut_from_etcd(etcd_prefix: str, tmp_path: Path) -> 
             await asyncio.sleep(SETTLE)
             load.driver.running = False
             await asyncio.sleep(2)
-            final = await load.eval_ids()
+            final = await load.final()
             cached, in_etcd = await caches(c, load)
     m = measure("c. state replica cut from etcd", SEED + 1, load.record, t_cut, t_heal,
                 t_heal + SETTLE)
@@ -440,9 +440,7 @@ async def test_watcher_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) ->
             await asyncio.sleep(SETTLE)
             load.driver.running = False
             await deployments_terminal(load)
-            evals = await list_all(load.state, "ListEvaluations",
-                                   state_pb2.ListEvaluationsRequest(page_size=1000),
-                                   "evaluations")
+            final = await load.final()
             deployments = await list_all(load.state, "ListDeployments",
                                          state_pb2.ListDeploymentsRequest(page_size=500),
                                          "deployments")
@@ -454,13 +452,13 @@ async def test_watcher_leader_cut_from_etcd(etcd_prefix: str, tmp_path: Path) ->
     write_lin(m.scenario, load.lin_figures)
     expiry = t_cut + TTL
     stopped = next((s - t_cut for s, code in probes if not _served(code)), None)
-    followed = {e.deployment_id for e in evals if e.triggered_by == "deployment-watcher"}
+    followed = {e.deployment_id for e in final.evals if e.triggered_by == "deployment-watcher"}
     succeeded = [d for d in deployments
                  if d.status == deployment_pb2.DEPLOYMENT_STATUS_SUCCESSFUL]
     print(f"{old} cut from etcd for {cut_for:.1f}s: refused from {stopped}s after the cut; "
           f"probes {sorted({code for _, code in probes})}; new leader {new}; deployments "
           f"{len(deployments)} ({len(succeeded)} successful, {len(followed)} followed up)")
-    problems = load.lin_problems + judge(load.record, cached, in_etcd, {e.id for e in evals})
+    problems = load.lin_problems + judge(load.record, cached, in_etcd, final)
     problems += served_after(probes, old, t_cut, expiry, _served)
     problems += [f"deployment {d.id} (job {d.job_id} v{d.job_version}) succeeded without the "
                  "watcher's follow-up evaluation"
@@ -493,7 +491,7 @@ async def _loss_run(etcd_prefix: str, tmp_path: Path, seed: int, scenario: str,
             await asyncio.sleep(SETTLE)
             load.driver.running = False
             await deployments_terminal(load)
-            final = await load.eval_ids()
+            final = await load.final()
             cached, in_etcd = await caches(c, load)
     m = measure(scenario, seed, load.record, t_fault, t_heal, t_heal + SETTLE)
     print(f"{what} for {fault_for:.1f}s")
@@ -573,7 +571,7 @@ async def test_etcd_minority_with_drover_replicas(etcd_prefix: str, tmp_path: Pa
             await asyncio.sleep(SETTLE)
             load.driver.running = False
             await deployments_terminal(load)
-            final = await load.eval_ids()
+            final = await load.final()
             cached, in_etcd = await caches(c, load)
     m = measure("d. etcd minority (1 of 3) with drover replicas", SEED + 5, load.record, t_cut,
                 t_heal, t_heal + SETTLE)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -11,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import netfault_cluster
 import pytest
 from chaos_load import Call, Delivery, Record
-from netfault_cluster import HOLD, judge, measure, served_after
+from netfault_cluster import HOLD, Final, judge, measure, served_after
 
 
 def _good() -> Record:
@@ -22,30 +23,56 @@ def _good() -> Record:
     return r
 
 
+@dataclass
+class _Ev:
+    id: str
+
+
+def _final(ids: set[str], r: Record) -> Final:
+    """A final listing of ``ids`` begun once the load knew what ``r`` holds."""
+    return Final([_Ev(i) for i in sorted(ids)], frozenset(r.evals), frozenset(r.deleted))
+
+
 def test_a_good_record_passes() -> None:
-    assert judge(_good(), {"state-0": {"e1", "e2"}}, {"e1", "e2"}, {"e1", "e2"}) == []
+    r = _good()
+    assert judge(r, {"state-0": {"e1", "e2"}}, {"e1", "e2"}, _final({"e1", "e2"}, r)) == []
+
+
+def test_what_the_load_learns_after_the_final_listing_began_is_not_judged_by_it() -> None:
+    r = _good()
+    final = _final({"e1", "e2"}, r)
+    r.evals.add("e3")  # a follow-up created, and listed by the observer, after the listing
+    r.deleted.add("e2")  # a delete answered after the listing saw e2
+    assert judge(r, {}, {"e1", "e3"}, final) == []
+    # and what it knew before still counts
+    r = _good()
+    final = _final({"e1"}, r)
+    r.deleted.add("e2")  # a delete in flight while the listing ran excuses e2
+    assert judge(r, {}, {"e1"}, final) == []
+    assert any("vanished" in p for p in judge(_good(), {}, {"e1"}, _final({"e1"}, _good())))
 
 
 def test_each_judge_fails_on_what_it_looks_for() -> None:
     everything = {"e1", "e2"}
     # lost: the load saw e2, it is gone (not deleted)
-    assert any("vanished" in p for p in judge(_good(), {}, {"e1"}, {"e1"}))
+    assert any("vanished" in p for p in judge(_good(), {}, {"e1"}, _final({"e1"}, _good())))
     # resurrected: deleted, yet there at the end
     r = _good()
     r.deleted = {"e2"}
-    assert any("is back" in p for p in judge(r, {}, everything, everything))
+    assert any("is back" in p for p in judge(r, {}, everything, _final(everything, r)))
     # a delivery of an older term after a newer term delivered
     r = _good()
     r.deliveries.append(Delivery("e1", "j1", "4.c", 2.0, 2.1))
-    assert any("under term 4" in p for p in judge(r, {}, everything, everything))
+    assert any("under term 4" in p for p in judge(r, {}, everything, _final(everything, r)))
     # an unbounded call, unless an excused interval covers it
     r = _good()
     r.calls.append(Call("RegisterJob", 10.0, 10.0 + HOLD + 10, "UNAVAILABLE"))
-    assert any("took" in p for p in judge(r, {}, everything, everything))
-    assert not judge(r, {}, everything, everything, excused=[(10.0, 20.0)])
+    assert any("took" in p for p in judge(r, {}, everything, _final(everything, r)))
+    assert not judge(r, {}, everything, _final(everything, r), excused=[(10.0, 20.0)])
     # a replica's cache not equal to etcd
     assert any("differs from etcd" in p
-               for p in judge(_good(), {"state-1": {"e1"}}, everything, everything))
+               for p in judge(_good(), {"state-1": {"e1"}}, everything,
+                              _final(everything, _good())))
 
 
 def test_a_deposed_leader_serving_is_seen() -> None:
