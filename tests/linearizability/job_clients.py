@@ -53,7 +53,22 @@ class JobClients:
     #: ``bounded`` runs: an unknown operation stays open to the end of the
     #: history, and each one open multiplies the checker's search).
     retired: set[tuple[int, str]] = field(default_factory=set)
+    #: ``bounded`` runs: how many times each key's clients moved on from it
+    #: (see :meth:`key_now`).
+    generation: dict[str, int] = field(default_factory=dict)
     _seen: dict[tuple[int, str], int] = field(default_factory=dict)
+
+    def key_now(self, key: str) -> str:
+        """The job a ``bounded`` run writes for ``key`` now: ``key`` itself,
+        then ``key.1``, ``key.2``, ... Once a write ended unknown, every
+        client of the key moves on to its next generation, a fresh job: the
+        run goes on for as long as it lasts, each job keeps at most its
+        clients' operations open at once, and the unknown one stays open
+        on a job nobody touches any more. (Before, a client left the key for
+        good: over an hour's faults every client had left every key, and
+        the soak's jobs history, and its write gaps, stopped with them.)"""
+        g = self.generation.get(key, 0)
+        return key if g == 0 else f"{key}.{g}"
 
     async def write(self, client: int, stub: state_pb2_grpc.StateServiceStub, key: str,
                     cas: bool) -> None:
@@ -98,19 +113,20 @@ class JobClients:
                          seconds: float, *, writes: bool = True, reads: bool = True,
                          keys: list[str] | None = None, bounded: bool = False) -> None:
         """Calls on ``keys`` (default: every key) for ``seconds``; ``bounded``:
-        a key whose write ended unknown is left (the per-key concurrency
-        stays the number of clients on it)."""
+        a key whose write ended unknown moves on to a fresh job
+        (:meth:`key_now`: the per-key concurrency stays the number of
+        clients on it)."""
         loop = asyncio.get_running_loop()
         end = loop.time() + seconds
         own = list(keys if keys is not None else self.keys)
         while loop.time() < end:
-            usable = [k for k in own if not (bounded and (client, k) in self.retired)]
-            if not usable:
-                return
-            key = self.rng.choice(usable)
+            base = self.rng.choice(own)
+            key = self.key_now(base) if bounded else base
             r = self.rng.random()
             if writes and (not reads or r < 0.4):
                 await self.write(client, stub, key, cas=self.rng.random() < 0.5)
+                if bounded and (client, key) in self.retired and self.key_now(base) == key:
+                    self.generation[base] = self.generation.get(base, 0) + 1
             else:
                 await self.read(client, stub, key)
             await asyncio.sleep(self.rng.uniform(0, self.pause))

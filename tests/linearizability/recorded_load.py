@@ -7,8 +7,9 @@ models.EVALUATIONS) on one channel until cancelled, then
 
 The checker's cost is kept bounded by the per-key concurrency: each job
 is written and read by two clients only (client ``i`` owns jobs ``i`` and
-``i + 1``), each evaluation by its creator, its acker and one reader, and a
-client leaves a key once a write of it ended unknown. So a key never has
+``i + 1``), each evaluation by its creator, its acker and one reader, and
+a key's clients move on to a fresh job once a write of it ended unknown
+(:meth:`JobClients.key_now`). So a key never has
 more than a handful of operations open at once, whatever the length of
 the run: the search is linear in the history's length times a constant
 set by that bound (:attr:`Figures.max_open`).

@@ -6,11 +6,16 @@ happened; keys are checked apart."""
 
 from __future__ import annotations
 
+import random
+
+import grpc
 import pytest
 from linearizability import History, Operation, check
 from linearizability.checker import UNKNOWN, check_one
+from linearizability.job_clients import JobClients
 from linearizability.models import EVALUATIONS, JOBS
 
+from drover.api.state.v1 import state_pb2
 from drover.api.types.v1 import evaluation_pb2
 
 
@@ -143,3 +148,40 @@ def test_the_search_is_bounded() -> None:
     h.append(op(99, ("read",), 60, (1, "never"), 61))
     with pytest.raises(RuntimeError, match="exceeded"):
         check(JOBS, h, budget=1000)
+
+
+class _Deadline(grpc.aio.AioRpcError):
+    def __init__(self) -> None:
+        super().__init__(grpc.StatusCode.DEADLINE_EXCEEDED, grpc.aio.Metadata(),
+                         grpc.aio.Metadata(), "deadline")
+
+
+class _Jobs:
+    """RegisterJob's first call ends unknown (a deadline); the rest succeed."""
+
+    def __init__(self) -> None:
+        self.written: list[str] = []
+
+    async def RegisterJob(self, request: object, timeout: float) -> object:  # noqa: ASYNC109
+        self.written.append(request.job.id)  # type: ignore[attr-defined]
+        if len(self.written) == 1:
+            raise _Deadline()
+        return state_pb2.RegisterJobResponse(job_modify_index=len(self.written))
+
+    async def GetJob(self, request: object, timeout: float) -> object:  # noqa: ASYNC109
+        return state_pb2.GetJobResponse()
+
+
+async def test_bounded_job_clients_move_on_to_a_fresh_job_after_an_unknown_write() -> None:
+    """A write that ended unknown leaves its job to that open operation, and
+    the clients go on with the key's next job (before, they stopped: an
+    hour's faults stopped every client and the soak's write record)."""
+    stub = _Jobs()
+    clients = JobClients(History(), ["lin-0"], random.Random(1), pause=0.0)
+    await clients.run_client(0, stub, 0.05, reads=False, bounded=True)  # type: ignore[arg-type]
+    assert stub.written[0] == "lin-0" and len(stub.written) > 2
+    assert set(stub.written[1:]) == {"lin-0.1"}
+    assert clients.key_now("lin-0") == "lin-0.1"
+    ops = clients.history.ops
+    assert [o.key for o in ops if o.unknown] == ["lin-0"]
+    assert check(JOBS, ops).ok
