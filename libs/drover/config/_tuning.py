@@ -100,7 +100,11 @@ TUNABLES: tuple[Tunable, ...] = (
     _t("state", "subscribe_buffer", "SubscribeConfig.buffer_revisions", int, 1000, 1, "",
        "revisions of events kept to resume Subscribe streams (from_index)"),
     _t("state", "subscribe_replay_events", "SubscribeConfig.replay_events", int, 20_000, 1, "",
-       "most events one Subscribe replays before it must resync"),
+       "most recent events a replica keeps for Subscribe resumes (older ones are read "
+       "from etcd's history)"),
+    _t("state", "subscribe_replay_window", "SubscribeConfig.replay_window", float, 60.0, 0.001,
+       "s", "seconds of recent events a replica keeps for Subscribe resumes (at most "
+       "--state-subscribe-replay-events)"),
     _t("state", "subscribe_heartbeat", "SubscribeConfig.heartbeat", float, 10.0, 0.001, "s",
        "heartbeat interval of an idle Subscribe stream"),
     _t("state", "max_txn_ops", "WriterConfig", int, MAX_TXN_OPS, 4, "",

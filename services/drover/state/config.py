@@ -57,7 +57,11 @@ class SubscribeConfig:
     """Subscribe's streams (:mod:`drover.state.subscribe`): buffer, replay, heartbeats."""
 
     buffer_revisions: int = tunable_default("state_subscribe_buffer")
+    #: The replay ring (:class:`drover.state.subscribe.Hub`) keeps the
+    #: changes of the last ``replay_window`` seconds, at most
+    #: ``replay_events`` of them.
     replay_events: int = tunable_default("state_subscribe_replay_events")
+    replay_window: float = tunable_default("state_subscribe_replay_window")
     #: Default seconds between heartbeats of a quiet stream, and the most a
     #: client may ask for (``heartbeat_interval``); never less than ``min_heartbeat``.
     heartbeat: float = tunable_default("state_subscribe_heartbeat")

@@ -6,7 +6,8 @@ RESOURCE_EXHAUSTED ``SUBSCRIBER_TOO_SLOW`` rather than growing memory
 without bound (it re-reads and subscribes again from its last index).
 
 Where a stream starts: ``from_index`` 0 means "from now". Recent history is
-replayed from the hub's ring of the last ``replay_events`` events; older
+replayed from the hub's ring (:mod:`.core.replay_ring`: the last
+``replay_window`` seconds, at most ``replay_events`` events); older
 history is read from etcd with a watch from ``from_index + 1`` up to the
 revision at which the live queue took over, so nothing is missed or doubled.
 If etcd has compacted it, the call fails with OUT_OF_RANGE
@@ -36,8 +37,8 @@ waiting out heartbeats from a cache that no longer moves.
 from __future__ import annotations
 
 import asyncio
-import collections
 import functools
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,7 @@ from drover.state.cache import Cache, Change
 from drover.state.config import SubscribeConfig
 from drover.state.contact_proof import ContactProof
 from drover.state.core import codec
+from drover.state.core.replay_ring import ReplayRing
 from drover.state.errors import IndexCompacted, ReplicaStopping, SubscriberTooSlow
 
 
@@ -190,12 +192,13 @@ class _Sub:
 
 
 class Hub:
-    def __init__(self, cache: Cache, config: SubscribeConfig) -> None:
+    def __init__(self, cache: Cache, config: SubscribeConfig,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.cache, self.config = cache, config
+        self._clock = clock
         self._subs: set[_Sub] = set()
-        self._ring: collections.deque[Change] = collections.deque()
-        # Every change after ``_floor`` is in the ring.
-        self._floor = cache.revision
+        self._ring: ReplayRing[Change] = ReplayRing(
+            cache.revision, limit=config.replay_events, window=config.replay_window)
         cache.listeners.append(self._on_batch)
         cache.reset_listeners.append(self._on_reset)
         self._contact = ContactProof(cache)
@@ -208,12 +211,7 @@ class Hub:
         return await self._contact.within(self.config.max_silence)
 
     def _on_batch(self, revision: int, changes: list[Change]) -> None:
-        self._ring.extend(changes)
-        while len(self._ring) > self.config.replay_events:
-            self._floor = self._ring.popleft().revision
-        # A revision may straddle the trim point: drop its remains too.
-        while self._ring and self._ring[0].revision <= self._floor:
-            self._ring.popleft()
+        self._ring.append(revision, changes, self._clock())
         batch = _Batch(revision, changes)
         for sub in list(self._subs):
             try:
@@ -224,8 +222,7 @@ class Hub:
                     "behind; re-read and subscribe again from the last index"))
 
     def _on_reset(self, revision: int) -> None:
-        self._ring.clear()
-        self._floor = revision
+        self._ring.reset(revision)
         for sub in list(self._subs):
             self._end(sub, IndexCompacted(
                 "the state cache re-listed after losing its watch; re-read and subscribe "
@@ -312,8 +309,8 @@ class Hub:
             now = self.cache.revision
             start = request.from_index or now
             if start < now:
-                if start >= self._floor:
-                    backlog = [c for c in self._ring if start < c.revision <= now]
+                backlog = self._ring.since(start, now)
+                if backlog is not None:
                     for r in encode_responses(backlog, interest):
                         yield r
                 else:

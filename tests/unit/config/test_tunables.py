@@ -41,6 +41,7 @@ WHERE = {
     "state_sync_timeout": (CacheConfig, "sync_timeout"),
     "state_subscribe_buffer": (SubscribeConfig, "buffer_revisions"),
     "state_subscribe_replay_events": (SubscribeConfig, "replay_events"),
+    "state_subscribe_replay_window": (SubscribeConfig, "replay_window"),
     "state_subscribe_heartbeat": (SubscribeConfig, "heartbeat"),
     "state_max_txn_ops": (WriterConfig, "max_txn_ops"),
     "state_delete_txns_in_flight": (WriterConfig, "delete_txns_in_flight"),
