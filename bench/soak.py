@@ -483,7 +483,16 @@ def main() -> None:
                    help=f"draw only these kinds (comma-separated: {', '.join(KINDS)})")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     p.add_argument("--stem", default="soak")
+    p.add_argument("--trace-state-memory", type=Path, metavar="DIR",
+                   help="trace the state replicas' allocations (tracemalloc; "
+                        "bench/memtrace/sitecustomize.py) and write where their memory "
+                        "goes to DIR every 5 minutes; their RSS then includes the tracing")
     a = p.parse_args()
+    if a.trace_state_memory:
+        a.trace_state_memory.mkdir(parents=True, exist_ok=True)
+        os.environ["DROVER_MEMTRACE_DIR"] = str(a.trace_state_memory.resolve())
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            x for x in (str(ROOT / "bench" / "memtrace"), os.environ.get("PYTHONPATH")) if x)
     own_netns = enter_own_netns()
     retention = a.compaction_retention or f"{max(1, round(a.minutes / 6))}m"
     kinds = tuple(k for k in a.faults.split(",") if k)
@@ -491,6 +500,9 @@ def main() -> None:
         p.error(f"unknown fault kinds {sorted(unknown)}: use {', '.join(KINDS)}")
     rec = asyncio.run(soak(Options(a.minutes, a.seed, a.port_offset, a.fault_every, a.nodes,
                                    retention, own_netns, kinds)))
+    if a.trace_state_memory:
+        rec.notes.append(f"the state replicas ran under tracemalloc (their RSS includes "
+                         f"it); where their memory went: {a.trace_state_memory}")
     path = write(rec, a.out, a.stem)
     print(path.read_text())
     if rec.problems:
