@@ -22,7 +22,9 @@ cache freezes what is alive (:func:`gc.freeze`); the collector is off
 during the list; a first list freezes without collecting, a re-list
 unfreezes and collects once (the replaced tables' few cycles), then
 freezes again; growth through the watch is frozen again every
-``CacheConfig.freeze_every_events`` applied events (no collection). The
+``CacheConfig.freeze_every_events`` applied events, after one collection
+of what arrived since the last freeze (a frozen garbage cycle is never
+freed: see :mod:`drover.gc_policy`). The
 youngest generation's threshold is raised to at least
 ``CacheConfig.gc_young_threshold`` when the cache starts (never lowered; 0
 leaves it). Threshold and freezes are :class:`drover.gc_policy.GcPolicy`,
