@@ -70,6 +70,10 @@ class EvalClients:
     created: dict[int, list[str]] = field(default_factory=dict)
     #: Evaluations a client no longer touches (a call on it ended unknown).
     retired: set[tuple[int, str]] = field(default_factory=set)
+    #: Acks answered as not written, by evaluation: (client, status, code
+    #: and reason). Left out of the history, so a judge that finds a key
+    #: wrong can still say what each of its refused acks was told.
+    refused: dict[str, list[str]] = field(default_factory=dict)
 
     def _usable(self, client: int, eval_id: str) -> bool:
         return (client, eval_id) not in self.retired
@@ -113,6 +117,9 @@ class EvalClients:
         except grpc.aio.AioRpcError as err:
             if _reason(err) in ACK_NOT_WRITTEN:
                 self.history.fail(h)
+                self.refused.setdefault(eval_id, []).append(
+                    f"client {client}: ack {status} refused {err.code().name} {_reason(err)}: "
+                    f"{err.details()}")
             else:
                 self._unknown(client, eval_id, h)
             return

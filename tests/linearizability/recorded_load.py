@@ -136,5 +136,9 @@ class RecordedClients:
             if not ops:
                 problems.append(f"no {what} operation was recorded")
             if not result.ok:
-                problems.append(f"{what} history not linearizable:\n" + result.report(model))
+                refused = [f"  {line}" for key in result.bad_keys
+                           for line in self.eval_clients.refused.get(str(key), [])]
+                problems.append(f"{what} history not linearizable:\n" + result.report(model)
+                                + ("\n  acks answered as not written (left out):\n"
+                                   + "\n".join(refused) if refused else ""))
         return problems, figures
