@@ -35,11 +35,10 @@ from pathlib import Path
 #: Why the last half, and why these limits hold for a 10-minute run: every
 #: bounded structure in drover's processes fills in the first minutes
 #: (measured with tracemalloc on a state replica under the soak's workload,
-#: 28 Nov: the Subscribe hub's ring of ``state_subscribe_replay_events``
-#: (20 000) changes held 6 400 at 1.5 minutes, 17 500 at 4 and was full
-#: before 6, at 50 nodes and no faults: at the edge of a 10-minute run's
-#: first half, so its last minute of filling may tilt that run's slope a
-#: little, never a longer run's); the cache's live set levels off
+#: 28 Nov: the Subscribe hub's ring, then bounded by count alone, was full
+#: before 6 minutes at 50 nodes but took 15-35 at the hour's rates; since
+#: 29 Nov it holds ``state_subscribe_replay_window``, 60 s, so it is full
+#: after one minute at any rate); the cache's live set levels off
 #: once the first GC thresholds (2 minutes in the soak) have passed; the
 #: allocator's arenas reach their high-water mark and stay there, a plateau,
 #: not a slope). What still climbs over the last half is growth. Before the
