@@ -38,7 +38,6 @@ from drover.api.types.v1 import (
     job_pb2,
     node_pb2,
 )
-from drover.dev.ports import wait_for_port
 from drover.dev.supervisor import free_layout
 from drover.jobspec.spelling import parse_spec
 
@@ -78,10 +77,13 @@ class Cluster:
     """The shared dev suite: its address, the processes the suite started,
     and typed reads and writes over gRPC through the proxy."""
 
-    def __init__(self, address: str, log_dir: Path) -> None:
+    def __init__(self, address: str, log_dir: Path,
+                 dev: subprocess.Popen[bytes] | None = None) -> None:
         self.address = address
         self.log_dir = log_dir
-        self.env = {**os.environ, "DROVER_ADDR": address}
+        self.dev = dev
+        self.env = {**{k: v for k, v in os.environ.items() if k != WORKER_ENV},
+                    "DROVER_ADDR": address}
         self.channel = grpc.insecure_channel(address)
         self.state = state_pb2_grpc.StateServiceStub(self.channel)
         self.deployments = deployments_pb2_grpc.DeploymentWatcherServiceStub(self.channel)
@@ -90,6 +92,17 @@ class Cluster:
         self.jobs_run: list[str] = []
 
     # -- processes ---------------------------------------------------------
+
+    def dev_log_tail(self, lines: int = 40) -> str:
+        """The last lines of `drover dev`'s output, and whether it still runs
+        (a failure's report: a scenario that cannot reach the proxy says why)."""
+        code = self.dev.poll() if self.dev is not None else None
+        head = "drover dev is running" if code is None else f"drover dev exited with code {code}"
+        try:
+            text = (self.log_dir / "dev.log").read_text(errors="replace")
+        except OSError as e:
+            return f"{head}; its log could not be read: {e}"
+        return "\n".join([head + "; the end of its log:", *text.splitlines()[-lines:]])
 
     def _spawn(self, argv: list[str], log_name: str) -> subprocess.Popen[bytes]:
         log = (self.log_dir / log_name).open("ab")
@@ -233,15 +246,23 @@ class Cluster:
 @contextlib.contextmanager
 def dev_cluster(log_dir: Path) -> Iterator[Cluster]:
     """`drover dev --nodes 0` (no worker, no nodes) on free ports, and the
-    WORKER under test; everything stopped at the end."""
+    WORKER under test; everything stopped at the end. The suite is used once
+    `drover dev` says it is up: its proxy answers before the last of its
+    children (the other replicas, the web UI) are serving, and a child that
+    fails then stops the whole suite."""
     offset, lay = free_layout()
-    log = (log_dir / "dev.log").open("w")
+    log_path = log_dir / "dev.log"
+    log = log_path.open("w")
+    # drover warns of DROVER_* variables it does not know: the suite's own is not its
+    env = {k: v for k, v in os.environ.items() if k != WORKER_ENV}
     dev = subprocess.Popen(
         [sys.executable, "-m", "drover.cli.main", "dev", "--port-offset", str(offset),
-         "--nodes", "0"], stdout=log, stderr=subprocess.STDOUT)
-    cluster = Cluster(lay.address("proxy"), log_dir)
+         "--nodes", "0"], stdout=log, stderr=subprocess.STDOUT, env=env)
+    cluster = Cluster(lay.address("proxy"), log_dir, dev)
     try:
-        assert wait_for_port(lay.host, lay.proxy, 90), "the dev suite did not start"
+        until(lambda: "drover is up" in log_path.read_text() or dev.poll() is not None, 120,
+              "drover dev saying it is up")
+        assert dev.poll() is None, f"drover dev exited:\n{cluster.dev_log_tail()}"
         until(lambda: _answers(cluster), 90, "the state service answering through the proxy")
         cluster.start_worker()
         yield cluster

@@ -32,4 +32,5 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any],
         except grpc.RpcError as e:
             held = f"(the cluster did not answer: {e})"
         report.sections.append(("what the cluster holds", held))
+        report.sections.append(("drover dev", c.dev_log_tail()))
     return report

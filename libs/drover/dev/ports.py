@@ -16,6 +16,22 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+#: Linux's default range of the ports it gives outgoing connections.
+DEFAULT_EPHEMERAL = (32768, 60999)
+
+
+def ephemeral_ports() -> tuple[int, int]:
+    """The range the kernel draws outgoing connections' local ports from
+    (``net.ipv4.ip_local_port_range``). A server port inside it can be taken
+    by any client's connection between the moment it was found free and the
+    moment the server binds it."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return DEFAULT_EPHEMERAL
+
+
 def wait_for_port(host: str, port: int, timeout: float) -> bool:
     """Block until something accepts TCP connections on host:port, or timeout."""
     import time

@@ -24,7 +24,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from drover.dev.etcd import EtcdCluster, EtcdServer
-from drover.dev.ports import busy_message, port_holders, port_in_use, wait_for_port
+from drover.dev.ports import (
+    busy_message,
+    ephemeral_ports,
+    port_holders,
+    port_in_use,
+    wait_for_port,
+)
 from drover.dev.process import die_with_parent
 from drover.dev.workers import worker_command
 
@@ -479,15 +485,30 @@ class Supervisor:
 
 def free_layout(etcd_members: int = 1, tries: int = 50) -> tuple[int, DevLayout]:
     """A random port offset whose whole shifted layout is free now (tests and
-    benches that run their own `drover dev`); the offset and the layout."""
+    benches that run their own `drover dev`); the offset and the layout.
+
+    Every port stays below the kernel's ephemeral range when the range
+    leaves room (Linux's default does: offsets up to ~8,900): a suite's
+    processes open dozens of connections while it starts, and one of them
+    could otherwise take a port a child binds only later (a metrics port,
+    the web UI's), which fails the whole start after its proxy answered."""
     rng = random.Random()
+    replicas = {s: MAX_REPLICAS for s in SERVICES}
+    highest = max(DevLayout().ports(etcd_members, replicas))
+    top = ephemeral_ports()[0] - highest
+    if top <= LOWEST_OFFSET + tries:
+        top = LOWEST_OFFSET + 19_000  # no room below the range: anywhere
     for _ in range(tries):
-        offset = rng.randrange(1000, 20000)
+        offset = rng.randrange(LOWEST_OFFSET, top)
         lay = DevLayout().shifted(offset)
-        if not any(port_in_use(lay.host, p)
-                   for p in lay.ports(etcd_members, {s: MAX_REPLICAS for s in SERVICES})):
+        if not any(port_in_use(lay.host, p) for p in lay.ports(etcd_members, replicas)):
             return offset, lay
     raise RuntimeError("no free port range for the dev suite")
+
+
+#: The smallest offset free_layout draws: the services' ports move off the
+#: default layout's (7100-7135) that a `make run` beside the tests holds.
+LOWEST_OFFSET = 1000
 
 
 def wait_serving(address: str, timeout: float) -> bool:

@@ -11,8 +11,17 @@ import sys
 
 import pytest
 
-from drover.dev.ports import free_port, port_holders, port_in_use
-from drover.dev.supervisor import Backoff, ChildSpec, DevLayout, PortsBusy, Supervisor
+from drover.dev.ports import ephemeral_ports, free_port, port_holders, port_in_use
+from drover.dev.supervisor import (
+    MAX_REPLICAS,
+    SERVICES,
+    Backoff,
+    ChildSpec,
+    DevLayout,
+    PortsBusy,
+    Supervisor,
+    free_layout,
+)
 
 SLEEPER = ChildSpec("broker-0", (sys.executable, "-c", "import time; time.sleep(60)"))
 
@@ -154,3 +163,15 @@ def test_ports_held_by_anything_else_are_refused_at_once_naming_the_holder() -> 
     text = str(err.value)
     assert f"port {port} (proxy) already in use on 127.0.0.1 by pid {os.getpid()}" in text
     assert text.endswith("add --port-offset N")
+
+
+@pytest.mark.parametrize("members", [1, 3])
+def test_a_free_layout_keeps_every_port_below_the_kernels_ephemeral_range(members: int) -> None:
+    """A client's connection takes its local port from the ephemeral range:
+    a suite port inside it could be taken between the check and the bind."""
+    low = ephemeral_ports()[0]
+    if low - max(DevLayout().ports(members, {s: MAX_REPLICAS for s in SERVICES})) < 2000:
+        pytest.skip(f"this kernel's ephemeral range starts at {low}: no room below it")
+    for _ in range(30):
+        _, lay = free_layout(members)
+        assert max(lay.ports(members, {s: MAX_REPLICAS for s in SERVICES})) < low
