@@ -117,10 +117,11 @@ class BrokerDisabled(Unavailable):
 
 
 class WriteOutcomeUnknown(Unavailable):
-    """The term ended while this write was in flight to the state service:
-    it may or may not have landed (its fence held, or did not, when etcd
-    applied it). An ack may be sent again to the leader; the store says
-    which it was."""
+    """A write was sent to the state service and its answer never came: the
+    term ended while it was in flight, or the state replica or etcd stopped
+    answering. It may or may not have landed (its fence held, or did not,
+    when etcd applied it). An ack may be sent again to the leader; the
+    store says which it was."""
 
     reason = "OUTCOME_UNKNOWN"
 

@@ -13,7 +13,8 @@ broker writes can re-create an evaluation deleted meanwhile. An evaluation
 written twice in one batch keeps its last body (etcd refuses duplicate
 keys in a txn). A batch the store refuses (a worker's malformed follow-up,
 an evaluation deleted or changed meanwhile) is retried group by group, so
-one bad group fails alone. Writes under different fences (an Ack is fenced
+one bad group fails alone; a batch whose outcome is unknown is not (each
+write's caller learns that it may have landed). Writes under different fences (an Ack is fenced
 with the term its delivery token carries) never share a txn.
 
 Leader only: before every call to the store the writer asks ``alive`` (the
@@ -69,7 +70,7 @@ from opentelemetry import trace
 
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.core.effects import WriteGroup
-from drover.broker.core.write_batch import merge_writes, next_batch
+from drover.broker.core.write_batch import merge_writes, next_batch, smaller_cap
 from drover.broker.errors import WriteOutcomeUnknown
 from drover.broker.pending_write import Outcomes, PendingWrite, trace_links
 from drover.coord.fence import Fence
@@ -107,6 +108,10 @@ class UpdateApi(Protocol):
 # What an effect write may be refused for without a retry ever helping:
 # invalid, deleted or changed meanwhile, or created already.
 _FINAL = (InvalidArgument, NotFound, AlreadyExists, FailedPrecondition)
+# What the store answers of a txn it refused whole, having written none of
+# it: a batch refused so is tried again group by group. Anything else (the
+# state service or etcd unavailable, a reply lost) may have landed.
+_REFUSED = (*_FINAL, Conflict)
 
 
 class FencedWriter:
@@ -309,7 +314,7 @@ class FencedWriter:
             self._lost(err)
             return
         except DroverError as err:
-            cap = _smaller_cap(err, self._max)
+            cap = smaller_cap(err, self._max)
             if cap is not None:
                 # A state replica told a smaller --max-txn-ops than this
                 # broker: its cap from now on; the batch goes back, in
@@ -321,12 +326,21 @@ class FencedWriter:
                 self._queue.extendleft(reversed(batch))
                 self._wake.set()
                 return
-            if len(batch) > 1:
-                # One group may be at fault: try each alone.
+            if len(batch) > 1 and isinstance(err, _REFUSED):
+                # Refused whole, nothing written; one group may be at
+                # fault: try each alone.
                 for item in batch:
                     await self._flush([item])
                 return
-            self._failed(batch[0], err)
+            # One write refused, or a batch whose outcome is unknown (the
+            # reply was lost: it may have landed). Never written again
+            # here for a caller: compared on the modify_index it was built
+            # on, a second attempt of a write that landed is refused
+            # EVALUATION_CHANGED, and an Ack would be told "not written"
+            # of an outcome that is durable. Effects are retried (each is
+            # idempotent against the store).
+            for item in batch:
+                self._failed(item, err)
             return
         self._succeeded(batch, index)
 
@@ -348,7 +362,9 @@ class FencedWriter:
 
     def _failed(self, item: PendingWrite, err: DroverError) -> None:
         if item.awaited:
-            item.resolve(err)
+            item.resolve(err if isinstance(err, _REFUSED) else WriteOutcomeUnknown(
+                f"the state service did not answer the write ({err.message}); "
+                "it may or may not have been applied", metadata=err.metadata))
             return
         if isinstance(err, InvalidArgument):
             log.error("broker: the state store refused an effect write, dropping it: %s", err)
@@ -381,19 +397,3 @@ class FencedWriter:
         self._on_fence_lost(f"a fenced state write failed: {err.message}")
         self.close(NotLeader("broker", None))
 
-
-def _smaller_cap(err: DroverError, current: int) -> int | None:
-    """The per-write cap a too-big write's refusal names, if below ``current``.
-
-    The state service refuses a request over its cap INVALID_ARGUMENT with
-    the cap in the ErrorInfo (``max_objects``): a replica told a smaller
-    ``--max-txn-ops`` than this broker. Only a smaller cap is taken (a
-    refusal naming the writer's own cap or more is about something else),
-    so a batch is re-cut at most once per refusal and never loops."""
-    if not isinstance(err, InvalidArgument):
-        return None
-    try:
-        cap = int(err.metadata.get("max_objects", ""))
-    except ValueError:
-        return None
-    return cap if 1 <= cap < current else None

@@ -27,10 +27,12 @@ from drover.broker.writer import FencedWriter
 from drover.coord.fence import Fence
 from drover.errors import (
     DroverError,
+    EvaluationChanged,
     FailedPrecondition,
     FenceLost,
     InvalidArgument,
     NotLeader,
+    Unavailable,
 )
 
 FENCE = Fence("/drover/v1/election/broker/a", 7)
@@ -208,6 +210,58 @@ async def test_writes_queued_together_are_answered_each_on_its_own(lost: list[st
     assert sorted(i for ids, _ in landed for i in ids) == ["e0", "e1", "e3", "e4", "e5", "e6"]
     assert ["e5"] in [ids for ids, _ in api.calls]
     assert all(outcomes[int(i[1:])] == index for ids, index in landed for i in ids)
+    assert not lost
+    run.cancel()
+
+
+class LostReplyApi(GatedApi):
+    """A store that applies every txn, compared on modify_index as the
+    state service does, and loses the replies of the calls numbered in
+    ``lose`` (from 1): a second attempt of a write that landed is refused
+    EVALUATION_CHANGED."""
+
+    def __init__(self, lose: set[int]) -> None:
+        super().__init__()
+        self.lose = lose
+        self.applied: dict[str, int] = {}
+
+    async def update(self, updates: Sequence[Evaluation], creates: Sequence[Evaluation],
+                     fence: Fence) -> int:
+        self.calls.append(([e.id for e in (*updates, *creates)],
+                           asyncio.get_running_loop().create_future()))
+        self.calls[-1][1].set_result(0)
+        self.arrived.set()
+        if any(self.applied.get(e.id, e.modify_index) != e.modify_index for e in updates):
+            raise EvaluationChanged("changed meanwhile")
+        index = len(self.calls) + 10
+        self.applied.update((e.id, index) for e in updates)
+        if len(self.calls) in self.lose:
+            raise Unavailable("UNAVAILABLE: the state replica went away before it answered")
+        return index
+
+
+async def test_a_batch_whose_reply_was_lost_is_not_written_again_for_its_callers(
+        lost: list[str]) -> None:
+    """The txn of an Ack landed and its reply was lost: its caller is told
+    the outcome is unknown (OUTCOME_UNKNOWN). Written again alone, the write would be refused
+    EVALUATION_CHANGED (its own first attempt changed the evaluation), and
+    the worker told "not written" of an outcome that is durable (the soak's
+    one evaluation read COMPLETE with no ack in its history)."""
+    api = LostReplyApi(lose={1, 2})
+    writer, run = await _writer(api, lost)
+    done = writer.enqueue_all([(_group("a"), None), (_group("b"), None)])
+    outcomes = await asyncio.wait_for(done, 5)
+    assert [type(o) for o in outcomes] == [WriteOutcomeUnknown] * 2, outcomes
+    assert [ids for ids, _ in api.calls] == [["a", "b"]]
+    # An effect (no caller) in a batch whose reply is lost is retried; its
+    # second attempt finds it landed and is dropped: nothing more is sent.
+    writer.submit([_group("c")])
+    async with asyncio.timeout(5):
+        while len(api.calls) < 3:
+            api.arrived.clear()
+            await api.arrived.wait()
+    await asyncio.sleep(0.6)  # past the retry backoff: nothing else is sent
+    assert [ids for ids, _ in api.calls] == [["a", "b"], ["c"], ["c"]]
     assert not lost
     run.cancel()
 

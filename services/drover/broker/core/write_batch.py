@@ -20,7 +20,8 @@ Invariants of :func:`next_batch` (FIFO, one fence, per-evaluation order):
 
 :func:`merge_writes` turns a batch into the txn's updates and creates: an
 evaluation updated twice keeps its last body (etcd refuses duplicate keys
-in a txn).
+in a txn). :func:`smaller_cap` reads the cap a state replica's refusal of
+too big a txn names.
 
 Pure: no asyncio, no grpc, no etcd (it is under :mod:`drover.broker.core`).
 """
@@ -34,8 +35,9 @@ from typing import Protocol, TypeVar
 from drover.api.types.v1.evaluation_pb2 import Evaluation
 from drover.broker.core.effects import WriteGroup
 from drover.coord.fence import Fence
+from drover.errors import DroverError, InvalidArgument
 
-__all__ = ["Batchable", "merge_writes", "next_batch"]
+__all__ = ["Batchable", "merge_writes", "next_batch", "smaller_cap"]
 
 
 class Batchable(Protocol):
@@ -85,3 +87,20 @@ def merge_writes(batch: Sequence[Batchable]) -> tuple[list[Evaluation], list[Eva
         for ev in item.group.creates:
             creates[ev.id] = ev
     return list(updates.values()), list(creates.values())
+
+
+def smaller_cap(err: DroverError, current: int) -> int | None:
+    """The per-write cap a too-big write's refusal names, if below ``current``.
+
+    The state service refuses a request over its cap INVALID_ARGUMENT with
+    the cap in the ErrorInfo (``max_objects``): a replica told a smaller
+    ``--max-txn-ops`` than this broker. Only a smaller cap is taken (a
+    refusal naming the writer's own cap or more is about something else),
+    so a batch is re-cut at most once per refusal and never loops."""
+    if not isinstance(err, InvalidArgument):
+        return None
+    try:
+        cap = int(err.metadata.get("max_objects", ""))
+    except ValueError:
+        return None
+    return cap if 1 <= cap < current else None
