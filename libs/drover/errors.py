@@ -97,6 +97,18 @@ class Unavailable(DroverError):
     reason = "UNAVAILABLE"
 
 
+class OutcomeUnknown(Unavailable):
+    """A write was sent and its answer never came: it may or may not have
+    been applied. Never assume either way: repeat it only if it is
+    idempotent by construction (same ids, compare-guarded), or read back
+    whether it took effect. The base of each cause's class (etcd did not
+    answer a txn, a proxy's or a hold's server went silent, a broker's write
+    to the state service lost its reply); a decoded remote status with this
+    reason is one too."""
+
+    reason = "OUTCOME_UNKNOWN"
+
+
 class NotLeader(Unavailable):
     """A leader-only call reached a follower; ``metadata['leader']`` hints,
     ``metadata['term']`` says which term that leader holds (a client that

@@ -36,6 +36,7 @@ from drover.errors import (
     Kind,
     NotFound,
     NotLeader,
+    OutcomeUnknown,
     Unavailable,
 )
 
@@ -82,7 +83,8 @@ class RemoteError(DroverError):
 
 _BY_REASON: dict[str, type[DroverError]] = {
     cls.reason: cls
-    for cls in (FenceLost, Conflict, EvaluationGone, EvaluationChanged, EvaluationExists)
+    for cls in (FenceLost, Conflict, EvaluationGone, EvaluationChanged, EvaluationExists,
+                OutcomeUnknown)
 }
 _BY_KIND: dict[Kind, Callable[[str, dict[str, str]], DroverError]] = {
     Kind.INVALID_ARGUMENT: lambda m, md: InvalidArgument(m, metadata=md),

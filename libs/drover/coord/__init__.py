@@ -15,12 +15,12 @@ from drover.coord.decide import Action, decide
 from drover.coord.election import Election, LeaderInfo, observe, observe_changes
 from drover.coord.errors import (
     EstablishFailed,
+    EtcdOutcomeUnknown,
     EtcdUnavailable,
     FenceLost,
     InvalidFence,
     InvalidMember,
     NotCandidate,
-    OutcomeUnknown,
     SessionLost,
     WatchCompacted,
 )
@@ -67,6 +67,7 @@ __all__ = [
     "EstablishFailed",
     "EtcdClient",
     "EtcdKV",
+    "EtcdOutcomeUnknown",
     "EtcdUnavailable",
     "EventType",
     "Fence",
@@ -87,7 +88,6 @@ __all__ = [
     "Member",
     "MemberList",
     "NotCandidate",
-    "OutcomeUnknown",
     "Registration",
     "ResilientWatch",
     "Resync",

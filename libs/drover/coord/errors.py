@@ -17,6 +17,7 @@ from drover.errors import (
     FenceLost,
     InvalidArgument,
     Kind,
+    OutcomeUnknown,
     Unavailable,
 )
 
@@ -24,13 +25,13 @@ __all__ = [
     "ClientClosed",
     "Compacted",
     "EstablishFailed",
+    "EtcdOutcomeUnknown",
     "EtcdUnavailable",
     "FenceLost",
     "InvalidFence",
     "InvalidMember",
     "LeaseNotFound",
     "NotCandidate",
-    "OutcomeUnknown",
     "SessionLost",
     "WatchCompacted",
 ]
@@ -48,14 +49,10 @@ class ClientClosed(EtcdUnavailable):
     reason = "ETCD_CLIENT_CLOSED"
 
 
-class OutcomeUnknown(EtcdUnavailable):
+class EtcdOutcomeUnknown(OutcomeUnknown, EtcdUnavailable):
     """A write reached (or may have reached) etcd, but its answer did not come
-    back: it may or may not have been applied. Retrying is safe only for a
-    write that is idempotent by construction (same ids, compare-guarded), or
-    after reading back whether it took effect. A kind of
-    :class:`EtcdUnavailable`, so every handler of that one still applies."""
-
-    reason = "OUTCOME_UNKNOWN"
+    back (:class:`drover.errors.OutcomeUnknown`). A kind of
+    :class:`EtcdUnavailable` too, so every handler of that one still applies."""
 
 
 class SessionLost(Unavailable):

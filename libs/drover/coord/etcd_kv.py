@@ -11,7 +11,7 @@ Through the pool:
 
 * reads retry on another etcd member within their bound;
 * a txn whose answer is lost raises
-  :class:`~drover.coord.errors.OutcomeUnknown` (never retried);
+  :class:`~drover.coord.errors.EtcdOutcomeUnknown` (never retried);
 * watches and keepalive streams carry etcd's require-leader metadata
   (``hasleader``) and end when their member turns bad;
 * one-shot lease keepalives (:meth:`EtcdKV.lease_keepalive`, a node's
@@ -22,7 +22,7 @@ Through the pool:
 
 One error set, the same :class:`~drover.coord.memkv.MemoryKV` raises:
 :class:`Compacted`, :class:`LeaseNotFound`, :class:`ClientClosed` and
-otherwise :class:`EtcdUnavailable` (and :class:`OutcomeUnknown` from txns).
+otherwise :class:`EtcdUnavailable` (and :class:`EtcdOutcomeUnknown` from txns).
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ class EtcdKV:
     A write through an etcd member that lost its leader is answered only
     after etcd's request timeout (5 s + 2 election timeouts: 7 s by
     default), "request timed out"; a shorter ``write_timeout`` ends it
-    sooner, ``OutcomeUnknown``, and the member is left (marked bad) for the
+    sooner, ``EtcdOutcomeUnknown``, and the member is left (marked bad) for the
     next call. ``telemetry`` names the spans and metrics of its txns (none
     when empty)."""
 
@@ -236,7 +236,7 @@ class EtcdKV:
             raise ValueError(f"a txn holds at most {self.max_txn_ops} operations "
                              f"(etcd's --max-txn-ops), not {max(len(ops), len(compares))}")
         req = txn_request(compares, ops)
-        # never retried: OutcomeUnknown when it may have been applied
+        # never retried: EtcdOutcomeUnknown when it may have been applied
         t = self._telemetry
         if t is None:
             resp = await self._unary("kv", "Txn", req, idempotent=False, what="txn")

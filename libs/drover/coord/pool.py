@@ -11,7 +11,7 @@ are ended at once:
 
 * :meth:`EndpointPool.unary` runs one unary call: an idempotent one is
   retried on the next endpoint within the caller's deadline; a write whose
-  request may have reached etcd raises :class:`OutcomeUnknown` instead of a
+  request may have reached etcd raises :class:`EtcdOutcomeUnknown` instead of a
   plain unavailable error (it may have been applied);
 * :meth:`EndpointPool.open_stream` opens a stream (watch, lease keepalive)
   with etcd's require-leader metadata (``hasleader: true``), so a member cut
@@ -41,7 +41,7 @@ from aetcd import rpc
 from drover.coord.clock import Clock, monotonic
 from drover.coord.deadline import bounded
 from drover.coord.endpoints import EndpointHealth, HealthConfig
-from drover.coord.errors import EtcdUnavailable, OutcomeUnknown
+from drover.coord.errors import EtcdOutcomeUnknown, EtcdUnavailable
 from drover.tasks import cancel_and_wait
 
 __all__ = ["REQUIRE_LEADER", "Endpoint", "EndpointPool", "Stream"]
@@ -273,7 +273,7 @@ class EndpointPool:
         """One unary etcd call within ``timeout`` seconds, clipped to the
         caller's deadline (:mod:`drover.coord.deadline`). Idempotent calls
         retry on another endpoint; a write that may have been applied raises
-        :class:`OutcomeUnknown`. With ``leave_on_timeout``, a member that
+        :class:`EtcdOutcomeUnknown`. With ``leave_on_timeout``, a member that
         does not answer within ``timeout`` itself (not the caller's shorter
         deadline: that is the caller's budget, no fault of the member's) is
         marked bad, so the next call goes to another member."""
@@ -298,7 +298,7 @@ class EndpointPool:
                     raise
                 last = f"{ep.name} {self.health.reason(ep.name)}"
                 if not idempotent:
-                    raise OutcomeUnknown(
+                    raise EtcdOutcomeUnknown(
                         f"etcd {what}: member {ep.name} stopped answering after the request "
                         "was sent; it may or may not have been applied") from None
             except grpc.aio.AioRpcError as e:
@@ -312,7 +312,7 @@ class EndpointPool:
                 elif leave_on_timeout and own:
                     self.mark_bad(ep, f"{what}: no answer within {timeout:g}s")
                 if not idempotent and not _never_sent(e):
-                    raise OutcomeUnknown(
+                    raise EtcdOutcomeUnknown(
                         f"etcd {what}: {code.name} from {ep.name}; the write may or may not "
                         "have been applied") from e
                 if timed_out:

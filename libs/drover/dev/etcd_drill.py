@@ -40,6 +40,7 @@ from drover.config import EtcdSettings
 from drover.coord import EtcdClient, EtcdKV, Keyspace, connect, observe_changes
 from drover.dev.etcd import EtcdCluster
 from drover.dev.ports import free_port, wait_for_port
+from drover.errors import OutcomeUnknown
 from drover.rpc.remote import error_info, leader_hint
 from drover.tasks import cancel_and_wait
 
@@ -265,7 +266,7 @@ class Drill:
         except grpc.aio.AioRpcError as e:
             self.load.write_failed += 1
             info = error_info(e)
-            if info is not None and info.reason == "OUTCOME_UNKNOWN":
+            if info is not None and info.reason == OutcomeUnknown.reason:
                 self.load.outcome_unknown += 1
                 self.load.maybe_written.add(ev.id)
             return

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from drover.errors import InvalidArgument, Unavailable
+from drover.errors import InvalidArgument, OutcomeUnknown, Unavailable
 from drover.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -61,10 +61,8 @@ class HoldTimeout(Unavailable):
     reason = "HOLD_TIMEOUT"
 
 
-class HoldOutcomeUnknown(Unavailable):
+class HoldOutcomeUnknown(OutcomeUnknown):
     """A write's server went silent past the hold: it may have been applied."""
-
-    reason = "OUTCOME_UNKNOWN"
 
 
 def health_probe(channel_of: Callable[[str], grpc.aio.Channel]) -> Probe:

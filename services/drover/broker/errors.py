@@ -14,6 +14,7 @@ from drover.errors import (
     FailedPrecondition,
     Kind,
     NotFound,
+    OutcomeUnknown,
     Unavailable,
 )
 
@@ -116,14 +117,12 @@ class BrokerDisabled(Unavailable):
         )
 
 
-class WriteOutcomeUnknown(Unavailable):
+class WriteOutcomeUnknown(OutcomeUnknown):
     """A write was sent to the state service and its answer never came: the
     term ended while it was in flight, or the state replica or etcd stopped
     answering. It may or may not have landed (its fence held, or did not,
     when etcd applied it). An ack may be sent again to the leader; the
     store says which it was."""
-
-    reason = "OUTCOME_UNKNOWN"
 
 
 class ResyncNeeded(DroverError):

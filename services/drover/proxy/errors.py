@@ -6,7 +6,7 @@ They subclass the roots in :mod:`drover.errors`, so the one gRPC mapping in
 
 from __future__ import annotations
 
-from drover.errors import InvalidArgument, NotFound, Unavailable
+from drover.errors import InvalidArgument, NotFound, OutcomeUnknown, Unavailable
 
 
 class UnknownService(NotFound):
@@ -67,13 +67,11 @@ class NoServer(Unavailable):
     reason = "NO_SERVER"
 
 
-class OutcomeUnknown(Unavailable):
+class ForwardOutcomeUnknown(OutcomeUnknown):
     """A forwarded write's attempt broke after the request may have reached
     the server (it stopped answering, left membership or the connection
     dropped): it may or may not have been applied. The proxy does not repeat
     it; the client may, if the write is idempotent or it checks first."""
-
-    reason = "OUTCOME_UNKNOWN"
 
 
 class StreamEnded(Unavailable):

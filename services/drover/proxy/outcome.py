@@ -31,7 +31,7 @@ from drover.proxy.core.retry import (
 )
 from drover.proxy.core.server import Server
 from drover.proxy.core.server_list import ServerList
-from drover.proxy.errors import Final, OutcomeUnknown, Retry, ServerStalled
+from drover.proxy.errors import Final, ForwardOutcomeUnknown, Retry, ServerStalled
 from drover.rpc.hold import AttemptEnded
 from drover.rpc.reads import is_read
 from drover.rpc.remote import remote_status
@@ -106,7 +106,7 @@ def next_step(
         count(lst.service, "next_server")
         raise Retry(error)
     if failure.kind in OUTCOME_UNKNOWN_KINDS and not is_read(path) and not relayed:
-        raise Final(OutcomeUnknown(
+        raise Final(ForwardOutcomeUnknown(
             f"{path.rsplit('/', 1)[-1]} may or may not have been applied: "
             f"{lst.service} server {server.address} "
             + (f"stopped answering ({ended.reason})" if ended is not None

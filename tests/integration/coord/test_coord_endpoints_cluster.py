@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from drover.config import EtcdSettings
-from drover.coord import EtcdClient, EtcdUnavailable, OutcomeUnknown, Session, connect
+from drover.coord import EtcdClient, EtcdOutcomeUnknown, EtcdUnavailable, Session, connect
 from drover.coord.deadline import caller_deadline
 from drover.coord.etcd_kv import EtcdKV
 from drover.coord.kv import Put, prefix_end
@@ -50,7 +50,7 @@ async def test_frozen_member_in_use_is_left_while_it_stays_frozen(
                 try:
                     await _put(client, key, str(i).encode(), bound=3.0)
                     ok += 1
-                except OutcomeUnknown:
+                except EtcdOutcomeUnknown:
                     pass  # the write caught on the frozen member
         assert ok >= 19
         assert client.pool.current.name != etcd_cluster3.endpoints[frozen]
@@ -70,7 +70,7 @@ async def test_write_caught_on_a_frozen_member_is_outcome_unknown(
     frozen = etcd_cluster3.member_at(client.pool.current.name)
     etcd_cluster3.pause(frozen)
     try:
-        with pytest.raises(OutcomeUnknown) as e:
+        with pytest.raises(EtcdOutcomeUnknown) as e:
             await _put(client, f"{etcd_prefix}/u".encode(), b"x", bound=10.0)
         assert e.value.reason == "OUTCOME_UNKNOWN"
     finally:
@@ -85,7 +85,7 @@ async def test_caller_deadline_bounds_a_write(
     try:
         loop = asyncio.get_running_loop()
         start = loop.time()
-        with caller_deadline(0.3), pytest.raises(OutcomeUnknown):
+        with caller_deadline(0.3), pytest.raises(EtcdOutcomeUnknown):
             await _put(client, f"{etcd_prefix}/d".encode(), b"x", bound=30.0)
         # Ended by the caller's 0.3 s, not the 30 s rpc_timeout (loose bound).
         assert loop.time() - start < 20.0
@@ -146,7 +146,7 @@ async def test_a_write_through_a_member_without_a_leader_ends_at_the_write_timeo
         etcd_cluster3.pause(2)
         loop = asyncio.get_running_loop()
         start = loop.time()
-        with caller_deadline(10.0), pytest.raises(OutcomeUnknown):
+        with caller_deadline(10.0), pytest.raises(EtcdOutcomeUnknown):
             await kv.txn([], [Put(f"{etcd_prefix}/lost".encode(), b"x")])
         took = loop.time() - start
         assert took < 3.0, f"the write took {took:.1f}s (etcd's own request timeout: 7 s)"

@@ -49,9 +49,9 @@ def test_fence_lost_is_failed_precondition() -> None:
 
 
 def test_outcome_unknown_is_unavailable_with_its_own_reason() -> None:
-    from drover.coord.errors import EtcdUnavailable, OutcomeUnknown
+    from drover.coord.errors import EtcdOutcomeUnknown, EtcdUnavailable
 
-    err = OutcomeUnknown("etcd txn: member stopped answering")
+    err = EtcdOutcomeUnknown("etcd txn: member stopped answering")
     assert isinstance(err, EtcdUnavailable)  # every unavailable handler applies
     status, _ = to_status(err)
     assert status.code == grpc.StatusCode.UNAVAILABLE

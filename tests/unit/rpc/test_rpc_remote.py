@@ -71,3 +71,25 @@ def test_narrow_keeps_what_the_caller_acts_on() -> None:
                    "state")
     assert isinstance(other, errors.Unavailable)
     assert other.metadata == {"field": "x", "remote_reason": "INVALID_ARGUMENT"}
+
+
+def test_an_unknown_outcome_has_one_class_whatever_its_cause() -> None:
+    """One home for OUTCOME_UNKNOWN: each cause's class is a
+    :class:`drover.errors.OutcomeUnknown` (the reason declared once), and a
+    remote status with that reason decodes to one, so a caller of any
+    drover service can ``except OutcomeUnknown``."""
+    from drover.broker.errors import WriteOutcomeUnknown
+    from drover.coord.errors import EtcdOutcomeUnknown, EtcdUnavailable
+    from drover.proxy.errors import ForwardOutcomeUnknown
+    from drover.rpc.hold import HoldOutcomeUnknown
+
+    for cause in (EtcdOutcomeUnknown, HoldOutcomeUnknown, WriteOutcomeUnknown,
+                  ForwardOutcomeUnknown):
+        err = cause("no answer")
+        assert isinstance(err, errors.OutcomeUnknown) and err.reason == "OUTCOME_UNKNOWN"
+        assert "reason" not in vars(cause), f"{cause.__name__} declares the reason again"
+    assert isinstance(EtcdOutcomeUnknown("x"), EtcdUnavailable)
+    decoded = to_error(RemoteStatus("UNAVAILABLE", "the server went silent", "OUTCOME_UNKNOWN",
+                                    {"service": "broker"}, answered=True))
+    assert isinstance(decoded, errors.OutcomeUnknown)
+    assert decoded.metadata == {"service": "broker"}
