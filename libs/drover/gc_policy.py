@@ -42,9 +42,13 @@ way: nothing here changes what a service decides.
 from __future__ import annotations
 
 import gc
+import logging
+import time
 from dataclasses import dataclass
 
 __all__ = ["GcPolicy", "GcPolicyConfig"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,12 +64,15 @@ class GcPolicyConfig:
 class GcPolicy:
     """Counts what the process took in and freezes it now and then."""
 
-    __slots__ = ("_since_freeze", "config", "freezes")
+    __slots__ = ("_since_freeze", "config", "freezes", "longest_pause")
 
     def __init__(self, config: GcPolicyConfig | None = None) -> None:
         self.config = config or GcPolicyConfig()
         self._since_freeze = 0
         self.freezes = 0
+        #: The longest periodic collection and freeze so far, in seconds:
+        #: the process does nothing else meanwhile.
+        self.longest_pause = 0.0
 
     def start(self) -> None:
         """Raise the young threshold (process start)."""
@@ -90,6 +97,14 @@ class GcPolicy:
     def _freeze(self, *, collect: bool) -> None:
         self._since_freeze = 0
         self.freezes += 1
-        if collect:
-            gc.collect()  # the garbage cycles since the last freeze, before they are frozen
+        if not collect:
+            gc.freeze()
+            return
+        start = time.perf_counter()
+        freed = gc.collect()  # the garbage cycles since the last freeze, before they are frozen
         gc.freeze()
+        pause = time.perf_counter() - start
+        self.longest_pause = max(self.longest_pause, pause)
+        log.info("gc: periodic collection freed %d objects and froze the rest in %.1f ms "
+                 "(%d frozen; longest so far %.1f ms)", freed, pause * 1e3,
+                 gc.get_freeze_count(), self.longest_pause * 1e3)

@@ -75,6 +75,7 @@ def test_garbage_cycles_are_collected_before_a_periodic_freeze() -> None:
         del garbage
         policy.applied(10)
         assert policy.freezes == 1
+        assert policy.longest_pause > 0  # measured and logged: the process's pause
         gc.unfreeze()
         assert gone() is None
     finally:
