@@ -15,9 +15,9 @@ planned twice, and the first ack then failed (EVALUATION_CHANGED).
 seconds, well inside the timeout, until the batch is acked; a delivery that
 cannot be restarted (``TOKEN_EXPIRED``, ``NOT_OUTSTANDING``: it is no longer
 this worker's) is dropped, and its plan or ack then says so. :func:`ack`
-sends the batch's AckBatch, once more as it was after ``UNAVAILABLE`` (an
-outcome unknown: a second answer of NOT_OUTSTANDING or EVALUATION_EXISTS
-means the first landed).
+sends the batch's AckBatch, again as it was after ``UNAVAILABLE``, and
+again any ack answered ``OUTCOME_UNKNOWN`` (a second answer of
+NOT_OUTSTANDING or EVALUATION_EXISTS means the first landed).
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ from typing import Protocol
 import grpc
 
 from drover.api.broker.v1 import broker_pb2
+from drover.errors import OutcomeUnknown
 
 log = logging.getLogger("drover.worker")
 
-#: AckBatch attempts when the broker cannot be reached.
+#: AckBatch attempts when the broker cannot be reached, or an ack's outcome
+#: is unknown.
 ACK_TRIES = 3
 
 
@@ -90,19 +92,35 @@ class Outstanding:
 
 async def ack(broker: BrokerCalls, acks: list[broker_pb2.AckRequest],
               pause: float = 0.5) -> list[str]:
-    """One AckBatch of ``acks``, sent again as it was after UNAVAILABLE;
-    the evaluations acked (each refusal logged with its reason)."""
+    """One AckBatch of ``acks``, sent again as it was after UNAVAILABLE, and
+    the acks answered ``OUTCOME_UNKNOWN`` sent again in one more call
+    (docs/worker-protocol.md: an ack that landed then answers
+    NOT_OUTSTANDING, UNKNOWN_EVALUATION, EVALUATION_CHANGED or
+    EVALUATION_EXISTS); the evaluations acked (each refusal logged with its
+    reason). Left unknown after the last try, an ack's delivery runs out
+    its nack timer and the evaluation is delivered again."""
+    acked: list[str] = []
+    todo = acks
     for attempt in range(1, ACK_TRIES + 1):
         try:
             out: broker_pb2.AckBatchResponse = await broker.AckBatch(
-                broker_pb2.AckBatchRequest(acks=acks), timeout=30)
-            for o in out.outcomes:
-                if o.code:
-                    log.warning("ack %s: %s (%s)", o.eval_id, o.message, o.reason)
-            return [o.eval_id for o in out.outcomes if not o.code]
+                broker_pb2.AckBatchRequest(acks=todo), timeout=30)
         except grpc.RpcError as e:
             if e.code() != grpc.StatusCode.UNAVAILABLE or attempt == ACK_TRIES:
                 raise
             log.warning("ack: %s; sending it again", e.details() or e.code().name)
             await asyncio.sleep(pause * attempt)
-    raise AssertionError("unreachable")
+            continue
+        unknown = {o.eval_id for o in out.outcomes
+                   if o.reason == OutcomeUnknown.reason and attempt < ACK_TRIES}
+        for o in out.outcomes:
+            if not o.code:
+                acked.append(o.eval_id)
+            else:
+                again = "; sending it again" if o.eval_id in unknown else ""
+                log.warning("ack %s: %s (%s)%s", o.eval_id, o.message, o.reason, again)
+        if not unknown:
+            return acked
+        todo = [a for a in todo if a.eval_id in unknown]
+        await asyncio.sleep(pause * attempt)
+    return acked

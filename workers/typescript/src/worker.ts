@@ -90,7 +90,7 @@ class ViewBehind extends Error {}
 /** The state service refused the plan: this worker's delivery of the evaluation ended. */
 class DeliveryEnded extends Error {}
 
-/** AckBatch calls per batch while they end UNAVAILABLE. */
+/** AckBatch calls per batch while they end UNAVAILABLE or an ack is answered OUTCOME_UNKNOWN. */
 const ACK_TRIES = 3;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -175,22 +175,31 @@ export class Worker {
 
   /**
    * One AckBatch; sent again as it was (the same follow-up ids) after
-   * UNAVAILABLE (OUTCOME_UNKNOWN: it may have landed, and then the second
-   * says NOT_OUTSTANDING or EVALUATION_EXISTS: done).
+   * UNAVAILABLE, and the acks answered OUTCOME_UNKNOWN sent again in one more
+   * call (docs/worker-protocol.md: one that landed then says NOT_OUTSTANDING,
+   * EVALUATION_CHANGED or EVALUATION_EXISTS: done). Still unknown after the
+   * last try, a delivery runs out its nack timer and is delivered again.
    */
   private async ack(acks: AckRequest[]): Promise<void> {
+    let todo = acks;
     for (let attempt = 1; ; attempt++) {
       try {
-        const out = await this.conn.ackBatch({ acks }, 30);
+        const out = await this.conn.ackBatch({ acks: todo }, 30);
+        const unknown = new Set<string>();
         for (const o of out.outcomes) {
-          if (o.code) this.log(`${attempt > 1 ? "INFO" : "WARNING"} ack ${o.evalId}: ${o.message} (${o.reason})`);
+          if (!o.code) continue;
+          const again = o.reason === "OUTCOME_UNKNOWN" && attempt < ACK_TRIES && !this.stopped;
+          if (again) unknown.add(o.evalId);
+          this.log(`${attempt > 1 ? "INFO" : "WARNING"} ack ${o.evalId}: ${o.message} (${o.reason})` +
+            (again ? "; sending it again" : ""));
         }
-        return;
+        if (unknown.size === 0) return;
+        todo = todo.filter((a) => unknown.has(a.evalId));
       } catch (err) {
         if (remoteStatus(err).code !== "UNAVAILABLE" || attempt >= ACK_TRIES || this.stopped) throw err;
         this.log(`WARNING ack: ${describe(err)}; sending it again`);
-        await sleep(500 * attempt);
       }
+      await sleep(500 * attempt);
     }
   }
 
