@@ -65,7 +65,7 @@ from chaos_load import (
 from drover.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from drover.api.proxy.v1 import proxy_pb2, proxy_pb2_grpc
 from drover.api.state.v1 import state_pb2, state_pb2_grpc
-from drover.api.types.v1 import deployment_pb2
+from drover.api.types.v1 import deployment_pb2, evaluation_pb2
 from drover.dev.etcd import EtcdCluster
 from drover.dev.netcluster import until
 from drover.dev.ports import free_port
@@ -257,6 +257,24 @@ def too_long(calls: list[Call], proxy_down: list[tuple[float, float]]) -> list[s
 
 
 
+#: Evaluations of other causes that place a deployment's next batch as the
+#: watcher's follow-up would: a node marked down for missed heartbeats while
+#: the faults cut it off, a failed allocation's reschedule, a drain.
+ADVANCING = {"node-update", "alloc-failure", "queued-allocs", "node-drain"}
+
+
+def advances(e: evaluation_pb2.Evaluation, d: deployment_pb2.Deployment) -> bool:
+    """Whether ``e``, made after ``d`` started, could have placed its next
+    batch: an evaluation of another cause (:data:`ADVANCING`), or an
+    unchanged re-register of the deployment's own version (Nomad's: no new
+    version, only a ``job-register`` evaluation, which places what the
+    rollout allows next). The load registers a version again when its first
+    call failed after landing."""
+    if e.namespace != d.namespace or e.job_id != d.job_id or e.create_index <= d.create_index:
+        return False
+    return e.triggered_by in ADVANCING or (
+        e.triggered_by == "job-register" and e.job_modify_index == d.job_modify_index)
+
 @contextlib.asynccontextmanager
 async def _tasks(*coros: Coroutine[Any, Any, None]) -> AsyncIterator[list[asyncio.Task[None]]]:
     tasks = [asyncio.create_task(c) for c in coros]
@@ -346,7 +364,6 @@ async def test_chaos(etcd_cluster3: EtcdCluster, etcd_prefix: str, tmp_path: Pat
             p.close()
 
     by_id = {e.id: e for e in evals}
-    advancing = {"node-update", "alloc-failure", "queued-allocs", "node-drain"}
     proxied = [c for c in record.calls]
     acks = [o for o in record.outcomes if o.ok]
     terms = {d.token.partition(".")[0] for d in record.deliveries}
@@ -372,14 +389,15 @@ async def test_chaos(etcd_cluster3: EtcdCluster, etcd_prefix: str, tmp_path: Pat
         if d.status not in TERMINAL_DEPLOYMENT:
             problems.append(f"deployment {d.id} not terminal")
         if d in succeeded and d.job_version > 0 and d.id not in followed and not any(
-                e.namespace == d.namespace and e.job_id == d.job_id
-                and e.triggered_by in advancing and e.create_index > d.create_index
-                for e in evals):
-            # Its second batch was placed by an evaluation of another cause
-            # (a node marked down for missed heartbeats while the faults cut
-            # it off, a failed allocation's reschedule): progress all the same.
-            problems.append(f"deployment {d.id} (job {d.job_id} v{d.job_version}) succeeded "
-                            "without a follow-up evaluation of the watcher")
+                advances(e, d) for e in evals):
+            of_job = sorted((e for e in evals if e.job_id == d.job_id),
+                            key=lambda e: e.create_index)
+            problems.append(
+                f"deployment {d.id} (job {d.job_id} v{d.job_version}, indexes "
+                f"{d.create_index}-{d.modify_index}, job index {d.job_modify_index}) succeeded "
+                "without a follow-up evaluation of the watcher; the job's evaluations: "
+                + ", ".join(f"{e.triggered_by}@{e.create_index} (job index "
+                            f"{e.job_modify_index})" for e in of_job))
     problems += too_long(proxied, faults.proxy_down)
     linear = check(JOBS, history.ops)
     print(f"job history: {history.counts()} operations on {len(lin.keys)} jobs, "
@@ -415,6 +433,18 @@ def test_the_judges_see_what_they_look_for() -> None:
                      Delivery("e1", "job", "5.x", 2.0, 2.1)], [], nack=8.0)
     # A call longer than hold + slack, unless the proxy was down meanwhile or
     # it was a long poll waiting its own time.
+    # A deployment's next batch placed by another cause, or by an unchanged
+    # re-register of its own version; not by an evaluation made before it,
+    # nor by a later version's register.
+    d = deployment_pb2.Deployment(namespace="default", job_id="svc-0", create_index=10,
+                                  job_modify_index=10)
+    def ev(trigger: str, index: int, job_index: int = 10) -> evaluation_pb2.Evaluation:
+        return evaluation_pb2.Evaluation(namespace="default", job_id="svc-0",
+                                         triggered_by=trigger, create_index=index,
+                                         job_modify_index=job_index)
+    assert advances(ev("node-update", 12), d) and advances(ev("job-register", 12), d)
+    assert not advances(ev("node-update", 9), d) and not advances(ev("job-register", 10), d)
+    assert not advances(ev("job-register", 20, job_index=20), d)
     long = Call("GetJob", 0.0, HOLD + SLACK + 1.0, "OK")
     assert too_long([long], [])
     assert not too_long([long], [(0.5, 2.0)])
