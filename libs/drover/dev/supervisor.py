@@ -485,30 +485,41 @@ class Supervisor:
 
 def free_layout(etcd_members: int = 1, tries: int = 50) -> tuple[int, DevLayout]:
     """A random port offset whose whole shifted layout is free now (tests and
-    benches that run their own `drover dev`); the offset and the layout.
-
-    Every port stays below the kernel's ephemeral range when the range
-    leaves room (Linux's default does: offsets up to ~8,900): a suite's
-    processes open dozens of connections while it starts, and one of them
-    could otherwise take a port a child binds only later (a metrics port,
-    the web UI's), which fails the whole start after its proxy answered."""
+    benches that run their own `drover dev`); the offset and the layout,
+    drawn from :func:`layout_offsets`."""
     rng = random.Random()
     replicas = {s: MAX_REPLICAS for s in SERVICES}
-    highest = max(DevLayout().ports(etcd_members, replicas))
-    top = ephemeral_ports()[0] - highest
-    if top <= LOWEST_OFFSET + tries:
-        top = LOWEST_OFFSET + 19_000  # no room below the range: anywhere
+    offsets = layout_offsets(etcd_members, ephemeral_ports()[0])
     for _ in range(tries):
-        offset = rng.randrange(LOWEST_OFFSET, top)
+        offset = rng.choice(offsets)
         lay = DevLayout().shifted(offset)
         if not any(port_in_use(lay.host, p) for p in lay.ports(etcd_members, replicas)):
             return offset, lay
     raise RuntimeError("no free port range for the dev suite")
 
 
+def layout_offsets(etcd_members: int, ephemeral_low: int) -> range:
+    """The offsets :func:`free_layout` draws from: every port below the
+    kernel's ephemeral range (from ``ephemeral_low``) when it leaves room
+    for at least :data:`MIN_OFFSETS` (Linux's default, 32768, leaves offsets
+    up to ~8,900), else anywhere up to :data:`HIGHEST_OFFSET`. A suite's
+    processes open dozens of connections while it starts, and one of them
+    could otherwise take a port a child binds only later (a metrics port,
+    the web UI's), which fails the whole start after its proxy answered."""
+    highest = max(DevLayout().ports(etcd_members, {s: MAX_REPLICAS for s in SERVICES}))
+    below = ephemeral_low - highest
+    if below - LOWEST_OFFSET < MIN_OFFSETS:
+        return range(LOWEST_OFFSET, HIGHEST_OFFSET)
+    return range(LOWEST_OFFSET, min(below, HIGHEST_OFFSET))
+
+
 #: The smallest offset free_layout draws: the services' ports move off the
 #: default layout's (7100-7135) that a `make run` beside the tests holds.
 LOWEST_OFFSET = 1000
+#: The largest: etcd's ports (23790 + offset) stay below 43,800.
+HIGHEST_OFFSET = 20_000
+#: Fewer offsets than this below the ephemeral range is no room.
+MIN_OFFSETS = 2000
 
 
 def wait_serving(address: str, timeout: float) -> bool:

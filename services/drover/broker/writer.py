@@ -14,8 +14,9 @@ written twice in one batch keeps its last body (etcd refuses duplicate
 keys in a txn). A batch the store refuses (a worker's malformed follow-up,
 an evaluation deleted or changed meanwhile) is retried group by group, so
 one bad group fails alone; a batch whose outcome is unknown is not (each
-write's caller learns that it may have landed). Writes under different fences (an Ack is fenced
-with the term its delivery token carries) never share a txn.
+write's caller learns that it may have landed). Writes under different
+fences (an Ack is fenced with the term its delivery token carries) never
+share a txn.
 
 Leader only: before every call to the store the writer asks ``alive`` (the
 term's lease clock, :class:`~drover.coord.guard.LeaderGuard`); a term that

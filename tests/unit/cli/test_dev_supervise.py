@@ -13,7 +13,10 @@ import pytest
 
 from drover.dev.ports import ephemeral_ports, free_port, port_holders, port_in_use
 from drover.dev.supervisor import (
+    HIGHEST_OFFSET,
+    LOWEST_OFFSET,
     MAX_REPLICAS,
+    MIN_OFFSETS,
     SERVICES,
     Backoff,
     ChildSpec,
@@ -21,6 +24,7 @@ from drover.dev.supervisor import (
     PortsBusy,
     Supervisor,
     free_layout,
+    layout_offsets,
 )
 
 SLEEPER = ChildSpec("broker-0", (sys.executable, "-c", "import time; time.sleep(60)"))
@@ -169,9 +173,15 @@ def test_ports_held_by_anything_else_are_refused_at_once_naming_the_holder() -> 
 def test_a_free_layout_keeps_every_port_below_the_kernels_ephemeral_range(members: int) -> None:
     """A client's connection takes its local port from the ephemeral range:
     a suite port inside it could be taken between the check and the bind."""
+    every = {s: MAX_REPLICAS for s in SERVICES}
+    highest = max(DevLayout().ports(members, every))
+    offsets = layout_offsets(members, 32768)  # Linux's default range
+    assert len(offsets) > 5000 and max(offsets) + highest < 32768
+    # A range starting too low leaves no room: anywhere, as before.
+    assert layout_offsets(members, 25000) == range(LOWEST_OFFSET, HIGHEST_OFFSET)
+    # And this machine's own draws.
     low = ephemeral_ports()[0]
-    if low - max(DevLayout().ports(members, {s: MAX_REPLICAS for s in SERVICES})) < 2000:
-        pytest.skip(f"this kernel's ephemeral range starts at {low}: no room below it")
     for _ in range(30):
-        _, lay = free_layout(members)
-        assert max(lay.ports(members, {s: MAX_REPLICAS for s in SERVICES})) < low
+        offset, lay = free_layout(members)
+        assert offset in layout_offsets(members, low)
+        assert max(lay.ports(members, every)) < low or low - highest < LOWEST_OFFSET + MIN_OFFSETS
